@@ -1,0 +1,102 @@
+#pragma once
+// The node as processors, memories and the paths between them (docs/topology.md).
+// Built from a sysfs/procfs root ("/" live, or a snapshot folder) plus GPU facts.
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace mempath {
+
+struct NumaNode {
+  int id = -1;
+  std::vector<int> cpus;      // one per physical core first, then SMT siblings
+  int cores = 0;              // physical cores
+  int64_t mem_total_bytes = 0;
+  int64_t mem_free_bytes = 0;
+  std::vector<int> distances;
+  std::string kind;           // "host", "hbm" (a GPU's memory), "empty"
+  int gpu = -1;               // GPU whose HBM this node is, else -1
+  int64_t llc_bytes = 0;      // last-level cache of one core of this node (shared size)
+};
+
+struct GpuInfo {
+  int id = -1;
+  std::string model, cc, pci_bus_id;
+  int sm_count = 0;
+  int64_t memory_bytes = 0, l2_bytes = 0;
+  std::string numa_config = "none";  // "numa_node" when its HBM is a NUMA node
+  int hbm_numa = -1, host_numa = -1;
+  std::string link_type = "pcie";    // "pcie" or "c2c"
+  int pcie_gen = 0, pcie_width = 0;
+  bool pageable_access = false, host_page_tables = false, concurrent_managed = false;
+  std::vector<int> peers, nvlink_peers;
+};
+
+struct Processor {
+  std::string name;  // cpuN, cpus, gpuN
+  std::string kind;  // "cpu" or "gpu"
+  int numa = -1;     // cpuN: N
+  int gpu = -1;      // gpuN: N
+  std::vector<int> cpus;  // logical CPUs to pin threads to, physical cores first
+  int cores = 0;
+  int64_t cache_bytes = 0;  // caches a buffer must exceed: sum of LLCs, or the GPU's L2
+};
+
+struct Memory {
+  std::string name;  // numaN or gpuN
+  std::string kind;  // "host", "hbm", "device"
+  int numa = -1;
+  int gpu = -1;
+  int64_t bytes = 0;
+  int64_t free_bytes = 0;
+};
+
+struct SkippedAlloc {
+  std::string alloc, reason;
+};
+
+struct Path {
+  std::string pu, mem, via;
+  std::vector<std::string> allocs;     // allocators that run on this path
+  std::vector<SkippedAlloc> skipped;   // the others, with the reason
+};
+
+struct Topology {
+  std::string host, source, arch, cpu_model;
+  std::vector<NumaNode> numa_nodes;
+  std::vector<GpuInfo> gpus;
+  std::vector<Processor> processors;
+  std::vector<Memory> memories;
+  std::vector<Path> paths;
+
+  const Processor* find_pu(const std::string& name) const;
+  const Memory* find_mem(const std::string& name) const;
+  const Path* find_path(const std::string& pu, const std::string& mem) const;
+  const NumaNode* find_numa(int id) const;
+  const GpuInfo* find_gpu(int id) const;
+  std::vector<std::string> pu_names() const;
+  std::vector<std::string> mem_names() const;
+
+  std::string to_json() const;  // docs/topology.md
+  std::string to_text() const;  // human-readable, for `mempath topo`
+};
+
+// Live node: sysfs/procfs under "/" and the GPUs the CUDA runtime sees.
+Topology discover();
+// Snapshot written by save_snapshot (or a hand-written fixture).
+Topology load_snapshot(const std::string& dir);
+// Writes the files of the live node that load_snapshot reads, plus gpus.txt.
+void save_snapshot(const std::string& dir);
+
+// Shared by both: read the sysfs tree under `root` and derive processors/memories/paths.
+Topology build_topology(const std::string& root, const std::vector<GpuInfo>& gpus,
+                        const std::string& source);
+
+// gpus.txt (docs/topology.md) in both directions.
+std::vector<GpuInfo> parse_gpus_txt(const std::string& text);
+std::string format_gpus_txt(const std::vector<GpuInfo>& gpus);
+
+// GPU facts from the CUDA runtime (empty in a CPU-only build or without a GPU).
+std::vector<GpuInfo> query_gpus();
+
+}  // namespace mempath
