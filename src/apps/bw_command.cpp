@@ -1,0 +1,218 @@
+#include <cmath>
+#include <cstdio>
+#include <iostream>
+#include <memory>
+
+#include "apps/bw_runner.hpp"
+#include "apps/commands.hpp"
+#include "core/error.hpp"
+#include "core/options.hpp"
+#include "core/provenance.hpp"
+#include "core/results.hpp"
+#include "core/stats.hpp"
+#include "core/units.hpp"
+
+namespace mempath {
+namespace {
+
+const std::vector<OptionSpec>& bw_option_specs() {
+  static const std::vector<OptionSpec> specs = {
+      {"op", "OP", "read, write or copy (with --all: a comma list filter)"},
+      {"pu", "PU", "processor: cpuN, cpus, gpuN (default: the first CPU node)"},
+      {"pu-kind", "KIND", "with --all: cpu or gpu only"},
+      {"mem", "MEM", "memory read or written, the source of a copy: numaN or gpuN"},
+      {"dst-mem", "MEM", "destination memory of a copy (default: --mem)"},
+      {"alloc", "ALLOC", "system, numa, device, managed, pinned, registered"},
+      {"threads", "N|sweep", "CPU threads (default: all cores of the PU), or sweep 1,2,4..all"},
+      {"kernel", "grid|block", "GPU kernel: all SMs (default) or one block of 1024 threads"},
+      {"size", "SIZE", "bytes per buffer (default 1GiB, raised to 4x the caches on the path)"},
+      {"reps", "N", "timed repetitions (default 10)"},
+      {"warmup", "N", "untimed repetitions first (default 2)"},
+      {"noise", "PU:MEM", "another processor reads MEM continuously during each case"},
+      {"in-cache", "", "allow buffers smaller than 4x the caches (cache bandwidth)"},
+      {"all", "", "every case this node supports; --op/--pu/--pu-kind/--mem/--alloc filter"},
+      {"output", "FILE", "HDF5 result file (default mempath-bw-HOST-TIME.h5)"},
+      {"from", "DIR", "plan against a saved topology snapshot (list only)"},
+  };
+  return specs;
+}
+
+BwSettings settings_from(const Options& opts) {
+  BwSettings s;
+  if (auto v = opts.get("size")) s.size = parse_size(*v);
+  s.reps = static_cast<int>(opts.integer("reps", 10, 1));
+  s.warmup = static_cast<int>(opts.integer("warmup", 2, 0));
+  s.in_cache = opts.flag("in-cache");
+  return s;
+}
+
+BwFilters filters_from(const Options& opts) {
+  BwFilters f;
+  f.ops = split_list(opts.get_or("op", ""));
+  f.pus = split_list(opts.get_or("pu", ""));
+  f.pu_kinds = split_list(opts.get_or("pu-kind", ""));
+  f.mems = split_list(opts.get_or("mem", ""));
+  f.allocs = split_list(opts.get_or("alloc", ""));
+  return f;
+}
+
+// The cases of one invocation: --all, a thread sweep, or a single case.
+std::vector<BwCase> plan(const Topology& topo, const Options& opts, const BwSettings& settings) {
+  if (opts.flag("all")) {
+    for (const char* single : {"dst-mem", "threads", "kernel"})
+      if (opts.has(single)) throw UsageError(std::string("--") + single + " does not combine with --all");
+    return all_cases(topo, filters_from(opts), settings);
+  }
+  if (opts.has("pu-kind")) throw UsageError("--pu-kind filters --all; for one case use --pu");
+  const Op op = parse_op(opts.get_or("op", "read"));
+  const std::string threads = opts.get_or("threads", "");
+  auto one = [&](int t) {
+    return make_case(topo, op, opts.get_or("pu", ""), opts.get_or("mem", ""), opts.get_or("dst-mem", ""),
+                     opts.get_or("alloc", ""), t, opts.get_or("kernel", ""), settings);
+  };
+  if (threads != "sweep") return {one(threads.empty() ? -1 : static_cast<int>(parse_int(threads, "--threads")))};
+  const BwCase all = one(-1);
+  if (all.pu_kind != "cpu") throw UsageError("--threads sweep applies to CPU processors");
+  std::vector<BwCase> cases;
+  for (int t : thread_sweep(all.threads)) cases.push_back(one(t));
+  return cases;
+}
+
+const std::vector<ColumnSpec> kSampleColumns = {
+    {"case_id", ColumnType::Int, ""},      {"rep", ColumnType::Int, ""},
+    {"op", ColumnType::String, ""},        {"pu", ColumnType::String, ""},
+    {"pu_kind", ColumnType::String, ""},   {"mem", ColumnType::String, ""},
+    {"dst_mem", ColumnType::String, ""},   {"alloc", ColumnType::String, ""},
+    {"dst_alloc", ColumnType::String, ""}, {"kernel", ColumnType::String, ""},
+    {"threads", ColumnType::Int, ""},      {"size_bytes", ColumnType::Int, "bytes"},
+    {"bytes", ColumnType::Int, "bytes"},   {"time_s", ColumnType::Float, "s"},
+    {"bandwidth_GBps", ColumnType::Float, "GB/s"}, {"noise", ColumnType::String, ""},
+};
+
+const std::vector<ColumnSpec> kCaseColumns = {
+    {"case_id", ColumnType::Int, ""},        {"op", ColumnType::String, ""},
+    {"pu", ColumnType::String, ""},          {"pu_kind", ColumnType::String, ""},
+    {"mem", ColumnType::String, ""},         {"dst_mem", ColumnType::String, ""},
+    {"alloc", ColumnType::String, ""},       {"dst_alloc", ColumnType::String, ""},
+    {"kernel", ColumnType::String, ""},      {"threads", ColumnType::Int, ""},
+    {"size_bytes", ColumnType::Int, "bytes"}, {"bytes", ColumnType::Int, "bytes"},
+    {"noise", ColumnType::String, ""},       {"via", ColumnType::String, ""},
+    {"status", ColumnType::String, ""},      {"reason", ColumnType::String, ""},
+    {"reps", ColumnType::Int, ""},           {"passes", ColumnType::Int, ""},
+    {"median_GBps", ColumnType::Float, "GB/s"}, {"min_GBps", ColumnType::Float, "GB/s"},
+    {"max_GBps", ColumnType::Float, "GB/s"}, {"placement", ColumnType::String, ""},
+    {"dst_placement", ColumnType::String, ""}, {"verified", ColumnType::Int, ""},
+    {"cache_resident", ColumnType::Int, ""},
+};
+
+std::string dash(const std::string& s) { return s.empty() ? "-" : s; }
+
+void print_summary(const BwCase& c, const CaseOutcome& o, const Summary& gbps) {
+  std::printf("MEMPATH bw op=%s pu=%s mem=%s dst=%s alloc=%s kernel=%s threads=%d size=%llu via=%s placement=%s status=%s",
+              op_name(c.op), c.pu.c_str(), c.mem.c_str(), dash(c.dst_mem).c_str(), c.alloc.c_str(),
+              dash(o.kernel).c_str(), o.threads, static_cast<unsigned long long>(c.size),
+              dash(c.via).c_str(), dash(o.placement).c_str(), o.status.c_str());
+  if (o.status == "ok")
+    std::printf(" median_GBps=%.2f min_GBps=%.2f max_GBps=%.2f reps=%zu", gbps.median, gbps.min,
+                gbps.max, o.seconds.size());
+  if (!o.reason.empty()) std::printf(" reason=\"%s\"", o.reason.c_str());
+  std::printf("\n");
+  std::fflush(stdout);
+}
+
+}  // namespace
+
+int cmd_list(const std::vector<std::string>& args) {
+  Options opts("list", "Lists every `bw --all` case of this node, skipped ones with the reason.",
+               bw_option_specs());
+  if (!opts.parse(args)) return 0;
+  const Topology topo = opts.has("from") ? load_snapshot(*opts.get("from")) : discover();
+  for (const auto& c : all_cases(topo, filters_from(opts), settings_from(opts))) {
+    std::printf("%-5s %-6s %-7s %-7s %-10s %-6s threads=%-4d size=%s", op_name(c.op), c.pu.c_str(),
+                c.mem.c_str(), dash(c.dst_mem).c_str(), c.alloc.c_str(), dash(c.kernel).c_str(),
+                c.threads, format_size(c.size).c_str());
+    if (!c.skip_reason.empty()) std::printf("  skipped: %s", c.skip_reason.c_str());
+    std::printf("\n");
+  }
+  return 0;
+}
+
+int cmd_bw(const std::vector<std::string>& args, const std::vector<std::string>& argv) {
+  Options opts("bw", "Read, write and copy bandwidth of processor x memory x allocator (docs/cli.md).",
+               bw_option_specs());
+  if (!opts.parse(args)) return 0;
+  if (opts.has("from")) throw UsageError("--from plans against a snapshot: use it with 'mempath list'");
+  const Topology topo = discover();
+  const BwSettings settings = settings_from(opts);
+  const std::vector<BwCase> cases = plan(topo, opts, settings);
+  if (cases.empty()) throw UsageError("the filters select no case on this node; see 'mempath list'");
+
+  std::unique_ptr<NoiseRunner> noise;
+  if (auto spec = opts.get("noise")) {
+    for (const auto& c : cases) parse_noise(topo, *spec, c.pu);  // every case must allow it
+    const NoiseSpec n = parse_noise(topo, *spec, cases.front().pu);
+    noise = std::make_unique<NoiseRunner>(topo, n, default_size(topo, n.pu));
+  }
+
+  ResultFile file(opts.get_or("output", default_output_name("bw", topo.host)), collect_provenance(topo, argv));
+  file.table("bw/samples", kSampleColumns);
+  file.table("bw/cases", kCaseColumns);
+  file.save();  // a valid (empty) file from the start
+
+  int exit_code = kExitOk;
+  const bool single = cases.size() == 1;
+  for (size_t id = 0; id < cases.size(); ++id) {
+    const BwCase& c = cases[id];
+    CaseOutcome o;
+    try {
+      o = run_case(topo, c, settings, noise.get());
+    } catch (const UsageError& e) {
+      if (single) throw;  // one case asked for: bad input, exit 2
+      o.status = "skipped";
+      o.reason = e.what();
+      o.kernel = c.kernel;
+      o.threads = c.threads;
+    }
+    std::vector<double> gbps;
+    for (double t : o.seconds) gbps.push_back(static_cast<double>(o.bytes_per_rep) / t / 1e9);
+    const Summary s = o.status == "ok" ? summarize(gbps) : Summary{};
+    const std::string noise_label = noise ? noise->label() : "";
+    Row common = {{"case_id", static_cast<int64_t>(id)}, {"op", std::string(op_name(c.op))},
+                  {"pu", c.pu}, {"pu_kind", c.pu_kind}, {"mem", c.mem}, {"dst_mem", c.dst_mem},
+                  {"alloc", c.alloc}, {"dst_alloc", c.dst_alloc}, {"kernel", o.kernel},
+                  {"threads", static_cast<int64_t>(o.threads)},
+                  {"size_bytes", static_cast<int64_t>(c.size)},
+                  {"bytes", static_cast<int64_t>(o.bytes_per_rep)}, {"noise", noise_label}};
+    if (o.status == "ok") {
+      for (size_t r = 0; r < o.seconds.size(); ++r) {
+        Row row = common;
+        row["rep"] = static_cast<int64_t>(r);
+        row["time_s"] = o.seconds[r];
+        row["bandwidth_GBps"] = gbps[r];
+        file.table("bw/samples", kSampleColumns).append(row);
+      }
+    }
+    Row row = common;
+    row["via"] = c.via;
+    row["status"] = o.status;
+    row["reason"] = o.reason;
+    row["reps"] = static_cast<int64_t>(o.status == "ok" ? o.seconds.size() : 0);
+    row["passes"] = static_cast<int64_t>(o.passes);
+    row["median_GBps"] = s.median;
+    row["min_GBps"] = s.min;
+    row["max_GBps"] = s.max;
+    row["placement"] = o.placement;
+    row["dst_placement"] = o.dst_placement;
+    row["verified"] = static_cast<int64_t>(o.verified);
+    row["cache_resident"] = static_cast<int64_t>(c.in_cache);
+    file.table("bw/cases", kCaseColumns).append(row);
+    file.set_attribute("end_time", utc_now_iso8601());
+    file.save();
+    print_summary(c, o, s);
+    if (o.status == "failed") exit_code = kExitFailed;
+  }
+  std::cerr << "mempath: " << cases.size() << " cases written to " << file.path() << "\n";
+  return exit_code;
+}
+
+}  // namespace mempath

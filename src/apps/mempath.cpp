@@ -1,0 +1,48 @@
+// mempath: one CLI, subcommands (docs/cli.md).
+#include <iostream>
+#include <string>
+#include <vector>
+
+#include "apps/commands.hpp"
+#include "build_info.hpp"
+#include "core/error.hpp"
+
+namespace {
+
+const char* kUsage =
+    "usage: mempath <command> [options]\n"
+    "Measures what every memory path of this node delivers.\n\n"
+    "commands:\n"
+    "  topo      processors, memories and paths of this node (or of a saved snapshot)\n"
+    "  list      every bandwidth case this node supports, and the skipped ones with why\n"
+    "  bw        read/write/copy bandwidth of processor x memory x allocator\n"
+    "  version   print the version and git revision\n\n"
+    "'mempath <command> --help' describes each command's options.\n";
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  std::vector<std::string> all(argv, argv + argc);
+  if (argc < 2 || all[1] == "--help" || all[1] == "-h" || all[1] == "help") {
+    std::cout << kUsage;
+    return argc < 2 ? mempath::kExitUsage : mempath::kExitOk;
+  }
+  const std::string command = all[1];
+  const std::vector<std::string> args(all.begin() + 2, all.end());
+  try {
+    if (command == "topo") return mempath::cmd_topo(args);
+    if (command == "list") return mempath::cmd_list(args);
+    if (command == "bw") return mempath::cmd_bw(args, all);
+    if (command == "version" || command == "--version") {
+      std::cout << "mempath " << mempath::build::version << " (" << mempath::build::git_revision << ")\n";
+      return mempath::kExitOk;
+    }
+    throw mempath::UsageError("unknown command '" + command + "'; valid: topo, list, bw, version");
+  } catch (const mempath::UsageError& e) {
+    std::cerr << "mempath: error: " << e.what() << "\n";
+    return mempath::kExitUsage;
+  } catch (const std::exception& e) {
+    std::cerr << "mempath: failed: " << e.what() << "\n";
+    return mempath::kExitFailed;
+  }
+}

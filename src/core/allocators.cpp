@@ -1,0 +1,171 @@
+#include "core/allocators.hpp"
+
+#include <numa.h>
+#include <numaif.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstring>
+#include <map>
+
+#include "core/error.hpp"
+#include "core/numa_policy.hpp"
+#include "gpu/gpu_api.hpp"
+
+namespace mempath {
+namespace {
+
+constexpr int kSetupThreads = 8;
+
+int parse_index(const std::string& mem, const std::string& prefix) {
+  if (mem.rfind(prefix, 0) != 0) return -1;
+  try {
+    return std::stoi(mem.substr(prefix.size()));
+  } catch (...) {
+    return -1;
+  }
+}
+
+// Fills host-mapped memory from threads placed on `numa`, so first-touch allocators put
+// their pages there.
+void fill_from_node(const Topology& topo, void* ptr, size_t bytes, int numa, uint8_t value) {
+  const auto cpus = setup_cpus(topo, numa);
+  const int count = static_cast<int>(std::max<size_t>(1, std::min<size_t>(kSetupThreads, cpus.empty() ? 4 : cpus.size())));
+  run_on_threads(count, cpus, numa, [&](int i, int n) {
+    size_t begin, end;
+    slice(bytes, i, n, 4096, &begin, &end);
+    std::memset(static_cast<char*>(ptr) + begin, value, end - begin);
+  });
+}
+
+}  // namespace
+
+std::vector<int> setup_cpus(const Topology& topo, int numa) {
+  const NumaNode* node = topo.find_numa(numa);
+  if (node && !node->cpus.empty()) return node->cpus;
+  if (node && node->gpu >= 0) {
+    const GpuInfo* g = topo.find_gpu(node->gpu);
+    if (g && g->host_numa >= 0) {
+      const NumaNode* host = topo.find_numa(g->host_numa);
+      if (host) return host->cpus;
+    }
+  }
+  return {};
+}
+
+Buffer::Buffer(std::string alloc, std::string mem, size_t bytes)
+    : alloc_(std::move(alloc)), mem_(std::move(mem)), bytes_(bytes) {}
+
+Buffer::~Buffer() {
+  if (!ptr_) return;
+  try {
+    if (registered_) gpu::unregister_host(ptr_);
+    if (alloc_ == "system") munmap(ptr_, bytes_);
+    else if (alloc_ == "numa" || alloc_ == "registered") numa_free(ptr_, bytes_);
+    else if (alloc_ == "device") gpu::free_device(ptr_);
+    else if (alloc_ == "managed") gpu::free_managed(ptr_);
+    else if (alloc_ == "pinned") gpu::free_pinned(ptr_);
+  } catch (...) {
+    // Freeing must not throw out of a destructor; the process is ending the case anyway.
+  }
+}
+
+std::unique_ptr<Buffer> allocate(const Topology& topo, const std::string& alloc,
+                                 const std::string& mem, size_t bytes, uint8_t fill) {
+  auto buf = std::make_unique<Buffer>(alloc, mem, bytes);
+  buf->numa_ = parse_index(mem, "numa");
+  buf->gpu_ = parse_index(mem, "gpu");
+  const Memory* m = topo.find_mem(mem);
+  if (!m) throw UsageError("unknown memory '" + mem + "'; valid: " + [&] {
+    std::string s;
+    for (const auto& n : topo.mem_names()) s += (s.empty() ? "" : ", ") + n;
+    return s;
+  }());
+  const bool on_numa = buf->numa_ >= 0;
+  if (alloc == "system") {
+    if (!on_numa) throw Unsupported("the system allocator places memory on NUMA nodes, not on " + mem);
+    void* p = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (p == MAP_FAILED) throw Unsupported("mmap of " + std::to_string(bytes) + " bytes failed");
+    buf->ptr_ = p;
+    fill_from_node(topo, p, bytes, buf->numa_, fill);
+  } else if (alloc == "numa" || alloc == "registered") {
+    if (!on_numa) throw Unsupported(alloc + " memory is allocated on NUMA nodes, not on " + mem);
+    void* p = numa_alloc_onnode(bytes, buf->numa_);
+    if (!p) throw Unsupported("numa_alloc_onnode(" + std::to_string(bytes) + ", " +
+                              std::to_string(buf->numa_) + ") failed");
+    buf->ptr_ = p;
+    fill_from_node(topo, p, bytes, buf->numa_, fill);
+    if (alloc == "registered") {
+      gpu::register_host(p, bytes);
+      buf->registered_ = true;
+    }
+  } else if (alloc == "device") {
+    if (buf->gpu_ < 0) throw Unsupported("cudaMalloc memory lives on a GPU, not on " + mem);
+    buf->ptr_ = gpu::alloc_device(buf->gpu_, bytes);
+    gpu::fill(buf->gpu_, buf->ptr_, bytes, fill);
+  } else if (alloc == "managed") {
+    buf->ptr_ = gpu::alloc_managed(bytes);
+    if (on_numa) {
+      fill_from_node(topo, buf->ptr_, bytes, buf->numa_, fill);
+    } else {
+      gpu::prefetch_managed(buf->ptr_, bytes, buf->gpu_);
+      gpu::fill(buf->gpu_, buf->ptr_, bytes, fill);
+    }
+  } else if (alloc == "pinned") {
+    if (!on_numa) throw Unsupported("pinned memory is host memory, not " + mem);
+    // cudaMallocHost pins (and so places) its pages at once: allocate from a thread whose
+    // memory policy is bound to the node.
+    std::exception_ptr error;
+    run_on_threads(1, setup_cpus(topo, buf->numa_), buf->numa_, [&](int, int) {
+      try {
+        buf->ptr_ = gpu::alloc_pinned(bytes);
+      } catch (...) {
+        error = std::current_exception();
+      }
+    });
+    if (error) std::rethrow_exception(error);
+    fill_from_node(topo, buf->ptr_, bytes, buf->numa_, fill);
+  } else {
+    throw UsageError("unknown allocator '" + alloc + "'; valid: system, numa, device, managed, pinned, registered");
+  }
+  return buf;
+}
+
+std::string format_placement(const std::vector<int>& status) {
+  std::map<int, size_t> counts;
+  size_t known = 0;
+  for (int s : status) {
+    counts[s >= 0 ? s : -1]++;
+    if (s >= 0) ++known;
+  }
+  if (known == 0) return "unknown";
+  if (counts.size() == 1) return "numa" + std::to_string(status.front());
+  std::string out;
+  char buf[32];
+  for (const auto& [node, n] : counts) {
+    std::snprintf(buf, sizeof buf, ":%.3g", static_cast<double>(n) / status.size());
+    out += (out.empty() ? "" : ",") + (node >= 0 ? "numa" + std::to_string(node) : std::string("unknown")) + buf;
+  }
+  return out;
+}
+
+std::string placement(const Buffer& buffer) {
+  if (buffer.alloc() == "device") return "gpu" + std::to_string(buffer.gpu());
+  const size_t page = static_cast<size_t>(sysconf(_SC_PAGESIZE));
+  const size_t pages = std::max<size_t>(1, buffer.bytes() / page);
+  const size_t samples = std::min<size_t>(pages, 512);
+  std::vector<void*> addrs(samples);
+  std::vector<int> status(samples, -1);
+  for (size_t i = 0; i < samples; ++i)
+    addrs[i] = static_cast<char*>(buffer.data()) + (i * pages / samples) * page;
+  const long rc = move_pages(0, samples, addrs.data(), nullptr, status.data(), 0);
+  std::string where = rc == 0 ? format_placement(status) : "unknown";
+  if (where == "unknown" && buffer.alloc() == "managed") {
+    const std::string loc = gpu::managed_location(buffer.data(), buffer.bytes());
+    if (!loc.empty()) where = loc;
+  }
+  return where;
+}
+
+}  // namespace mempath

@@ -1,0 +1,63 @@
+#pragma once
+// The one allocator layer (DESIGN.md): system, numa, device, managed, pinned, registered.
+// A Buffer owns its memory, was first touched where its memory name says, and can say
+// where its pages really are.
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "core/topology.hpp"
+
+namespace mempath {
+
+inline const std::vector<std::string>& allocator_names() {
+  static const std::vector<std::string> names = {"system", "numa",   "device",
+                                                 "managed", "pinned", "registered"};
+  return names;
+}
+
+class Buffer {
+ public:
+  Buffer(std::string alloc, std::string mem, size_t bytes);
+  ~Buffer();
+  Buffer(const Buffer&) = delete;
+  Buffer& operator=(const Buffer&) = delete;
+
+  void* data() const { return ptr_; }
+  size_t bytes() const { return bytes_; }
+  const std::string& alloc() const { return alloc_; }
+  const std::string& mem() const { return mem_; }
+  int numa() const { return numa_; }
+  int gpu() const { return gpu_; }
+
+ private:
+  friend std::unique_ptr<Buffer> allocate(const Topology&, const std::string&,
+                                          const std::string&, size_t, uint8_t);
+  std::string alloc_, mem_;
+  size_t bytes_;
+  void* ptr_ = nullptr;
+  int numa_ = -1;  // memory numaN
+  int gpu_ = -1;   // memory gpuN
+  bool registered_ = false;
+};
+
+// Allocates `bytes` of memory `mem` (numaN or gpuN) with allocator `alloc`, first
+// touched (filled with `fill` bytes) so that its pages land on that memory. Throws
+// Unsupported for a combination the node or build cannot do.
+std::unique_ptr<Buffer> allocate(const Topology& topo, const std::string& alloc,
+                                 const std::string& mem, size_t bytes, uint8_t fill);
+
+// Where the buffer's pages are now: "numa0", "gpu0", "numa0:0.75,numa1:0.25" (fractions
+// of up to 512 sampled pages), or "unknown" (docs/schema.md).
+std::string placement(const Buffer& buffer);
+// The same from page-status codes of move_pages (node id >= 0, or -errno); "unknown"
+// when no page has a node. Exposed for tests.
+std::string format_placement(const std::vector<int>& status);
+
+// CPU threads for untimed setup on a memory: the cores of the node itself, or of the
+// host node nearest to a CPU-less (HBM) node.
+std::vector<int> setup_cpus(const Topology& topo, int numa);
+
+}  // namespace mempath

@@ -1,0 +1,117 @@
+#include "core/options.hpp"
+
+#include <iostream>
+#include <sstream>
+
+#include "core/error.hpp"
+#include "core/units.hpp"
+
+namespace mempath {
+
+Options::Options(std::string command, std::string summary, std::vector<OptionSpec> specs)
+    : command_(std::move(command)), summary_(std::move(summary)), specs_(std::move(specs)) {
+  specs_.push_back({"help", "", "show this help and exit"});
+}
+
+const OptionSpec* Options::find(const std::string& name) const {
+  for (const auto& spec : specs_)
+    if (spec.name == name) return &spec;
+  return nullptr;
+}
+
+bool Options::parse(const std::vector<std::string>& args) {
+  for (size_t i = 0; i < args.size(); ++i) {
+    const std::string& arg = args[i];
+    if (arg.rfind("--", 0) != 0)
+      throw UsageError("unexpected argument '" + arg + "' to 'mempath " + command_ +
+                       "'; options start with --, see 'mempath " + command_ + " --help'");
+    std::string name = arg.substr(2), value;
+    const auto eq = name.find('=');
+    const bool inline_value = eq != std::string::npos;
+    if (inline_value) {
+      value = name.substr(eq + 1);
+      name = name.substr(0, eq);
+    }
+    const OptionSpec* spec = find(name);
+    if (!spec) {
+      std::vector<std::string> names;
+      for (const auto& s : specs_) names.push_back("--" + s.name);
+      throw UsageError("unknown option --" + name + " for 'mempath " + command_ +
+                       "'; valid: " + join(names));
+    }
+    if (spec->value_name.empty()) {
+      if (inline_value) throw UsageError("option --" + name + " takes no value");
+      value = "1";
+    } else if (!inline_value) {
+      if (i + 1 >= args.size())
+        throw UsageError("option --" + name + " needs a value (" + spec->value_name + ")");
+      value = args[++i];
+    }
+    values_[name] = value;
+  }
+  if (flag("help")) {
+    std::cout << help_text();
+    return false;
+  }
+  return true;
+}
+
+bool Options::flag(const std::string& name) const { return values_.count(name) > 0; }
+bool Options::has(const std::string& name) const { return values_.count(name) > 0; }
+
+std::optional<std::string> Options::get(const std::string& name) const {
+  auto it = values_.find(name);
+  if (it == values_.end()) return std::nullopt;
+  return it->second;
+}
+
+std::string Options::get_or(const std::string& name, const std::string& fallback) const {
+  auto v = get(name);
+  return v ? *v : fallback;
+}
+
+std::string Options::choice(const std::string& name, const std::vector<std::string>& valid,
+                            const std::string& fallback) const {
+  const std::string value = get_or(name, fallback);
+  for (const auto& v : valid)
+    if (v == value) return value;
+  throw UsageError("invalid --" + name + " '" + value + "'; valid: " + join(valid));
+}
+
+long long Options::integer(const std::string& name, long long fallback, long long min_value) const {
+  auto v = get(name);
+  if (!v) return fallback;
+  const long long value = parse_int(*v, "--" + name);
+  if (value < min_value)
+    throw UsageError("--" + name + " must be at least " + std::to_string(min_value) + ", got " + *v);
+  return value;
+}
+
+std::string Options::help_text() const {
+  std::ostringstream out;
+  out << "usage: mempath " << command_ << " [options]\n" << summary_ << "\n\noptions:\n";
+  for (const auto& spec : specs_) {
+    std::string left = "  --" + spec.name + (spec.value_name.empty() ? "" : " " + spec.value_name);
+    if (left.size() < 28) left.resize(28, ' ');
+    else left += "\n" + std::string(28, ' ');
+    out << left << spec.help << "\n";
+  }
+  return out.str();
+}
+
+std::vector<std::string> split_list(const std::string& text, char sep) {
+  std::vector<std::string> items;
+  std::string item;
+  std::istringstream in(text);
+  while (std::getline(in, item, sep))
+    if (!item.empty()) items.push_back(item);
+  return items;
+}
+
+std::string join(const std::vector<std::string>& items, const std::string& sep) {
+  std::string out;
+  for (size_t i = 0; i < items.size(); ++i) out += (i ? sep : "") + items[i];
+  return out;
+}
+
+}  // namespace mempath

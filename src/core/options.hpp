@@ -1,0 +1,46 @@
+#pragma once
+// The one option parser of mempath: every subcommand declares its options here, so the
+// same names, help and error messages apply everywhere (docs/cli.md).
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace mempath {
+
+struct OptionSpec {
+  std::string name;       // without the leading "--"
+  std::string value_name; // empty for a flag
+  std::string help;
+};
+
+class Options {
+ public:
+  Options(std::string command, std::string summary, std::vector<OptionSpec> specs);
+
+  // Parses argv after the subcommand; throws UsageError for unknown options, missing
+  // values and stray arguments. Returns false when --help was given (help printed).
+  bool parse(const std::vector<std::string>& args);
+
+  bool flag(const std::string& name) const;
+  bool has(const std::string& name) const;
+  std::optional<std::string> get(const std::string& name) const;
+  std::string get_or(const std::string& name, const std::string& fallback) const;
+  // A value that must be one of `valid`; throws UsageError listing them.
+  std::string choice(const std::string& name, const std::vector<std::string>& valid,
+                     const std::string& fallback) const;
+  long long integer(const std::string& name, long long fallback, long long min_value) const;
+  std::string help_text() const;
+
+ private:
+  const OptionSpec* find(const std::string& name) const;
+  std::string command_, summary_;
+  std::vector<OptionSpec> specs_;
+  std::map<std::string, std::string> values_;
+};
+
+// "a,b,c" -> {"a","b","c"} (empty items dropped).
+std::vector<std::string> split_list(const std::string& text, char sep = ',');
+std::string join(const std::vector<std::string>& items, const std::string& sep = ", ");
+
+}  // namespace mempath

@@ -1,0 +1,73 @@
+#include "core/units.hpp"
+
+#include <cctype>
+#include <cmath>
+#include <cstdio>
+#include <utility>
+
+#include "core/error.hpp"
+
+namespace mempath {
+namespace {
+
+const std::pair<const char*, uint64_t> kSuffixes[] = {
+    {"", 1ULL},          {"B", 1ULL},
+    {"KiB", 1ULL << 10}, {"MiB", 1ULL << 20}, {"GiB", 1ULL << 30}, {"TiB", 1ULL << 40},
+    {"KB", 1000ULL},     {"MB", 1000000ULL},  {"GB", 1000000000ULL}, {"TB", 1000000000000ULL},
+};
+
+}  // namespace
+
+uint64_t parse_size(const std::string& text) {
+  const std::string valid = "valid: a number with an optional suffix B, KiB, MiB, GiB, TiB, KB, MB, GB, TB (e.g. 4KiB, 1GiB)";
+  size_t i = 0;
+  while (i < text.size() && (std::isdigit(static_cast<unsigned char>(text[i])) || text[i] == '.')) ++i;
+  if (i == 0) throw UsageError("invalid size '" + text + "'; " + valid);
+  double number = 0;
+  try {
+    number = std::stod(text.substr(0, i));
+  } catch (...) {
+    throw UsageError("invalid size '" + text + "'; " + valid);
+  }
+  const std::string suffix = text.substr(i);
+  for (const auto& [name, factor] : kSuffixes) {
+    if (suffix == name) {
+      const double bytes = number * static_cast<double>(factor);
+      if (bytes < 1 || bytes > 9.0e18 || bytes != std::floor(bytes))
+        throw UsageError("size '" + text + "' is not a whole number of bytes >= 1; " + valid);
+      return static_cast<uint64_t>(bytes);
+    }
+  }
+  throw UsageError("unknown size suffix '" + suffix + "' in '" + text + "'; " + valid);
+}
+
+std::string format_size(uint64_t bytes) {
+  const char* names[] = {"B", "KiB", "MiB", "GiB", "TiB"};
+  int unit = 0;
+  double value = static_cast<double>(bytes);
+  while (value >= 1024 && unit < 4) {
+    value /= 1024;
+    ++unit;
+  }
+  char buf[64];
+  if (value == std::floor(value))
+    std::snprintf(buf, sizeof buf, "%.0f%s", value, names[unit]);
+  else
+    std::snprintf(buf, sizeof buf, "%.3g%s", value, names[unit]);
+  return buf;
+}
+
+long long parse_int(const std::string& text, const std::string& what) {
+  size_t used = 0;
+  long long value = 0;
+  try {
+    value = std::stoll(text, &used);
+  } catch (...) {
+    used = 0;
+  }
+  if (used == 0 || used != text.size())
+    throw UsageError("invalid " + what + " '" + text + "'; valid: a whole number");
+  return value;
+}
+
+}  // namespace mempath

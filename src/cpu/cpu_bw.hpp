@@ -1,0 +1,28 @@
+#pragma once
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "cpu/kernels.hpp"
+#include "core/op.hpp"
+
+namespace mempath::cpu {
+
+struct BwRun {
+  std::vector<double> seconds;  // one per timed repetition
+  bool verified = false;
+  std::string detail;           // what the data check found when it failed
+};
+
+// `warmup` + `reps` repetitions of `op` by threads pinned to `cpus`, each repetition
+// `passes` sweeps over `bytes` of src (read, copy) / dst (write, copy). src holds the
+// byte `fill` everywhere; the check afterwards compares the read sums, the written
+// words or the copied data with what they must be.
+BwRun run_bw(const Isa& isa, const std::vector<int>& cpus, Op op, const void* src, void* dst,
+             size_t bytes, int passes, int warmup, int reps, uint8_t fill);
+
+// The 8-byte word whose bytes are all `byte`.
+inline uint64_t word_of(uint8_t byte) { return 0x0101010101010101ULL * byte; }
+
+}  // namespace mempath::cpu

@@ -1,0 +1,250 @@
+// GPU bandwidth kernels: 16-byte accesses, several independent loads in flight per
+// thread, timed with CUDA events between back-to-back launches so that no launch latency
+// falls inside a timed interval; every repetition's read sum is kept and checked.
+#include <algorithm>
+#include <vector>
+
+#include "gpu/cuda_check.cuh"
+#include "gpu/gpu_api.hpp"
+
+namespace mempath::gpu {
+namespace {
+
+using Vec = ulonglong2;  // 16 bytes: one 128-bit load or store
+constexpr int kUnroll = 4;
+constexpr int kBlock = 512;
+constexpr int kSingleBlock = 1024;
+
+__device__ __forceinline__ unsigned long long warp_sum(unsigned long long v) {
+  for (int offset = 16; offset > 0; offset /= 2) v += __shfl_down_sync(0xffffffffu, v, offset);
+  return v;
+}
+
+__global__ void read_kernel(const Vec* __restrict__ src, size_t n, int passes,
+                            unsigned long long* __restrict__ sum) {
+  const size_t stride = static_cast<size_t>(gridDim.x) * blockDim.x;
+  unsigned long long acc = 0;
+  for (int p = 0; p < passes; ++p) {
+    size_t i = static_cast<size_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+    for (; i + (kUnroll - 1) * stride < n; i += kUnroll * stride) {
+      Vec v[kUnroll];
+#pragma unroll
+      for (int u = 0; u < kUnroll; ++u) v[u] = src[i + u * stride];
+#pragma unroll
+      for (int u = 0; u < kUnroll; ++u) acc += v[u].x + v[u].y;
+    }
+    for (; i < n; i += stride) acc += src[i].x + src[i].y;
+  }
+  acc = warp_sum(acc);
+  if ((threadIdx.x & 31) == 0) atomicAdd(sum, acc);
+}
+
+__global__ void write_kernel(Vec* __restrict__ dst, size_t n, int passes, unsigned long long word) {
+  const size_t stride = static_cast<size_t>(gridDim.x) * blockDim.x;
+  const Vec v = make_ulonglong2(word, word);
+  for (int p = 0; p < passes; ++p) {
+    size_t i = static_cast<size_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+    for (; i + (kUnroll - 1) * stride < n; i += kUnroll * stride) {
+#pragma unroll
+      for (int u = 0; u < kUnroll; ++u) dst[i + u * stride] = v;
+    }
+    for (; i < n; i += stride) dst[i] = v;
+  }
+}
+
+__global__ void copy_kernel(Vec* __restrict__ dst, const Vec* __restrict__ src, size_t n, int passes) {
+  const size_t stride = static_cast<size_t>(gridDim.x) * blockDim.x;
+  for (int p = 0; p < passes; ++p) {
+    size_t i = static_cast<size_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+    for (; i + (kUnroll - 1) * stride < n; i += kUnroll * stride) {
+      Vec v[kUnroll];
+#pragma unroll
+      for (int u = 0; u < kUnroll; ++u) v[u] = src[i + u * stride];
+#pragma unroll
+      for (int u = 0; u < kUnroll; ++u) dst[i + u * stride] = v[u];
+    }
+    for (; i < n; i += stride) dst[i] = src[i];
+  }
+}
+
+__global__ void empty_kernel() {}
+
+__global__ void mismatch_kernel(const unsigned long long* __restrict__ p, size_t n,
+                                unsigned long long word, unsigned long long* __restrict__ bad) {
+  const size_t stride = static_cast<size_t>(gridDim.x) * blockDim.x;
+  unsigned long long local = 0;
+  for (size_t i = static_cast<size_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < n; i += stride)
+    local += p[i] != word;
+  local = warp_sum(local);
+  if ((threadIdx.x & 31) == 0 && local) atomicAdd(bad, local);
+}
+
+__global__ void noise_kernel(const Vec* __restrict__ src, size_t n, volatile int* stop,
+                             unsigned long long* sink) {
+  const size_t stride = static_cast<size_t>(gridDim.x) * blockDim.x;
+  unsigned long long acc = 0;
+  while (*stop == 0) {
+    for (size_t i = static_cast<size_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < n; i += stride)
+      acc += src[i].x;
+  }
+  if (acc == 42) *sink = acc;  // keeps the loads; the value itself does not matter
+}
+
+// Kernels get the device-side address of mapped host memory (pinned, registered).
+const void* resolve(const void* ptr) {
+  cudaPointerAttributes attr{};
+  if (cudaPointerGetAttributes(&attr, ptr) != cudaSuccess) {
+    cudaGetLastError();
+    return ptr;
+  }
+  return attr.type == cudaMemoryTypeHost && attr.devicePointer ? attr.devicePointer : ptr;
+}
+
+int full_grid(int gpu) {
+  int sms = 0, blocks_per_sm = 0;
+  cuda_check(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, gpu), "SM count");
+  cuda_check(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&blocks_per_sm, read_kernel, kBlock, 0),
+             "occupancy");
+  return sms * std::max(1, blocks_per_sm);
+}
+
+// RAII device scratch and events so that a failed case frees what it took.
+struct Scratch {
+  unsigned long long* p = nullptr;
+  explicit Scratch(size_t count) { cuda_check(cudaMalloc(&p, count * sizeof *p), "cudaMalloc"); }
+  ~Scratch() { cudaFree(p); }
+};
+
+struct Events {
+  std::vector<cudaEvent_t> e;
+  explicit Events(size_t count) : e(count) {
+    for (auto& ev : e) cuda_check(cudaEventCreate(&ev), "cudaEventCreate");
+  }
+  ~Events() {
+    for (auto& ev : e) cudaEventDestroy(ev);
+  }
+  double seconds(size_t a, size_t b) const {
+    float ms = 0;
+    cuda_check(cudaEventElapsedTime(&ms, e[a], e[b]), "cudaEventElapsedTime");
+    return ms * 1e-3;
+  }
+};
+
+double empty_launch_seconds(cudaStream_t stream) {
+  constexpr int kLaunches = 16;
+  Events ev(kLaunches + 1);
+  cuda_check(cudaEventRecord(ev.e[0], stream), "cudaEventRecord");
+  for (int i = 0; i < kLaunches; ++i) {
+    empty_kernel<<<1, 32, 0, stream>>>();
+    cuda_check(cudaEventRecord(ev.e[i + 1], stream), "cudaEventRecord");
+  }
+  cuda_check(cudaStreamSynchronize(stream), "empty kernels");
+  std::vector<double> t;
+  for (int i = 0; i < kLaunches; ++i) t.push_back(ev.seconds(i, i + 1));
+  std::sort(t.begin(), t.end());
+  return t[t.size() / 2];
+}
+
+}  // namespace
+
+KernelRun run_bw(int gpu, Op op, const void* src, void* dst, size_t bytes, int passes,
+                 bool single_block, int warmup, int reps, uint64_t word) {
+  use_device(gpu);
+  cudaStream_t stream;
+  cuda_check(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking), "cudaStreamCreate");
+  struct StreamGuard {
+    cudaStream_t s;
+    ~StreamGuard() { cudaStreamDestroy(s); }
+  } guard{stream};
+
+  const Vec* s = static_cast<const Vec*>(src ? resolve(src) : nullptr);
+  Vec* d = static_cast<Vec*>(const_cast<void*>(dst ? resolve(dst) : nullptr));
+  const size_t n = bytes / sizeof(Vec);
+  const int blocks = single_block ? 1 : full_grid(gpu);
+  const int threads = single_block ? kSingleBlock : kBlock;
+  const int total = warmup + reps;
+
+  KernelRun run;
+  run.threads = blocks * threads;
+  run.empty_launch_s = empty_launch_seconds(stream);
+  Scratch sums(total);
+  cuda_check(cudaMemsetAsync(sums.p, 0, total * sizeof(unsigned long long), stream), "cudaMemset");
+  Events ev(total + 1);
+  // All repetitions are queued before the first finishes: the GPU runs them back to back
+  // and each event pair brackets exactly one kernel.
+  cuda_check(cudaEventRecord(ev.e[0], stream), "cudaEventRecord");
+  for (int r = 0; r < total; ++r) {
+    if (op == Op::Read) read_kernel<<<blocks, threads, 0, stream>>>(s, n, passes, sums.p + r);
+    else if (op == Op::Write) write_kernel<<<blocks, threads, 0, stream>>>(d, n, passes, word);
+    else copy_kernel<<<blocks, threads, 0, stream>>>(d, s, n, passes);
+    cuda_check(cudaGetLastError(), "kernel launch");
+    cuda_check(cudaEventRecord(ev.e[r + 1], stream), "cudaEventRecord");
+  }
+  cuda_check(cudaStreamSynchronize(stream), "bandwidth kernels");
+  for (int r = warmup; r < total; ++r) run.seconds.push_back(ev.seconds(r, r + 1));
+  if (op == Op::Read) {
+    std::vector<unsigned long long> host(total);
+    cuda_check(cudaMemcpy(host.data(), sums.p, total * sizeof host[0], cudaMemcpyDeviceToHost), "copy sums");
+    // Every timed repetition must have read the same (known) content.
+    run.read_sum = host[total - 1];
+    for (int r = warmup; r < total; ++r)
+      if (host[r] != run.read_sum) run.read_sum = ~host[r];
+  }
+  return run;
+}
+
+void fill(int gpu, void* ptr, size_t bytes, uint8_t value) {
+  use_device(gpu);
+  const size_t n = bytes / sizeof(Vec);
+  const unsigned long long word = 0x0101010101010101ULL * value;
+  write_kernel<<<full_grid(gpu), kBlock>>>(static_cast<Vec*>(const_cast<void*>(resolve(ptr))), n, 1, word);
+  cuda_check(cudaGetLastError(), "fill launch");
+  cuda_check(cudaDeviceSynchronize(), "fill");
+}
+
+uint64_t count_mismatches(int gpu, const void* ptr, size_t bytes, uint64_t word) {
+  use_device(gpu);
+  Scratch bad(1);
+  cuda_check(cudaMemset(bad.p, 0, sizeof(unsigned long long)), "cudaMemset");
+  mismatch_kernel<<<full_grid(gpu), kBlock>>>(static_cast<const unsigned long long*>(resolve(ptr)),
+                                             bytes / 8, word, bad.p);
+  cuda_check(cudaGetLastError(), "check launch");
+  unsigned long long host = 0;
+  cuda_check(cudaMemcpy(&host, bad.p, sizeof host, cudaMemcpyDeviceToHost), "copy check");
+  return host;
+}
+
+struct Noise {
+  int gpu;
+  cudaStream_t stream;
+  int* stop;  // pinned host flag the kernel polls
+  unsigned long long* sink;
+};
+
+Noise* start_noise(int gpu, const void* ptr, size_t bytes) {
+  use_device(gpu);
+  auto* noise = new Noise{gpu, nullptr, nullptr, nullptr};
+  cuda_check(cudaStreamCreateWithFlags(&noise->stream, cudaStreamNonBlocking), "cudaStreamCreate");
+  cuda_check(cudaHostAlloc(&noise->stop, sizeof(int), cudaHostAllocMapped), "cudaHostAlloc");
+  cuda_check(cudaMalloc(&noise->sink, sizeof(unsigned long long)), "cudaMalloc");
+  *noise->stop = 0;
+  int* stop_dev = nullptr;
+  cuda_check(cudaHostGetDevicePointer(&stop_dev, noise->stop, 0), "cudaHostGetDevicePointer");
+  noise_kernel<<<full_grid(gpu), kBlock, 0, noise->stream>>>(
+      static_cast<const Vec*>(resolve(ptr)), bytes / sizeof(Vec), stop_dev, noise->sink);
+  cuda_check(cudaGetLastError(), "noise launch");
+  return noise;
+}
+
+void stop_noise(Noise* noise) {
+  if (!noise) return;
+  *reinterpret_cast<volatile int*>(noise->stop) = 1;
+  cudaSetDevice(noise->gpu);
+  cudaStreamSynchronize(noise->stream);
+  cudaStreamDestroy(noise->stream);
+  cudaFreeHost(noise->stop);
+  cudaFree(noise->sink);
+  delete noise;
+}
+
+}  // namespace mempath::gpu

@@ -1,0 +1,32 @@
+// CPU-only build: the GPU layer answers "not available" and never crashes the run.
+#include "core/error.hpp"
+#include "gpu/gpu_api.hpp"
+
+namespace mempath::gpu {
+namespace {
+[[noreturn]] void no_cuda() { throw Unsupported("this mempath build has no CUDA support (rebuild where nvcc is found)"); }
+}  // namespace
+
+bool built_with_cuda() { return false; }
+int device_count() { return 0; }
+int driver_version() { return 0; }
+int runtime_version() { return 0; }
+std::string clocks_json() { return "[]"; }
+void mem_info(int, size_t*, size_t*) { no_cuda(); }
+void* alloc_device(int, size_t) { no_cuda(); }
+void* alloc_managed(size_t) { no_cuda(); }
+void* alloc_pinned(size_t) { no_cuda(); }
+void register_host(void*, size_t) { no_cuda(); }
+void unregister_host(void*) { no_cuda(); }
+void free_device(void*) { no_cuda(); }
+void free_managed(void*) { no_cuda(); }
+void free_pinned(void*) { no_cuda(); }
+void prefetch_managed(void*, size_t, int) { no_cuda(); }
+std::string managed_location(void*, size_t) { return ""; }
+void fill(int, void*, size_t, uint8_t) { no_cuda(); }
+uint64_t count_mismatches(int, const void*, size_t, uint64_t) { no_cuda(); }
+KernelRun run_bw(int, Op, const void*, void*, size_t, int, bool, int, int, uint64_t) { no_cuda(); }
+struct Noise {};
+Noise* start_noise(int, const void*, size_t) { no_cuda(); }
+void stop_noise(Noise*) {}
+}  // namespace mempath::gpu
