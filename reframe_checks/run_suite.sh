@@ -1,0 +1,27 @@
+#!/usr/bin/env bash
+# The suite on this machine (README, first command): builds mempath, runs the ReFrame
+# checks with the generic site configuration (local scheduler; CPU checks everywhere,
+# GPU checks where a GPU is found), then writes the report from the HDF5 files.
+#   MEMPATH_TAG     ReFrame tag to run (default: full; acceptance = the nightly subset)
+#   MEMPATH_REPORT  report folder (default: report/HOST-DATE)
+set -euo pipefail
+source "$(dirname "$0")/../site_configs/setup_env.sh"
+tag="${MEMPATH_TAG:-full}"
+stamp="$(hostname -s)-$(date -u +%Y%m%dT%H%M%S)"
+report="${MEMPATH_REPORT:-$mempath_root/report/$stamp}"
+prefix="$mempath_root/output/$stamp"
+mkdir -p "$report"
+"$MEMPATH_BIN" topo | tee "$report/topology.txt"
+set +e
+reframe -C site_configs/generic.py -c reframe_checks --tag "$tag" -r \
+  --prefix "$prefix" --exec-policy=serial "$@"
+rc=$?
+set -e
+mapfile -t runs < <(find "$prefix/output" -name '*.h5' 2>/dev/null | sort)
+if [ ${#runs[@]} -eq 0 ]; then
+  echo "mempath: no HDF5 results under $prefix/output (ReFrame exit code $rc)" >&2
+  exit 1
+fi
+python -m analysis report "${runs[@]}" -o "$report"
+echo "mempath: report in $report (ReFrame exit code $rc)"
+exit $rc

@@ -1,0 +1,151 @@
+"""`mempath` end to end on this machine's CPU: summary lines, HDF5 contents, bad input,
+and results that stay valid when a run is cut short."""
+from __future__ import annotations
+
+import json
+import re
+import signal
+import subprocess
+import time
+from pathlib import Path
+
+import h5py
+import numpy as np
+import pytest
+
+SUMMARY = re.compile(r"^MEMPATH bw (?P<kv>.*)$", re.M)
+SMALL = ["--size", "16MiB", "--in-cache", "--reps", "3", "--warmup", "1"]
+
+
+def run(binary: Path, *args: str, check_rc: int | None = 0) -> subprocess.CompletedProcess:
+    proc = subprocess.run([str(binary), *args], capture_output=True, text=True, timeout=600)
+    if check_rc is not None:
+        assert proc.returncode == check_rc, proc.stderr + proc.stdout
+    return proc
+
+
+def summaries(stdout: str) -> list[dict[str, str]]:
+    out = []
+    for m in SUMMARY.finditer(stdout):
+        kv = dict(re.findall(r'(\w+)=("[^"]*"|\S+)', m.group("kv")))
+        out.append({k: v.strip('"') for k, v in kv.items()})
+    return out
+
+
+def cases_table(path: Path) -> dict[str, np.ndarray]:
+    with h5py.File(path) as f:
+        return {k: f["bw/cases"][k][()] for k in f["bw/cases"]}
+
+
+def test_topo_json_lists_this_node(mempath_bin: Path) -> None:
+    doc = json.loads(run(mempath_bin, "topo", "--json").stdout)
+    names = [p["name"] for p in doc["processors"]]
+    assert "cpu0" in names or any(n.startswith("cpu") for n in names)
+    assert any(m["name"].startswith("numa") for m in doc["memories"])
+    assert doc["source"] == "live"
+
+
+@pytest.mark.parametrize("op", ["read", "write", "copy"])
+def test_bw_writes_summary_and_hdf5(mempath_bin: Path, tmp_path: Path, op: str) -> None:
+    out = tmp_path / "bw.h5"
+    proc = run(mempath_bin, "bw", "--op", op, *SMALL, "--threads", "1", "--output", str(out))
+    (line,) = summaries(proc.stdout)
+    assert line["status"] == "ok" and line["op"] == op
+    assert float(line["median_GBps"]) > 0.1
+    with h5py.File(out) as f:
+        assert f.attrs["schema_version"] == 1
+        for attr in ("tool_version", "git_revision", "command_line", "host", "topology",
+                     "page_size", "thp_enabled", "start_time", "cuda_runtime_version"):
+            assert attr in f.attrs, attr
+        json.loads(f.attrs["topology"])
+        samples = f["bw/samples"]
+        assert samples["time_s"].attrs["units"] == "s"
+        assert len(samples["rep"]) == 3
+        bw = samples["bandwidth_GBps"][()]
+        expected = samples["bytes"][()] / samples["time_s"][()] / 1e9
+        np.testing.assert_allclose(bw, expected)
+        factor = 2 if op == "copy" else 1
+        assert samples["bytes"][0] == factor * samples["size_bytes"][0] * f["bw/cases/passes"][0]
+        assert f["bw/cases/verified"][0] == 1
+        assert f["bw/cases/placement"][0].decode().startswith("numa")
+        assert np.isclose(f["bw/cases/median_GBps"][0], np.median(bw))
+
+
+def test_thread_sweep_runs_one_case_per_count(mempath_bin: Path, tmp_path: Path) -> None:
+    out = tmp_path / "sweep.h5"
+    proc = run(mempath_bin, "bw", "--threads", "sweep", *SMALL, "--output", str(out))
+    threads = [int(s["threads"]) for s in summaries(proc.stdout)]
+    assert threads[0] == 1 and threads == sorted(threads) and len(set(threads)) == len(threads)
+    assert list(cases_table(out)["threads"]) == threads
+
+
+def test_all_records_skipped_cases_with_reasons(mempath_cpu_bin: Path, tmp_path: Path) -> None:
+    out = tmp_path / "all.h5"
+    proc = run(mempath_cpu_bin, "bw", "--all", "--op", "read", *SMALL, "--output", str(out))
+    lines = summaries(proc.stdout)
+    skipped = [s for s in lines if s["status"] == "skipped"]
+    assert any(s["alloc"] == "pinned" and "CUDA" in s["reason"] for s in skipped)
+    assert any(s["status"] == "ok" for s in lines)
+    table = cases_table(out)
+    assert len(table["status"]) == len(lines)
+    reasons = [r.decode() for r, st in zip(table["reason"], table["status"]) if st == b"skipped"]
+    assert reasons and all(reasons)
+
+
+def test_list_shows_cases_and_skip_reasons(mempath_cpu_bin: Path) -> None:
+    proc = run(mempath_cpu_bin, "list")
+    assert re.search(r"^read\s+cpu0\s+numa0", proc.stdout, re.M)
+    assert "skipped: no CUDA GPU" in proc.stdout
+
+
+BAD_INPUT = [
+    (["bw", "--pu", "cpu99"], "valid: "),
+    (["bw", "--mem", "numa77"], "valid: "),
+    (["bw", "--alloc", "magic"], "valid: system, numa"),
+    (["bw", "--op", "scan"], "valid: read, write, copy"),
+    (["bw", "--threads", "100000"], "valid --threads"),
+    (["bw", "--kernel", "block"], "GPU processors"),
+    (["bw", "--size", "1MiB"], "--in-cache"),
+    (["bw", "--size", "12345"], "multiple of 4KiB"),
+    (["bw", "--size", "64TiB"], "free"),
+    (["bw", "--reps", "0"], "at least 1"),
+    (["bw", "--frobnicate"], "valid: --op"),
+    (["bw", "--noise", "cpu0:numa0"], "shares cores"),
+    (["bw", "--pu", "gpu0"], "valid: "),
+    (["frob"], "valid: topo, list, bw"),
+]
+
+
+@pytest.mark.parametrize("args,hint", BAD_INPUT)
+def test_bad_input_is_one_line_and_exit_2(mempath_cpu_bin: Path, tmp_path: Path,
+                                          args: list[str], hint: str) -> None:
+    proc = run(mempath_cpu_bin, *args, "--output", str(tmp_path / "x.h5"), check_rc=None) \
+        if args[0] == "bw" else run(mempath_cpu_bin, *args, check_rc=None)
+    assert proc.returncode == 2, proc.stdout + proc.stderr
+    lines = proc.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("mempath: error:"), proc.stderr
+    assert hint in lines[0]
+
+
+def test_interrupted_run_leaves_a_valid_file(mempath_bin: Path, tmp_path: Path) -> None:
+    out = tmp_path / "cut.h5"
+    proc = subprocess.Popen([str(mempath_bin), "bw", "--threads", "sweep", "--op", "read", "--size",
+                             "64MiB", "--in-cache", "--reps", "200", "--output", str(out)],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        deadline = time.time() + 120
+        while time.time() < deadline:
+            if out.exists():
+                with h5py.File(out) as f:
+                    if len(f["bw/cases/case_id"]) >= 1:
+                        break
+            time.sleep(0.05)
+        assert proc.poll() is None, "the run ended before it could be interrupted"
+        proc.send_signal(signal.SIGKILL)
+    finally:
+        proc.wait()
+    with h5py.File(out) as f:
+        n = len(f["bw/cases/case_id"])
+        assert n >= 1
+        assert len(f["bw/samples/rep"]) == 200 * n
+        assert all(s == b"ok" for s in f["bw/cases/status"][()])
