@@ -5,6 +5,7 @@
 #include <cmath>
 
 #include "core/error.hpp"
+#include "core/guards.hpp"
 #include "core/numa_policy.hpp"
 #include "core/stats.hpp"
 #include "core/units.hpp"
@@ -17,8 +18,6 @@ constexpr uint8_t kSourceByte = 0x01;   // every source buffer holds this byte
 constexpr uint8_t kDestByte = 0x00;     // destinations start cleared
 constexpr uint64_t kGpuWriteWord = 0x0202020202020202ULL;
 constexpr uint64_t kMinBytesPerRep = 256ULL << 20;  // in-cache runs sweep repeatedly
-constexpr double kLaunchGuard = 20.0;   // timed kernel >= 20 x an empty launch
-constexpr double kMinCpuSeconds = 50e-6;
 
 int index_of(const std::string& name, const std::string& prefix) {
   return name.rfind(prefix, 0) == 0 ? std::stoi(name.substr(prefix.size())) : -1;
@@ -125,10 +124,7 @@ CaseOutcome run_case(const Topology& topo, const BwCase& c, const BwSettings& se
       out.seconds = run.seconds;
       out.verified = run.verified;
       if (!run.verified) out.reason = run.detail;
-      if (out.verified && summarize(out.seconds).median < kMinCpuSeconds) {
-        out.verified = false;
-        out.reason = "a repetition took under 50 us, too short to time; raise --size";
-      }
+      if (out.verified) out.reason = cpu_timing_problem(summarize(out.seconds).median);
     } else {
       const int g = topo.find_pu(c.pu)->gpu;
       auto run = gpu::run_bw(g, c.op, s, d, c.size, out.passes, c.kernel == "block",
@@ -146,15 +142,10 @@ CaseOutcome run_case(const Topology& topo, const BwCase& c, const BwSettings& se
         out.verified = bad == 0;
         if (!out.verified) out.reason = std::to_string(bad) + " words hold the wrong value after " + op_name(c.op);
       }
-      const double median = summarize(out.seconds).median;
-      if (out.verified && median < kLaunchGuard * run.empty_launch_s) {
-        out.verified = false;
-        out.reason = "timed kernel (" + std::to_string(median * 1e6) + " us) is within " +
-                     std::to_string(static_cast<int>(kLaunchGuard)) + "x of an empty launch (" +
-                     std::to_string(run.empty_launch_s * 1e6) + " us); raise --size";
-      }
+      if (out.verified) out.reason = gpu_timing_problem(summarize(out.seconds).median, run.empty_launch_s);
     }
-    if (!out.verified) out.status = "failed";
+    // A failed data check or timing guard: the numbers are kept but not reported as ok.
+    if (!out.verified || !out.reason.empty()) out.status = "failed";
     if (src) out.placement = placement(*src);
     if (dst) (c.op == Op::Write ? out.placement : out.dst_placement) = placement(*dst);
   } catch (const Unsupported& e) {

@@ -5,6 +5,7 @@
 
 #include "core/allocators.hpp"
 #include "core/error.hpp"
+#include "core/guards.hpp"
 #include "core/options.hpp"
 #include "core/units.hpp"
 
@@ -159,14 +160,13 @@ BwCase make_case(const Topology& topo, Op op, std::string pu, std::string mem, s
     c.kernel = kernel;
   }
 
-  const uint64_t guard = kCacheFactor * path_cache_bytes(topo, pu);
   c.size = settings.size ? settings.size : default_size(topo, pu);
   if (c.size % 4096 != 0)
     throw UsageError("--size " + format_size(c.size) + " is not a multiple of 4KiB; valid: e.g. 64MiB, 1GiB");
-  if (settings.size && c.size < guard && !settings.in_cache)
-    throw UsageError("--size " + format_size(c.size) + " may stay in the caches of " + pu + " (" +
-                     format_size(path_cache_bytes(topo, pu)) + "); valid: at least " +
-                     format_size(guard) + ", or add --in-cache to measure cache bandwidth");
+  if (settings.size && !settings.in_cache) {
+    const std::string problem = cache_problem(c.size, path_cache_bytes(topo, pu), kCacheFactor);
+    if (!problem.empty()) throw UsageError(problem);
+  }
   return c;
 }
 
