@@ -3,7 +3,6 @@ run on the device with the same test command."""
 from __future__ import annotations
 
 import json
-import subprocess
 from pathlib import Path
 
 import h5py
@@ -63,7 +62,3 @@ def test_noise_reader_runs_alongside(mempath_bin: Path, tmp_path: Path) -> None:
     with h5py.File(out) as f:
         assert f["bw/cases/noise"][0] == b"cpu0:numa0"
 
-
-def test_gpu_option_on_cpu_only_build(mempath_cpu_bin: Path) -> None:
-    proc = subprocess.run([str(mempath_cpu_bin), "bw", "--pu", "gpu0"], capture_output=True, text=True)
-    assert proc.returncode == 2 and "unknown processor 'gpu0'" in proc.stderr
