@@ -96,6 +96,9 @@ Topology build_topology(const std::string& root, const std::vector<GpuInfo>& gpu
 std::vector<GpuInfo> parse_gpus_txt(const std::string& text);
 std::string format_gpus_txt(const std::vector<GpuInfo>& gpus);
 
+// Linux cpulist syntax ("0-3,8,10-11", "" = none) as sorted, distinct ids.
+std::vector<int> parse_cpulist(const std::string& text);
+
 // GPU facts from the CUDA runtime (empty in a CPU-only build or without a GPU).
 std::vector<GpuInfo> query_gpus();
 

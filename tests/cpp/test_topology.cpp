@@ -1,0 +1,457 @@
+// Topology: the reference snapshots in tests/fixtures/ enumerate the processors, memories
+// and paths of docs/topology.md; gpus.txt and cpulists parse; snapshots of this machine
+// load back as the live node.
+#include <gtest/gtest.h>
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "core/error.hpp"
+#include "core/topology.hpp"
+
+using namespace mempath;
+namespace fs = std::filesystem;
+
+namespace {
+
+using Names = std::vector<std::string>;
+
+Topology fixture(const std::string& name) { return load_snapshot(std::string(MEMPATH_FIXTURES_DIR) + "/" + name); }
+
+std::string read_file(const fs::path& p) {
+  std::ifstream in(p);
+  std::ostringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+bool has(const std::vector<std::string>& v, const std::string& x) { return std::find(v.begin(), v.end(), x) != v.end(); }
+
+// The path, failing the test (not crashing) when it is missing.
+const Path& path(const Topology& t, const std::string& pu, const std::string& mem) {
+  static const Path none;
+  const Path* p = t.find_path(pu, mem);
+  EXPECT_NE(p, nullptr) << pu << " -> " << mem;
+  return p ? *p : none;
+}
+
+std::string reason(const Path& p, const std::string& alloc) {
+  for (const auto& s : p.skipped)
+    if (s.alloc == alloc) return s.reason;
+  return "";
+}
+
+// Every path names each of the six allocators exactly once, as runnable or skipped.
+void expect_allocators_partitioned(const Topology& t) {
+  const Names all = {"system", "numa", "device", "managed", "pinned", "registered"};
+  EXPECT_EQ(t.paths.size(), t.processors.size() * t.memories.size());
+  for (const auto& p : t.paths) {
+    Names seen = p.allocs;
+    for (const auto& s : p.skipped) {
+      seen.push_back(s.alloc);
+      EXPECT_FALSE(s.reason.empty()) << p.pu << "->" << p.mem << " " << s.alloc;
+    }
+    std::sort(seen.begin(), seen.end());
+    Names expected = all;
+    std::sort(expected.begin(), expected.end());
+    EXPECT_EQ(seen, expected) << p.pu << "->" << p.mem;
+  }
+}
+
+}  // namespace
+
+// ---------------------------------------------------------------------------------------
+// Parsers
+
+TEST(Topology, ParsesCpulists) {
+  EXPECT_EQ(parse_cpulist("0-3,8,10-11"), (std::vector<int>{0, 1, 2, 3, 8, 10, 11}));
+  EXPECT_EQ(parse_cpulist("5\n"), (std::vector<int>{5}));
+  EXPECT_EQ(parse_cpulist(""), std::vector<int>{});
+  EXPECT_EQ(parse_cpulist("\n"), std::vector<int>{});
+  EXPECT_EQ(parse_cpulist("64-65,0-1"), (std::vector<int>{0, 1, 64, 65}));
+  EXPECT_EQ(parse_cpulist("0-1,x,3"), (std::vector<int>{0, 1, 3}));  // bad pieces skipped
+}
+
+TEST(Topology, GpusTxtRoundTrips) {
+  const std::string text =
+      "# comment line\n"
+      "gpu 0\n"
+      "name=NVIDIA GH200 120GB\n"
+      "cc=9.0\n"
+      "sm_count=132\n"
+      "memory_bytes=102005473280\n"
+      "l2_bytes=52428800\n"
+      "pci_bus_id=0009:01:00.0\n"
+      "numa_config=numa_node        # trailing comment\n"
+      "hbm_numa=4\n"
+      "host_numa=0\n"
+      "link=c2c\n"
+      "pcie_gen=0\n"
+      "pcie_width=0\n"
+      "pageable_access=1\n"
+      "host_page_tables=1\n"
+      "concurrent_managed=1\n"
+      "peers=1,2,3\n"
+      "nvlink_peers=1-3\n"
+      "future_key=ignored\n"
+      "gpu 1\n"
+      "name=NVIDIA H100 PCIe\n"
+      "link=pcie\n"
+      "pcie_gen=5\n"
+      "pcie_width=16\n"
+      "peers=\n";
+  const auto gpus = parse_gpus_txt(text);
+  ASSERT_EQ(gpus.size(), 2u);
+  const GpuInfo& g = gpus[0];
+  EXPECT_EQ(g.id, 0);
+  EXPECT_EQ(g.model, "NVIDIA GH200 120GB");
+  EXPECT_EQ(g.cc, "9.0");
+  EXPECT_EQ(g.sm_count, 132);
+  EXPECT_EQ(g.memory_bytes, 102005473280LL);
+  EXPECT_EQ(g.l2_bytes, 52428800);
+  EXPECT_EQ(g.pci_bus_id, "0009:01:00.0");
+  EXPECT_EQ(g.numa_config, "numa_node");
+  EXPECT_EQ(g.hbm_numa, 4);
+  EXPECT_EQ(g.host_numa, 0);
+  EXPECT_EQ(g.link_type, "c2c");
+  EXPECT_TRUE(g.pageable_access && g.host_page_tables && g.concurrent_managed);
+  EXPECT_EQ(g.peers, (std::vector<int>{1, 2, 3}));
+  EXPECT_EQ(g.nvlink_peers, (std::vector<int>{1, 2, 3}));
+  EXPECT_EQ(gpus[1].id, 1);
+  EXPECT_EQ(gpus[1].pcie_gen, 5);
+  EXPECT_EQ(gpus[1].hbm_numa, -1);  // defaults for keys not written
+  EXPECT_TRUE(gpus[1].peers.empty());
+
+  // format -> parse -> format is stable, and keeps every field.
+  const std::string formatted = format_gpus_txt(gpus);
+  EXPECT_EQ(format_gpus_txt(parse_gpus_txt(formatted)), formatted);
+  const auto again = parse_gpus_txt(formatted);
+  EXPECT_EQ(again[0].memory_bytes, g.memory_bytes);
+  EXPECT_EQ(again[0].nvlink_peers, g.nvlink_peers);
+  EXPECT_EQ(again[1].pcie_width, 16);
+
+  EXPECT_TRUE(parse_gpus_txt("").empty());
+  EXPECT_TRUE(format_gpus_txt({}).find("gpu ") == std::string::npos);
+}
+
+// The fixtures' gpus.txt are written in format_gpus_txt's own format (make_fixtures.py).
+TEST(Topology, FixtureGpusTxtIsCanonical) {
+  for (const char* name : {"x86_h100", "x86_2s_4gpu", "gh200_single", "gh200_dual", "gh200_quad"}) {
+    const std::string text = read_file(fs::path(MEMPATH_FIXTURES_DIR) / name / "gpus.txt");
+    ASSERT_FALSE(text.empty()) << name;
+    EXPECT_EQ(format_gpus_txt(parse_gpus_txt(text)), text) << name;
+  }
+}
+
+// ---------------------------------------------------------------------------------------
+// x86 + one PCIe H100
+
+TEST(TopologyFixture, X86H100) {
+  const Topology t = fixture("x86_h100");
+  EXPECT_EQ(t.source, "snapshot");
+  EXPECT_EQ(t.host, "x86_h100");
+  EXPECT_EQ(t.arch, "x86_64");
+  EXPECT_EQ(t.cpu_model, "AMD EPYC 9124 16-Core Processor");
+  ASSERT_EQ(t.numa_nodes.size(), 1u);
+  const NumaNode& n = t.numa_nodes[0];
+  EXPECT_EQ(n.kind, "host");
+  EXPECT_EQ(n.cores, 16);
+  EXPECT_EQ(n.cpus.size(), 16u);
+  EXPECT_EQ(n.mem_total_bytes, 263578492LL * 1024);
+  EXPECT_EQ(n.distances, std::vector<int>{10});
+  EXPECT_EQ(n.llc_bytes, 16LL << 20);  // one CCD's L3
+
+  EXPECT_EQ(t.pu_names(), (Names{"cpu0", "gpu0"}));  // one CPU node: no `cpus`
+  EXPECT_EQ(t.mem_names(), (Names{"numa0", "gpu0"}));
+  EXPECT_EQ(t.find_pu("cpu0")->cache_bytes, 64LL << 20);  // four CCDs of 16 MiB L3
+  EXPECT_EQ(t.find_pu("gpu0")->cache_bytes, 52428800);
+  EXPECT_EQ(t.find_mem("gpu0")->kind, "device");
+  EXPECT_EQ(t.find_mem("gpu0")->numa, -1);
+  // The driver said -1 (one-node box); the only CPU node is the GPU's host.
+  EXPECT_EQ(t.find_gpu(0)->host_numa, 0);
+
+  const Path& g_host = path(t, "gpu0", "numa0");
+  EXPECT_EQ(g_host.via, "pcie");
+  EXPECT_EQ(g_host.allocs, (Names{"managed", "pinned", "registered"}));
+  EXPECT_EQ(reason(g_host, "system"), "GPU 0 cannot access pageable memory (no ATS/HMM)");
+  EXPECT_EQ(reason(g_host, "numa"), "GPU 0 cannot access pageable memory (no ATS/HMM)");
+
+  const Path& c_dev = path(t, "cpu0", "gpu0");
+  EXPECT_EQ(c_dev.via, "pcie");
+  EXPECT_EQ(c_dev.allocs, Names{"managed"});
+  EXPECT_EQ(reason(c_dev, "device"), "cudaMalloc memory is not mapped for CPU access");
+
+  const Path& c_host = path(t, "cpu0", "numa0");
+  EXPECT_EQ(c_host.via, "local");
+  EXPECT_EQ(c_host.allocs, (Names{"system", "numa", "managed", "pinned", "registered"}));
+
+  EXPECT_EQ(path(t, "gpu0", "gpu0").via, "local");
+  EXPECT_EQ(path(t, "gpu0", "gpu0").allocs, (Names{"device", "managed"}));
+  expect_allocators_partitioned(t);
+}
+
+// ---------------------------------------------------------------------------------------
+// Two x86 sockets, four NVLink H100
+
+TEST(TopologyFixture, X86TwoSocketsFourGpus) {
+  const Topology t = fixture("x86_2s_4gpu");
+  EXPECT_EQ(t.cpu_model, "Intel(R) Xeon(R) Platinum 8462Y+");
+  ASSERT_EQ(t.numa_nodes.size(), 2u);
+  for (const auto& n : t.numa_nodes) {
+    EXPECT_EQ(n.kind, "host");
+    EXPECT_EQ(n.cores, 32);
+    EXPECT_EQ(n.cpus.size(), 64u);
+    EXPECT_EQ(n.llc_bytes, 60LL << 20);
+    EXPECT_EQ(n.distances, n.id == 0 ? (std::vector<int>{10, 21}) : (std::vector<int>{21, 10}));
+  }
+  // Physical cores first, then their SMT siblings.
+  const auto& cpus0 = t.find_numa(0)->cpus;
+  EXPECT_EQ(cpus0[0], 0);
+  EXPECT_EQ(cpus0[31], 31);
+  EXPECT_EQ(cpus0[32], 64);
+  EXPECT_EQ(t.find_numa(1)->cpus[0], 32);
+
+  EXPECT_EQ(t.pu_names(), (Names{"cpu0", "cpu1", "cpus", "gpu0", "gpu1", "gpu2", "gpu3"}));
+  EXPECT_EQ(t.mem_names(), (Names{"numa0", "numa1", "gpu0", "gpu1", "gpu2", "gpu3"}));
+  const Processor* all = t.find_pu("cpus");
+  ASSERT_NE(all, nullptr);
+  EXPECT_EQ(all->cores, 64);
+  EXPECT_EQ(all->cpus.size(), 128u);
+  EXPECT_EQ(all->numa, -1);
+  EXPECT_EQ(all->cache_bytes, 120LL << 20);
+
+  EXPECT_EQ(path(t, "cpu0", "numa1").via, "interconnect");
+  EXPECT_EQ(path(t, "cpus", "numa1").via, "local");
+  EXPECT_EQ(path(t, "cpu0", "gpu0").via, "pcie");
+  EXPECT_EQ(path(t, "cpu0", "gpu2").via, "pcie+interconnect");
+  EXPECT_EQ(path(t, "gpu0", "numa0").via, "pcie");
+  EXPECT_EQ(path(t, "gpu0", "numa1").via, "pcie+interconnect");
+  EXPECT_EQ(path(t, "gpu2", "numa1").via, "pcie");
+  const Path& peer = path(t, "gpu0", "gpu3");
+  EXPECT_EQ(peer.via, "nvlink");
+  EXPECT_EQ(peer.allocs, (Names{"device", "managed"}));
+  EXPECT_EQ(reason(path(t, "gpu1", "numa0"), "system"), "GPU 1 cannot access pageable memory (no ATS/HMM)");
+  expect_allocators_partitioned(t);
+}
+
+// ---------------------------------------------------------------------------------------
+// One GH200
+
+TEST(TopologyFixture, Gh200Single) {
+  const Topology t = fixture("gh200_single");
+  EXPECT_EQ(t.arch, "aarch64");
+  EXPECT_EQ(t.cpu_model, "NVIDIA Grace (Neoverse V2)");
+  ASSERT_EQ(t.numa_nodes.size(), 9u);
+  EXPECT_EQ(t.find_numa(0)->kind, "host");
+  EXPECT_EQ(t.find_numa(0)->cores, 72);
+  EXPECT_EQ(t.find_numa(0)->llc_bytes, 117440512);
+  EXPECT_EQ(t.find_numa(1)->kind, "hbm");
+  EXPECT_EQ(t.find_numa(1)->gpu, 0);
+  EXPECT_TRUE(t.find_numa(1)->cpus.empty());
+  for (int id = 2; id <= 8; ++id) EXPECT_EQ(t.find_numa(id)->kind, "empty") << id;
+
+  EXPECT_EQ(t.pu_names(), (Names{"cpu0", "gpu0"}));
+  EXPECT_EQ(t.mem_names(), (Names{"numa0", "numa1", "gpu0"}));
+  EXPECT_EQ(t.find_mem("numa1")->kind, "hbm");
+  EXPECT_EQ(t.find_mem("numa1")->gpu, 0);
+  EXPECT_EQ(t.find_mem("gpu0")->numa, 1);
+  EXPECT_EQ(t.find_pu("cpu0")->cache_bytes, 117440512);
+
+  const Path& c_hbm = path(t, "cpu0", "numa1");
+  EXPECT_EQ(c_hbm.via, "c2c");
+  EXPECT_EQ(c_hbm.allocs, (Names{"system", "numa"}));
+  EXPECT_EQ(reason(c_hbm, "pinned"), "pinned and registered buffers are host memory; numa1 is GPU 0's HBM");
+  EXPECT_EQ(reason(c_hbm, "registered"), reason(c_hbm, "pinned"));
+  EXPECT_FALSE(reason(c_hbm, "managed").empty());
+
+  const Path& g_host = path(t, "gpu0", "numa0");
+  EXPECT_EQ(g_host.via, "c2c");
+  EXPECT_EQ(g_host.allocs, (Names{"system", "numa", "managed", "pinned", "registered"}));
+  EXPECT_EQ(path(t, "gpu0", "numa1").via, "local");
+  EXPECT_EQ(path(t, "gpu0", "numa1").allocs, (Names{"system", "numa"}));
+  EXPECT_EQ(path(t, "cpu0", "gpu0").via, "c2c");
+  expect_allocators_partitioned(t);
+}
+
+// ---------------------------------------------------------------------------------------
+// Dual GH200 workstation: no GPU peer access
+
+TEST(TopologyFixture, Gh200Dual) {
+  const Topology t = fixture("gh200_dual");
+  ASSERT_EQ(t.numa_nodes.size(), 18u);
+  EXPECT_EQ(t.pu_names(), (Names{"cpu0", "cpu1", "cpus", "gpu0", "gpu1"}));
+  EXPECT_EQ(t.mem_names(), (Names{"numa0", "numa1", "numa2", "numa10", "gpu0", "gpu1"}));
+  EXPECT_EQ(t.find_numa(2)->gpu, 0);
+  EXPECT_EQ(t.find_numa(10)->gpu, 1);
+  EXPECT_EQ(t.find_numa(3)->kind, "empty");
+
+  const Path& dev = path(t, "gpu0", "gpu1");
+  EXPECT_TRUE(dev.allocs.empty());
+  EXPECT_EQ(reason(dev, "device"), "no peer access from GPU 0 to GPU 1");
+  EXPECT_EQ(reason(dev, "managed"), "no peer access from GPU 0 to GPU 1");
+  EXPECT_EQ(dev.via, "c2c+interconnect");  // only through the two Graces
+
+  // The other superchip's HBM stays reachable through ATS, over the hosts.
+  const Path& hbm = path(t, "gpu0", "numa10");
+  EXPECT_EQ(hbm.via, "c2c+interconnect");
+  EXPECT_EQ(hbm.allocs, (Names{"system", "numa"}));
+  EXPECT_EQ(path(t, "cpu1", "numa2").via, "c2c+interconnect");
+  EXPECT_EQ(path(t, "cpu1", "numa10").via, "c2c");
+  EXPECT_EQ(path(t, "cpus", "numa10").via, "c2c");
+  EXPECT_EQ(path(t, "gpu1", "numa0").via, "c2c+interconnect");
+  expect_allocators_partitioned(t);
+}
+
+// ---------------------------------------------------------------------------------------
+// Quad GH200 (CSCS Alps)
+
+TEST(TopologyFixture, Gh200QuadAlps) {
+  const Topology t = fixture("gh200_quad");
+  ASSERT_EQ(t.numa_nodes.size(), 36u);
+  EXPECT_EQ(t.pu_names(),
+            (Names{"cpu0", "cpu1", "cpu2", "cpu3", "cpus", "gpu0", "gpu1", "gpu2", "gpu3"}));
+  EXPECT_EQ(t.mem_names(), (Names{"numa0", "numa1", "numa2", "numa3", "numa4", "numa12", "numa20",
+                                  "numa28", "gpu0", "gpu1", "gpu2", "gpu3"}));
+  for (int g = 0; g < 4; ++g) {
+    EXPECT_EQ(t.find_numa(4 + 8 * g)->kind, "hbm");
+    EXPECT_EQ(t.find_numa(4 + 8 * g)->gpu, g);
+    EXPECT_EQ(t.find_numa(g)->cores, 72);
+    EXPECT_EQ(t.find_gpu(g)->host_numa, g);
+  }
+  EXPECT_EQ(t.find_numa(5)->kind, "empty");
+  EXPECT_EQ(t.find_mem("numa5"), nullptr);
+  EXPECT_EQ(t.find_pu("cpus")->cores, 288);
+  EXPECT_EQ(t.find_pu("cpus")->cache_bytes, 4 * 117440512LL);
+  EXPECT_EQ(t.find_numa(0)->distances.size(), 36u);
+
+  const Path& local_hbm = path(t, "cpu0", "numa4");
+  EXPECT_EQ(local_hbm.via, "c2c");
+  EXPECT_EQ(local_hbm.allocs, (Names{"system", "numa"}));
+  EXPECT_EQ(path(t, "cpu0", "numa12").via, "c2c+interconnect");
+  EXPECT_EQ(path(t, "cpu0", "numa1").via, "interconnect");
+  EXPECT_EQ(path(t, "cpu0", "gpu1").via, "c2c+interconnect");
+
+  const Path& g_host = path(t, "gpu0", "numa0");
+  EXPECT_EQ(g_host.via, "c2c");
+  EXPECT_TRUE(has(g_host.allocs, "system"));
+  EXPECT_TRUE(has(g_host.allocs, "numa"));
+  EXPECT_EQ(path(t, "gpu0", "numa3").via, "c2c+interconnect");
+
+  const Path& peer = path(t, "gpu0", "gpu1");
+  EXPECT_EQ(peer.via, "nvlink");
+  EXPECT_EQ(peer.allocs, (Names{"device", "managed"}));
+  EXPECT_EQ(path(t, "gpu0", "numa12").via, "nvlink");
+  EXPECT_EQ(path(t, "gpu0", "numa4").via, "local");
+  expect_allocators_partitioned(t);
+}
+
+// ---------------------------------------------------------------------------------------
+// Output
+
+TEST(Topology, JsonHasTheDocumentedShape) {
+  const std::string json = fixture("gh200_quad").to_json();
+  for (const char* part :
+       {"\"host\":\"gh200_quad\"", "\"source\":\"snapshot\"", "\"arch\":\"aarch64\"",
+        "\"cpu_model\":\"NVIDIA Grace (Neoverse V2)\"", "\"numa_nodes\":[", "\"kind\":\"empty\"",
+        "\"llc_bytes\":117440512", "\"processors\":[", "{\"name\":\"gpu0\",\"kind\":\"gpu\",\"gpu\":0",
+        "\"link\":{\"type\":\"c2c\",\"gen\":0,\"width\":0}", "\"hbm_numa\":4", "\"nvlink_peers\":[1,2,3]",
+        "\"memories\":[", "{\"name\":\"numa4\",\"kind\":\"hbm\",\"numa\":4,\"bytes\":102005473280,\"gpu\":0}",
+        "{\"name\":\"gpu0\",\"kind\":\"device\",\"gpu\":0,\"bytes\":102005473280,\"numa\":4}",
+        "\"paths\":[", "{\"pu\":\"gpu0\",\"mem\":\"gpu1\",\"via\":\"nvlink\",\"allocs\":[\"device\",\"managed\"]",
+        "\"skipped\":[{\"alloc\":"})
+    EXPECT_NE(json.find(part), std::string::npos) << part;
+  EXPECT_EQ(json.front(), '{');
+  EXPECT_EQ(json.back(), '}');
+  // A CPU-less node's GPU is null, the `cpus` processor has no single node.
+  const std::string single = fixture("x86_2s_4gpu").to_json();
+  EXPECT_NE(single.find("\"name\":\"cpus\",\"kind\":\"cpu\",\"numa\":null"), std::string::npos);
+  EXPECT_NE(single.find("\"hbm_numa\":null"), std::string::npos);
+}
+
+TEST(Topology, TextNamesProcessorsMemoriesAndSkipReasons) {
+  const std::string text = fixture("x86_h100").to_text();
+  for (const char* part : {"Processors", "Memories", "Paths", "Skipped", "cpu0", "gpu0", "numa0",
+                           "NVIDIA H100 80GB HBM3", "GPU 0 cannot access pageable memory (no ATS/HMM)"})
+    EXPECT_NE(text.find(part), std::string::npos) << part;
+}
+
+// ---------------------------------------------------------------------------------------
+// No GPU, missing folders, the live node
+
+TEST(Topology, WithoutGpusCpuPathsStillListCudaAllocatorsAsSkipped) {
+  const std::string root = std::string(MEMPATH_FIXTURES_DIR) + "/x86_2s_4gpu";
+  const Topology t = build_topology(root, {}, "snapshot");
+  EXPECT_EQ(t.pu_names(), (Names{"cpu0", "cpu1", "cpus"}));
+  EXPECT_EQ(t.mem_names(), (Names{"numa0", "numa1"}));
+  const Path& p = path(t, "cpu0", "numa0");
+  EXPECT_EQ(p.allocs, (Names{"system", "numa"}));
+  for (const char* a : {"pinned", "registered", "managed"}) EXPECT_EQ(reason(p, a), "no CUDA GPU on this node") << a;
+  expect_allocators_partitioned(t);
+}
+
+TEST(Topology, MissingSnapshotIsAUsageError) {
+  EXPECT_THROW(load_snapshot("/nonexistent/mempath/snapshot"), UsageError);
+}
+
+TEST(Topology, MissingCpuTopologyCountsEachCpuAsACore) {
+  const fs::path dir = fs::temp_directory_path() / ("mempath_topo_min_" + std::to_string(getpid()));
+  fs::remove_all(dir);
+  fs::create_directories(dir / "sys/devices/system/node/node0");
+  std::ofstream(dir / "sys/devices/system/node/online") << "0\n";
+  std::ofstream(dir / "sys/devices/system/node/node0/cpulist") << "0-3\n";
+  std::ofstream(dir / "sys/devices/system/node/node0/meminfo") << "Node 0 MemTotal:  1024 kB\n";
+  const Topology t = load_snapshot(dir.string());
+  fs::remove_all(dir);
+  ASSERT_EQ(t.numa_nodes.size(), 1u);
+  EXPECT_EQ(t.numa_nodes[0].cores, 4);
+  EXPECT_EQ(t.numa_nodes[0].mem_total_bytes, 1024 * 1024);
+  EXPECT_EQ(t.numa_nodes[0].llc_bytes, 0);
+  EXPECT_EQ(t.cpu_model, "unknown");
+  EXPECT_TRUE(t.gpus.empty());  // no gpus.txt
+}
+
+TEST(Topology, LiveSnapshotLoadsBackAsTheLiveNode) {
+  const Topology live = discover();
+  EXPECT_EQ(live.source, "live");
+  EXPECT_FALSE(live.host.empty());
+  ASSERT_FALSE(live.numa_nodes.empty());
+
+  const fs::path dir = fs::temp_directory_path() / ("mempath_topo_save_" + std::to_string(getpid()));
+  fs::remove_all(dir);
+  save_snapshot(dir.string());
+  EXPECT_TRUE(fs::exists(dir / "gpus.txt"));
+  EXPECT_TRUE(fs::exists(dir / "sys/devices/system/node/online"));
+  const Topology saved = load_snapshot(dir.string());
+  fs::remove_all(dir);
+
+  EXPECT_EQ(saved.source, "snapshot");
+  EXPECT_EQ(saved.cpu_model, live.cpu_model);
+  EXPECT_EQ(saved.arch, live.arch);
+  ASSERT_EQ(saved.numa_nodes.size(), live.numa_nodes.size());
+  for (size_t i = 0; i < live.numa_nodes.size(); ++i) {
+    const NumaNode& a = live.numa_nodes[i];
+    const NumaNode& b = saved.numa_nodes[i];
+    EXPECT_EQ(a.id, b.id);
+    EXPECT_EQ(a.cpus, b.cpus);
+    EXPECT_EQ(a.cores, b.cores);
+    EXPECT_EQ(a.mem_total_bytes, b.mem_total_bytes);
+    EXPECT_EQ(a.distances, b.distances);
+    EXPECT_EQ(a.kind, b.kind);
+    EXPECT_EQ(a.llc_bytes, b.llc_bytes);
+  }
+  EXPECT_EQ(saved.pu_names(), live.pu_names());
+  EXPECT_EQ(saved.mem_names(), live.mem_names());
+  EXPECT_EQ(saved.gpus.size(), live.gpus.size());
+  for (const auto& p : live.paths) {
+    const Path* q = saved.find_path(p.pu, p.mem);
+    ASSERT_NE(q, nullptr) << p.pu << "->" << p.mem;
+    EXPECT_EQ(q->via, p.via);
+    EXPECT_EQ(q->allocs, p.allocs);
+  }
+}
