@@ -143,10 +143,13 @@ std::string format_placement(const std::vector<int>& status) {
   if (counts.size() == 1) return "numa" + std::to_string(status.front());
   std::string out;
   char buf[32];
-  for (const auto& [node, n] : counts) {
+  auto add = [&](const std::string& name, size_t n) {
     std::snprintf(buf, sizeof buf, ":%.3g", static_cast<double>(n) / status.size());
-    out += (out.empty() ? "" : ",") + (node >= 0 ? "numa" + std::to_string(node) : std::string("unknown")) + buf;
-  }
+    out += (out.empty() ? "" : ",") + name + buf;
+  };
+  for (const auto& [node, n] : counts)
+    if (node >= 0) add("numa" + std::to_string(node), n);
+  if (counts.count(-1)) add("unknown", counts[-1]);  // pages not (yet) backed, listed last
   return out;
 }
 
