@@ -275,6 +275,14 @@ void classify_nodes(Topology* t) {
   }
 }
 
+// SLIT distance from `from` to node `to`; rows list the online nodes in order, which need
+// not be 0..N-1. 0 when unknown.
+int slit_distance(const Topology& t, const NumaNode& from, int to) {
+  for (size_t i = 0; i < t.numa_nodes.size() && i < from.distances.size(); ++i)
+    if (t.numa_nodes[i].id == to) return from.distances[i];
+  return 0;
+}
+
 // The host node of a GPU as the paths need it. Drivers report -1 where the platform has
 // one node (sysfs numa_node = -1), so fill the gap: the only CPU node, else the CPU node
 // nearest to the GPU's HBM node by SLIT distance.
@@ -290,11 +298,10 @@ void resolve_host_nodes(Topology* t) {
     if (!hbm) continue;
     int best = -1, best_dist = 0;
     for (int c : cpu_nodes) {
-      const size_t i = static_cast<size_t>(c);
-      if (i >= hbm->distances.size()) continue;
-      if (best < 0 || hbm->distances[i] < best_dist) {
+      const int d = slit_distance(*t, *hbm, c);
+      if (d > 0 && (best < 0 || d < best_dist)) {
         best = c;
-        best_dist = hbm->distances[i];
+        best_dist = d;
       }
     }
     g.host_numa = best;

@@ -306,6 +306,13 @@ TEST(TopologyFixture, Gh200Dual) {
   EXPECT_EQ(path(t, "cpus", "numa10").via, "c2c");
   EXPECT_EQ(path(t, "gpu1", "numa0").via, "c2c+interconnect");
   expect_allocators_partitioned(t);
+
+  // A driver that does not report the host node: the Grace nearest the HBM (SLIT) is it.
+  auto gpus = t.gpus;
+  for (auto& g : gpus) g.host_numa = -1;
+  const Topology guessed = build_topology(std::string(MEMPATH_FIXTURES_DIR) + "/gh200_dual", gpus, "snapshot");
+  EXPECT_EQ(guessed.find_gpu(0)->host_numa, 0);
+  EXPECT_EQ(guessed.find_gpu(1)->host_numa, 1);
 }
 
 // ---------------------------------------------------------------------------------------
