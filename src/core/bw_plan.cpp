@@ -47,6 +47,13 @@ std::string alloc_problem(const Topology& topo, const std::string& pu, const std
   return reason.empty() ? "allocator " + alloc + " cannot place memory on " + mem : reason;
 }
 
+// Allocators that can give memory of this kind at all: combinations outside these
+// (cudaMalloc on a NUMA node, pinned on a GPU) are not cases, so --all leaves them out.
+bool alloc_fits_memory(const Memory& m, const std::string& alloc) {
+  if (m.kind == "device") return alloc == "device" || alloc == "managed";
+  return alloc != "device";
+}
+
 std::string local_memory(const Topology& topo, const Processor& p) {
   if (p.kind == "gpu") return "gpu" + std::to_string(p.gpu);
   if (p.numa >= 0) return "numa" + std::to_string(p.numa);
@@ -213,7 +220,7 @@ std::vector<BwCase> all_cases(const Topology& topo, const BwFilters& filters, co
         std::vector<std::string> allocs = path->allocs;
         for (const auto& s : path->skipped) allocs.push_back(s.alloc);
         for (const auto& a : allocs) {
-          if (!passes(filters.allocs, a)) continue;
+          if (!passes(filters.allocs, a) || !alloc_fits_memory(m, a)) continue;
           const bool runs = contains(path->allocs, a);
           if (p.kind == "cpu") {
             const bool sweep = runs && a == default_alloc(topo, p.name, m.name);

@@ -6,7 +6,7 @@
 
 namespace mempath {
 
-inline constexpr double kLaunchGuardFactor = 20.0;  // a timed kernel >= 20 x an empty launch
+inline constexpr double kLaunchGuardFactor = 10.0;  // a timed kernel >= 10 x an empty launch
 inline constexpr double kMinCpuSeconds = 50e-6;     // steady_clock intervals worth trusting
 
 // A GPU interval within kLaunchGuardFactor of an event-timed empty kernel is dominated by

@@ -14,56 +14,71 @@ using Vec = ulonglong2;  // 16 bytes: one 128-bit load or store
 constexpr int kUnroll = 4;
 constexpr int kBlock = 512;
 constexpr int kSingleBlock = 1024;
+constexpr int kWaves = 4;
 
 __device__ __forceinline__ unsigned long long warp_sum(unsigned long long v) {
   for (int offset = 16; offset > 0; offset /= 2) v += __shfl_down_sync(0xffffffffu, v, offset);
   return v;
 }
 
+// Block-tile layout: in each step a block covers kUnroll * blockDim contiguous vectors,
+// thread t taking t, t + blockDim, ... so every load instruction of a warp is one
+// contiguous 512-byte run and a block's four loads hit neighbouring DRAM pages. On H100
+// this read 2 % faster than a plain grid-stride loop (docs/results/).
+__device__ __forceinline__ size_t tile_index(size_t base, int u) {
+  return base + static_cast<size_t>(u) * blockDim.x + threadIdx.x;
+}
+
 __global__ void read_kernel(const Vec* __restrict__ src, size_t n, int passes,
                             unsigned long long* __restrict__ sum) {
-  const size_t stride = static_cast<size_t>(gridDim.x) * blockDim.x;
+  const size_t tile = static_cast<size_t>(kUnroll) * blockDim.x;
   unsigned long long acc = 0;
   for (int p = 0; p < passes; ++p) {
-    size_t i = static_cast<size_t>(blockIdx.x) * blockDim.x + threadIdx.x;
-    for (; i + (kUnroll - 1) * stride < n; i += kUnroll * stride) {
+    for (size_t base = blockIdx.x * tile; base < n; base += gridDim.x * tile) {
       Vec v[kUnroll];
 #pragma unroll
-      for (int u = 0; u < kUnroll; ++u) v[u] = src[i + u * stride];
+      for (int u = 0; u < kUnroll; ++u) {
+        const size_t i = tile_index(base, u);
+        v[u] = i < n ? src[i] : make_ulonglong2(0, 0);
+      }
 #pragma unroll
       for (int u = 0; u < kUnroll; ++u) acc += v[u].x + v[u].y;
     }
-    for (; i < n; i += stride) acc += src[i].x + src[i].y;
   }
   acc = warp_sum(acc);
   if ((threadIdx.x & 31) == 0) atomicAdd(sum, acc);
 }
 
 __global__ void write_kernel(Vec* __restrict__ dst, size_t n, int passes, unsigned long long word) {
-  const size_t stride = static_cast<size_t>(gridDim.x) * blockDim.x;
+  const size_t tile = static_cast<size_t>(kUnroll) * blockDim.x;
   const Vec v = make_ulonglong2(word, word);
   for (int p = 0; p < passes; ++p) {
-    size_t i = static_cast<size_t>(blockIdx.x) * blockDim.x + threadIdx.x;
-    for (; i + (kUnroll - 1) * stride < n; i += kUnroll * stride) {
+    for (size_t base = blockIdx.x * tile; base < n; base += gridDim.x * tile) {
 #pragma unroll
-      for (int u = 0; u < kUnroll; ++u) dst[i + u * stride] = v;
+      for (int u = 0; u < kUnroll; ++u) {
+        const size_t i = tile_index(base, u);
+        if (i < n) dst[i] = v;
+      }
     }
-    for (; i < n; i += stride) dst[i] = v;
   }
 }
 
 __global__ void copy_kernel(Vec* __restrict__ dst, const Vec* __restrict__ src, size_t n, int passes) {
-  const size_t stride = static_cast<size_t>(gridDim.x) * blockDim.x;
+  const size_t tile = static_cast<size_t>(kUnroll) * blockDim.x;
   for (int p = 0; p < passes; ++p) {
-    size_t i = static_cast<size_t>(blockIdx.x) * blockDim.x + threadIdx.x;
-    for (; i + (kUnroll - 1) * stride < n; i += kUnroll * stride) {
+    for (size_t base = blockIdx.x * tile; base < n; base += gridDim.x * tile) {
       Vec v[kUnroll];
 #pragma unroll
-      for (int u = 0; u < kUnroll; ++u) v[u] = src[i + u * stride];
+      for (int u = 0; u < kUnroll; ++u) {
+        const size_t i = tile_index(base, u);
+        if (i < n) v[u] = src[i];
+      }
 #pragma unroll
-      for (int u = 0; u < kUnroll; ++u) dst[i + u * stride] = v[u];
+      for (int u = 0; u < kUnroll; ++u) {
+        const size_t i = tile_index(base, u);
+        if (i < n) dst[i] = v[u];
+      }
     }
-    for (; i < n; i += stride) dst[i] = src[i];
   }
 }
 
@@ -100,6 +115,7 @@ const void* resolve(const void* ptr) {
   return attr.type == cudaMemoryTypeHost && attr.devicePointer ? attr.devicePointer : ptr;
 }
 
+// Blocks that are resident on all SMs at once.
 int full_grid(int gpu) {
   int sms = 0, blocks_per_sm = 0;
   cuda_check(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, gpu), "SM count");
@@ -160,7 +176,9 @@ KernelRun run_bw(int gpu, Op op, const void* src, void* dst, size_t bytes, int p
   const Vec* s = static_cast<const Vec*>(src ? resolve(src) : nullptr);
   Vec* d = static_cast<Vec*>(const_cast<void*>(dst ? resolve(dst) : nullptr));
   const size_t n = bytes / sizeof(Vec);
-  const int blocks = single_block ? 1 : full_grid(gpu);
+  // Four waves of resident blocks: the last blocks' tails overlap the next blocks' starts
+  // (measured 1-2 % faster than a single wave on H100).
+  const int blocks = single_block ? 1 : kWaves * full_grid(gpu);
   const int threads = single_block ? kSingleBlock : kBlock;
   const int total = warmup + reps;
 

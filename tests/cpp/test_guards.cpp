@@ -6,7 +6,7 @@ using namespace mempath;
 
 TEST(Guards, GpuIntervalNearAnEmptyLaunchIsRejected) {
   EXPECT_EQ(gpu_timing_problem(1e-3, 3e-6), "");
-  const std::string p = gpu_timing_problem(40e-6, 3e-6);
+  const std::string p = gpu_timing_problem(20e-6, 3e-6);
   EXPECT_NE(p.find("empty launch"), std::string::npos);
   EXPECT_NE(p.find("raise --size"), std::string::npos);
 }
