@@ -1,0 +1,59 @@
+"""Build fixture: compiles the mempath binary from this repository's src/ with CMake.
+
+Used with scope 'environment' so that it is built once per partition and programming
+environment and shared by every check that runs there.
+
+Extra CMake options come from the variable `cmake_options`, whose default is the
+environment variable MEMPATH_CMAKE_ARGS (the same one site_configs/setup_env.sh reads),
+e.g. `-DMEMPATH_WITH_CUDA=OFF` or `-DCMAKE_CUDA_ARCHITECTURES=90`. From the command line:
+`-S MempathBuild.cmake_options=-DMEMPATH_WITH_CUDA=OFF`.
+"""
+from __future__ import annotations
+
+import os
+import shlex
+
+import reframe as rfm
+import reframe.utility.sanity as sn
+import reframe.utility.typecheck as typ
+from reframe.core.builtins import run_before, sanity_function, variable
+
+REPO_ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), '..'))
+
+
+class MempathBuild(rfm.CompileOnlyRegressionTest):
+    """CMake build of src/; the binary is `<stagedir>/<builddir>/mempath`."""
+
+    descr = 'Build mempath (CMake)'
+    build_system = 'CMake'
+    sourcesdir = os.path.join(REPO_ROOT, 'src')
+    builddir = 'build'
+    # Build in a job on the partition: it sees the run's uenv/modules (Alps mounts a uenv
+    # per job), and the compilers of the nodes measured.
+    build_locally = False
+
+    #: Extra CMake configure options.
+    cmake_options = variable(typ.List[str],
+                             value=shlex.split(os.environ.get('MEMPATH_CMAKE_ARGS', '')))
+    #: CMake build type.
+    build_type = variable(str, value='Release')
+    #: Parallel build jobs.
+    build_jobs = variable(int, value=8)
+
+    @run_before('compile')
+    def configure(self):
+        self.build_system.builddir = self.builddir
+        self.build_system.max_concurrency = self.build_jobs
+        # The C++ unit tests live outside src/ and are not part of the staged copy.
+        self.build_system.config_opts = [f'-DCMAKE_BUILD_TYPE={self.build_type}',
+                                         '-DMEMPATH_TESTS=OFF', *self.cmake_options]
+        self.build_system.build_opts = []
+
+    @property
+    def executable_path(self) -> str:
+        return os.path.join(self.stagedir, self.builddir, 'mempath')
+
+    @sanity_function
+    def binary_built(self):
+        return sn.assert_true(os.path.isfile(self.executable_path),
+                              msg=f'mempath was not built: {self.executable_path} missing')
