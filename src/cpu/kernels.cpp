@@ -39,19 +39,35 @@ void copy_scalar(void* dst, const void* src, size_t bytes) {
 
 #if defined(__x86_64__)
 
+// Reads walk kStreams equal parts of the slice at once: more concurrent sequential
+// streams per core keep the hardware prefetchers further ahead (measured +7-10 % on a
+// 16-core Sapphire Rapids VM over one stream, docs/results/).
+constexpr int kStreams = 4;
+
+// Splits [0, bytes) into kStreams parts of whole `step`s; returns the part length (the
+// rest, from kStreams * part, is read by the caller's single-stream tail loop).
+inline size_t stream_part(size_t bytes, size_t step) { return bytes / (kStreams * step) * step; }
+
 __attribute__((target("avx2"))) uint64_t read_avx2(const void* src, size_t bytes) {
-  const __m256i* p = static_cast<const __m256i*>(src);
-  const size_t n = bytes / 32;
-  __m256i a0 = _mm256_setzero_si256(), a1 = a0, a2 = a0, a3 = a0;
-  for (size_t i = 0; i + 4 <= n; i += 4) {
-    a0 = _mm256_add_epi64(a0, _mm256_load_si256(p + i));
-    a1 = _mm256_add_epi64(a1, _mm256_load_si256(p + i + 1));
-    a2 = _mm256_add_epi64(a2, _mm256_load_si256(p + i + 2));
-    a3 = _mm256_add_epi64(a3, _mm256_load_si256(p + i + 3));
+  const char* p = static_cast<const char*>(src);
+  const size_t part = stream_part(bytes, 128);
+  __m256i acc[kStreams][2];
+  for (auto& a : acc) a[0] = a[1] = _mm256_setzero_si256();
+  for (size_t off = 0; off < part; off += 128) {
+    for (int s = 0; s < kStreams; ++s) {
+      const __m256i* q = reinterpret_cast<const __m256i*>(p + s * part + off);
+      acc[s][0] = _mm256_add_epi64(acc[s][0], _mm256_load_si256(q));
+      acc[s][1] = _mm256_add_epi64(acc[s][1], _mm256_load_si256(q + 1));
+      acc[s][0] = _mm256_add_epi64(acc[s][0], _mm256_load_si256(q + 2));
+      acc[s][1] = _mm256_add_epi64(acc[s][1], _mm256_load_si256(q + 3));
+    }
   }
-  const __m256i s = _mm256_add_epi64(_mm256_add_epi64(a0, a1), _mm256_add_epi64(a2, a3));
+  __m256i sum = _mm256_setzero_si256();
+  for (auto& a : acc) sum = _mm256_add_epi64(sum, _mm256_add_epi64(a[0], a[1]));
+  for (size_t off = kStreams * part; off < bytes; off += 32)
+    sum = _mm256_add_epi64(sum, _mm256_load_si256(reinterpret_cast<const __m256i*>(p + off)));
   alignas(32) uint64_t lanes[4];
-  _mm256_store_si256(reinterpret_cast<__m256i*>(lanes), s);
+  _mm256_store_si256(reinterpret_cast<__m256i*>(lanes), sum);
   return lanes[0] + lanes[1] + lanes[2] + lanes[3];
 }
 
@@ -74,22 +90,28 @@ __attribute__((target("avx2"))) void copy_avx2(void* dst, const void* src, size_
 }
 
 __attribute__((target("avx512f"))) uint64_t read_avx512(const void* src, size_t bytes) {
-  const __m512i* p = static_cast<const __m512i*>(src);
-  const size_t n = bytes / 64;
-  __m512i a0 = _mm512_setzero_si512(), a1 = a0, a2 = a0, a3 = a0;
-  size_t i = 0;
-  for (; i + 4 <= n; i += 4) {
-    a0 = _mm512_add_epi64(a0, _mm512_load_si512(p + i));
-    a1 = _mm512_add_epi64(a1, _mm512_load_si512(p + i + 1));
-    a2 = _mm512_add_epi64(a2, _mm512_load_si512(p + i + 2));
-    a3 = _mm512_add_epi64(a3, _mm512_load_si512(p + i + 3));
+  const char* p = static_cast<const char*>(src);
+  const size_t part = stream_part(bytes, 256);
+  __m512i acc[kStreams][2];
+  for (auto& a : acc) a[0] = a[1] = _mm512_setzero_si512();
+  for (size_t off = 0; off < part; off += 256) {
+    for (int s = 0; s < kStreams; ++s) {
+      const __m512i* q = reinterpret_cast<const __m512i*>(p + s * part + off);
+      acc[s][0] = _mm512_add_epi64(acc[s][0], _mm512_load_si512(q));
+      acc[s][1] = _mm512_add_epi64(acc[s][1], _mm512_load_si512(q + 1));
+      acc[s][0] = _mm512_add_epi64(acc[s][0], _mm512_load_si512(q + 2));
+      acc[s][1] = _mm512_add_epi64(acc[s][1], _mm512_load_si512(q + 3));
+    }
   }
-  for (; i < n; ++i) a0 = _mm512_add_epi64(a0, _mm512_load_si512(p + i));
+  __m512i sum = _mm512_setzero_si512();
+  for (auto& a : acc) sum = _mm512_add_epi64(sum, _mm512_add_epi64(a[0], a[1]));
+  for (size_t off = kStreams * part; off < bytes; off += 64)
+    sum = _mm512_add_epi64(sum, _mm512_load_si512(p + off));
   alignas(64) uint64_t lanes[8];
-  _mm512_store_si512(lanes, _mm512_add_epi64(_mm512_add_epi64(a0, a1), _mm512_add_epi64(a2, a3)));
-  uint64_t sum = 0;
-  for (uint64_t lane : lanes) sum += lane;
-  return sum;
+  _mm512_store_si512(lanes, sum);
+  uint64_t total = 0;
+  for (uint64_t lane : lanes) total += lane;
+  return total;
 }
 
 __attribute__((target("avx512f"))) void write_avx512(void* dst, size_t bytes, uint64_t word) {
@@ -114,7 +136,8 @@ uint64_t read_neon(const void* src, size_t bytes) {
   const uint64_t* p = static_cast<const uint64_t*>(src);
   const size_t n = bytes / 8;
   uint64x2_t a0 = vdupq_n_u64(0), a1 = a0, a2 = a0, a3 = a0, a4 = a0, a5 = a0, a6 = a0, a7 = a0;
-  for (size_t i = 0; i + 16 <= n; i += 16) {
+  size_t i = 0;
+  for (; i + 16 <= n; i += 16) {
     a0 = vaddq_u64(a0, vld1q_u64(p + i));
     a1 = vaddq_u64(a1, vld1q_u64(p + i + 2));
     a2 = vaddq_u64(a2, vld1q_u64(p + i + 4));
@@ -124,6 +147,7 @@ uint64_t read_neon(const void* src, size_t bytes) {
     a6 = vaddq_u64(a6, vld1q_u64(p + i + 12));
     a7 = vaddq_u64(a7, vld1q_u64(p + i + 14));
   }
+  for (; i < n; i += 2) a0 = vaddq_u64(a0, vld1q_u64(p + i));  // sizes are multiples of 64 B
   uint64x2_t s = vaddq_u64(vaddq_u64(vaddq_u64(a0, a1), vaddq_u64(a2, a3)),
                            vaddq_u64(vaddq_u64(a4, a5), vaddq_u64(a6, a7)));
   return vgetq_lane_u64(s, 0) + vgetq_lane_u64(s, 1);

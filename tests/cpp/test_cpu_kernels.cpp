@@ -26,16 +26,18 @@ std::vector<int> two_cpus() {
 }  // namespace
 
 TEST(CpuKernels, EveryIsaReadsWritesAndCopies) {
-  const size_t bytes = 1 << 20;
-  Aligned a(bytes), b(bytes);
-  for (const auto& isa : cpu::available_isas()) {
-    std::memset(a.p, 0x01, bytes);
-    EXPECT_EQ(isa.read(a.p, bytes), (bytes / 8) * cpu::word_of(1)) << isa.name;
-    isa.write(b.p, bytes, 0x1234);
-    for (size_t i = 0; i < bytes / 8; ++i) ASSERT_EQ(static_cast<uint64_t*>(b.p)[i], 0x1234u) << isa.name;
-    std::memset(b.p, 0, bytes);
-    isa.copy(b.p, a.p, bytes);
-    EXPECT_EQ(std::memcmp(a.p, b.p, bytes), 0) << isa.name;
+  // Sizes that split evenly into the read streams, and ones that leave a tail.
+  for (size_t bytes : {size_t{1} << 20, (size_t{1} << 20) + 320, size_t{64}}) {
+    Aligned a(bytes), b(bytes);
+    for (const auto& isa : cpu::available_isas()) {
+      std::memset(a.p, 0x01, bytes);
+      EXPECT_EQ(isa.read(a.p, bytes), (bytes / 8) * cpu::word_of(1)) << isa.name << " " << bytes;
+      isa.write(b.p, bytes, 0x1234);
+      for (size_t i = 0; i < bytes / 8; ++i) ASSERT_EQ(static_cast<uint64_t*>(b.p)[i], 0x1234u) << isa.name;
+      std::memset(b.p, 0, bytes);
+      isa.copy(b.p, a.p, bytes);
+      EXPECT_EQ(std::memcmp(a.p, b.p, bytes), 0) << isa.name << " " << bytes;
+    }
   }
   EXPECT_EQ(cpu::available_isas().back().name, "scalar");
 }
