@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import os
 import shlex
+import subprocess
 
 import reframe as rfm
 import reframe.utility.sanity as sn
@@ -19,6 +20,15 @@ import reframe.utility.typecheck as typ
 from reframe.core.builtins import run_before, sanity_function, variable
 
 REPO_ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), '..'))
+
+
+def _git_dir(repo: str) -> str | None:
+    try:
+        out = subprocess.run(['git', '-C', repo, 'rev-parse', '--absolute-git-dir'],
+                             capture_output=True, text=True, timeout=20)
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    return out.stdout.strip() if out.returncode == 0 else None
 
 
 class MempathBuild(rfm.CompileOnlyRegressionTest):
@@ -48,6 +58,15 @@ class MempathBuild(rfm.CompileOnlyRegressionTest):
         self.build_system.config_opts = [f'-DCMAKE_BUILD_TYPE={self.build_type}',
                                          '-DMEMPATH_TESTS=OFF', *self.cmake_options]
         self.build_system.build_opts = []
+
+    @run_before('compile')
+    def describe_the_repository(self):
+        # The build records `git describe` of its sources (provenance); the staged copy of
+        # src/ is no repository, so point git at the one it was copied from.
+        git_dir = _git_dir(REPO_ROOT)
+        if git_dir:
+            self.env_vars['GIT_DIR'] = git_dir
+            self.env_vars['GIT_WORK_TREE'] = REPO_ROOT
 
     @property
     def executable_path(self) -> str:

@@ -259,6 +259,61 @@ def test_alps_reference_patterns_name_real_quad_gh200_paths():
         assert len(hits) <= 1, f'{name} has several references: {hits}'
 
 
+# ---- the check's logic with a stand-in binary -------------------------------------------
+
+FAKE_CMAKE = """cmake_minimum_required(VERSION 3.20)
+project(fake_mempath NONE)
+file(COPY ${CMAKE_CURRENT_SOURCE_DIR}/mempath DESTINATION ${CMAKE_BINARY_DIR})
+"""
+OK_LINE = ('MEMPATH bw op=read pu=cpu0 mem=numa0 dst=- alloc={alloc} kernel=avx2 '
+           'threads={threads} size=8 via=local placement=numa0 status=ok '
+           'median_GBps={gbps} min_GBps=1 max_GBps=2 reps=3')
+
+
+def run_with_fake_mempath(tmp_path: Path, lines: list[str], exit_code: int) -> dict:
+    """Runs the CPU read check with a stand-in `mempath` (a script printing `lines`,
+    writing an empty bw.h5), built by the real fixture; returns the check's report entry."""
+    src = tmp_path / 'fake_src'
+    src.mkdir()
+    (src / 'CMakeLists.txt').write_text(FAKE_CMAKE)
+    script = src / 'mempath'
+    body = '\n'.join(lines)
+    script.write_text(f"#!/bin/sh\ntouch bw.h5\ncat <<'EOF'\n{body}\nEOF\nexit {exit_code}\n")
+    script.chmod(0o755)
+    report = tmp_path / 'report.json'
+    reframe('-C', str(CONFIGS / 'generic.py'), '-c', str(CHECKS), '-r',
+            '-n', 'MempathBandwidth%op=read%pu_kind=cpu',
+            '-S', f'MempathBuild.sourcesdir={src}', '--prefix', str(tmp_path / 'rfm'),
+            '--report-file', str(report))
+    cases = {tc['name']: tc for tc in json.loads(report.read_text())['runs'][0]['testcases']}
+    return cases[check_name('read', 'cpu')]
+
+
+def test_check_reports_the_largest_thread_count_per_path(tmp_path: Path):
+    lines = [OK_LINE.format(alloc='numa', threads=1, gbps=10.5),
+             OK_LINE.format(alloc='numa', threads=2, gbps=20.25),
+             OK_LINE.format(alloc='system', threads=2, gbps=19),
+             SCHEMA_LINES[1]]
+    case = run_with_fake_mempath(tmp_path, lines, 0)
+    assert case['result'] == 'pass', case['fail_reason']
+    values = {k.split(':')[-1]: v[0] for k, v in case['perfvalues'].items()}
+    assert values == {'cpu0_numa0_numa_avx2': 20.25, 'cpu0_numa0_system_avx2': 19}
+
+
+@pytest.mark.parametrize('lines, exit_code, reason', [
+    ([OK_LINE.format(alloc='numa', threads=2, gbps=1),
+      SCHEMA_LINES[2].replace('status=ok', 'status=failed')], 1, 'exited with 1'),
+    ([OK_LINE.format(alloc='numa', threads=2, gbps=1),
+      SCHEMA_LINES[2].replace('status=ok', 'status=failed')], 0, 'status=failed'),
+    ([SCHEMA_LINES[1]], 0, 'no case finished'),
+])
+def test_check_fails_on_failed_or_missing_cases(tmp_path: Path, lines, exit_code, reason):
+    case = run_with_fake_mempath(tmp_path, lines, exit_code)
+    assert case['result'] == 'fail'
+    assert case['fail_phase'] == 'sanity'
+    assert reason in case['fail_reason']
+
+
 # ---- a real run ------------------------------------------------------------------------
 
 @pytest.mark.slow
@@ -269,7 +324,8 @@ def test_local_run_of_the_cpu_acceptance_check(tmp_path: Path):
     name = check_name('read', 'cpu')
     out = reframe('-C', str(CONFIGS / 'generic.py'), '-c', str(CHECKS), '-r',
                   '--tag', 'acceptance', '-n', 'MempathBandwidth%op=read%pu_kind=cpu',
-                  '-S', 'size=8MiB', '-S', 'in_cache=true', '-S', 'reps=3',
+                  '-S', 'MempathBandwidth.size=8MiB', '-S', 'MempathBandwidth.in_cache=true',
+                  '-S', 'MempathBandwidth.reps=3',
                   '-S', 'MempathBuild.cmake_options=-DMEMPATH_WITH_CUDA=OFF',
                   '--prefix', str(tmp_path), '--report-file', str(report), timeout=900)
     text = out.stdout + out.stderr
@@ -287,3 +343,7 @@ def test_local_run_of_the_cpu_acceptance_check(tmp_path: Path):
     with h5py.File(kept, 'r') as f:
         status = [s.decode() if isinstance(s, bytes) else s for s in f['bw/cases/status'][:]]
         assert 'ok' in status and 'failed' not in status
+        revision = f.attrs['git_revision']
+        revision = revision.decode() if isinstance(revision, bytes) else str(revision)
+    if (REPO / '.git').exists():  # the fixture builds a copy of src/: provenance kept
+        assert revision != 'unknown'
