@@ -7,7 +7,7 @@ named `{pu}_{mem}[_to_{dst}]_{alloc}_{kernel}` (mempath_summary.py). A CPU threa
 reports its largest thread count; every thread count stays in bw.h5. References:
 references.py.
 
-Variables (set with `-S NAME=VALUE`): size, reps, in_cache, pus, mems, allocs,
+Variables (set with `-S NAME=VALUE`): size, reps, in_cache, quick, pus, mems, allocs,
 extra_options.
 """
 from __future__ import annotations
@@ -47,6 +47,9 @@ class MempathBandwidth(rfm.RunOnlyRegressionTest):
     pus = variable(str, value='')
     mems = variable(str, value='')
     allocs = variable(str, value='')
+    #: No thread sweep and only the full-GPU kernel (`--threads all --kernel grid`): what a
+    #: nightly acceptance run on a large node (quad GH200: ~1,800 cases) wants.
+    quick = variable(bool, value=False)
     #: Any further `mempath bw` options.
     extra_options = variable(typ.List[str], value=[])
 
@@ -80,6 +83,8 @@ class MempathBandwidth(rfm.RunOnlyRegressionTest):
                 opts += [flag, str(value)]
         if self.in_cache:
             opts.append('--in-cache')
+        if self.quick:
+            opts += ['--threads', 'all', '--kernel', 'grid']
         self.executable_opts = opts + list(self.extra_options)
 
     @run_before('run')

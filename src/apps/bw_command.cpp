@@ -23,8 +23,10 @@ const std::vector<OptionSpec>& bw_option_specs() {
       {"mem", "MEM", "memory read or written, the source of a copy: numaN or gpuN"},
       {"dst-mem", "MEM", "destination memory of a copy (default: --mem)"},
       {"alloc", "ALLOC", "system, numa, device, managed, pinned, registered"},
-      {"threads", "N|sweep", "CPU threads (default: all cores of the PU), or sweep 1,2,4..all"},
-      {"kernel", "grid|block", "GPU kernel: all SMs (default) or one block of 1024 threads"},
+      {"threads", "N|sweep", "CPU threads (default: all cores of the PU), or sweep 1,2,4..all;\n"
+                               "                            with --all: sweep (default) or all (no sweep)"},
+      {"kernel", "grid|block", "GPU kernel: all SMs (default) or one block of 1024 threads\n"
+                               "                            (with --all a filter; default both)"},
       {"size", "SIZE", "bytes per buffer (default 1GiB, raised to 4x the caches on the path)"},
       {"reps", "N", "timed repetitions (default 10)"},
       {"warmup", "N", "untimed repetitions first (default 2)"},
@@ -53,13 +55,18 @@ BwFilters filters_from(const Options& opts) {
   f.pu_kinds = split_list(opts.get_or("pu-kind", ""));
   f.mems = split_list(opts.get_or("mem", ""));
   f.allocs = split_list(opts.get_or("alloc", ""));
+  f.kernels = split_list(opts.get_or("kernel", ""));
+  const std::string threads = opts.get_or("threads", "sweep");
+  if (threads != "sweep" && threads != "all")
+    throw UsageError("with --all, --threads takes sweep (default) or all, not '" + threads + "'");
+  f.thread_sweep = threads == "sweep";
   return f;
 }
 
 // The cases of one invocation: --all, a thread sweep, or a single case.
 std::vector<BwCase> plan(const Topology& topo, const Options& opts, const BwSettings& settings) {
   if (opts.flag("all")) {
-    for (const char* single : {"dst-mem", "threads", "kernel"})
+    for (const char* single : {"dst-mem"})
       if (opts.has(single)) throw UsageError(std::string("--") + single + " does not combine with --all");
     return all_cases(topo, filters_from(opts), settings);
   }

@@ -183,6 +183,8 @@ std::vector<BwCase> all_cases(const Topology& topo, const BwFilters& filters, co
   for (const auto& m : filters.mems) require_mem(topo, m);
   for (const auto& k : filters.pu_kinds)
     if (k != "cpu" && k != "gpu") throw UsageError("invalid --pu-kind '" + k + "'; valid: cpu, gpu");
+  for (const auto& k : filters.kernels)
+    if (k != "grid" && k != "block") throw UsageError("invalid --kernel '" + k + "'; valid: grid, block");
   for (const auto& a : filters.allocs)
     if (!contains(allocator_names(), a))
       throw UsageError("invalid --alloc '" + a + "'; valid: " + join(allocator_names()));
@@ -196,8 +198,8 @@ std::vector<BwCase> all_cases(const Topology& topo, const BwFilters& filters, co
     if (!passes(filters.ops, op_name(op))) continue;
     for (const auto& p : topo.processors) {
       if (!passes(filters.pus, p.name) || !passes(filters.pu_kinds, p.kind)) continue;
-      const std::vector<std::string> kernels =
-          p.kind == "gpu" ? std::vector<std::string>{"grid", "block"} : std::vector<std::string>{""};
+      std::vector<std::string> kernels = {""};
+      if (p.kind == "gpu") kernels = filters.kernels.empty() ? std::vector<std::string>{"grid", "block"} : filters.kernels;
       const int all_cores = static_cast<int>(std::min<size_t>(p.cores > 0 ? p.cores : p.cpus.size(), p.cpus.size()));
       if (op == Op::Copy) {
         // Every source x destination pair with the paths' default allocators.
@@ -208,7 +210,7 @@ std::vector<BwCase> all_cases(const Topology& topo, const BwFilters& filters, co
                 default_alloc(topo, p.name, dst.name) == "managed")
               continue;  // managed-only paths migrate pages: measured by read/write, not copy
             add(op, p.name, src.name, dst.name, "", p.kind == "cpu" ? all_cores : -1,
-                p.kind == "gpu" ? "grid" : "");
+                kernels.front().empty() ? "" : kernels.front());
           }
         }
         continue;
@@ -223,11 +225,11 @@ std::vector<BwCase> all_cases(const Topology& topo, const BwFilters& filters, co
           if (!passes(filters.allocs, a) || !alloc_fits_memory(m, a)) continue;
           const bool runs = contains(path->allocs, a);
           if (p.kind == "cpu") {
-            const bool sweep = runs && a == default_alloc(topo, p.name, m.name);
+            const bool sweep = filters.thread_sweep && runs && a == default_alloc(topo, p.name, m.name);
             for (int t : sweep ? thread_sweep(all_cores) : std::vector<int>{all_cores})
               add(op, p.name, m.name, "", a, t, "");
           } else {
-            for (const auto& k : runs ? kernels : std::vector<std::string>{"grid"})
+            for (const auto& k : runs ? kernels : std::vector<std::string>{kernels.front()})
               add(op, p.name, m.name, "", a, -1, k);
           }
         }

@@ -28,7 +28,8 @@ struct BwSettings {
 };
 
 struct BwFilters {  // comma-separated lists; empty = everything
-  std::vector<std::string> ops, pus, pu_kinds, mems, allocs;
+  std::vector<std::string> ops, pus, pu_kinds, mems, allocs, kernels;
+  bool thread_sweep = true;  // false: CPU cases at all cores only (`--threads all`)
 };
 
 inline constexpr uint64_t kDefaultSize = 1ULL << 30;

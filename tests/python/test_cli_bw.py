@@ -98,6 +98,19 @@ def test_list_shows_cases_and_skip_reasons(mempath_cpu_bin: Path) -> None:
     assert "skipped: no CUDA GPU" in proc.stdout
 
 
+def test_list_filters_on_a_quad_gh200_snapshot(mempath_cpu_bin: Path) -> None:
+    fixture = str(Path(__file__).resolve().parents[1] / "fixtures" / "gh200_quad")
+    full = run(mempath_cpu_bin, "list", "--from", fixture, "--op", "read").stdout.splitlines()
+    quick = run(mempath_cpu_bin, "list", "--from", fixture, "--op", "read", "--threads", "all",
+                "--kernel", "grid").stdout.splitlines()
+    assert any("block" in line for line in full) and not any(" block " in line for line in quick)
+    threads = {int(m) for m in re.findall(r"threads=(\d+)", "\n".join(quick))}
+    assert threads == {-1, 72, 288}, threads  # GPUs (-1), one socket, all four sockets
+    assert any("threads=1 " in line for line in full)
+    # Every HBM node is a memory the CPUs read over C2C.
+    assert any(re.match(r"read\s+cpu0\s+numa4\s+-\s+numa", line) for line in quick)
+
+
 BAD_INPUT = [
     (["bw", "--pu", "cpu99"], "valid: "),
     (["bw", "--mem", "numa77"], "valid: "),
@@ -112,6 +125,8 @@ BAD_INPUT = [
     (["bw", "--frobnicate"], "valid: --op"),
     (["bw", "--noise", "cpu0:numa0"], "shares cores"),
     (["bw", "--pu", "gpu0"], "valid: "),
+    (["bw", "--all", "--threads", "5"], "sweep (default) or all"),
+    (["bw", "--all", "--kernel", "warp"], "valid: grid, block"),
     (["frob"], "valid: topo, list, bw"),
 ]
 
