@@ -104,7 +104,7 @@ def test_list_filters_on_a_quad_gh200_snapshot(mempath_cpu_bin: Path) -> None:
     quick = run(mempath_cpu_bin, "list", "--from", fixture, "--op", "read", "--threads", "all",
                 "--kernel", "grid").stdout.splitlines()
     assert any("block" in line for line in full) and not any(" block " in line for line in quick)
-    threads = {int(m) for m in re.findall(r"threads=(\d+)", "\n".join(quick))}
+    threads = {int(m) for m in re.findall(r"threads=(-?\d+)", "\n".join(quick))}
     assert threads == {-1, 72, 288}, threads  # GPUs (-1), one socket, all four sockets
     assert any("threads=1 " in line for line in full)
     # Every HBM node is a memory the CPUs read over C2C.
