@@ -1,0 +1,50 @@
+"""``python -m analysis report RUN.h5 [RUN2.h5 ...] -o DIR [--peaks FILE]`` (docs/analysis.md)."""
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+
+from .errors import InputError
+from .io import load_runs
+from .peaks import load_overrides
+from .report import write_report
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="python -m analysis",
+                                     description="Analysis of mempath HDF5 results.")
+    commands = parser.add_subparsers(dest="command", required=True)
+    report = commands.add_parser("report", help="tables, figures and summary.md of one node's runs",
+                                 description="Write path_matrix.md/.csv, thread_scaling.png/.pdf, "
+                                             "copy_heatmap.png/.pdf and summary.md into DIR.")
+    report.add_argument("runs", nargs="+", type=Path, metavar="RUN.h5", help="mempath result files")
+    report.add_argument("-o", "--output", required=True, type=Path, metavar="DIR",
+                        help="report folder (created)")
+    report.add_argument("--peaks", type=Path, metavar="FILE",
+                        help="JSON peaks overriding the model, e.g. "
+                             '{"numa0": 300, "link:pcie": 64}')
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = _parser().parse_args(argv)
+    try:
+        overrides = load_overrides(args.peaks) if args.peaks else {}
+        report = write_report(load_runs(args.runs), args.output, overrides)
+    except InputError as error:
+        print(f"analysis: error: {error}", file=sys.stderr)
+        return 2
+    except OSError as error:
+        print(f"analysis: error: cannot write the report into {args.output}: {error.strerror}",
+              file=sys.stderr)
+        return 2
+    print(f"analysis: report in {report.out} ({len(report.files)} files)")
+    for missing in report.missing:
+        print(f"analysis: note: {missing}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,136 @@
+"""Which cases stand for a path: the selection rules shared by tables and figures.
+
+A case stands for its path when it ran (status ok) alone (no ``noise``), out of cache
+(not ``cache_resident``) and its pages were where it names (``placement``): managed
+memory migrates on access, so a CPU reading managed memory "on gpu0" may read host
+memory. An unknown placement is accepted except for managed memory.
+"""
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+# Columns of /bw/cases the report uses (docs/schema.md).
+CASE_COLUMNS = ("case_id", "op", "pu", "pu_kind", "mem", "dst_mem", "alloc", "kernel",
+                "threads", "size_bytes", "noise", "via", "status", "reason",
+                "median_GBps", "min_GBps", "max_GBps", "cache_resident", "placement",
+                "dst_placement")
+SEP = " | "  # between several reasons of one path
+NOT_MEASURED = "only contention (--noise) or in-cache cases ran"
+
+
+def memory_aliases(topology: Mapping[str, Any]) -> dict[str, str]:
+    """HBM NUMA node -> gpuN: one memory under two names on Grace Hopper (docs/topology.md)."""
+    return {f"numa{m['numa']}": m["name"] for m in topology.get("memories", [])
+            if m.get("kind") == "device" and m.get("numa") is not None}
+
+
+def _placed(placement: str, wanted: str, alloc: str, aliases: Mapping[str, str]) -> bool:
+    if not wanted:
+        return True
+    if placement in ("", "unknown"):
+        return alloc != "managed"
+    return aliases.get(placement, placement) == aliases.get(wanted, wanted)
+
+
+def mark_placement(cases: pd.DataFrame, aliases: Mapping[str, Mapping[str, str]]) -> pd.DataFrame:
+    """Add the column ``placed``: the pages were on the memories the case names.
+
+    ``aliases`` maps a host to its memory_aliases(); a mixed placement does not count.
+    """
+    rows = cases.fillna({"placement": "", "dst_placement": "", "dst_mem": ""})
+    placed = [_placed(r.placement, r.mem, r.alloc, aliases.get(r.host, {}))
+              and _placed(r.dst_placement, r.dst_mem, r.alloc, aliases.get(r.host, {}))
+              for r in rows.itertuples()]
+    return cases.assign(placed=pd.Series(placed, index=cases.index, dtype=bool))
+
+
+def measured(cases: pd.DataFrame) -> pd.DataFrame:
+    """Cases that stand for their path (module docstring); ``placed`` where marked."""
+    if cases.empty:
+        return cases
+    mask = (cases["status"] == "ok") & np.isfinite(cases["median_GBps"].astype(float))
+    mask &= cases["noise"].fillna("") == ""
+    mask &= cases["cache_resident"].fillna(0).astype(int) != 1
+    if "placed" in cases:
+        mask &= cases["placed"].astype(bool)
+    return cases[mask]
+
+
+def _representative(group: pd.DataFrame) -> pd.DataFrame:
+    """The full-width cases of a group: the largest CPU thread count, the GPU grid kernel."""
+    if (group["pu_kind"] == "gpu").all():
+        grid = group[group["kernel"] == "grid"]
+        return grid if not grid.empty else group
+    return group[group["threads"] == group["threads"].max()]
+
+
+def best(cases: pd.DataFrame, keys: Sequence[str]) -> pd.DataFrame:
+    """Per ``keys``, the measured case with the highest median among the full-width ones."""
+    ran = measured(cases)
+    if ran.empty:
+        return ran
+    rows = [_representative(g)["median_GBps"].astype(float).idxmax()
+            for _, g in ran.groupby(list(keys), sort=False, dropna=False)]
+    return ran.loc[rows].reset_index(drop=True)
+
+
+def by_threads(cases: pd.DataFrame, keys: Sequence[str]) -> pd.DataFrame:
+    """Per ``keys`` and thread count, the measured case with the highest median."""
+    ran = measured(cases)
+    if ran.empty:
+        return ran
+    index = ran.groupby([*keys, "threads"], sort=False, dropna=False)["median_GBps"].idxmax()
+    return ran.loc[index.values].sort_values([*keys, "threads"]).reset_index(drop=True)
+
+
+def natural_key(name: str) -> tuple[object, ...]:
+    """cpu2 before cpu10."""
+    return tuple(int(t) if t.isdigit() else t for t in re.split(r"(\d+)", name))
+
+
+def rank(preferred: Sequence[str], name: str) -> tuple[object, ...]:
+    """Sort key: the position in ``preferred`` (the topology's order), else after them all."""
+    return (preferred.index(name),) if name in preferred else (len(preferred), *natural_key(name))
+
+
+def ordered(names: Iterable[str], preferred: Sequence[str] = ()) -> list[str]:
+    """The distinct ``names`` in the order of ``preferred``, the rest naturally sorted."""
+    return sorted(set(names), key=lambda name: rank(preferred, name))
+
+
+def misplaced_note(row: Any) -> str:
+    """Why a case that ran does not stand for its path (a row of cases, itertuples())."""
+    got = row.placement or "unknown"
+    if row.dst_mem:
+        got, want = f"{got} -> {row.dst_placement or 'unknown'}", f"{row.mem} -> {row.dst_mem}"
+    else:
+        want = row.mem
+    if "unknown" in got:
+        return f"{row.alloc}: placement unknown, managed pages may have migrated ({want})"
+    return f"{row.alloc}: pages were on {got}, not {want}"
+
+
+def unmeasured(group: pd.DataFrame) -> tuple[str, str]:
+    """Status and reasons of a path without a measured case.
+
+    The status is the first of failed, misplaced (ran, pages elsewhere), not measured
+    (ran only under contention or in cache) and skipped that applies; the reasons are
+    those of all of them.
+    """
+    ran = group[group["status"] == "ok"].fillna({"placement": "", "dst_placement": "",
+                                                  "dst_mem": ""})
+    misplaced = ran[~ran["placed"].astype(bool)] if "placed" in ran else ran.iloc[:0]
+    notes = {status: list(group.loc[group["status"] == status, "reason"].fillna("")
+                          .replace("", "no reason given"))
+             for status in ("failed", "skipped")}
+    notes["misplaced"] = [misplaced_note(row) for row in misplaced.itertuples()]
+    notes["not measured"] = [NOT_MEASURED] if len(ran) > len(misplaced) else []
+    order = ("failed", "misplaced", "not measured", "skipped")
+    status = next((s for s in order if notes[s]), "not measured")
+    reasons = [reason for s in order for reason in notes[s]] or [NOT_MEASURED]
+    return status, SEP.join(dict.fromkeys(reasons))

@@ -1,0 +1,111 @@
+"""The path matrix: processors x memories, median GB/s of each path's best case.
+
+One entry per (host, op, pu, mem) for read and write: the best full-width case
+(analysis.cases.best) with its % of the path's theoretical peak (analysis.peaks), or the
+status and reasons when no case ran. Copy is left to the copy heatmap: its bytes are
+read + written over two paths, so a single-path peak does not bound it.
+"""
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from .cases import SEP, best, ordered, rank, unmeasured
+from .peaks import PeakModel
+
+MATRIX_OPS = ("read", "write")
+ENTRY_COLUMNS = ["host", "op", "pu", "mem", "status", "median_GBps", "min_GBps", "max_GBps",
+                 "pct_of_peak", "peak_GBps", "peak_source", "peak_limit", "peak_unknown",
+                 "via", "alloc", "kernel", "threads", "size_bytes", "run", "case_id", "reason"]
+KEYS = ["host", "op", "pu", "mem"]
+
+
+Order = Mapping[str, tuple[list[str], list[str]]]  # host -> topology's processors, memories
+
+
+def _sorted(table: pd.DataFrame, order: Order) -> pd.DataFrame:
+    """Hosts in the order of ``order``, then op, then processors and memories as listed."""
+    hosts = list(order)
+
+    def key(row: Any) -> tuple[object, ...]:
+        pus, mems = order.get(row.host, ([], []))
+        return (rank(hosts, row.host), MATRIX_OPS.index(row.op), rank(pus, row.pu),
+                rank(mems, row.mem))
+
+    keys = [key(row) for row in table.itertuples()]
+    return table.iloc[sorted(range(len(table)), key=keys.__getitem__)].reset_index(drop=True)
+
+
+def entries(cases: pd.DataFrame, models: Mapping[str, PeakModel], order: Order) -> pd.DataFrame:
+    """One row per (host, op, pu, mem) of read and write cases, columns ENTRY_COLUMNS."""
+    cases = cases[cases["op"].isin(MATRIX_OPS)]
+    if cases.empty:
+        return pd.DataFrame(columns=ENTRY_COLUMNS)
+    ran = best(cases, KEYS).set_index(KEYS)
+    rows: list[dict[str, object]] = []
+    for key, group in cases.groupby(KEYS, sort=False):
+        host, op, pu, mem = key
+        row: dict[str, object] = dict(zip(KEYS, key))
+        via = str(group["via"].iloc[0])
+        peak = models[host].path(pu, mem, via or None)
+        row.update(via=via, peak_GBps=peak.gbps, peak_source=peak.source, peak_limit=peak.limit,
+                   peak_unknown=", ".join(peak.unknown))
+        if key in ran.index:
+            case = ran.loc[key]
+            row.update(status="ok", **{c: case[c] for c in (
+                "median_GBps", "min_GBps", "max_GBps", "alloc", "kernel", "threads",
+                "size_bytes", "run", "case_id")})
+            row["pct_of_peak"] = 100 * case["median_GBps"] / peak.gbps if peak.gbps else np.nan
+            row["reason"] = ""
+        else:
+            row["status"], row["reason"] = unmeasured(group)
+        rows.append(row)
+    return _sorted(pd.DataFrame(rows).reindex(columns=ENTRY_COLUMNS), order)
+
+
+def _cell(entry: pd.Series, note: dict[str, int]) -> str:
+    if entry["status"] == "ok":
+        text = f"{entry['median_GBps']:.1f}"
+        return text + (f" ({entry['pct_of_peak']:.0f}%)" if pd.notna(entry["pct_of_peak"]) else "")
+    marks = [note.setdefault(reason, len(note) + 1) for reason in str(entry["reason"]).split(SEP)]
+    return f"{entry['status']} [{','.join(map(str, marks))}]"
+
+
+def markdown(table: pd.DataFrame, order: Order) -> str:
+    """Markdown of entries(): per host, one table per op and a numbered list of reasons.
+
+    ``order`` maps a host to the topology's processor and memory names (row/column order).
+    """
+    lines = ["# Path matrix", "",
+             "Median GB/s of the best case per processor (row) and memory (column): the "
+             "largest CPU thread count, the GPU `grid` kernel, the best allocator; in "
+             "brackets the % of the path's theoretical peak (summary.md lists the peaks). "
+             "Cases under contention, in cache or with their pages elsewhere do not count "
+             "(docs/analysis.md). Copy is in the copy heatmap (GB/s only).", ""]
+    if table.empty:
+        return "\n".join(lines + ["_No read or write case in these runs._", ""])
+    for host in ordered(table["host"], list(order)):
+        rows = table[table["host"] == host]
+        pus, mems = order.get(host, ([], []))
+        note: dict[str, int] = {}
+        lines += [f"## Host `{host}`", ""]
+        for op in MATRIX_OPS:
+            part = rows[rows["op"] == op]
+            lines += [f"### {op}", ""]
+            if part.empty:
+                lines += [f"_No {op} case in these runs._", ""]
+                continue
+            found = {(e["pu"], e["mem"]): e for _, e in part.iterrows()}
+            columns = ordered(part["mem"], mems)
+            lines += ["| PU \\ memory | " + " | ".join(columns) + " |",
+                      "|---|" + "---:|" * len(columns)]
+            for pu in ordered(part["pu"], pus):  # reasons numbered in reading order
+                cells = [_cell(found[pu, m], note) if (pu, m) in found else "" for m in columns]
+                lines.append(f"| {pu} | " + " | ".join(cells) + " |")
+            lines.append("")
+        if note:
+            lines += ["Reasons:", ""] + [f"{n}. {reason}" for reason, n in note.items()] + [""]
+    return "\n".join(lines)

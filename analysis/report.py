@@ -1,0 +1,189 @@
+"""The report folder: path matrix (Markdown, CSV), figures and summary.md."""
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from . import figures, matrix
+from .cases import CASE_COLUMNS, mark_placement, memory_aliases, misplaced_note, ordered
+from .errors import InputError
+from .io import RunSet
+from .peaks import PeakModel
+
+CASES_TABLE = "bw/cases"
+
+
+@dataclass
+class Report:
+    """What was written and what could not be, with the reason."""
+
+    out: Path
+    files: list[Path] = field(default_factory=list)
+    missing: list[str] = field(default_factory=list)
+
+
+def _cases(runs: RunSet) -> pd.DataFrame:
+    cases = runs.table(CASES_TABLE, CASE_COLUMNS)
+    lacking = [c for c in CASE_COLUMNS if c not in cases]
+    if lacking:
+        names = ", ".join(run.name for run in runs.runs)
+        raise InputError(f"{CASES_TABLE} of {names} lacks the columns {', '.join(lacking)}; "
+                         "it was written by a mempath of another schema (docs/schema.md)")
+    return cases
+
+
+def _cuda(version: Any) -> str:
+    version = int(version or 0)
+    return f"{version // 1000}.{version % 1000 // 10}" if version > 0 else "none"
+
+
+def _gib(value: Any) -> str:
+    return f"{int(value) / 2**30:.1f}" if value is not None else ""
+
+
+def _table(header: list[str], rows: list[list[Any]]) -> list[str]:
+    out = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+    out += ["| " + " | ".join(str(cell).replace("|", "\\|") for cell in row) + " |" for row in rows]
+    return out + [""]
+
+
+def _provenance(runs: RunSet) -> list[str]:
+    rows = [[f"`{run.name}`", run.node, run.attrs.get("tool_version", ""),
+             run.attrs.get("git_revision", ""), run.attrs.get("start_time", ""),
+             run.attrs.get("end_time", ""), _cuda(run.attrs.get("cuda_driver_version")),
+             _cuda(run.attrs.get("cuda_runtime_version")),
+             f"`{run.attrs.get('command_line', '')}`"] for run in runs.runs]
+    return ["## Runs", ""] + _table(
+        ["run", "host", "tool version", "git revision", "start (UTC)", "end (UTC)",
+         "CUDA driver", "CUDA runtime", "command"], rows)
+
+
+def _processor(p: Mapping[str, Any]) -> str:
+    if p.get("kind") != "gpu":
+        return f"{p.get('cores', '?')} cores"
+    link = p.get("link") or {}
+    wire = f"PCIe gen{link.get('gen')} x{link.get('width')}" if link.get("type") == "pcie" \
+        else str(link.get("type", "?"))
+    return f"{p.get('model', '?')}, {p.get('sm_count', '?')} SMs, {wire}"
+
+
+def _node(host: str, topology: Mapping[str, Any]) -> list[str]:
+    lines = [f"## Node `{host}`", ""]
+    if not topology:
+        return lines + ["_The runs hold no topology._", ""]
+    lines += [f"{topology.get('cpu_model', '?')} ({topology.get('arch', '?')}).", ""]
+    lines += _table(["processor", "kind", "what"],
+                    [[p["name"], p.get("kind", ""), _processor(p)]
+                     for p in topology.get("processors", [])])
+    lines += _table(["memory", "kind", "GiB", "GPU"],
+                    [[m["name"], m.get("kind", ""), _gib(m.get("bytes")),
+                      "" if m.get("gpu") is None else m["gpu"]]
+                     for m in topology.get("memories", [])])
+    return lines
+
+
+def _peaks(entries: pd.DataFrame, overrides: Mapping[str, float]) -> list[str]:
+    lines = ["## Theoretical peaks", "",
+             "Peak of a path = the slowest of its links and its memory (docs/analysis.md); "
+             "source `discovered` (topology facts such as PCIe gen and width), `table` "
+             "(model tables) or `user` (--peaks). Where a part is unknown the peak bounds "
+             "the known parts only. % of peak is given for read and write; copy moves "
+             "bytes over two paths and is shown in GB/s only.", ""]
+    if overrides:
+        lines += ["User peaks: " + ", ".join(f"`{k}` = {v:g}" for k, v in overrides.items()), ""]
+    if entries.empty:
+        return lines + ["_No read or write path to give a peak for._", ""]
+    paths = entries.drop_duplicates(["host", "pu", "mem"]).fillna(
+        {"peak_limit": "", "peak_source": "", "peak_unknown": ""})
+    rows = [[r.host, r.pu, r.mem, r.via,
+             "unknown" if pd.isna(r.peak_GBps) else f"{r.peak_GBps:.1f}",
+             r.peak_limit, r.peak_source, r.peak_unknown]
+            for r in paths.itertuples()]
+    return lines + _table(["host", "PU", "memory", "via", "peak GB/s", "limited by",
+                           "source", "unknown parts"], rows)
+
+
+def _counts(cases: pd.DataFrame) -> list[str]:
+    lines = ["## Cases", ""]
+    if cases.empty:
+        return lines + ["_No case in these runs._", ""]
+    counts = cases.groupby(["host", "status"]).size().unstack(fill_value=0)
+    statuses = ordered({"ok", "skipped", "failed", *counts.columns}, ["ok", "skipped", "failed"])
+    counts = counts.reindex(columns=statuses, fill_value=0)
+    lines += _table(["host", *statuses],
+                    [[host, *map(int, counts.loc[host])] for host in counts.index])
+    notes = [(s, r or "no reason given") for s, r in
+             cases.loc[cases["status"] != "ok", ["status", "reason"]].fillna("").itertuples(False)]
+    moved = cases[(cases["status"] == "ok") & ~cases["placed"]]
+    notes += [("ok, pages elsewhere", misplaced_note(row))
+              for row in moved.fillna({"placement": "", "dst_placement": ""}).itertuples()]
+    if notes:
+        reasons = pd.Series(notes).value_counts(sort=False)
+        lines += _table(["status", "reason", "cases"],
+                        [[s, r, n] for (s, r), n in reasons.items()])
+    return lines
+
+
+def _figure(name: str, title: str, files: list[Path], why_not: str) -> list[str]:
+    if files:
+        return [f"### {title}", "", f"![{title}]({name}.png)", "",
+                f"[PNG]({name}.png), [PDF]({name}.pdf)", ""]
+    return [f"### {title}", "", f"_Not drawn: {why_not}._", ""]
+
+
+def write_report(runs: RunSet, out: Path, overrides: Mapping[str, float] | None = None) -> Report:
+    """Write every report file into ``out`` (created); never fails on missing data."""
+    overrides = dict(overrides or {})
+    out.mkdir(parents=True, exist_ok=True)
+    report = Report(out)
+    hosts = runs.hosts()
+    topologies = {host: next(r.topology for r in runs.runs if r.node == host) for host in hosts}
+    cases = mark_placement(_cases(runs), {h: memory_aliases(t) for h, t in topologies.items()})
+    models = {host: PeakModel(topo, overrides) for host, topo in topologies.items()}
+    order = {host: ([p["name"] for p in t.get("processors", [])],
+                    [m["name"] for m in t.get("memories", [])]) for host, t in topologies.items()}
+    many = len(hosts) > 1
+
+    entries = matrix.entries(cases, models, order)
+    (out / "path_matrix.md").write_text(matrix.markdown(entries, order))
+    entries.to_csv(out / "path_matrix.csv", index=False)
+    report.files += [out / "path_matrix.md", out / "path_matrix.csv"]
+
+    mem_order = [m for _, mems in order.values() for m in mems]
+    scaling = figures.thread_scaling(cases, out, with_host=many)
+    heatmap = figures.copy_heatmap(cases, out, mem_order, with_host=many)
+    report.files += scaling + heatmap
+    ops = set(cases["op"])
+    if entries.empty:
+        report.missing.append("no read or write case: the path matrix is empty")
+    for op in ("read", "write", "copy"):
+        if op not in ops:
+            report.missing.append(f"no {op} case in these runs")
+    no_cpu, no_copy = "no CPU case measured a path", "no copy case measured a path"
+    if not scaling:
+        report.missing.append(f"thread scaling not drawn: {no_cpu}")
+    if not heatmap:
+        report.missing.append(f"copy heatmap not drawn: {no_copy}")
+
+    lines = ["# mempath report", "",
+             f"Host(s): {', '.join(f'`{h}`' for h in hosts) or 'none'}; "
+             f"{len(runs.runs)} run(s); tables: {', '.join(runs.tables) or 'none'}.", ""]
+    lines += _provenance(runs)
+    for host in hosts:
+        lines += _node(host, topologies[host])
+    lines += ["## Results", "",
+              "- [Path matrix](path_matrix.md) (processor x memory, median GB/s, % of peak), "
+              "[CSV](path_matrix.csv)", ""]
+    lines += _figure("thread_scaling", "Thread scaling (CPU)", scaling, no_cpu)
+    lines += _figure("copy_heatmap", "Copy heatmap", heatmap, no_copy)
+    lines += _peaks(entries, overrides)
+    lines += _counts(cases)
+    if report.missing:
+        lines += ["## Missing", ""] + [f"- {m}" for m in report.missing] + [""]
+    (out / "summary.md").write_text("\n".join(lines))
+    report.files.append(out / "summary.md")
+    return report
