@@ -1,0 +1,393 @@
+"""The analysis package on synthetic schema-v1 files (h5fixtures) and its command line."""
+from __future__ import annotations
+
+import json
+import math
+import subprocess
+import sys
+from pathlib import Path
+
+import h5py
+import matplotlib.image
+import numpy as np
+import pandas as pd
+import pytest
+
+REPO = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(REPO))
+
+from analysis.cases import mark_placement, memory_aliases  # noqa: E402
+from analysis.errors import InputError  # noqa: E402
+from analysis.io import RunFileError, load_run, load_runs, load_table  # noqa: E402
+from analysis.peaks import PeakModel, hbm_gbps, load_overrides, pcie_gbps  # noqa: E402
+from analysis.report import write_report  # noqa: E402
+from h5fixtures import case, topology, write_run  # noqa: E402
+
+SKIP_REASON = "GPU 0 cannot access pageable memory (no ATS/HMM)"
+FAIL_REASON = "verification failed: 3 words differ"
+
+# A GH200 run: the values the report must pick are commented.
+GH200_CASES = [
+    case(pu="cpu0", mem="numa0", threads=36, median_GBps=450.0),   # more, but not all threads
+    case(pu="cpu0", mem="numa0", threads=72, alloc="system", median_GBps=380.0),
+    case(pu="cpu0", mem="numa0", threads=72, median_GBps=400.0),   # read cpu0 numa0: 400 (80%)
+    case(pu="cpu0", mem="numa0", threads=72, median_GBps=490.0, noise="gpu0:numa0"),
+    case(pu="cpu0", mem="numa0", threads=72, median_GBps=900.0, cache_resident=1),
+    case(pu="cpu0", mem="numa0", threads=1, median_GBps=60.0),
+    case(op="write", pu="cpu0", mem="numa0", threads=72, median_GBps=300.0),  # 60%
+    case(op="write", pu="cpu0", mem="numa0", threads=8, median_GBps=120.0),
+    case(pu="cpu0", mem="gpu0", alloc="managed", via="c2c", threads=72, status="failed",
+         reason=FAIL_REASON),
+    case(pu="gpu0", mem="numa1", via="local", threads=270336, median_GBps=3600.0),  # 90%
+    case(pu="gpu0", mem="numa1", via="local", kernel="block", threads=1024, median_GBps=3650.0),
+    # ^ faster, but not the grid kernel
+    case(pu="gpu0", mem="gpu0", alloc="device", threads=270336, median_GBps=3720.0),  # 93%
+    case(pu="gpu0", mem="numa0", via="c2c", alloc="system", status="skipped", reason=SKIP_REASON),
+    case(pu="gpu0", mem="numa0", via="c2c", alloc="numa", status="skipped", reason=SKIP_REASON),
+    case(op="copy", pu="cpu0", mem="numa0", dst_mem="numa1", via="c2c", threads=72,
+         median_GBps=200.0),
+    case(op="copy", pu="cpu0", mem="numa0", dst_mem="numa0", threads=72, median_GBps=250.0),
+    case(op="copy", pu="gpu0", mem="gpu0", dst_mem="numa0", via="c2c", alloc="device",
+         median_GBps=400.0),
+    case(op="copy", pu="gpu0", mem="numa0", dst_mem="gpu0", via="c2c", alloc="system",
+         status="skipped", reason=SKIP_REASON),
+]
+REPORT_FILES = ["path_matrix.md", "path_matrix.csv", "summary.md", "thread_scaling.png",
+                "thread_scaling.pdf", "copy_heatmap.png", "copy_heatmap.pdf"]
+
+
+def run_cli(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "analysis", *args], cwd=REPO,
+                          capture_output=True, text=True, timeout=300)
+
+
+def matrix_cells(markdown: str, op: str) -> dict[tuple[str, str], str]:
+    """(pu, mem) -> cell text of the first `### op` table of path_matrix.md."""
+    section = markdown.split(f"### {op}\n", 1)[1].split("###", 1)[0]
+    rows = [line.strip("|").split("|") for line in section.splitlines() if line.startswith("|")]
+    mems = [m.strip() for m in rows[0][1:]]
+    return {(r[0].strip(), mem): cell.strip() for r in rows[2:] for mem, cell in zip(mems, r[1:])}
+
+
+def assert_png(path: Path) -> None:
+    assert path.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    image = matplotlib.image.imread(path)
+    assert image.shape[0] > 100 and image.shape[1] > 100
+    assert float(np.std(image[..., :3])) > 0.01, f"{path.name} is blank"
+
+
+@pytest.fixture
+def gh200_run(tmp_path: Path) -> Path:
+    return write_run(tmp_path / "gh200.h5", GH200_CASES, topology=topology("gh200_single"))
+
+
+# --- io -----------------------------------------------------------------------------------
+
+def test_load_table_round_trips_values_strings_and_nan(tmp_path: Path) -> None:
+    rows = [case(median_GBps=123.25, min_GBps=120.5, max_GBps=125.0, threads=72),
+            case(pu="gpu0", mem="numa0", status="skipped", reason="no ATS/HMM: µ ünïcode")]
+    path = write_run(tmp_path / "r.h5", rows, topology=topology("gh200_single"))
+    cases = load_table(path, "bw/cases")
+    assert len(cases) == 2
+    assert list(cases["case_id"]) == [0, 1]
+    assert cases["median_GBps"].iloc[0] == 123.25 and cases["min_GBps"].iloc[0] == 120.5
+    assert math.isnan(cases["median_GBps"].iloc[1])
+    assert list(cases["threads"]) == [72, 1] and cases["threads"].dtype == np.int64
+    assert cases["reason"].iloc[1] == "no ATS/HMM: µ ünïcode"
+    assert all(type(v) is str for v in cases["pu"]) and list(cases["pu"]) == ["cpu0", "gpu0"]
+    assert cases["dst_mem"].iloc[0] == ""
+    samples = load_table(path, "bw/samples")
+    assert sorted(samples["bandwidth_GBps"]) == [120.5, 123.25, 125.0]
+    assert set(samples["case_id"]) == {0}
+
+
+def test_load_table_of_an_empty_table_has_its_columns(tmp_path: Path) -> None:
+    path = write_run(tmp_path / "empty.h5", [], topology=topology("x86_h100"))
+    cases = load_table(path, "bw/cases")
+    assert cases.empty and {"op", "median_GBps", "status"} <= set(cases.columns)
+
+
+def test_load_run_parses_attributes_topology_and_tables(gh200_run: Path) -> None:
+    run = load_run(gh200_run)
+    assert run.attrs["schema_version"] == 1 and run.attrs["cuda_runtime_version"] == 12040
+    assert run.host == "gh200_single" and run.topology["arch"] == "aarch64"
+    assert set(run.tables) == {"bw/cases", "bw/samples"}
+    assert len(run.tables["bw/cases"]) == len(GH200_CASES)
+
+
+def test_load_runs_adds_run_and_host_and_keeps_same_stems_apart(tmp_path: Path) -> None:
+    (tmp_path / "a").mkdir()
+    (tmp_path / "b").mkdir()
+    first = write_run(tmp_path / "a" / "bw.h5", [case()], topology=topology("gh200_single"))
+    second = write_run(tmp_path / "b" / "bw.h5", [case(), case()], topology=topology("x86_h100"))
+    runs = load_runs([first, second])
+    cases = runs.tables["bw/cases"]
+    assert list(cases.columns[:2]) == ["run", "host"]
+    assert list(cases["run"]) == ["a/bw", "b/bw", "b/bw"]
+    assert list(cases["host"]) == ["gh200_single", "x86_h100", "x86_h100"]
+    assert runs.hosts() == ["gh200_single", "x86_h100"]
+
+
+def test_runs_of_one_host_name_on_different_nodes_are_kept_apart(tmp_path: Path) -> None:
+    x86 = topology("x86_h100")
+    resized = json.loads(json.dumps(x86))
+    resized["memories"][0]["bytes"] //= 2                     # sizes differ between runs
+    paths = [write_run(tmp_path / f"{i}.h5", [case()], topology=t, attrs={"host": "vm"})
+             for i, t in enumerate([x86, topology("gh200_single"), resized])]
+    runs = load_runs(paths)
+    assert [run.node for run in runs.runs] == ["vm", "vm#2", "vm"]
+    assert list(runs.tables["bw/cases"]["host"]) == ["vm", "vm#2", "vm"]
+
+
+def test_load_rejects_missing_foreign_and_newer_files(tmp_path: Path) -> None:
+    with pytest.raises(RunFileError, match="no such file"):
+        load_run(tmp_path / "missing.h5")
+    (tmp_path / "text.h5").write_text("not hdf5")
+    with pytest.raises(RunFileError, match="not an HDF5 file"):
+        load_run(tmp_path / "text.h5")
+    with h5py.File(tmp_path / "other.h5", "w") as f:
+        f["x"] = [1, 2, 3]
+    with pytest.raises(RunFileError, match="not a mempath result file"):
+        load_table(tmp_path / "other.h5", "bw/cases")
+    newer = write_run(tmp_path / "v2.h5", [case()], topology=topology("x86_h100"),
+                      schema_version=2)
+    with pytest.raises(RunFileError, match="schema_version 2 is not supported"):
+        load_run(newer)
+
+
+# --- peaks --------------------------------------------------------------------------------
+
+@pytest.mark.parametrize(("gen", "width", "gbps"), [
+    (5, 16, 63.0), (4, 16, 31.5), (3, 16, 15.75), (2, 8, 4.0), (1, 1, 0.25), (6, 16, 126.0)])
+def test_pcie_capacity_by_generation_and_width(gen: int, width: int, gbps: float) -> None:
+    assert pcie_gbps(gen, width) == pytest.approx(gbps, rel=2e-3)
+
+
+def test_pcie_capacity_unknown_without_generation() -> None:
+    assert pcie_gbps(0, 16) is None and pcie_gbps(5, 0) is None
+
+
+@pytest.mark.parametrize(("model", "gbps"), [
+    ("NVIDIA H100 80GB HBM3", 3350.0), ("NVIDIA H100 PCIe", 2000.0), ("NVIDIA H200", 4800.0),
+    ("NVIDIA GH200 480GB", 4000.0), ("NVIDIA GH200 144G HBM3e", 4900.0), ("Tesla T4", None)])
+def test_hbm_capacity_by_model(model: str, gbps: float | None) -> None:
+    assert hbm_gbps(model) == gbps
+
+
+def test_gh200_peaks() -> None:
+    model = PeakModel(topology("gh200_single"))
+    peak = model.path("gpu0", "numa0")
+    assert (peak.gbps, peak.source, peak.limit) == (450.0, "table", "link:c2c:gpu0")
+    assert model.path("cpu0", "numa0").gbps == 500.0          # Grace LPDDR5X
+    assert model.path("cpu0", "numa1").gbps == 450.0          # C2C below the HBM
+    hbm = model.path("gpu0", "numa1")
+    assert (hbm.gbps, hbm.limit, hbm.unknown) == (4000.0, "numa1", ())
+
+
+def test_x86_h100_peaks() -> None:
+    model = PeakModel(topology("x86_h100"))
+    hbm = model.path("gpu0", "gpu0")
+    assert (hbm.gbps, hbm.source) == (3350.0, "table")
+    pcie = model.path("gpu0", "numa0")
+    assert pcie.gbps == pytest.approx(63.0, rel=1e-3)
+    assert (pcie.source, pcie.limit, pcie.unknown) == ("discovered", "link:pcie:gpu0", ("numa0",))
+    host = model.path("cpu0", "numa0")
+    assert (host.gbps, host.source, host.unknown) == (None, None, ("numa0",))
+
+
+def test_quad_gh200_peaks_cross_the_grace_interconnect() -> None:
+    model = PeakModel(topology("gh200_quad"))
+    assert model.path("cpu0", "numa1").limit == "link:interconnect"
+    assert model.path("cpu0", "numa1").gbps == 150.0
+    assert model.path("cpu0", "numa12").gbps == 150.0        # c2c+interconnect
+    nvlink = model.path("gpu0", "gpu1")
+    assert (nvlink.gbps, nvlink.limit) == (450.0, "link:nvlink:gpu0")
+    assert model.path("gpu0", "numa4").gbps == 4000.0
+
+
+def test_user_peaks_override_the_model(tmp_path: Path) -> None:
+    path = tmp_path / "peaks.json"
+    path.write_text(json.dumps({"link:pcie": 50, "numa0": 300, "gpu0": 3000}))
+    overrides = load_overrides(path)
+    x86 = PeakModel(topology("x86_h100"), overrides)
+    assert x86.path("gpu0", "numa0") == x86.path("gpu0", "numa0", "pcie")
+    assert (x86.path("gpu0", "numa0").gbps, x86.path("gpu0", "numa0").source) == (50.0, "user")
+    assert (x86.path("cpu0", "numa0").gbps, x86.path("cpu0", "numa0").unknown) == (300.0, ())
+    gh200 = PeakModel(topology("gh200_single"), overrides)
+    hbm = gh200.path("gpu0", "numa1")                      # "gpu0" is the HBM of numa1 too
+    assert (hbm.gbps, hbm.source) == (3000.0, "user")
+
+
+@pytest.mark.parametrize(("text", "match"), [
+    ('{"link:pcei": 50}', "unknown peak key"), ('{"numa0": "fast"}', "positive number"),
+    ("[1, 2]", "JSON object"), ("{", "not valid JSON")])
+def test_bad_peaks_files_are_refused(tmp_path: Path, text: str, match: str) -> None:
+    (tmp_path / "peaks.json").write_text(text)
+    with pytest.raises(InputError, match=match):
+        load_overrides(tmp_path / "peaks.json")
+
+
+# --- report -------------------------------------------------------------------------------
+
+def test_report_writes_every_file_with_the_expected_medians(gh200_run: Path,
+                                                            tmp_path: Path) -> None:
+    out = tmp_path / "report"
+    report = write_report(load_runs([gh200_run]), out)
+    assert sorted(p.name for p in report.files) == sorted(REPORT_FILES)
+    for name in REPORT_FILES:
+        assert (out / name).stat().st_size > 0, name
+    markdown = (out / "path_matrix.md").read_text()
+    read = matrix_cells(markdown, "read")
+    assert read[("cpu0", "numa0")] == "400.0 (80%)"
+    assert read[("gpu0", "numa1")] == "3600.0 (90%)"
+    assert read[("gpu0", "gpu0")] == "3720.0 (93%)"
+    assert read[("cpu0", "gpu0")] == "failed [1]"      # reasons numbered in reading order
+    assert read[("gpu0", "numa0")] == "skipped [2]"
+    assert matrix_cells(markdown, "write")[("cpu0", "numa0")] == "300.0 (60%)"
+    assert f"1. {FAIL_REASON}" in markdown and f"2. {SKIP_REASON}" in markdown
+
+    csv = pd.read_csv(out / "path_matrix.csv").set_index(["op", "pu", "mem"])
+    best = csv.loc[("read", "cpu0", "numa0")]
+    assert (best["median_GBps"], best["threads"], best["alloc"]) == (400.0, 72, "numa")
+    assert best["pct_of_peak"] == pytest.approx(80.0)
+    c2c = csv.loc[("read", "gpu0", "numa0")]
+    assert (c2c["status"], c2c["peak_GBps"], c2c["peak_source"]) == ("skipped", 450.0, "table")
+    assert csv.loc[("read", "gpu0", "numa1"), "kernel"] == "grid"
+    assert "copy" not in csv.index.get_level_values("op")
+
+
+def test_summary_links_figures_and_counts_cases(gh200_run: Path, tmp_path: Path) -> None:
+    write_report(load_runs([gh200_run]), tmp_path)
+    summary = (tmp_path / "summary.md").read_text()
+    for link in ("](path_matrix.md)", "](path_matrix.csv)", "(copy_heatmap.pdf)",
+                 "![Thread scaling (CPU)](thread_scaling.png)",
+                 "![Copy heatmap](copy_heatmap.png)"):
+        assert link in summary
+    assert "| gh200_single | 14 | 3 | 1 |" in summary       # ok, skipped, failed
+    assert f"| skipped | {SKIP_REASON} | 3 |" in summary
+    assert "| gh200_single | gpu0 | numa0 | c2c | 450.0 | link:c2c:gpu0 | table |" in summary
+    assert "abc1234" in summary and "12.4" in summary and "NVIDIA GH200 480GB" in summary
+    assert "## Missing" not in summary
+
+
+def test_figures_are_drawn(gh200_run: Path, tmp_path: Path) -> None:
+    write_report(load_runs([gh200_run]), tmp_path)
+    for name in ("thread_scaling", "copy_heatmap"):
+        assert_png(tmp_path / f"{name}.png")
+        assert (tmp_path / f"{name}.pdf").read_bytes()[:5] == b"%PDF-"
+
+
+def test_report_of_cpu_reads_only_says_what_is_missing(tmp_path: Path) -> None:
+    rows = [case(pu="cpu0", mem="numa0", kernel="avx512", threads=t, median_GBps=10.0 * t)
+            for t in (1, 2, 4, 8, 16)]
+    run = write_run(tmp_path / "x86.h5", rows, topology=topology("x86_h100"))
+    out = tmp_path / "report"
+    report = write_report(load_runs([run]), out)
+    assert not (out / "copy_heatmap.png").exists()
+    assert_png(out / "thread_scaling.png")
+    assert matrix_cells((out / "path_matrix.md").read_text(), "read")[("cpu0", "numa0")] == "160.0"
+    assert "_No write case in these runs._" in (out / "path_matrix.md").read_text()
+    summary = (out / "summary.md").read_text()
+    assert "copy heatmap not drawn: no copy case measured a path" in summary
+    assert "no write case in these runs" in summary
+    assert "| x86_h100 | cpu0 | numa0 | local | unknown |  |  | numa0 |" in summary
+    assert report.missing == ["no write case in these runs", "no copy case in these runs",
+                              "copy heatmap not drawn: no copy case measured a path"]
+
+
+def test_report_of_skipped_cases_only(tmp_path: Path) -> None:
+    rows = [case(pu="gpu0", mem="numa0", via="pcie", alloc="system", status="skipped",
+                 reason=SKIP_REASON),
+            case(op="copy", pu="gpu0", mem="numa0", dst_mem="gpu0", via="pcie", status="skipped",
+                 reason=SKIP_REASON)]
+    run = write_run(tmp_path / "skipped.h5", rows, topology=topology("x86_h100"))
+    report = write_report(load_runs([run]), tmp_path / "report")
+    names = {p.name for p in report.files}
+    assert names == {"path_matrix.md", "path_matrix.csv", "summary.md"}
+    markdown = (tmp_path / "report" / "path_matrix.md").read_text()
+    assert matrix_cells(markdown, "read")[("gpu0", "numa0")] == "skipped [1]"
+    assert f"1. {SKIP_REASON}" in markdown
+    assert "| x86_h100 | 0 | 2 | 0 |" in (tmp_path / "report" / "summary.md").read_text()
+
+
+def test_report_of_empty_tables(tmp_path: Path) -> None:
+    run = write_run(tmp_path / "empty.h5", [], topology=topology("gh200_single"))
+    write_report(load_runs([run]), tmp_path / "report")
+    matrix = (tmp_path / "report" / "path_matrix.md").read_text()
+    assert "_No read or write case in these runs._" in matrix
+    assert "_No case in these runs._" in (tmp_path / "report" / "summary.md").read_text()
+
+
+def test_report_of_two_hosts_keeps_them_apart(gh200_run: Path, tmp_path: Path) -> None:
+    x86 = write_run(tmp_path / "x86.h5", [case(pu="cpu0", mem="numa0", kernel="avx2",
+                                               threads=16, median_GBps=77.0)],
+                    topology=topology("x86_h100"))
+    write_report(load_runs([gh200_run, x86]), tmp_path / "report")
+    markdown = (tmp_path / "report" / "path_matrix.md").read_text()
+    gh200_part, x86_part = markdown.split("## Host `x86_h100`")
+    assert matrix_cells(gh200_part, "read")[("cpu0", "numa0")] == "400.0 (80%)"
+    assert matrix_cells(x86_part, "read")[("cpu0", "numa0")] == "77.0"
+
+
+def test_placement_decides_whether_a_case_stands_for_its_path() -> None:
+    aliases = {"n": memory_aliases(topology("gh200_single"))}
+    assert aliases["n"] == {"numa1": "gpu0"}
+    rows = [case(mem="gpu0", alloc="managed", placement="numa1"),      # gpu0's HBM node
+            case(mem="numa0", placement="numa0:0.5,numa1:0.5"),        # mixed
+            case(mem="numa0", placement="unknown"),                    # not managed: trusted
+            case(mem="numa0", alloc="managed", placement="unknown"),   # may have migrated
+            case(op="copy", mem="numa0", dst_mem="gpu0", placement="numa0",
+                 dst_placement="numa0")]
+    cases = pd.DataFrame(rows).assign(host="n")
+    assert list(mark_placement(cases, aliases)["placed"]) == [True, False, True, False, False]
+
+
+def test_report_leaves_out_cases_whose_pages_were_elsewhere(tmp_path: Path) -> None:
+    rows = [case(pu="cpu0", mem="gpu0", via="pcie", alloc="managed", threads=16,
+                 placement="numa0", median_GBps=128.0),    # migrated to the host on access
+            case(pu="cpu0", mem="gpu0", via="pcie", alloc="device", threads=16,
+                 status="skipped", reason="cudaMalloc memory is not mapped for CPU access"),
+            case(pu="gpu0", mem="numa0", via="pcie", alloc="managed", placement="unknown",
+                 median_GBps=3079.0),                      # migrated to the GPU
+            case(pu="gpu0", mem="numa0", via="pcie", alloc="pinned", median_GBps=51.0)]
+    run = write_run(tmp_path / "h100.h5", rows, topology=topology("x86_h100"))
+    write_report(load_runs([run]), tmp_path / "report")
+    markdown = (tmp_path / "report" / "path_matrix.md").read_text()
+    read = matrix_cells(markdown, "read")
+    assert read[("cpu0", "gpu0")] == "misplaced [1,2]"
+    assert read[("gpu0", "numa0")] == "51.0 (81%)"
+    assert "1. managed: pages were on numa0, not gpu0" in markdown
+    assert "2. cudaMalloc memory is not mapped for CPU access" in markdown
+    summary = (tmp_path / "report" / "summary.md").read_text()
+    assert "| ok, pages elsewhere | managed: pages were on numa0, not gpu0 | 1 |" in summary
+    assert "| x86_h100 | 3 | 1 | 0 |" in summary
+
+
+# --- command line -------------------------------------------------------------------------
+
+def test_cli_writes_the_report(gh200_run: Path, tmp_path: Path) -> None:
+    peaks = tmp_path / "peaks.json"
+    peaks.write_text('{"numa0": 800}')
+    result = run_cli("report", str(gh200_run), "-o", str(tmp_path / "out"), "--peaks", str(peaks))
+    assert result.returncode == 0, result.stderr
+    assert all((tmp_path / "out" / name).is_file() for name in REPORT_FILES)
+    read = matrix_cells((tmp_path / "out" / "path_matrix.md").read_text(), "read")
+    assert read[("cpu0", "numa0")] == "400.0 (50%)"               # the user's 800 GB/s
+
+
+@pytest.mark.parametrize("kind", ["missing", "schema", "foreign", "peaks"])
+def test_cli_bad_input_is_one_line_and_exit_2(tmp_path: Path, gh200_run: Path, kind: str) -> None:
+    args = {"missing": [str(tmp_path / "nope.h5")],
+            "schema": [str(write_run(tmp_path / "v9.h5", [case()], topology=topology("x86_h100"),
+                                     schema_version=9))],
+            "foreign": [str(tmp_path / "text.h5")],
+            "peaks": [str(gh200_run), "--peaks", str(tmp_path / "nope.json")]}[kind]
+    (tmp_path / "text.h5").write_text("hello")
+    result = run_cli("report", *args, "-o", str(tmp_path / "out"))
+    assert result.returncode == 2
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("analysis: error: "), result.stderr
+    expected = {"missing": "nope.h5: no such file", "schema": "schema_version 9 is not supported",
+                "foreign": "not an HDF5 file", "peaks": "cannot read the peaks file"}[kind]
+    assert expected in lines[0]
+    assert not (tmp_path / "out" / "summary.md").exists()
