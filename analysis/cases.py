@@ -43,9 +43,10 @@ def mark_placement(cases: pd.DataFrame, aliases: Mapping[str, Mapping[str, str]]
     ``aliases`` maps a host to its memory_aliases(); a mixed placement does not count.
     """
     rows = cases.fillna({"placement": "", "dst_placement": "", "dst_mem": ""})
+    dst_allocs = cases["dst_alloc"].fillna("") if "dst_alloc" in cases else cases["alloc"]
     placed = [_placed(r.placement, r.mem, r.alloc, aliases.get(r.host, {}))
-              and _placed(r.dst_placement, r.dst_mem, r.alloc, aliases.get(r.host, {}))
-              for r in rows.itertuples()]
+              and _placed(r.dst_placement, r.dst_mem, dst_alloc or r.alloc, aliases.get(r.host, {}))
+              for r, dst_alloc in zip(rows.itertuples(), dst_allocs)]
     return cases.assign(placed=pd.Series(placed, index=cases.index, dtype=bool))
 
 

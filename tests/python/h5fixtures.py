@@ -20,14 +20,14 @@ DATA = Path(__file__).resolve().parent / "data"
 
 SAMPLE_COLUMNS: dict[str, type] = {
     "case_id": int, "rep": int, "op": str, "pu": str, "pu_kind": str, "mem": str,
-    "dst_mem": str, "alloc": str, "kernel": str, "threads": int, "size_bytes": int,
-    "bytes": int, "time_s": float, "bandwidth_GBps": float, "noise": str,
+    "dst_mem": str, "alloc": str, "dst_alloc": str, "kernel": str, "threads": int,
+    "size_bytes": int, "bytes": int, "time_s": float, "bandwidth_GBps": float, "noise": str,
 }
 CASE_COLUMNS: dict[str, type] = {
     "case_id": int, "op": str, "pu": str, "pu_kind": str, "mem": str, "dst_mem": str,
-    "alloc": str, "kernel": str, "threads": int, "size_bytes": int, "bytes": int,
-    "noise": str, "via": str, "status": str, "reason": str, "reps": int,
-    "median_GBps": float, "min_GBps": float, "max_GBps": float, "placement": str,
+    "alloc": str, "dst_alloc": str, "kernel": str, "threads": int, "size_bytes": int,
+    "bytes": int, "noise": str, "passes": int, "via": str, "status": str, "reason": str,
+    "reps": int, "median_GBps": float, "min_GBps": float, "max_GBps": float, "placement": str,
     "dst_placement": str, "verified": int, "cache_resident": int,
 }
 _MISSING = {int: -1, float: math.nan, str: ""}
@@ -42,12 +42,14 @@ def case(**values: Any) -> dict[str, Any]:
     """A /bw/cases row: read by cpu0 of numa0, 1 GiB, ok, unless ``values`` say otherwise."""
     row: dict[str, Any] = {"op": "read", "pu": "cpu0", "mem": "numa0", "alloc": "numa",
                            "threads": 1, "size_bytes": 1 << 30, "via": "local", "status": "ok",
-                           "reps": 3, "verified": 1, "cache_resident": 0}
+                           "reps": 3, "passes": 1, "verified": 1, "cache_resident": 0}
     row.update(values)
     gpu = str(row["pu"]).startswith("gpu")
     row.setdefault("pu_kind", "gpu" if gpu else "cpu")
     row.setdefault("kernel", "grid" if gpu else "neon")
-    row.setdefault("bytes", row["size_bytes"] * (2 if row["op"] == "copy" else 1))
+    copy = row["op"] == "copy"
+    row.setdefault("dst_alloc", row["alloc"] if copy else "")
+    row.setdefault("bytes", row["size_bytes"] * row["passes"] * (2 if copy else 1))
     ran = row["status"] == "ok"
     median = row.setdefault("median_GBps", 100.0 if ran else math.nan)
     row.setdefault("min_GBps", 0.95 * median)

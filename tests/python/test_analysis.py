@@ -337,9 +337,14 @@ def test_placement_decides_whether_a_case_stands_for_its_path() -> None:
             case(mem="numa0", placement="unknown"),                    # not managed: trusted
             case(mem="numa0", alloc="managed", placement="unknown"),   # may have migrated
             case(op="copy", mem="numa0", dst_mem="gpu0", placement="numa0",
-                 dst_placement="numa0")]
+                 dst_placement="numa0"),                               # destination elsewhere
+            case(op="copy", mem="numa0", dst_mem="numa0", dst_alloc="managed",
+                 placement="numa0", dst_placement="unknown"),          # managed destination
+            case(op="copy", mem="numa0", dst_mem="numa0", alloc="managed", dst_alloc="numa",
+                 placement="numa0", dst_placement="unknown")]
     cases = pd.DataFrame(rows).assign(host="n")
-    assert list(mark_placement(cases, aliases)["placed"]) == [True, False, True, False, False]
+    assert list(mark_placement(cases, aliases)["placed"]) == [True, False, True, False, False,
+                                                               False, True]
 
 
 def test_report_leaves_out_cases_whose_pages_were_elsewhere(tmp_path: Path) -> None:
