@@ -6,6 +6,7 @@ import json
 import re
 import signal
 import subprocess
+import sys
 import time
 from pathlib import Path
 
@@ -164,3 +165,26 @@ def test_interrupted_run_leaves_a_valid_file(mempath_bin: Path, tmp_path: Path) 
         assert n >= 1
         assert len(f["bw/samples/rep"]) == 200 * n
         assert all(s == b"ok" for s in f["bw/cases/status"][()])
+
+
+def test_report_from_a_real_run(mempath_cpu_bin: Path, tmp_path: Path) -> None:
+    """The analysis reads what the binary wrote in this very test run (no synthetic file)."""
+    out = tmp_path / "real.h5"
+    # The smallest size the cache guard allows: in-cache cases are not drawn in the report.
+    topo = json.loads(run(mempath_cpu_bin, "topo", "--json").stdout)
+    cache = next(p["cache_bytes"] for p in topo["processors"] if p["name"] == "cpu0")
+    size = max(64 << 20, -(-4 * cache // (1 << 20)) << 20)
+    run(mempath_cpu_bin, "bw", "--all", "--op", "read,copy", "--size", str(size), "--reps", "3",
+        "--warmup", "1", "--output", str(out))
+    report = tmp_path / "report"
+    proc = subprocess.run([sys.executable, "-m", "analysis", "report", str(out), "-o", str(report)],
+                          capture_output=True, text=True, cwd=Path(__file__).resolve().parents[2])
+    assert proc.returncode == 0, proc.stderr
+    for name in ("summary.md", "path_matrix.md", "path_matrix.csv", "thread_scaling.png",
+                 "copy_heatmap.png", "copy_heatmap.pdf"):
+        assert (report / name).stat().st_size > 0, name
+    with h5py.File(out) as f:
+        best = max(m for m, s, t in zip(f["bw/cases/median_GBps"][()], f["bw/cases/status"][()],
+                                        f["bw/cases/op"][()]) if s == b"ok" and t == b"read")
+    matrix = (report / "path_matrix.md").read_text()
+    assert f"{best:.1f}" in matrix  # the read cell shows the binary's median
