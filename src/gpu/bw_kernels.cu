@@ -29,6 +29,16 @@ __device__ __forceinline__ size_t tile_index(size_t base, int u) {
   return base + static_cast<size_t>(u) * blockDim.x + threadIdx.x;
 }
 
+// One tile's loads, all issued before any use; lanes past the end read as zero.
+__device__ __forceinline__ void load_tile(const Vec* __restrict__ src, size_t base, size_t n,
+                                          Vec (&v)[kUnroll]) {
+#pragma unroll
+  for (int u = 0; u < kUnroll; ++u) {
+    const size_t i = tile_index(base, u);
+    v[u] = i < n ? src[i] : make_ulonglong2(0, 0);
+  }
+}
+
 __global__ void read_kernel(const Vec* __restrict__ src, size_t n, int passes,
                             unsigned long long* __restrict__ sum) {
   const size_t tile = static_cast<size_t>(kUnroll) * blockDim.x;
@@ -36,11 +46,7 @@ __global__ void read_kernel(const Vec* __restrict__ src, size_t n, int passes,
   for (int p = 0; p < passes; ++p) {
     for (size_t base = blockIdx.x * tile; base < n; base += gridDim.x * tile) {
       Vec v[kUnroll];
-#pragma unroll
-      for (int u = 0; u < kUnroll; ++u) {
-        const size_t i = tile_index(base, u);
-        v[u] = i < n ? src[i] : make_ulonglong2(0, 0);
-      }
+      load_tile(src, base, n, v);
 #pragma unroll
       for (int u = 0; u < kUnroll; ++u) acc += v[u].x + v[u].y;
     }
@@ -68,11 +74,7 @@ __global__ void copy_kernel(Vec* __restrict__ dst, const Vec* __restrict__ src, 
   for (int p = 0; p < passes; ++p) {
     for (size_t base = blockIdx.x * tile; base < n; base += gridDim.x * tile) {
       Vec v[kUnroll];
-#pragma unroll
-      for (int u = 0; u < kUnroll; ++u) {
-        const size_t i = tile_index(base, u);
-        if (i < n) v[u] = src[i];
-      }
+      load_tile(src, base, n, v);
 #pragma unroll
       for (int u = 0; u < kUnroll; ++u) {
         const size_t i = tile_index(base, u);
