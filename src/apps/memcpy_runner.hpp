@@ -1,0 +1,62 @@
+#pragma once
+// Runs planned host<->device transfer cases (core/memcpy_plan.hpp): buffers from the one
+// allocator layer, kept across the cases of a group, the issuing thread bound to the
+// case's CPU node, copies timed (gpu/memcpy_api.hpp), destinations checked.
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "core/allocators.hpp"
+#include "core/memcpy_plan.hpp"
+#include "core/topology.hpp"
+
+namespace mempath {
+
+struct MemcpySettings {
+  int reps = 10;
+  int warmup = 2;
+};
+
+// One measured stream of a case: a direction on one GPU.
+struct MemcpyPart {
+  std::string direction;  // h2d or d2h
+  int gpu = -1;
+  int host_numa = -1;
+  uint64_t bytes = 0;     // bytes per repetition
+  std::vector<double> seconds;
+};
+
+struct MemcpyOutcome {
+  std::string status = "ok";  // ok, skipped, failed
+  std::string reason;
+  std::vector<MemcpyPart> parts;
+  std::string placement;      // host buffers' pages after the case
+  bool verified = false;
+  int sm_threads = -1;        // threads of one SM copy kernel, -1 for copy-engine copies
+};
+
+class MemcpyRunner {
+ public:
+  explicit MemcpyRunner(const Topology& topo) : topo_(topo) {}
+  // `capacity`: the largest size of the cases sharing this case's buffers (buffer_key),
+  // so a sweep allocates once. `single`: the only case of the run; buffers that do not
+  // fit are then bad input (UsageError) rather than a skipped case.
+  MemcpyOutcome run(const MemcpyCase& c, uint64_t capacity, const MemcpySettings& settings, bool single);
+
+ private:
+  struct Buffers {
+    std::unique_ptr<Buffer> host_src, dev_dst, dev_src, host_dst;  // h2d pair, d2h pair
+  };
+  // Makes sure `slot` holds a buffer for this case: allocated once per group at
+  // `capacity` (a sweep: the largest of its sizes that fits). "" or why it cannot.
+  std::string ensure(std::unique_ptr<Buffer>& slot, const MemcpyCase& c, size_t gpu_index, bool host,
+                     uint8_t fill, uint64_t capacity);
+
+  const Topology& topo_;
+  std::string key_;                 // buffer_key of the buffers held
+  std::vector<Buffers> buffers_;    // one set per GPU of the case
+};
+
+}  // namespace mempath

@@ -1,0 +1,117 @@
+#pragma once
+// Which host<->device transfer cases `mempath memcpy` runs (docs/cli.md), and the pure
+// arithmetic around them: the size sweep, the saturation size, percentiles, what fits.
+// Nothing here allocates or touches a GPU, so all of it is testable on any machine.
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "core/topology.hpp"
+
+namespace mempath {
+
+inline const std::vector<std::string>& memcpy_directions() {
+  static const std::vector<std::string> d = {"h2d", "d2h", "bidir"};
+  return d;
+}
+inline const std::vector<std::string>& memcpy_engines() {
+  static const std::vector<std::string> e = {"ce", "sm"};
+  return e;
+}
+// Host allocators a transfer can use (the one allocator layer's names).
+inline const std::vector<std::string>& memcpy_allocs() {
+  static const std::vector<std::string> a = {"pinned", "registered", "system", "managed"};
+  return a;
+}
+
+inline constexpr uint64_t kMemcpyDefaultSize = 512ULL << 20;  // nvbandwidth's default
+inline constexpr uint64_t kSweepMinSize = 4ULL << 10;
+inline constexpr uint64_t kSweepMaxSize = 4ULL << 30;
+inline constexpr uint64_t kLatencyMinSize = 4;
+inline constexpr uint64_t kLatencyMaxSize = 1ULL << 20;
+inline constexpr double kSaturationFraction = 0.95;
+
+// Powers of two from `lo` to `hi` inclusive (lo rounded up, hi down to a power of two);
+// empty when none lies in between.
+std::vector<uint64_t> power_of_two_sizes(uint64_t lo, uint64_t hi);
+// The transfer sizes of --sweep (4 KiB .. max_size) and of --latency (4 B .. 1 MiB).
+std::vector<uint64_t> sweep_sizes(uint64_t max_size);
+std::vector<uint64_t> latency_sizes();
+
+// The smallest size whose bandwidth reaches `fraction` of the largest bandwidth of the
+// sweep; NaN entries (cases that did not run) are ignored. -1 when no entry is finite.
+// `sizes` and `gbps` are parallel; sizes need not be sorted.
+int64_t saturation_size(const std::vector<uint64_t>& sizes, const std::vector<double>& gbps,
+                        double fraction = kSaturationFraction);
+
+// Nearest-rank percentile (p in (0, 100]): the smallest value with at least p % of the
+// values at or below it. NaN for no values.
+double percentile(std::vector<double> values, double p);
+
+// Whether `host_buffers` buffers of `size` bytes fit in `free_host` bytes (of which only
+// kHostShare may be taken: pinned memory cannot be swapped out) and `device_buffers` in
+// `free_device` less kDeviceReserve.
+bool buffers_fit(uint64_t size, uint64_t free_host, uint64_t free_device, int host_buffers, int device_buffers);
+// The largest sweep size <= max_size whose buffers fit (buffers_fit); 0 when not even
+// kSweepMinSize does.
+uint64_t fit_sweep_max(uint64_t max_size, uint64_t free_host, uint64_t free_device,
+                       int host_buffers, int device_buffers);
+inline constexpr double kHostShare = 0.8;
+inline constexpr uint64_t kDeviceReserve = 256ULL << 20;
+
+// Buffers one case needs per GPU: h2d and d2h one host and one device buffer, bidir two
+// of each (a separate pair per direction, so each destination can be checked).
+int memcpy_buffers_per_side(const std::string& direction);
+
+// What the user asked for (empty lists = defaults).
+struct MemcpyRequest {
+  std::vector<std::string> gpus;        // "0", "gpu1", "all"; empty = gpu0
+  bool all_gpus = false;                // every GPU at once
+  std::vector<std::string> mems;        // host buffer nodes "numaN" or "all"; empty = each GPU's nearest host node
+  int cpu_numa = -1;                    // issuing thread's node; -1 = the GPU's nearest host node
+  std::vector<std::string> allocs;      // empty = pinned
+  std::vector<std::string> directions;  // empty = h2d, d2h, bidir (latency: h2d, d2h)
+  std::vector<std::string> engines;     // empty = ce, sm (latency: ce)
+  uint64_t size = 0;                    // 0 = kMemcpyDefaultSize
+  bool sweep = false;
+  uint64_t max_size = kSweepMaxSize;
+  bool latency = false;
+};
+
+struct MemcpyCase {
+  std::string mode = "bandwidth";  // bandwidth or latency
+  std::vector<int> gpus;           // one GPU, or every GPU of an --all-gpus case
+  bool all_gpus = false;
+  std::vector<int> host_numas;     // the host buffer's node for each GPU of `gpus`
+  int cpu_numa = -1;               // the issuing thread is bound to this node
+  std::string alloc, direction, engine, via;
+  uint64_t size = 0;
+  bool sweep = false;              // one size of a sweep: saturation is found over its group
+  std::string timing;              // events (spin-kernel gated CUDA events) or host
+  std::string skip_reason;         // non-empty: the node cannot run this case
+
+  // host_numa as stored: the node, or -1 when the GPUs of an --all-gpus case use several.
+  int host_numa() const;
+  std::string gpu_label() const;  // "0" or "all"
+  // Cases of one sweep group share everything but the size.
+  std::string group_key() const;
+  // Cases that can share buffers: the same GPUs, host nodes and allocator.
+  std::string buffer_key() const;
+};
+
+// Why the node cannot run this transfer, "" when it can (docs/cli.md, `mempath memcpy`).
+std::string memcpy_skip_reason(const Topology& topo, int gpu, int host_numa,
+                               const std::string& alloc, const std::string& direction,
+                               const std::string& engine, bool all_gpus);
+
+// Validates the request against the node and lists every case in run order (buffer
+// groups together, sizes ascending within a group). Throws UsageError for names the
+// node does not have, sizes that cannot fit, directions or engines that make no sense.
+std::vector<MemcpyCase> plan_memcpy(const Topology& topo, const MemcpyRequest& request);
+
+// "numa0" / "0" -> 0 for a NUMA node with memory; throws UsageError naming the valid ones.
+int parse_host_numa(const Topology& topo, const std::string& text);
+// "gpu1" / "1" -> 1 for a GPU of this node; throws UsageError naming the valid ones.
+int parse_gpu(const Topology& topo, const std::string& text);
+
+}  // namespace mempath

@@ -1,0 +1,257 @@
+// Host<->device transfers (memcpy_api.hpp): copy-engine copies and an SM copy kernel,
+// queued behind a spin kernel that a host-mapped flag releases, one CUDA event after each
+// copy, so every timed interval holds one copy and no launch or enqueue cost.
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <memory>
+#include <vector>
+
+#include "gpu/cuda_check.cuh"
+#include "gpu/gpu_api.hpp"
+#include "gpu/memcpy_api.hpp"
+
+namespace mempath::gpu {
+namespace {
+
+using Vec = ulonglong2;  // 16-byte loads and stores, as in bw_kernels.cu
+constexpr int kUnroll = 4;
+constexpr int kBlock = 512;
+// Enqueueing a few hundred copies takes milliseconds; a spin kernel still waiting after
+// this long means the host blocked while queueing (e.g. a transfer that is synchronous
+// for this memory), so the timing would include launch overhead: the case fails.
+constexpr unsigned long long kSpinTimeoutNs = 5ULL * 1000 * 1000 * 1000;
+
+__device__ __forceinline__ unsigned long long global_ns() {
+  unsigned long long t;
+  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
+  return t;
+}
+
+// Holds its stream until the host sets flag[0]; sets flag[1] when it gave up waiting.
+__global__ void spin_kernel(volatile int* flag, unsigned long long timeout_ns) {
+  const unsigned long long start = global_ns();
+  while (flag[0] == 0) {
+    if (global_ns() - start > timeout_ns) {
+      flag[1] = 1;
+      break;
+    }
+  }
+}
+
+// Block-tile copy as in bw_kernels.cu: each step of a block moves kUnroll * blockDim
+// contiguous 16-byte vectors, four loads in flight per thread before the stores. Block 0
+// also copies the tail bytes past the last whole vector.
+__global__ void sm_copy_kernel(Vec* __restrict__ dst, const Vec* __restrict__ src, size_t n,
+                               unsigned char* __restrict__ dst_tail,
+                               const unsigned char* __restrict__ src_tail, unsigned tail) {
+  const size_t tile = static_cast<size_t>(kUnroll) * blockDim.x;
+  for (size_t base = blockIdx.x * tile; base < n; base += gridDim.x * tile) {
+    Vec v[kUnroll];
+#pragma unroll
+    for (int u = 0; u < kUnroll; ++u) {
+      const size_t i = base + static_cast<size_t>(u) * blockDim.x + threadIdx.x;
+      if (i < n) v[u] = src[i];
+    }
+#pragma unroll
+    for (int u = 0; u < kUnroll; ++u) {
+      const size_t i = base + static_cast<size_t>(u) * blockDim.x + threadIdx.x;
+      if (i < n) dst[i] = v[u];
+    }
+  }
+  if (blockIdx.x == 0 && threadIdx.x < tail) dst_tail[threadIdx.x] = src_tail[threadIdx.x];
+}
+
+// The address a kernel uses: the device alias of mapped host memory (pinned, registered),
+// else the pointer itself (device, managed, pageable memory with ATS/HMM).
+void* device_address(const void* ptr) {
+  cudaPointerAttributes attr{};
+  if (cudaPointerGetAttributes(&attr, ptr) != cudaSuccess) {
+    cudaGetLastError();
+    return const_cast<void*>(ptr);
+  }
+  return attr.type == cudaMemoryTypeHost && attr.devicePointer ? attr.devicePointer : const_cast<void*>(ptr);
+}
+
+int resident_blocks(int gpu) {
+  int sms = 0, per_sm = 0;
+  cuda_check(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, gpu), "SM count");
+  cuda_check(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, sm_copy_kernel, kBlock, 0), "occupancy");
+  return sms * std::max(1, per_sm);
+}
+
+// The flag the spin kernels wait on: pinned, mapped for every GPU.
+struct Latch {
+  int* host = nullptr;
+  Latch() {
+    cuda_check(cudaHostAlloc(&host, 2 * sizeof(int), cudaHostAllocPortable | cudaHostAllocMapped), "cudaHostAlloc");
+    host[0] = host[1] = 0;
+  }
+  ~Latch() { cudaFreeHost(host); }
+  int* device() const {
+    int* d = nullptr;
+    cuda_check(cudaHostGetDevicePointer(&d, host, 0), "cudaHostGetDevicePointer");
+    return d;
+  }
+  void release() {
+    std::atomic_thread_fence(std::memory_order_seq_cst);
+    *reinterpret_cast<volatile int*>(host) = 1;
+    std::atomic_thread_fence(std::memory_order_seq_cst);
+  }
+  bool timed_out() const { return *reinterpret_cast<volatile int*>(host + 1) != 0; }
+};
+
+// One queue of copies with its events; frees what it took on every path.
+struct Lane {
+  int gpu = 0;
+  cudaStream_t stream = nullptr;
+  std::vector<cudaEvent_t> events;
+  Lane(int g, size_t event_count) : gpu(g) {
+    use_device(g);
+    cuda_check(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking), "cudaStreamCreate");
+    events.resize(event_count, nullptr);
+    for (auto& e : events) cuda_check(cudaEventCreate(&e), "cudaEventCreate");
+  }
+  ~Lane() {
+    cudaSetDevice(gpu);
+    if (stream) cudaStreamSynchronize(stream);
+    for (auto& e : events)
+      if (e) cudaEventDestroy(e);
+    if (stream) cudaStreamDestroy(stream);
+  }
+  Lane(const Lane&) = delete;
+  Lane& operator=(const Lane&) = delete;
+  double seconds(size_t a, size_t b) const {
+    float ms = 0;
+    cuda_check(cudaEventElapsedTime(&ms, events[a], events[b]), "cudaEventElapsedTime");
+    return ms * 1e-3;
+  }
+};
+
+}  // namespace
+
+CopyRun run_copies(const std::vector<CopyStream>& streams, int warmup, int reps, int cooldown) {
+  const int total = warmup + reps + cooldown;
+  CopyRun run;
+  Latch latch;
+  std::vector<std::unique_ptr<Lane>> lanes;
+  // On every way out (a failed launch included) the spin kernels are released before the
+  // lanes wait for their streams.
+  struct ReleaseOnExit {
+    Latch& latch;
+    ~ReleaseOnExit() { latch.release(); }
+  } release_on_exit{latch};
+  struct Launch {
+    Vec* dst;
+    const Vec* src;
+    size_t n;
+    unsigned char* dst_tail;
+    const unsigned char* src_tail;
+    unsigned tail;
+    int blocks;
+  };
+  std::vector<Launch> launches(streams.size());
+  for (size_t s = 0; s < streams.size(); ++s) {
+    const CopyStream& c = streams[s];
+    lanes.push_back(std::make_unique<Lane>(c.gpu, static_cast<size_t>(total) + 1));
+    if (c.sm) {
+      auto* d = static_cast<unsigned char*>(device_address(c.dst));
+      auto* src = static_cast<const unsigned char*>(device_address(c.src));
+      const size_t n = c.bytes / sizeof(Vec);
+      const int blocks = std::max(1, resident_blocks(c.gpu) / std::max(1, c.sm_share));
+      launches[s] = {reinterpret_cast<Vec*>(d), reinterpret_cast<const Vec*>(src), n, d + n * sizeof(Vec),
+                     src + n * sizeof(Vec), static_cast<unsigned>(c.bytes - n * sizeof(Vec)), blocks};
+      run.sm_threads = blocks * kBlock;
+    }
+  }
+  // Hold every stream, then queue all copies (interleaved over the streams, so that no
+  // stream's copies are queued much earlier than another's), then release them at once.
+  for (size_t s = 0; s < streams.size(); ++s) {
+    Lane& lane = *lanes[s];
+    use_device(lane.gpu);
+    spin_kernel<<<1, 1, 0, lane.stream>>>(latch.device(), kSpinTimeoutNs);
+    cuda_check(cudaGetLastError(), "spin kernel launch");
+    cuda_check(cudaEventRecord(lane.events[0], lane.stream), "cudaEventRecord");
+  }
+  for (int r = 0; r < total; ++r) {
+    for (size_t s = 0; s < streams.size(); ++s) {
+      const CopyStream& c = streams[s];
+      Lane& lane = *lanes[s];
+      if (streams.size() > 1) cuda_check(cudaSetDevice(lane.gpu), "cudaSetDevice");
+      if (c.sm) {
+        const Launch& l = launches[s];
+        sm_copy_kernel<<<l.blocks, kBlock, 0, lane.stream>>>(l.dst, l.src, l.n, l.dst_tail, l.src_tail, l.tail);
+        cuda_check(cudaGetLastError(), "SM copy launch");
+      } else {
+        cuda_check(cudaMemcpyAsync(c.dst, c.src, c.bytes, cudaMemcpyDefault, lane.stream), "cudaMemcpyAsync");
+      }
+      cuda_check(cudaEventRecord(lane.events[r + 1], lane.stream), "cudaEventRecord");
+    }
+  }
+  latch.release();
+  for (auto& lane : lanes) {
+    cuda_check(cudaSetDevice(lane->gpu), "cudaSetDevice");
+    cuda_check(cudaStreamSynchronize(lane->stream), "copies");
+  }
+  run.released_late = latch.timed_out();
+  run.seconds.resize(streams.size());
+  for (size_t s = 0; s < streams.size(); ++s) {
+    cuda_check(cudaSetDevice(lanes[s]->gpu), "cudaSetDevice");
+    for (int r = warmup; r < warmup + reps; ++r) run.seconds[s].push_back(lanes[s]->seconds(r, r + 1));
+  }
+  return run;
+}
+
+std::vector<double> time_sync_copies(int gpu, CopyDir, void* dst, const void* src, size_t bytes, int warmup,
+                                     int reps) {
+  use_device(gpu);
+  Lane lane(gpu, 0);
+  std::vector<double> seconds;
+  for (int r = 0; r < warmup + reps; ++r) {
+    const auto t0 = std::chrono::steady_clock::now();
+    cuda_check(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDefault, lane.stream), "cudaMemcpyAsync");
+    cuda_check(cudaStreamSynchronize(lane.stream), "cudaStreamSynchronize");
+    const auto t1 = std::chrono::steady_clock::now();
+    if (r >= warmup) seconds.push_back(std::chrono::duration<double>(t1 - t0).count());
+  }
+  return seconds;
+}
+
+void keep_managed_on_host(void* ptr, size_t bytes, int gpu) {
+  cudaMemLocation host{};
+  host.type = cudaMemLocationTypeHost;
+  host.id = 0;
+  cudaMemLocation dev{};
+  dev.type = cudaMemLocationTypeDevice;
+  dev.id = gpu;
+  use_device(gpu);
+  cuda_check(cudaMemAdvise(ptr, bytes, cudaMemAdviseSetPreferredLocation, host), "cudaMemAdvise(preferred host)");
+  cuda_check(cudaMemAdvise(ptr, bytes, cudaMemAdviseSetAccessedBy, dev), "cudaMemAdvise(accessed by GPU)");
+}
+
+uint64_t count_device_byte_mismatches(int gpu, const void* ptr, size_t bytes, uint8_t value) {
+  use_device(gpu);
+  constexpr size_t kSmall = 1 << 20;  // small buffers: copy back and compare every byte
+  if (bytes <= kSmall) {
+    std::vector<uint8_t> host(bytes);
+    cuda_check(cudaMemcpy(host.data(), ptr, bytes, cudaMemcpyDefault), "copy back for the check");
+    return static_cast<uint64_t>(std::count_if(host.begin(), host.end(), [&](uint8_t b) { return b != value; }));
+  }
+  const size_t words = bytes / 8 * 8;
+  uint64_t bad = count_mismatches(gpu, ptr, words, 0x0101010101010101ULL * value);
+  if (words < bytes) {
+    std::vector<uint8_t> tail(bytes - words);
+    cuda_check(cudaMemcpy(tail.data(), static_cast<const char*>(ptr) + words, tail.size(), cudaMemcpyDefault),
+               "copy tail back");
+    bad += static_cast<uint64_t>(std::count_if(tail.begin(), tail.end(), [&](uint8_t b) { return b != value; }));
+  }
+  return bad;
+}
+
+void set_device_bytes(int gpu, void* ptr, size_t bytes, uint8_t value) {
+  use_device(gpu);
+  cuda_check(cudaMemset(ptr, value, bytes), "cudaMemset");
+  cuda_check(cudaDeviceSynchronize(), "cudaMemset");
+}
+
+}  // namespace mempath::gpu

@@ -1,0 +1,53 @@
+#pragma once
+// What `mempath memcpy` asks of CUDA: host<->device transfers by the copy engine
+// (cudaMemcpyAsync) or by an SM copy kernel, queued behind a spin kernel so that launch
+// overhead stays out of the timing (docs/methodology.md, "Host<->device transfers").
+// Implemented in gpu/memcpy.cu; in a CPU-only build gpu/none/ throws Unsupported.
+#include <cstddef>
+#include <cstdint>
+#include <vector>
+
+namespace mempath::gpu {
+
+enum class CopyDir { H2D, D2H };
+
+// One stream of copies: `dst` <- `src` on GPU `gpu`, `bytes` each repetition.
+struct CopyStream {
+  int gpu = 0;
+  CopyDir dir = CopyDir::H2D;
+  void* dst = nullptr;
+  const void* src = nullptr;
+  size_t bytes = 0;
+  bool sm = false;    // an SM copy kernel instead of cudaMemcpyAsync
+  int sm_share = 1;   // SM kernels running on this GPU at once: each gets 1/sm_share of the grid
+};
+
+struct CopyRun {
+  // seconds[s][r]: timed repetition r of stream s, from CUDA events on that stream.
+  std::vector<std::vector<double>> seconds;
+  int sm_threads = 0;          // threads of one SM copy kernel (0 for copy-engine copies)
+  bool released_late = false;  // the spin kernel timed out before every copy was queued
+};
+
+// Queues, on one stream per CopyStream, a spin kernel that waits on a host-mapped flag,
+// then `warmup` + `reps` + `cooldown` copies with a CUDA event after each; releases the
+// flag from the host once everything is queued and waits. Repetitions warmup ..
+// warmup+reps-1 are returned: the cooldown copies keep every stream busy until the others'
+// timed copies are done (bidirectional and all-GPU runs).
+CopyRun run_copies(const std::vector<CopyStream>& streams, int warmup, int reps, int cooldown);
+
+// Host-observed time of cudaMemcpyAsync + cudaStreamSynchronize, one sample per
+// repetition (steady_clock), after `warmup` untimed ones. For pageable memory and latency.
+std::vector<double> time_sync_copies(int gpu, CopyDir dir, void* dst, const void* src, size_t bytes,
+                                     int warmup, int reps);
+
+// Managed host buffers stay where they are: preferred location host, mapped for `gpu`, so
+// that transfers cross the link instead of migrating pages.
+void keep_managed_on_host(void* ptr, size_t bytes, int gpu);
+
+// Bytes of device memory [ptr, ptr+bytes) that differ from `value` (any size, any tail).
+uint64_t count_device_byte_mismatches(int gpu, const void* ptr, size_t bytes, uint8_t value);
+// Sets device memory to `value` and waits.
+void set_device_bytes(int gpu, void* ptr, size_t bytes, uint8_t value);
+
+}  // namespace mempath::gpu
