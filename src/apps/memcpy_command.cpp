@@ -53,10 +53,7 @@ MemcpyRequest request_from(const Options& opts) {
   r.allocs = split_list(opts.get_or("alloc", ""));
   r.directions = split_list(opts.get_or("direction", ""));
   r.engines = split_list(opts.get_or("engine", ""));
-  if (auto v = opts.get("size")) {
-    r.size = parse_size(*v);
-    if (r.size == 0) throw UsageError("--size must be at least 1 byte");
-  }
+  if (auto v = opts.get("size")) r.size = parse_size(*v);  // refuses 0
   r.sweep = opts.flag("sweep");
   if (auto v = opts.get("max-size")) r.max_size = parse_size(*v);
   r.latency = opts.flag("latency");

@@ -1,0 +1,254 @@
+"""`mempath memcpy` end to end: bad input and planning (everywhere, against the reference
+snapshots), the CPU-only build's refusal, and on a GPU node the transfers themselves,
+their HDF5 tables and summary lines (marked `gpu`)."""
+from __future__ import annotations
+
+import json
+import math
+import re
+from pathlib import Path
+
+import h5py
+import numpy as np
+import pytest
+
+from conftest import HAVE_GPU, REPO
+from test_cli_bw import run
+
+FIXTURES = REPO / "tests" / "fixtures"
+SUMMARY = re.compile(r"^MEMPATH memcpy (?P<kv>.*)$", re.M)
+GPU_SMALL = ["--size", "64MiB", "--reps", "5", "--warmup", "1"]
+
+
+def summaries(stdout: str) -> list[dict[str, str]]:
+    out = []
+    for m in SUMMARY.finditer(stdout):
+        kv = dict(re.findall(r'(\w+)=("[^"]*"|\S+)', m.group("kv")))
+        out.append({k: v.strip('"') for k, v in kv.items()})
+    return out
+
+
+def table(path: Path, name: str) -> dict[str, np.ndarray]:
+    with h5py.File(path) as f:
+        cols = {k: f[f"memcpy/{name}"][k][()] for k in f[f"memcpy/{name}"]}
+    return {k: np.array([x.decode() for x in v]) if v.dtype.kind == "O" else v for k, v in cols.items()}
+
+
+def one_line_error(proc) -> str:
+    assert proc.returncode == 2, proc.stdout + proc.stderr
+    lines = proc.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("mempath: error:"), proc.stderr
+    return lines[0]
+
+
+# --- everywhere: the CPU-only build, and planning against snapshots ----------------------
+
+def test_cpu_only_build_says_it_has_no_cuda(mempath_cpu_bin: Path, tmp_path: Path) -> None:
+    line = one_line_error(run(mempath_cpu_bin, "memcpy", check_rc=None))
+    assert "no CUDA" in line
+    line = one_line_error(run(mempath_cpu_bin, "memcpy", "--direction", "h2d", "--output",
+                              str(tmp_path / "x.h5"), check_rc=None))
+    assert "no CUDA" in line
+    assert not (tmp_path / "x.h5").exists()
+
+
+def test_help_works_in_every_build(mempath_cpu_bin: Path) -> None:
+    out = run(mempath_cpu_bin, "memcpy", "--help").stdout
+    for option in ("--gpu", "--all-gpus", "--mem", "--cpu-numa", "--alloc", "--direction", "--engine",
+                   "--sweep", "--max-size", "--latency"):
+        assert option in out
+    assert "memcpy" in run(mempath_cpu_bin, "--help").stdout
+
+
+def test_plan_on_the_h100_snapshot(mempath_cpu_bin: Path) -> None:
+    lines = run(mempath_cpu_bin, "memcpy", "--from", str(FIXTURES / "x86_h100"), "--alloc",
+                "pinned,system").stdout.splitlines()
+    assert len(lines) == 12  # 2 allocs x 3 directions x 2 engines
+    pageable_sm = [l for l in lines if " system " in l and " sm " in l]
+    assert pageable_sm and all("skipped" in l and "pageable" in l for l in pageable_sm)
+    assert all("skipped" not in l for l in lines if " pinned " in l)
+
+
+def test_plan_all_gpus_on_a_quad_gh200(mempath_cpu_bin: Path) -> None:
+    lines = run(mempath_cpu_bin, "memcpy", "--from", str(FIXTURES / "gh200_quad"), "--all-gpus",
+                "--direction", "bidir", "--engine", "ce").stdout.splitlines()
+    assert len(lines) == 1 and "gpu=all" in lines[0] and "via=c2c" in lines[0]
+
+
+def test_plan_sweep_sizes(mempath_cpu_bin: Path) -> None:
+    lines = run(mempath_cpu_bin, "memcpy", "--from", str(FIXTURES / "x86_h100"), "--sweep",
+                "--max-size", "1MiB", "--direction", "h2d", "--engine", "ce").stdout.splitlines()
+    assert [re.search(r"size=(\S+)", l).group(1) for l in lines] == [
+        "4KiB", "8KiB", "16KiB", "32KiB", "64KiB", "128KiB", "256KiB", "512KiB", "1MiB"]
+
+
+H100 = str(FIXTURES / "x86_h100")
+QUAD = str(FIXTURES / "gh200_quad")
+BAD_INPUT = [
+    (["--from", H100, "--gpu", "3"], "valid --gpu: gpu0"),
+    (["--from", H100, "--mem", "numa9"], "valid --mem: numa0"),
+    (["--from", QUAD, "--mem", "numa6"], "without memory"),
+    (["--from", QUAD, "--cpu-numa", "4"], "without CPUs"),
+    (["--from", H100, "--cpu-numa", "7"], "no such NUMA node"),
+    (["--from", H100, "--direction", "d2d"], "valid: h2d, d2h, bidir"),
+    (["--from", H100, "--engine", "dma"], "valid: ce, sm"),
+    (["--from", H100, "--alloc", "device"], "valid: pinned, registered, system, managed"),
+    (["--from", H100, "--latency", "--direction", "bidir"], "bidir makes no sense"),
+    (["--from", H100, "--latency", "--engine", "sm"], "--engine sm does not apply"),
+    (["--from", H100, "--sweep", "--size", "1MiB"], "does not combine with --size"),
+    (["--from", H100, "--sweep", "--max-size", "1KiB"], "at least 4KiB"),
+    (["--from", H100, "--max-size", "1GiB"], "add --sweep"),
+    (["--from", H100, "--size", "1TiB"], "exceeds GPU 0"),
+    (["--from", H100, "--size", "0"], "bytes >= 1"),
+    (["--from", H100, "--all-gpus", "--gpu", "0"], "--all-gpus"),
+    (["--from", H100, "--reps", "0"], "at least 1"),
+    (["--from", H100, "--op", "read"], "unknown option --op"),
+]
+
+
+@pytest.mark.parametrize("args,hint", BAD_INPUT)
+def test_bad_input_is_one_line_and_exit_2(mempath_cpu_bin: Path, args: list[str], hint: str) -> None:
+    assert hint in one_line_error(run(mempath_cpu_bin, "memcpy", *args, check_rc=None))
+
+
+@pytest.mark.skipif(HAVE_GPU, reason="this node has a GPU")
+def test_cuda_build_on_a_node_without_gpu(mempath_bin: Path, tmp_path: Path) -> None:
+    line = one_line_error(run(mempath_bin, "memcpy", "--output", str(tmp_path / "x.h5"), check_rc=None))
+    assert "no CUDA" in line
+
+
+# --- on a GPU node ----------------------------------------------------------------------
+
+def topology(binary: Path) -> dict:
+    return json.loads(run(binary, "topo", "--json").stdout)
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("direction", ["h2d", "d2h"])
+@pytest.mark.parametrize("engine", ["ce", "sm"])
+def test_one_direction_writes_summary_and_tables(mempath_bin: Path, tmp_path: Path, direction: str,
+                                                 engine: str) -> None:
+    out = tmp_path / "m.h5"
+    proc = run(mempath_bin, "memcpy", "--direction", direction, "--engine", engine, *GPU_SMALL,
+               "--output", str(out))
+    (line,) = summaries(proc.stdout)
+    assert line["status"] == "ok", line
+    assert line["direction"] == direction and line["engine"] == engine and line["gpu"] == "0"
+    assert float(line["median_GBps"]) > 1
+    assert line["saturation_bytes"] == "-1"
+    s = table(out, "samples")
+    assert len(s["rep"]) == 5 and set(s["part"]) == {direction}
+    np.testing.assert_allclose(s["bandwidth_GBps"], s["bytes"] / s["time_s"] / 1e9)
+    assert (s["bytes"] == 64 << 20).all() and (s["timing"] == "events").all()
+    c = table(out, "cases")
+    assert c["verified"][0] == 1 and c["status"][0] == "ok"
+    assert c["placement"][0].startswith("numa")
+    assert math.isclose(c["median_GBps"][0], float(np.median(s["bandwidth_GBps"])), rel_tol=1e-9)
+    assert (c["sm_threads"][0] > 0) == (engine == "sm")
+    with h5py.File(out) as f:
+        assert f.attrs["schema_version"] == 1
+        assert f["memcpy/samples/time_s"].attrs["units"] == "s"
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("engine", ["ce", "sm"])
+def test_bidirectional_reports_each_direction_and_the_sum(mempath_bin: Path, tmp_path: Path,
+                                                          engine: str) -> None:
+    out = tmp_path / "b.h5"
+    proc = run(mempath_bin, "memcpy", "--direction", "bidir", "--engine", engine, *GPU_SMALL,
+               "--output", str(out))
+    (line,) = summaries(proc.stdout)
+    assert line["status"] == "ok", line
+    assert float(line["h2d_median_GBps"]) > 1 and float(line["d2h_median_GBps"]) > 1
+    s = table(out, "samples")
+    assert sorted(set(s["part"])) == ["d2h", "h2d", "total"]
+    for rep in range(5):
+        parts = {p: b for p, b, r in zip(s["part"], s["bandwidth_GBps"], s["rep"]) if r == rep}
+        assert math.isclose(parts["total"], parts["h2d"] + parts["d2h"], rel_tol=1e-9)
+    total = s["part"] == "total"
+    np.testing.assert_allclose(s["bandwidth_GBps"][total], s["bytes"][total] / s["time_s"][total] / 1e9)
+    c = table(out, "cases")
+    assert c["verified"][0] == 1
+    assert math.isclose(c["median_GBps"][0], float(np.median(s["bandwidth_GBps"][total])), rel_tol=1e-9)
+
+
+@pytest.mark.gpu
+def test_sweep_reports_the_saturation_size(mempath_bin: Path, tmp_path: Path) -> None:
+    out = tmp_path / "s.h5"
+    proc = run(mempath_bin, "memcpy", "--sweep", "--max-size", "32MiB", "--direction", "h2d,d2h",
+               "--engine", "ce", "--reps", "5", "--warmup", "1", "--output", str(out))
+    lines = summaries(proc.stdout)
+    assert len(lines) == 2 * 14  # 4KiB .. 32MiB, two directions
+    c = table(out, "cases")
+    for direction in ("h2d", "d2h"):
+        mine = c["direction"] == direction
+        sizes, medians = c["size_bytes"][mine], c["median_GBps"][mine]
+        assert list(sizes) == sorted(sizes)
+        expected = min(s for s, m in zip(sizes, medians) if m >= 0.95 * medians.max())
+        assert set(c["saturation_bytes"][mine]) == {expected}
+        assert {l["saturation_bytes"] for l in lines if l["direction"] == direction} == {str(expected)}
+    assert (c["verified"] == 1).all()
+
+
+@pytest.mark.gpu
+def test_latency_keeps_every_sample(mempath_bin: Path, tmp_path: Path) -> None:
+    out = tmp_path / "l.h5"
+    proc = run(mempath_bin, "memcpy", "--latency", "--reps", "50", "--warmup", "5", "--output", str(out))
+    lines = summaries(proc.stdout)
+    assert len(lines) == 2 * 19
+    assert all(l["status"] == "ok" and l["mode"] == "latency" for l in lines), lines
+    assert 0.5 < float(lines[0]["median_us"]) < 1000
+    s, c = table(out, "samples"), table(out, "cases")
+    assert len(s["rep"]) == 50 * 2 * 19 and (s["timing"] == "host").all()
+    first = s["case_id"] == 0
+    times = np.sort(s["time_s"][first])
+    assert c["p99_time_s"][0] == times[math.ceil(0.99 * len(times)) - 1]
+    assert c["size_bytes"][0] == 4 and (c["verified"] == 1).all()
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("alloc", ["registered", "system", "managed"])
+def test_host_allocators(mempath_bin: Path, alloc: str) -> None:
+    gpu = next(p for p in topology(mempath_bin)["processors"] if p["name"] == "gpu0")
+    proc = run(mempath_bin, "memcpy", "--alloc", alloc, *GPU_SMALL)
+    for line in summaries(proc.stdout):
+        if alloc == "system" and line["engine"] == "sm" and not gpu["pageable_access"]:
+            assert line["status"] == "skipped" and "pageable" in line["reason"]
+        elif alloc == "system" and line["engine"] == "ce" and line["direction"] == "bidir":
+            assert line["status"] == "skipped"
+        else:
+            assert line["status"] == "ok", line
+            assert line["timing"] == ("host" if alloc == "system" and line["engine"] == "ce" else "events")
+
+
+@pytest.mark.gpu
+def test_all_gpus_at_once(mempath_bin: Path, tmp_path: Path) -> None:
+    out = tmp_path / "a.h5"
+    proc = run(mempath_bin, "memcpy", "--all-gpus", "--direction", "h2d", "--engine", "ce", *GPU_SMALL,
+               "--output", str(out))
+    (line,) = summaries(proc.stdout)
+    assert line["status"] == "ok" and line["gpu"] == "all"
+    c = table(out, "cases")
+    assert c["all_gpus"][0] == 1 and c["gpu"][0] == -1
+
+
+@pytest.mark.gpu
+def test_issuing_thread_node_is_recorded(mempath_bin: Path, tmp_path: Path) -> None:
+    node = next(n["id"] for n in topology(mempath_bin)["numa_nodes"] if n["cpus"])
+    out = tmp_path / "c.h5"
+    proc = run(mempath_bin, "memcpy", "--cpu-numa", str(node), "--direction", "h2d", "--engine", "ce",
+               *GPU_SMALL, "--output", str(out))
+    (line,) = summaries(proc.stdout)
+    assert line["cpu_numa"] == str(node)
+    assert set(table(out, "samples")["cpu_numa"]) == {node}
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("args,hint", [
+    (["--gpu", "99"], "valid --gpu"),
+    (["--mem", "numa999"], "valid --mem"),
+    (["--size", "64TiB"], "exceeds"),
+])
+def test_bad_input_on_the_gpu_node(mempath_bin: Path, tmp_path: Path, args: list[str], hint: str) -> None:
+    proc = run(mempath_bin, "memcpy", *args, "--output", str(tmp_path / "x.h5"), check_rc=None)
+    assert hint in one_line_error(proc)
