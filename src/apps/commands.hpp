@@ -10,5 +10,6 @@ int cmd_topo(const std::vector<std::string>& args);
 int cmd_list(const std::vector<std::string>& args);
 int cmd_bw(const std::vector<std::string>& args, const std::vector<std::string>& argv);
 int cmd_memcpy(const std::vector<std::string>& args, const std::vector<std::string>& argv);
+int cmd_um(const std::vector<std::string>& args, const std::vector<std::string>& argv);
 
 }  // namespace mempath
