@@ -159,6 +159,13 @@ int parse_host_numa(const Topology& topo, const std::string& text) {
   return id;
 }
 
+// Copy-engine transfers from or to pageable or managed memory return only when (nearly)
+// done, so they cannot wait behind the spin kernel: they are timed on the host. (Managed:
+// seen on the H100 box, 2026-11-22, where queued copies held the spin kernel to its timeout.)
+bool host_blocking_copy(const std::string& alloc, const std::string& engine) {
+  return engine == "ce" && (alloc == "system" || alloc == "managed");
+}
+
 std::string memcpy_skip_reason(const Topology& topo, int gpu, int host_numa, const std::string& alloc,
                                const std::string& direction, const std::string& engine, bool all_gpus) {
   const NumaNode* node = topo.find_numa(host_numa);
@@ -170,9 +177,9 @@ std::string memcpy_skip_reason(const Topology& topo, int gpu, int host_numa, con
   if (alloc == "system" && engine == "sm" && !g->pageable_access)
     return "GPU " + std::to_string(gpu) + " cannot access pageable memory (no ATS/HMM): an SM copy needs it, "
            "a copy-engine copy (--engine ce) does not";
-  if (alloc == "system" && engine == "ce" && (direction == "bidir" || all_gpus))
-    return "cudaMemcpyAsync from or to pageable memory blocks the issuing thread, so transfers cannot be "
-           "queued to run at once; copy-engine bidir and --all-gpus need pinned, registered or managed memory";
+  if (host_blocking_copy(alloc, engine) && (direction == "bidir" || all_gpus))
+    return "cudaMemcpyAsync from or to " + alloc + " memory blocks the issuing thread, so transfers cannot be "
+           "queued to run at once; copy-engine bidir and --all-gpus need pinned or registered memory";
   return "";
 }
 
@@ -305,8 +312,7 @@ std::vector<MemcpyCase> plan_memcpy(const Topology& topo, const MemcpyRequest& r
               c.via = via;
               c.size = size;
               c.sweep = r.sweep;
-              // Pageable copy-engine transfers return only when (nearly) done: host-timed.
-              c.timing = r.latency || (alloc == "system" && engine == "ce") ? "host" : "events";
+              c.timing = r.latency || host_blocking_copy(alloc, engine) ? "host" : "events";
               for (size_t i = 0; i < set.size() && c.skip_reason.empty(); ++i)
                 c.skip_reason = memcpy_skip_reason(topo, set[i], host_numas[i], alloc, direction, engine, r.all_gpus);
               cases.push_back(c);

@@ -100,6 +100,8 @@ struct MemcpyCase {
 };
 
 // Why the node cannot run this transfer, "" when it can (docs/cli.md, `mempath memcpy`).
+// Copy-engine copies that block the issuing thread (pageable, managed): timed on the host.
+bool host_blocking_copy(const std::string& alloc, const std::string& engine);
 std::string memcpy_skip_reason(const Topology& topo, int gpu, int host_numa,
                                const std::string& alloc, const std::string& direction,
                                const std::string& engine, bool all_gpus);

@@ -214,11 +214,12 @@ def test_host_allocators(mempath_bin: Path, alloc: str) -> None:
     for line in summaries(proc.stdout):
         if alloc == "system" and line["engine"] == "sm" and not gpu["pageable_access"]:
             assert line["status"] == "skipped" and "pageable" in line["reason"]
-        elif alloc == "system" and line["engine"] == "ce" and line["direction"] == "bidir":
-            assert line["status"] == "skipped"
+        elif alloc in ("system", "managed") and line["engine"] == "ce" and line["direction"] == "bidir":
+            assert line["status"] == "skipped" and "blocks the issuing thread" in line["reason"]
         else:
             assert line["status"] == "ok", line
-            assert line["timing"] == ("host" if alloc == "system" and line["engine"] == "ce" else "events")
+            host_timed = alloc in ("system", "managed") and line["engine"] == "ce"
+            assert line["timing"] == ("host" if host_timed else "events")
 
 
 @pytest.mark.gpu
