@@ -88,3 +88,144 @@ def perf_cases(cases: Iterable[Case]) -> dict[str, Case]:
         if best is None or c.threads > best.threads:
             chosen[c.perf_var] = c
     return chosen
+
+
+# ---- `mempath memcpy`: host<->device transfers (docs/schema.md, "/memcpy summary lines") --
+#
+# Naming scheme of the transfer checks (reframe_checks/transfers.py), one variable per
+# (GPU, host node, direction, engine, allocator):
+#
+#     {gpu}_{mem}_{direction}_{engine}_{alloc}[_{metric}]
+#
+#   gpu        gpuN, or `gpus` for an --all-gpus case (every GPU at once, `gpu=all`)
+#   mem        numaN: the host buffer's node; `numas` when the GPUs of an --all-gpus case
+#              use several nodes (host_numa=-1: by default each GPU its nearest)
+#   direction  h2d, d2h, bidir (the sum of both streams), bidir_h2d / bidir_d2h (each
+#              direction while both run)
+#   metric     none: median GB/s at the check's one size; `peak`: the largest median of a
+#              size sweep (GB/s); `sat`: the sweep's saturation size (MiB); `lat{size}`:
+#              latency median at that size (us), `lat{size}_p99` its 99th percentile
+#
+# e.g. `gpu0_numa0_h2d_ce_pinned`, `gpu0_numa1_bidir_d2h_sm_registered`,
+# `gpus_numas_d2h_ce_pinned`, `gpu3_numa3_h2d_ce_pinned_peak`, `gpu0_numa0_d2h_ce_pinned_lat4B`.
+
+TRANSFER_VAR_PATTERN = (r'(?P<gpu>gpu\d+|gpus)_(?P<mem>numa\d+|numas)'
+                        r'_(?P<direction>h2d|d2h|bidir(?:_h2d|_d2h)?)'
+                        r'_(?P<engine>ce|sm)_(?P<alloc>pinned|registered|system|managed)'
+                        r'(?:_(?P<metric>peak|sat|lat\d+(?:B|KiB|MiB|GiB)(?:_p99)?))?')
+TRANSFER_VAR_RE = re.compile(TRANSFER_VAR_PATTERN)
+
+#: Units of the transfer variables.
+GBPS, US, MIB = 'GB/s', 'us', 'MiB'
+
+
+def size_label(size: int) -> str:
+    """4 -> '4B', 4096 -> '4KiB', 1 << 30 -> '1GiB'; sizes that are no whole multiple of a
+    unit stay in bytes."""
+    for unit, shift in (('GiB', 30), ('MiB', 20), ('KiB', 10)):
+        if size >= 1 << shift and size % (1 << shift) == 0:
+            return f'{size >> shift}{unit}'
+    return f'{size}B'
+
+
+def _float(value: str | None) -> float | None:
+    return float(value) if value not in (None, '', 'nan', '-nan') else None
+
+
+@dataclass(frozen=True)
+class Transfer:
+    """One summary line of `mempath memcpy`, as far as the checks need it."""
+
+    mode: str                 # bandwidth or latency
+    gpu: str                  # '0', '1', ... or 'all'
+    host_numa: int            # -1: several nodes (an --all-gpus case)
+    alloc: str
+    direction: str            # h2d, d2h, bidir
+    engine: str               # ce, sm
+    size: int
+    status: str
+    median_GBps: float | None = None
+    h2d_median_GBps: float | None = None
+    d2h_median_GBps: float | None = None
+    saturation_bytes: int = -1
+    median_us: float | None = None
+    p99_us: float | None = None
+
+    @property
+    def perf_var(self) -> str:
+        """The base name `{gpu}_{mem}_{direction}_{engine}_{alloc}`."""
+        gpu = 'gpus' if self.gpu == 'all' else f'gpu{self.gpu}'
+        mem = 'numas' if self.host_numa < 0 else f'numa{self.host_numa}'
+        return f'{gpu}_{mem}_{self.direction}_{self.engine}_{self.alloc}'
+
+    def part_var(self, part: str) -> str:
+        """A bidir case's variable for one of its directions (`part` = h2d or d2h)."""
+        base = self.perf_var
+        head, _, tail = base.partition('_bidir_')
+        return f'{head}_bidir_{part}_{tail}'
+
+
+def parse_memcpy_line(line: str) -> Transfer | None:
+    """The Transfer of a `MEMPATH memcpy ...` line, None for any other line."""
+    match = _LINE_RE.match(line.strip())
+    if not match or match['bench'] != 'memcpy':
+        return None
+    f = parse_fields(match['fields'])
+    sat = f.get('saturation_bytes')
+    return Transfer(mode=f['mode'], gpu=f['gpu'], host_numa=int(f.get('host_numa', '-1')),
+                    alloc=f['alloc'], direction=f['direction'], engine=f['engine'],
+                    size=int(f['size']), status=f['status'],
+                    median_GBps=_float(f.get('median_GBps')),
+                    h2d_median_GBps=_float(f.get('h2d_median_GBps')),
+                    d2h_median_GBps=_float(f.get('d2h_median_GBps')),
+                    saturation_bytes=int(sat) if sat else -1,
+                    median_us=_float(f.get('median_us')), p99_us=_float(f.get('p99_us')))
+
+
+def parse_memcpy_lines(lines: Iterable[str]) -> list[Transfer]:
+    return [t for t in map(parse_memcpy_line, lines) if t is not None]
+
+
+def transfer_perf_values(transfers: Iterable[Transfer], kind: str,
+                         latency_sizes: Iterable[int] | None = None
+                         ) -> dict[str, tuple[float, str]]:
+    """Performance variable name -> (value, unit) of a transfer check; finished (`ok`)
+    cases only, the first line of a name where several give it.
+
+    kind: `bandwidth` (one size: median GB/s, bidir also per direction), `sweep` (per
+    sweep group: `_peak` GB/s, and `_sat` MiB where a saturation size was found) or
+    `latency` (`_lat{size}` and `_lat{size}_p99` in us, for `latency_sizes` or every size).
+    """
+    if kind not in ('bandwidth', 'sweep', 'latency'):
+        raise ValueError(f'unknown transfer check kind {kind!r}')
+    sizes = None if latency_sizes is None else set(latency_sizes)
+    values: dict[str, tuple[float, str]] = {}
+
+    def put(name: str, value: float | None, unit: str) -> None:
+        if value is not None and name not in values:
+            values[name] = (value, unit)
+
+    peaks: dict[str, float] = {}
+    for t in transfers:
+        if t.status != 'ok':
+            continue
+        if kind == 'latency':
+            if t.mode != 'latency' or (sizes is not None and t.size not in sizes):
+                continue
+            name = f'{t.perf_var}_lat{size_label(t.size)}'
+            put(name, t.median_us, US)
+            put(f'{name}_p99', t.p99_us, US)
+        elif t.mode != 'bandwidth' or t.median_GBps is None:
+            continue
+        elif kind == 'bandwidth':
+            put(t.perf_var, t.median_GBps, GBPS)
+            if t.direction == 'bidir':
+                put(t.part_var('h2d'), t.h2d_median_GBps, GBPS)
+                put(t.part_var('d2h'), t.d2h_median_GBps, GBPS)
+        else:
+            peaks[t.perf_var] = max(peaks.get(t.perf_var, 0.0), t.median_GBps)
+            if t.saturation_bytes > 0:
+                put(f'{t.perf_var}_sat', t.saturation_bytes / (1 << 20), MIB)
+    for name, peak in peaks.items():
+        put(f'{name}_peak', peak, GBPS)
+    return dict(sorted(values.items()))

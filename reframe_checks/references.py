@@ -85,3 +85,69 @@ def resolve(op: str, perf_vars: Iterable[str]) -> dict[str, dict[str, Reference]
         if table:
             resolved[syspart] = table
     return resolved
+
+
+# ---- host<->device transfers (`mempath memcpy`, reframe_checks/transfers.py) -------------
+#
+#     TRANSFER_REFERENCES['system:partition'][pattern] = (reference, lower, upper, unit)
+#
+# over the transfer variable names of mempath_summary.py
+# (`{gpu}_{mem}_{direction}_{engine}_{alloc}[_{metric}]`), one table for every transfer
+# check (the metric suffix keeps the checks' names apart).
+#
+# SEEDS, not measurements of an Alps node: published figures of a dual-GH200 workstation
+# (copy engine, pinned host memory, the issuing thread and buffer on the GPU's own Grace):
+# H2D from the local LPDDR over C2C 377-420 GB/s, D2H 297 GB/s, either direction to the
+# other superchip's memory 133 GB/s. A quad-GH200 Alps node shares the C2C link but not the
+# socket-to-socket fabric, hence the wide bands (TRANSFER_SEED_SLACK, wider still for the
+# remote socket). Replace them with measured runs (docs/results/) when there are some.
+
+#: Widening of a seed figure from another machine before it becomes a pass band.
+TRANSFER_SEED_SLACK = 0.25
+#: The remote-socket seed comes from a two-socket box: Alps' four-socket fabric differs.
+TRANSFER_REMOTE_SEED_SLACK = 0.4
+
+GH200_H2D_C2C = published_range(377, 420, TRANSFER_SEED_SLACK)   # local LPDDR -> Hopper
+GH200_D2H_C2C = published_range(297, 297, TRANSFER_SEED_SLACK)   # Hopper -> local LPDDR
+GH200_REMOTE_SOCKET = published_range(133, 133, TRANSFER_REMOTE_SEED_SLACK)
+
+#: Host allocators whose copies run at copy-engine speed (page-locked memory).
+PAGE_LOCKED = ('pinned', 'registered')
+
+
+def _alps_gh200_transfers() -> dict[str, Reference]:
+    refs: dict[str, Reference] = {}
+    for g in ALPS_SOCKETS:
+        for alloc in PAGE_LOCKED:
+            for suffix in ('', '_peak'):     # one size, and the top of the size sweep
+                refs[f'gpu{g}_numa{g}_h2d_ce_{alloc}{suffix}'] = GH200_H2D_C2C
+                refs[f'gpu{g}_numa{g}_d2h_ce_{alloc}{suffix}'] = GH200_D2H_C2C
+                for s in ALPS_SOCKETS:
+                    if s != g:
+                        for direction in ('h2d', 'd2h'):
+                            refs[f'gpu{g}_numa{s}_{direction}_ce_{alloc}{suffix}'] = \
+                                GH200_REMOTE_SOCKET
+    return refs
+
+
+TRANSFER_REFERENCES: dict[str, dict[str, Reference]] = {
+    'alps:gh200': _alps_gh200_transfers(),
+}
+
+
+def resolve_transfers(perf_vars: Iterable[str]) -> dict[str, dict[str, Reference]]:
+    """ReFrame's `reference` for the given variables of a transfer check: for each
+    system:partition, every variable that a pattern of TRANSFER_REFERENCES matches
+    (first pattern wins)."""
+    names = list(perf_vars)
+    resolved: dict[str, dict[str, Reference]] = {}
+    for syspart, patterns in TRANSFER_REFERENCES.items():
+        table: dict[str, Reference] = {}
+        for name in names:
+            for pattern, ref in patterns.items():
+                if fnmatch.fnmatchcase(name, pattern):
+                    table[name] = ref
+                    break
+        if table:
+            resolved[syspart] = table
+    return resolved
