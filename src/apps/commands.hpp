@@ -10,6 +10,7 @@ int cmd_topo(const std::vector<std::string>& args);
 int cmd_list(const std::vector<std::string>& args);
 int cmd_bw(const std::vector<std::string>& args, const std::vector<std::string>& argv);
 int cmd_memcpy(const std::vector<std::string>& args, const std::vector<std::string>& argv);
+int cmd_allocmatrix(const std::vector<std::string>& args, const std::vector<std::string>& argv);
 int cmd_um(const std::vector<std::string>& args, const std::vector<std::string>& argv);
 
 }  // namespace mempath

@@ -17,6 +17,7 @@ const char* kUsage =
     "  list      every bandwidth case this node supports, and the skipped ones with why\n"
     "  bw        read/write/copy bandwidth of processor x memory x allocator\n"
     "  memcpy    host<->device transfers: copy engine and SM copies, size sweep, latency\n"
+    "  allocmatrix cudaMemcpy between every source and destination allocator\n"
     "  um        unified memory: interleaved CPU/GPU writes, in-place updates, evictions\n"
     "  version   print the version and git revision\n\n"
     "'mempath <command> --help' describes each command's options.\n";
@@ -37,11 +38,12 @@ int main(int argc, char** argv) {
     if (command == "bw") return mempath::cmd_bw(args, all);
     if (command == "memcpy") return mempath::cmd_memcpy(args, all);
     if (command == "um") return mempath::cmd_um(args, all);
+    if (command == "allocmatrix") return mempath::cmd_allocmatrix(args, all);
     if (command == "version" || command == "--version") {
       std::cout << "mempath " << mempath::build::version << " (" << mempath::build::git_revision << ")\n";
       return mempath::kExitOk;
     }
-    throw mempath::UsageError("unknown command '" + command + "'; valid: topo, list, bw, memcpy, um, version");
+    throw mempath::UsageError("unknown command '" + command + "'; valid: topo, list, bw, memcpy, allocmatrix, um, version");
   } catch (const mempath::UsageError& e) {
     std::cerr << "mempath: error: " << e.what() << "\n";
     return mempath::kExitUsage;

@@ -40,3 +40,19 @@ def test_um_experiments_run_and_record(mempath_bin: Path, tmp_path: Path) -> Non
         assert (f["um/samples/time_s"][()] > 0).all()
         ok = f["um/cases/status"][()] == b"ok"
         assert (f["um/cases/verified"][()][ok] == 1).all()
+
+
+def test_allocmatrix_needs_cuda(mempath_cpu_bin: Path) -> None:
+    proc = run(mempath_cpu_bin, "allocmatrix", check_rc=2)
+    assert "no CUDA support" in proc.stderr
+
+
+@pytest.mark.gpu
+def test_allocmatrix_covers_every_pair(mempath_bin: Path, tmp_path: Path) -> None:
+    out = tmp_path / "m.h5"
+    proc = run(mempath_bin, "allocmatrix", "--size", "64MiB", "--reps", "3", "--output", str(out))
+    lines = [l for l in proc.stdout.splitlines() if l.startswith("MEMPATH allocmatrix ")]
+    assert len(lines) == 36 and all("status=ok" in l for l in lines), lines
+    with h5py.File(out) as f:
+        assert (f["allocmatrix/cases/verified"][()] == 1).all()
+        assert len(f["allocmatrix/samples/rep"]) == 36 * 3
