@@ -64,9 +64,10 @@ def test_plan_on_the_h100_snapshot(mempath_cpu_bin: Path) -> None:
     lines = run(mempath_cpu_bin, "memcpy", "--from", str(FIXTURES / "x86_h100"), "--alloc",
                 "pinned,system").stdout.splitlines()
     assert len(lines) == 12  # 2 allocs x 3 directions x 2 engines
-    pageable_sm = [l for l in lines if " system " in l and " sm " in l]
+    alloc = {l: l.split()[4] for l in lines}  # mode gpu= host_numa= cpu_numa= ALLOC ...
+    pageable_sm = [l for l in lines if alloc[l] == "system" and " sm " in l]
     assert pageable_sm and all("skipped" in l and "pageable" in l for l in pageable_sm)
-    assert all("skipped" not in l for l in lines if " pinned " in l)
+    assert all("skipped" not in l for l in lines if alloc[l] == "pinned")
 
 
 def test_plan_all_gpus_on_a_quad_gh200(mempath_cpu_bin: Path) -> None:
