@@ -163,10 +163,10 @@ const std::vector<ExperimentSpec>& experiments() {
   return list;
 }
 
-void print_summary(const std::string& exp, const std::string& alloc, const Context& c,
+void print_summary(const std::string& exp, const std::string& alloc, const std::string& mem, const Context& c,
                    const std::string& status, const std::string& reason, const std::vector<Sample>& s) {
   std::printf("MEMPATH um exp=%s alloc=%s gpu=gpu%d mem=%s size=%llu status=%s", exp.c_str(), alloc.c_str(),
-              c.gpu, c.mem.c_str(), static_cast<unsigned long long>(c.size), status.c_str());
+              c.gpu, mem.c_str(), static_cast<unsigned long long>(c.size), status.c_str());
   auto median_of = [&](auto pred) {
     std::vector<double> v;
     for (const auto& x : s)
@@ -266,21 +266,22 @@ int cmd_um(const std::vector<std::string>& args, const std::vector<std::string>&
         }
       }
       const std::string gpu_name = "gpu" + std::to_string(g);
+      const std::string mem_used = alloc == "device" ? gpu_name : mem;  // cudaMalloc memory
       for (const auto& s : samples)
         file.table("um/samples", kSampleColumns)
             .append({{"case_id", id}, {"experiment", std::string(spec.name)}, {"alloc", alloc},
-                     {"gpu", gpu_name}, {"mem", mem}, {"size_bytes", static_cast<int64_t>(c.size)},
+                     {"gpu", gpu_name}, {"mem", mem_used}, {"size_bytes", static_cast<int64_t>(c.size)},
                      {"iterations", static_cast<int64_t>(s.iterations)}, {"rep", static_cast<int64_t>(s.rep)},
                      {"run", static_cast<int64_t>(s.run)}, {"phase", s.phase}, {"preceded_by", s.preceded_by},
                      {"state", s.state}, {"bytes", static_cast<int64_t>(s.bytes)}, {"time_s", s.seconds},
                      {"bandwidth_GBps", s.bytes / s.seconds / 1e9}, {"placement", s.placement}});
       file.table("um/cases", kCaseColumns)
           .append({{"case_id", id}, {"experiment", std::string(spec.name)}, {"alloc", alloc}, {"gpu", gpu_name},
-                   {"mem", mem}, {"size_bytes", static_cast<int64_t>(c.size)}, {"status", status},
+                   {"mem", mem_used}, {"size_bytes", static_cast<int64_t>(c.size)}, {"status", status},
                    {"reason", reason}, {"verified", static_cast<int64_t>(verified)}});
       file.set_attribute("end_time", utc_now_iso8601());
       file.save();
-      print_summary(spec.name, alloc, c, status, reason, samples);
+      print_summary(spec.name, alloc, mem_used, c, status, reason, samples);
       if (status == "failed") exit_code = kExitFailed;
       ++id;
     }
