@@ -119,14 +119,14 @@ def _alps_gh200_transfers() -> dict[str, Reference]:
     refs: dict[str, Reference] = {}
     for g in ALPS_SOCKETS:
         for alloc in PAGE_LOCKED:
-            for suffix in ('', '_peak'):     # one size, and the top of the size sweep
+            # One size, and the top of the size sweep (which runs on the nearest node only).
+            for suffix in ('', '_peak'):
                 refs[f'gpu{g}_numa{g}_h2d_ce_{alloc}{suffix}'] = GH200_H2D_C2C
                 refs[f'gpu{g}_numa{g}_d2h_ce_{alloc}{suffix}'] = GH200_D2H_C2C
-                for s in ALPS_SOCKETS:
-                    if s != g:
-                        for direction in ('h2d', 'd2h'):
-                            refs[f'gpu{g}_numa{s}_{direction}_ce_{alloc}{suffix}'] = \
-                                GH200_REMOTE_SOCKET
+            for s in ALPS_SOCKETS:
+                if s != g:
+                    for direction in ('h2d', 'd2h'):
+                        refs[f'gpu{g}_numa{s}_{direction}_ce_{alloc}'] = GH200_REMOTE_SOCKET
     return refs
 
 

@@ -6,22 +6,28 @@ into one performance variable per (GPU, host node, direction, engine, allocator)
 `{gpu}_{mem}_{direction}_{engine}_{alloc}[_{metric}]` (mempath_summary.py). References:
 references.py (TRANSFER_REFERENCES).
 
-    check                                      tags              mempath memcpy ...
-    MempathTransferBandwidth %coverage=acceptance  acceptance  --gpu all --alloc pinned --engine ce --size 1GiB
-    MempathTransferLatency %coverage=acceptance    acceptance  --gpu all --alloc pinned --latency (4 B reported)
-    MempathTransferBandwidth %coverage=full        full        --gpu all --mem all, every allocator and engine, 1 GiB
-    MempathTransferAllGpus                         full        --all-gpus, every allocator and engine, 1 GiB
-    MempathTransferSweep                           full        --gpu all --sweep, every allocator and engine
-    MempathTransferLatency %coverage=full          full        --gpu all --latency, every allocator (every size)
+    MempathTransferBandwidth %coverage=acceptance   (tag acceptance)
+        --gpu all --alloc pinned --engine ce --size 1GiB: h2d, d2h, bidir per GPU
+    MempathTransferLatency %coverage=acceptance     (tag acceptance)
+        --gpu all --alloc pinned --latency: variables at 4 B
+    MempathTransferBandwidth %coverage=full         (tag full)
+        --gpu all --mem all, every allocator and engine, 1 GiB
+    MempathTransferAllGpus                          (tag full)
+        --all-gpus, every allocator and engine, 1 GiB
+    MempathTransferSweep                            (tag full)
+        --gpu all --sweep (4 KiB .. 4 GiB), every allocator and engine
+    MempathTransferLatency %coverage=full           (tag full)
+        --gpu all --latency, every allocator, variables at every size (4 B .. 1 MiB)
 
 Each check also has the tags `gpu` and `transfers`. Directions: h2d, d2h and bidir (both
 at once) everywhere, latency h2d and d2h (the binary's defaults). The acceptance checks are
 a subset of the full ones, so they are not tagged `full`: `--tag full` runs every case once.
 
-Variables (set with `-S CHECK.NAME=VALUE`), empty or unset meaning the check's default of
-the table above: gpus, mems, allocs, engines, directions (the `--gpu`, `--mem`, `--alloc`,
-`--engine`, `--direction` lists), reps, warmup, extra_options; size (bandwidth, all-GPUs),
-max_size (sweep), report_sizes (latency: the sizes in bytes that get variables).
+Variables (set with `-S CHECK.NAME=VALUE`): gpus, mems, allocs, engines, directions (the
+`--gpu`, `--mem`, `--alloc`, `--engine`, `--direction` lists; unset: the check's default
+above, empty: the option left out, i.e. the binary's default), reps, warmup,
+extra_options; size (bandwidth, all-GPUs), max_size (sweep), report_sizes (latency: the
+sizes in bytes that get variables).
 """
 from __future__ import annotations
 
