@@ -9,6 +9,7 @@ from pathlib import Path
 from .errors import InputError
 from .io import load_runs
 from .peaks import load_overrides
+from .placement import DEFAULT_ACTIVE_BYTES, parse_active_bytes
 from .report import write_report
 
 
@@ -18,21 +19,28 @@ def _parser() -> argparse.ArgumentParser:
     commands = parser.add_subparsers(dest="command", required=True)
     report = commands.add_parser("report", help="tables, figures and summary.md of one node's runs",
                                  description="Write path_matrix.md/.csv, thread_scaling.png/.pdf, "
-                                             "copy_heatmap.png/.pdf and summary.md into DIR.")
+                                             "copy_heatmap.png/.pdf and summary.md into DIR; "
+                                             "with /memcpy data also transfer_sweep and "
+                                             "transfer_latency (.png/.pdf), transfers.md, "
+                                             "path_table.md/.csv and placement.md/.csv.")
     report.add_argument("runs", nargs="+", type=Path, metavar="RUN.h5", help="mempath result files")
     report.add_argument("-o", "--output", required=True, type=Path, metavar="DIR",
                         help="report folder (created)")
     report.add_argument("--peaks", type=Path, metavar="FILE",
                         help="JSON peaks overriding the model, e.g. "
                              '{"numa0": 300, "link:pcie": 64}')
+    report.add_argument("--active-bytes", default=f"{DEFAULT_ACTIVE_BYTES:g}", metavar="BYTES",
+                        help="bytes of active weights read per generated token for the LLM "
+                             "placement table (default 21e9; units such as 21GB, 20GiB)")
     return parser
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     try:
+        active_bytes = parse_active_bytes(args.active_bytes)
         overrides = load_overrides(args.peaks) if args.peaks else {}
-        report = write_report(load_runs(args.runs), args.output, overrides)
+        report = write_report(load_runs(args.runs), args.output, overrides, active_bytes)
     except InputError as error:
         print(f"analysis: error: {error}", file=sys.stderr)
         return 2
@@ -41,7 +49,7 @@ def main(argv: Sequence[str] | None = None) -> int:
               file=sys.stderr)
         return 2
     print(f"analysis: report in {report.out} ({len(report.files)} files)")
-    for missing in report.missing:
+    for missing in [*report.notes, *report.missing]:
         print(f"analysis: note: {missing}")
     return 0
 

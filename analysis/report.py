@@ -8,11 +8,12 @@ from typing import Any
 
 import pandas as pd
 
-from . import figures, matrix
+from . import figures, matrix, transfer_report
 from .cases import CASE_COLUMNS, mark_placement, memory_aliases, misplaced_note, ordered
 from .errors import InputError
 from .io import RunSet
 from .peaks import PeakModel
+from .placement import DEFAULT_ACTIVE_BYTES
 
 CASES_TABLE = "bw/cases"
 
@@ -24,6 +25,7 @@ class Report:
     out: Path
     files: list[Path] = field(default_factory=list)
     missing: list[str] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)  # parts not produced, and why
 
 
 def _cases(runs: RunSet) -> pd.DataFrame:
@@ -135,8 +137,12 @@ def _figure(name: str, title: str, files: list[Path], why_not: str) -> list[str]
     return [f"### {title}", "", f"_Not drawn: {why_not}._", ""]
 
 
-def write_report(runs: RunSet, out: Path, overrides: Mapping[str, float] | None = None) -> Report:
-    """Write every report file into ``out`` (created); never fails on missing data."""
+def write_report(runs: RunSet, out: Path, overrides: Mapping[str, float] | None = None,
+                 active_bytes: float = DEFAULT_ACTIVE_BYTES) -> Report:
+    """Write every report file into ``out`` (created); never fails on missing data.
+
+    ``active_bytes``: bytes read per generated token in the LLM placement table.
+    """
     overrides = dict(overrides or {})
     out.mkdir(parents=True, exist_ok=True)
     report = Report(out)
@@ -168,6 +174,11 @@ def write_report(runs: RunSet, out: Path, overrides: Mapping[str, float] | None 
         report.missing.append(f"thread scaling not drawn: {no_cpu}")
     if not heatmap:
         report.missing.append(f"copy heatmap not drawn: {no_copy}")
+    transfer = transfer_report.write(runs, out, topologies, models, entries, cases,
+                                     active_bytes, many)
+    report.files += transfer.files
+    report.missing += transfer.missing
+    report.notes += transfer.notes
 
     lines = ["# mempath report", "",
              f"Host(s): {', '.join(f'`{h}`' for h in hosts) or 'none'}; "
@@ -180,6 +191,7 @@ def write_report(runs: RunSet, out: Path, overrides: Mapping[str, float] | None 
               "[CSV](path_matrix.csv)", ""]
     lines += _figure("thread_scaling", "Thread scaling (CPU)", scaling, no_cpu)
     lines += _figure("copy_heatmap", "Copy heatmap", heatmap, no_copy)
+    lines += transfer.lines
     lines += _peaks(entries, overrides)
     lines += _counts(cases)
     if report.missing:

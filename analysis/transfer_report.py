@@ -1,0 +1,171 @@
+"""The transfer part of the report: sweep and latency figures, transfers.md, the path table
+with deployment rules (path_table.md/.csv) and the LLM decode placement table
+(placement.md/.csv). Written when the runs hold /memcpy data (docs/analysis.md)."""
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from . import pathtable, placement, transfer_figures, transfers
+from .io import RunSet
+from .peaks import PeakModel
+from .rules import rules
+
+
+@dataclass
+class Section:
+    """Files written, what is missing, and the summary.md lines of the section."""
+
+    files: list[Path] = field(default_factory=list)
+    missing: list[str] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+    lines: list[str] = field(default_factory=list)
+
+
+def _table(header: list[str], rows: list[list[Any]]) -> list[str]:
+    return (["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+            + ["| " + " | ".join(str(c) for c in row) + " |" for row in rows] + [""])
+
+
+def _num(value: Any, digits: int = 1) -> str:
+    return "" if value is None or pd.isna(value) else f"{float(value):.{digits}f}"
+
+
+def transfers_markdown(cases: pd.DataFrame, with_host: bool) -> str:
+    """transfers.md: saturation size per sweep group, latency per size and direction."""
+    lines = ["# Host<->device transfers", "",
+             "Sweeps: [figure](transfer_sweep.png) ([PDF](transfer_sweep.pdf)); the "
+             f"saturation size is the smallest size reaching >= "
+             f"{transfers.SATURATION_FRACTION:.0%} of the group's largest median. "
+             "Latency: [figure](transfer_latency.png) ([PDF](transfer_latency.pdf)), "
+             "host-observed cudaMemcpyAsync + synchronise.", "", "## Size sweeps", ""]
+    groups = transfers.sweep_groups(cases)
+    if groups:
+        rows = []
+        for g in groups:
+            first, saturated = g.iloc[0], transfers.saturation(g)
+            at = g[g["size_bytes"] == saturated]["median_GBps"] if saturated else []
+            rows.append(([first["host"]] if with_host else []) + [
+                transfers.gpu_label(first), first["direction"], first["engine"], first["alloc"],
+                transfers.group_label(first, ("host_numa",)),
+                transfers.size_label(saturated) if saturated else "",
+                _num(at.iloc[0] if len(at) else None), _num(g["median_GBps"].max()),
+                transfers.size_label(g["size_bytes"].max())])
+        lines += _table((["host"] if with_host else []) + [
+            "GPU", "direction", "engine", "alloc", "host buffer", "saturation size",
+            "GB/s there", "largest median GB/s", "largest size"], rows)
+    else:
+        lines += ["_No size sweep in these runs (`mempath memcpy --sweep`)._", ""]
+    lines += ["## Latency", ""]
+    small = transfers.latency(cases)
+    if small.empty:
+        return "\n".join(lines + ["_No latency cases in these runs (`mempath memcpy "
+                                  "--latency`)._", ""])
+    keys = ["host", "run", "gpu", "host_numa", "cpu_numa", "alloc", "engine"]
+    for _, part in small.groupby(keys, sort=False):
+        first = part.iloc[0]
+        title = f"{transfers.gpu_label(first)} {transfers.group_label(first)}"
+        lines += [f"### {first['host'] + ': ' if with_host else ''}{title}", ""]
+        directions = [d for d in transfers.DIRECTIONS if d in set(part["direction"])]
+        rows = []
+        for size, at in part.groupby("size_bytes"):
+            cells: list[Any] = [transfers.size_label(size)]
+            for d in directions:
+                hit = at[at["direction"] == d]
+                cells += ([_num(hit["median_time_s"].iloc[0] * 1e6, 2),
+                           _num(hit["p99_time_s"].iloc[0] * 1e6, 2)] if not hit.empty
+                          else ["", ""])
+            rows.append(cells)
+        lines += _table(["size"] + [f"{d} {s} µs" for d in directions
+                                    for s in ("median", "p99")], rows)
+    return "\n".join(lines)
+
+
+def path_markdown(tables: Mapping[str, tuple[pd.DataFrame, list[tuple[int, str, str]],
+                                             list[str]]]) -> str:
+    lines = ["# Path table", "",
+             "Every path between a GPU and a memory of the node: kernel reads and writes "
+             "(/bw, the path matrix's best case), copy-engine transfers with each host node "
+             "(/memcpy, best allocator at the largest size) and GPU-to-GPU paths. GB/s is "
+             "the measured median; % of peak uses the theoretical peak of summary.md "
+             "(bidir: both directions of the slowest link, bounded by the host memory). "
+             "The comment and the rules below are derived from these numbers "
+             "(docs/analysis.md).", ""]
+    for host, (table, missing, advice) in tables.items():
+        lines += [f"## Host `{host}`", ""]
+        if table.empty:
+            lines += ["_No GPU path was measured._", ""]
+        else:
+            lines += _table(["GPU", "path", "measured by", "GB/s", "peak GB/s", "% of peak",
+                             "comment"],
+                            [[f"gpu{r['gpu']}", r["path"], r["how"], _num(r["GBps"]),
+                              _num(r["peak_GBps"]), _num(r["pct_of_peak"], 0), r["comment"]]
+                             for _, r in table.iterrows()])
+        if missing:
+            lines += ["Not measured:", ""] + [f"- gpu{g}: {p}" + (f": {why}" if why else "")
+                                              for g, p, why in missing] + [""]
+        lines += ["### Deployment rules", ""]
+        lines += [f"- {rule}" for rule in advice] or ["_Too few paths measured for a rule._"]
+        lines.append("")
+    return "\n".join(lines)
+
+
+def write(runs: RunSet, out: Path, topologies: Mapping[str, Mapping[str, Any]],
+          models: Mapping[str, PeakModel], entries: pd.DataFrame, bw_cases: pd.DataFrame,
+          active_bytes: float, with_host: bool) -> Section:
+    """Write the transfer files into ``out``; nothing but a note without /memcpy data."""
+    section = Section()
+    cases, unusable = transfers.load(runs)
+    head = ["## Transfers and placement", ""]
+    if unusable:
+        section.notes.append(unusable)
+        section.lines = head + [f"_Not produced: {unusable}._", ""]
+        return section
+    sweep, latency = transfer_figures.write(cases, out, with_host)
+    section.files += sweep + latency
+    (out / "transfers.md").write_text(transfers_markdown(cases, with_host))
+    section.files.append(out / "transfers.md")
+
+    tables, places = {}, {}
+    for host, topology in topologies.items():
+        node = pathtable.Node.of(topology)
+        table, missing = pathtable.build(host, topology, models[host], entries, bw_cases,
+                                         cases)
+        mine = cases[cases["host"] == host]
+        tables[host] = (table, missing, rules(table, mine, host, node.gpus) if not table.empty
+                        else [])
+        places[host] = placement.build(table, host, node.gpus, node.host_nodes, active_bytes)
+    (out / "path_table.md").write_text(path_markdown(tables))
+    pd.concat([t for t, _, _ in tables.values()] or [pd.DataFrame(columns=pathtable.COLUMNS)]
+              ).to_csv(out / "path_table.csv", index=False)
+    (out / "placement.md").write_text(placement.markdown(places, active_bytes))
+    pd.concat([p for p, _ in places.values()] or [pd.DataFrame(columns=placement.COLUMNS)]
+              ).to_csv(out / "placement.csv", index=False)
+    section.files += [out / n for n in ("path_table.md", "path_table.csv", "placement.md",
+                                        "placement.csv")]
+
+    if not sweep:
+        section.missing.append("transfer sweep not drawn: no measured `mempath memcpy "
+                               "--sweep` group")
+    if not latency:
+        section.missing.append("transfer latency not drawn: no measured `mempath memcpy "
+                               "--latency` case")
+    if all(t.empty for t, _, _ in tables.values()):
+        section.missing.append("path table empty: no GPU path was measured")
+    section.lines = head + [
+        "- [Path table and deployment rules](path_table.md) ([CSV](path_table.csv))",
+        f"- [LLM decode placement](placement.md) ([CSV](placement.csv)), "
+        f"{active_bytes / 1e9:.3g} GB active per token",
+        "- [Transfer sizes and latency](transfers.md)", ""]
+    for stem, title, files, why in (
+            (transfer_figures.SWEEP_STEM, "Transfer size sweep", sweep, "no size sweep"),
+            (transfer_figures.LATENCY_STEM, "Small-transfer latency", latency,
+             "no latency case")):
+        section.lines += ([f"### {title}", "", f"![{title}]({stem}.png)", "",
+                           f"[PNG]({stem}.png), [PDF]({stem}.pdf)", ""] if files else
+                          [f"### {title}", "", f"_Not drawn: {why}._", ""])
+    return section
