@@ -19,8 +19,9 @@ references.py (TRANSFER_REFERENCES).
     MempathTransferLatency %coverage=full           (tag full)
         --gpu all --latency, every allocator, variables at every size (4 B .. 1 MiB)
 
-Each check also has the tags `gpu` and `transfers`. Directions: h2d, d2h and bidir (both
-at once) everywhere, latency h2d and d2h (the binary's defaults). The acceptance checks are
+Each check also has the tags `gpu` and `transfers`. Directions: `--direction h2d,d2h,bidir`
+(bidir: both at once), latency `h2d,d2h`, named explicitly (GPU<->GPU directions are
+another family's). The acceptance checks are
 a subset of the full ones, so they are not tagged `full`: `--tag full` runs every case once.
 
 Variables (set with `-S CHECK.NAME=VALUE`): gpus, mems, allocs, engines, directions (the
@@ -50,6 +51,10 @@ ALL_ALLOCS = 'pinned,registered,system,managed'
 ALL_ENGINES = 'ce,sm'
 #: The acceptance (nightly) size of a one-size bandwidth check.
 ACCEPTANCE_SIZE = '1GiB'
+#: Host<->device directions, named rather than left to the binary's default (which a
+#: GPU<->GPU direction must never join unnoticed: these names have no GPU destination).
+BW_DIRECTIONS = 'h2d,d2h,bidir'
+LATENCY_DIRECTIONS = 'h2d,d2h'
 #: `mempath memcpy` list options and the check variables that set them.
 LIST_OPTIONS = (('--gpu', 'gpus'), ('--mem', 'mems'), ('--alloc', 'allocs'),
                 ('--engine', 'engines'), ('--direction', 'directions'))
@@ -72,7 +77,7 @@ class MempathTransferBase(rfm.RunOnlyRegressionTest):
     allocs = variable(str, type(None), value=None)
     #: `--engine` list (ce, sm); None: the coverage's default.
     engines = variable(str, type(None), value=None)
-    #: `--direction` list (h2d, d2h, bidir); None: the coverage's default (the binary's).
+    #: `--direction` list (h2d, d2h, bidir); None: the coverage's default (all of them).
     directions = variable(str, type(None), value=None)
     #: Timed and discarded repetitions (`--reps`, `--warmup`); None: the binary's.
     reps = variable(int, type(None), value=None)
@@ -171,8 +176,10 @@ class MempathTransferBandwidth(MempathTransferBase):
     coverage = parameter(['acceptance', 'full'])
     kind = 'bandwidth'
     DEFAULTS = {
-        'acceptance': {'gpus': 'all', 'allocs': 'pinned', 'engines': 'ce'},
-        'full': {'gpus': 'all', 'mems': 'all', 'allocs': ALL_ALLOCS, 'engines': ALL_ENGINES},
+        'acceptance': {'gpus': 'all', 'allocs': 'pinned', 'engines': 'ce',
+                       'directions': BW_DIRECTIONS},
+        'full': {'gpus': 'all', 'mems': 'all', 'allocs': ALL_ALLOCS, 'engines': ALL_ENGINES,
+                 'directions': BW_DIRECTIONS},
     }
     #: Bytes per transfer (`--size`).
     size = variable(str, value=ACCEPTANCE_SIZE)
@@ -191,7 +198,8 @@ class MempathTransferAllGpus(MempathTransferBase):
     `gpus_numas_...`, the sum over the GPUs."""
 
     kind = 'bandwidth'
-    DEFAULTS = {'full': {'allocs': ALL_ALLOCS, 'engines': ALL_ENGINES}}
+    DEFAULTS = {'full': {'allocs': ALL_ALLOCS, 'engines': ALL_ENGINES,
+                         'directions': BW_DIRECTIONS}}
     size = variable(str, value=ACCEPTANCE_SIZE)
 
     @run_after('init')
@@ -208,7 +216,8 @@ class MempathTransferSweep(MempathTransferBase):
     `_peak` (the largest median, GB/s) and `_sat` (the saturation size, MiB)."""
 
     kind = 'sweep'
-    DEFAULTS = {'full': {'gpus': 'all', 'allocs': ALL_ALLOCS, 'engines': ALL_ENGINES}}
+    DEFAULTS = {'full': {'gpus': 'all', 'allocs': ALL_ALLOCS, 'engines': ALL_ENGINES,
+                         'directions': BW_DIRECTIONS}}
     #: Largest size of the sweep (`--max-size`); empty: the binary's (4 GiB, or what fits).
     max_size = variable(str, value='')
 
@@ -229,8 +238,8 @@ class MempathTransferLatency(MempathTransferBase):
     coverage = parameter(['acceptance', 'full'])
     kind = 'latency'
     DEFAULTS = {
-        'acceptance': {'gpus': 'all', 'allocs': 'pinned'},
-        'full': {'gpus': 'all', 'allocs': ALL_ALLOCS},
+        'acceptance': {'gpus': 'all', 'allocs': 'pinned', 'directions': LATENCY_DIRECTIONS},
+        'full': {'gpus': 'all', 'allocs': ALL_ALLOCS, 'directions': LATENCY_DIRECTIONS},
     }
     #: Sizes (bytes) that get variables; None: 4 B for acceptance, every size for full.
     report_sizes = variable(typ.List[int], type(None), value=None)

@@ -157,9 +157,12 @@ def test_commands_of_the_checks(gpu_config: Path, tmp_path: Path):
     # acceptance: H2D, D2H and bidir (the binary's default directions), CE, per GPU, 1 GiB
     assert (option(bw, '--size'), option(bw, '--gpu'), option(bw, '--engine'),
             option(bw, '--alloc')) == ('1GiB', 'all', 'ce', 'pinned')
-    assert '--direction' not in bw and '--mem' not in bw
+    assert option(bw, '--direction') == 'h2d,d2h,bidir' and '--mem' not in bw
     lat = cmds['MempathTransferLatency %coverage=acceptance']
     assert '--latency' in lat and option(lat, '--alloc') == 'pinned'
+    assert option(lat, '--direction') == 'h2d,d2h' and '--engine' not in lat
+    for name in FULL[:3]:   # host<->device only, whatever the binary's default directions
+        assert option(cmds[name], '--direction') == 'h2d,d2h,bidir', name
     full = cmds['MempathTransferBandwidth %coverage=full']
     assert (option(full, '--mem'), option(full, '--alloc'), option(full, '--engine')) == \
         ('all', ','.join(ALLOCS), 'ce,sm')
