@@ -5,6 +5,7 @@
 #include <map>
 
 #include "apps/commands.hpp"
+#include "apps/memcpy_d2d_runner.hpp"
 #include "apps/memcpy_runner.hpp"
 #include "core/error.hpp"
 #include "core/memcpy_plan.hpp"
@@ -23,14 +24,19 @@ constexpr int kLatencyWarmup = 100;
 
 const std::vector<OptionSpec>& memcpy_option_specs() {
   static const std::vector<OptionSpec> specs = {
-      {"gpu", "LIST", "GPUs, each in turn: N or gpuN, a comma list, or all (default gpu0)"},
+      {"gpu", "LIST", "GPUs, each in turn: N or gpuN, a comma list, or all (default gpu0;\n"
+                      "                            d2d: the GPUs whose pairs are measured, default all)"},
       {"all-gpus", "", "every GPU to/from its own host buffer at once"},
       {"mem", "LIST", "host buffer's NUMA node: numaN, a comma list, or all host nodes\n"
-                      "                            (default: each GPU's nearest host node)"},
+                      "                            (default: each GPU's nearest host node; d2d staged:\n"
+                      "                            the staging node, default the source GPU's nearest)"},
       {"cpu-numa", "N", "bind the issuing thread to NUMA node N (default: the GPU's nearest host node)"},
       {"alloc", "LIST", "host buffer: pinned (default), registered, system (pageable), managed"},
-      {"direction", "LIST", "h2d, d2h, bidir (both at once on two streams); default all three"},
-      {"engine", "LIST", "ce (cudaMemcpyAsync, copy engines), sm (a copy kernel); default both"},
+      {"direction", "LIST", "h2d, d2h, bidir (both at once on two streams); default all three;\n"
+                            "                            or GPU<->GPU: d2d (every ordered pair), d2d-bidir (both ways)"},
+      {"engine", "LIST", "ce (cudaMemcpyAsync, copy engines), sm (a copy kernel); default both;\n"
+                         "                            d2d also staged (through pinned host memory), default all"},
+      {"chunk", "SIZE", "d2d staged: bytes per pipeline chunk (default 16MiB)"},
       {"size", "SIZE", "bytes per transfer (default 512MiB)"},
       {"sweep", "", "transfer sizes 4KiB .. --max-size (powers of two) and the saturation size"},
       {"max-size", "SIZE", "largest size of --sweep (default 4GiB; lowered to what fits)"},
@@ -57,6 +63,7 @@ MemcpyRequest request_from(const Options& opts) {
   r.sweep = opts.flag("sweep");
   if (auto v = opts.get("max-size")) r.max_size = parse_size(*v);
   r.latency = opts.flag("latency");
+  if (auto v = opts.get("chunk")) r.chunk = parse_size(*v);  // refuses 0
   return r;
 }
 
@@ -68,7 +75,7 @@ const std::vector<ColumnSpec> kSampleColumns = {
     {"part", ColumnType::String, ""},         {"engine", ColumnType::String, ""},
     {"size_bytes", ColumnType::Int, "bytes"}, {"bytes", ColumnType::Int, "bytes"},
     {"time_s", ColumnType::Float, "s"},       {"bandwidth_GBps", ColumnType::Float, "GB/s"},
-    {"timing", ColumnType::String, ""},
+    {"timing", ColumnType::String, ""},       {"dst_gpu", ColumnType::Int, ""},
 };
 
 const std::vector<ColumnSpec> kCaseColumns = {
@@ -88,6 +95,8 @@ const std::vector<ColumnSpec> kCaseColumns = {
     {"max_time_s", ColumnType::Float, "s"},     {"saturation_bytes", ColumnType::Int, "bytes"},
     {"sm_threads", ColumnType::Int, ""},        {"placement", ColumnType::String, ""},
     {"verified", ColumnType::Int, ""},
+    {"dst_gpu", ColumnType::Int, ""},           {"chunk_bytes", ColumnType::Int, "bytes"},
+    {"fwd_median_GBps", ColumnType::Float, "GB/s"}, {"rev_median_GBps", ColumnType::Float, "GB/s"},
 };
 
 std::string dash(const std::string& s) { return s.empty() ? "-" : s; }
@@ -102,6 +111,7 @@ std::string ints(const std::vector<int>& v) {
 struct Measured {
   std::vector<Row> sample_rows;
   std::vector<double> total_gbps, total_s, h2d_gbps, d2h_gbps;
+  std::vector<double> fwd_gbps, rev_gbps;  // d2d: gpus[0] -> gpus[1] and back
   uint64_t bytes = 0;
   size_t reps = 0;
 };
@@ -112,17 +122,19 @@ Measured measure(const MemcpyCase& c, const MemcpyOutcome& o, const Row& common)
   m.reps = o.parts.front().seconds.size();
   for (const auto& p : o.parts) m.bytes += p.bytes;
   for (size_t r = 0; r < m.reps; ++r) {
-    double total = 0, h2d = 0, d2h = 0;
+    double total = 0, h2d = 0, d2h = 0, fwd = 0, rev = 0;
     for (const auto& p : o.parts) {
       const double t = p.seconds[r];
       const double gbps = static_cast<double>(p.bytes) / t / 1e9;
       total += gbps;
-      (p.direction == "h2d" ? h2d : d2h) += gbps;
+      if (p.direction == "d2d") (p.gpu == c.gpus.front() ? fwd : rev) += gbps;
+      else (p.direction == "h2d" ? h2d : d2h) += gbps;
       Row row = common;
       row["rep"] = static_cast<int64_t>(r);
       row["gpu"] = static_cast<int64_t>(p.gpu);
       row["host_numa"] = static_cast<int64_t>(p.host_numa);
       row["part"] = p.direction;
+      row["dst_gpu"] = static_cast<int64_t>(p.dst_gpu);
       row["bytes"] = static_cast<int64_t>(p.bytes);
       row["time_s"] = t;
       row["bandwidth_GBps"] = gbps;
@@ -137,6 +149,7 @@ Measured measure(const MemcpyCase& c, const MemcpyOutcome& o, const Row& common)
       row["gpu"] = static_cast<int64_t>(c.all_gpus ? -1 : c.gpus.front());
       row["host_numa"] = static_cast<int64_t>(c.host_numa());
       row["part"] = std::string("total");
+      row["dst_gpu"] = static_cast<int64_t>(c.dst_gpu);
       row["bytes"] = static_cast<int64_t>(m.bytes);
       row["time_s"] = total_s;
       row["bandwidth_GBps"] = total;
@@ -144,8 +157,10 @@ Measured measure(const MemcpyCase& c, const MemcpyOutcome& o, const Row& common)
     }
     m.total_gbps.push_back(total);
     m.total_s.push_back(o.parts.size() > 1 ? total_s : o.parts.front().seconds[r]);
-    if (c.direction != "d2h") m.h2d_gbps.push_back(h2d);
-    if (c.direction != "h2d") m.d2h_gbps.push_back(d2h);
+    if (c.direction == "h2d" || c.direction == "bidir") m.h2d_gbps.push_back(h2d);
+    if (c.direction == "d2h" || c.direction == "bidir") m.d2h_gbps.push_back(d2h);
+    if (c.d2d()) m.fwd_gbps.push_back(fwd);
+    if (c.direction == "d2d-bidir") m.rev_gbps.push_back(rev);
   }
   return m;
 }
@@ -157,9 +172,12 @@ struct Finished {
 
 void print_summary(const MemcpyCase& c, const MemcpyOutcome& o, const Row& row, int64_t saturation) {
   auto f = [&](const char* k) { return std::get<double>(row.at(k)); };
-  std::printf("MEMPATH memcpy mode=%s gpu=%s host_numa=%d cpu_numa=%d alloc=%s direction=%s engine=%s size=%llu "
+  const std::string gpu = c.d2d() ? std::to_string(c.gpus.front()) : c.gpu_label();
+  std::printf("MEMPATH memcpy mode=%s gpu=%s", c.mode.c_str(), gpu.c_str());
+  if (c.d2d()) std::printf(" dst_gpu=%d", c.dst_gpu);
+  std::printf(" host_numa=%d cpu_numa=%d alloc=%s direction=%s engine=%s size=%llu "
               "via=%s timing=%s placement=%s status=%s",
-              c.mode.c_str(), c.gpu_label().c_str(), c.host_numa(), c.cpu_numa, c.alloc.c_str(), c.direction.c_str(),
+              c.host_numa(), c.cpu_numa, c.alloc.c_str(), c.direction.c_str(),
               c.engine.c_str(), static_cast<unsigned long long>(c.size), dash(c.via).c_str(), c.timing.c_str(),
               dash(o.placement).c_str(), o.status.c_str());
   if (o.status == "ok") {
@@ -170,6 +188,9 @@ void print_summary(const MemcpyCase& c, const MemcpyOutcome& o, const Row& row, 
       std::printf(" median_GBps=%.2f min_GBps=%.2f max_GBps=%.2f", f("median_GBps"), f("min_GBps"), f("max_GBps"));
       if (c.direction == "bidir")
         std::printf(" h2d_median_GBps=%.2f d2h_median_GBps=%.2f", f("h2d_median_GBps"), f("d2h_median_GBps"));
+      if (c.direction == "d2d-bidir")
+        std::printf(" fwd_median_GBps=%.2f rev_median_GBps=%.2f", f("fwd_median_GBps"), f("rev_median_GBps"));
+      if (c.engine == "staged") std::printf(" chunk=%llu", static_cast<unsigned long long>(c.chunk));
       std::printf(" saturation_bytes=%lld", static_cast<long long>(saturation));
     }
     std::printf(" reps=%lld", static_cast<long long>(std::get<int64_t>(row.at("reps"))));
@@ -184,7 +205,7 @@ void print_summary(const MemcpyCase& c, const MemcpyOutcome& o, const Row& row, 
 int cmd_memcpy(const std::vector<std::string>& args, const std::vector<std::string>& argv) {
   Options opts("memcpy",
                "Host<->device transfers: copy-engine and SM copies, h2d/d2h/bidirectional, size sweep,\n"
-               "small-transfer latency (docs/cli.md).",
+               "small-transfer latency; GPU<->GPU peer and staged copies (--direction d2d) (docs/cli.md).",
                memcpy_option_specs());
   if (!opts.parse(args)) return kExitOk;
   const bool plan_only = opts.has("from");
@@ -200,6 +221,16 @@ int cmd_memcpy(const std::vector<std::string>& args, const std::vector<std::stri
 
   if (plan_only) {
     for (const auto& c : cases) {
+      if (c.d2d()) {
+        std::printf("%-9s gpu=%-3d dst_gpu=%-3d host_numa=%-2d cpu_numa=%-2d %-6s %-9s %-6s size=%-7s", c.mode.c_str(),
+                    c.gpus.front(), c.dst_gpu, c.host_numa(), c.cpu_numa, c.alloc.c_str(), c.direction.c_str(),
+                    c.engine.c_str(), format_size(c.size).c_str());
+        if (c.engine == "staged") std::printf(" chunk=%s", format_size(c.chunk).c_str());
+        std::printf(" via=%s", dash(c.via).c_str());
+        if (!c.skip_reason.empty()) std::printf("  skipped: %s", c.skip_reason.c_str());
+        std::printf("\n");
+        continue;
+      }
       std::printf("%-9s gpu=%-3s host_numa=%-2d cpu_numa=%-2d %-10s %-5s %-2s size=%-7s via=%s", c.mode.c_str(),
                   c.gpu_label().c_str(), c.host_numa(), c.cpu_numa, c.alloc.c_str(), c.direction.c_str(),
                   c.engine.c_str(), format_size(c.size).c_str(), dash(c.via).c_str());
@@ -219,6 +250,7 @@ int cmd_memcpy(const std::vector<std::string>& args, const std::vector<std::stri
   file.save();  // a valid (empty) file from the start
 
   MemcpyRunner runner(topo);
+  MemcpyD2dRunner d2d_runner(topo);
   int exit_code = kExitOk;
   const bool single = cases.size() == 1;
   int64_t next_id = 0;
@@ -248,7 +280,9 @@ int cmd_memcpy(const std::vector<std::string>& args, const std::vector<std::stri
       row["host_numa"] = static_cast<int64_t>(c.host_numa());
       uint64_t bytes = 0;
       for (const auto& p : o.parts) bytes += p.bytes;
-      if (bytes == 0) bytes = c.size * c.gpus.size() * (c.direction == "bidir" ? 2 : 1);
+      if (bytes == 0)
+        bytes = c.d2d() ? c.size * (c.direction == "d2d-bidir" ? 2 : 1)
+                        : c.size * c.gpus.size() * (c.direction == "bidir" ? 2 : 1);
       row["bytes"] = static_cast<int64_t>(bytes);
       row["via"] = c.via;
       row["sweep"] = static_cast<int64_t>(c.sweep);
@@ -267,6 +301,10 @@ int cmd_memcpy(const std::vector<std::string>& args, const std::vector<std::stri
       row["sm_threads"] = static_cast<int64_t>(o.sm_threads);
       row["placement"] = o.placement;
       row["verified"] = static_cast<int64_t>(o.verified);
+      row["dst_gpu"] = static_cast<int64_t>(c.dst_gpu);
+      row["chunk_bytes"] = c.engine == "staged" ? static_cast<int64_t>(c.chunk) : int64_t{-1};
+      row["fwd_median_GBps"] = o.status == "ok" && !m.fwd_gbps.empty() ? summarize(m.fwd_gbps).median : std::nan("");
+      row["rev_median_GBps"] = o.status == "ok" && !m.rev_gbps.empty() ? summarize(m.rev_gbps).median : std::nan("");
       sizes.push_back(c.size);
       medians.push_back(s.median);
       case_rows.push_back(row);
@@ -290,7 +328,8 @@ int cmd_memcpy(const std::vector<std::string>& args, const std::vector<std::stri
 
   for (const auto& c : cases) {
     if (!group.empty() && group.front().c.group_key() != c.group_key()) flush();
-    MemcpyOutcome o = runner.run(c, capacity[c.buffer_key()], settings, single);
+    MemcpyOutcome o = c.d2d() ? d2d_runner.run(c, capacity[c.buffer_key()], settings, single)
+                              : runner.run(c, capacity[c.buffer_key()], settings, single);
     group.push_back({c, std::move(o)});
   }
   flush();

@@ -21,11 +21,12 @@ struct MemcpySettings {
 
 // One measured stream of a case: a direction on one GPU.
 struct MemcpyPart {
-  std::string direction;  // h2d or d2h
+  std::string direction;  // h2d, d2h, or d2d (GPU<->GPU)
   int gpu = -1;
   int host_numa = -1;
   uint64_t bytes = 0;     // bytes per repetition
   std::vector<double> seconds;
+  int dst_gpu = -1;       // GPU<->GPU (direction d2d): the destination GPU; `gpu` is the source
 };
 
 struct MemcpyOutcome {

@@ -185,6 +185,12 @@ std::string memcpy_skip_reason(const Topology& topo, int gpu, int host_numa, con
 
 std::vector<MemcpyCase> plan_memcpy(const Topology& topo, const MemcpyRequest& r) {
   if (topo.gpus.empty()) throw UsageError("this node has no CUDA GPU: 'mempath memcpy' needs one");
+  // GPU<->GPU directions have their own planner; they do not mix with host transfers.
+  const bool any_d2d = std::any_of(r.directions.begin(), r.directions.end(), is_d2d_direction);
+  if (any_d2d) return plan_memcpy_d2d(topo, r);
+  if (r.chunk) throw UsageError("--chunk sizes the staged GPU<->GPU copy; add --direction d2d or d2d-bidir");
+  if (contains(r.engines, "staged"))
+    throw UsageError("--engine staged is a GPU<->GPU copy through host memory; add --direction d2d or d2d-bidir");
 
   // Options that do not combine.
   if (r.all_gpus && !r.gpus.empty())

@@ -4,6 +4,7 @@
 // Nothing here allocates or touches a GPU, so all of it is testable on any machine.
 #include <cstdint>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "core/topology.hpp"
@@ -24,7 +25,20 @@ inline const std::vector<std::string>& memcpy_allocs() {
   return a;
 }
 
+// GPU<->GPU transfers (--direction d2d, d2d-bidir): peer copies by the copy engine or an
+// SM kernel, and a copy staged through pinned host memory (docs/cli.md).
+inline const std::vector<std::string>& memcpy_d2d_directions() {
+  static const std::vector<std::string> d = {"d2d", "d2d-bidir"};
+  return d;
+}
+inline const std::vector<std::string>& memcpy_d2d_engines() {
+  static const std::vector<std::string> e = {"ce", "sm", "staged"};
+  return e;
+}
+inline bool is_d2d_direction(const std::string& d) { return d == "d2d" || d == "d2d-bidir"; }
+
 inline constexpr uint64_t kMemcpyDefaultSize = 512ULL << 20;  // nvbandwidth's default
+inline constexpr uint64_t kStagedChunk = 16ULL << 20;         // staged d2d: bytes per pipeline chunk
 inline constexpr uint64_t kSweepMinSize = 4ULL << 10;
 inline constexpr uint64_t kSweepMaxSize = 4ULL << 30;
 inline constexpr uint64_t kLatencyMinSize = 4;
@@ -76,6 +90,7 @@ struct MemcpyRequest {
   bool sweep = false;
   uint64_t max_size = kSweepMaxSize;
   bool latency = false;
+  uint64_t chunk = 0;                   // staged d2d chunk; 0 = kStagedChunk
 };
 
 struct MemcpyCase {
@@ -89,6 +104,12 @@ struct MemcpyCase {
   bool sweep = false;              // one size of a sweep: saturation is found over its group
   std::string timing;              // events (spin-kernel gated CUDA events) or host
   std::string skip_reason;         // non-empty: the node cannot run this case
+  // GPU<->GPU (direction d2d, d2d-bidir): gpus = {source, destination} (d2d-bidir: both
+  // ways at once), dst_gpu = the destination; host_numas = the staging node of each
+  // direction (engine staged), empty for peer copies; chunk = staged chunk bytes.
+  int dst_gpu = -1;
+  uint64_t chunk = 0;
+  bool d2d() const { return is_d2d_direction(direction); }
 
   // host_numa as stored: the node, or -1 when the GPUs of an --all-gpus case use several.
   int host_numa() const;
@@ -110,6 +131,16 @@ std::string memcpy_skip_reason(const Topology& topo, int gpu, int host_numa,
 // groups together, sizes ascending within a group). Throws UsageError for names the
 // node does not have, sizes that cannot fit, directions or engines that make no sense.
 std::vector<MemcpyCase> plan_memcpy(const Topology& topo, const MemcpyRequest& request);
+
+// The GPU<->GPU part of plan_memcpy (memcpy_d2d_plan.cpp): ordered pairs (src, dst) for
+// d2d, unordered pairs (each once, lower id first) for d2d-bidir, engines ce/sm (peer
+// copies, skipped without peer access) and staged (always, for two GPUs or more). A node
+// with one GPU gets skipped cases ("needs two GPUs").
+std::vector<MemcpyCase> plan_memcpy_d2d(const Topology& topo, const MemcpyRequest& request);
+// The ordered (d2d) or unordered (d2d-bidir, lower id first) pairs of distinct GPUs.
+std::vector<std::pair<int, int>> d2d_pairs(std::vector<int> gpus, bool bidir);
+// "" when GPU `gpu` can access GPU `peer`'s memory, else "no peer access from GPU g to GPU h".
+std::string d2d_peer_reason(const Topology& topo, int gpu, int peer);
 
 // "numa0" / "0" -> 0 for a NUMA node with memory; throws UsageError naming the valid ones.
 int parse_host_numa(const Topology& topo, const std::string& text);

@@ -182,6 +182,8 @@ CopyRun run_copies(const std::vector<CopyStream>& streams, int warmup, int reps,
         const Launch& l = launches[s];
         sm_copy_kernel<<<l.blocks, kBlock, 0, lane.stream>>>(l.dst, l.src, l.n, l.dst_tail, l.src_tail, l.tail);
         cuda_check(cudaGetLastError(), "SM copy launch");
+      } else if (c.dst_gpu >= 0) {
+        cuda_check(cudaMemcpyPeerAsync(c.dst, c.dst_gpu, c.src, c.gpu, c.bytes, lane.stream), "cudaMemcpyPeerAsync");
       } else {
         cuda_check(cudaMemcpyAsync(c.dst, c.src, c.bytes, cudaMemcpyDefault, lane.stream), "cudaMemcpyAsync");
       }
@@ -198,6 +200,106 @@ CopyRun run_copies(const std::vector<CopyStream>& streams, int warmup, int reps,
   for (size_t s = 0; s < streams.size(); ++s) {
     cuda_check(cudaSetDevice(lanes[s]->gpu), "cudaSetDevice");
     for (int r = warmup; r < warmup + reps; ++r) run.seconds[s].push_back(lanes[s]->seconds(r, r + 1));
+  }
+  return run;
+}
+
+void enable_peer_access(int gpu, int peer) {
+  int can = 0;
+  cuda_check(cudaDeviceCanAccessPeer(&can, gpu, peer), "cudaDeviceCanAccessPeer");
+  if (!can) throw Unsupported("no peer access from GPU " + std::to_string(gpu) + " to GPU " + std::to_string(peer));
+  use_device(gpu);
+  const cudaError_t status = cudaDeviceEnablePeerAccess(peer, 0);
+  if (status == cudaErrorPeerAccessAlreadyEnabled) {
+    cudaGetLastError();  // clears the sticky-free error of an earlier case's enable
+    return;
+  }
+  cuda_check(status, "cudaDeviceEnablePeerAccess");
+}
+
+CopyRun run_staged(const std::vector<StagedStream>& pipes, int warmup, int reps, int cooldown) {
+  const int total = warmup + reps + cooldown;
+  CopyRun run;
+  Latch latch;
+  // A pipeline: the source GPU's stream (D2H into the staging slots) and the destination
+  // GPU's stream (H2D out of them, and the timing events). Slot s is free again for a D2H
+  // once the H2D that read it recorded h2d_done[s]; its data is there for the H2D once the
+  // D2H recorded d2h_done[s].
+  struct Pipe {
+    std::unique_ptr<Lane> out, in;
+    cudaEvent_t d2h_done[2] = {nullptr, nullptr};
+    cudaEvent_t h2d_done[2] = {nullptr, nullptr};
+    ~Pipe() {
+      for (cudaEvent_t e : d2h_done)
+        if (e) cudaEventDestroy(e);
+      for (cudaEvent_t e : h2d_done)
+        if (e) cudaEventDestroy(e);
+    }
+  };
+  std::vector<std::unique_ptr<Pipe>> lines;
+  struct ReleaseOnExit {
+    Latch& latch;
+    ~ReleaseOnExit() { latch.release(); }
+  };
+  for (const auto& p : pipes) {
+    if (p.chunk == 0 || !p.stage) throw std::runtime_error("staged copy without a staging buffer");
+    auto line = std::make_unique<Pipe>();
+    line->out = std::make_unique<Lane>(p.src_gpu, 0);
+    for (auto& e : line->d2h_done) cuda_check(cudaEventCreateWithFlags(&e, cudaEventDisableTiming), "cudaEventCreate");
+    line->in = std::make_unique<Lane>(p.dst_gpu, static_cast<size_t>(total) + 1);
+    for (auto& e : line->h2d_done) cuda_check(cudaEventCreateWithFlags(&e, cudaEventDisableTiming), "cudaEventCreate");
+    lines.push_back(std::move(line));
+  }
+  // Declared after the lanes: released (on every way out) before they wait for their streams.
+  ReleaseOnExit release_on_exit{latch};
+  for (auto& line : lines) {
+    Lane& in = *line->in;
+    use_device(in.gpu);
+    spin_kernel<<<1, 1, 0, in.stream>>>(latch.device(), kSpinTimeoutNs);
+    cuda_check(cudaGetLastError(), "spin kernel launch");
+    cuda_check(cudaEventRecord(in.events[0], in.stream), "cudaEventRecord");
+  }
+  for (int r = 0; r < total; ++r) {
+    for (size_t k = 0; k < pipes.size(); ++k) {
+      const StagedStream& p = pipes[k];
+      Pipe& line = *lines[k];
+      Lane& out = *line.out;
+      Lane& in = *line.in;
+      auto* stage = static_cast<char*>(p.stage);
+      const auto* src = static_cast<const char*>(p.src);
+      auto* dst = static_cast<char*>(p.dst);
+      // Repetition r starts when the previous one ended on the destination (events[r]).
+      cuda_check(cudaSetDevice(out.gpu), "cudaSetDevice");
+      cuda_check(cudaStreamWaitEvent(out.stream, in.events[r], 0), "cudaStreamWaitEvent");
+      size_t i = 0;
+      for (size_t off = 0; off < p.bytes; off += p.chunk, ++i) {
+        const size_t n = std::min(p.chunk, p.bytes - off);
+        const int slot = static_cast<int>(i % 2);
+        char* staged = stage + slot * p.chunk;
+        cuda_check(cudaSetDevice(out.gpu), "cudaSetDevice");
+        if (i >= 2) cuda_check(cudaStreamWaitEvent(out.stream, line.h2d_done[slot], 0), "cudaStreamWaitEvent");
+        cuda_check(cudaMemcpyAsync(staged, src + off, n, cudaMemcpyDeviceToHost, out.stream), "cudaMemcpyAsync D2H");
+        cuda_check(cudaEventRecord(line.d2h_done[slot], out.stream), "cudaEventRecord");
+        cuda_check(cudaSetDevice(in.gpu), "cudaSetDevice");
+        cuda_check(cudaStreamWaitEvent(in.stream, line.d2h_done[slot], 0), "cudaStreamWaitEvent");
+        cuda_check(cudaMemcpyAsync(dst + off, staged, n, cudaMemcpyHostToDevice, in.stream), "cudaMemcpyAsync H2D");
+        cuda_check(cudaEventRecord(line.h2d_done[slot], in.stream), "cudaEventRecord");
+      }
+      cuda_check(cudaEventRecord(in.events[r + 1], in.stream), "cudaEventRecord");
+    }
+  }
+  latch.release();
+  for (auto& line : lines) {
+    for (Lane* lane : {line->out.get(), line->in.get()}) {
+      cuda_check(cudaSetDevice(lane->gpu), "cudaSetDevice");
+      cuda_check(cudaStreamSynchronize(lane->stream), "staged copies");
+    }
+  }
+  run.released_late = latch.timed_out();
+  run.seconds.resize(pipes.size());
+  for (size_t k = 0; k < pipes.size(); ++k) {
+    cuda_check(cudaSetDevice(lines[k]->in->gpu), "cudaSetDevice");
+    for (int r = warmup; r < warmup + reps; ++r) run.seconds[k].push_back(lines[k]->in->seconds(r, r + 1));
   }
   return run;
 }

@@ -12,4 +12,6 @@ std::vector<double> time_sync_copies(int, CopyDir, void*, const void*, size_t, i
 void keep_managed_on_host(void*, size_t, int) { no_cuda(); }
 uint64_t count_device_byte_mismatches(int, const void*, size_t, uint8_t) { no_cuda(); }
 void set_device_bytes(int, void*, size_t, uint8_t) { no_cuda(); }
+void enable_peer_access(int, int) { no_cuda(); }
+CopyRun run_staged(const std::vector<StagedStream>&, int, int, int) { no_cuda(); }
 }  // namespace mempath::gpu
