@@ -242,7 +242,7 @@ TEST(MemcpyPlan, BadInputIsAUsageError) {
   r.cpu_numa = 99;
   bad(quad, r, "no such NUMA node");
   r = {};
-  r.directions = {"d2d"};
+  r.directions = {"h2h"};  // (d2d is a GPU<->GPU direction: test_memcpy_d2d_plan.cpp)
   bad(h100, r, "valid: h2d, d2h, bidir");
   r = {};
   r.engines = {"dma"};

@@ -91,7 +91,7 @@ BAD_INPUT = [
     (["--from", QUAD, "--mem", "numa6"], "without memory"),
     (["--from", QUAD, "--cpu-numa", "4"], "without CPUs"),
     (["--from", H100, "--cpu-numa", "7"], "no such NUMA node"),
-    (["--from", H100, "--direction", "d2d"], "valid: h2d, d2h, bidir"),
+    (["--from", H100, "--direction", "h2h"], "valid: h2d, d2h, bidir"),
     (["--from", H100, "--engine", "dma"], "valid: ce, sm"),
     (["--from", H100, "--alloc", "device"], "valid: pinned, registered, system, managed"),
     (["--from", H100, "--latency", "--direction", "bidir"], "bidir makes no sense"),
@@ -254,3 +254,154 @@ def test_issuing_thread_node_is_recorded(mempath_bin: Path, tmp_path: Path) -> N
 def test_bad_input_on_the_gpu_node(mempath_bin: Path, tmp_path: Path, args: list[str], hint: str) -> None:
     proc = run(mempath_bin, "memcpy", *args, "--output", str(tmp_path / "x.h5"), check_rc=None)
     assert hint in one_line_error(proc)
+
+
+# --- GPU<->GPU (--direction d2d, d2d-bidir) ---------------------------------------------
+
+DUAL = str(FIXTURES / "gh200_dual")
+D2D_PLAN = re.compile(r"gpu=(?P<src>-?\d+)\s+dst_gpu=(?P<dst>-?\d+)\s+host_numa=(?P<stage>-?\d+)\s+cpu_numa=\S+\s+"
+                      r"(?P<alloc>\S+)\s+(?P<direction>\S+)\s+(?P<engine>\S+)\s+size=")
+
+
+def d2d_plan(binary: Path, fixture: str, *args: str) -> list[tuple[dict[str, str], str]]:
+    """The planned d2d cases of `--from fixture`: (fields, line) per case."""
+    rows = []
+    for line in run(binary, "memcpy", "--from", fixture, "--direction", *args).stdout.splitlines():
+        m = D2D_PLAN.search(line)
+        assert m, line
+        rows.append((m.groupdict(), line))
+    return rows
+
+
+def test_d2d_plan_quad_gh200_every_ordered_pair_every_engine(mempath_cpu_bin: Path) -> None:
+    rows = d2d_plan(mempath_cpu_bin, QUAD, "d2d", "--size", "64MiB")
+    assert len(rows) == 12 * 3
+    assert {(r["src"], r["dst"]) for r, _ in rows} == {(str(g), str(h)) for g in range(4) for h in range(4) if g != h}
+    assert all("skipped" not in line for _, line in rows)
+    assert all("via=nvlink" in line for r, line in rows if r["engine"] in ("ce", "sm"))
+    staged = [(r, line) for r, line in rows if r["engine"] == "staged"]
+    assert all(r["stage"] == r["src"] and "chunk=16MiB" in line for r, line in staged)
+
+
+def test_d2d_plan_dual_gh200_has_no_peer_access_but_stages(mempath_cpu_bin: Path) -> None:
+    rows = d2d_plan(mempath_cpu_bin, DUAL, "d2d,d2d-bidir", "--chunk", "8MiB")
+    assert len(rows) == 2 * 3 + 3
+    for r, line in rows:
+        if r["engine"] == "staged":
+            assert "skipped" not in line and "chunk=8MiB" in line
+        else:
+            assert line.endswith(f"skipped: no peer access from GPU {r['src']} to GPU {r['dst']}")
+    bidir = [r for r, _ in rows if r["direction"] == "d2d-bidir"]
+    assert [(r["src"], r["dst"]) for r in bidir] == [("0", "1")] * 3
+
+
+def test_d2d_plan_one_gpu_is_skipped_with_the_reason(mempath_cpu_bin: Path) -> None:
+    rows = d2d_plan(mempath_cpu_bin, H100, "d2d")
+    assert len(rows) == 3
+    assert all("skipped: this node has one GPU (gpu0)" in line for _, line in rows)
+
+
+def test_d2d_plan_staging_node_and_gpu_list(mempath_cpu_bin: Path) -> None:
+    rows = d2d_plan(mempath_cpu_bin, str(FIXTURES / "x86_2s_4gpu"), "d2d", "--engine", "staged", "--gpu", "1,3", "--mem", "numa1")
+    assert [(r["src"], r["dst"], r["stage"]) for r, _ in rows] == [("1", "3", "1"), ("3", "1", "1")]
+
+
+D2D_BAD_INPUT = [
+    (["--from", DUAL, "--direction", "d2d", "--gpu", "0"], "names only gpu0"),
+    (["--from", DUAL, "--direction", "d2d,h2d"], "run them separately"),
+    (["--from", DUAL, "--direction", "d2d", "--alloc", "pinned"], "--alloc does not apply"),
+    (["--from", DUAL, "--direction", "d2d", "--all-gpus"], "--all-gpus"),
+    (["--from", DUAL, "--direction", "d2d", "--latency"], "--latency"),
+    (["--from", DUAL, "--direction", "d2d", "--engine", "ce", "--mem", "numa0"], "staging"),
+    (["--from", DUAL, "--direction", "d2d", "--engine", "dma"], "valid: ce, sm, staged"),
+    (["--from", DUAL, "--chunk", "4MiB"], "add --direction d2d"),
+    (["--from", DUAL, "--engine", "staged"], "add --direction d2d"),
+]
+
+
+@pytest.mark.parametrize("args,hint", D2D_BAD_INPUT)
+def test_d2d_bad_input_is_one_line_and_exit_2(mempath_cpu_bin: Path, args: list[str], hint: str) -> None:
+    assert hint in one_line_error(run(mempath_cpu_bin, "memcpy", *args, check_rc=None))
+
+
+def gpu_count(binary: Path) -> int:
+    return sum(1 for p in topology(binary)["processors"] if p["kind"] == "gpu")
+
+
+def need_two_gpus(binary: Path) -> None:
+    if gpu_count(binary) < 2:
+        pytest.skip("GPU<->GPU copies need at least 2 GPUs; this node has fewer")
+
+
+@pytest.mark.gpu
+def test_d2d_on_one_gpu_is_skipped(mempath_bin: Path, tmp_path: Path) -> None:
+    if gpu_count(mempath_bin) != 1:
+        pytest.skip("this node has more than one GPU")
+    out = tmp_path / "one.h5"
+    proc = run(mempath_bin, "memcpy", "--direction", "d2d", *GPU_SMALL, "--output", str(out))
+    lines = summaries(proc.stdout)
+    assert len(lines) == 3 and all(l["status"] == "skipped" and "one GPU" in l["reason"] for l in lines)
+    assert set(table(out, "cases")["status"]) == {"skipped"}
+
+
+@pytest.mark.gpu
+def test_d2d_every_engine_writes_summary_and_tables(mempath_bin: Path, tmp_path: Path) -> None:
+    need_two_gpus(mempath_bin)
+    gpus = {p["gpu"]: p for p in topology(mempath_bin)["processors"] if p["kind"] == "gpu"}
+    out = tmp_path / "d2d.h5"
+    proc = run(mempath_bin, "memcpy", "--direction", "d2d", "--gpu", "0,1", *GPU_SMALL, "--output", str(out))
+    lines = summaries(proc.stdout)
+    assert len(lines) == 2 * 3  # 0->1, 1->0; ce, sm, staged
+    for line in lines:
+        src, dst = int(line["gpu"]), int(line["dst_gpu"])
+        assert {src, dst} == {0, 1} and line["direction"] == "d2d"
+        if line["engine"] != "staged" and dst not in gpus[src]["peers"]:
+            assert line["status"] == "skipped"
+            assert line["reason"] == f"no peer access from GPU {src} to GPU {dst}"
+            continue
+        assert line["status"] == "ok", line
+        assert float(line["median_GBps"]) > 1 and line["timing"] == "events"
+        if line["engine"] == "staged":
+            assert line["chunk"] == str(16 << 20) and line["alloc"] == "pinned"
+            assert line["host_numa"] == str(gpus[src]["host_numa"]) and line["placement"].startswith("numa")
+        else:
+            assert line["alloc"] == "device" and line["via"] in ("nvlink", "peer")
+    s, c = table(out, "samples"), table(out, "cases")
+    assert set(s["part"]) == {"d2d"} and set(s["direction"]) == {"d2d"}
+    np.testing.assert_allclose(s["bandwidth_GBps"], s["bytes"] / s["time_s"] / 1e9)
+    ok = c["status"] == "ok"
+    assert (c["verified"][ok] == 1).all()
+    assert ((c["dst_gpu"] == 1) == (c["gpu"] == 0)).all()
+    staged = c["engine"] == "staged"
+    assert (c["chunk_bytes"][staged] == 16 << 20).all() and (c["chunk_bytes"][~staged] == -1).all()
+    assert (ok | ~staged).all()  # staged always runs with two GPUs
+    for i in np.flatnonzero(ok):
+        mine = s["case_id"] == c["case_id"][i]
+        assert mine.sum() == 5 and (s["dst_gpu"][mine] == c["dst_gpu"][i]).all()
+        assert math.isclose(c["median_GBps"][i], float(np.median(s["bandwidth_GBps"][mine])), rel_tol=1e-9)
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("engine", ["ce", "sm", "staged"])
+def test_d2d_bidirectional_reports_each_way_and_the_sum(mempath_bin: Path, tmp_path: Path, engine: str) -> None:
+    need_two_gpus(mempath_bin)
+    out = tmp_path / "bd.h5"
+    proc = run(mempath_bin, "memcpy", "--direction", "d2d-bidir", "--gpu", "0,1", "--engine", engine,
+               "--chunk", "4MiB", *GPU_SMALL, "--output", str(out))
+    (line,) = summaries(proc.stdout)
+    if line["status"] == "skipped":
+        assert engine != "staged" and line["reason"].startswith("no peer access from GPU")
+        return
+    assert line["status"] == "ok", line
+    assert float(line["fwd_median_GBps"]) > 1 and float(line["rev_median_GBps"]) > 1
+    s, c = table(out, "samples"), table(out, "cases")
+    assert sorted(set(s["part"])) == ["d2d", "total"]
+    for rep in range(5):
+        rows = [(p, g, d, b) for p, g, d, b, r in zip(s["part"], s["gpu"], s["dst_gpu"], s["bandwidth_GBps"], s["rep"])
+                if r == rep]
+        ways = {(g, d): b for p, g, d, b in rows if p == "d2d"}
+        assert set(ways) == {(0, 1), (1, 0)}
+        (total,) = [b for p, _, _, b in rows if p == "total"]
+        assert math.isclose(total, ways[(0, 1)] + ways[(1, 0)], rel_tol=1e-9)
+    assert c["verified"][0] == 1 and c["bytes"][0] == 2 * (64 << 20)
+    assert c["chunk_bytes"][0] == (4 << 20 if engine == "staged" else -1)
