@@ -34,7 +34,9 @@ COLUMNS = ["host", "gpu", "kind", "role", "memory", "path", "how", "alloc", "siz
            "GBps", "peak_GBps", "pct_of_peak", "peak_limit", "h2d_GBps", "d2h_GBps",
            "h2d_oneway_GBps", "d2h_oneway_GBps", "comment"]
 KIND_ORDER = ("hbm-read", "hbm-write", "host-read", "host-write", "h2d", "d2h", "bidir",
-              "peer-read", "peer-write", "gpu-copy")
+              "peer-read", "peer-write", "gpu-copy", "d2d", "d2d-bidir")
+GPU_GPU = ("peer-read", "peer-write", "gpu-copy", "d2d", "d2d-bidir")
+ENGINES = {"ce": "peer copy engine", "sm": "peer SM copy", "staged": "staged through host"}
 LIMITED = 85.0  # % of peak from which a path is called limited by its slowest part
 
 
@@ -192,6 +194,51 @@ def _memcpy_rows(host: str, node: Node, cases: pd.DataFrame,
     return rows, missing
 
 
+def _d2d_peak(model: PeakModel, top: pd.Series, src: int, dst: int) -> Peak:
+    """Peer copies: the GPUs' link (the case's via, else the topology's); staged copies:
+    the slower of the two GPUs' paths to the staging node."""
+    if top["engine"] != "staged":
+        via = str(top["via"]) if str(top["via"]) in ("nvlink", "peer") else None
+        return model.path(f"gpu{dst}", f"gpu{src}", via)
+    numa = int(top["host_numa"])
+    if numa < 0:
+        return Peak(None, None, None, ("staging node",))
+    peaks = [model.path(f"gpu{g}", f"numa{numa}") for g in (src, dst)]
+    known = [p for p in peaks if p.gbps is not None]
+    return min(known, key=lambda p: p.gbps or 0.0) if known else peaks[0]
+
+
+def _d2d_rows(host: str, node: Node, cases: pd.DataFrame,
+              model: PeakModel) -> list[dict[str, Any]]:
+    """GPU<->GPU copies of /memcpy (direction d2d, d2d-bidir): per pair, direction and
+    engine the best allocator at the largest size; a d2d row belongs to the destination
+    GPU (the one receiving the data), a d2d-bidir row to the first GPU of the pair."""
+    ran = transfers.bandwidth(cases)
+    if ran.empty:
+        return []
+    ran = ran[(ran["host"] == host) & ran["direction"].isin(transfers.D2D)]
+    rows = []
+    for _, group in ran.groupby(["gpus", "direction", "engine", "host_numa"], sort=False):
+        top = transfers.at_largest(group)
+        top = top.loc[top["median_GBps"].astype(float).idxmax()]
+        src, dst = transfers.pair(top)
+        if dst < 0:
+            continue
+        owner, other = (dst, src) if top["direction"] == "d2d" else (src, dst)
+        how = ENGINES.get(str(top["engine"]), str(top["engine"]))
+        if top["engine"] == "staged" and int(top["host_numa"]) >= 0:
+            how += f" numa{int(top['host_numa'])}"
+        peak = _d2d_peak(model, top, src, dst)
+        if top["direction"] == "d2d-bidir" and peak.gbps:
+            peak = Peak(2 * peak.gbps, peak.source, peak.limit, peak.unknown)
+        rows.append(_row(host, owner, str(top["direction"]), node, f"gpu{other}",
+                         transfers.gpu_label(top),
+                         f"{how}, {transfers.size_label(top['size_bytes'])}, /memcpy",
+                         float(top["median_GBps"]), peak, alloc=top["alloc"],
+                         size_bytes=top["size_bytes"], h2d_GBps=np.nan, d2h_GBps=np.nan))
+    return rows
+
+
 def _find(rows: pd.DataFrame, gpu: int, kind: str, memory: str | None = None,
           role: str | None = None) -> float | None:
     hit = rows[(rows["gpu"] == gpu) & (rows["kind"] == kind)]
@@ -241,7 +288,7 @@ def comment(row: pd.Series, rows: pd.DataFrame, model: PeakModel) -> str:
             one_way, value = oneway(row, rows, part), row[f"{part}_GBps"]
             if one_way and pd.notna(value):
                 notes.append(f"{part} {value:.1f} GB/s = {_pct(value / one_way)} of one-way")
-    if kind in ("gpu-copy", "peer-read", "peer-write"):
+    if kind in GPU_GPU:
         host = _find(rows, gpu, "h2d")
         if host:
             notes.append(f"{gbps / host:.1f}x the best host → GPU copy")
@@ -255,6 +302,7 @@ def build(host: str, topology: Mapping[str, Any], model: PeakModel, entries: pd.
     node = Node.of(topology)
     rows = _bw_rows(host, node, entries) + _copy_rows(host, node, bw_cases, model)
     transfer_rows, missing = _memcpy_rows(host, node, memcpy, model)
+    transfer_rows += _d2d_rows(host, node, memcpy, model)
     table = pd.DataFrame(rows + transfer_rows).reindex(columns=COLUMNS)
     if table.empty:
         return table, missing

@@ -22,7 +22,7 @@ COLUMNS = ["host", "gpu", "placement", "measured_by", "GBps", "ms_per_token",
            "tokens_per_s", "vs_hbm"]
 SOURCES = {"hbm-read": "GPU kernel read (/bw)", "host-read": "GPU kernel read (/bw)",
            "h2d": "copy-engine h2d stream (/memcpy)", "peer-read": "GPU kernel read (/bw)",
-           "gpu-copy": "GPU-to-GPU copy (/bw)"}
+           "gpu-copy": "GPU-to-GPU copy (/bw)", "d2d": "GPU-to-GPU copy (/memcpy)"}
 
 
 _UNITS = {"": 1, "b": 1, "kb": 1e3, "mb": 1e6, "gb": 1e9, "tb": 1e12,
@@ -70,7 +70,9 @@ def build(table: pd.DataFrame, host: str, gpus: dict[int, int], host_nodes: list
         for _, row in mine.iterrows():
             gbps = float(row["GBps"])
             rows.append({"host": host, "gpu": gpu, "placement": _placement(row),
-                         "measured_by": SOURCES[row["kind"]], "GBps": gbps,
+                         "measured_by": (f"{SOURCES['d2d']}: {row['how'].split(',')[0]}"
+                                         if row["kind"] == "d2d" else SOURCES[row["kind"]]),
+                         "GBps": gbps,
                          "ms_per_token": ms_per_token(gbps, active_bytes),
                          "tokens_per_s": tokens_per_s(gbps, active_bytes),
                          "vs_hbm": gbps / hbm if pd.notna(hbm) else math.nan})

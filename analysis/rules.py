@@ -96,9 +96,10 @@ def directions(table: pd.DataFrame, gpu: int) -> list[str]:
         else:
             slow, fast = ("d2h", "h2d") if ratio < 1 else ("h2d", "d2h")
             low = min(h2d["GBps"], d2h["GBps"])
+            what = "offloads (GPU → host)" if slow == "d2h" else "loads (host → GPU)"
             lines.append(f"**gpu{gpu}, directions**: {slow} reaches {_pct(min(ratio, 1 / ratio))}"
-                         f" of {fast} ({low:.1f} GB/s): size {'offload to the host' if slow == 'd2h' else 'loads from the host'}"
-                         f" for {low:.1f} GB/s, not {max(h2d['GBps'], d2h['GBps']):.1f}.")
+                         f" of {fast}: plan {what} at {low:.1f} GB/s, not "
+                         f"{max(h2d['GBps'], d2h['GBps']):.1f}.")
     bidir = table[(table["gpu"] == gpu) & (table["kind"] == "bidir")]
     if h2d is None or d2h is None or bidir.empty:
         return lines
@@ -191,7 +192,7 @@ def allocators_and_engines(cases: pd.DataFrame, host: str, gpu: int, numa: int) 
 
 
 def gpu_to_gpu(table: pd.DataFrame, gpu: int, gpus: int) -> list[str]:
-    rows = table[(table["gpu"] == gpu) & table["kind"].isin(["gpu-copy", "peer-read"])]
+    rows = table[(table["gpu"] == gpu) & table["kind"].isin(["gpu-copy", "peer-read", "d2d"])]
     if rows.empty:
         return ([f"**gpu{gpu}, GPU↔GPU**: not measured; run peer or staged copies before "
                  "splitting a model across GPUs."] if gpus > 1 else [])
@@ -205,8 +206,19 @@ def gpu_to_gpu(table: pd.DataFrame, gpu: int, gpus: int) -> list[str]:
         verdict = (f"; that is {_pct(share)} of its HBM read: "
                    + ("keep tensors exchanged every step on one GPU" if share < AVOID
                       else "splitting across GPUs costs little bandwidth"))
-    return [f"**gpu{gpu}, GPU↔GPU**: fastest is {top['path']} at {top['GBps']:.1f} GB/s"
-            f"{compare}{verdict}."]
+    lines = [f"**gpu{gpu}, GPU↔GPU**: fastest is {top['path']} ({top['how'].split(',')[0]}) "
+             f"at {top['GBps']:.1f} GB/s{compare}{verdict}."]
+    copies = rows[rows["kind"] == "d2d"]
+    staged = copies[copies["how"].str.startswith("staged")]
+    peer = copies[~copies["how"].str.startswith("staged")]
+    if not staged.empty and not peer.empty:
+        ratio = peer["GBps"].max() / staged["GBps"].max()
+        lines.append(f"**gpu{gpu}, peer vs staged**: peer copies reach {ratio:.2f}x the copy "
+                     "staged through host memory: " + (
+                         "use peer access" if ratio > 1 / SIMILAR else
+                         "stage through the host; peer access does not pay here"
+                         if ratio < SIMILAR else "either way costs about the same"))
+    return lines
 
 
 def rules(table: pd.DataFrame, cases: pd.DataFrame, host: str,

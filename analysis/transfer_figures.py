@@ -33,7 +33,7 @@ def _panels(keys: list[tuple[str, str, str]]
             ) -> tuple[Figure, np.ndarray, list[tuple[str, str]], list[str]]:
     """A grid of (host, GPU) rows x direction columns; cells without data hidden."""
     rows = list(dict.fromkeys((host, gpu) for host, gpu, _ in keys))
-    directions = ordered({d for _, _, d in keys}, transfers.DIRECTIONS)
+    directions = ordered({d for _, _, d in keys}, transfers.DIRECTIONS + transfers.D2D)
     fig, axes = plt.subplots(len(rows), len(directions), squeeze=False, layout="constrained",
                              figsize=(5.5 * len(directions), 4.3 * len(rows)))
     for (i, j) in np.ndindex(axes.shape):
@@ -75,7 +75,7 @@ def sweep_figure(cases: pd.DataFrame, with_host: bool = False) -> Figure | None:
                         color=line.get_color(), xytext=(3, 0), textcoords="offset points")
         all_sizes = [int(s) for k, g in keyed if k == key for s in g["size_bytes"]]
         _size_axis(ax, all_sizes)
-        what = "sum of both directions" if direction == "bidir" else "median"
+        what = "sum of both directions" if direction.endswith("bidir") else "median"
         title = f"{gpu} {direction}" + (f" ({host})" if with_host else "")
         ax.set(title=title, xlabel="transfer size", ylabel=f"GB/s ({what}, band min-max)")
         ax.set_ylim(bottom=0)
@@ -94,7 +94,7 @@ def latency_figure(cases: pd.DataFrame, with_host: bool = False) -> Figure | Non
     points = transfers.latency(cases)
     if points.empty:
         return None
-    directions = ordered(points["direction"], transfers.DIRECTIONS)
+    directions = ordered(points["direction"], transfers.DIRECTIONS + transfers.D2D)
     fig, axes = plt.subplots(1, len(directions), squeeze=False, layout="constrained",
                              figsize=(5.5 * len(directions), 4.3))
     keys = ["host", "run", "gpu", "host_numa", "cpu_numa", "alloc", "engine"]

@@ -136,8 +136,7 @@ def write(runs: RunSet, out: Path, topologies: Mapping[str, Mapping[str, Any]],
         table, missing = pathtable.build(host, topology, models[host], entries, bw_cases,
                                          cases)
         mine = cases[cases["host"] == host]
-        tables[host] = (table, missing, rules(table, mine, host, node.gpus) if not table.empty
-                        else [])
+        tables[host] = (table, missing, rules(table, mine, host, node.gpus))
         places[host] = placement.build(table, host, node.gpus, node.host_nodes, active_bytes)
     (out / "path_table.md").write_text(path_markdown(tables))
     pd.concat([t for t, _, _ in tables.values()] or [pd.DataFrame(columns=pathtable.COLUMNS)]

@@ -25,8 +25,10 @@ OPTIONAL: dict[str, object] = {
     "gpus": "", "via": "", "sweep": 0, "min_GBps": math.nan, "max_GBps": math.nan,
     "h2d_median_GBps": math.nan, "d2h_median_GBps": math.nan, "median_time_s": math.nan,
     "p99_time_s": math.nan, "saturation_bytes": -1, "placement": "", "timing": "",
+    "dst_gpu": -1,
 }
 DIRECTIONS = ("h2d", "d2h", "bidir")
+D2D = ("d2d", "d2d-bidir")  # GPU<->GPU: gpus = "src,dst" (d2d-bidir: both ways at once)
 SATURATION_FRACTION = 0.95  # as mempath (src/core/memcpy_plan.hpp, kSaturationFraction)
 # A sweep group: the cases that differ only in size (src/core/memcpy_plan.hpp, group_key).
 SWEEP_KEYS = ["host", "run", "gpus", "all_gpus", "host_numa", "cpu_numa", "alloc",
@@ -186,5 +188,18 @@ def group_label(row: pd.Series, parts: Sequence[str] = ("engine", "alloc", "host
     return " ".join(words)
 
 
+def pair(row: pd.Series) -> tuple[int, int]:
+    """(source, destination) GPU of a GPU<->GPU case: ``dst_gpu`` where written, else the
+    second GPU of ``gpus``; (gpu, -1) when neither says."""
+    dst = int(row.get("dst_gpu", -1)) if pd.notna(row.get("dst_gpu", -1)) else -1
+    listed = [int(g) for g in str(row.get("gpus", "")).split(",") if g.strip().isdigit()]
+    if dst < 0 and len(listed) > 1:
+        dst = listed[1]
+    return int(row["gpu"]), dst
+
+
 def gpu_label(row: pd.Series) -> str:
+    if row["direction"] in D2D:
+        src, dst = pair(row)
+        return f"gpu{src}{' ⇄ ' if row['direction'] == 'd2d-bidir' else ' → '}gpu{dst}"
     return "all GPUs" if int(row["all_gpus"]) == 1 else f"gpu{int(row['gpu'])}"

@@ -4,6 +4,7 @@
 ``/bw/samples`` exactly as the C++ writer documents them: one 1-D dataset per column,
 int64, float64 or variable-length UTF-8 strings. ``case(...)`` fills a case row's
 defaults; ``samples_of(cases)`` gives three samples per case that ran (min, median, max).
+``write_run(..., memcpy=[memcpy_case(...), ...])`` adds ``/memcpy/cases`` and samples.
 """
 from __future__ import annotations
 
@@ -29,6 +30,21 @@ CASE_COLUMNS: dict[str, type] = {
     "bytes": int, "noise": str, "passes": int, "via": str, "status": str, "reason": str,
     "reps": int, "median_GBps": float, "min_GBps": float, "max_GBps": float, "placement": str,
     "dst_placement": str, "verified": int, "cache_resident": int,
+}
+# /memcpy tables as src/apps/memcpy_command.cpp writes them (kSampleColumns, kCaseColumns).
+MEMCPY_SAMPLE_COLUMNS: dict[str, type] = {
+    "case_id": int, "rep": int, "mode": str, "gpu": int, "host_numa": int, "cpu_numa": int,
+    "alloc": str, "direction": str, "part": str, "engine": str, "size_bytes": int,
+    "bytes": int, "time_s": float, "bandwidth_GBps": float, "timing": str,
+}
+MEMCPY_CASE_COLUMNS: dict[str, type] = {
+    "case_id": int, "mode": str, "gpu": int, "gpus": str, "all_gpus": int, "host_numa": int,
+    "cpu_numa": int, "alloc": str, "direction": str, "engine": str, "size_bytes": int,
+    "bytes": int, "timing": str, "via": str, "sweep": int, "status": str, "reason": str,
+    "reps": int, "median_GBps": float, "min_GBps": float, "max_GBps": float,
+    "h2d_median_GBps": float, "d2h_median_GBps": float, "median_time_s": float,
+    "p99_time_s": float, "min_time_s": float, "max_time_s": float, "saturation_bytes": int,
+    "sm_threads": int, "placement": str, "verified": int,
 }
 _MISSING = {int: -1, float: math.nan, str: ""}
 
@@ -61,6 +77,55 @@ def case(**values: Any) -> dict[str, Any]:
     return row
 
 
+def memcpy_case(**values: Any) -> dict[str, Any]:
+    """A /memcpy/cases row: pinned h2d copy-engine bandwidth of gpu0 from numa0, 1 GiB, ok,
+    unless ``values`` say otherwise. ``median_us``/``p99_us`` set latency times."""
+    row: dict[str, Any] = {"mode": "bandwidth", "gpu": 0, "all_gpus": 0, "host_numa": 0,
+                           "cpu_numa": 0, "alloc": "pinned", "direction": "h2d",
+                           "engine": "ce", "size_bytes": 1 << 30, "via": "c2c", "sweep": 0,
+                           "status": "ok", "reps": 10, "saturation_bytes": -1, "verified": 1,
+                           "timing": "events"}
+    median_us, p99_us = values.pop("median_us", None), values.pop("p99_us", None)
+    row.update(values)
+    row.setdefault("gpus", str(row["gpu"]))
+    row.setdefault("sm_threads", -1 if row["engine"] == "ce" else 270336)
+    streams = 2 if str(row["direction"]).endswith("bidir") else 1
+    row.setdefault("bytes", row["size_bytes"] * streams)
+    ran = row["status"] == "ok"
+    if median_us is not None:
+        row.setdefault("median_GBps", row["bytes"] / (median_us * 1e-6) / 1e9)
+        row.setdefault("median_time_s", median_us * 1e-6)
+        row.setdefault("p99_time_s", (p99_us or median_us) * 1e-6)
+        row["mode"], row["timing"] = "latency", "host"
+    median = row.setdefault("median_GBps", 100.0 if ran else math.nan)
+    row.setdefault("min_GBps", 0.95 * median)
+    row.setdefault("max_GBps", 1.05 * median)
+    if row["direction"] == "h2d":
+        row.setdefault("h2d_median_GBps", median)
+    if row["direction"] == "d2h":
+        row.setdefault("d2h_median_GBps", median)
+    row.setdefault("median_time_s", row["bytes"] / median / 1e9 if ran else math.nan)
+    row.setdefault("p99_time_s", row["median_time_s"])
+    row.setdefault("placement", f"numa{row['host_numa']}" if ran and row["host_numa"] >= 0
+                   else "")
+    if not ran:
+        row["reps"] = 0
+    return row
+
+
+def memcpy_samples_of(cases: Iterable[Mapping[str, Any]]) -> list[dict[str, Any]]:
+    """One /memcpy/samples row per case that ran (its median), part = its direction."""
+    rows = []
+    for case_id, row in enumerate(cases):
+        if row.get("status", "ok") != "ok":
+            continue
+        sample = {k: row[k] for k in MEMCPY_SAMPLE_COLUMNS if k in row}
+        sample.update(case_id=row.get("case_id", case_id), rep=0, part=row["direction"],
+                      bandwidth_GBps=row["median_GBps"], time_s=row["median_time_s"])
+        rows.append(sample)
+    return rows
+
+
 def samples_of(cases: Iterable[Mapping[str, Any]]) -> list[dict[str, Any]]:
     """Three /bw/samples rows (min, median, max) per case that ran."""
     rows = []
@@ -89,9 +154,15 @@ def _write_table(group: h5py.Group, columns: Mapping[str, type],
 def write_run(path: Path, cases: Sequence[Mapping[str, Any]],
               samples: Sequence[Mapping[str, Any]] | None = None, *,
               topology: Mapping[str, Any] | str, schema_version: int = 1,
-              attrs: Mapping[str, Any] | None = None) -> Path:
-    """Write a schema-v1 file; ``case_id`` defaults to the row index."""
+              attrs: Mapping[str, Any] | None = None,
+              memcpy: Sequence[Mapping[str, Any]] | None = None, bw: bool = True) -> Path:
+    """Write a schema-v1 file; ``case_id`` defaults to the row index.
+
+    ``memcpy``: /memcpy/cases rows (memcpy_case()), written with their samples; ``bw``
+    False leaves /bw out (a file of `mempath memcpy` alone).
+    """
     rows = [{"case_id": i, **row} for i, row in enumerate(cases)]
+    copies = [{"case_id": i, **row} for i, row in enumerate(memcpy or [])]
     topo = topology if isinstance(topology, str) else json.dumps(topology)
     host = json.loads(topo).get("host", "testhost") if topo.strip() else "testhost"
     root: dict[str, Any] = {
@@ -110,7 +181,12 @@ def write_run(path: Path, cases: Sequence[Mapping[str, Any]],
                 f.attrs.create(key, value, dtype=h5py.string_dtype("utf-8"))
             else:
                 f.attrs.create(key, value, dtype=np.int64)
-        _write_table(f.create_group("bw/cases"), CASE_COLUMNS, rows)
-        _write_table(f.create_group("bw/samples"), SAMPLE_COLUMNS,
-                     samples_of(rows) if samples is None else list(samples))
+        if bw:
+            _write_table(f.create_group("bw/cases"), CASE_COLUMNS, rows)
+            _write_table(f.create_group("bw/samples"), SAMPLE_COLUMNS,
+                         samples_of(rows) if samples is None else list(samples))
+        if memcpy is not None:
+            _write_table(f.create_group("memcpy/cases"), MEMCPY_CASE_COLUMNS, copies)
+            _write_table(f.create_group("memcpy/samples"), MEMCPY_SAMPLE_COLUMNS,
+                         memcpy_samples_of(copies))
     return path
