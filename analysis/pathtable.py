@@ -200,12 +200,39 @@ def _d2d_peak(model: PeakModel, top: pd.Series, src: int, dst: int) -> Peak:
     if top["engine"] != "staged":
         via = str(top["via"]) if str(top["via"]) in ("nvlink", "peer") else None
         return model.path(f"gpu{dst}", f"gpu{src}", via)
+    # via of a staged way: "LINK>numaN>LINK" (source's D2H link, staging node, the
+    # destination's H2D link); several ways comma-separated: the first is this one.
+    route = str(top["via"]).split(",")[0].split(">")
     numa = int(top["host_numa"])
-    if numa < 0:
+    if len(route) == 3 and route[1].startswith("numa"):
+        legs = [(src, route[1], route[0] or None), (dst, route[1], route[2] or None)]
+    elif numa >= 0:
+        legs = [(src, f"numa{numa}", None), (dst, f"numa{numa}", None)]
+    else:
         return Peak(None, None, None, ("staging node",))
-    peaks = [model.path(f"gpu{g}", f"numa{numa}") for g in (src, dst)]
+    peaks = [model.path(f"gpu{g}", mem, via) for g, mem, via in legs]
     known = [p for p in peaks if p.gbps is not None]
     return min(known, key=lambda p: p.gbps or 0.0) if known else peaks[0]
+
+
+def _d2d_missing(host: str, cases: pd.DataFrame) -> list[tuple[int, str, str]]:
+    """GPU<->GPU (pair, direction, engine) without a measured case, with the reasons."""
+    if cases.empty:
+        return []
+    mine = cases[(cases["host"] == host) & cases["direction"].isin(transfers.D2D)]
+    ran = transfers.bandwidth(mine)
+    done = set(zip(ran["gpus"], ran["direction"], ran["engine"])) if not ran.empty else set()
+    missing = []
+    for (gpus, direction, engine), group in mine.groupby(["gpus", "direction", "engine"],
+                                                         sort=False):
+        if (gpus, direction, engine) in done:
+            continue
+        src, dst = transfers.pair(group.iloc[0])
+        label = f"{transfers.gpu_label(group.iloc[0])} ({ENGINES.get(engine, engine)})"
+        why = "; ".join(dict.fromkeys(r for r in group["reason"].fillna("") if r))
+        missing.append((dst if direction == "d2d" and dst >= 0 else src, label,
+                        why or "not measured"))
+    return missing
 
 
 def _d2d_rows(host: str, node: Node, cases: pd.DataFrame,
@@ -303,6 +330,7 @@ def build(host: str, topology: Mapping[str, Any], model: PeakModel, entries: pd.
     rows = _bw_rows(host, node, entries) + _copy_rows(host, node, bw_cases, model)
     transfer_rows, missing = _memcpy_rows(host, node, memcpy, model)
     transfer_rows += _d2d_rows(host, node, memcpy, model)
+    missing += _d2d_missing(host, memcpy)
     table = pd.DataFrame(rows + transfer_rows).reindex(columns=COLUMNS)
     if table.empty:
         return table, missing

@@ -35,7 +35,7 @@ CASE_COLUMNS: dict[str, type] = {
 MEMCPY_SAMPLE_COLUMNS: dict[str, type] = {
     "case_id": int, "rep": int, "mode": str, "gpu": int, "host_numa": int, "cpu_numa": int,
     "alloc": str, "direction": str, "part": str, "engine": str, "size_bytes": int,
-    "bytes": int, "time_s": float, "bandwidth_GBps": float, "timing": str,
+    "bytes": int, "time_s": float, "bandwidth_GBps": float, "timing": str, "dst_gpu": int,
 }
 MEMCPY_CASE_COLUMNS: dict[str, type] = {
     "case_id": int, "mode": str, "gpu": int, "gpus": str, "all_gpus": int, "host_numa": int,
@@ -44,7 +44,8 @@ MEMCPY_CASE_COLUMNS: dict[str, type] = {
     "reps": int, "median_GBps": float, "min_GBps": float, "max_GBps": float,
     "h2d_median_GBps": float, "d2h_median_GBps": float, "median_time_s": float,
     "p99_time_s": float, "min_time_s": float, "max_time_s": float, "saturation_bytes": int,
-    "sm_threads": int, "placement": str, "verified": int,
+    "sm_threads": int, "placement": str, "verified": int, "dst_gpu": int, "chunk_bytes": int,
+    "fwd_median_GBps": float, "rev_median_GBps": float,
 }
 _MISSING = {int: -1, float: math.nan, str: ""}
 
@@ -87,6 +88,8 @@ def memcpy_case(**values: Any) -> dict[str, Any]:
                            "timing": "events"}
     median_us, p99_us = values.pop("median_us", None), values.pop("p99_us", None)
     row.update(values)
+    if "dst_gpu" in row:                            # GPU<->GPU: gpus = "src,dst"
+        row.setdefault("gpus", f"{row['gpu']},{row['dst_gpu']}")
     row.setdefault("gpus", str(row["gpu"]))
     row.setdefault("sm_threads", -1 if row["engine"] == "ce" else 270336)
     streams = 2 if str(row["direction"]).endswith("bidir") else 1

@@ -55,8 +55,13 @@ def seed_memcpy(local: float = 377.0, remote: float = 133.0, d2h: float = 297.0
         rows.append(memcpy_case(gpu=gpu, host_numa=near, cpu_numa=near, direction="bidir",
                                 median_GBps=500.0, h2d_median_GBps=260.0,
                                 d2h_median_GBps=240.0))
-    rows.append(memcpy_case(gpu=1, gpus="1,0", host_numa=0, cpu_numa=0, direction="d2d",
-                            engine="staged", via="c2c", median_GBps=58.0))
+    rows.append(memcpy_case(gpu=1, dst_gpu=0, host_numa=0, cpu_numa=0, direction="d2d",
+                            engine="staged", via="c2c+interconnect>numa0>c2c",
+                            chunk_bytes=16 * MiB, median_GBps=58.0, fwd_median_GBps=58.0))
+    rows.append(memcpy_case(gpu=0, dst_gpu=1, host_numa=-1, direction="d2d", engine="ce",
+                            alloc="device", via="none", status="skipped",
+                            reason="no peer access from GPU 0 to GPU 1",
+                            median_GBps=float("nan")))
     rows.append(memcpy_case(gpu=1, host_numa=0, cpu_numa=0, direction="bidir",
                             alloc="system", status="skipped", reason=SKIP,
                             median_GBps=float("nan")))
@@ -189,6 +194,7 @@ def test_path_table_numbers_and_percent_of_peak(tmp_path: Path) -> None:
     assert ("| gpu0 | numa0 (local host) → gpu0 | copy engine, 1 GiB, pinned, /memcpy | "
             "377.0 | 450.0 | 84 | 84% of the NVLink-C2C link (450 GB/s) |") in md
     assert f"- gpu1: numa0 (remote host) ⇄ gpu1 (copy engine): {SKIP}" in md
+    assert "- gpu1: gpu0 → gpu1 (peer copy engine): no peer access from GPU 0 to GPU 1" in md
     summary = (out / "summary.md").read_text()
     assert "[Path table and deployment rules](path_table.md)" in summary
     assert "[LLM decode placement](placement.md)" in summary
