@@ -252,6 +252,13 @@ CopyRun run_staged(const std::vector<StagedStream>& pipes, int warmup, int reps,
   }
   // Declared after the lanes: released (on every way out) before they wait for their streams.
   ReleaseOnExit release_on_exit{latch};
+  // A long pipeline (a 4 GiB sweep size in 16 MiB chunks: thousands of operations per
+  // stream) would fill a stream's queue while the spin kernel holds it, and the host would
+  // block: the spin kernel is released once this many operations wait on a stream. The GPU
+  // then has that much queued work (>= 170 chunks) ahead of a host that queues a chunk's
+  // six calls far faster than a chunk copies, so enqueue cost stays out of the timing.
+  constexpr size_t kQueuedBeforeRelease = 512;
+  size_t queued = 0;
   for (auto& line : lines) {
     Lane& in = *line->in;
     use_device(in.gpu);
@@ -284,6 +291,7 @@ CopyRun run_staged(const std::vector<StagedStream>& pipes, int warmup, int reps,
         cuda_check(cudaStreamWaitEvent(in.stream, line.d2h_done[slot], 0), "cudaStreamWaitEvent");
         cuda_check(cudaMemcpyAsync(dst + off, staged, n, cudaMemcpyHostToDevice, in.stream), "cudaMemcpyAsync H2D");
         cuda_check(cudaEventRecord(line.h2d_done[slot], in.stream), "cudaEventRecord");
+        if ((queued += 3) >= kQueuedBeforeRelease) latch.release();
       }
       cuda_check(cudaEventRecord(in.events[r + 1], in.stream), "cudaEventRecord");
     }
