@@ -180,7 +180,12 @@ def size_label(size: float) -> str:
 
 
 def group_label(row: pd.Series, parts: Sequence[str] = ("engine", "alloc", "host_numa")) -> str:
-    """'ce pinned numa0' (+ 'cpu numa1' where the issuing thread ran elsewhere)."""
+    """'ce pinned numa0' (+ 'cpu numa1' where the issuing thread ran elsewhere); GPU<->GPU:
+    the engine, and the staging node of a staged copy."""
+    if row["direction"] in D2D:
+        node = int(row["host_numa"])
+        return str(row["engine"]) + (f" via numa{node}" if row["engine"] == "staged"
+                                     and node >= 0 else "")
     words = [str(row[p]) if p != "host_numa" else
              (f"numa{int(row[p])}" if int(row[p]) >= 0 else "nearest nodes") for p in parts]
     if "host_numa" in parts and int(row["cpu_numa"]) not in (int(row["host_numa"]), -1):

@@ -364,3 +364,18 @@ def test_active_bytes_units() -> None:
     assert parse_active_bytes("2GiB") == 2 * GiB
     with pytest.raises(InputError):
         parse_active_bytes("-1")
+
+
+def test_gpu_to_gpu_sweep_gets_its_own_panel(tmp_path: Path) -> None:
+    rows = [memcpy_case(gpu=0, dst_gpu=1, direction="d2d", engine="staged", host_numa=0,
+                        via="c2c>numa0>c2c+interconnect", size_bytes=s, sweep=1,
+                        median_GBps=min(58.0, s / MiB), saturation_bytes=64 * MiB)
+            for s in (MiB << i for i in range(8))]
+    path = write_run(tmp_path / "d2d.h5", [], topology=dual_gh200(), bw=False, memcpy=rows)
+    cases, _ = transfers.load(load_runs([path]))
+    fig = transfer_figures.sweep_figure(cases)
+    assert fig is not None
+    ax = next(ax for ax in fig.axes if ax.get_visible())
+    assert ax.get_title() == "gpu0 → gpu1 d2d"
+    assert [t.get_text() for t in ax.get_legend().get_texts()] == ["staged via numa0"]
+    assert "sat. 64 MiB" in [t.get_text() for t in ax.texts]
