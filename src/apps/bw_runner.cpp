@@ -10,6 +10,7 @@
 #include "core/stats.hpp"
 #include "core/units.hpp"
 #include "cpu/cpu_bw.hpp"
+#include "gpu/memcpy_api.hpp"
 
 namespace mempath {
 namespace {
@@ -127,6 +128,9 @@ CaseOutcome run_case(const Topology& topo, const BwCase& c, const BwSettings& se
       if (out.verified) out.reason = cpu_timing_problem(summarize(out.seconds).median);
     } else {
       const int g = topo.find_pu(c.pu)->gpu;
+      // Another GPU's memory (gpuH) is reached through peer access, off until enabled.
+      for (const Buffer* b : {src.get(), dst.get()})
+        if (b && b->gpu() >= 0 && b->gpu() != g) gpu::enable_peer_access(g, b->gpu());
       auto run = gpu::run_bw(g, c.op, s, d, c.size, out.passes, c.kernel == "block",
                              settings.warmup, settings.reps, kGpuWriteWord);
       noise_stop.n = nullptr;

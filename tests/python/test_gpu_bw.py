@@ -62,3 +62,16 @@ def test_noise_reader_runs_alongside(mempath_bin: Path, tmp_path: Path) -> None:
     with h5py.File(out) as f:
         assert f["bw/cases/noise"][0] == b"cpu0:numa0"
 
+
+
+def test_gpu_reads_a_peer_gpu(mempath_bin: Path) -> None:
+    gpus = [p for p in topology(mempath_bin)["processors"] if p["kind"] == "gpu"]
+    if len(gpus) < 2:
+        pytest.skip("needs two GPUs")
+    proc = run(mempath_bin, "bw", "--pu", "gpu0", "--mem", "gpu1", *GPU_SMALL)
+    (line,) = summaries(proc.stdout)
+    if 1 in gpus[0]["peers"]:
+        assert line["status"] == "ok" and line["via"] in ("nvlink", "peer"), line
+        assert float(line["median_GBps"]) > 10
+    else:
+        assert line["status"] == "skipped" and "peer" in line["reason"]
