@@ -154,7 +154,8 @@ def _copy_rows(host: str, node: Node, bw_cases: pd.DataFrame,
     for _, top in best_case(copies, ["pu", "src", "dst"]).iterrows():
         gpu = int(top["pu"][3:])
         other = top["dst"] if top["src"] == top["pu"] else top["src"]
-        peak = model.path(top["pu"], other, top["via"] or None)
+        # The case's `via` is its source's; the GPU-to-GPU leg is pu -> other.
+        peak = model.path(top["pu"], other)
         rows.append(_row(host, gpu, "gpu-copy", node, other,
                          f"{top['src']} → {top['dst']} (copy kernel on {top['pu']})",
                          "copy kernel, /bw (size / time)", float(top["median_GBps"]) / 2,

@@ -8,7 +8,7 @@ from typing import Any
 
 import pandas as pd
 
-from . import figures, matrix, transfer_report
+from . import figures, matrix, transfer_report, unified
 from .cases import CASE_COLUMNS, mark_placement, memory_aliases, misplaced_note, ordered
 from .errors import InputError
 from .io import RunSet
@@ -179,6 +179,8 @@ def write_report(runs: RunSet, out: Path, overrides: Mapping[str, float] | None 
     report.files += transfer.files
     report.missing += transfer.missing
     report.notes += transfer.notes
+    behaviour = unified.write(runs, out)
+    report.files += behaviour.files
 
     lines = ["# mempath report", "",
              f"Host(s): {', '.join(f'`{h}`' for h in hosts) or 'none'}; "
@@ -192,6 +194,8 @@ def write_report(runs: RunSet, out: Path, overrides: Mapping[str, float] | None 
     lines += _figure("thread_scaling", "Thread scaling (CPU)", scaling, no_cpu)
     lines += _figure("copy_heatmap", "Copy heatmap", heatmap, no_copy)
     lines += transfer.lines
+    if behaviour.files:
+        lines += ["## Allocators and unified memory", ""] + behaviour.lines
     lines += _peaks(entries, overrides)
     lines += _counts(cases)
     if report.missing:

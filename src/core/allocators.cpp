@@ -163,12 +163,10 @@ std::string placement(const Buffer& buffer) {
   for (size_t i = 0; i < samples; ++i)
     addrs[i] = static_cast<char*>(buffer.data()) + (i * pages / samples) * page;
   const long rc = move_pages(0, samples, addrs.data(), nullptr, status.data(), 0);
-  std::string where = rc == 0 ? format_placement(status) : "unknown";
-  if (where == "unknown" && buffer.alloc() == "managed") {
-    const std::string loc = gpu::managed_location(buffer.data(), buffer.bytes());
-    if (!loc.empty()) where = loc;
-  }
-  return where;
+  // Managed pages that live on a GPU are in no host page table on a machine without HMM,
+  // and CUDA has no residency query (its last-prefetch attribute names where pages were
+  // sent, not where they are now): such a buffer is honestly "unknown".
+  return rc == 0 ? format_placement(status) : "unknown";
 }
 
 }  // namespace mempath

@@ -29,8 +29,6 @@ void free_managed(void* ptr);
 void free_pinned(void* ptr);
 // Moves managed pages to GPU `gpu`, or to the host when gpu < 0, and waits.
 void prefetch_managed(void* ptr, size_t bytes, int gpu);
-// "gpuN", "host" or "" from CUDA's range attributes of managed memory.
-std::string managed_location(void* ptr, size_t bytes);
 
 // Byte pattern fill and verification run by GPU `gpu` on memory it can access.
 void fill(int gpu, void* ptr, size_t bytes, uint8_t value);

@@ -90,16 +90,4 @@ void prefetch_managed(void* ptr, size_t bytes, int gpu) {
   cuda_check(cudaDeviceSynchronize(), "prefetch");
 }
 
-std::string managed_location(void* ptr, size_t bytes) {
-  int where = cudaInvalidDeviceId;
-  if (cudaMemRangeGetAttribute(&where, sizeof where, cudaMemRangeAttributeLastPrefetchLocation,
-                               ptr, bytes) != cudaSuccess) {
-    cudaGetLastError();
-    return "";
-  }
-  if (where == cudaCpuDeviceId) return "host";
-  if (where >= 0) return "gpu" + std::to_string(where);
-  return "";
-}
-
 }  // namespace mempath::gpu
