@@ -30,15 +30,19 @@ def _ok(table: pd.DataFrame) -> pd.DataFrame:
 
 def alloc_heatmap(runs: RunSet, out: Path) -> list[Path]:
     """Median GB/s of cudaMemcpy per (source allocator, destination allocator), one panel
-    per node (host memory and GPU named in the axis labels)."""
+    per node and host NUMA memory (device -> device, measured once, shown in each)."""
     cases = _ok(runs.table("allocmatrix/cases"))
     if cases.empty:
         return []
-    hosts = list(dict.fromkeys(cases["host"]))
-    fig, axes = plt.subplots(1, len(hosts), figsize=(6.5 * len(hosts), 5.5), squeeze=False,
+    numa = [m if str(m).startswith("numa") else d for m, d in zip(cases["src_mem"], cases["dst_mem"])]
+    cases = cases.assign(node=numa)
+    panels = [(h, n) for h, n in dict.fromkeys(zip(cases["host"], cases["node"])) if str(n).startswith("numa")]
+    if not panels:
+        return []
+    fig, axes = plt.subplots(1, len(panels), figsize=(6.5 * len(panels), 5.5), squeeze=False,
                              layout="constrained")
-    for ax, host in zip(axes[0], hosts):
-        part = cases[cases["host"] == host]
+    for ax, (host, node) in zip(axes[0], panels):
+        part = cases[(cases["host"] == host) & ((cases["node"] == node) | ~cases["node"].str.startswith("numa"))]
         rows = [a for a in ALLOCS if a in set(part["src_alloc"])]
         cols = [a for a in ALLOCS if a in set(part["dst_alloc"])]
         grid = np.full((len(rows), len(cols)), np.nan)
@@ -48,8 +52,8 @@ def alloc_heatmap(runs: RunSet, out: Path) -> list[Path]:
         mem = {a: m for a, m in zip(part["src_alloc"], part["src_mem"])}
         ax.set_yticks(range(len(rows)), [f"{a} ({mem.get(a, '')})" for a in rows])
         ax.set_xticks(range(len(cols)), cols, rotation=45, ha="right")
-        ax.set(title=f"{host}: cudaMemcpy median GB/s", xlabel="destination allocator",
-               ylabel="source allocator")
+        ax.set(title=f"{host}, host memory {node}: cudaMemcpy median GB/s",
+               xlabel="destination allocator", ylabel="source allocator")
     return _save(fig, out, "alloc_heatmap")
 
 

@@ -69,7 +69,8 @@ int cmd_allocmatrix(const std::vector<std::string>& args, const std::vector<std:
                "cudaMemcpy between every source and destination allocator: host memory on --mem,\n"
                "device memory on --gpu (the paper's Figure 5).",
                {{"gpu", "N", "GPU of the device buffers and of the CUDA calls (default 0)"},
-                {"mem", "MEM", "NUMA node of host buffers (default: the GPU's nearest host node)"},
+                {"mem", "LIST", "NUMA nodes of host buffers, one matrix each: numaN, a comma list, or all\n"
+                                "                            (default: the GPU's nearest host node)"},
                 {"alloc", "LIST", "allocators (default: system, numa, pinned, registered, managed, device)"},
                 {"size", "SIZE", "bytes per copy (default 256MiB)"},
                 {"reps", "N", "timed repetitions (default 10)"},
@@ -83,9 +84,14 @@ int cmd_allocmatrix(const std::vector<std::string>& args, const std::vector<std:
   const GpuInfo* info = topo.find_gpu(g);
   if (!info) throw UsageError("GPU " + std::to_string(g) + " does not exist; this node has " +
                               std::to_string(topo.gpus.size()) + " GPUs");
-  const std::string host = opts.get_or("mem", "numa" + std::to_string(std::max(0, info->host_numa)));
-  const Memory* hm = topo.find_mem(host);
-  if (!hm || hm->numa < 0) throw UsageError("--mem must be a NUMA memory of this node, not '" + host + "'");
+  std::vector<std::string> numa_mems;
+  for (const auto& m : topo.memories)
+    if (m.numa >= 0) numa_mems.push_back(m.name);
+  const std::string mem_opt = opts.get_or("mem", "numa" + std::to_string(std::max(0, info->host_numa)));
+  const std::vector<std::string> hosts = mem_opt == "all" ? numa_mems : split_list(mem_opt);
+  for (const auto& h : hosts)
+    if (std::find(numa_mems.begin(), numa_mems.end(), h) == numa_mems.end())
+      throw UsageError("--mem must name NUMA memories of this node, not '" + h + "'; valid: " + join(numa_mems) + ", all");
   std::vector<std::string> allocs = opts.has("alloc") ? split_list(*opts.get("alloc")) : kAllocs;
   for (const auto& a : allocs)
     if (std::find(kAllocs.begin(), kAllocs.end(), a) == kAllocs.end())
@@ -94,10 +100,12 @@ int cmd_allocmatrix(const std::vector<std::string>& args, const std::vector<std:
   if (size % 4096) throw UsageError("--size must be a multiple of 4KiB");
   const int reps = static_cast<int>(opts.integer("reps", 10, 1));
   const int warmup = static_cast<int>(opts.integer("warmup", 2, 0));
-  if (2 * size > static_cast<uint64_t>(hm->free_bytes) && hm->free_bytes > 0)
-    throw UsageError("two buffers of --size " + format_size(size) + " exceed the " +
-                     format_size(hm->free_bytes) + " free on " + host + "; valid: a smaller --size");
-
+  for (const auto& h : hosts) {
+    const Memory* hm = topo.find_mem(h);
+    if (2 * size > static_cast<uint64_t>(hm->free_bytes) && hm->free_bytes > 0)
+      throw UsageError("two buffers of --size " + format_size(size) + " exceed the " +
+                       format_size(hm->free_bytes) + " free on " + h + "; valid: a smaller --size");
+  }
   ResultFile file(opts.get_or("output", default_output_name("allocmatrix", topo.host)), collect_provenance(topo, argv));
   file.table("allocmatrix/samples", kSampleColumns);
   file.table("allocmatrix/cases", kCaseColumns);
@@ -105,53 +113,58 @@ int cmd_allocmatrix(const std::vector<std::string>& args, const std::vector<std:
   const std::string device_mem = "gpu" + std::to_string(g);
   int64_t id = 0;
   int exit_code = kExitOk;
-  for (const auto& sa : allocs) {
-    for (const auto& da : allocs) {
-      const std::string sm = sa == "device" ? device_mem : host, dm = da == "device" ? device_mem : host;
-      std::string status = "ok", reason, where, dst_where;
-      std::vector<double> seconds;
-      bool verified = false;
-      try {
-        auto src = allocate(topo, sa, sm, size, kSource);
-        auto dst = allocate(topo, da, dm, size, kCleared);
-        // The calling thread sits on the host node, as an application's would.
-        run_on_threads(1, setup_cpus(topo, hm->numa), -1, [&](int, int) {
-          seconds = gpu::time_sync_copies(g, gpu::CopyDir::H2D, dst->data(), src->data(), size, warmup, reps);
-        });
-        verified = holds(topo, *dst, kSource, g);
-        if (!verified) status = "failed", reason = "destination differs from the source after the copies";
-        where = placement(*src);
-        dst_where = placement(*dst);
-      } catch (const Unsupported& e) {
-        status = "skipped", reason = e.what();
-      } catch (const std::exception& e) {
-        status = "failed", reason = e.what(), seconds.clear();
+  for (const auto& host : hosts) {
+    const Memory* hm = topo.find_mem(host);
+    for (const auto& sa : allocs) {
+      for (const auto& da : allocs) {
+        // device -> device does not depend on the host node: measured with the first one.
+        if (sa == "device" && da == "device" && host != hosts.front()) continue;
+        const std::string sm = sa == "device" ? device_mem : host, dm = da == "device" ? device_mem : host;
+        std::string status = "ok", reason, where, dst_where;
+        std::vector<double> seconds;
+        bool verified = false;
+        try {
+          auto src = allocate(topo, sa, sm, size, kSource);
+          auto dst = allocate(topo, da, dm, size, kCleared);
+          // The calling thread sits on the host node, as an application's would.
+          run_on_threads(1, setup_cpus(topo, hm->numa), -1, [&](int, int) {
+            seconds = gpu::time_sync_copies(g, gpu::CopyDir::H2D, dst->data(), src->data(), size, warmup, reps);
+          });
+          verified = holds(topo, *dst, kSource, g);
+          if (!verified) status = "failed", reason = "destination differs from the source after the copies";
+          where = placement(*src);
+          dst_where = placement(*dst);
+        } catch (const Unsupported& e) {
+          status = "skipped", reason = e.what();
+        } catch (const std::exception& e) {
+          status = "failed", reason = e.what(), seconds.clear();
+        }
+        std::vector<double> gbps;
+        for (double s : seconds) gbps.push_back(size / s / 1e9);
+        const Summary s = status == "ok" ? summarize(gbps) : Summary{};
+        if (status == "ok")
+          for (size_t r = 0; r < seconds.size(); ++r)
+            file.table("allocmatrix/samples", kSampleColumns)
+                .append({{"case_id", id}, {"rep", static_cast<int64_t>(r)}, {"src_alloc", sa}, {"src_mem", sm},
+                         {"dst_alloc", da}, {"dst_mem", dm}, {"size_bytes", static_cast<int64_t>(size)},
+                         {"time_s", seconds[r]}, {"bandwidth_GBps", gbps[r]}});
+        file.table("allocmatrix/cases", kCaseColumns)
+            .append({{"case_id", id}, {"src_alloc", sa}, {"src_mem", sm}, {"dst_alloc", da}, {"dst_mem", dm},
+                     {"size_bytes", static_cast<int64_t>(size)}, {"status", status}, {"reason", reason},
+                     {"reps", static_cast<int64_t>(status == "ok" ? seconds.size() : 0)}, {"median_GBps", s.median},
+                     {"min_GBps", s.min}, {"max_GBps", s.max}, {"placement", where}, {"dst_placement", dst_where},
+                     {"verified", static_cast<int64_t>(verified)}});
+        file.set_attribute("end_time", utc_now_iso8601());
+        file.save();
+        std::printf("MEMPATH allocmatrix src_alloc=%s src_mem=%s dst_alloc=%s dst_mem=%s size=%llu status=%s",
+                    sa.c_str(), sm.c_str(), da.c_str(), dm.c_str(), static_cast<unsigned long long>(size), status.c_str());
+        if (status == "ok") std::printf(" median_GBps=%.2f min_GBps=%.2f max_GBps=%.2f reps=%zu", s.median, s.min, s.max, seconds.size());
+        if (!reason.empty()) std::printf(" reason=\"%s\"", reason.c_str());
+        std::printf("\n");
+        std::fflush(stdout);
+        if (status == "failed") exit_code = kExitFailed;
+        ++id;
       }
-      std::vector<double> gbps;
-      for (double s : seconds) gbps.push_back(size / s / 1e9);
-      const Summary s = status == "ok" ? summarize(gbps) : Summary{};
-      if (status == "ok")
-        for (size_t r = 0; r < seconds.size(); ++r)
-          file.table("allocmatrix/samples", kSampleColumns)
-              .append({{"case_id", id}, {"rep", static_cast<int64_t>(r)}, {"src_alloc", sa}, {"src_mem", sm},
-                       {"dst_alloc", da}, {"dst_mem", dm}, {"size_bytes", static_cast<int64_t>(size)},
-                       {"time_s", seconds[r]}, {"bandwidth_GBps", gbps[r]}});
-      file.table("allocmatrix/cases", kCaseColumns)
-          .append({{"case_id", id}, {"src_alloc", sa}, {"src_mem", sm}, {"dst_alloc", da}, {"dst_mem", dm},
-                   {"size_bytes", static_cast<int64_t>(size)}, {"status", status}, {"reason", reason},
-                   {"reps", static_cast<int64_t>(status == "ok" ? seconds.size() : 0)}, {"median_GBps", s.median},
-                   {"min_GBps", s.min}, {"max_GBps", s.max}, {"placement", where}, {"dst_placement", dst_where},
-                   {"verified", static_cast<int64_t>(verified)}});
-      file.set_attribute("end_time", utc_now_iso8601());
-      file.save();
-      std::printf("MEMPATH allocmatrix src_alloc=%s src_mem=%s dst_alloc=%s dst_mem=%s size=%llu status=%s",
-                  sa.c_str(), sm.c_str(), da.c_str(), dm.c_str(), static_cast<unsigned long long>(size), status.c_str());
-      if (status == "ok") std::printf(" median_GBps=%.2f min_GBps=%.2f max_GBps=%.2f reps=%zu", s.median, s.min, s.max, seconds.size());
-      if (!reason.empty()) std::printf(" reason=\"%s\"", reason.c_str());
-      std::printf("\n");
-      std::fflush(stdout);
-      if (status == "failed") exit_code = kExitFailed;
-      ++id;
     }
   }
   std::cerr << "mempath: " << id << " cases written to " << file.path() << "\n";

@@ -56,3 +56,9 @@ def test_allocmatrix_covers_every_pair(mempath_bin: Path, tmp_path: Path) -> Non
     with h5py.File(out) as f:
         assert (f["allocmatrix/cases/verified"][()] == 1).all()
         assert len(f["allocmatrix/samples/rep"]) == 36 * 3
+
+
+@pytest.mark.gpu
+def test_allocmatrix_bad_memory(mempath_bin: Path) -> None:
+    proc = run(mempath_bin, "allocmatrix", "--mem", "numa99", check_rc=2)
+    assert "valid: numa" in proc.stderr and proc.stderr.count("\n") == 1
