@@ -22,19 +22,6 @@ bool contains_int(const std::vector<int>& items, int x) {
 
 std::string gpu_str(int g) { return "GPU " + std::to_string(g); }
 
-int first_host_node(const Topology& topo) {
-  for (const auto& n : topo.numa_nodes)
-    if (n.kind == "host" && n.mem_total_bytes > 0) return n.id;
-  for (const auto& n : topo.numa_nodes)
-    if (!n.cpus.empty()) return n.id;
-  return topo.numa_nodes.empty() ? 0 : topo.numa_nodes.front().id;
-}
-
-int nearest_host(const Topology& topo, int gpu) {
-  const GpuInfo* g = topo.find_gpu(gpu);
-  return g && g->host_numa >= 0 ? g->host_numa : first_host_node(topo);
-}
-
 // How GPU g reaches host node `node`: its own link, plus the socket link when the node is
 // not its nearest (as topology.cpp names paths).
 std::string host_route(const Topology& topo, int gpu, int node) {

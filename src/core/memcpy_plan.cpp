@@ -41,19 +41,6 @@ int parse_index(const std::string& text, const std::string& prefix) {
   return std::stoi(digits);
 }
 
-int first_host_node(const Topology& topo) {
-  for (const auto& n : topo.numa_nodes)
-    if (n.kind == "host" && n.mem_total_bytes > 0) return n.id;
-  for (const auto& n : topo.numa_nodes)
-    if (!n.cpus.empty()) return n.id;
-  return topo.numa_nodes.empty() ? 0 : topo.numa_nodes.front().id;
-}
-
-int nearest_host(const Topology& topo, int gpu) {
-  const GpuInfo* g = topo.find_gpu(gpu);
-  return g && g->host_numa >= 0 ? g->host_numa : first_host_node(topo);
-}
-
 // Values of a list option, each checked against `valid`; `fallback` when empty.
 std::vector<std::string> checked(const std::vector<std::string>& given, const std::vector<std::string>& valid,
                                  const std::vector<std::string>& fallback, const std::string& option) {
@@ -67,6 +54,20 @@ std::vector<std::string> checked(const std::vector<std::string>& given, const st
 }
 
 }  // namespace
+
+static int first_host_node(const Topology& topo) {
+  for (const auto& n : topo.numa_nodes)
+    if (n.kind == "host" && n.mem_total_bytes > 0) return n.id;
+  for (const auto& n : topo.numa_nodes)
+    if (!n.cpus.empty()) return n.id;
+  return topo.numa_nodes.empty() ? 0 : topo.numa_nodes.front().id;
+}
+
+int nearest_host(const Topology& topo, int gpu) {
+  const GpuInfo* g = topo.find_gpu(gpu);
+  return g && g->host_numa >= 0 ? g->host_numa : first_host_node(topo);
+}
+
 
 std::vector<uint64_t> power_of_two_sizes(uint64_t lo, uint64_t hi) {
   std::vector<uint64_t> sizes;

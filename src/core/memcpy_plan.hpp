@@ -121,6 +121,8 @@ struct MemcpyCase {
 };
 
 // Why the node cannot run this transfer, "" when it can (docs/cli.md, `mempath memcpy`).
+// The host NUMA node nearest to GPU `gpu` (the topology's, else the first host node).
+int nearest_host(const Topology& topo, int gpu);
 // Copy-engine copies that block the issuing thread (pageable, managed): timed on the host.
 bool host_blocking_copy(const std::string& alloc, const std::string& engine);
 std::string memcpy_skip_reason(const Topology& topo, int gpu, int host_numa,
