@@ -20,6 +20,7 @@ import reframe.utility.typecheck as typ
 from reframe.core.builtins import (fixture, parameter, run_after, run_before,
                                    sanity_function, variable)
 
+import mempath_run
 import mempath_summary
 import references
 from mempath_build import MempathBuild
@@ -31,7 +32,7 @@ ACCEPTANCE_OPS = ('read', 'copy')
 
 
 @rfm.simple_test
-class MempathBandwidth(rfm.RunOnlyRegressionTest):
+class MempathBandwidth(rfm.RunOnlyRegressionTest, mempath_run.WholeNode):
     """`mempath bw --all --op OP --pu-kind KIND --output bw.h5`."""
 
     op = parameter(['read', 'write', 'copy'])
@@ -87,28 +88,9 @@ class MempathBandwidth(rfm.RunOnlyRegressionTest):
             opts += ['--threads', 'all', '--kernel', 'grid']
         self.executable_opts = opts + list(self.extra_options)
 
-    @run_before('run')
-    def give_all_cores(self):
-        # mempath pins one thread per core itself: its one task needs every core of the
-        # node (a Slurm step otherwise gets only the CPUs it asked for) and no binding.
-        num_cpus = self.current_partition.processor.num_cpus
-        if num_cpus:
-            self.num_cpus_per_task = num_cpus
-        if self.job.launcher.registered_name == 'srun':
-            self.job.launcher.options += ['--cpu-bind=none']
-
     @sanity_function
     def cases_ran(self):
-        return sn.all([
-            sn.assert_eq(self.job.exitcode, 0,
-                         msg='mempath exited with {0} (1: a case failed, 2: bad input)'),
-            sn.assert_found(r'^MEMPATH bw .* status=ok', self.stdout,
-                            msg='no case finished (status=ok)'),
-            sn.assert_not_found(r'^MEMPATH bw .* status=failed', self.stdout,
-                                msg='a case failed (status=failed)'),
-            sn.assert_true(os.path.isfile(os.path.join(self.stagedir, self.output_file)),
-                           msg=f'{self.output_file} was not written'),
-        ])
+        return mempath_run.ran_ok(self, 'bw', self.output_file)
 
     @run_before('performance')
     def set_perf_variables(self):

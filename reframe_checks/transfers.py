@@ -40,6 +40,7 @@ import reframe.utility.typecheck as typ
 from reframe.core.builtins import (fixture, parameter, run_after, run_before,
                                    sanity_function, variable)
 
+import mempath_run
 import mempath_summary
 import references
 from mempath_build import MempathBuild
@@ -60,7 +61,7 @@ LIST_OPTIONS = (('--gpu', 'gpus'), ('--mem', 'mems'), ('--alloc', 'allocs'),
                 ('--engine', 'engines'), ('--direction', 'directions'))
 
 
-class MempathTransferBase(rfm.RunOnlyRegressionTest):
+class MempathTransferBase(rfm.RunOnlyRegressionTest, mempath_run.WholeNode):
     """`mempath memcpy ... --output memcpy.h5`: sanity, kept file and variables."""
 
     #: What the variables are made of: bandwidth, sweep or latency
@@ -126,28 +127,9 @@ class MempathTransferBase(rfm.RunOnlyRegressionTest):
                 opts += [flag, str(value)]
         self.executable_opts = opts + ['--output', self.output_file, *self.extra_options]
 
-    @run_before('run')
-    def give_all_cores(self):
-        # mempath binds the issuing thread to a NUMA node itself: its one task needs every
-        # core of the node and no binding (as the bandwidth checks).
-        num_cpus = self.current_partition.processor.num_cpus
-        if num_cpus:
-            self.num_cpus_per_task = num_cpus
-        if self.job.launcher.registered_name == 'srun':
-            self.job.launcher.options += ['--cpu-bind=none']
-
     @sanity_function
     def cases_ran(self):
-        return sn.all([
-            sn.assert_eq(self.job.exitcode, 0,
-                         msg='mempath exited with {0} (1: a case failed, 2: bad input)'),
-            sn.assert_found(r'^MEMPATH memcpy .* status=ok', self.stdout,
-                            msg='no case finished (status=ok)'),
-            sn.assert_not_found(r'^MEMPATH memcpy .* status=failed', self.stdout,
-                                msg='a case failed (status=failed)'),
-            sn.assert_true(os.path.isfile(os.path.join(self.stagedir, self.output_file)),
-                           msg=f'{self.output_file} was not written'),
-        ])
+        return mempath_run.ran_ok(self, 'memcpy', self.output_file)
 
     def latency_sizes(self) -> list[int] | None:
         return None

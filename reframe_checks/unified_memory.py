@@ -18,11 +18,12 @@ import reframe.utility.sanity as sn
 import reframe.utility.typecheck as typ
 from reframe.core.builtins import fixture, run_before, sanity_function, variable
 
+import mempath_run
 import mempath_summary
 from mempath_build import MempathBuild
 
 
-class MempathGpuCommand(rfm.RunOnlyRegressionTest):
+class MempathGpuCommand(rfm.RunOnlyRegressionTest, mempath_run.WholeNode):
     """One `mempath SUBCOMMAND ... --output FILE`, sanity on its summary lines."""
 
     subcommand = ''
@@ -54,14 +55,7 @@ class MempathGpuCommand(rfm.RunOnlyRegressionTest):
 
     @sanity_function
     def cases_ran(self):
-        tag = rf'^MEMPATH {self.subcommand} '
-        return sn.all([
-            sn.assert_eq(self.job.exitcode, 0, msg='mempath exited with {0}'),
-            sn.assert_found(tag + r'.*status=ok', self.stdout, msg='no case finished'),
-            sn.assert_not_found(tag + r'.*status=failed', self.stdout, msg='a case failed'),
-            sn.assert_true(os.path.isfile(os.path.join(self.stagedir, self.output_file)),
-                           msg=f'{self.output_file} was not written'),
-        ])
+        return mempath_run.ran_ok(self, self.subcommand, self.output_file)
 
     def perf_values(self, fields: list[dict[str, str]]) -> dict[str, tuple[float, str]]:
         raise NotImplementedError
