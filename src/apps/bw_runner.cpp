@@ -1,6 +1,5 @@
 #include "apps/bw_runner.hpp"
 
-#include <numa.h>
 
 #include <cmath>
 
@@ -22,18 +21,6 @@ constexpr uint64_t kMinBytesPerRep = 256ULL << 20;  // in-cache runs sweep repea
 
 int index_of(const std::string& name, const std::string& prefix) {
   return name.rfind(prefix, 0) == 0 ? std::stoi(name.substr(prefix.size())) : -1;
-}
-
-// Free bytes of a memory right now.
-uint64_t free_bytes(const std::string& mem) {
-  if (int n = index_of(mem, "numa"); n >= 0) {
-    long long free = 0;
-    numa_node_size64(n, &free);
-    return free > 0 ? static_cast<uint64_t>(free) : 0;
-  }
-  size_t free = 0, total = 0;
-  gpu::mem_info(index_of(mem, "gpu"), &free, &total);
-  return free;
 }
 
 void check_fits(const BwCase& c) {

@@ -1,6 +1,5 @@
 #include "apps/memcpy_d2d_runner.hpp"
 
-#include <numa.h>
 
 #include <algorithm>
 
@@ -18,26 +17,6 @@ constexpr uint8_t kReverseByte = 0xC3;  // sources of the gpus[1] -> gpus[0] dir
 constexpr uint8_t kClearByte = 0x00;
 constexpr int kMinCooldown = 2;
 
-uint64_t numa_free(int node) {
-  long long free = 0;
-  numa_node_size64(node, &free);
-  return free > 0 ? static_cast<uint64_t>(free) : 0;
-}
-
-uint64_t gpu_free(int gpu) {
-  size_t free = 0, total = 0;
-  gpu::mem_info(gpu, &free, &total);
-  return free;
-}
-
-// As in memcpy_runner.cpp: the issuing thread on the node's CPUs, its memory bound there.
-void bind_issuing_thread(const Topology& topo, int node) {
-  const NumaNode* n = topo.find_numa(node);
-  if (!n || n->cpus.empty()) throw UsageError("--cpu-numa " + std::to_string(node) + " has no CPUs");
-  pin_this_thread(n->cpus);
-  bind_this_thread_memory(node);
-}
-
 // One direction of a case.
 struct Leg {
   int src, dst, stage;
@@ -53,7 +32,7 @@ std::string MemcpyD2dRunner::ensure(const std::string& name, const std::string& 
   if (slot) return slot->bytes() >= bytes ? "" : "buffers of " + format_size(bytes) + " do not fit on " + mem + " (" +
                                                      format_size(slot->bytes()) + " could be allocated)";
   const bool host = alloc != "device";
-  const uint64_t free = host ? numa_free(std::stoi(mem.substr(4))) : gpu_free(std::stoi(mem.substr(3)));
+  const uint64_t free = free_bytes(mem);
   auto fits = [&](uint64_t s) { return host ? buffers_fit(s, free, 0, 1, 0) : buffers_fit(s, 0, free, 0, 1); };
   uint64_t size = std::max(bytes, capacity);
   if (host) {

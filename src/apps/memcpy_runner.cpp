@@ -1,6 +1,5 @@
 #include "apps/memcpy_runner.hpp"
 
-#include <numa.h>
 
 #include <algorithm>
 #include <atomic>
@@ -19,18 +18,6 @@ constexpr uint8_t kH2DByte = 0x5A;  // host sources of h2d copies
 constexpr uint8_t kD2HByte = 0xA5;  // device sources of d2h copies
 constexpr uint8_t kClearByte = 0x00;
 constexpr int kMinCooldown = 2;     // copies after the timed ones on concurrent streams
-
-uint64_t numa_free(int node) {
-  long long free = 0;
-  numa_node_size64(node, &free);
-  return free > 0 ? static_cast<uint64_t>(free) : 0;
-}
-
-uint64_t gpu_free(int gpu) {
-  size_t free = 0, total = 0;
-  gpu::mem_info(gpu, &free, &total);
-  return free;
-}
 
 // Bytes of host memory that differ from `value`, counted by threads of the buffer's node.
 uint64_t count_host_mismatches(const Topology& topo, int numa, const void* ptr, size_t bytes, uint8_t value) {
@@ -52,14 +39,6 @@ uint64_t count_host_mismatches(const Topology& topo, int numa, const void* ptr, 
   return bad;
 }
 
-// The issuing thread runs on the CPUs of `node` with its memory bound there (what
-// `numactl --cpunodebind=N --membind=N` does for a whole process).
-void bind_issuing_thread(const Topology& topo, int node) {
-  const NumaNode* n = topo.find_numa(node);
-  if (!n || n->cpus.empty()) throw UsageError("--cpu-numa " + std::to_string(node) + " has no CPUs");
-  pin_this_thread(n->cpus);
-  bind_this_thread_memory(node);
-}
 
 std::string join_distinct(const std::vector<std::string>& items) {
   std::vector<std::string> seen;
@@ -74,13 +53,22 @@ std::string join_distinct(const std::vector<std::string>& items) {
 
 }  // namespace
 
+// The issuing thread runs on the CPUs of `node` with its memory bound there (what
+// `numactl --cpunodebind=N --membind=N` does for a whole process).
+void bind_issuing_thread(const Topology& topo, int node) {
+  const NumaNode* n = topo.find_numa(node);
+  if (!n || n->cpus.empty()) throw UsageError("--cpu-numa " + std::to_string(node) + " has no CPUs");
+  pin_this_thread(n->cpus);
+  bind_this_thread_memory(node);
+}
+
 std::string MemcpyRunner::ensure(std::unique_ptr<Buffer>& slot, const MemcpyCase& c, size_t i, bool host,
                                  uint8_t fill, uint64_t capacity) {
   if (slot) return slot->bytes() >= c.size ? "" : "buffers of " + format_size(c.size) + " do not fit (" +
                                                      format_size(slot->bytes()) + " could be allocated)";
   const int g = c.gpus[i];
   const std::string mem = host ? "numa" + std::to_string(c.host_numas[i]) : "gpu" + std::to_string(g);
-  const uint64_t free = host ? numa_free(c.host_numas[i]) : gpu_free(g);
+  const uint64_t free = free_bytes(mem);
   auto fits = [&](uint64_t s) { return host ? buffers_fit(s, free, 0, 1, 0) : buffers_fit(s, 0, free, 0, 1); };
   uint64_t size = capacity;
   if (c.sweep) {

@@ -60,4 +60,8 @@ class MemcpyRunner {
   std::vector<Buffers> buffers_;    // one set per GPU of the case
 };
 
+// Pins the calling thread to the CPUs of NUMA node `node` and binds its memory there (what
+// `numactl --cpunodebind=N --membind=N` does for a whole process); UsageError without CPUs.
+void bind_issuing_thread(const Topology& topo, int node);
+
 }  // namespace mempath

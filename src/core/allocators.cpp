@@ -41,6 +41,17 @@ void fill_from_node(const Topology& topo, void* ptr, size_t bytes, int numa, uin
 
 }  // namespace
 
+uint64_t free_bytes(const std::string& mem) {
+  if (const int n = parse_index(mem, "numa"); n >= 0) {
+    long long free = 0;
+    numa_node_size64(n, &free);
+    return free > 0 ? static_cast<uint64_t>(free) : 0;
+  }
+  size_t free = 0, total = 0;
+  gpu::mem_info(parse_index(mem, "gpu"), &free, &total);
+  return free;
+}
+
 std::vector<int> setup_cpus(const Topology& topo, int numa) {
   const NumaNode* node = topo.find_numa(numa);
   if (node && !node->cpus.empty()) return node->cpus;

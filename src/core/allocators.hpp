@@ -56,6 +56,9 @@ std::string placement(const Buffer& buffer);
 // when no page has a node. Exposed for tests.
 std::string format_placement(const std::vector<int>& status);
 
+// Free bytes of memory `mem` (numaN: the node's free memory; gpuN: cudaMemGetInfo) now.
+uint64_t free_bytes(const std::string& mem);
+
 // CPU threads for untimed setup on a memory: the cores of the node itself, or of the
 // host node nearest to a CPU-less (HBM) node.
 std::vector<int> setup_cpus(const Topology& topo, int numa);
