@@ -10,12 +10,11 @@
 #include "gpu/cuda_check.cuh"
 #include "gpu/gpu_api.hpp"
 #include "gpu/memcpy_api.hpp"
+#include "gpu/tiles.cuh"
 
 namespace mempath::gpu {
 namespace {
 
-using Vec = ulonglong2;  // 16-byte loads and stores, as in bw_kernels.cu
-constexpr int kUnroll = 4;
 constexpr int kBlock = 512;
 // Enqueueing a few hundred copies takes milliseconds; a spin kernel still waiting after
 // this long means the host blocked while queueing (e.g. a transfer that is synchronous
@@ -39,38 +38,13 @@ __global__ void spin_kernel(volatile int* flag, unsigned long long timeout_ns) {
   }
 }
 
-// Block-tile copy as in bw_kernels.cu: each step of a block moves kUnroll * blockDim
-// contiguous 16-byte vectors, four loads in flight per thread before the stores. Block 0
-// also copies the tail bytes past the last whole vector.
+// The block-tile copy of the bandwidth kernels (tiles.cuh); block 0 also copies the tail
+// bytes past the last whole vector.
 __global__ void sm_copy_kernel(Vec* __restrict__ dst, const Vec* __restrict__ src, size_t n,
                                unsigned char* __restrict__ dst_tail,
                                const unsigned char* __restrict__ src_tail, unsigned tail) {
-  const size_t tile = static_cast<size_t>(kUnroll) * blockDim.x;
-  for (size_t base = blockIdx.x * tile; base < n; base += gridDim.x * tile) {
-    Vec v[kUnroll];
-#pragma unroll
-    for (int u = 0; u < kUnroll; ++u) {
-      const size_t i = base + static_cast<size_t>(u) * blockDim.x + threadIdx.x;
-      if (i < n) v[u] = src[i];
-    }
-#pragma unroll
-    for (int u = 0; u < kUnroll; ++u) {
-      const size_t i = base + static_cast<size_t>(u) * blockDim.x + threadIdx.x;
-      if (i < n) dst[i] = v[u];
-    }
-  }
+  copy_tiles(dst, src, n);
   if (blockIdx.x == 0 && threadIdx.x < tail) dst_tail[threadIdx.x] = src_tail[threadIdx.x];
-}
-
-// The address a kernel uses: the device alias of mapped host memory (pinned, registered),
-// else the pointer itself (device, managed, pageable memory with ATS/HMM).
-void* device_address(const void* ptr) {
-  cudaPointerAttributes attr{};
-  if (cudaPointerGetAttributes(&attr, ptr) != cudaSuccess) {
-    cudaGetLastError();
-    return const_cast<void*>(ptr);
-  }
-  return attr.type == cudaMemoryTypeHost && attr.devicePointer ? attr.devicePointer : const_cast<void*>(ptr);
 }
 
 int resident_blocks(int gpu) {
