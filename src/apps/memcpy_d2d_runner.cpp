@@ -33,17 +33,9 @@ std::string MemcpyD2dRunner::ensure(const std::string& name, const std::string& 
                                                      format_size(slot->bytes()) + " could be allocated)";
   const bool host = alloc != "device";
   const uint64_t free = free_bytes(mem);
-  auto fits = [&](uint64_t s) { return host ? buffers_fit(s, free, 0, 1, 0) : buffers_fit(s, 0, free, 0, 1); };
-  uint64_t size = std::max(bytes, capacity);
-  if (host) {
-    size = fits(bytes) ? bytes : 0;
-  } else if (sweep) {
-    size = 0;
-    for (uint64_t s : sweep_sizes(capacity))
-      if (fits(s)) size = s;
-  } else if (!fits(size)) {
-    size = 0;
-  }
+  // Host staging slots hold one chunk size; device buffers the group's largest size.
+  const uint64_t size = host ? buffer_capacity(bytes, free, true, false)
+                             : buffer_capacity(std::max(bytes, capacity), free, false, sweep);
   if (size < bytes)
     return "buffers of " + format_size(bytes) + " do not fit on " + mem + " (" + format_size(free) +
            " free); valid: a smaller --size, --max-size or --chunk";

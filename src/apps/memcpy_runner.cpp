@@ -69,15 +69,7 @@ std::string MemcpyRunner::ensure(std::unique_ptr<Buffer>& slot, const MemcpyCase
   const int g = c.gpus[i];
   const std::string mem = host ? "numa" + std::to_string(c.host_numas[i]) : "gpu" + std::to_string(g);
   const uint64_t free = free_bytes(mem);
-  auto fits = [&](uint64_t s) { return host ? buffers_fit(s, free, 0, 1, 0) : buffers_fit(s, 0, free, 0, 1); };
-  uint64_t size = capacity;
-  if (c.sweep) {
-    size = 0;
-    for (uint64_t s : sweep_sizes(capacity))
-      if (fits(s)) size = s;
-  } else if (!fits(size)) {
-    size = 0;
-  }
+  const uint64_t size = buffer_capacity(capacity, free, host, c.sweep);
   if (size < c.size)
     return "buffers of " + format_size(c.size) + " do not fit on " + mem + " (" + format_size(free) +
            " free); valid: a smaller --size or --max-size";

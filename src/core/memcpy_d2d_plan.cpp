@@ -111,17 +111,7 @@ std::vector<MemcpyCase> plan_memcpy_d2d(const Topology& topo, const MemcpyReques
                      "; valid: two or more of the node's GPUs, or all");
 
   // Staging nodes: given (--mem), or each source GPU's nearest host node.
-  std::vector<int> mems;
-  for (const auto& text : r.mems) {
-    if (text == "all") {
-      for (const auto& n : topo.numa_nodes)
-        if (n.kind == "host" && n.mem_total_bytes > 0) mems.push_back(n.id);
-      continue;
-    }
-    mems.push_back(parse_host_numa(topo, text));
-  }
-  std::sort(mems.begin(), mems.end());
-  mems.erase(std::unique(mems.begin(), mems.end()), mems.end());
+  const std::vector<int> mems = host_numa_list(topo, r.mems);
   if (!mems.empty() && !contains(engines, "staged"))
     throw UsageError("--mem places the staging buffers of --engine staged; peer copies (ce, sm) use no host memory");
 

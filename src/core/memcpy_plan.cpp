@@ -113,6 +113,28 @@ bool buffers_fit(uint64_t size, uint64_t free_host, uint64_t free_device, int ho
   return true;
 }
 
+uint64_t buffer_capacity(uint64_t capacity, uint64_t free, bool host, bool sweep) {
+  const uint64_t free_host = host ? free : 0, free_device = host ? 0 : free;
+  const int host_buffers = host ? 1 : 0, device_buffers = host ? 0 : 1;
+  if (sweep) return fit_sweep_max(capacity, free_host, free_device, host_buffers, device_buffers);
+  return buffers_fit(capacity, free_host, free_device, host_buffers, device_buffers) ? capacity : 0;
+}
+
+std::vector<int> host_numa_list(const Topology& topo, const std::vector<std::string>& mems) {
+  std::vector<int> nodes;
+  for (const auto& text : mems) {
+    if (text == "all") {
+      for (const auto& n : topo.numa_nodes)
+        if (n.kind == "host" && n.mem_total_bytes > 0) nodes.push_back(n.id);
+      continue;
+    }
+    nodes.push_back(parse_host_numa(topo, text));
+  }
+  std::sort(nodes.begin(), nodes.end());
+  nodes.erase(std::unique(nodes.begin(), nodes.end()), nodes.end());
+  return nodes;
+}
+
 uint64_t fit_sweep_max(uint64_t max_size, uint64_t free_host, uint64_t free_device, int host_buffers,
                        int device_buffers) {
   uint64_t fit = 0;
@@ -238,17 +260,7 @@ std::vector<MemcpyCase> plan_memcpy(const Topology& topo, const MemcpyRequest& r
   }
 
   // Host nodes: given (one node for every GPU of the set), or each GPU's nearest.
-  std::vector<int> mems;  // empty = nearest
-  for (const auto& text : r.mems) {
-    if (text == "all") {
-      for (const auto& n : topo.numa_nodes)
-        if (n.kind == "host" && n.mem_total_bytes > 0) mems.push_back(n.id);
-      continue;
-    }
-    mems.push_back(parse_host_numa(topo, text));
-  }
-  std::sort(mems.begin(), mems.end());
-  mems.erase(std::unique(mems.begin(), mems.end()), mems.end());
+  const std::vector<int> mems = host_numa_list(topo, r.mems);  // empty = nearest
 
   if (r.cpu_numa >= 0 || r.cpu_numa < -1) {
     const NumaNode* n = topo.find_numa(r.cpu_numa);

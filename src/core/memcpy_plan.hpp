@@ -70,6 +70,11 @@ bool buffers_fit(uint64_t size, uint64_t free_host, uint64_t free_device, int ho
 // kSweepMinSize does.
 uint64_t fit_sweep_max(uint64_t max_size, uint64_t free_host, uint64_t free_device,
                        int host_buffers, int device_buffers);
+// Bytes to allocate for one buffer on a memory with `free` bytes: `capacity`, or for a
+// sweep the largest sweep size <= capacity; 0 when it does not fit.
+uint64_t buffer_capacity(uint64_t capacity, uint64_t free, bool host, bool sweep);
+// The host NUMA nodes of a `--mem` list (numaN, all), sorted and distinct.
+std::vector<int> host_numa_list(const Topology& topo, const std::vector<std::string>& mems);
 inline constexpr double kHostShare = 0.8;
 inline constexpr uint64_t kDeviceReserve = 256ULL << 20;
 
