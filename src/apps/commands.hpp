@@ -12,5 +12,7 @@ int cmd_bw(const std::vector<std::string>& args, const std::vector<std::string>&
 int cmd_memcpy(const std::vector<std::string>& args, const std::vector<std::string>& argv);
 int cmd_allocmatrix(const std::vector<std::string>& args, const std::vector<std::string>& argv);
 int cmd_um(const std::vector<std::string>& args, const std::vector<std::string>& argv);
+int cmd_chase(const std::vector<std::string>& args, const std::vector<std::string>& argv);
+int cmd_pingpong(const std::vector<std::string>& args, const std::vector<std::string>& argv);
 
 }  // namespace mempath

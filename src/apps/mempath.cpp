@@ -19,6 +19,8 @@ const char* kUsage =
     "  memcpy    host<->device transfers: copy engine and SM copies, size sweep, latency\n"
     "  allocmatrix cudaMemcpy between every source and destination allocator\n"
     "  um        unified memory: interleaved CPU/GPU writes, in-place updates, evictions\n"
+    "  chase     pointer-chase latency of one CPU or GPU thread over each memory, by size\n"
+    "  pingpong  compare-and-swap round trips between processors, flag in each memory\n"
     "  version   print the version and git revision\n\n"
     "'mempath <command> --help' describes each command's options.\n";
 
@@ -38,12 +40,14 @@ int main(int argc, char** argv) {
     if (command == "bw") return mempath::cmd_bw(args, all);
     if (command == "memcpy") return mempath::cmd_memcpy(args, all);
     if (command == "um") return mempath::cmd_um(args, all);
+    if (command == "chase") return mempath::cmd_chase(args, all);
+    if (command == "pingpong") return mempath::cmd_pingpong(args, all);
     if (command == "allocmatrix") return mempath::cmd_allocmatrix(args, all);
     if (command == "version" || command == "--version") {
       std::cout << "mempath " << mempath::build::version << " (" << mempath::build::git_revision << ")\n";
       return mempath::kExitOk;
     }
-    throw mempath::UsageError("unknown command '" + command + "'; valid: topo, list, bw, memcpy, allocmatrix, um, version");
+    throw mempath::UsageError("unknown command '" + command + "'; valid: topo, list, bw, memcpy, allocmatrix, um, chase, pingpong, version");
   } catch (const mempath::UsageError& e) {
     std::cerr << "mempath: error: " << e.what() << "\n";
     return mempath::kExitUsage;

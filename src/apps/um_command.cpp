@@ -68,17 +68,6 @@ struct Context {
   int reps, max_iterations;
 };
 
-// The reason `gpu` cannot use `alloc` on host memory `mem`, "" when it can.
-std::string unsupported(const Topology& topo, int gpu, const std::string& mem, const std::string& alloc) {
-  const Path* path = topo.find_path("gpu" + std::to_string(gpu), mem);
-  if (!path) return "no path from gpu" + std::to_string(gpu) + " to " + mem;
-  for (const auto& a : path->allocs)
-    if (a == alloc) return "";
-  for (const auto& s : path->skipped)
-    if (s.alloc == alloc) return s.reason;
-  return alloc + " memory cannot be placed on " + mem;
-}
-
 double timed_cpu(const std::function<void()>& fn) {
   const double t0 = now_seconds();
   fn();
@@ -251,7 +240,7 @@ int cmd_um(const std::vector<std::string>& args, const std::vector<std::string>&
       if (!alloc_filter.empty() && std::find(alloc_filter.begin(), alloc_filter.end(), alloc) == alloc_filter.end())
         continue;
       std::vector<Sample> samples;
-      std::string status = "ok", reason = alloc == "device" ? "" : unsupported(topo, g, mem, alloc);
+      std::string status = "ok", reason = alloc == "device" ? "" : alloc_problem(topo, "gpu" + std::to_string(g), mem, alloc);
       bool verified = false;
       if (!reason.empty()) {
         status = "skipped";

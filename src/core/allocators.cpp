@@ -6,8 +6,14 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
+#include <cmath>
+#include <cstdio>
 #include <cstring>
+#include <fstream>
+#include <limits>
 #include <map>
+#include <sstream>
 
 #include "core/error.hpp"
 #include "core/numa_policy.hpp"
@@ -83,7 +89,8 @@ Buffer::~Buffer() {
 }
 
 std::unique_ptr<Buffer> allocate(const Topology& topo, const std::string& alloc,
-                                 const std::string& mem, size_t bytes, uint8_t fill) {
+                                 const std::string& mem, size_t bytes, uint8_t fill,
+                                 bool huge_pages) {
   auto buf = std::make_unique<Buffer>(alloc, mem, bytes);
   buf->numa_ = parse_index(mem, "numa");
   buf->gpu_ = parse_index(mem, "gpu");
@@ -94,11 +101,20 @@ std::unique_ptr<Buffer> allocate(const Topology& topo, const std::string& alloc,
     return s;
   }());
   const bool on_numa = buf->numa_ >= 0;
+  if (huge_pages && alloc != "system" && alloc != "numa")
+    throw Unsupported("huge pages are requested with madvise for system and numa memory, not " + alloc);
+  // Before the first touch, so the fault handler can hand out huge pages.
+  auto advise = [&](void* p) {
+    if (huge_pages && madvise(p, bytes, MADV_HUGEPAGE) != 0)
+      throw Unsupported(std::string("madvise(MADV_HUGEPAGE) failed: ") + std::strerror(errno) +
+                        " (transparent huge pages disabled?)");
+  };
   if (alloc == "system") {
     if (!on_numa) throw Unsupported("the system allocator places memory on NUMA nodes, not on " + mem);
     void* p = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
     if (p == MAP_FAILED) throw Unsupported("mmap of " + std::to_string(bytes) + " bytes failed");
     buf->ptr_ = p;
+    advise(p);
     fill_from_node(topo, p, bytes, buf->numa_, fill);
   } else if (alloc == "numa" || alloc == "registered") {
     if (!on_numa) throw Unsupported(alloc + " memory is allocated on NUMA nodes, not on " + mem);
@@ -106,6 +122,7 @@ std::unique_ptr<Buffer> allocate(const Topology& topo, const std::string& alloc,
     if (!p) throw Unsupported("numa_alloc_onnode(" + std::to_string(bytes) + ", " +
                               std::to_string(buf->numa_) + ") failed");
     buf->ptr_ = p;
+    advise(p);
     fill_from_node(topo, p, bytes, buf->numa_, fill);
     if (alloc == "registered") {
       gpu::register_host(p, bytes);
@@ -162,6 +179,28 @@ std::string format_placement(const std::vector<int>& status) {
     if (node >= 0) add("numa" + std::to_string(node), n);
   if (counts.count(-1)) add("unknown", counts[-1]);  // pages not (yet) backed, listed last
   return out;
+}
+
+double huge_page_fraction(const Buffer& buffer) {
+  const double nan = std::numeric_limits<double>::quiet_NaN();
+  if (buffer.alloc() == "device") return nan;
+  std::ifstream smaps("/proc/self/smaps");
+  if (!smaps) return nan;
+  const uint64_t begin = reinterpret_cast<uintptr_t>(buffer.data()), end = begin + buffer.bytes();
+  uint64_t huge = 0;
+  bool inside = false, seen = false;
+  std::string line;
+  while (std::getline(smaps, line)) {
+    unsigned long long lo, hi;
+    if (std::sscanf(line.c_str(), "%llx-%llx ", &lo, &hi) == 2 && line.find(':') > line.find(' ')) {
+      inside = lo < end && hi > begin;  // a mapping header: does it overlap the buffer?
+      seen = seen || inside;
+      continue;
+    }
+    unsigned long long kb;
+    if (inside && std::sscanf(line.c_str(), "AnonHugePages: %llu kB", &kb) == 1) huge += kb * 1024;
+  }
+  return seen ? std::min(1.0, static_cast<double>(huge) / buffer.bytes()) : nan;
 }
 
 std::string placement(const Buffer& buffer) {

@@ -34,7 +34,7 @@ class Buffer {
 
  private:
   friend std::unique_ptr<Buffer> allocate(const Topology&, const std::string&,
-                                          const std::string&, size_t, uint8_t);
+                                          const std::string&, size_t, uint8_t, bool);
   std::string alloc_, mem_;
   size_t bytes_;
   void* ptr_ = nullptr;
@@ -45,9 +45,16 @@ class Buffer {
 
 // Allocates `bytes` of memory `mem` (numaN or gpuN) with allocator `alloc`, first
 // touched (filled with `fill` bytes) so that its pages land on that memory. Throws
-// Unsupported for a combination the node or build cannot do.
+// Unsupported for a combination the node or build cannot do. `huge_pages` asks for
+// transparent huge pages (madvise before first touch; system and numa memory only).
 std::unique_ptr<Buffer> allocate(const Topology& topo, const std::string& alloc,
-                                 const std::string& mem, size_t bytes, uint8_t fill);
+                                 const std::string& mem, size_t bytes, uint8_t fill,
+                                 bool huge_pages = false);
+
+// Share of the buffer backed by transparent huge pages now (/proc/self/smaps
+// AnonHugePages of the mappings it spans); NaN for memory the kernel does not map
+// (cudaMalloc) or when smaps cannot be read.
+double huge_page_fraction(const Buffer& buffer);
 
 // Where the buffer's pages are now: "numa0", "gpu0", "numa0:0.75,numa1:0.25" (fractions
 // of up to 512 sampled pages), or "unknown" (docs/schema.md).

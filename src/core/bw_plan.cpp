@@ -31,29 +31,6 @@ void require_mem(const Topology& topo, const std::string& mem) {
     throw UsageError("unknown memory '" + mem + "'; valid: " + join(topo.mem_names()));
 }
 
-std::string skip_reason(const Path& path, const std::string& alloc) {
-  for (const auto& s : path.skipped)
-    if (s.alloc == alloc) return s.reason;
-  return "";
-}
-
-// The reason this path cannot use `alloc`, "" when it can.
-std::string alloc_problem(const Topology& topo, const std::string& pu, const std::string& mem,
-                          const std::string& alloc) {
-  const Path* path = topo.find_path(pu, mem);
-  if (!path) return "no path from " + pu + " to " + mem;
-  if (contains(path->allocs, alloc)) return "";
-  const std::string reason = skip_reason(*path, alloc);
-  return reason.empty() ? "allocator " + alloc + " cannot place memory on " + mem : reason;
-}
-
-// Allocators that can give memory of this kind at all: combinations outside these
-// (cudaMalloc on a NUMA node, pinned on a GPU) are not cases, so --all leaves them out.
-bool alloc_fits_memory(const Memory& m, const std::string& alloc) {
-  if (m.kind == "device") return alloc == "device" || alloc == "managed";
-  return alloc != "device";
-}
-
 std::string local_memory(const Topology& topo, const Processor& p) {
   if (p.kind == "gpu") return "gpu" + std::to_string(p.gpu);
   if (p.numa >= 0) return "numa" + std::to_string(p.numa);

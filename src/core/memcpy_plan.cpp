@@ -69,18 +69,6 @@ int nearest_host(const Topology& topo, int gpu) {
 }
 
 
-std::vector<uint64_t> power_of_two_sizes(uint64_t lo, uint64_t hi) {
-  std::vector<uint64_t> sizes;
-  if (lo == 0) lo = 1;
-  uint64_t s = 1;
-  while (s < lo && s <= (UINT64_MAX >> 1)) s <<= 1;
-  for (; s >= lo && s <= hi; s <<= 1) {
-    sizes.push_back(s);
-    if (s > (UINT64_MAX >> 1)) break;
-  }
-  return sizes;
-}
-
 std::vector<uint64_t> sweep_sizes(uint64_t max_size) { return power_of_two_sizes(kSweepMinSize, max_size); }
 std::vector<uint64_t> latency_sizes() { return power_of_two_sizes(kLatencyMinSize, kLatencyMaxSize); }
 

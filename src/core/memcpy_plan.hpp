@@ -45,9 +45,6 @@ inline constexpr uint64_t kLatencyMinSize = 4;
 inline constexpr uint64_t kLatencyMaxSize = 1ULL << 20;
 inline constexpr double kSaturationFraction = 0.95;
 
-// Powers of two from `lo` to `hi` inclusive (lo rounded up, hi down to a power of two);
-// empty when none lies in between.
-std::vector<uint64_t> power_of_two_sizes(uint64_t lo, uint64_t hi);
 // The transfer sizes of --sweep (4 KiB .. max_size) and of --latency (4 B .. 1 MiB).
 std::vector<uint64_t> sweep_sizes(uint64_t max_size);
 std::vector<uint64_t> latency_sizes();

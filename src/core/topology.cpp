@@ -163,6 +163,27 @@ int order_by_core(const Tree& t, std::vector<int>* cpus) {
   return static_cast<int>(first.size());
 }
 
+}  // namespace
+
+std::vector<CacheLevel> cpu_caches(const std::string& root, int cpu) {
+  std::vector<CacheLevel> levels;
+  std::error_code ec;
+  for (const auto& e : fs::directory_iterator(Tree{root}.cpu(cpu) / "cache", ec)) {
+    if (e.path().filename().string().rfind("index", 0) != 0) continue;
+    const auto level = read_int(e.path() / "level");
+    const std::string type = trim(read_text(e.path() / "type").value_or(""));
+    if (!level || type == "Instruction") continue;
+    levels.push_back({static_cast<int>(*level), parse_cache_size(read_text(e.path() / "size").value_or("")),
+                      parse_cpulist(read_text(e.path() / "shared_cpu_list").value_or(""))});
+  }
+  std::sort(levels.begin(), levels.end(), [](const CacheLevel& a, const CacheLevel& b) {
+    return a.level != b.level ? a.level < b.level : a.bytes < b.bytes;
+  });
+  return levels;
+}
+
+namespace {
+
 // The largest data/unified cache of one CPU: its size and the CPUs sharing it.
 struct LastLevelCache {
   int64_t bytes = 0;
@@ -171,20 +192,8 @@ struct LastLevelCache {
 
 LastLevelCache last_level_cache(const Tree& t, int cpu) {
   LastLevelCache best;
-  long long best_level = -1;
-  std::error_code ec;
-  for (const auto& e : fs::directory_iterator(t.cpu(cpu) / "cache", ec)) {
-    if (e.path().filename().string().rfind("index", 0) != 0) continue;
-    const auto level = read_int(e.path() / "level");
-    const std::string type = trim(read_text(e.path() / "type").value_or(""));
-    if (!level || type == "Instruction") continue;
-    const int64_t bytes = parse_cache_size(read_text(e.path() / "size").value_or(""));
-    if (*level > best_level || (*level == best_level && bytes > best.bytes)) {
-      best_level = *level;
-      best.bytes = bytes;
-      best.shared = parse_cpulist(read_text(e.path() / "shared_cpu_list").value_or(""));
-    }
-  }
+  const auto levels = cpu_caches(t.root.string(), cpu);
+  if (!levels.empty()) best = {levels.back().bytes, levels.back().shared};
   return best;
 }
 
@@ -719,6 +728,22 @@ const Memory* Topology::find_mem(const std::string& name) const {
   for (const auto& m : memories)
     if (m.name == name) return &m;
   return nullptr;
+}
+
+std::string alloc_problem(const Topology& topo, const std::string& pu, const std::string& mem,
+                          const std::string& alloc) {
+  const Path* path = topo.find_path(pu, mem);
+  if (!path) return "no path from " + pu + " to " + mem;
+  for (const auto& a : path->allocs)
+    if (a == alloc) return "";
+  for (const auto& s : path->skipped)
+    if (s.alloc == alloc) return s.reason;
+  return "allocator " + alloc + " cannot place memory on " + mem;
+}
+
+bool alloc_fits_memory(const Memory& m, const std::string& alloc) {
+  if (m.kind == "device") return alloc == "device" || alloc == "managed";
+  return alloc != "device";
 }
 
 const Path* Topology::find_path(const std::string& pu, const std::string& mem) const {

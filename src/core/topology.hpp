@@ -81,6 +81,13 @@ struct Topology {
   std::string to_text() const;  // human-readable, for `mempath topo`
 };
 
+// The reason processor `pu` cannot use allocator `alloc` on memory `mem`, "" when it can.
+std::string alloc_problem(const Topology& topo, const std::string& pu, const std::string& mem,
+                          const std::string& alloc);
+// Allocators that can give memory of this kind at all: combinations outside these
+// (cudaMalloc on a NUMA node, pinned on a GPU) are not cases, so planners leave them out.
+bool alloc_fits_memory(const Memory& m, const std::string& alloc);
+
 // Live node: sysfs/procfs under "/" and the GPUs the CUDA runtime sees.
 Topology discover();
 // Snapshot written by save_snapshot (or a hand-written fixture).
@@ -95,6 +102,15 @@ Topology build_topology(const std::string& root, const std::vector<GpuInfo>& gpu
 // gpus.txt (docs/topology.md) in both directions.
 std::vector<GpuInfo> parse_gpus_txt(const std::string& text);
 std::string format_gpus_txt(const std::vector<GpuInfo>& gpus);
+
+// Data and unified caches of one logical CPU under a sysfs root ("/" live), smallest
+// level first: L1d, L2, L3 with their sizes and the CPUs sharing each.
+struct CacheLevel {
+  int level = 0;
+  int64_t bytes = 0;
+  std::vector<int> shared;
+};
+std::vector<CacheLevel> cpu_caches(const std::string& root, int cpu);
 
 // Linux cpulist syntax ("0-3,8,10-11", "" = none) as sorted, distinct ids.
 std::vector<int> parse_cpulist(const std::string& text);

@@ -70,4 +70,16 @@ long long parse_int(const std::string& text, const std::string& what) {
   return value;
 }
 
+std::vector<uint64_t> power_of_two_sizes(uint64_t lo, uint64_t hi) {
+  std::vector<uint64_t> sizes;
+  if (lo == 0) lo = 1;
+  uint64_t s = 1;
+  while (s < lo && s <= (UINT64_MAX >> 1)) s <<= 1;
+  for (; s >= lo && s <= hi; s <<= 1) {
+    sizes.push_back(s);
+    if (s > (UINT64_MAX >> 1)) break;
+  }
+  return sizes;
+}
+
 }  // namespace mempath

@@ -1,6 +1,7 @@
 #pragma once
 #include <cstdint>
 #include <string>
+#include <vector>
 
 namespace mempath {
 
@@ -10,5 +11,9 @@ uint64_t parse_size(const std::string& text);
 std::string format_size(uint64_t bytes);
 // Strict integer parsing for option values; throws UsageError naming the option.
 long long parse_int(const std::string& text, const std::string& what);
+
+// Powers of two from `lo` to `hi` inclusive (lo rounded up, hi down to a power of two);
+// empty when none lies in between.
+std::vector<uint64_t> power_of_two_sizes(uint64_t lo, uint64_t hi);
 
 }  // namespace mempath

@@ -8,6 +8,7 @@
 
 #include "core/error.hpp"
 #include "core/memcpy_plan.hpp"
+#include "core/units.hpp"
 #include "core/topology.hpp"
 
 using namespace mempath;

@@ -25,9 +25,11 @@ def run(binary: Path, *args: str, check_rc: int | None = 0) -> subprocess.Comple
     return proc
 
 
-def summaries(stdout: str) -> list[dict[str, str]]:
+def summaries(stdout: str, bench: str = "bw") -> list[dict[str, str]]:
+    """The key=value fields of every `MEMPATH <bench>` summary line."""
     out = []
-    for m in SUMMARY.finditer(stdout):
+    pattern = SUMMARY if bench == "bw" else re.compile(rf"^MEMPATH {bench} (?P<kv>.*)$", re.M)
+    for m in pattern.finditer(stdout):
         kv = dict(re.findall(r'(\w+)=("[^"]*"|\S+)', m.group("kv")))
         out.append({k: v.strip('"') for k, v in kv.items()})
     return out

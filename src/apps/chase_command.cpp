@@ -1,0 +1,329 @@
+// `mempath chase`: dependent-load latency of one CPU thread or one GPU thread over a
+// buffer of each memory and allocator, swept over sizes (issue 4; docs/cli.md).
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <iostream>
+#include <limits>
+
+#include "apps/commands.hpp"
+#include "core/allocators.hpp"
+#include "core/chase_chain.hpp"
+#include "core/chase_plan.hpp"
+#include "core/error.hpp"
+#include "core/guards.hpp"
+#include "core/numa_policy.hpp"
+#include "core/options.hpp"
+#include "core/provenance.hpp"
+#include "core/results.hpp"
+#include "core/stats.hpp"
+#include "core/timer.hpp"
+#include "core/units.hpp"
+#include "cpu/latency.hpp"
+#include "gpu/gpu_api.hpp"
+#include "gpu/latency_api.hpp"
+
+namespace mempath {
+namespace {
+
+constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
+// Below this an in-kernel %globaltimer interval is too coarse to trust.
+constexpr double kMinGpuChaseSeconds = 100e-6;
+
+const std::vector<ColumnSpec> kSampleColumns = {
+    {"case_id", ColumnType::Int, ""},        {"rep", ColumnType::Int, ""},
+    {"pu", ColumnType::String, ""},          {"cpu", ColumnType::Int, ""},
+    {"mem", ColumnType::String, ""},         {"alloc", ColumnType::String, ""},
+    {"pattern", ColumnType::String, ""},     {"size_bytes", ColumnType::Int, "bytes"},
+    {"line_bytes", ColumnType::Int, "bytes"}, {"locality_bytes", ColumnType::Int, "bytes"},
+    {"huge_pages", ColumnType::Int, ""},     {"accesses", ColumnType::Int, ""},
+    {"time_s", ColumnType::Float, "s"},      {"ns_per_access", ColumnType::Float, "ns"},
+    {"cycles_per_access", ColumnType::Float, "cycles"},
+};
+const std::vector<ColumnSpec> kCaseColumns = {
+    {"case_id", ColumnType::Int, ""},        {"pu", ColumnType::String, ""},
+    {"cpu", ColumnType::Int, ""},            {"mem", ColumnType::String, ""},
+    {"alloc", ColumnType::String, ""},       {"pattern", ColumnType::String, ""},
+    {"size_bytes", ColumnType::Int, "bytes"}, {"line_bytes", ColumnType::Int, "bytes"},
+    {"locality_bytes", ColumnType::Int, "bytes"}, {"huge_pages", ColumnType::Int, ""},
+    {"accesses", ColumnType::Int, ""},       {"via", ColumnType::String, ""},
+    {"status", ColumnType::String, ""},      {"reason", ColumnType::String, ""},
+    {"reps", ColumnType::Int, ""},           {"median_ns", ColumnType::Float, "ns"},
+    {"min_ns", ColumnType::Float, "ns"},     {"median_cycles", ColumnType::Float, "cycles"},
+    {"huge_page_fraction", ColumnType::Float, ""}, {"placement", ColumnType::String, ""},
+    {"verified", ColumnType::Int, ""},
+};
+const std::vector<ColumnSpec> kCacheColumns = {
+    {"pu", ColumnType::String, ""}, {"level", ColumnType::String, ""},
+    {"bytes", ColumnType::Int, "bytes"}, {"source", ColumnType::String, ""},
+};
+
+struct Settings {
+  std::vector<uint64_t> sizes;  // empty: the sweep
+  uint64_t min_size = 4096, max_size = 0;
+  std::vector<std::string> patterns;
+  uint64_t line = 64, locality = 0, accesses = 0, seed = 42;
+  bool huge_pages = false;
+  int reps = 3;
+};
+
+struct Outcome {
+  std::string status = "ok", reason, placement;
+  std::vector<double> seconds, cycles;
+  uint64_t accesses = 0;
+  double huge_fraction = kNaN;
+  bool verified = false;
+};
+
+// Default dependent loads per repetition: ~0.1-0.4 s at memory latency on each kind.
+uint64_t default_accesses(const ChaseCase& c) { return c.pu_kind == "gpu" ? 1ULL << 18 : 1ULL << 21; }
+
+Outcome run(const Topology& topo, const ChaseCase& c, uint64_t size, bool sequential, const Settings& s) {
+  Outcome o;
+  o.accesses = s.accesses ? s.accesses : default_accesses(c);
+  const uint64_t free = free_bytes(c.mem);
+  if (size > free) {
+    o.status = "skipped";
+    o.reason = format_size(size) + " does not fit in the " + format_size(free) + " free on " + c.mem;
+    return o;
+  }
+  const ChainSpec spec{size, s.line, s.locality, sequential, s.seed};
+  const std::vector<uint32_t> order = chain_order(spec);
+  auto buf = allocate(topo, c.alloc, c.mem, size, 0, s.huge_pages);
+  const uint64_t base = reinterpret_cast<uintptr_t>(buf->data());
+  const uint64_t start = chain_address_after(base, spec, order, 0);
+  if (buf->gpu() >= 0) {  // GPU-resident: the CPU writes an image, the GPU copies it in
+    std::vector<char> image(size);
+    write_chain(image.data(), base, spec, order);
+    gpu::upload(buf->gpu(), buf->data(), image.data(), size);
+  } else {
+    write_chain(buf->data(), base, spec, order);
+  }
+  // Warm-up: one pass over the chain (up to one repetition's worth) fills caches and TLBs.
+  const uint64_t warm = std::min<uint64_t>(order.size(), o.accesses);
+  uint64_t steps = warm;
+  uint64_t end = 0;
+  bool ends_ok = true;
+  auto check_end = [&] { ends_ok = ends_ok && end == chain_address_after(base, spec, order, steps); };
+  if (c.pu_kind == "cpu") {
+    run_on_threads(1, {c.cpu}, -1, [&](int, int) {
+      end = reinterpret_cast<uintptr_t>(cpu::chase(reinterpret_cast<const void*>(start), warm));
+      check_end();
+      for (int r = 0; r < s.reps; ++r) {
+        const double t0 = now_seconds();
+        end = reinterpret_cast<uintptr_t>(cpu::chase(reinterpret_cast<const void*>(end), o.accesses));
+        o.seconds.push_back(now_seconds() - t0);
+        steps += o.accesses;
+        check_end();
+      }
+    });
+  } else {
+    const int g = topo.find_pu(c.pu)->gpu;
+    end = gpu::chase(g, start, warm).end;
+    check_end();
+    for (int r = 0; r < s.reps; ++r) {
+      const gpu::ChaseRun run = gpu::chase(g, end, o.accesses);
+      end = run.end;
+      steps += o.accesses;
+      check_end();
+      if (run.seconds > run.event_s) {
+        o.status = "failed";
+        o.reason = "in-kernel timer (" + std::to_string(run.seconds) + " s) exceeds the launch's events (" +
+                   std::to_string(run.event_s) + " s)";
+      }
+      o.seconds.push_back(run.seconds);
+      o.cycles.push_back(run.cycles);
+    }
+  }
+  o.verified = ends_ok;
+  o.placement = placement(*buf);
+  o.huge_fraction = huge_page_fraction(*buf);
+  const double median = summarize(o.seconds).median;
+  std::string guard = c.pu_kind == "cpu" ? cpu_timing_problem(median) : "";
+  if (c.pu_kind == "gpu" && median < kMinGpuChaseSeconds)
+    guard = "a repetition took " + std::to_string(median * 1e6) + " us, too short for %globaltimer; raise --accesses";
+  if (!ends_ok) o.status = "failed", o.reason = "the walk did not end on the element the chain predicts";
+  else if (!guard.empty() && o.status == "ok") o.status = "failed", o.reason = guard;
+  return o;
+}
+
+std::vector<double> per_access(const std::vector<double>& totals, uint64_t accesses, double scale) {
+  std::vector<double> out;
+  for (double t : totals) out.push_back(t / accesses * scale);
+  return out;
+}
+
+void print_summary(const ChaseCase& c, const std::string& pattern, uint64_t size, const Settings& s,
+                   uint64_t locality, const Outcome& o, const Summary& ns, const Summary& cycles) {
+  std::printf("MEMPATH chase pu=%s cpu=%d mem=%s alloc=%s pattern=%s size=%llu line=%llu locality=%llu huge=%d status=%s",
+              c.pu.c_str(), c.cpu, c.mem.c_str(), c.alloc.c_str(), pattern.c_str(),
+              static_cast<unsigned long long>(size), static_cast<unsigned long long>(s.line),
+              static_cast<unsigned long long>(locality), s.huge_pages ? 1 : 0, o.status.c_str());
+  if (o.status == "ok") {
+    std::printf(" median_ns=%.2f min_ns=%.2f", ns.median, ns.min);
+    if (!std::isnan(cycles.median)) std::printf(" median_cycles=%.1f", cycles.median);
+  }
+  if (!o.reason.empty()) std::printf(" reason=\"%s\"", o.reason.c_str());
+  std::printf("\n");
+  std::fflush(stdout);
+}
+
+std::vector<uint64_t> parse_sizes(const std::string& text) {
+  if (text == "sweep") return {};
+  std::vector<uint64_t> sizes;
+  for (const auto& item : split_list(text)) sizes.push_back(parse_size(item));
+  if (sizes.empty()) throw UsageError("--size needs a size, a comma list of sizes, or sweep");
+  return sizes;
+}
+
+uint64_t parse_bytes_option(const Options& opts, const std::string& name, uint64_t fallback) {
+  return opts.has(name) ? parse_size(*opts.get(name)) : fallback;
+}
+
+}  // namespace
+
+int cmd_chase(const std::vector<std::string>& args, const std::vector<std::string>& argv) {
+  Options opts("chase", "Pointer-chase latency of one CPU or GPU thread over each memory (docs/cli.md).",
+               {{"pu", "PU", "cpuN (one thread on a core of NUMA node N) or gpuN (one GPU thread);\n"
+                             "                            with --all a comma list filter"},
+                {"cpu", "N", "logical CPU the chasing thread is pinned to (default: the PU's first core)"},
+                {"mem", "MEM", "memory chased: numaN or gpuN (default: the PU's own); --all: a filter"},
+                {"alloc", "ALLOC", "system, numa, device, managed, pinned, registered (default: the path's);\n"
+                                   "                            with --all a comma list, or all"},
+                {"size", "SIZE|sweep", "buffer size(s), comma list, or sweep (default): powers of two\n"
+                                       "                            from --min-size to --max-size"},
+                {"min-size", "SIZE", "sweep from the first power of two >= SIZE (default 4KiB)"},
+                {"max-size", "SIZE", "sweep up to the last power of two <= SIZE\n                            (default: max(1GiB, 4 x the largest cache))"},
+                {"pattern", "LIST", "random (default), sequential, or both: random,sequential"},
+                {"line", "BYTES", "bytes between chain elements (default 64)"},
+                {"locality", "BYTES", "keep the random order within groups of this size (multichase -T;\n"
+                                      "                            default: the whole buffer)"},
+                {"huge-pages", "", "ask for transparent huge pages (system and numa memory)"},
+                {"accesses", "N", "timed dependent loads per repetition (default CPU 2^21, GPU 2^18)"},
+                {"reps", "N", "timed repetitions (default 3)"},
+                {"seed", "N", "seed of the random chain (default 42)"},
+                {"all", "", "every processor x memory of the node (default allocator; --alloc all: every one)"},
+                {"output", "FILE", "HDF5 result file (default mempath-chase-HOST-TIME.h5)"}});
+  if (!opts.parse(args)) return kExitOk;
+  Settings s;
+  s.sizes = parse_sizes(opts.get_or("size", "sweep"));
+  s.min_size = parse_bytes_option(opts, "min-size", 4096);
+  s.max_size = parse_bytes_option(opts, "max-size", 0);
+  s.line = parse_bytes_option(opts, "line", 64);
+  s.locality = parse_bytes_option(opts, "locality", 0);
+  s.accesses = static_cast<uint64_t>(opts.integer("accesses", 0, 1));
+  s.reps = static_cast<int>(opts.integer("reps", 3, 1));
+  s.seed = static_cast<uint64_t>(opts.integer("seed", 42, 0));
+  s.huge_pages = opts.flag("huge-pages");
+  s.patterns = split_list(opts.get_or("pattern", "random"));
+  for (const auto& p : s.patterns)
+    if (p != "random" && p != "sequential")
+      throw UsageError("invalid --pattern '" + p + "'; valid: random, sequential");
+  if (!s.sizes.empty() && (opts.has("min-size") || opts.has("max-size")))
+    throw UsageError("--min-size and --max-size bound the sweep; they do not combine with --size SIZE");
+  check_chain({std::max<uint64_t>(s.line, s.min_size - s.min_size % s.line), s.line, s.locality, false, 0});
+  if (s.max_size && s.max_size < s.min_size)
+    throw UsageError("--max-size " + format_size(s.max_size) + " is below --min-size " + format_size(s.min_size));
+
+  for (const auto& pu : split_list(opts.get_or("pu", "")))
+    if (pu.rfind("gpu", 0) == 0 && !gpu::built_with_cuda())
+      throw UsageError("this mempath build has no CUDA support: --pu " + pu + " needs a CUDA build");
+  const Topology topo = discover();
+  std::vector<ChaseCase> cases;
+  if (opts.flag("all")) {
+    if (opts.has("cpu")) throw UsageError("--cpu picks the core of one case; --all uses each node's first core");
+    cases = all_chase_cases(topo, split_list(opts.get_or("pu", "")), split_list(opts.get_or("mem", "")),
+                            split_list(opts.get_or("alloc", "")));
+    if (cases.empty()) throw UsageError("the filters select no processor x memory on this node");
+  } else {
+    const int cpu = opts.has("cpu") ? static_cast<int>(parse_int(*opts.get("cpu"), "--cpu")) : -1;
+    if (opts.has("cpu") && cpu < 0) throw UsageError("--cpu must be a CPU number >= 0");
+    cases.push_back(make_chase_case(topo, opts.get_or("pu", ""), cpu, opts.get_or("mem", ""), opts.get_or("alloc", "")));
+  }
+  // Bad sizes are bad input before anything runs: each must hold a line and fit in its memory.
+  for (const auto& c : cases)
+    for (uint64_t size : s.sizes) {
+      const Memory* m = topo.find_mem(c.mem);
+      if (m && m->bytes > 0 && size > static_cast<uint64_t>(m->bytes))
+        throw UsageError("--size " + format_size(size) + " is larger than " + c.mem + " (" +
+                         format_size(m->bytes) + "); valid: up to " + format_size(m->bytes));
+      check_chain({size, s.line, s.locality, false, 0});
+    }
+
+  ResultFile file(opts.get_or("output", default_output_name("chase", topo.host)), collect_provenance(topo, argv));
+  file.table("chase/samples", kSampleColumns);
+  file.table("chase/cases", kCaseColumns);
+  file.table("chase/caches", kCacheColumns);
+  file.save();
+  int64_t id = 0;
+  int exit_code = kExitOk;
+  std::vector<std::string> caches_written;
+  for (const auto& c : cases) {
+    const auto caches = chase_caches(topo, c, "/");
+    const std::string cache_key = c.pu + ":" + std::to_string(c.cpu);
+    if (std::find(caches_written.begin(), caches_written.end(), cache_key) == caches_written.end()) {
+      caches_written.push_back(cache_key);
+      for (const auto& k : caches)
+        file.table("chase/caches", kCacheColumns)
+            .append({{"pu", k.pu}, {"level", k.level}, {"bytes", static_cast<int64_t>(k.bytes)}, {"source", k.source}});
+    }
+    std::vector<uint64_t> sizes = s.sizes;
+    if (sizes.empty()) {
+      const uint64_t max = s.max_size ? s.max_size : default_max_size(caches);
+      sizes = power_of_two_sizes(std::max(s.min_size, s.line), max);
+    }
+    for (const auto& pattern : s.patterns) {
+      for (uint64_t size : sizes) {
+        const uint64_t locality = s.locality && s.locality < size ? s.locality : size;
+        Outcome o;
+        if (!c.skip_reason.empty()) {
+          o.status = "skipped", o.reason = c.skip_reason;
+        } else {
+          try {
+            o = run(topo, c, size, pattern == "sequential", s);
+          } catch (const Unsupported& e) {
+            o.status = "skipped", o.reason = e.what();
+          } catch (const UsageError&) {
+            throw;
+          } catch (const std::exception& e) {
+            o.status = "failed", o.reason = e.what();
+          }
+        }
+        const auto ns = per_access(o.seconds, o.accesses, 1e9);
+        const auto cycles = per_access(o.cycles, o.accesses, 1.0);
+        const bool ok = o.status == "ok";
+        const Summary ns_sum = ok ? summarize(ns) : Summary{};
+        const Summary cycle_sum = ok ? summarize(cycles) : Summary{};
+        Row common = {{"case_id", id}, {"pu", c.pu}, {"cpu", static_cast<int64_t>(c.cpu)}, {"mem", c.mem},
+                      {"alloc", c.alloc}, {"pattern", pattern}, {"size_bytes", static_cast<int64_t>(size)},
+                      {"line_bytes", static_cast<int64_t>(s.line)}, {"locality_bytes", static_cast<int64_t>(locality)},
+                      {"huge_pages", static_cast<int64_t>(s.huge_pages)}, {"accesses", static_cast<int64_t>(o.accesses)}};
+        if (ok)
+          for (size_t r = 0; r < ns.size(); ++r) {
+            Row row = common;
+            row["rep"] = static_cast<int64_t>(r);
+            row["time_s"] = o.seconds[r];
+            row["ns_per_access"] = ns[r];
+            row["cycles_per_access"] = r < cycles.size() ? cycles[r] : kNaN;
+            file.table("chase/samples", kSampleColumns).append(row);
+          }
+        Row row = common;
+        row.insert({{"via", c.via}, {"status", o.status}, {"reason", o.reason},
+                    {"reps", static_cast<int64_t>(ok ? ns.size() : 0)}, {"median_ns", ns_sum.median},
+                    {"min_ns", ns_sum.min}, {"median_cycles", cycle_sum.median},
+                    {"huge_page_fraction", o.huge_fraction}, {"placement", o.placement},
+                    {"verified", static_cast<int64_t>(o.verified)}});
+        file.table("chase/cases", kCaseColumns).append(row);
+        file.set_attribute("end_time", utc_now_iso8601());
+        file.save();
+        print_summary(c, pattern, size, s, locality, o, ns_sum, cycle_sum);
+        if (o.status == "failed") exit_code = kExitFailed;
+        ++id;
+      }
+    }
+  }
+  std::cerr << "mempath: " << id << " cases written to " << file.path() << "\n";
+  return exit_code;
+}
+
+}  // namespace mempath

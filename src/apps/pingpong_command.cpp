@@ -1,0 +1,234 @@
+// `mempath pingpong`: compare-and-swap round trips on a one-byte flag between two agents
+// (a CPU core, a GPU thread), with the flag in each memory (issue 4; docs/cli.md).
+// Agent a turns the flag 0 -> 1 and agent b 1 -> 0, each retrying its CAS until it
+// succeeds: a round trip is the time between two successes of a.
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <iostream>
+#include <limits>
+
+#include "apps/commands.hpp"
+#include "core/allocators.hpp"
+#include "core/cycle_counter.hpp"
+#include "core/error.hpp"
+#include "core/numa_policy.hpp"
+#include "core/options.hpp"
+#include "core/pingpong_plan.hpp"
+#include "core/provenance.hpp"
+#include "core/results.hpp"
+#include "core/timer.hpp"
+#include "core/units.hpp"
+#include "cpu/latency.hpp"
+#include "gpu/gpu_api.hpp"
+#include "gpu/latency_api.hpp"
+#include "gpu/memcpy_api.hpp"
+
+namespace mempath {
+namespace {
+
+constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
+// The flag's allocation: a page of its own, so nothing else shares its cache lines.
+constexpr size_t kFlagAllocation = 4096;
+
+const std::vector<ColumnSpec> kSampleColumns = {
+    {"case_id", ColumnType::Int, ""}, {"index", ColumnType::Int, ""}, {"rtt_ns", ColumnType::Float, "ns"}};
+const std::vector<ColumnSpec> kCaseColumns = {
+    {"case_id", ColumnType::Int, ""},    {"a", ColumnType::String, ""},       {"b", ColumnType::String, ""},
+    {"a_cpu", ColumnType::Int, ""},      {"b_cpu", ColumnType::Int, ""},      {"mem", ColumnType::String, ""},
+    {"alloc", ColumnType::String, ""},   {"flag_bytes", ColumnType::Int, "bytes"},
+    {"round_trips", ColumnType::Int, ""}, {"status", ColumnType::String, ""}, {"reason", ColumnType::String, ""},
+    {"median_ns", ColumnType::Float, "ns"}, {"mean_ns", ColumnType::Float, "ns"}, {"min_ns", ColumnType::Float, "ns"},
+    {"p05_ns", ColumnType::Float, "ns"}, {"p95_ns", ColumnType::Float, "ns"},  {"p99_ns", ColumnType::Float, "ns"},
+    {"max_ns", ColumnType::Float, "ns"}, {"placement", ColumnType::String, ""}, {"verified", ColumnType::Int, ""},
+};
+
+struct Settings {
+  uint64_t round_trips = 10000, warmup = 1000;
+  double timeout_s = 10;
+};
+
+struct Outcome {
+  std::string status = "ok", reason, placement;
+  std::vector<double> rtt_ns;
+  bool verified = false;
+};
+
+// Nearest-rank percentile of sorted values.
+double percentile(const std::vector<double>& sorted, double p) {
+  if (sorted.empty()) return kNaN;
+  const size_t rank = static_cast<size_t>(std::ceil(p / 100.0 * sorted.size()));
+  return sorted[std::min(sorted.size() - 1, rank == 0 ? 0 : rank - 1)];
+}
+
+struct Side {
+  uint8_t from, to;
+};
+constexpr Side kSideA{0, 1}, kSideB{1, 0};
+
+Outcome run(const Topology& topo, const PingPongCase& c, const Settings& s) {
+  Outcome o;
+  const uint64_t exchanges = s.warmup + s.round_trips + 1;
+  auto buf = allocate(topo, c.alloc, c.mem, kFlagAllocation, 0);
+  auto* flag = static_cast<uint8_t*>(buf->data());
+  for (const Agent* x : {&c.a, &c.b})
+    if (x->kind == "gpu" && buf->gpu() >= 0 && buf->gpu() != x->gpu && c.alloc == "device")
+      gpu::enable_peer_access(x->gpu, buf->gpu());
+
+  uint64_t done_a = 0, done_b = 0;
+  std::vector<double> stamps_ns;
+  // GPU agents first: they spin until the CPU agents (or each other) answer.
+  std::vector<std::pair<int, gpu::PingPongKernel*>> kernels;
+  if (c.a.kind == "gpu" && c.b.kind == "gpu" && c.a.gpu == c.b.gpu) {
+    kernels.push_back({0, gpu::start_pingpong(c.a.gpu, {{flag, kSideA.from, kSideA.to, exchanges, true},
+                                                         {flag, kSideB.from, kSideB.to, exchanges, false}},
+                                              s.timeout_s)});
+  } else {
+    if (c.a.kind == "gpu")
+      kernels.push_back({0, gpu::start_pingpong(c.a.gpu, {{flag, kSideA.from, kSideA.to, exchanges, true}}, s.timeout_s)});
+    if (c.b.kind == "gpu")
+      kernels.push_back({1, gpu::start_pingpong(c.b.gpu, {{flag, kSideB.from, kSideB.to, exchanges, false}}, s.timeout_s)});
+  }
+  std::vector<int> cpus;
+  std::vector<const Side*> cpu_sides;
+  if (c.a.kind == "cpu") cpus.push_back(c.a.cpu), cpu_sides.push_back(&kSideA);
+  if (c.b.kind == "cpu") cpus.push_back(c.b.cpu), cpu_sides.push_back(&kSideB);
+  if (!cpus.empty()) {
+    std::vector<uint64_t> ticks(c.a.kind == "cpu" ? exchanges : 0);
+    run_on_threads(static_cast<int>(cpus.size()), cpus, -1, [&](int i, int) {
+      const bool is_a = cpu_sides[i] == &kSideA;
+      const double s0 = now_seconds();
+      const uint64_t k0 = cycle_ticks();
+      const uint64_t n = cpu::pingpong(flag, cpu_sides[i]->from, cpu_sides[i]->to, exchanges, s.timeout_s,
+                                       is_a ? ticks.data() : nullptr);
+      const uint64_t k1 = cycle_ticks();
+      const double s1 = now_seconds();
+      if (!is_a) {
+        done_b = n;
+        return;
+      }
+      done_a = n;
+      const double ns_per_tick = k1 > k0 ? (s1 - s0) * 1e9 / static_cast<double>(k1 - k0) : 0;
+      for (uint64_t k = 0; k < n; ++k) stamps_ns.push_back(static_cast<double>(ticks[k] - k0) * ns_per_tick);
+    });
+  }
+  for (auto& [side, kernel] : kernels) {
+    const gpu::PingPongOutcome r = gpu::finish_pingpong(kernel);
+    if (r.successes.size() == 2) {
+      done_a = r.successes[0], done_b = r.successes[1];
+    } else {
+      (side == 0 ? done_a : done_b) = r.successes[0];
+    }
+    if (side == 0) stamps_ns = r.stamps_ns;
+  }
+  uint8_t final_flag = 0xff;
+  if (buf->gpu() >= 0 && c.alloc == "device")
+    final_flag = gpu::count_device_byte_mismatches(buf->gpu(), flag, 1, 0) == 0 ? 0 : 1;
+  else
+    final_flag = __atomic_load_n(flag, __ATOMIC_ACQUIRE);
+  o.placement = placement(*buf);
+  o.verified = done_a == exchanges && done_b == exchanges && final_flag == 0;
+  if (done_a < exchanges || done_b < exchanges) {
+    o.status = "failed";
+    o.reason = "timed out: a partner waited over " + std::to_string(s.timeout_s) + " s (" + c.a.name + " made " +
+               std::to_string(done_a) + ", " + c.b.name + " made " + std::to_string(done_b) + " of " +
+               std::to_string(exchanges) + " exchanges)";
+    return o;
+  }
+  if (!o.verified) {
+    o.status = "failed";
+    o.reason = "the flag ended at " + std::to_string(final_flag) + ", not 0: an update was lost";
+    return o;
+  }
+  for (uint64_t k = s.warmup; k + 1 < stamps_ns.size(); ++k) o.rtt_ns.push_back(stamps_ns[k + 1] - stamps_ns[k]);
+  return o;
+}
+
+void print_summary(const PingPongCase& c, const Outcome& o, double median, double mean, double p99) {
+  std::printf("MEMPATH pingpong a=%s b=%s a_cpu=%d b_cpu=%d mem=%s alloc=%s status=%s", c.a.name.c_str(),
+              c.b.name.c_str(), c.a.cpu, c.b.cpu, c.mem.c_str(), c.alloc.c_str(), o.status.c_str());
+  if (o.status == "ok")
+    std::printf(" median_ns=%.1f mean_ns=%.1f p99_ns=%.1f round_trips=%zu", median, mean, p99, o.rtt_ns.size());
+  if (!o.reason.empty()) std::printf(" reason=\"%s\"", o.reason.c_str());
+  std::printf("\n");
+  std::fflush(stdout);
+}
+
+}  // namespace
+
+int cmd_pingpong(const std::vector<std::string>& args, const std::vector<std::string>& argv) {
+  Options opts("pingpong", "Compare-and-swap round trips between processors, the flag in each memory (docs/cli.md).",
+               {{"pu", "LIST", "agents: cpuN (a core of NUMA node N), gpuN (one GPU thread) (default: all)"},
+                {"mem", "LIST", "memories the flag is placed in: numaN, gpuN (default: all)"},
+                {"alloc", "LIST", "numa, pinned, device, managed, system, registered\n"
+                                  "                            (default: numa, pinned, device, managed)"},
+                {"round-trips", "N", "timed round trips per case (default 10000)"},
+                {"warmup", "N", "untimed round trips first (default 1000)"},
+                {"timeout", "SECONDS", "longest wait for the partner before a case fails (default 10)"},
+                {"output", "FILE", "HDF5 result file (default mempath-pingpong-HOST-TIME.h5)"}});
+  if (!opts.parse(args)) return kExitOk;
+  Settings s;
+  s.round_trips = static_cast<uint64_t>(opts.integer("round-trips", 10000, 1));
+  s.warmup = static_cast<uint64_t>(opts.integer("warmup", 1000, 0));
+  s.timeout_s = static_cast<double>(opts.integer("timeout", 10, 1));
+  const Topology topo = discover();
+  const auto pus = split_list(opts.get_or("pu", ""));
+  for (const auto& p : pus)
+    if (p.rfind("gpu", 0) == 0 && !gpu::built_with_cuda())
+      throw UsageError("this mempath build has no CUDA support: agent " + p + " needs a CUDA build");
+  const auto cases = pingpong_cases(topo, pus, split_list(opts.get_or("mem", "")), split_list(opts.get_or("alloc", "")));
+  if (cases.empty()) throw UsageError("the filters select no pair and memory on this node");
+
+  ResultFile file(opts.get_or("output", default_output_name("pingpong", topo.host)), collect_provenance(topo, argv));
+  file.table("pingpong/samples", kSampleColumns);
+  file.table("pingpong/cases", kCaseColumns);
+  file.save();
+  int exit_code = kExitOk;
+  int64_t id = 0;
+  for (const auto& c : cases) {
+    Outcome o;
+    if (!c.skip_reason.empty()) {
+      o.status = "skipped", o.reason = c.skip_reason;
+    } else {
+      try {
+        o = run(topo, c, s);
+      } catch (const Unsupported& e) {
+        o.status = "skipped", o.reason = e.what();
+      } catch (const UsageError&) {
+        throw;
+      } catch (const std::exception& e) {
+        o.status = "failed", o.reason = e.what();
+      }
+    }
+    std::vector<double> sorted = o.rtt_ns;
+    std::sort(sorted.begin(), sorted.end());
+    double mean = kNaN;
+    if (!sorted.empty()) {
+      mean = 0;
+      for (double v : sorted) mean += v / sorted.size();
+    }
+    for (size_t k = 0; k < o.rtt_ns.size(); ++k)
+      file.table("pingpong/samples", kSampleColumns)
+          .append({{"case_id", id}, {"index", static_cast<int64_t>(k)}, {"rtt_ns", o.rtt_ns[k]}});
+    const double median = percentile(sorted, 50), p99 = percentile(sorted, 99);
+    file.table("pingpong/cases", kCaseColumns)
+        .append({{"case_id", id}, {"a", c.a.name}, {"b", c.b.name}, {"a_cpu", static_cast<int64_t>(c.a.cpu)},
+                 {"b_cpu", static_cast<int64_t>(c.b.cpu)}, {"mem", c.mem}, {"alloc", c.alloc},
+                 {"flag_bytes", static_cast<int64_t>(1)}, {"round_trips", static_cast<int64_t>(o.rtt_ns.size())},
+                 {"status", o.status}, {"reason", o.reason}, {"median_ns", median}, {"mean_ns", mean},
+                 {"min_ns", sorted.empty() ? kNaN : sorted.front()}, {"p05_ns", percentile(sorted, 5)},
+                 {"p95_ns", percentile(sorted, 95)}, {"p99_ns", p99},
+                 {"max_ns", sorted.empty() ? kNaN : sorted.back()}, {"placement", o.placement},
+                 {"verified", static_cast<int64_t>(o.verified)}});
+    file.set_attribute("end_time", utc_now_iso8601());
+    file.save();
+    print_summary(c, o, median, mean, p99);
+    if (o.status == "failed") exit_code = kExitFailed;
+    ++id;
+  }
+  std::cerr << "mempath: " << id << " cases written to " << file.path() << "\n";
+  return exit_code;
+}
+
+}  // namespace mempath

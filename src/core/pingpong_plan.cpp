@@ -1,0 +1,67 @@
+#include "core/pingpong_plan.hpp"
+
+#include <algorithm>
+
+#include "core/allocators.hpp"
+#include "core/error.hpp"
+#include "core/options.hpp"
+
+namespace mempath {
+namespace {
+
+bool listed(const std::vector<std::string>& filter, const std::string& x) {
+  return filter.empty() || std::find(filter.begin(), filter.end(), x) != filter.end();
+}
+
+}  // namespace
+
+std::vector<PingPongCase> pingpong_cases(const Topology& topo, const std::vector<std::string>& pus,
+                                         const std::vector<std::string>& mems,
+                                         const std::vector<std::string>& allocs) {
+  std::vector<std::string> agent_names;
+  for (const auto& p : topo.processors)
+    if (p.name != "cpus") agent_names.push_back(p.name);
+  for (const auto& x : pus)
+    if (std::find(agent_names.begin(), agent_names.end(), x) == agent_names.end())
+      throw UsageError("unknown agent '" + x + "' for pingpong; valid: " + join(agent_names));
+  for (const auto& x : mems)
+    if (!topo.find_mem(x)) throw UsageError("unknown memory '" + x + "'; valid: " + join(topo.mem_names()));
+  for (const auto& a : allocs)
+    if (std::find(allocator_names().begin(), allocator_names().end(), a) == allocator_names().end())
+      throw UsageError("invalid --alloc '" + a + "'; valid: " + join(allocator_names()));
+
+  std::vector<Agent> agents;
+  for (const auto& p : topo.processors) {
+    if (p.name == "cpus" || !listed(pus, p.name)) continue;
+    Agent a{p.name, p.kind, p.kind == "cpu" && !p.cpus.empty() ? p.cpus.front() : -1, p.gpu};
+    agents.push_back(a);
+  }
+  std::stable_partition(agents.begin(), agents.end(), [](const Agent& a) { return a.kind == "cpu"; });
+
+  std::vector<PingPongCase> out;
+  for (size_t i = 0; i < agents.size(); ++i) {
+    for (size_t j = i; j < agents.size(); ++j) {
+      Agent a = agents[i], b = agents[j];
+      std::string pair_problem;
+      if (i == j && a.kind == "cpu") {
+        const Processor* p = topo.find_pu(a.name);
+        if (p->cpus.size() < 2) pair_problem = a.name + " has one CPU; a ping-pong within it needs two";
+        else b.cpu = p->cpus[1];  // the next physical core (cpus list physical cores first)
+      }
+      if (a.kind == "cpu" && a.cpu < 0) pair_problem = a.name + " has no CPUs";
+      for (const auto& m : topo.memories) {
+        if (!listed(mems, m.name)) continue;
+        for (const auto& alloc : allocs.empty() ? pingpong_allocators() : allocs) {
+          if (!alloc_fits_memory(m, alloc)) continue;
+          PingPongCase c{a, b, m.name, alloc, pair_problem};
+          if (c.skip_reason.empty()) c.skip_reason = alloc_problem(topo, a.name, m.name, alloc);
+          if (c.skip_reason.empty()) c.skip_reason = alloc_problem(topo, b.name, m.name, alloc);
+          out.push_back(c);
+        }
+      }
+    }
+  }
+  return out;
+}
+
+}  // namespace mempath

@@ -1,0 +1,38 @@
+#pragma once
+// Which ping-pong cases to run (`mempath pingpong`): every pair of agents (a core of
+// each CPU node, one thread of each GPU) x every memory the flag can live in x every
+// allocator that fits it. Pure planning: nothing is allocated.
+#include <string>
+#include <vector>
+
+#include "core/topology.hpp"
+
+namespace mempath {
+
+struct Agent {
+  std::string name;  // cpuN or gpuN
+  std::string kind;  // "cpu" or "gpu"
+  int cpu = -1;      // logical CPU of a CPU agent
+  int gpu = -1;
+};
+
+struct PingPongCase {
+  Agent a, b;  // a initiates and times
+  std::string mem, alloc;
+  std::string skip_reason;
+};
+
+inline const std::vector<std::string>& pingpong_allocators() {
+  static const std::vector<std::string> names = {"numa", "pinned", "device", "managed"};
+  return names;
+}
+
+// Pairs (a, b) with a before b in node order (CPU nodes, then GPUs), each agent also
+// with itself: two cores of one node, or two blocks of one GPU. Filters are name lists
+// (empty: every agent, every memory, numa/pinned/device/managed). Throws UsageError for
+// names the node does not have.
+std::vector<PingPongCase> pingpong_cases(const Topology& topo, const std::vector<std::string>& pus,
+                                         const std::vector<std::string>& mems,
+                                         const std::vector<std::string>& allocs);
+
+}  // namespace mempath
