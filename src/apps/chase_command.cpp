@@ -22,6 +22,7 @@
 #include "cpu/latency.hpp"
 #include "gpu/gpu_api.hpp"
 #include "gpu/latency_api.hpp"
+#include "gpu/memcpy_api.hpp"
 
 namespace mempath {
 namespace {
@@ -119,6 +120,7 @@ Outcome run(const Topology& topo, const ChaseCase& c, uint64_t size, bool sequen
     });
   } else {
     const int g = topo.find_pu(c.pu)->gpu;
+    if (buf->gpu() >= 0 && buf->gpu() != g && c.alloc == "device") gpu::enable_peer_access(g, buf->gpu());
     end = gpu::chase(g, start, warm).end;
     check_end();
     for (int r = 0; r < s.reps; ++r) {
