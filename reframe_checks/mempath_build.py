@@ -72,6 +72,11 @@ class MempathBuild(rfm.CompileOnlyRegressionTest):
     def executable_path(self) -> str:
         return os.path.join(self.stagedir, self.builddir, 'mempath')
 
+    @property
+    def mpi_executable_path(self) -> str:
+        """mempath-mpi, built where CMake found MPI (scale-out checks)."""
+        return os.path.join(self.stagedir, self.builddir, 'mempath-mpi')
+
     @sanity_function
     def binary_built(self):
         return sn.assert_true(os.path.isfile(self.executable_path),

@@ -151,3 +151,17 @@ def resolve_transfers(perf_vars: Iterable[str]) -> dict[str, dict[str, Reference
         if table:
             resolved[syspart] = table
     return resolved
+
+
+# ---- nccl-tests all_reduce_perf busbw at the largest size (NcclTestsAllReduce) ------------
+# CSCS publishes about 150 GB/s all-reduce busbw at 1 GiB on 2 nodes x 4 GH200 (Slingshot
+# between the nodes); kept as a floor with 20 % slack, no upper bound.
+NCCL_ALLREDUCE_BUSBW: dict[str, dict[tuple[int, int], Reference]] = {
+    'alps:gh200': {(2, 4): (150.0, -0.2, None, 'GB/s')},
+}
+
+
+def resolve_nccl(nodes: int, ranks_per_node: int) -> dict[str, dict[str, Reference]]:
+    """ReFrame's `reference` for NcclTestsAllReduce's `busbw` on `nodes` x `ranks_per_node`."""
+    return {syspart: {'busbw': table[(nodes, ranks_per_node)]}
+            for syspart, table in NCCL_ALLREDUCE_BUSBW.items() if (nodes, ranks_per_node) in table}

@@ -96,6 +96,7 @@ int cmd_nccl(const std::vector<std::string>& args, const std::vector<std::string
                      " GPUs; valid: at most one rank per GPU");
   for (const auto& p : placements) place(topo, p, 0);  // validates the names on every rank
   const int gpu = job.split_host ? job.rank : job.local;
+  const int hosts = job.split_host ? 1 : job.nodes;  // collectives span hosts, not halves
   cuda_ok(cudaSetDevice(gpu), "cudaSetDevice");
 
   ncclUniqueId id;
@@ -116,7 +117,7 @@ int cmd_nccl(const std::vector<std::string>& args, const std::vector<std::string
     ncclGetVersion(&version);
     attrs["nccl_version"] = static_cast<int64_t>(version);
     attrs["mpi_ranks"] = static_cast<int64_t>(job.size);
-    attrs["mpi_nodes"] = static_cast<int64_t>(job.nodes);
+    attrs["mpi_nodes"] = static_cast<int64_t>(hosts);
     file = std::make_unique<ResultFile>(opts.get_or("output", default_output_name("mpi-nccl", topo.host)), attrs);
     file->table("nccl/cases", kCaseColumns);
     file->save();
@@ -177,7 +178,7 @@ int cmd_nccl(const std::vector<std::string>& args, const std::vector<std::string
         const double busbw = algbw * busbw_factor(coll, job.size);
         file->table("nccl/cases", kCaseColumns)
             .append({{"case_id", case_id}, {"collective", coll}, {"placement", pname}, {"alloc", p.alloc},
-                     {"ranks", static_cast<int64_t>(job.size)}, {"nodes", static_cast<int64_t>(job.nodes)},
+                     {"ranks", static_cast<int64_t>(job.size)}, {"nodes", static_cast<int64_t>(hosts)},
                      {"size_bytes", static_cast<int64_t>(size)}, {"iters", static_cast<int64_t>(iters)},
                      {"status", status}, {"reason", reason.empty() && !verified ? "result check failed" : reason},
                      {"time_us", us > 0 ? us : std::nan("")}, {"algbw_GBps", algbw}, {"busbw_GBps", busbw},
@@ -185,7 +186,7 @@ int cmd_nccl(const std::vector<std::string>& args, const std::vector<std::string
         file->set_attribute("end_time", utc_now_iso8601());
         file->save();
         std::printf("MEMPATH nccl coll=%s placement=%s ranks=%d nodes=%d size=%llu status=%s", coll.c_str(),
-                    pname.c_str(), job.size, job.nodes, static_cast<unsigned long long>(size), status.c_str());
+                    pname.c_str(), job.size, hosts, static_cast<unsigned long long>(size), status.c_str());
         if (status == "ok") std::printf(" time_us=%.2f algbw_GBps=%.2f busbw_GBps=%.2f", us, algbw, busbw);
         if (!reason.empty()) std::printf(" reason=\"%s\"", reason.c_str());
         std::printf("\n");
