@@ -8,7 +8,7 @@ from typing import Any
 
 import pandas as pd
 
-from . import figures, matrix, transfer_report, unified
+from . import figures, matrix, scaleout, transfer_report, unified
 from .cases import CASE_COLUMNS, mark_placement, memory_aliases, misplaced_note, ordered
 from .errors import InputError
 from .io import RunSet
@@ -181,6 +181,8 @@ def write_report(runs: RunSet, out: Path, overrides: Mapping[str, float] | None 
     report.notes += transfer.notes
     behaviour = unified.write(runs, out)
     report.files += behaviour.files
+    scale = scaleout.write(runs, out)
+    report.files += scale.files
 
     lines = ["# mempath report", "",
              f"Host(s): {', '.join(f'`{h}`' for h in hosts) or 'none'}; "
@@ -196,6 +198,8 @@ def write_report(runs: RunSet, out: Path, overrides: Mapping[str, float] | None 
     lines += transfer.lines
     if behaviour.files:
         lines += ["## Allocators and unified memory", ""] + behaviour.lines
+    if scale.lines:
+        lines += ["## Scale-out (MPI, NCCL)", ""] + scale.lines
     lines += _peaks(entries, overrides)
     lines += _counts(cases)
     if report.missing:
