@@ -66,18 +66,21 @@ def thread_scaling(cases: pd.DataFrame, out: Path, with_host: bool = False) -> l
     return _save(fig, out, "thread_scaling")
 
 
-def _annotate(ax: Axes, grid: np.ndarray, text: list[list[str]]) -> None:
-    """Colour the cells (log scale where values span more than 10x) and write the text."""
+def _annotate(ax: Axes, grid: np.ndarray, text: list[list[str]], label: str = "GB/s",
+              norm: Normalize | None = None) -> None:
+    """Colour the cells (log scale where values span more than 10x, or `norm` when panels
+    share one scale) and write the text."""
     values = grid[np.isfinite(grid) & (grid > 0)]
     wide = values.size > 0 and values.max() > 10 * values.min()
-    norm = LogNorm(values.min(), values.max()) if wide else Normalize(0, None)
+    if norm is None:
+        norm = LogNorm(values.min(), values.max()) if wide else Normalize(0, None)
     image = ax.imshow(np.ma.masked_invalid(grid), cmap="viridis", norm=norm)
-    for (i, j), label in np.ndenumerate(np.array(text, dtype=object)):
+    for (i, j), cell in np.ndenumerate(np.array(text, dtype=object)):
         value = grid[i, j]
         dark = np.isfinite(value) and np.mean(image.cmap(image.norm(value))[:3]) < 0.5
-        ax.text(j, i, label, ha="center", va="center", fontsize="small",
+        ax.text(j, i, cell, ha="center", va="center", fontsize="small",
                 color="white" if dark else "black")
-    ax.figure.colorbar(image, ax=ax, label="GB/s", shrink=0.8)
+    ax.figure.colorbar(image, ax=ax, label=label, shrink=0.8)
 
 
 def copy_heatmap(cases: pd.DataFrame, out: Path, mem_order: Sequence[str] = (),

@@ -8,7 +8,7 @@ from typing import Any
 
 import pandas as pd
 
-from . import figures, matrix, scaleout, transfer_report, unified
+from . import figures, latency, matrix, scaleout, transfer_report, unified
 from .cases import CASE_COLUMNS, mark_placement, memory_aliases, misplaced_note, ordered
 from .errors import InputError
 from .io import RunSet
@@ -183,6 +183,8 @@ def write_report(runs: RunSet, out: Path, overrides: Mapping[str, float] | None 
     report.files += behaviour.files
     scale = scaleout.write(runs, out)
     report.files += scale.files
+    lat = latency.write(runs, out)
+    report.files += lat.files
 
     lines = ["# mempath report", "",
              f"Host(s): {', '.join(f'`{h}`' for h in hosts) or 'none'}; "
@@ -198,6 +200,8 @@ def write_report(runs: RunSet, out: Path, overrides: Mapping[str, float] | None 
     lines += transfer.lines
     if behaviour.files:
         lines += ["## Allocators and unified memory", ""] + behaviour.lines
+    if lat.files or lat.lines:
+        lines += ["## Latency (pointer chase, ping-pong)", ""] + lat.lines
     if scale.lines:
         lines += ["## Scale-out (MPI, NCCL)", ""] + scale.lines
     lines += _peaks(entries, overrides)
