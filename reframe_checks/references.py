@@ -165,3 +165,37 @@ def resolve_nccl(nodes: int, ranks_per_node: int) -> dict[str, dict[str, Referen
     """ReFrame's `reference` for NcclTestsAllReduce's `busbw` on `nodes` x `ranks_per_node`."""
     return {syspart: {'busbw': table[(nodes, ranks_per_node)]}
             for syspart, table in NCCL_ALLREDUCE_BUSBW.items() if (nodes, ranks_per_node) in table}
+
+
+# ---- Latency (MempathChase, MempathPingPong): lower is better, so an upper bound only ---
+# Published GH200 figures (Fusco et al. 2024, "Understanding Data Movement in Tightly
+# Coupled Heterogeneous Systems: A Case Study with the Grace Hopper Superchip"): Hopper
+# reading its HBM ~344 ns, Hopper reading its Grace's LPDDR ~818 ns, Grace reading its
+# LPDDR ~170 ns, Grace reading its Hopper's HBM ~800 ns. Seeds, widened by
+# LATENCY_SEED_SLACK, to be replaced by measured Alps runs.
+LATENCY_SEED_SLACK = 0.25
+
+
+def _upper(ns: float) -> Reference:
+    return (ns, None, LATENCY_SEED_SLACK, 'ns')
+
+
+def _alps_gh200_latency() -> dict[str, Reference]:
+    refs: dict[str, Reference] = {}
+    for s in ALPS_SOCKETS:
+        refs[f'latency_ns_gpu{s}_gpu{s}'] = _upper(344)
+        refs[f'latency_ns_gpu{s}_numa{alps_hbm(s)}'] = _upper(344)
+        refs[f'latency_ns_gpu{s}_numa{s}'] = _upper(818)
+        refs[f'latency_ns_cpu{s}_numa{s}'] = _upper(170)
+        refs[f'latency_ns_cpu{s}_numa{alps_hbm(s)}'] = _upper(800)
+    return refs
+
+
+LATENCY_REFERENCES: dict[str, dict[str, Reference]] = {'alps:gh200': _alps_gh200_latency()}
+
+
+def resolve_latency(perf_vars: Iterable[str]) -> dict[str, dict[str, Reference]]:
+    """ReFrame's `reference` for the latency variables that LATENCY_REFERENCES names."""
+    names = list(perf_vars)
+    return {syspart: {n: table[n] for n in names if n in table}
+            for syspart, table in LATENCY_REFERENCES.items() if any(n in table for n in names)}

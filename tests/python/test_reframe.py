@@ -133,9 +133,12 @@ def test_alps_account_and_partition_come_from_the_environment():
     assert {'--account=g42', '--partition=debug'} <= set(custom)
 
 
-def test_ci_config_lists_cpu_checks_only():
+def test_ci_config_lists_cpu_and_mpi_checks_only():
     names = listed('ci.py', '--system', 'ci:cpu')
-    assert sorted(names) == sorted(check_name(op, 'cpu') for op in OPS)
+    bandwidth = [n for n in names if n.startswith('MempathBandwidth')]
+    assert sorted(bandwidth) == sorted(check_name(op, 'cpu') for op in OPS)
+    others = {n.split(' %')[0] for n in names} - {'MempathBandwidth'}
+    assert others == {'MempathChase', 'MempathChaseSweep', 'MempathMpiBandwidth', 'MempathInventory'}
 
 
 # ---- summary lines and performance variable names ------------------------------------
