@@ -85,10 +85,12 @@ def test_a_case_past_its_timeout_ends_every_rank_and_earlier_cases_stay_valid(mp
     is left waiting), and the cases written before it are still a valid file."""
     out = tmp_path / "t.h5"
     start = time.monotonic()
-    proc = mpirun(str(mpi_bin), "bw", "--mode", "uni", "--min-size", "1KiB", "--max-size", "512MiB", "--reps", "50",
-                  "--timeout", "2", "--output", str(out), timeout=120)
+    # Up to 512 MiB each case takes well under a second; at 1 GiB a repetition moves
+    # 128 GiB, far more than 5 s on any machine.
+    proc = mpirun(str(mpi_bin), "bw", "--mode", "uni", "--min-size", "1MiB", "--max-size", "1GiB", "--reps", "3",
+                  "--timeout", "5", "--output", str(out), timeout=120)
     assert proc.returncode != 0
-    assert "ran longer than --timeout 2 s" in proc.stderr
+    assert "ran longer than --timeout 5 s" in proc.stderr
     assert time.monotonic() - start < 100
     with h5py.File(out) as f:
         assert len(f["mpi_bw/cases/status"]) >= 1
