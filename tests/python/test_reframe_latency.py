@@ -1,13 +1,19 @@
 """ReFrame latency and scale-out checks: their performance variables from real summary
-lines (H100 and two H200, 2026-11-22), their references, and where they are listed."""
+lines (H100 and two H200, 2026-11-22) and from the docs/schema.md lines, their references,
+where they are listed and with which tags, their command lines (`reframe --dry-run`), and
+the latency checks run by ReFrame with a stand-in `mempath`: variables, kept HDF5 file,
+sanity failures (failed, unverified, missing cases) and the upper-bound references."""
 from __future__ import annotations
 
+import json
+import re
+import shlex
 import sys
 from pathlib import Path
 
 import pytest
 
-from test_reframe import listed
+from test_reframe import CHECKS, CONFIGS, generic_has_gpu, listed, reframe
 
 REPO = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO / "reframe_checks"))
@@ -78,7 +84,6 @@ def test_nccl_tests_reference_for_two_alps_nodes() -> None:
     "  1073741824     268435456     float     sum      -1   3282.55  327.11  327.11       0   3268.95  328.47  328.47       0\n",
     327.11)])
 def test_nccl_tests_row_pattern_reads_out_of_place_busbw(text: str, busbw: float) -> None:
-    import re
     m = re.search(scaleout.NCCL_TESTS_ROW, text, re.MULTILINE)
     assert m and int(m[1]) == 1 << 30 and float(m[2]) == busbw
 
@@ -90,3 +95,331 @@ def test_where_the_checks_are_listed() -> None:
     assert {"MempathChase", "MempathInventory"} <= ci and "MempathPingPong" not in ci
     assert any(name.startswith("MempathMpiBandwidth") for name in ci)
     assert not {"MempathNccl", "NcclTestsAllReduce"} & ci  # no GPUs on the CI nodes
+
+
+# ---- the checks of latency.py: summary lines of docs/schema.md, tags, commands, sanity ----
+#
+# Everything below runs without a GPU: listings on a copy of generic.py that claims one,
+# command lines from `reframe --dry-run`, and the checks run by ReFrame with a stand-in
+# `mempath` (a script printing given summary lines and copying a given HDF5 file).
+
+LATENCY_CHECKS = {  # name -> tags
+    'MempathChase': {'latency', 'acceptance'},
+    'MempathChaseSweep': {'latency', 'full'},
+    'MempathPingPong': {'latency', 'acceptance', 'gpu'},
+    'MempathPingPongFull': {'latency', 'full', 'gpu'},
+}
+GPU_ONLY = {'MempathPingPong', 'MempathPingPongFull'}
+
+SCHEMA_CHASE = [  # docs/schema.md, "/chase/...", summary lines, verbatim
+    'MEMPATH chase pu=cpu0 cpu=0 mem=numa0 alloc=numa pattern=random size=1073741824 line=64 locality=1073741824 huge=0 status=ok median_ns=98.41 min_ns=97.90',
+    'MEMPATH chase pu=gpu0 cpu=-1 mem=gpu0 alloc=device pattern=random size=1073741824 line=64 locality=1073741824 huge=0 status=ok median_ns=402.13 min_ns=401.77 median_cycles=792.4',
+]
+SCHEMA_PINGPONG = [  # docs/schema.md, "/pingpong/...", summary line, verbatim
+    'MEMPATH pingpong a=cpu0 b=gpu0 a_cpu=0 b_cpu=-1 mem=numa0 alloc=pinned status=ok median_ns=1890.3 mean_ns=1902.6 p99_ns=2210.8 round_trips=10000',
+]
+
+
+def chase_line(pu='cpu0', mem='numa0', alloc='numa', pattern='random', size=1 << 30,
+               status='ok', ns=98.41) -> str:
+    cpu = pu[3:] if pu.startswith('cpu') else '-1'
+    line = (f'MEMPATH chase pu={pu} cpu={cpu} mem={mem} alloc={alloc} pattern={pattern} '
+            f'size={size} line=64 locality={size} huge=0 status={status}')
+    if status == 'ok':
+        return line + f' median_ns={ns} min_ns={ns - 0.5}'
+    return line + ' reason="the walk did not end on the element the chain predicts"'
+
+
+def pingpong_line(a='cpu0', b='gpu0', mem='numa0', alloc='pinned', status='ok',
+                  ns=1890.3) -> str:
+    line = (f'MEMPATH pingpong a={a} b={b} a_cpu={a[3:] if a.startswith("cpu") else -1} '
+            f'b_cpu=-1 mem={mem} alloc={alloc} status={status}')
+    if status == 'ok':
+        return line + f' median_ns={ns} mean_ns={ns + 12} p99_ns={ns * 1.2} round_trips=10000'
+    return line + ' reason="timed out: a partner waited over 10.000000 s"'
+
+
+def test_schema_lines_become_variables_in_ns() -> None:
+    chase = latency.summary_fields('chase', SCHEMA_CHASE + ['mempath: 2 cases written'])
+    assert latency.MempathChase.perf_values(latency.MempathChase, chase) == {
+        'latency_ns_cpu0_numa0': (98.41, 'ns'), 'latency_ns_gpu0_gpu0': (402.13, 'ns')}
+    assert latency.MempathChaseSweep.perf_values(latency.MempathChaseSweep, chase) == {
+        'latency_ns_cpu0_numa0_numa_random': (98.41, 'ns'),
+        'latency_ns_gpu0_gpu0_device_random': (402.13, 'ns')}
+    pingpong = latency.summary_fields('pingpong', SCHEMA_PINGPONG + SCHEMA_CHASE)
+    assert latency.MempathPingPong.perf_values(latency.MempathPingPong, pingpong) == {
+        'rtt_ns_cpu0_gpu0_numa0_pinned': (1890.3, 'ns')}
+
+
+def test_sweep_keeps_the_largest_size_per_allocator_and_pattern() -> None:
+    lines = [chase_line(size=4096, ns=1.2), chase_line(size=1 << 30, ns=190.5),
+             chase_line(size=1 << 20, ns=20.0), chase_line(pattern='sequential', ns=7.5),
+             chase_line(alloc='system', size=1 << 30, status='failed'),
+             chase_line(alloc='pinned', size=1 << 29, ns=180.0)]
+    values = latency.MempathChaseSweep.perf_values(latency.MempathChaseSweep,
+                                                   latency.summary_fields('chase', lines))
+    assert values == {'latency_ns_cpu0_numa0_numa_random': (190.5, 'ns'),
+                      'latency_ns_cpu0_numa0_numa_sequential': (7.5, 'ns'),
+                      'latency_ns_cpu0_numa0_pinned_random': (180.0, 'ns')}
+
+
+def test_latency_references_share_the_one_resolver() -> None:
+    names = ['latency_ns_gpu3_numa28', 'latency_ns_cpu2_numa20', 'latency_ns_gpu1_numa1',
+             'latency_ns_cpu0_numa1', 'rtt_ns_cpu0_gpu0_numa0_pinned']
+    assert references.resolve_latency(names) == references.resolve_in(
+        references.LATENCY_REFERENCES, names)
+    table = references.resolve_latency(names)['alps:gh200']
+    assert table == {'latency_ns_gpu3_numa28': references.GH200_HOPPER_HBM_NS,
+                     'latency_ns_cpu2_numa20': references.GH200_GRACE_HBM_NS,
+                     'latency_ns_gpu1_numa1': references.GH200_HOPPER_LPDDR_NS}
+    for name, (value, lower, upper, unit) in references.LATENCY_REFERENCES['alps:gh200'].items():
+        assert re.fullmatch(r'latency_ns_(cpu|gpu)\d_(numa|gpu)\d+', name), name
+        assert lower is None and upper == references.LATENCY_SEED_SLACK and unit == 'ns'
+    # The published figures (Fusco et al. 2024), each the reference of its upper bound.
+    assert [ref[0] for ref in (references.GH200_HOPPER_HBM_NS, references.GH200_HOPPER_LPDDR_NS,
+                               references.GH200_GRACE_LPDDR_NS, references.GH200_GRACE_HBM_NS)] \
+        == [344, 818, 170, 800]
+
+
+def test_latency_references_are_upper_bounds() -> None:
+    from reframe.core.exceptions import SanityError
+    from reframe.utility import sanity as sn
+
+    value, lower, upper, _ = references.GH200_HOPPER_HBM_NS
+    for inside in (1.0, 300.0, 344.0, 344 * 1.24):   # any latency below the bound passes
+        assert sn.evaluate(sn.assert_reference(inside, value, lower, upper))
+    with pytest.raises(SanityError):
+        sn.evaluate(sn.assert_reference(344 * 1.3, value, lower, upper))
+
+
+# ---- listings and tags ---------------------------------------------------------------------
+
+@pytest.fixture
+def gpu_config(tmp_path: Path) -> Path:
+    """generic.py with the features of a GPU partition, whatever this host has."""
+    path = tmp_path / 'generic_gpu.py'
+    path.write_text(
+        'import runpy\n'
+        f"site_configuration = runpy.run_path({str(CONFIGS / 'generic.py')!r})"
+        "['site_configuration']\n"
+        "site_configuration['systems'][0]['partitions'][0]['features'] = ['gpu', 'nvgpu']\n")
+    return path
+
+
+def latency_checks(names: list[str]) -> set[str]:
+    return {n for n in names if n in LATENCY_CHECKS}
+
+
+def test_generic_lists_pingpong_only_with_a_gpu(gpu_config: Path) -> None:
+    expected = set(LATENCY_CHECKS) if generic_has_gpu() else set(LATENCY_CHECKS) - GPU_ONLY
+    assert latency_checks(listed('generic.py')) == expected
+    assert latency_checks(listed(str(gpu_config))) == set(LATENCY_CHECKS)
+
+
+# ids not named like the `gpu` marker (conftest.py skips those without a GPU)
+@pytest.mark.parametrize('tag', ['acceptance', 'full', 'latency', 'gpu'],
+                         ids=lambda tag: f'tag_{tag}')
+def test_tags_select_the_latency_checks(tag: str) -> None:
+    names = latency_checks(listed('alps.py', '--system', 'alps:gh200', '--tag', tag))
+    assert names == {n for n, tags in LATENCY_CHECKS.items() if tag in tags}
+
+
+# ---- command lines (dry run) --------------------------------------------------------------
+
+def dry_run_commands(config: Path, prefix: Path, *args: str) -> dict[str, list[str]]:
+    """Check name -> the `mempath` arguments its job script runs (`reframe --dry-run`)."""
+    report = prefix / 'report.json'
+    out = reframe('-C', str(config), '-c', str(CHECKS / 'latency.py'), '--dry-run',
+                  '--prefix', str(prefix), '--report-file', str(report), *args)
+    assert out.returncode == 0, out.stdout + out.stderr
+    commands = {}
+    for tc in json.loads(report.read_text())['runs'][0]['testcases']:
+        if tc['name'] in LATENCY_CHECKS:
+            script = Path(tc['stagedir']) / 'rfm_job.sh'
+            line = next(l for l in script.read_text().splitlines() if '/mempath ' in l)
+            argv = shlex.split(line)
+            commands[tc['name']] = argv[1:]
+    return commands
+
+
+def test_commands_of_the_checks(gpu_config: Path, tmp_path: Path) -> None:
+    cmds = dry_run_commands(gpu_config, tmp_path / 'rfm')
+    assert cmds == {
+        'MempathChase': ['chase', '--all', '--output', 'chase.h5', '--size', '1GiB'],
+        'MempathChaseSweep': ['chase', '--all', '--alloc', 'all', '--pattern',
+                              'random,sequential', '--output', 'chase_sweep.h5'],
+        'MempathPingPong': ['pingpong', '--alloc', 'pinned', '--output', 'pingpong.h5'],
+        'MempathPingPongFull': ['pingpong', '--output', 'pingpong_full.h5'],
+    }
+
+
+def test_variables_change_the_commands(gpu_config: Path, tmp_path: Path) -> None:
+    cmds = dry_run_commands(
+        gpu_config, tmp_path / 'rfm', '-n', 'MempathChase', '-n', 'MempathPingPong',
+        '-S', 'MempathChase.pus=cpu0,gpu0', '-S', 'MempathChase.size=64MiB',
+        '-S', 'MempathChase.reps=5', '-S', 'MempathPingPong.round_trips=100',
+        '-S', 'MempathPingPong.timeout=3', '-S', 'MempathPingPong.mems=numa0')
+    assert cmds['MempathChase'] == ['chase', '--all', '--pu', 'cpu0,gpu0', '--output',
+                                    'chase.h5', '--size', '64MiB', '--reps', '5']
+    assert cmds['MempathPingPong'] == ['pingpong', '--alloc', 'pinned', '--mem', 'numa0',
+                                       '--output', 'pingpong.h5', '--round-trips', '100',
+                                       '--timeout', '3']
+
+
+# ---- the checks run by ReFrame with a stand-in binary ---------------------------------------
+
+FAKE_CMAKE = """cmake_minimum_required(VERSION 3.20)
+project(fake_mempath NONE)
+file(COPY ${CMAKE_CURRENT_SOURCE_DIR}/mempath ${CMAKE_CURRENT_SOURCE_DIR}/cases.h5
+     DESTINATION ${CMAKE_BINARY_DIR})
+"""
+
+
+def write_cases_h5(path: Path, cases: dict[str, list[tuple[str, int]]]) -> None:
+    """An HDF5 file with `/{bench}/cases/status` and `verified` (docs/schema.md)."""
+    h5py = pytest.importorskip('h5py')
+    with h5py.File(path, 'w') as f:
+        for bench, rows in cases.items():
+            group = f.create_group(f'{bench}/cases')
+            group.create_dataset('status', data=[s for s, _ in rows],
+                                 dtype=h5py.string_dtype())
+            group.create_dataset('verified', data=[v for _, v in rows], dtype='int64')
+
+
+def fake_mempath(src: Path, lines: list[str], exit_code: int = 0, write_h5: bool = True,
+                 unverified: int = 0) -> None:
+    """A stand-in `mempath` printing the summary lines of the subcommand it is given and
+    copying, as its `--output`, a file whose cases match them (the first `unverified` ok
+    cases with verified = 0)."""
+    src.mkdir()
+    (src / 'CMakeLists.txt').write_text(FAKE_CMAKE)
+    cases: dict[str, list[tuple[str, int]]] = {'chase': [], 'pingpong': []}
+    for line in lines:
+        bench, status = line.split()[1], re.search(r'\bstatus=(\S+)', line)[1]
+        ok_so_far = sum(s == 'ok' for s, _ in cases[bench])
+        verified = int(status == 'ok' and ok_so_far >= unverified)
+        cases[bench].append((status, verified))
+    write_cases_h5(src / 'cases.h5', cases)
+
+    def block(bench: str) -> str:
+        body = '\n'.join(l for l in lines if l.split()[1] == bench)
+        return f"cat <<'EOF'\n{body}\nEOF\n"
+
+    copy = 'cp "$(dirname "$0")/cases.h5" "$out"\n' if write_h5 else ''
+    script = src / 'mempath'
+    script.write_text(
+        '#!/bin/sh\nsub=$1\nout=\nwhile [ $# -gt 0 ]; do\n'
+        '  [ "$1" = --output ] && out=$2\n  shift\ndone\n' + copy
+        + f'case $sub in\n  chase) {block("chase")};;\n  pingpong) {block("pingpong")};;\n'
+        + 'esac\necho "mempath: cases written to $out" >&2\n'
+        + f'exit {exit_code}\n')
+    script.chmod(0o755)
+
+
+def run_checks(tmp_path: Path, config: Path, *names: str) -> dict[str, dict]:
+    report = tmp_path / 'report.json'
+    args = [a for n in names for a in ('-n', f'^{n}$')]
+    out = reframe('-C', str(config), '-c', str(CHECKS / 'latency.py'), '-r', *args,
+                  '-S', f'MempathBuild.sourcesdir={tmp_path / "fake_src"}',
+                  '--prefix', str(tmp_path / 'rfm'), '--report-file', str(report))
+    assert report.is_file(), out.stdout + out.stderr
+    return {tc['name']: tc for tc in json.loads(report.read_text())['runs'][0]['testcases']}
+
+
+def perf(case: dict) -> dict[str, tuple[float, str]]:
+    return {k.split(':')[-1]: (v[0], v[4]) for k, v in case['perfvalues'].items()}
+
+
+def test_checks_report_their_variables_and_keep_the_hdf5(tmp_path: Path,
+                                                         gpu_config: Path) -> None:
+    skipped_chase = chase_line(pu='gpu0', mem='numa0', status='skipped').replace(
+        'reason="the walk did not end on the element the chain predicts"',
+        'reason="GPU 0 cannot access pageable memory (no ATS/HMM)"')
+    lines = [*SCHEMA_CHASE, skipped_chase, *SCHEMA_PINGPONG,
+             pingpong_line(a='cpu0', b='cpu0', mem='numa0', ns=95.5),
+             pingpong_line(a='cpu0', b='gpu0', mem='gpu0', alloc='device', status='skipped')
+             .replace('timed out: a partner waited over 10.000000 s',
+                      'cudaMalloc memory is not mapped for CPU access')]
+    fake_mempath(tmp_path / 'fake_src', lines)
+    cases = run_checks(tmp_path, gpu_config, 'MempathChase', 'MempathPingPong')
+    for name, output in (('MempathChase', 'chase.h5'), ('MempathPingPong', 'pingpong.h5')):
+        assert cases[name]['result'] == 'pass', cases[name]['fail_reason']
+        kept = Path(cases[name]['outputdir']) / output
+        assert kept.is_file(), f'{output} not kept in {kept.parent}'
+    assert perf(cases['MempathChase']) == {'latency_ns_cpu0_numa0': (98.41, 'ns'),
+                                           'latency_ns_gpu0_gpu0': (402.13, 'ns')}
+    assert perf(cases['MempathPingPong']) == {'rtt_ns_cpu0_gpu0_numa0_pinned': (1890.3, 'ns'),
+                                              'rtt_ns_cpu0_cpu0_numa0_pinned': (95.5, 'ns')}
+
+
+SKIPPED = chase_line(status='skipped')
+
+
+@pytest.mark.parametrize('lines, exit_code, write_h5, unverified, reason', [
+    ([SCHEMA_CHASE[0], chase_line(mem='numa1', status='failed')], 1, True, 0, 'exited with 1'),
+    ([SCHEMA_CHASE[0], chase_line(mem='numa1', status='failed')], 0, True, 0, 'status=failed'),
+    ([SKIPPED], 0, True, 0, 'no case finished'),
+    ([SCHEMA_CHASE[0], chase_line(mem='numa1', status='timeout')], 0, True, 0,
+     'status timeout'),
+    ([SCHEMA_CHASE[0], SCHEMA_CHASE[1]], 0, True, 1, 'ok but not verified'),
+    ([SCHEMA_CHASE[0]], 0, False, 0, 'chase.h5 was not written'),
+    ([], 2, True, 0, 'exited with 2'),
+])
+def test_chase_sanity_fails_on_failed_unverified_or_missing_cases(
+        tmp_path: Path, gpu_config: Path, lines, exit_code, write_h5, unverified,
+        reason) -> None:
+    fake_mempath(tmp_path / 'fake_src', lines, exit_code, write_h5, unverified)
+    case = run_checks(tmp_path, gpu_config, 'MempathChase')['MempathChase']
+    assert case['result'] == 'fail'
+    assert case['fail_phase'] == 'sanity'
+    assert reason in case['fail_reason']
+
+
+def test_pingpong_sanity_fails_on_a_timed_out_pair(tmp_path: Path, gpu_config: Path) -> None:
+    fake_mempath(tmp_path / 'fake_src',
+                 [pingpong_line(), pingpong_line(a='gpu0', b='gpu0', status='failed')])
+    case = run_checks(tmp_path, gpu_config, 'MempathPingPong')['MempathPingPong']
+    assert (case['result'], case['fail_phase']) == ('fail', 'sanity')
+    assert 'status=failed' in case['fail_reason']
+
+
+def test_sanity_fails_when_the_file_misses_ok_cases(tmp_path: Path, gpu_config: Path) -> None:
+    fake_mempath(tmp_path / 'fake_src', [SCHEMA_CHASE[0]])
+    write_cases_h5(tmp_path / 'fake_src' / 'cases.h5', {'chase': [('skipped', 0)]})
+    case = run_checks(tmp_path, gpu_config, 'MempathChase')['MempathChase']
+    assert (case['result'], case['fail_phase']) == ('fail', 'sanity')
+    assert 'holds 0 ok chase case(s), stdout 1 ok line(s)' in case['fail_reason']
+
+
+@pytest.fixture
+def local_alps_config(tmp_path: Path) -> Path:
+    """The generic configuration renamed `alps:gh200` (local scheduler), so that a run
+    here picks up the Alps references."""
+    path = tmp_path / 'local_alps.py'
+    path.write_text(
+        'import runpy\n'
+        f"site_configuration = runpy.run_path({str(CONFIGS / 'generic.py')!r})"
+        "['site_configuration']\n"
+        "system = site_configuration['systems'][0]\n"
+        "system['name'] = 'alps'\n"
+        "system['partitions'][0].update(name='gh200', features=['gpu', 'nvgpu'])\n"
+        "site_configuration['environments'][0]['target_systems'] = ['alps']\n")
+    return path
+
+
+@pytest.mark.parametrize('hbm_ns, result', [(347.0, 'pass'), (12.0, 'pass'), (500.0, 'fail')])
+def test_alps_references_bound_the_latency_from_above(tmp_path: Path, local_alps_config: Path,
+                                                      hbm_ns: float, result: str) -> None:
+    lines = [chase_line(pu='gpu1', mem='gpu1', alloc='device', ns=hbm_ns),
+             chase_line(pu='cpu1', mem='numa1', ns=160.0),
+             chase_line(pu='cpu1', mem='numa2', ns=5000.0)]   # no reference: anything goes
+    fake_mempath(tmp_path / 'fake_src', lines)
+    case = run_checks(tmp_path, local_alps_config, 'MempathChase')['MempathChase']
+    assert case['result'] == result, case['fail_reason']
+    refs = {k.split(':')[-1]: v[1:4] for k, v in case['perfvalues'].items()}
+    assert refs['latency_ns_gpu1_gpu1'][0] == 344
+    assert refs['latency_ns_cpu1_numa1'][0] == 170
+    assert refs['latency_ns_cpu1_numa2'][0] == 0
+    if result == 'fail':
+        assert case['fail_phase'] == 'performance'
+        assert 'latency_ns_gpu1_gpu1' in case['fail_reason']
