@@ -1,7 +1,8 @@
 """Shared pytest fixtures: where the mempath binaries are, and the GPU marker.
 
 GPU tests are marked `gpu` and skip cleanly where no NVIDIA GPU is visible; run them on
-a GPU node with the same test command.
+a GPU node with the same test command. Tests of the CI's two-node Slurm cluster are marked
+`slurm` and run only with MEMPATH_SLURM_CLUSTER=1 (set after `slurm/ci/cluster.sh start`).
 """
 from __future__ import annotations
 
@@ -23,18 +24,25 @@ def _gpu_present() -> bool:
 
 
 HAVE_GPU = _gpu_present()
+HAVE_SLURM_CLUSTER = os.environ.get("MEMPATH_SLURM_CLUSTER") == "1"
 
 
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", "gpu: needs an NVIDIA GPU; skipped without one")
     config.addinivalue_line("markers", "slow: takes more than a few seconds")
+    config.addinivalue_line("markers", "slurm: needs the CI Slurm cluster (slurm/ci/cluster.sh "
+                            "start); skipped unless MEMPATH_SLURM_CLUSTER=1")
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     skip = pytest.mark.skip(reason="no NVIDIA GPU visible (nvidia-smi -L failed)")
+    skip_slurm = pytest.mark.skip(reason="no CI Slurm cluster (slurm/ci/cluster.sh start, "
+                                         "then MEMPATH_SLURM_CLUSTER=1)")
     for item in items:
         if "gpu" in item.keywords and not HAVE_GPU:
             item.add_marker(skip)
+        if item.get_closest_marker("slurm") and not HAVE_SLURM_CLUSTER:
+            item.add_marker(skip_slurm)
 
 
 def _binary(env: str, default: Path) -> Path:

@@ -1,0 +1,66 @@
+"""The CI's two-node Slurm cluster (slurm/ci/cluster.sh) really has two nodes, and an MPI
+job through PMIx spans both.
+
+Marked `slurm`: skipped unless MEMPATH_SLURM_CLUSTER=1, which CI sets after
+`slurm/ci/cluster.sh start`; by hand:
+
+    slurm/ci/cluster.sh start
+    MEMPATH_SLURM_CLUSTER=1 .venv/bin/python -m pytest tests/python/test_slurm_cluster.py
+    slurm/ci/cluster.sh stop
+"""
+from __future__ import annotations
+
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[2]
+CLUSTER = REPO / "slurm" / "ci" / "cluster.sh"
+
+pytestmark = pytest.mark.slurm
+
+HELLO = r"""
+#include <mpi.h>
+#include <stdio.h>
+int main(int argc, char **argv) {
+    int rank, size, len, sum = 0;
+    char host[MPI_MAX_PROCESSOR_NAME];
+    MPI_Init(&argc, &argv);
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    MPI_Comm_size(MPI_COMM_WORLD, &size);
+    MPI_Get_processor_name(host, &len);
+    MPI_Allreduce(&rank, &sum, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
+    printf("rank=%d size=%d host=%s sum=%d\n", rank, size, host, sum);
+    MPI_Finalize();
+    return 0;
+}
+"""
+
+
+def on_cluster(*cmd: str, timeout: int = 60) -> str:
+    """CMD run beside node n1 (cluster.sh exec); its stdout, failing on a non-zero exit."""
+    out = subprocess.run([str(CLUSTER), "exec", *cmd], capture_output=True, text=True,
+                         timeout=timeout)
+    assert out.returncode == 0, f"{' '.join(cmd)}: exit {out.returncode}\n{out.stdout}{out.stderr}"
+    return out.stdout
+
+
+def test_srun_runs_on_two_hosts() -> None:
+    hosts = on_cluster("srun", "-N2", "hostname").split()
+    assert len(hosts) == 2 and set(hosts) == {"n1", "n2"}, hosts
+
+
+def test_mpi_job_spans_two_hosts(tmp_path: Path) -> None:
+    mpicc = shutil.which("mpicc")
+    assert mpicc, "mpicc missing (slurm/ci/cluster.sh start installs libopenmpi-dev)"
+    (tmp_path / "hello.c").write_text(HELLO)
+    subprocess.run([mpicc, "-o", str(tmp_path / "hello"), str(tmp_path / "hello.c")],
+                   check=True, timeout=60)
+    out = on_cluster("srun", "-N2", "--ntasks-per-node=1", "--mpi=pmix", str(tmp_path / "hello"))
+    ranks = dict(line.split()[0:3:2] for line in out.splitlines() if line.startswith("rank="))
+    assert sorted(ranks) == ["rank=0", "rank=1"], out
+    assert sorted(ranks.values()) == ["host=n1", "host=n2"], out
+    # One job of two ranks (not two singletons), which talked: 0 + 1 on both.
+    assert out.count("size=2") == 2 and out.count("sum=1") == 2, out
