@@ -1,7 +1,10 @@
 """Report part for `mempath chase` and `mempath pingpong` (issue 4): latency against
 buffer size per processor with the cache sizes drawn as vertical lines (the paper's
 Figures 11-12), random against sequential chains (the prefetcher test), the ping-pong
-matrix per flag memory (Figure 13) and the round-trip distributions."""
+matrix per flag memory (Figure 13) and the round-trip distributions.
+
+Several runs: the figures show the median over the runs of one node, the tables list
+every run (with a `run` column when there is more than one)."""
 from __future__ import annotations
 
 from pathlib import Path
@@ -14,11 +17,29 @@ from matplotlib.colors import LogNorm
 from .figures import _annotate, _save
 from .io import RunSet
 from .scaleout import _bytes_axis
+from .transfer_report import _num, _table
+from .transfers import size_label
 from .unified import Part, _ok
 
+CHASE_PATH = ["host", "pu", "cpu", "mem", "alloc"]
+NOT_OK = {"skipped": "skip", "failed": "failed"}
 
-def _chase_panels(cases: pd.DataFrame) -> list[tuple[str, str]]:
-    return list(dict.fromkeys(zip(cases["host"], cases["pu"])))
+
+def _agent(pu: str, cpu) -> str:
+    # cpuN names a NUMA node: `--cpu` may chase (or ping) from any of its cores.
+    return f"{pu} core {int(cpu)}" if pd.notna(cpu) and int(cpu) >= 0 else str(pu)
+
+
+def _ns(value: float) -> str:
+    for scale, unit in ((1e6, "ms"), (1e3, "us")):
+        if value >= scale:
+            return f"{value / scale:.2f}{unit}"
+    return f"{value:.0f}ns"
+
+
+def _medians(cases: pd.DataFrame, keys: list[str]) -> pd.Series:
+    """median_ns per key and size, the median over runs."""
+    return cases.groupby([*keys, "size_bytes"])["median_ns"].median()
 
 
 def chase_latency(runs: RunSet, out: Path) -> list[Path]:
@@ -27,21 +48,22 @@ def chase_latency(runs: RunSet, out: Path) -> list[Path]:
     if cases.empty:
         return []
     caches = runs.table("chase/caches")
-    panels = _chase_panels(cases)
+    lines = _medians(cases, CHASE_PATH)
+    panels = list(dict.fromkeys(k[:3] for k in lines.index))
     fig, axes = plt.subplots(1, len(panels), figsize=(6.5 * len(panels), 4.8), squeeze=False, layout="constrained")
-    for ax, (host, pu) in zip(axes[0], panels):
-        part = cases[(cases["host"] == host) & (cases["pu"] == pu)]
-        for (mem, alloc), line in part.groupby(["mem", "alloc"]):
-            line = line.groupby("size_bytes")["median_ns"].median()
-            ax.plot(line.index, line.to_numpy(), marker=".", label=f"{mem} ({alloc})")
+    for ax, (host, pu, cpu) in zip(axes[0], panels):
+        for (mem, alloc), line in lines.loc[host, pu, cpu].groupby(level=["mem", "alloc"], sort=False):
+            ax.plot(line.index.get_level_values("size_bytes"), line.to_numpy(), marker=".", label=f"{mem} ({alloc})")
         mine = caches[(caches["host"] == host) & (caches["pu"] == pu)] if not caches.empty else caches
+        # /chase/caches has no core column: one size per level of the processor.
         for level, size in dict(zip(mine.get("level", []), mine.get("bytes", []))).items():
             ax.axvline(int(size), color="grey", linestyle=":", linewidth=1)
-            ax.annotate(level, (int(size), 1), xycoords=("data", "axes fraction"), rotation=90, va="top",
-                        ha="right", fontsize="small", color="grey")
+            ax.annotate(f"{level} {size_label(size)}", (int(size), 1), xycoords=("data", "axes fraction"),
+                        rotation=90, va="top", ha="right", fontsize="small", color="grey")
         _bytes_axis(ax)
         ax.set_yscale("log")
-        ax.set(title=f"{host} {pu}: pointer chase", xlabel="buffer (bytes)", ylabel="ns per load (median)")
+        ax.set(title=f"{host} {_agent(pu, cpu)}: pointer chase", xlabel="buffer (bytes)",
+               ylabel="ns per load (median)")
         ax.legend(fontsize="small")
     return _save(fig, out, "chase_latency")
 
@@ -50,22 +72,30 @@ def chase_prefetch(runs: RunSet, out: Path) -> list[Path]:
     cases = _ok(runs.table("chase/cases"))
     if cases.empty:
         return []
-    both = cases.groupby(["host", "pu", "mem", "alloc"]).filter(lambda g: set(g["pattern"]) >= {"random", "sequential"})
+    both = cases.groupby(CHASE_PATH).filter(lambda g: set(g["pattern"]) >= {"random", "sequential"})
     if both.empty:
         return []
-    keys = list(dict.fromkeys(zip(both["host"], both["pu"], both["mem"], both["alloc"])))
+    lines = _medians(both, [*CHASE_PATH, "pattern"])
     fig, ax = plt.subplots(figsize=(7, 4.5), layout="constrained")
-    for key in keys:
-        part = both[(both["host"] == key[0]) & (both["pu"] == key[1]) & (both["mem"] == key[2]) & (both["alloc"] == key[3])]
-        for pattern, style in (("random", "-"), ("sequential", "--")):
-            line = part[part["pattern"] == pattern].groupby("size_bytes")["median_ns"].median()
-            ax.plot(line.index, line.to_numpy(), style, marker=".", label=f"{key[1]} {key[2]} ({key[3]}) {pattern}")
+    for key, line in lines.groupby(level=[*CHASE_PATH, "pattern"], sort=False):
+        host, pu, cpu, mem, alloc, pattern = key
+        ax.plot(line.index.get_level_values("size_bytes"), line.to_numpy(), "-" if pattern == "random" else "--",
+                marker=".", label=f"{_agent(pu, cpu)} {mem} ({alloc}) {pattern}")
     _bytes_axis(ax)
     ax.set_yscale("log")
     ax.set(title="Random vs sequential chain: what a prefetcher hides", xlabel="buffer (bytes)",
            ylabel="ns per load (median)")
     ax.legend(fontsize="small")
     return _save(fig, out, "chase_prefetch")
+
+
+def _cells(part: pd.DataFrame) -> dict[tuple[str, str], tuple[float, str]]:
+    """(a, b) -> (median ns over the runs' ok cases, text); no ok case: its status."""
+    cells = {}
+    for (a, b), g in part.groupby(["a", "b"], sort=False):
+        ok = g.loc[g["status"] == "ok", "median_ns"].astype(float)
+        cells[a, b] = (ok.median(), _ns(ok.median())) if len(ok) else (np.nan, NOT_OK.get(g["status"].iloc[0], "?"))
+    return cells
 
 
 def pingpong_matrix(runs: RunSet, out: Path) -> list[Path]:
@@ -81,23 +111,23 @@ def pingpong_matrix(runs: RunSet, out: Path) -> list[Path]:
     for ax in axes.flat[len(flags):]:
         ax.set_visible(False)
     for ax, (host, mem, alloc) in zip(axes.flat, flags):
-        part = cases[(cases["host"] == host) & (cases["mem"] == mem) & (cases["alloc"] == alloc)]
-        agents = list(dict.fromkeys(list(part["a"]) + list(part["b"])))
+        mine = cases[cases["host"] == host]
+        part = mine[(mine["mem"] == mem) & (mine["alloc"] == alloc)]
+        agents = list(dict.fromkeys(list(mine["a"]) + list(mine["b"])))  # same order in every panel
         grid = np.full((len(agents), len(agents)), np.nan)
         text = [["" for _ in agents] for _ in agents]
-        for r in part.itertuples():
-            i, j = agents.index(r.a), agents.index(r.b)
-            for x, y in {(i, j), (j, i)}:  # a round trip is the same both ways
-                if r.status == "ok":
-                    grid[x, y] = float(r.median_ns)
-                    text[x][y] = f"{float(r.median_ns) / 1000:.2f}us" if r.median_ns >= 1000 else f"{r.median_ns:.0f}ns"
-                else:
-                    text[x][y] = "skip"
+        cells = _cells(part)
+        for (a, b), (value, label) in cells.items():
+            i, j = agents.index(a), agents.index(b)
+            # A round trip is the same both ways: mirror unless b->a was measured itself.
+            for x, y in {(i, j)} | ({(j, i)} if (b, a) not in cells else set()):
+                grid[x, y], text[x][y] = value, label
         _annotate(ax, grid, text, "round trip, ns", norm)
         ax.set_xticks(range(len(agents)), agents)
         ax.set_yticks(range(len(agents)), agents)
+        ax.set(xlabel="b", ylabel="a (initiates)", facecolor="0.9")
         ax.set_title(f"{host}: flag in {mem} ({alloc})", fontsize="medium")
-    fig.suptitle("CAS ping-pong round trip, median (a initiates; shown both ways)")
+    fig.suptitle("CAS ping-pong round trip, median over runs (cpuN x cpuN: two cores of node N)")
     return _save(fig, out, "pingpong_matrix")
 
 
@@ -106,15 +136,20 @@ def pingpong_distribution(runs: RunSet, out: Path) -> list[Path]:
     samples = runs.table("pingpong/samples")
     if cases.empty or samples.empty:
         return []
+    many = cases["run"].nunique() > 1
     fig, ax = plt.subplots(figsize=(8, 5), layout="constrained")
     for r in cases.itertuples():
         rtt = samples[(samples["run"] == r.run) & (samples["case_id"] == r.case_id)]["rtt_ns"].to_numpy()
         if rtt.size == 0:
             continue
         x = np.sort(rtt)
-        line, = ax.plot(x, np.arange(1, x.size + 1) / x.size, label=f"{r.a}<->{r.b} {r.mem}/{r.alloc}")
+        label = f"{r.run}: " * many + f"{r.a}<->{r.b} {r.mem}/{r.alloc}"
+        line, = ax.plot(x, np.arange(1, x.size + 1) / x.size, label=label)
         ax.plot([r.median_ns], [0.5], "o", color=line.get_color(), markersize=4)
         ax.plot([r.p99_ns], [0.99], "^", color=line.get_color(), markersize=4)
+    if not ax.lines:
+        plt.close(fig)
+        return []
     ax.set_xscale("log")
     ax.set(title="Ping-pong round trips: distribution (o median, ^ p99)", xlabel="round trip (ns)",
            ylabel="fraction of round trips")
@@ -124,26 +159,24 @@ def pingpong_distribution(runs: RunSet, out: Path) -> list[Path]:
 
 def _tables(runs: RunSet) -> list[str]:
     lines: list[str] = []
-    chase = runs.table("chase/cases")
-    ok = _ok(chase)
+    ok = _ok(runs.table("chase/cases"))
     if not ok.empty:
-        top = ok.loc[ok.groupby(["host", "pu", "mem", "alloc", "pattern"])["size_bytes"].idxmax()]
-        lines += ["| host | processor | memory | allocator | pattern | size | ns per load | GPU cycles |",
-                  "|---|---|---|---|---|---:|---:|---:|"]
-        for r in top.itertuples():
-            cycles = "" if pd.isna(r.median_cycles) else f"{r.median_cycles:.0f}"
-            lines.append(f"| {r.host} | {r.pu} | {r.mem} | {r.alloc} | {r.pattern} | {int(r.size_bytes) >> 20} MiB | "
-                         f"{r.median_ns:.1f} | {cycles} |")
-        lines.append("")
+        many = ok["run"].nunique() > 1
+        top = ok.loc[ok.groupby(["run", *CHASE_PATH, "pattern"], sort=False)["size_bytes"].idxmax()]
+        lines += ["### Pointer chase at the largest size", ""] + _table(
+            ["run"] * many + ["host", "processor", "memory", "allocator", "pattern", "size", "ns per load",
+                              "GPU cycles"],
+            [[r.run] * many + [r.host, _agent(r.pu, r.cpu), r.mem, r.alloc, r.pattern, size_label(r.size_bytes),
+                               _num(r.median_ns), _num(r.median_cycles, 0)] for r in top.itertuples()])
     pp = runs.table("pingpong/cases")
     if not pp.empty:
-        lines += ["| host | a | b | flag memory | allocator | median ns | p99 ns | mean ns | status |",
-                  "|---|---|---|---|---|---:|---:|---:|---|"]
-        for r in pp.itertuples():
-            nums = (f"{r.median_ns:.0f} | {r.p99_ns:.0f} | {r.mean_ns:.0f}" if r.status == "ok" else " |  | ")
-            lines.append(f"| {r.host} | {r.a} | {r.b} | {r.mem} | {r.alloc} | {nums} | "
-                         f"{r.status}{': ' + r.reason if r.reason else ''} |")
-        lines.append("")
+        many = pp["run"].nunique() > 1
+        lines += ["### Ping-pong round trips", ""] + _table(
+            ["run"] * many + ["host", "a", "b", "flag memory", "allocator", "median ns", "p99 ns", "mean ns",
+                              "status"],
+            [[r.run] * many + [r.host, _agent(r.a, r.a_cpu), _agent(r.b, r.b_cpu), r.mem, r.alloc,
+                               _num(r.median_ns, 0), _num(r.p99_ns, 0), _num(r.mean_ns, 0),
+                               r.status + (f": {r.reason}" if r.reason else "")] for r in pp.itertuples()])
     return lines
 
 
@@ -156,7 +189,7 @@ def write(runs: RunSet, out: Path) -> Part:
              "no path was chased in both orders (`--pattern random,sequential`)"),
             ("pingpong_matrix", "Ping-pong matrix", pingpong_matrix(runs, out), "no `mempath pingpong` case finished"),
             ("pingpong_distribution", "Ping-pong round-trip distributions", pingpong_distribution(runs, out),
-             "no `mempath pingpong` samples")):
+             "no `mempath pingpong` samples of a finished case")):
         part.files += files
         if files:
             part.lines += [f"### {title}", "", f"![{title}]({stem}.png)", "", f"[PNG]({stem}.png), [PDF]({stem}.pdf)", ""]

@@ -185,6 +185,8 @@ def write_report(runs: RunSet, out: Path, overrides: Mapping[str, float] | None 
     report.files += scale.files
     lat = latency.write(runs, out)
     report.files += lat.files
+    if lat.files or lat.lines:  # runs without chase or pingpong need no word about them
+        report.missing += lat.missing
 
     lines = ["# mempath report", "",
              f"Host(s): {', '.join(f'`{h}`' for h in hosts) or 'none'}; "
