@@ -104,12 +104,12 @@ def test_nccl_without_gpus_is_bad_input(mpi_bin: Path) -> None:
     assert proc.returncode == 2 and ("needs GPUs" in proc.stderr or "no NCCL" in proc.stderr), proc.stderr
 
 
-def test_inventory_gathers_every_rank_into_the_run(mpi_bin: Path, tmp_path: Path) -> None:
+def test_inventory_gathers_every_rank_into_the_run(mpi_bin: Path, mempath_bin: Path, tmp_path: Path) -> None:
     pytest.importorskip("mpi4py")
     out = tmp_path / "bw.h5"
     assert mpirun(str(mpi_bin), "bw", "--max-size", "1KiB", "--reps", "1", "--output", str(out)).returncode == 0
     proc = mpirun(sys.executable, str(REPO / "slurm" / "inventory.py"), "--output", str(out),
-                  "--mempath", str(REPO / "build" / "mempath"))
+                  "--mempath", str(mempath_bin))
     assert proc.returncode == 0, proc.stderr
     assert "MEMPATH inventory ranks=2" in proc.stdout
     with h5py.File(out) as f:
