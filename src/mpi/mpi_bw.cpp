@@ -189,6 +189,8 @@ int cmd_bw(const std::vector<std::string>& args, const std::vector<std::string>&
 
   Watchdog watchdog(timeout);
   int64_t id = 0;
+  bool any_ran = false;
+  std::string first_skip;
   for (const auto& alloc : allocs) {
     // One send and one receive buffer per rank for every size: messages of a window
     // share them, as in OSU's osu_bw.
@@ -204,6 +206,8 @@ int cmd_bw(const std::vector<std::string>& args, const std::vector<std::string>&
       }
     }
     reason = agree_on_reason(reason);
+    any_ran = any_ran || reason.empty();
+    if (first_skip.empty()) first_skip = reason;
     for (const auto& mode : modes) {
       for (uint64_t size : power_of_two_sizes(min_size, max_size)) {
         const int windows = mpi_windows(size, kMpiWindow);
@@ -248,7 +252,7 @@ int cmd_bw(const std::vector<std::string>& args, const std::vector<std::string>&
     }
   }
   if (job.rank == 0) std::fprintf(stderr, "mempath-mpi: %lld cases written to %s\n", static_cast<long long>(id), file->path().c_str());
-  return kExitOk;
+  return exit_code(job, any_ran, first_skip, kExitOk);
 }
 
 }  // namespace mempath::mpi

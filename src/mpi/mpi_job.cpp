@@ -1,5 +1,7 @@
 #include "mpi/mpi_job.hpp"
 
+#include "core/error.hpp"
+
 #include <unistd.h>
 
 #include <algorithm>
@@ -86,6 +88,14 @@ std::string agree_on_reason(const std::string& mine) {
   reason.resize(len);
   MPI_Bcast(reason.data(), len, MPI_CHAR, chosen, MPI_COMM_WORLD);
   return "rank " + std::to_string(chosen) + ": " + reason;
+}
+
+int exit_code(const Job& job, bool any_ran, const std::string& first_skip, int code) {
+  if (any_ran) return code;
+  if (job.rank == 0)
+    std::fprintf(stderr, "mempath-mpi: error: no case could run (%s); the skipped cases are in the result file\n",
+                 first_skip.c_str());
+  return kExitUsage;
 }
 
 void abort_job(const std::string& why, int code) {

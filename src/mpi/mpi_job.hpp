@@ -30,6 +30,11 @@ std::vector<std::string> gather_strings(const std::string& mine, const Job& job)
 // rank cannot run (allocation, CUDA-aware MPI) is skipped everywhere together.
 std::string agree_on_reason(const std::string& mine);
 
+// The exit code of a run (the same on every rank): 2 with one line from rank 0 when no
+// case could run (each was skipped: device buffers without a CUDA-aware MPI, a placement
+// the node lacks), as asked-for work that cannot be done is bad input; else `code`.
+int exit_code(const Job& job, bool any_ran, const std::string& first_skip, int code);
+
 // Ends every rank of the job (MPI_Abort) after printing why, from any thread.
 [[noreturn]] void abort_job(const std::string& why, int code = 1);
 

@@ -124,6 +124,8 @@ int cmd_nccl(const std::vector<std::string>& args, const std::vector<std::string
   }
   Watchdog watchdog(timeout);
   int64_t case_id = 0;
+  bool any_ran = false, any_failed = false;
+  std::string first_skip;
   for (const auto& pname : placements) {
     Placement p = place(topo, pname, gpu);
     // all-gather's output holds every rank's part: the largest buffer is the output.
@@ -139,6 +141,8 @@ int cmd_nccl(const std::vector<std::string>& args, const std::vector<std::string
     }
     cudaSetDevice(gpu);
     const std::string reason = agree_on_reason(p.reason);
+    any_ran = any_ran || reason.empty();
+    if (first_skip.empty()) first_skip = reason;
     for (const auto& coll : colls) {
       for (uint64_t size : power_of_two_sizes(std::max<uint64_t>(min_size, 4 * job.size), max_size)) {
         // nccl-tests' size: the all-reduce buffer, or the gathered (output) buffer.
@@ -174,6 +178,7 @@ int cmd_nccl(const std::vector<std::string>& args, const std::vector<std::string
         }
         if (job.rank != 0) continue;
         const std::string status = !reason.empty() ? "skipped" : verified ? "ok" : "failed";
+        any_failed = any_failed || status == "failed";
         const double algbw = us > 0 ? size / (us * 1e-6) / 1e9 : std::nan("");
         const double busbw = algbw * busbw_factor(coll, job.size);
         file->table("nccl/cases", kCaseColumns)
@@ -196,7 +201,9 @@ int cmd_nccl(const std::vector<std::string>& args, const std::vector<std::string
     }
   }
   ncclCommDestroy(comm);
-  return kExitOk;
+  int failed = any_failed;  // rank 0 judged the results; every rank exits alike
+  MPI_Bcast(&failed, 1, MPI_INT, 0, MPI_COMM_WORLD);
+  return exit_code(job, any_ran, first_skip, failed ? kExitFailed : kExitOk);
 }
 
 }  // namespace mempath::mpi

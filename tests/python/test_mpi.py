@@ -57,11 +57,22 @@ def test_bw_uni_and_bi_between_two_halves(mpi_bin: Path, tmp_path: Path) -> None
 
 
 def test_device_buffers_without_cuda_aware_mpi_are_skipped_with_the_reason(mpi_bin: Path, tmp_path: Path) -> None:
-    proc = mpirun(str(mpi_bin), "bw", "--alloc", "device", "--max-size", "4B", "--mode", "uni",
-                  "--output", str(tmp_path / "d.h5"))
+    """Skipped with the reason in the file; when nothing else was asked for, the run is
+    bad input: one line, exit 2."""
+    out = tmp_path / "d.h5"
+    proc = mpirun(str(mpi_bin), "bw", "--alloc", "device", "--max-size", "4B", "--mode", "uni", "--output", str(out))
     lines = summaries(proc.stdout, "mpi_bw")
     assert lines and all(l["status"] == "skipped" for l in lines), proc.stdout + proc.stderr
     assert "CUDA" in lines[0]["reason"] or "GPU" in lines[0]["reason"]
+    assert proc.returncode == 2
+    errors = [l for l in proc.stderr.splitlines() if l.startswith("mempath-mpi: error:")]
+    assert len(errors) == 1 and "no case could run" in errors[0], proc.stderr
+    with h5py.File(out) as f:
+        assert set(f["mpi_bw/cases/status"].asstr()[()]) == {"skipped"}
+    # With a host allocator beside it, the device cases are skipped and the run succeeds.
+    both = mpirun(str(mpi_bin), "bw", "--alloc", "numa,device", "--max-size", "4B", "--mode", "uni",
+                  "--output", str(tmp_path / "b.h5"))
+    assert both.returncode == 0, both.stderr
 
 
 @pytest.mark.parametrize("args,hint", [(["--ppn", "3"], "ranks per node"),
