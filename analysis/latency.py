@@ -182,18 +182,13 @@ def _tables(runs: RunSet) -> list[str]:
 
 def write(runs: RunSet, out: Path) -> Part:
     part = Part()
-    for stem, title, files, why in (
-            ("chase_latency", "Pointer-chase latency by buffer size", chase_latency(runs, out),
-             "no random `mempath chase` case finished"),
-            ("chase_prefetch", "Random vs sequential chase", chase_prefetch(runs, out),
-             "no path was chased in both orders (`--pattern random,sequential`)"),
-            ("pingpong_matrix", "Ping-pong matrix", pingpong_matrix(runs, out), "no `mempath pingpong` case finished"),
-            ("pingpong_distribution", "Ping-pong round-trip distributions", pingpong_distribution(runs, out),
-             "no `mempath pingpong` samples of a finished case")):
-        part.files += files
-        if files:
-            part.lines += [f"### {title}", "", f"![{title}]({stem}.png)", "", f"[PNG]({stem}.png), [PDF]({stem}.pdf)", ""]
-        else:
-            part.missing.append(f"{title} not drawn: {why}")
+    part.add_figure("chase_latency", "Pointer-chase latency by buffer size", chase_latency(runs, out),
+                    "no random `mempath chase` case finished")
+    part.add_figure("chase_prefetch", "Random vs sequential chase", chase_prefetch(runs, out),
+                    "no path was chased in both orders (`--pattern random,sequential`)")
+    part.add_figure("pingpong_matrix", "Ping-pong matrix", pingpong_matrix(runs, out),
+                    "no `mempath pingpong` case finished")
+    part.add_figure("pingpong_distribution", "Ping-pong round-trip distributions", pingpong_distribution(runs, out),
+                    "no `mempath pingpong` samples of a finished case")
     part.lines += _tables(runs)
     return part

@@ -87,16 +87,10 @@ def _inventory_lines(runs: RunSet) -> list[str]:
 
 def write(runs: RunSet, out: Path) -> Part:
     part = Part()
-    for stem, title, files, why in (
-            ("mpi_bandwidth", "MPI node-to-node bandwidth", mpi_bandwidth(runs, out),
-             "no `mempath-mpi bw` case finished"),
-            ("nccl_bandwidth", "NCCL collectives under placement", nccl_bandwidth(runs, out),
-             "no `mempath-mpi nccl` case finished")):
-        part.files += files
-        if files:
-            part.lines += [f"### {title}", "", f"![{title}]({stem}.png)", "", f"[PNG]({stem}.png), [PDF]({stem}.pdf)", ""]
-        else:
-            part.missing.append(f"{title} not drawn: {why}")
+    part.add_figure("mpi_bandwidth", "MPI node-to-node bandwidth", mpi_bandwidth(runs, out),
+                    "no `mempath-mpi bw` case finished")
+    part.add_figure("nccl_bandwidth", "NCCL collectives under placement", nccl_bandwidth(runs, out),
+                    "no `mempath-mpi nccl` case finished")
     nccl = _ok(runs.table("nccl/cases"))
     if not nccl.empty:
         top = nccl[nccl["size_bytes"] == nccl["size_bytes"].max()]

@@ -23,6 +23,15 @@ class Part:
     lines: list[str] = field(default_factory=list)
     missing: list[str] = field(default_factory=list)
 
+    def add_figure(self, stem: str, title: str, files: list[Path], why_not: str) -> None:
+        """Embed a drawn figure in the summary lines, or say why it was not drawn."""
+        self.files += files
+        if files:
+            self.lines += [f"### {title}", "", f"![{title}]({stem}.png)", "",
+                           f"[PNG]({stem}.png), [PDF]({stem}.pdf)", ""]
+        else:
+            self.missing.append(f"{title} not drawn: {why_not}")
+
 
 def _ok(table: pd.DataFrame) -> pd.DataFrame:
     return table[table["status"] == "ok"] if "status" in table else table.iloc[0:0]
@@ -95,17 +104,9 @@ def um_figure(runs: RunSet, out: Path) -> list[Path]:
 def write(runs: RunSet, out: Path) -> Part:
     """The allocator heatmap and the unified-memory figure, with their summary lines."""
     part = Part()
-    for stem, title, files, why in (
-            ("alloc_heatmap", "Allocator matrix (cudaMemcpy)", alloc_heatmap(runs, out),
-             "no `mempath allocmatrix` case measured a pair"),
-            ("unified_memory", "Unified memory", um_figure(runs, out),
-             "no `mempath um` samples in these runs")):
-        part.files += files
-        if files:
-            part.lines += [f"### {title}", "", f"![{title}]({stem}.png)", "",
-                           f"[PNG]({stem}.png), [PDF]({stem}.pdf)", ""]
-        else:
-            part.missing.append(f"{title.lower()} not drawn: {why}")
+    part.add_figure("alloc_heatmap", "Allocator matrix (cudaMemcpy)", alloc_heatmap(runs, out),
+                    "no `mempath allocmatrix` case measured a pair")
+    part.add_figure("unified_memory", "Unified memory", um_figure(runs, out), "no `mempath um` samples in these runs")
     skipped = pd.concat([t[t["status"] == "skipped"] for name, t in runs.tables.items()
                          if name in ("um/cases", "allocmatrix/cases") and "status" in t] or
                         [pd.DataFrame()])
