@@ -97,11 +97,8 @@ Rep timed_rep(const Job& job, int peer, bool bidir, char* send, char* recv, uint
   MPI_Allreduce(&end, &node_end, 1, MPI_DOUBLE, MPI_MAX, job.node_comm);
   Rep r;
   r.seconds = node_end - start;
-  // Node 0's time for one direction (the senders, who wait for the last ack); the slower
-  // node's for both.
-  double slowest = r.seconds;
-  MPI_Allreduce(&r.seconds, &slowest, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
-  if (bidir) r.seconds = slowest;
+  // Node 0's time, as OSU reports rank 0's: one direction, its senders wait for the last
+  // acknowledgement; both directions, its ranks wait for everything they receive.
   MPI_Bcast(&r.seconds, 1, MPI_DOUBLE, 0, MPI_COMM_WORLD);
   return r;
 }
