@@ -391,22 +391,6 @@ def test_sanity_fails_when_the_file_misses_ok_cases(tmp_path: Path, gpu_config: 
     assert 'holds 0 ok chase case(s), stdout 1 ok line(s)' in case['fail_reason']
 
 
-@pytest.fixture
-def local_alps_config(tmp_path: Path) -> Path:
-    """The generic configuration renamed `alps:gh200` (local scheduler), so that a run
-    here picks up the Alps references."""
-    path = tmp_path / 'local_alps.py'
-    path.write_text(
-        'import runpy\n'
-        f"site_configuration = runpy.run_path({str(CONFIGS / 'generic.py')!r})"
-        "['site_configuration']\n"
-        "system = site_configuration['systems'][0]\n"
-        "system['name'] = 'alps'\n"
-        "system['partitions'][0].update(name='gh200', features=['gpu', 'nvgpu'])\n"
-        "site_configuration['environments'][0]['target_systems'] = ['alps']\n")
-    return path
-
-
 @pytest.mark.parametrize('hbm_ns, result', [(347.0, 'pass'), (12.0, 'pass'), (500.0, 'fail')])
 def test_alps_references_bound_the_latency_from_above(tmp_path: Path, local_alps_config: Path,
                                                       hbm_ns: float, result: str) -> None:

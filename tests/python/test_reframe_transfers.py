@@ -535,22 +535,6 @@ def test_check_fails_on_failed_or_missing_cases(tmp_path: Path, gpu_config: Path
     assert reason in case['fail_reason']
 
 
-@pytest.fixture
-def local_alps_config(tmp_path: Path) -> Path:
-    """The generic configuration renamed `alps:gh200` (local scheduler), so that a run
-    here picks up the Alps references."""
-    path = tmp_path / 'local_alps.py'
-    path.write_text(
-        'import runpy\n'
-        f"site_configuration = runpy.run_path({str(CONFIGS / 'generic.py')!r})"
-        "['site_configuration']\n"
-        "system = site_configuration['systems'][0]\n"
-        "system['name'] = 'alps'\n"
-        "system['partitions'][0].update(name='gh200', features=['gpu', 'nvgpu'])\n"
-        "site_configuration['environments'][0]['target_systems'] = ['alps']\n")
-    return path
-
-
 @pytest.mark.parametrize('h2d, result', [(398.0, 'pass'), (50.0, 'fail')])
 def test_alps_references_judge_the_variables(tmp_path: Path, local_alps_config: Path,
                                              h2d: float, result: str):
