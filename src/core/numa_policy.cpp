@@ -23,6 +23,16 @@ void pin_this_thread(const std::vector<int>& cpus) {
                              " (outside this process's CPU set? check the job's binding)");
 }
 
+std::vector<int> allowed_of(const std::vector<int>& cpus) {
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  if (sched_getaffinity(0, sizeof set, &set) != 0) return cpus;
+  std::vector<int> out;
+  for (int c : cpus)
+    if (c >= 0 && c < CPU_SETSIZE && CPU_ISSET(c, &set)) out.push_back(c);
+  return out;
+}
+
 void bind_this_thread_memory(int node) {
   if (node < 0) {
     set_mempolicy(MPOL_DEFAULT, nullptr, 0);

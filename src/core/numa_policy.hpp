@@ -9,6 +9,9 @@ namespace mempath {
 
 void pin_this_thread(int cpu);
 void pin_this_thread(const std::vector<int>& cpus);
+// The CPUs of `cpus` that this process may run on (sched_getaffinity at the call): a
+// launcher's binding (srun --cpu-bind, taskset) narrows a rank's NUMA node to these.
+std::vector<int> allowed_of(const std::vector<int>& cpus);
 // MPOL_BIND of the calling thread to `node` (node < 0: back to the default policy).
 void bind_this_thread_memory(int node);
 

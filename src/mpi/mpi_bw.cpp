@@ -145,9 +145,12 @@ int cmd_bw(const std::vector<std::string>& args, const std::vector<std::string>&
     if (n.kind == "host" && !n.cpus.empty()) host_nodes.push_back(n.id);
   const int numa = rank_numa(job.local, host_nodes);
   const NumaNode* node = topo.find_numa(numa);
-  std::vector<int> cpus = node ? node->cpus : std::vector<int>{};
-  // Ranks of a split host, or more ranks than nodes, share a node's cores: give each its own.
-  if (!cpus.empty()) {
+  const std::vector<int> node_cpus = node ? node->cpus : std::vector<int>{};
+  std::vector<int> cpus = allowed_of(node_cpus);
+  // A launcher that bound the rank inside its node (srun --cpu-bind, taskset) decides; else
+  // ranks of a split host, or more ranks than nodes, sharing a node's cores get one each.
+  if (cpus.empty()) cpus = node_cpus;
+  if (!cpus.empty() && cpus.size() == node_cpus.size()) {
     const int sharing = std::max(1, (job.local_size + static_cast<int>(host_nodes.size()) - 1) / static_cast<int>(host_nodes.size()));
     const int index = job.split_host ? job.rank : job.local / static_cast<int>(host_nodes.size());
     if (sharing > 1 || job.split_host) cpus = {cpus[static_cast<size_t>(index) % cpus.size()]};

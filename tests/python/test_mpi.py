@@ -56,6 +56,24 @@ def test_bw_uni_and_bi_between_two_halves(mpi_bin: Path, tmp_path: Path) -> None
         assert (f["mpi_bw/samples/time_s"][()] > 0).all()
 
 
+def test_a_launcher_binding_is_kept(mpi_bin: Path, tmp_path: Path) -> None:
+    """Without a binding the two halves of one host get a core each; a rank that the
+    launcher bound (here taskset, on Slurm srun --cpu-bind) stays where it was put."""
+    free, bound = tmp_path / "free.h5", tmp_path / "bound.h5"
+    last = str((os.cpu_count() or 1) - 1)
+    for out, prefix in ((free, []), (bound, ["taskset", "-c", last])):
+        proc = mpirun(*prefix, str(mpi_bin), "bw", "--mode", "uni", "--min-size", "1KiB", "--max-size", "1KiB",
+                      "--reps", "1", "--output", str(out))
+        assert proc.returncode == 0, proc.stderr
+    with h5py.File(free) as f:
+        free_cpus = [c.decode() for c in f["mpi_bw/ranks/cpus"][()]]
+    with h5py.File(bound) as f:
+        bound_cpus = [c.decode() for c in f["mpi_bw/ranks/cpus"][()]]
+    assert bound_cpus == [last, last]
+    if (os.cpu_count() or 1) > 1:
+        assert free_cpus[0] != free_cpus[1]
+
+
 def test_device_buffers_without_cuda_aware_mpi_are_skipped_with_the_reason(mpi_bin: Path, tmp_path: Path) -> None:
     """Skipped with the reason in the file; when nothing else was asked for, the run is
     bad input: one line, exit 2."""
