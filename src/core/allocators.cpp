@@ -92,6 +92,29 @@ std::unique_ptr<Buffer> allocate(const Topology& topo, const std::string& alloc,
                                  const std::string& mem, size_t bytes, uint8_t fill,
                                  bool huge_pages) {
   auto buf = std::make_unique<Buffer>(alloc, mem, bytes);
+  if (mem == "interleave") {
+    // Pages alternate over every host NUMA node with CPUs (numactl --interleave), first
+    // touched by those nodes' cores.
+    if (alloc != "numa") throw Unsupported("interleaved pages come from numa_alloc_interleaved: use the numa allocator");
+    bitmask* nodes = numa_allocate_nodemask();
+    std::vector<int> cpus;
+    for (const auto& n : topo.numa_nodes) {
+      if (n.kind != "host" || n.cpus.empty()) continue;
+      numa_bitmask_setbit(nodes, static_cast<unsigned>(n.id));
+      cpus.insert(cpus.end(), n.cpus.begin(), n.cpus.end());
+    }
+    void* p = numa_alloc_interleaved_subset(bytes, nodes);
+    numa_free_nodemask(nodes);
+    if (!p) throw Unsupported("numa_alloc_interleaved_subset(" + std::to_string(bytes) + ") failed");
+    buf->ptr_ = p;
+    const int count = static_cast<int>(std::max<size_t>(1, std::min<size_t>(kSetupThreads, cpus.size())));
+    run_on_threads(count, cpus, -1, [&](int i, int n) {
+      size_t begin, end;
+      slice(bytes, i, n, 4096, &begin, &end);
+      std::memset(static_cast<char*>(p) + begin, fill, end - begin);
+    });
+    return buf;
+  }
   buf->numa_ = parse_index(mem, "numa");
   buf->gpu_ = parse_index(mem, "gpu");
   const Memory* m = topo.find_mem(mem);

@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "gpu/cuda_check.cuh"
+#include "gpu/events.cuh"
 #include "gpu/gpu_api.hpp"
 #include "gpu/tiles.cuh"
 
@@ -54,8 +55,6 @@ __global__ void copy_kernel(Vec* __restrict__ dst, const Vec* __restrict__ src, 
   for (int p = 0; p < passes; ++p) copy_tiles(dst, src, n);
 }
 
-__global__ void empty_kernel() {}
-
 __global__ void mismatch_kernel(const unsigned long long* __restrict__ p, size_t n,
                                 unsigned long long word, unsigned long long* __restrict__ bad) {
   const size_t stride = static_cast<size_t>(gridDim.x) * blockDim.x;
@@ -91,36 +90,6 @@ struct Scratch {
   explicit Scratch(size_t count) { cuda_check(cudaMalloc(&p, count * sizeof *p), "cudaMalloc"); }
   ~Scratch() { cudaFree(p); }
 };
-
-struct Events {
-  std::vector<cudaEvent_t> e;
-  explicit Events(size_t count) : e(count) {
-    for (auto& ev : e) cuda_check(cudaEventCreate(&ev), "cudaEventCreate");
-  }
-  ~Events() {
-    for (auto& ev : e) cudaEventDestroy(ev);
-  }
-  double seconds(size_t a, size_t b) const {
-    float ms = 0;
-    cuda_check(cudaEventElapsedTime(&ms, e[a], e[b]), "cudaEventElapsedTime");
-    return ms * 1e-3;
-  }
-};
-
-double empty_launch_seconds(cudaStream_t stream) {
-  constexpr int kLaunches = 16;
-  Events ev(kLaunches + 1);
-  cuda_check(cudaEventRecord(ev.e[0], stream), "cudaEventRecord");
-  for (int i = 0; i < kLaunches; ++i) {
-    empty_kernel<<<1, 32, 0, stream>>>();
-    cuda_check(cudaEventRecord(ev.e[i + 1], stream), "cudaEventRecord");
-  }
-  cuda_check(cudaStreamSynchronize(stream), "empty kernels");
-  std::vector<double> t;
-  for (int i = 0; i < kLaunches; ++i) t.push_back(ev.seconds(i, i + 1));
-  std::sort(t.begin(), t.end());
-  return t[t.size() / 2];
-}
 
 }  // namespace
 
