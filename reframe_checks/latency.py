@@ -118,6 +118,9 @@ class MempathLatencyCommand(MempathGpuCommand):
     pus = variable(str, value='')
     mems = variable(str, value='')
 
+    #: ReFrame references for the performance variables (references.py).
+    resolve_references = staticmethod(references.resolve_latency)
+
     @staticmethod
     def perf_name(f: dict[str, str]) -> str:
         raise NotImplementedError
@@ -172,7 +175,7 @@ class MempathLatencyCommand(MempathGpuCommand):
         values = self.perf_values(summary_fields(self.subcommand, lines))
         self.perf_variables = {name: sn.make_performance_function(sn.defer(v), unit)
                                for name, (v, unit) in sorted(values.items())}
-        self.reference = references.resolve_latency(self.perf_variables)
+        self.reference = self.resolve_references(self.perf_variables)
 
 
 class MempathChaseCommand(MempathLatencyCommand):

@@ -218,3 +218,14 @@ def resolve_latency(perf_vars: Iterable[str]) -> dict[str, dict[str, Reference]]
     """ReFrame's `reference` for the given variables of a latency check
     (LATENCY_REFERENCES)."""
     return resolve_in(LATENCY_REFERENCES, perf_vars)
+
+
+# ---- Applications (issue 6): STREAM, GEMM, LLM decode. No published figure of these tools
+# ---- on GH200 to seed from: the variables are logged without a band until measured runs
+# ---- (docs/results/) give one. Same shape as the tables above.
+APPLICATION_REFERENCES: dict[str, dict[str, Reference]] = {}
+
+
+def resolve_applications(perf_vars: Iterable[str]) -> dict[str, dict[str, Reference]]:
+    return resolve_in(APPLICATION_REFERENCES, perf_vars)
+
