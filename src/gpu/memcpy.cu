@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "gpu/cuda_check.cuh"
+#include "gpu/events.cuh"
 #include "gpu/gpu_api.hpp"
 #include "gpu/memcpy_api.hpp"
 #include "gpu/tiles.cuh"
@@ -79,27 +80,18 @@ struct Latch {
 struct Lane {
   int gpu = 0;
   cudaStream_t stream = nullptr;
-  std::vector<cudaEvent_t> events;
-  Lane(int g, size_t event_count) : gpu(g) {
-    use_device(g);
+  Events events;  // created on the lane's GPU: gpu's initialiser selects it first
+  Lane(int g, size_t event_count) : gpu((use_device(g), g)), events(event_count) {
     cuda_check(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking), "cudaStreamCreate");
-    events.resize(event_count, nullptr);
-    for (auto& e : events) cuda_check(cudaEventCreate(&e), "cudaEventCreate");
   }
   ~Lane() {
     cudaSetDevice(gpu);
     if (stream) cudaStreamSynchronize(stream);
-    for (auto& e : events)
-      if (e) cudaEventDestroy(e);
     if (stream) cudaStreamDestroy(stream);
   }
   Lane(const Lane&) = delete;
   Lane& operator=(const Lane&) = delete;
-  double seconds(size_t a, size_t b) const {
-    float ms = 0;
-    cuda_check(cudaEventElapsedTime(&ms, events[a], events[b]), "cudaEventElapsedTime");
-    return ms * 1e-3;
-  }
+  double seconds(size_t a, size_t b) const { return events.seconds(a, b); }
 };
 
 }  // namespace
@@ -145,7 +137,7 @@ CopyRun run_copies(const std::vector<CopyStream>& streams, int warmup, int reps,
     use_device(lane.gpu);
     spin_kernel<<<1, 1, 0, lane.stream>>>(latch.device(), kSpinTimeoutNs);
     cuda_check(cudaGetLastError(), "spin kernel launch");
-    cuda_check(cudaEventRecord(lane.events[0], lane.stream), "cudaEventRecord");
+    cuda_check(cudaEventRecord(lane.events.e[0], lane.stream), "cudaEventRecord");
   }
   for (int r = 0; r < total; ++r) {
     for (size_t s = 0; s < streams.size(); ++s) {
@@ -161,7 +153,7 @@ CopyRun run_copies(const std::vector<CopyStream>& streams, int warmup, int reps,
       } else {
         cuda_check(cudaMemcpyAsync(c.dst, c.src, c.bytes, cudaMemcpyDefault, lane.stream), "cudaMemcpyAsync");
       }
-      cuda_check(cudaEventRecord(lane.events[r + 1], lane.stream), "cudaEventRecord");
+      cuda_check(cudaEventRecord(lane.events.e[r + 1], lane.stream), "cudaEventRecord");
     }
   }
   latch.release();
@@ -238,7 +230,7 @@ CopyRun run_staged(const std::vector<StagedStream>& pipes, int warmup, int reps,
     use_device(in.gpu);
     spin_kernel<<<1, 1, 0, in.stream>>>(latch.device(), kSpinTimeoutNs);
     cuda_check(cudaGetLastError(), "spin kernel launch");
-    cuda_check(cudaEventRecord(in.events[0], in.stream), "cudaEventRecord");
+    cuda_check(cudaEventRecord(in.events.e[0], in.stream), "cudaEventRecord");
   }
   for (int r = 0; r < total; ++r) {
     for (size_t k = 0; k < pipes.size(); ++k) {
@@ -251,7 +243,7 @@ CopyRun run_staged(const std::vector<StagedStream>& pipes, int warmup, int reps,
       auto* dst = static_cast<char*>(p.dst);
       // Repetition r starts when the previous one ended on the destination (events[r]).
       cuda_check(cudaSetDevice(out.gpu), "cudaSetDevice");
-      cuda_check(cudaStreamWaitEvent(out.stream, in.events[r], 0), "cudaStreamWaitEvent");
+      cuda_check(cudaStreamWaitEvent(out.stream, in.events.e[r], 0), "cudaStreamWaitEvent");
       size_t i = 0;
       for (size_t off = 0; off < p.bytes; off += p.chunk, ++i) {
         const size_t n = std::min(p.chunk, p.bytes - off);
@@ -267,7 +259,7 @@ CopyRun run_staged(const std::vector<StagedStream>& pipes, int warmup, int reps,
         cuda_check(cudaEventRecord(line.h2d_done[slot], in.stream), "cudaEventRecord");
         if ((queued += 3) >= kQueuedBeforeRelease) latch.release();
       }
-      cuda_check(cudaEventRecord(in.events[r + 1], in.stream), "cudaEventRecord");
+      cuda_check(cudaEventRecord(in.events.e[r + 1], in.stream), "cudaEventRecord");
     }
   }
   latch.release();
