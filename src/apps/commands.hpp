@@ -14,6 +14,7 @@ int cmd_allocmatrix(const std::vector<std::string>& args, const std::vector<std:
 int cmd_um(const std::vector<std::string>& args, const std::vector<std::string>& argv);
 int cmd_chase(const std::vector<std::string>& args, const std::vector<std::string>& argv);
 int cmd_pingpong(const std::vector<std::string>& args, const std::vector<std::string>& argv);
+int cmd_gemm(const std::vector<std::string>& args, const std::vector<std::string>& argv);
 int cmd_stream(const std::vector<std::string>& args, const std::vector<std::string>& argv);
 
 }  // namespace mempath

@@ -22,6 +22,7 @@ const char* kUsage =
     "  chase     pointer-chase latency of one CPU or GPU thread over each memory, by size\n"
     "  pingpong  compare-and-swap round trips between processors, flag in each memory\n"
     "  stream    STREAM (CPU, by thread count) and BabelStream (GPU) kernels under placement\n"
+    "  gemm      cuBLAS GEMM with A and B in each memory, fp16/tf32/fp32/fp64, by size\n"
     "  version   print the version and git revision\n\n"
     "'mempath <command> --help' describes each command's options.\n";
 
@@ -44,12 +45,13 @@ int main(int argc, char** argv) {
     if (command == "chase") return mempath::cmd_chase(args, all);
     if (command == "pingpong") return mempath::cmd_pingpong(args, all);
     if (command == "stream") return mempath::cmd_stream(args, all);
+    if (command == "gemm") return mempath::cmd_gemm(args, all);
     if (command == "allocmatrix") return mempath::cmd_allocmatrix(args, all);
     if (command == "version" || command == "--version") {
       std::cout << "mempath " << mempath::build::version << " (" << mempath::build::git_revision << ")\n";
       return mempath::kExitOk;
     }
-    throw mempath::UsageError("unknown command '" + command + "'; valid: topo, list, bw, memcpy, allocmatrix, um, chase, pingpong, stream, version");
+    throw mempath::UsageError("unknown command '" + command + "'; valid: topo, list, bw, memcpy, allocmatrix, um, chase, pingpong, stream, gemm, version");
   } catch (const mempath::UsageError& e) {
     std::cerr << "mempath: error: " << e.what() << "\n";
     return mempath::kExitUsage;

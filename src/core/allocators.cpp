@@ -49,6 +49,14 @@ void fill_from_node(const Topology& topo, void* ptr, size_t bytes, int numa, uin
 
 uint64_t free_bytes(const std::string& mem) {
   if (const int n = parse_index(mem, "numa"); n >= 0) {
+    // One memory node: the kernel's MemAvailable counts the page cache it would drop; the
+    // node's MemFree does not (and on some VMs reports a fraction of the machine).
+    if (numa_num_configured_nodes() == 1) {
+      std::ifstream meminfo("/proc/meminfo");
+      unsigned long long kib = 0;
+      for (std::string line; std::getline(meminfo, line);)
+        if (std::sscanf(line.c_str(), "MemAvailable: %llu kB", &kib) == 1) return kib * 1024;
+    }
     long long free = 0;
     numa_node_size64(n, &free);
     return free > 0 ? static_cast<uint64_t>(free) : 0;

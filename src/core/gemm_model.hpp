@@ -1,0 +1,37 @@
+#pragma once
+// GEMM arithmetic that needs no GPU: data types, the square size whose matrix has a given
+// number of bytes, FLOP count, the peak model, and the operand values the data check
+// predicts (issue 6; docs/methodology.md).
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace mempath {
+
+inline const std::vector<std::string>& gemm_dtypes() {
+  static const std::vector<std::string> names = {"fp16", "tf32", "fp32", "fp64"};
+  return names;
+}
+// Bytes of one element as stored (tf32 is stored as fp32). Throws UsageError for others.
+int gemm_element_bytes(const std::string& dtype);
+// The largest multiple of 256 whose n x n matrix of `dtype` fits in `bytes`.
+int64_t gemm_size_for_bytes(const std::string& dtype, uint64_t bytes);
+inline double gemm_flops(int64_t m, int64_t n, int64_t k) {
+  return 2.0 * static_cast<double>(m) * static_cast<double>(n) * static_cast<double>(k);
+}
+// Dense FLOP per SM per clock (tensor cores for fp16, tf32, fp64 on Hopper and Ampere;
+// FP32 cores for fp32); 0 for an unknown architecture.
+int gemm_flop_per_sm_clock(int cc_major, int cc_minor, const std::string& dtype);
+// TFLOP/s at `sm_clock_khz` on `sms` SMs; NaN when the rate is unknown.
+double gemm_peak_tflops(int cc_major, int cc_minor, int sms, int sm_clock_khz, const std::string& dtype);
+
+// The operand values: multiples of 1/8 in [-1, 1], exact in every dtype, so products are
+// exact and a C element is a sum the host can predict (only fp16's output rounds).
+inline double gemm_a_value(int64_t index) { return static_cast<double>((index * 7 + 3) % 17 - 8) / 8.0; }
+inline double gemm_b_value(int64_t index) { return static_cast<double>((index * 5 + 1) % 13 - 6) / 8.0; }
+// C(i, j) of column-major n x n A and B.
+double gemm_expected(int64_t n, int64_t i, int64_t j);
+// Tolerance of a C element: fp16 output rounds to 11 bits, the others are exact sums.
+bool gemm_close(const std::string& dtype, double got, double want);
+
+}  // namespace mempath

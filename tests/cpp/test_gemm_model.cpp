@@ -1,0 +1,48 @@
+// `mempath gemm`'s arithmetic: sizes from bytes, the peak model against NVIDIA's published
+// figures, and the host prediction of C that the data check compares with.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <vector>
+
+#include "core/error.hpp"
+#include "core/gemm_model.hpp"
+
+using namespace mempath;
+
+TEST(GemmModel, SizeFromBytesIsTheLargestMultipleOf256ThatFits) {
+  const int64_t n = gemm_size_for_bytes("fp16", 4ULL << 30);  // the paper's 4 GB matrices
+  EXPECT_EQ(n % 256, 0);
+  EXPECT_LE(static_cast<uint64_t>(n) * n * 2, 4ULL << 30);
+  EXPECT_GT(static_cast<uint64_t>(n + 256) * (n + 256) * 2, 4ULL << 30);
+  EXPECT_EQ(gemm_size_for_bytes("fp64", 8ULL * 1024 * 1024), 1024);
+  EXPECT_THROW(gemm_element_bytes("fp8"), UsageError);
+}
+
+TEST(GemmModel, PeaksReproducePublishedFigures) {
+  // H100 SXM: 132 SMs; 989.4 TFLOP/s fp16 dense at 1.83 GHz, 66.9 fp64 tensor at 1.98 GHz.
+  EXPECT_NEAR(gemm_peak_tflops(9, 0, 132, 1830000, "fp16"), 989.4, 0.5);
+  EXPECT_NEAR(gemm_peak_tflops(9, 0, 132, 1830000, "tf32"), 494.7, 0.5);
+  EXPECT_NEAR(gemm_peak_tflops(9, 0, 132, 1980000, "fp64"), 66.9, 0.1);
+  // A100: 108 SMs at 1.41 GHz: 312 fp16, 19.5 fp64.
+  EXPECT_NEAR(gemm_peak_tflops(8, 0, 108, 1410000, "fp16"), 312.0, 0.5);
+  EXPECT_NEAR(gemm_peak_tflops(8, 0, 108, 1410000, "fp64"), 19.5, 0.1);
+  EXPECT_TRUE(std::isnan(gemm_peak_tflops(7, 0, 80, 1530000, "fp16")));  // unknown: never invented
+}
+
+TEST(GemmModel, PredictedElementsAreExactSumsAndTheToleranceCatchesAnError) {
+  const int64_t n = 64;
+  std::vector<double> a(n * n), b(n * n);
+  for (int64_t i = 0; i < n * n; ++i) a[i] = gemm_a_value(i), b[i] = gemm_b_value(i);
+  for (int64_t v : {0, 5, 63}) {
+    double c = 0;
+    for (int64_t k = 0; k < n; ++k) c += a[v + k * n] * b[k + 7 * n];
+    EXPECT_DOUBLE_EQ(gemm_expected(n, v, 7), c);
+  }
+  for (int64_t i = 0; i < 100; ++i) EXPECT_EQ(std::fmod(gemm_a_value(i) * 8, 1.0), 0.0);  // eighths: exact in fp16
+  const double want = gemm_expected(n, 3, 4);
+  EXPECT_TRUE(gemm_close("fp32", want, want));
+  EXPECT_FALSE(gemm_close("fp32", want + 0.125, want));  // one wrong product
+  EXPECT_TRUE(gemm_close("fp16", want * (1 + 4e-4), want));  // fp16 output rounding
+  EXPECT_FALSE(gemm_close("fp16", want + 1.0, want));
+}
