@@ -1,4 +1,5 @@
-"""``python -m analysis report RUN.h5 [RUN2.h5 ...] -o DIR [--peaks FILE]`` (docs/analysis.md)."""
+"""``python -m analysis report RUN.h5 [RUN2.h5 ...] -o DIR [--peaks FILE]`` and
+``python -m analysis compare BASE RUN`` (docs/analysis.md)."""
 from __future__ import annotations
 
 import argparse
@@ -6,6 +7,7 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
+from .compare import run_compare
 from .errors import InputError
 from .io import load_runs
 from .peaks import load_overrides
@@ -32,11 +34,27 @@ def _parser() -> argparse.ArgumentParser:
     report.add_argument("--active-bytes", default=f"{DEFAULT_ACTIVE_BYTES:g}", metavar="BYTES",
                         help="bytes of active weights read per generated token for the LLM "
                              "placement table (default 21e9; units such as 21GB, 20GiB)")
+    comp = commands.add_parser("compare", help="cases that moved beyond their noise between two sets of runs",
+                               description="Match every case of BASE and RUN (files or folders of .h5), "
+                                           "compare the raw samples (Mann-Whitney U) and list what moved; "
+                                           "exit 1 on a regression (docs/analysis.md).")
+    comp.add_argument("base", type=Path, metavar="BASE", help="result file or folder: the reference")
+    comp.add_argument("run", type=Path, metavar="RUN", help="result file or folder: the new runs")
+    comp.add_argument("--alpha", type=float, default=0.01, help="significance level (default 0.01)")
+    comp.add_argument("--min-change", type=float, default=0.03,
+                      help="smallest relative change of the median that counts (default 0.03)")
+    comp.add_argument("--output", type=Path, metavar="DIR", help="also write compare.md and compare.csv here")
     return parser
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = _parser().parse_args(argv)
+    if args.command == "compare":
+        try:
+            return run_compare(args.base, args.run, args.alpha, args.min_change, args.output)
+        except InputError as error:
+            print(f"analysis: error: {error}", file=sys.stderr)
+            return 2
     try:
         active_bytes = parse_active_bytes(args.active_bytes)
         overrides = load_overrides(args.peaks) if args.peaks else {}

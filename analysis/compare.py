@@ -1,0 +1,224 @@
+"""``python -m analysis compare BASE RUN``: which cases moved beyond their run-to-run noise
+(docs/analysis.md, "Comparison and regression").
+
+A case is matched between BASE and RUN by its identity (the configuration columns of its
+family's cases table, plus the sample columns that split one case, such as a transfer's
+direction); its raw samples are compared with a two-sided Mann-Whitney U test, and it has
+*moved* when p < alpha and the median changed by more than max(min_change, 2 x the larger
+relative median absolute deviation of the two sample sets); with too few samples for the
+test to reach alpha (3 against 3 cannot), the median change against that bound decides
+alone. A move in the worse direction,
+an ok case that now fails or is skipped, and an ok case that vanished are regressions.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from .errors import InputError
+from .io import RunSet, load_runs
+
+
+@dataclass(frozen=True)
+class Family:
+    metric: str                 # sample column compared
+    unit: str
+    higher_is_better: bool
+    sample_keys: tuple[str, ...] = ()  # sample columns that are part of the identity
+
+
+#: Every family with raw samples (docs/schema.md): the one place that says what is compared.
+FAMILIES: dict[str, Family] = {
+    "bw": Family("bandwidth_GBps", "GB/s", True),
+    "memcpy": Family("bandwidth_GBps", "GB/s", True, ("part",)),
+    "um": Family("bandwidth_GBps", "GB/s", True, ("phase", "state", "preceded_by", "iterations")),
+    "allocmatrix": Family("bandwidth_GBps", "GB/s", True),
+    "chase": Family("ns_per_access", "ns", False),
+    "pingpong": Family("rtt_ns", "ns", False),
+    "mpi_bw": Family("bandwidth_GBps", "GB/s", True),
+    "stream": Family("bandwidth_GBps", "GB/s", True),
+    "gemm": Family("tflops", "TFLOP/s", True),
+    "llm": Family("tokens_per_s", "tokens/s", True),
+}
+#: Case columns that are outcomes, not configuration (floats are outcomes too).
+OUTCOMES = {"case_id", "status", "reason", "reps", "placement", "dst_placement", "verified", "best_threads",
+            "cublas_version", "weight_placement", "path_source", "run", "host", "threads_launched"}
+MIN_SAMPLES = 3  # fewer, or too few to reach alpha: the median change against the noise decides
+
+
+def mann_whitney(x: np.ndarray, y: np.ndarray) -> tuple[float, float]:
+    """U of x and the two-sided p-value (normal approximation, tie and continuity corrected)."""
+    n1, n2 = len(x), len(y)
+    both = np.concatenate([x, y])
+    order = both.argsort(kind="mergesort")
+    ranks = np.empty(len(both))
+    sorted_values = both[order]
+    i = 0
+    while i < len(both):  # average ranks over ties
+        j = i
+        while j + 1 < len(both) and sorted_values[j + 1] == sorted_values[i]:
+            j += 1
+        ranks[order[i:j + 1]] = (i + j) / 2 + 1
+        i = j + 1
+    u = ranks[:n1].sum() - n1 * (n1 + 1) / 2
+    n = n1 + n2
+    _, counts = np.unique(both, return_counts=True)
+    tie = float((counts**3 - counts).sum())
+    var = n1 * n2 / 12 * ((n + 1) - tie / (n * (n - 1)))
+    if var <= 0:
+        return float(u), 1.0
+    z = (abs(u - n1 * n2 / 2) - 0.5) / math.sqrt(var)
+    return float(u), float(math.erfc(max(z, 0.0) / math.sqrt(2)))
+
+
+def relative_mad(values: np.ndarray) -> float:
+    med = float(np.median(values))
+    return float(np.median(np.abs(values - med)) / abs(med)) if med else math.inf
+
+
+def _files(path: Path) -> list[Path]:
+    if path.is_dir():
+        found = sorted(path.rglob("*.h5"))
+        if not found:
+            raise InputError(f"{path} holds no .h5 result files")
+        return found
+    if not path.exists():
+        raise InputError(f"{path} does not exist; valid: a mempath .h5 file or a folder of them")
+    return [path]
+
+
+def _identity(cases: pd.DataFrame) -> list[str]:
+    return [c for c in cases.columns if c not in OUTCOMES and cases[c].dtype.kind not in "fc"]
+
+
+def _cases_and_samples(runs: RunSet, family: str, with_host: bool) -> tuple[pd.DataFrame, pd.DataFrame]:
+    cases = runs.table(f"{family}/cases")
+    samples = runs.table(f"{family}/samples")
+    if cases.empty:
+        return cases, samples
+    ident = _identity(cases) + (["host"] if with_host else [])
+    spec = FAMILIES[family]
+    cases["key"] = [" ".join(f"{c}={v}" for c, v in zip(ident, row)) for row in cases[ident].itertuples(index=False)]
+    if not samples.empty:
+        keep = ["run", "case_id", spec.metric, *[k for k in spec.sample_keys if k in samples]]
+        samples = samples[keep].merge(cases[["run", "case_id", "key"]], on=["run", "case_id"])
+        for k in spec.sample_keys:
+            if k in samples:
+                samples["key"] = samples["key"] + f" {k}=" + samples[k].astype(str)
+    return cases, samples
+
+
+@dataclass
+class Change:
+    family: str
+    key: str
+    base: float
+    run: float
+    change: float
+    noise: float
+    p: float
+    verdict: str  # improved, regressed, failed, missing
+    unit: str
+    note: str = ""
+
+    def line(self) -> str:
+        if self.verdict in ("failed", "missing"):
+            return f"REGRESSION {self.family} {self.key}: {self.note}"
+        p = f", p={self.p:.1e}" if not math.isnan(self.p) else ", too few samples for a test at alpha"
+        return (f"REGRESSION {self.family} {self.key}: median {self.base:.4g} -> {self.run:.4g} {self.unit} "
+                f"({self.change * 100:+.1f} %, noise {self.noise * 100:.1f} %{p})")
+
+
+def compare(base: RunSet, run: RunSet, alpha: float = 0.01, min_change: float = 0.03) -> tuple[list[Change], int]:
+    """Every moved, failed or missing case, and how many cases were compared."""
+    with_host = set(base.hosts()) == set(run.hosts())
+    changes: list[Change] = []
+    compared = 0
+    for family, spec in FAMILIES.items():
+        b_cases, b_samples = _cases_and_samples(base, family, with_host)
+        r_cases, r_samples = _cases_and_samples(run, family, with_host)
+        if b_cases.empty:
+            continue
+        r_status = r_cases.groupby("key")["status"].agg(lambda s: "ok" if (s == "ok").any() else s.iloc[0]) \
+            if not r_cases.empty else pd.Series(dtype=object)
+        r_reason = r_cases.groupby("key")["reason"].first() if not r_cases.empty else pd.Series(dtype=object)
+        ok_keys = set(b_cases.loc[b_cases["status"] == "ok", "key"])
+        for key in sorted(ok_keys):
+            if key not in r_status.index:
+                changes.append(Change(family, key, math.nan, math.nan, math.nan, math.nan, math.nan, "missing",
+                                      spec.unit, "ok in BASE, absent from RUN"))
+            elif r_status[key] != "ok":
+                changes.append(Change(family, key, math.nan, math.nan, math.nan, math.nan, math.nan, "failed",
+                                      spec.unit, f"was ok, now {r_status[key]}: {r_reason.get(key, '')}"))
+        if b_samples.empty or r_samples.empty:
+            continue
+        b_groups = {k: g[spec.metric].to_numpy(float) for k, g in b_samples.groupby("key")}
+        for key, g in r_samples.groupby("key"):
+            if key not in b_groups:
+                continue
+            x, y = b_groups[key], g[spec.metric].to_numpy(float)
+            x, y = x[np.isfinite(x)], y[np.isfinite(y)]
+            if not len(x) or not len(y):
+                continue
+            compared += 1
+            mb, mr = float(np.median(x)), float(np.median(y))
+            change = (mr - mb) / mb if mb else math.inf
+            noise = 2 * max(relative_mad(x), relative_mad(y))
+            # Can these sample counts reach alpha at all? (3 vs 3 cannot go below p = 0.08.)
+            enough = len(x) >= MIN_SAMPLES and len(y) >= MIN_SAMPLES and \
+                mann_whitney(np.arange(len(x), dtype=float), np.arange(len(x), len(x) + len(y), dtype=float))[1] < alpha
+            p = mann_whitney(x, y)[1] if enough else math.nan
+            if abs(change) <= max(min_change, noise) or (enough and p >= alpha):
+                continue
+            better = (change > 0) == spec.higher_is_better
+            changes.append(Change(family, key, mb, mr, change, noise, p, "improved" if better else "regressed",
+                                  spec.unit))
+    return changes, compared
+
+
+def table(changes: list[Change]) -> pd.DataFrame:
+    return pd.DataFrame([{"family": c.family, "case": c.key, "base": c.base, "run": c.run, "unit": c.unit,
+                          "change_pct": c.change * 100, "noise_pct": c.noise * 100, "p": c.p, "verdict": c.verdict,
+                          "note": c.note} for c in changes],
+                        columns=["family", "case", "base", "run", "unit", "change_pct", "noise_pct", "p", "verdict",
+                                 "note"])
+
+
+def markdown(changes: list[Change], compared: int) -> str:
+    lines = [f"# Comparison: {compared} cases compared, {len(changes)} moved, failed or missing", ""]
+    if not changes:
+        return "\n".join(lines + ["Nothing moved beyond its noise.", ""])
+    lines += ["| family | case | base | run | change | noise | p | verdict |", "|---|---|---:|---:|---:|---:|---:|---|"]
+    for c in changes:
+        if c.verdict in ("failed", "missing"):
+            lines.append(f"| {c.family} | {c.key} | | | | | | {c.verdict}: {c.note} |")
+        else:
+            lines.append(f"| {c.family} | {c.key} | {c.base:.4g} {c.unit} | {c.run:.4g} {c.unit} | "
+                         f"{c.change * 100:+.1f} % | {c.noise * 100:.1f} % | {c.p:.1e} | {c.verdict} |")
+    return "\n".join(lines + [""])
+
+
+def run_compare(base: Path, run: Path, alpha: float, min_change: float, output: Path | None) -> int:
+    """The command: prints the table, one REGRESSION line per case on stderr; exit 1 on any."""
+    import sys
+    if not 0 < alpha < 1 or min_change < 0:
+        raise InputError(f"--alpha {alpha} / --min-change {min_change}: valid: 0 < alpha < 1, min-change >= 0")
+    base_runs, run_runs = load_runs(_files(base)), load_runs(_files(run))
+    families = [f for f in FAMILIES if not base_runs.table(f"{f}/cases").empty]
+    if not families:
+        raise InputError(f"{base} holds no family with cases to compare; valid: mempath result files")
+    changes, compared = compare(base_runs, run_runs, alpha, min_change)
+    text = markdown(changes, compared)
+    print(text)
+    if output:
+        output.mkdir(parents=True, exist_ok=True)
+        (output / "compare.md").write_text(text)
+        table(changes).to_csv(output / "compare.csv", index=False)
+    bad = [c for c in changes if c.verdict != "improved"]
+    for c in bad:
+        print(c.line(), file=sys.stderr)
+    return 1 if bad else 0

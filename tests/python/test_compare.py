@@ -1,0 +1,160 @@
+"""`python -m analysis compare` and the nightly path (slurm/nightly.sh) on files written
+from row dicts: the statistics, what counts as moved, regressed or improved, bad input."""
+from __future__ import annotations
+
+import math
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from h5fixtures import case, topology, write_run
+
+REPO = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(REPO))
+
+from analysis.compare import mann_whitney  # noqa: E402
+
+RNG = np.random.default_rng(7)
+
+
+def bw_run(path: Path, medians: dict[str, float], spread: float = 0.002, reps: int = 10,
+           status: dict[str, str] | None = None) -> Path:
+    """One /bw run: a read case per memory name in `medians`, `reps` samples around each."""
+    cases, samples = [], []
+    for i, (mem, med) in enumerate(medians.items()):
+        st = (status or {}).get(mem, "ok")
+        cases.append(case(mem=mem, median_GBps=med, status=st, reason="" if st == "ok" else "timed out"))
+        if st == "ok":
+            for rep, v in enumerate(med * (1 + spread * RNG.standard_normal(reps))):
+                samples.append({**{k: cases[-1].get(k, "") for k in ("op", "pu", "pu_kind", "mem", "dst_mem", "alloc",
+                                                                     "dst_alloc", "kernel", "noise")},
+                                **{k: cases[-1].get(k, -1) for k in ("threads", "size_bytes", "bytes")},
+                                "case_id": i, "rep": rep, "bandwidth_GBps": v, "time_s": 1 / v})
+    return write_run(path, cases, samples, topology=topology("gh200_single"))
+
+
+def compare(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "analysis", "compare", *args], cwd=REPO, capture_output=True,
+                          text=True, timeout=120)
+
+
+def test_mann_whitney_matches_hand_computed_values() -> None:
+    # x = 1,2,3 ; y = 4,5,6: ranks of x 1+2+3, U = 6 - 6 = 0; sigma^2 = 9*7/12 = 5.25;
+    # z = (|0 - 4.5| - 0.5) / sqrt(5.25) = 1.7457, p = erfc(z / sqrt 2) = 0.0809.
+    u, p = mann_whitney(np.array([1.0, 2, 3]), np.array([4.0, 5, 6]))
+    assert u == 0 and p == pytest.approx(math.erfc(4 / math.sqrt(5.25) / math.sqrt(2)), rel=1e-12)
+    assert p == pytest.approx(0.0809, abs=1e-4)
+    # Ties: x = 1,2,2 ; y = 2,3,4: ranks 1, 3, 3 | 3, 5, 6 -> U = 7 - 6 = 1; tie term 3^3-3 = 24.
+    u, p = mann_whitney(np.array([1.0, 2, 2]), np.array([2.0, 3, 4]))
+    var = 9 / 12 * (7 - 24 / 30)
+    assert u == 1 and p == pytest.approx(math.erfc((3.5 - 0.5) / math.sqrt(var) / math.sqrt(2)), rel=1e-12)
+    assert mann_whitney(np.full(5, 2.0), np.full(5, 2.0))[1] == 1.0  # all tied: no evidence
+
+
+def test_identical_runs_move_nothing(tmp_path: Path) -> None:
+    base = bw_run(tmp_path / "a.h5", {"numa0": 450.0, "numa1": 120.0})
+    proc = compare(str(base), str(base))
+    assert proc.returncode == 0, proc.stderr
+    assert "2 cases compared, 0 moved" in proc.stdout and proc.stderr == ""
+
+
+def test_a_slower_case_is_the_one_regression(tmp_path: Path) -> None:
+    base = bw_run(tmp_path / "base.h5", {"numa0": 450.0, "numa1": 120.0})
+    run = bw_run(tmp_path / "run.h5", {"numa0": 405.0, "numa1": 120.0})
+    proc = compare(str(base), str(run), "--output", str(tmp_path / "cmp"))
+    assert proc.returncode == 1
+    lines = proc.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("REGRESSION bw ") and "mem=numa0" in lines[0], proc.stderr
+    assert "-10.0 %" in lines[0] or "-9." in lines[0] or "-10." in lines[0]
+    assert (tmp_path / "cmp" / "compare.csv").read_text().count("regressed") == 1
+
+
+def test_a_change_inside_the_noise_is_not_flagged(tmp_path: Path) -> None:
+    base = bw_run(tmp_path / "base.h5", {"numa0": 450.0}, spread=0.08)
+    run = bw_run(tmp_path / "run.h5", {"numa0": 430.0}, spread=0.08)
+    proc = compare(str(base), str(run))
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+
+
+def test_lower_latency_is_an_improvement(tmp_path: Path) -> None:
+    data = REPO / "tests" / "python" / "data" / "h100_chase_cpu.h5"
+    import h5py
+    faster = tmp_path / "faster.h5"
+    faster.write_bytes(data.read_bytes())
+    with h5py.File(faster, "r+") as f:
+        f["chase/samples/ns_per_access"][...] = f["chase/samples/ns_per_access"][()] * 0.8
+    proc = compare(str(data), str(faster))
+    assert proc.returncode == 0, proc.stderr
+    assert "improved" in proc.stdout and "regressed" not in proc.stdout
+
+
+def test_ok_then_failed_and_missing_cases_are_regressions(tmp_path: Path) -> None:
+    base = bw_run(tmp_path / "base.h5", {"numa0": 450.0, "numa1": 120.0, "numa4": 330.0})
+    run = bw_run(tmp_path / "run.h5", {"numa0": 450.0, "numa1": 120.0}, status={"numa1": "failed"})
+    proc = compare(str(base), str(run))
+    assert proc.returncode == 1
+    text = proc.stderr
+    assert "mem=numa1" in text and "was ok, now failed: timed out" in text
+    assert "mem=numa4" in text and "absent from RUN" in text
+
+
+def test_folders_are_compared_and_bad_input_is_one_line(tmp_path: Path) -> None:
+    (tmp_path / "b").mkdir()
+    (tmp_path / "r").mkdir()
+    bw_run(tmp_path / "b" / "x.h5", {"numa0": 450.0})
+    bw_run(tmp_path / "r" / "x.h5", {"numa0": 450.0})
+    assert compare(str(tmp_path / "b"), str(tmp_path / "r")).returncode == 0
+    for args in ([str(tmp_path / "none.h5"), str(tmp_path / "r")], [str(tmp_path / "b"), str(tmp_path / "r"), "--alpha", "2"]):
+        proc = compare(*args)
+        assert proc.returncode == 2 and len(proc.stderr.strip().splitlines()) == 1, proc.stderr
+    junk = tmp_path / "junk.h5"
+    junk.write_text("not hdf5")
+    proc = compare(str(junk), str(tmp_path / "r"))
+    assert proc.returncode == 2 and proc.stderr.startswith("analysis: error: "), proc.stderr
+
+
+# ---- slurm/nightly.sh with a stand-in ReFrame that drops prepared result files -------------
+
+STUB = """#!/bin/bash
+# Stand-in for reframe: copies $NIGHT_SRC into PREFIX/output and exits with $NIGHT_RC.
+while [ $# -gt 0 ]; do [ "$1" = --prefix ] && prefix=$2; shift; done
+mkdir -p "$prefix/output/MempathBandwidth"
+cp "$NIGHT_SRC" "$prefix/output/MempathBandwidth/bw.h5"
+exit "${NIGHT_RC:-0}"
+"""
+
+
+def night(tmp_path: Path, src: Path, rc: int = 0) -> subprocess.CompletedProcess:
+    stub = tmp_path / "reframe"
+    stub.write_text(STUB)
+    stub.chmod(0o755)
+    env = {**os.environ, "MEMPATH_NIGHTLY_DIR": str(tmp_path / "nights"), "MEMPATH_REFRAME": str(stub),
+           "MEMPATH_PYTHON": sys.executable, "NIGHT_SRC": str(src), "NIGHT_RC": str(rc)}
+    import time
+    time.sleep(1.1)  # nights are named by the second
+    return subprocess.run(["bash", str(REPO / "slurm" / "nightly.sh")], capture_output=True, text=True, env=env,
+                          timeout=300)
+
+
+def test_nightly_keeps_the_last_good_night(tmp_path: Path) -> None:
+    good = bw_run(tmp_path / "good.h5", {"numa0": 450.0, "numa1": 120.0})
+    slower = bw_run(tmp_path / "slower.h5", {"numa0": 380.0, "numa1": 120.0})
+    last = tmp_path / "nights" / "last-good"
+    first = night(tmp_path, good)
+    assert first.returncode == 0, first.stdout + first.stderr
+    assert "first reference" in first.stdout and last.is_symlink()
+    assert (last / "report").is_dir()
+    reference = os.readlink(last)
+    bad = night(tmp_path, slower)
+    assert bad.returncode == 1
+    assert "REGRESSION bw" in bad.stderr and "mem=numa0" in bad.stderr
+    assert os.readlink(last) == reference
+    failed = night(tmp_path, good, rc=1)  # ReFrame failed a check: not a new reference
+    assert failed.returncode == 1 and os.readlink(last) == reference
+    again = night(tmp_path, good)
+    assert again.returncode == 0, again.stderr
+    assert os.readlink(last) != reference
