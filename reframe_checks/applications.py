@@ -8,6 +8,11 @@ under operand placement (`mempath gemm`) and LLM decode under weight placement
                           {mem}_{alloc}` (best GB/s, STREAM's figure).
     MempathStreamSweep    tag full: `stream --all`, thread sweeps and every allocator;
                           the same variables at the best thread count.
+    MempathGemm           tags acceptance, gpu: `gemm --size 8192 --dtype fp16,fp64`,
+                          operands in the GPU's memory; `tflops_{dtype}_{mem}_{alloc}_n{n}`
+                          (median TFLOP/s).
+    MempathGemmPlacement  tags full, gpu: `gemm --all --dtype fp16,fp64`, every memory the
+                          GPU reads, the size sweep; the same variables.
 
 Sanity as the latency checks (latency.py): exit code 0, an ok line, every line ok or
 skipped, the HDF5 file written, every ok case `verified` (the arrays hold what the kernels'
@@ -71,3 +76,38 @@ class MempathStreamSweep(MempathStreamCommand):
     descr = 'mempath stream --all: STREAM by thread count, every allocator'
     tags = {'applications', 'full'}
     case_options = ['--all']
+
+
+class MempathGemmCommand(MempathApplicationCommand):
+    subcommand = 'gemm'
+    output_file = 'gemm.h5'
+    valid_systems = ['+nvgpu']
+    figure, unit = 'median_TFLOPs', 'TFLOP/s'
+
+    @staticmethod
+    def perf_name(f):
+        return f"tflops_{f['dtype']}_{f['mem']}_{f['alloc']}_n{f['n']}"
+
+    def run_options(self) -> list[str]:
+        if self.size:
+            raise ValueError('mempath gemm sizes are matrix orders: put --size in extra_options')
+        return ['--reps', str(self.reps)] if self.reps is not None else []
+
+
+@rfm.simple_test
+class MempathGemm(MempathGemmCommand):
+    """cuBLAS GEMM fp16 and fp64 at 8192 with the operands in the GPU's own memory."""
+
+    descr = 'mempath gemm: cuBLAS TFLOP/s with operands in HBM'
+    tags = {'applications', 'acceptance', 'gpu'}
+    case_options = ['--size', '8192', '--dtype', 'fp16,fp64']
+
+
+@rfm.simple_test
+class MempathGemmPlacement(MempathGemmCommand):
+    """The size sweep with A and B in every memory the GPU reads."""
+
+    descr = 'mempath gemm --all: cuBLAS TFLOP/s under operand placement'
+    tags = {'applications', 'full', 'gpu'}
+    case_options = ['--all', '--dtype', 'fp16,fp64']
+

@@ -24,6 +24,13 @@ STREAM_LINES = [  # a CPU sweep (best at 2 threads) and a GPU case, as mempath s
 ]
 
 
+GEMM_LINES = [
+    'gpu=0 dtype=fp16 n=8192 mem=gpu0 alloc=device status=ok median_TFLOPs=884.51 best_TFLOPs=898.43 fraction_of_peak=0.826',
+    'gpu=0 dtype=fp16 n=8192 mem=numa0 alloc=pinned status=ok median_TFLOPs=5.62 best_TFLOPs=5.70 fraction_of_peak=0.005',
+    'gpu=0 dtype=fp16 n=1024 mem=gpu0 alloc=device status=failed reason="timed kernel (27.5 us) is within 10x of an empty launch (38.1 us); raise --size"',
+]
+
+
 def fields(lines: list[str]) -> list[dict[str, str]]:
     return [mempath_summary.parse_fields(line) for line in lines]
 
@@ -34,10 +41,19 @@ def test_stream_variables_take_the_best_thread_count() -> None:
                       "triad_GBps_gpu0_gpu0_device": (3057.63, "GB/s")}
 
 
+def test_gemm_variables_per_type_placement_and_size() -> None:
+    values = applications.MempathGemm.perf_values(applications.MempathGemm, fields(GEMM_LINES))
+    assert values == {"tflops_fp16_gpu0_device_n8192": (884.51, "TFLOP/s"),
+                      "tflops_fp16_numa0_pinned_n8192": (5.62, "TFLOP/s")}
+
+
 def test_application_checks_are_listed_with_their_tags() -> None:
     assert {"MempathStream", "MempathStreamSweep"} <= set(listed("alps.py", "--system", "alps:gh200"))
     assert set(listed("generic.py", "--tag", "acceptance")) >= {"MempathStream"}
     assert "MempathStreamSweep" not in set(listed("generic.py", "--tag", "acceptance"))
+    alps = set(listed("alps.py", "--system", "alps:gh200"))
+    assert {"MempathGemm", "MempathGemmPlacement"} <= alps
+    assert not {"MempathGemm", "MempathGemmPlacement"} & set(listed("ci.py", "--system", "ci"))  # no GPUs
 
 
 def test_stream_command_lines(tmp_path: Path) -> None:
