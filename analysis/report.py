@@ -8,7 +8,7 @@ from typing import Any
 
 import pandas as pd
 
-from . import figures, latency, matrix, scaleout, transfer_report, unified
+from . import applications, figures, html, latency, matrix, scaleout, transfer_report, unified
 from .cases import CASE_COLUMNS, mark_placement, memory_aliases, misplaced_note, ordered
 from .errors import InputError
 from .io import RunSet
@@ -187,6 +187,9 @@ def write_report(runs: RunSet, out: Path, overrides: Mapping[str, float] | None 
     report.files += lat.files
     if lat.files or lat.lines:  # runs without chase or pingpong need no word about them
         report.missing += lat.missing
+    apps = applications.write(runs, out)
+    report.files += apps.files
+    report.missing += apps.missing
 
     lines = ["# mempath report", "",
              f"Host(s): {', '.join(f'`{h}`' for h in hosts) or 'none'}; "
@@ -206,10 +209,13 @@ def write_report(runs: RunSet, out: Path, overrides: Mapping[str, float] | None 
         lines += ["## Latency (pointer chase, ping-pong)", ""] + lat.lines
     if scale.lines:
         lines += ["## Scale-out (MPI, NCCL)", ""] + scale.lines
+    if apps.lines:
+        lines += ["## Applications (STREAM, GEMM)", ""] + apps.lines
     lines += _peaks(entries, overrides)
     lines += _counts(cases)
     if report.missing:
         lines += ["## Missing", ""] + [f"- {m}" for m in report.missing] + [""]
     (out / "summary.md").write_text("\n".join(lines))
     report.files.append(out / "summary.md")
+    report.files += html.write_index(lines, out)
     return report

@@ -52,7 +52,7 @@ GH200_CASES = [
     case(op="copy", pu="gpu0", mem="numa0", dst_mem="gpu0", via="c2c", alloc="system",
          status="skipped", reason=SKIP_REASON),
 ]
-REPORT_FILES = ["path_matrix.md", "path_matrix.csv", "summary.md", "thread_scaling.png",
+REPORT_FILES = ["path_matrix.md", "path_matrix.csv", "summary.md", "index.md", "index.html", "thread_scaling.png",
                 "thread_scaling.pdf", "copy_heatmap.png", "copy_heatmap.pdf"]
 
 
@@ -303,7 +303,7 @@ def test_report_of_skipped_cases_only(tmp_path: Path) -> None:
     run = write_run(tmp_path / "skipped.h5", rows, topology=topology("x86_h100"))
     report = write_report(load_runs([run]), tmp_path / "report")
     names = {p.name for p in report.files}
-    assert names == {"path_matrix.md", "path_matrix.csv", "summary.md"}
+    assert names == {"path_matrix.md", "path_matrix.csv", "summary.md", "index.md", "index.html"}
     markdown = (tmp_path / "report" / "path_matrix.md").read_text()
     assert matrix_cells(markdown, "read")[("gpu0", "numa0")] == "skipped [1]"
     assert f"1. {SKIP_REASON}" in markdown

@@ -1,0 +1,150 @@
+"""Report part for the applications (issue 6): STREAM bandwidth by thread count with the
+best thread count marked, the GPU stream kernels under placement (the paper's
+BabelStream table), and cuBLAS GEMM TFLOP/s by size per data type and operand placement
+against the peak model (Figures 15-16). Several runs: medians over the runs of one node."""
+from __future__ import annotations
+
+from pathlib import Path
+
+import matplotlib.pyplot as plt
+import numpy as np
+import pandas as pd
+
+from .figures import _save
+from .io import RunSet
+from .transfer_report import _num, _table
+from .unified import Part, _ok
+
+CPU_KERNELS = ("copy", "scale", "add", "triad")
+GPU_KERNELS = ("copy", "mul", "add", "triad", "dot")
+
+
+def _placement(mem: str, alloc: str) -> str:
+    return f"{mem} `{alloc}`"
+
+
+def stream_threads(runs: RunSet, out: Path) -> list[Path]:
+    cases = _ok(runs.table("stream/cases"))
+    cases = cases[(cases["pu_kind"] == "cpu") & (cases["sweep"] == 1)] if not cases.empty else cases
+    if cases.empty:
+        return []
+    panels = list(dict.fromkeys(zip(cases["host"], cases["pu"], cases["mem"], cases["alloc"])))
+    fig, axes = plt.subplots(1, len(panels), figsize=(5.5 * len(panels), 4.2), squeeze=False, layout="constrained")
+    for ax, (host, pu, mem, alloc) in zip(axes[0], panels):
+        mine = cases[(cases["host"] == host) & (cases["pu"] == pu) & (cases["mem"] == mem) & (cases["alloc"] == alloc)]
+        best = mine.groupby(["kernel", "threads"])["best_GBps"].median()
+        for kernel in CPU_KERNELS:
+            if kernel in best.index.get_level_values(0):
+                line = best.loc[kernel]
+                ax.plot(line.index, line.to_numpy(), marker="o", label=kernel)
+        triad = best.loc["triad"] if "triad" in best.index.get_level_values(0) else pd.Series(dtype=float)
+        if not triad.empty:
+            t = int(triad.idxmax())
+            ax.axvline(t, color="grey", linestyle=":")
+            ax.annotate(f"best: {t} threads", (t, triad.max()), textcoords="offset points", xytext=(4, -12),
+                        fontsize="small")
+        ax.set_xscale("log", base=2)
+        ax.set(title=f"{host} {pu} → {mem} ({alloc})", xlabel="threads", ylabel="best GB/s")
+        ax.legend(fontsize="small")
+    return _save(fig, out, "stream_threads")
+
+
+def _gpu_table(runs: RunSet) -> pd.DataFrame:
+    cases = _ok(runs.table("stream/cases"))
+    cases = cases[cases["pu_kind"] == "gpu"] if not cases.empty else cases
+    if cases.empty:
+        return cases
+    return cases.pivot_table(index=["host", "pu", "mem", "alloc"], columns="kernel", values="best_GBps",
+                             aggfunc="median").reindex(columns=[k for k in GPU_KERNELS])
+
+
+def stream_gpu_placement(runs: RunSet, out: Path) -> list[Path]:
+    table = _gpu_table(runs)
+    if table.empty:
+        return []
+    fig, ax = plt.subplots(figsize=(max(6.0, 1.1 * len(table)), 4.2), layout="constrained")
+    x = np.arange(len(table))
+    width = 0.8 / len(GPU_KERNELS)
+    for i, kernel in enumerate(GPU_KERNELS):
+        ax.bar(x + (i - 2) * width, table[kernel].to_numpy(dtype=float), width, label=kernel)
+    ax.set_xticks(x, [f"{pu} ← {mem}\n{alloc}" for _, pu, mem, alloc in table.index], fontsize="small")
+    ax.set_yscale("log")
+    ax.set(ylabel="best GB/s", title="GPU stream kernels by placement of the arrays")
+    ax.legend(fontsize="small", ncols=5)
+    return _save(fig, out, "stream_gpu_placement")
+
+
+def gemm_sweep(runs: RunSet, out: Path) -> list[Path]:
+    cases = _ok(runs.table("gemm/cases"))
+    if cases.empty:
+        return []
+    dtypes = list(dict.fromkeys(cases["dtype"]))
+    fig, axes = plt.subplots(1, len(dtypes), figsize=(5.5 * len(dtypes), 4.2), squeeze=False, layout="constrained")
+    for ax, dtype in zip(axes[0], dtypes):
+        mine = cases[cases["dtype"] == dtype]
+        for (host, mem, alloc), part in mine.groupby(["host", "a_mem", "a_alloc"], sort=False):
+            line = part.groupby("n")["median_TFLOPs"].median()
+            ax.plot(line.index, line.to_numpy(), marker="o", label=f"{mem} ({alloc})")
+        peak = mine["peak_TFLOPs"].dropna()
+        if not peak.empty:
+            ax.axhline(float(peak.max()), color="black", linestyle="--", linewidth=1)
+            ax.annotate(f"peak model {peak.max():.0f}", (0.02, float(peak.max())), xycoords=("axes fraction", "data"),
+                        textcoords="offset points", xytext=(0, 3), fontsize="small")
+        ax.set_xscale("log", base=2)
+        ax.set_yscale("log")
+        ax.set(title=f"GEMM {dtype}: A, B placed; C in HBM", xlabel="n (m = n = k)", ylabel="TFLOP/s (median)")
+        ax.legend(fontsize="small")
+    return _save(fig, out, "gemm_sweep")
+
+
+def _tables(runs: RunSet) -> list[str]:
+    lines: list[str] = []
+    cases = _ok(runs.table("stream/cases"))
+    cpu = cases[cases["pu_kind"] == "cpu"] if not cases.empty else cases
+    if not cpu.empty:
+        rows = []
+        for (host, pu, mem, alloc), part in cpu.groupby(["host", "pu", "mem", "alloc"], sort=False):
+            best = part.groupby("kernel")["best_GBps"].max()
+            triad = part[part["kernel"] == "triad"]
+            t = int(triad.loc[triad["best_GBps"].idxmax(), "threads"]) if not triad.empty else -1
+            rows.append([host, pu, mem, alloc, *[_num(best.get(k)) for k in CPU_KERNELS], t])
+        lines += ["### STREAM (CPU), best GB/s over the thread sweep", ""]
+        lines += _table(["host", "cores", "memory", "alloc", *CPU_KERNELS, "best threads (triad)"], rows)
+    gpu = _gpu_table(runs)
+    if not gpu.empty:
+        lines += ["### GPU stream kernels under placement, best GB/s", ""]
+        lines += _table(["host", "GPU", "arrays in", *GPU_KERNELS],
+                        [[h, pu, _placement(mem, alloc), *[_num(v) for v in row]]
+                         for (h, pu, mem, alloc), row in zip(gpu.index, gpu.to_numpy())])
+    gemm = _ok(runs.table("gemm/cases"))
+    if not gemm.empty:
+        largest = gemm.loc[gemm.groupby(["host", "dtype", "a_mem", "a_alloc"])["n"].idxmax()]
+        lines += ["### GEMM at the largest size per type and placement", ""]
+        lines += _table(["host", "dtype", "n", "A, B in", "median TFLOP/s", "peak model", "fraction of peak"],
+                        [[r.host, r.dtype, int(r.n), _placement(r.a_mem, r.a_alloc), _num(r.median_TFLOPs, 2),
+                          _num(r.peak_TFLOPs, 0), _num(r.fraction_of_peak, 3)] for r in largest.itertuples()])
+    for family in ("stream", "gemm"):
+        cases = runs.table(f"{family}/cases")
+        bad = cases[cases["status"] != "ok"] if "status" in cases else cases.iloc[0:0]
+        if not bad.empty:
+            keys = [c for c in ("host", "pu", "gpu", "mem", "a_mem", "alloc", "a_alloc", "dtype", "n") if c in bad]
+            grouped = bad.groupby(keys + ["status", "reason"], dropna=False).size().reset_index()
+            lines += [f"### `{family}` cases not measured", ""]
+            lines += _table(keys + ["status", "reason"], grouped[keys + ["status", "reason"]].astype(str).values.tolist())
+    return lines
+
+
+def write(runs: RunSet, out: Path) -> Part:
+    part = Part()
+    has_stream = not runs.table("stream/cases").empty
+    has_gemm = not runs.table("gemm/cases").empty
+    if has_stream:
+        part.add_figure("stream_threads", "STREAM by thread count", stream_threads(runs, out),
+                        "no CPU thread sweep of `mempath stream` finished")
+        part.add_figure("stream_gpu_placement", "GPU stream kernels by placement", stream_gpu_placement(runs, out),
+                        "no GPU case of `mempath stream` finished")
+    if has_gemm:
+        part.add_figure("gemm_sweep", "GEMM TFLOP/s by size and operand placement", gemm_sweep(runs, out),
+                        "no `mempath gemm` case finished")
+    part.lines += _tables(runs)
+    return part
