@@ -132,24 +132,28 @@ def pingpong_matrix(runs: RunSet, out: Path) -> list[Path]:
 
 
 def pingpong_distribution(runs: RunSet, out: Path) -> list[Path]:
+    """One ECDF per pair and flag memory, the samples of every run of it pooled (so 100
+    nightly runs draw as many lines as one), drawn through at most 1000 quantiles."""
     cases = _ok(runs.table("pingpong/cases"))
     samples = runs.table("pingpong/samples")
     if cases.empty or samples.empty:
         return []
-    many = cases["run"].nunique() > 1
-    fig, ax = plt.subplots(figsize=(8, 5), layout="constrained")
-    for r in cases.itertuples():
-        rtt = samples[(samples["run"] == r.run) & (samples["case_id"] == r.case_id)]["rtt_ns"].to_numpy()
-        if rtt.size == 0:
-            continue
-        x = np.sort(rtt)
-        label = f"{r.run}: " * many + f"{r.a}<->{r.b} {r.mem}/{r.alloc}"
-        line, = ax.plot(x, np.arange(1, x.size + 1) / x.size, label=label)
-        ax.plot([r.median_ns], [0.5], "o", color=line.get_color(), markersize=4)
-        ax.plot([r.p99_ns], [0.99], "^", color=line.get_color(), markersize=4)
-    if not ax.lines:
-        plt.close(fig)
+    keys = ["host", "a", "b", "mem", "alloc"]
+    pooled = samples.merge(cases[["run", "case_id", *keys[1:]]], on=["run", "case_id"])  # samples carry host
+    if pooled.empty:
         return []
+    many_hosts = cases["host"].nunique() > 1
+    fig, ax = plt.subplots(figsize=(8, 5), layout="constrained")
+    q = np.linspace(0, 1, 1000)
+    marks = cases.groupby(keys, sort=False)[["median_ns", "p99_ns"]].median()  # the cases' own, over runs
+    for key, part in pooled.groupby(keys, sort=False):
+        rtt = part["rtt_ns"].to_numpy(dtype=float)
+        host, a, b, mem, alloc = key
+        label = f"{host}: " * many_hosts + f"{a}<->{b} {mem}/{alloc}" + (f" ({part['run'].nunique()} runs)"
+                                                                         if part["run"].nunique() > 1 else "")
+        line, = ax.plot(np.quantile(rtt, q), q, label=label)
+        ax.plot([marks.loc[key, "median_ns"]], [0.5], "o", color=line.get_color(), markersize=4)
+        ax.plot([marks.loc[key, "p99_ns"]], [0.99], "^", color=line.get_color(), markersize=4)
     ax.set_xscale("log")
     ax.set(title="Ping-pong round trips: distribution (o median, ^ p99)", xlabel="round trip (ns)",
            ylabel="fraction of round trips")
