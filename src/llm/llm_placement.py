@@ -1,0 +1,340 @@
+#!/usr/bin/env python3
+"""LLM decode with the weights placed in a chosen memory (issue 6; docs/cli.md).
+
+A Llama-style decoder in plain PyTorch (RMSNorm, rotary embeddings, grouped-query attention
+with a KV cache, SwiGLU MLP) with random weights of a real model's shape (nothing is
+downloaded), its weights allocated through mempath's allocator layer by a pluggable CUDA
+allocator (libmempath_placement.so) in each memory asked for, everything else (activations,
+KV cache) in the GPU's own memory. Greedy decoding of --new-tokens after a --prompt-tokens
+prompt, batch --batch; tokens/s from CUDA events around the decode; the memory-time bound
+from the GPU's measured read bandwidth of the placed weights (each decode step reads every
+weight once at batch 1). Writes /llm/cases and /llm/samples (docs/schema.md).
+"""
+from __future__ import annotations
+
+import argparse
+import ctypes
+import json
+import math
+import os
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[2]
+
+# Shapes of published models (their config.json); weights are random, seeded.
+CONFIGS = {
+    "tiny": dict(hidden=256, layers=2, heads=4, kv_heads=2, intermediate=768, vocab=4096, tied=True),
+    "llama-3.2-1b": dict(hidden=2048, layers=16, heads=32, kv_heads=8, intermediate=8192, vocab=128256, tied=True),
+    "llama-3.2-3b": dict(hidden=3072, layers=28, heads=24, kv_heads=8, intermediate=8192, vocab=128256, tied=True),
+    "llama-3.1-8b": dict(hidden=4096, layers=32, heads=32, kv_heads=8, intermediate=14336, vocab=128256, tied=False),
+}
+DTYPES = ("bf16", "fp16")
+
+
+class BadInput(Exception):
+    pass
+
+
+def param_count(c: dict) -> int:
+    head_dim = c["hidden"] // c["heads"]
+    attn = 2 * c["hidden"] * c["hidden"] + 2 * c["hidden"] * c["kv_heads"] * head_dim
+    layer = attn + 3 * c["hidden"] * c["intermediate"] + 2 * c["hidden"]
+    embed = c["vocab"] * c["hidden"]
+    return c["layers"] * layer + embed * (1 if c["tied"] else 2) + c["hidden"]
+
+
+def bound_tokens_per_s(path_gbps: float, weight_bytes: int, batch: int = 1) -> float:
+    """Every decode step reads every weight once: steps/s <= bandwidth / weight bytes."""
+    return path_gbps * 1e9 / weight_bytes * batch
+
+
+def resolve_placement(name: str, topo: dict, gpu: int) -> tuple[str, str, str]:
+    """(alloc, mem, skip reason) of a placement name on this node."""
+    g = next((p for p in topo["processors"] if p["name"] == f"gpu{gpu}"), None)
+    if g is None:
+        raise BadInput(f"--gpu {gpu}: this node has no gpu{gpu}")
+    paths = {p["mem"]: p for p in topo["paths"] if p["pu"] == f"gpu{gpu}"}
+
+    def check(alloc: str, mem: str) -> tuple[str, str, str]:
+        path = paths.get(mem)
+        if path is None:
+            return alloc, mem, f"gpu{gpu} has no path to {mem}"
+        if alloc not in path["allocs"]:
+            why = next((s["reason"] for s in path.get("skipped", []) if s["alloc"] == alloc), "not supported")
+            return alloc, mem, why
+        return alloc, mem, ""
+
+    host = f"numa{g['host_numa']}"
+    readable = lambda mem: "numa" if "numa" in paths.get(mem, {}).get("allocs", []) else "pinned"  # noqa: E731
+    if name == "hbm":
+        return check("device", f"gpu{gpu}")
+    if name == "host":
+        return check(readable(host), host)
+    if name == "host-remote":
+        others = [f"numa{n['id']}" for n in topo["numa_nodes"] if n.get("kind") == "host" and n.get("cpus")
+                  and f"numa{n['id']}" != host]
+        return check(readable(others[0]), others[0]) if others else ("", "", "one host NUMA node: no remote host memory")
+    if name == "peer":
+        peers = [p["name"] for p in topo["processors"] if p["kind"] == "gpu" and p["name"] != f"gpu{gpu}"]
+        return check("device", peers[0]) if peers else ("device", "", "one GPU: no peer memory")
+    if ":" in name:
+        alloc, mem = name.split(":", 1)
+        return check(alloc, mem)
+    raise BadInput(f"invalid placement '{name}'; valid: hbm, host, host-remote, peer, ALLOC:MEM")
+
+
+def write_h5(path: Path, attrs: dict, cases: list[dict], samples: list[dict]) -> None:
+    """The results writer's layout (docs/schema.md), atomically: NAME.tmp then rename."""
+    import h5py
+    import numpy as np
+    tmp = path.with_name(path.name + ".tmp")
+    with h5py.File(tmp, "w") as f:
+        for k, v in attrs.items():
+            f.attrs.create(k, v, dtype=h5py.string_dtype("utf-8") if isinstance(v, str) else np.int64)
+        for name, rows, columns in (("llm/cases", cases, CASE_COLUMNS), ("llm/samples", samples, SAMPLE_COLUMNS)):
+            g = f.create_group(name)
+            for col, typ in columns.items():
+                values = [r[col] for r in rows]
+                if typ is str:
+                    g.create_dataset(col, data=np.array(values, dtype=object), dtype=h5py.string_dtype("utf-8"))
+                else:
+                    g.create_dataset(col, data=np.array(values, dtype=np.int64 if typ is int else np.float64))
+    os.replace(tmp, path)
+
+
+CASE_COLUMNS = {"case_id": int, "model": str, "params": int, "weight_bytes": int, "dtype": str, "placement": str,
+                "weight_alloc": str, "weight_mem": str, "weight_placement": str, "gpu": int, "batch": int,
+                "prompt_tokens": int, "new_tokens": int, "cuda_graph": int, "status": str, "reason": str, "reps": int,
+                "median_tokens_per_s": float, "best_tokens_per_s": float, "path_GBps": float, "path_source": str,
+                "bound_tokens_per_s": float, "fraction_of_bound": float, "verified": int}
+SAMPLE_COLUMNS = {"case_id": int, "rep": int, "time_s": float, "tokens_per_s": float}
+
+
+def run(args: argparse.Namespace) -> int:
+    try:
+        import torch
+        import torch.nn.functional as F
+    except ImportError as error:
+        raise BadInput(f"PyTorch is needed ({error}); valid: a Python with torch and CUDA")
+    if not torch.cuda.is_available():
+        raise BadInput("no CUDA GPU visible to PyTorch; valid: run on a GPU node")
+    lib_path = Path(args.lib)
+    if not lib_path.is_file():
+        raise BadInput(f"{lib_path} does not exist; valid: --lib path of libmempath_placement.so (a CUDA build)")
+    # The pluggable allocator must be in place before PyTorch allocates anything.
+    alloc = torch.cuda.memory.CUDAPluggableAllocator(str(lib_path), "mempath_alloc", "mempath_free")
+    torch.cuda.memory.change_current_allocator(alloc)
+    lib = ctypes.CDLL(str(lib_path))
+    lib.mempath_last_error.restype = ctypes.c_char_p
+    lib.mempath_placement_of.restype = ctypes.c_char_p
+    lib.mempath_placement_of.argtypes = [ctypes.c_void_p]
+    topo = json.loads(subprocess.run([args.mempath, "topo", "--json"], capture_output=True, text=True, check=True).stdout)
+    placements = [resolve_placement(p, topo, args.gpu) + (p,) for p in args.placement.split(",")]
+    torch.cuda.set_device(args.gpu)
+    dev = torch.device("cuda", args.gpu)
+    c = CONFIGS[args.model]
+    dt = torch.bfloat16 if args.dtype == "bf16" else torch.float16
+    head_dim = c["hidden"] // c["heads"]
+    n_params = param_count(c)
+
+    def make_weights() -> dict:
+        g = torch.Generator(device=dev)
+        w: dict = {}
+        shapes = {"embed": (c["vocab"], c["hidden"]), "norm": (c["hidden"],)}
+        if not c["tied"]:
+            shapes["head"] = (c["vocab"], c["hidden"])
+        for i in range(c["layers"]):
+            kv = c["kv_heads"] * head_dim
+            shapes.update({f"{i}.q": (c["hidden"], c["hidden"]), f"{i}.k": (kv, c["hidden"]), f"{i}.v": (kv, c["hidden"]),
+                           f"{i}.o": (c["hidden"], c["hidden"]), f"{i}.gate": (c["intermediate"], c["hidden"]),
+                           f"{i}.up": (c["intermediate"], c["hidden"]), f"{i}.down": (c["hidden"], c["intermediate"]),
+                           f"{i}.n1": (c["hidden"],), f"{i}.n2": (c["hidden"],)})
+        for k, (name, shape) in enumerate(shapes.items()):
+            g.manual_seed(args.seed + k)  # the same weights in every memory
+            t = torch.empty(shape, dtype=dt, device=dev)
+            if len(shape) == 1:
+                t.fill_(1.0)
+            else:
+                t.normal_(0.0, 1.0 / math.sqrt(shape[1]), generator=g)
+            w[name] = t
+        return w
+
+    inv = 1.0 / (10000 ** (torch.arange(0, head_dim, 2, device=dev, dtype=torch.float32) / head_dim))
+
+    def rope(x, pos):
+        ang = pos[:, None].float() * inv[None, :]
+        cos, sin = ang.cos().to(x.dtype), ang.sin().to(x.dtype)
+        x1, x2 = x[..., 0::2], x[..., 1::2]
+        return torch.stack((x1 * cos - x2 * sin, x1 * sin + x2 * cos), dim=-1).flatten(-2)
+
+    def rms(x, w):
+        return (x.float() * torch.rsqrt(x.float().pow(2).mean(-1, keepdim=True) + 1e-5)).to(x.dtype) * w
+
+    def forward(w, tokens, cache, start):
+        b, t = tokens.shape
+        x = F.embedding(tokens, w["embed"])
+        pos = torch.arange(start, start + t, device=dev)
+        for i in range(c["layers"]):
+            h = rms(x, w[f"{i}.n1"])
+            q = F.linear(h, w[f"{i}.q"]).view(b, t, c["heads"], head_dim).transpose(1, 2)
+            k = F.linear(h, w[f"{i}.k"]).view(b, t, c["kv_heads"], head_dim).transpose(1, 2)
+            v = F.linear(h, w[f"{i}.v"]).view(b, t, c["kv_heads"], head_dim).transpose(1, 2)
+            q, k = rope(q, pos), rope(k, pos)
+            kc, vc = cache[i]
+            kc[:, :, start:start + t], vc[:, :, start:start + t] = k, v
+            keys = kc[:, :, :start + t].repeat_interleave(c["heads"] // c["kv_heads"], dim=1)
+            vals = vc[:, :, :start + t].repeat_interleave(c["heads"] // c["kv_heads"], dim=1)
+            a = F.scaled_dot_product_attention(q, keys, vals, is_causal=t > 1)
+            x = x + F.linear(a.transpose(1, 2).reshape(b, t, c["hidden"]), w[f"{i}.o"])
+            h = rms(x, w[f"{i}.n2"])
+            x = x + F.linear(F.silu(F.linear(h, w[f"{i}.gate"])) * F.linear(h, w[f"{i}.up"]), w[f"{i}.down"])
+        x = rms(x[:, -1:], w["norm"])
+        return F.linear(x, w["head"] if "head" in w else w["embed"])
+
+    def generate(w):
+        total = args.prompt_tokens + args.new_tokens
+        cache = [(torch.zeros(args.batch, c["kv_heads"], total, head_dim, dtype=dt, device=dev),
+                  torch.zeros(args.batch, c["kv_heads"], total, head_dim, dtype=dt, device=dev)) for _ in range(c["layers"])]
+        g = torch.Generator(device=dev).manual_seed(args.seed)
+        prompt = torch.randint(0, c["vocab"], (args.batch, args.prompt_tokens), device=dev, generator=g)
+        with torch.inference_mode():
+            nxt = forward(w, prompt, cache, 0).argmax(-1)
+            out = [nxt]
+            e0, e1 = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+            e0.record()
+            for s in range(args.new_tokens - 1):
+                nxt = forward(w, nxt, cache, args.prompt_tokens + s).argmax(-1)
+                out.append(nxt)
+            e1.record()
+            torch.cuda.synchronize()
+        return e0.elapsed_time(e1) / 1e3, torch.cat(out, 1).cpu()
+
+    def read_bandwidth(w) -> float:
+        tensors = [t for t in w.values() if t.dim() == 2]
+        nbytes = sum(t.numel() * t.element_size() for t in tensors)
+        best = 0.0
+        with torch.inference_mode():
+            for _ in range(3):
+                e0, e1 = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+                e0.record()
+                # One multi-tensor kernel reads every weight (a sum per tensor would be launch-bound in HBM).
+                s = torch.stack(torch._foreach_norm(tensors, 1)).float().sum()
+                e1.record()
+                torch.cuda.synchronize()
+                best = max(best, nbytes / (e0.elapsed_time(e1) / 1e3) / 1e9)
+        assert math.isfinite(float(s))
+        return best
+
+    attrs = {"schema_version": 1, "tool": "mempath", "tool_version": "0.1.0", "git_revision": git_revision(),
+             "command_line": " ".join(sys.argv), "host": socket.gethostname(), "start_time": now(), "end_time": now(),
+             "topology": json.dumps(topo), "torch_version": torch.__version__, "cuda_runtime": str(torch.version.cuda)}
+    cases: list[dict] = []
+    samples: list[dict] = []
+    reference = None
+    out = Path(args.output)
+    exit_code = 0
+    for case_id, (a, mem, skip, name) in enumerate(placements):
+        row = {"case_id": case_id, "model": args.model, "params": n_params, "weight_bytes": n_params * 2,
+               "dtype": args.dtype, "placement": name, "weight_alloc": a, "weight_mem": mem, "weight_placement": "",
+               "gpu": args.gpu, "batch": args.batch, "prompt_tokens": args.prompt_tokens, "new_tokens": args.new_tokens,
+               "cuda_graph": 0, "status": "ok", "reason": skip, "reps": 0, "median_tokens_per_s": math.nan,
+               "best_tokens_per_s": math.nan, "path_GBps": math.nan, "path_source": "measured",
+               "bound_tokens_per_s": math.nan, "fraction_of_bound": math.nan, "verified": 0}
+        if skip:
+            row["status"] = "skipped"
+        else:
+            try:
+                if lib.mempath_place(a.encode(), mem.encode()) != 0:
+                    raise RuntimeError(lib.mempath_last_error().decode())
+                try:
+                    w = make_weights()
+                finally:
+                    lib.mempath_place(None, None)
+                row["weight_placement"] = (lib.mempath_placement_of(w["0.q"].data_ptr()) or b"").decode() or "gpu pool"
+                rates = []
+                for rep in range(args.warmup + args.reps):
+                    seconds, tokens = generate(w)
+                    if rep >= args.warmup:
+                        rate = (args.new_tokens - 1) * args.batch / seconds
+                        rates.append(rate)
+                        samples.append({"case_id": case_id, "rep": rep - args.warmup, "time_s": seconds,
+                                        "tokens_per_s": rate})
+                reference = tokens if reference is None else reference
+                row["verified"] = int(torch.equal(tokens, reference))
+                path = read_bandwidth(w)
+                rates.sort()
+                row.update(reps=len(rates), median_tokens_per_s=rates[len(rates) // 2], best_tokens_per_s=rates[-1],
+                           path_GBps=path, bound_tokens_per_s=bound_tokens_per_s(path, n_params * 2, args.batch))
+                row["fraction_of_bound"] = row["median_tokens_per_s"] / row["bound_tokens_per_s"]
+                if not row["verified"]:
+                    row.update(status="failed", reason="generated tokens differ from the first placement's")
+                del w
+                torch.cuda.synchronize()
+            except Exception as error:  # a placement that fails is recorded, the next one runs
+                row.update(status="failed", reason=str(error).splitlines()[0])
+        exit_code = exit_code or (1 if row["status"] == "failed" else 0)
+        cases.append(row)
+        attrs["end_time"] = now()
+        write_h5(out, attrs, cases, samples)
+        extra = (f" tokens_per_s={row['median_tokens_per_s']:.2f} bound_tokens_per_s={row['bound_tokens_per_s']:.2f}"
+                 f" path_GBps={row['path_GBps']:.1f}" if row["status"] == "ok" else "")
+        reason = f' reason="{row["reason"]}"' if row["reason"] else ""
+        print(f"MEMPATH llm model={args.model} placement={name} alloc={a} mem={mem} status={row['status']}{extra}{reason}",
+              flush=True)
+    return exit_code
+
+
+def now() -> str:
+    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+
+
+def git_revision() -> str:
+    try:
+        return subprocess.run(["git", "describe", "--always", "--dirty"], cwd=REPO, capture_output=True, text=True,
+                              check=True).stdout.strip() or "unknown"
+    except (OSError, subprocess.CalledProcessError):
+        return "unknown"
+
+
+def parser() -> argparse.ArgumentParser:
+    build = Path(os.environ.get("MEMPATH_BIN", REPO / "build" / "mempath")).parent
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--model", default="llama-3.2-1b", help=f"shape: {', '.join(CONFIGS)} (default llama-3.2-1b)")
+    p.add_argument("--dtype", default="bf16", help="bf16 (default) or fp16")
+    p.add_argument("--gpu", type=int, default=0)
+    p.add_argument("--placement", default="hbm,host,host-remote,peer",
+                   help="comma list: hbm, host, host-remote, peer, ALLOC:MEM (default: the four names)")
+    p.add_argument("--prompt-tokens", type=int, default=128)
+    p.add_argument("--new-tokens", type=int, default=64)
+    p.add_argument("--batch", type=int, default=1)
+    p.add_argument("--reps", type=int, default=3)
+    p.add_argument("--warmup", type=int, default=1)
+    p.add_argument("--seed", type=int, default=1234)
+    p.add_argument("--lib", default=str(build / "libmempath_placement.so"))
+    p.add_argument("--mempath", default=str(build / "mempath"))
+    p.add_argument("--output", default=f"mempath-llm-{socket.gethostname()}.h5")
+    return p
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parser().parse_args(argv)
+    try:
+        if args.model not in CONFIGS:
+            raise BadInput(f"invalid --model '{args.model}'; valid: {', '.join(CONFIGS)}")
+        if args.dtype not in DTYPES:
+            raise BadInput(f"invalid --dtype '{args.dtype}'; valid: {', '.join(DTYPES)}")
+        for flag in ("prompt_tokens", "new_tokens", "batch", "reps"):
+            if getattr(args, flag) < (2 if flag == "new_tokens" else 1):
+                raise BadInput(f"--{flag.replace('_', '-')} {getattr(args, flag)} is too small; valid: a positive count")
+        return run(args)
+    except BadInput as error:
+        print(f"llm_placement: error: {error}", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,109 @@
+// libmempath_placement.so: a PyTorch pluggable CUDA allocator (torch.cuda.memory.
+// CUDAPluggableAllocator) that puts the allocations made while a placement is set into
+// that memory through mempath's one allocator layer, and everything else into the GPU's
+// stream-ordered pool (cudaMallocAsync), so that only the weights move (src/llm/README in
+// docs/cli.md). C entry points for ctypes; errors are kept for mempath_last_error().
+#include <cuda_runtime.h>
+#include <sys/types.h>
+
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+
+#include "core/allocators.hpp"
+#include "core/topology.hpp"
+
+namespace {
+
+std::mutex mutex;
+std::string placed_alloc, placed_mem;  // empty: the GPU's pool
+std::map<void*, std::unique_ptr<mempath::Buffer>> buffers;
+std::string last_error, last_placement;
+
+const mempath::Topology& topology() {
+  static const mempath::Topology topo = mempath::discover();
+  return topo;
+}
+
+}  // namespace
+
+extern "C" {
+
+// Where the next allocations go: ("numa", "numa0"), ("pinned", "numa1"), ("device", "gpu1");
+// ("", "") back to the GPU's pool. Returns 0, or -1 with mempath_last_error() saying why.
+int mempath_place(const char* alloc, const char* mem) {
+  std::lock_guard<std::mutex> lock(mutex);
+  const std::string a = alloc ? alloc : "", m = mem ? mem : "";
+  if (a.empty() != m.empty()) {
+    last_error = "mempath_place needs both an allocator and a memory, or neither";
+    return -1;
+  }
+  if (!a.empty()) {
+    bool known = false;
+    for (const auto& n : mempath::allocator_names()) known = known || n == a;
+    if (!known) {
+      last_error = "unknown allocator '" + a + "'; valid: system, numa, device, managed, pinned, registered";
+      return -1;
+    }
+    if (!topology().find_mem(m)) {
+      last_error = "unknown memory '" + m + "' on this node";
+      return -1;
+    }
+  }
+  placed_alloc = a, placed_mem = m;
+  return 0;
+}
+
+const char* mempath_last_error() { return last_error.c_str(); }
+
+void* mempath_alloc(ssize_t size, int device, cudaStream_t stream) {
+  std::lock_guard<std::mutex> lock(mutex);
+  try {
+    if (placed_alloc.empty()) {
+      void* p = nullptr;
+      cudaSetDevice(device);
+      if (cudaMallocAsync(&p, static_cast<size_t>(size), stream) != cudaSuccess) {
+        last_error = "cudaMallocAsync of " + std::to_string(size) + " bytes failed";
+        return nullptr;
+      }
+      return p;
+    }
+    auto buf = mempath::allocate(topology(), placed_alloc, placed_mem, static_cast<size_t>(size), 0);
+    void* p = buf->data();
+    buffers[p] = std::move(buf);
+    return p;
+  } catch (const std::exception& e) {
+    last_error = e.what();
+    return nullptr;
+  }
+}
+
+void mempath_free(void* ptr, ssize_t, int device, cudaStream_t stream) {
+  std::lock_guard<std::mutex> lock(mutex);
+  auto it = buffers.find(ptr);
+  if (it != buffers.end()) {
+    cudaDeviceSynchronize();  // the GPU may still read it
+    buffers.erase(it);
+    return;
+  }
+  cudaSetDevice(device);
+  cudaFreeAsync(ptr, stream);
+}
+
+// Where the pages of a placed allocation are ("numa0", "gpu0", a mix, "unknown"); "" for
+// memory from the GPU's pool.
+const char* mempath_placement_of(void* ptr) {
+  std::lock_guard<std::mutex> lock(mutex);
+  for (const auto& [base, buf] : buffers) {
+    const char* b = static_cast<const char*>(base);
+    if (ptr >= base && static_cast<const char*>(ptr) < b + buf->bytes()) {
+      last_placement = mempath::placement(*buf);
+      return last_placement.c_str();
+    }
+  }
+  last_placement.clear();
+  return last_placement.c_str();
+}
+
+}  // extern "C"
