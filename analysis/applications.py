@@ -1,7 +1,8 @@
 """Report part for the applications (issue 6): STREAM bandwidth by thread count with the
 best thread count marked, the GPU stream kernels under placement (the paper's
-BabelStream table), and cuBLAS GEMM TFLOP/s by size per data type and operand placement
-against the peak model (Figures 15-16). Several runs: medians over the runs of one node."""
+BabelStream table), cuBLAS GEMM TFLOP/s by size per data type and operand placement
+against the peak model (Figures 15-16), and LLM decode tokens/s per weight placement next
+to its memory-time bound (Figure 17). Several runs: medians over the runs of one node."""
 from __future__ import annotations
 
 from pathlib import Path
@@ -97,6 +98,24 @@ def gemm_sweep(runs: RunSet, out: Path) -> list[Path]:
     return _save(fig, out, "gemm_sweep")
 
 
+def llm_placement(runs: RunSet, out: Path) -> list[Path]:
+    cases = _ok(runs.table("llm/cases"))
+    if cases.empty:
+        return []
+    rows = cases.groupby(["host", "model", "placement", "weight_alloc", "weight_mem"], sort=False)[
+        ["median_tokens_per_s", "bound_tokens_per_s"]].median()
+    fig, ax = plt.subplots(figsize=(max(6.0, 1.2 * len(rows)), 4.2), layout="constrained")
+    x = np.arange(len(rows))
+    ax.bar(x - 0.2, rows["median_tokens_per_s"], 0.4, label="measured")
+    ax.bar(x + 0.2, rows["bound_tokens_per_s"], 0.4, label="memory-time bound", color="0.7")
+    ax.set_xticks(x, [f"{model}\n{name}: {mem} ({alloc})" for _, model, name, alloc, mem in rows.index],
+                  fontsize="small")
+    ax.set_yscale("log")
+    ax.set(ylabel="tokens/s (batch 1 decode)", title="LLM decode by placement of the weights")
+    ax.legend(fontsize="small")
+    return _save(fig, out, "llm_placement")
+
+
 def _tables(runs: RunSet) -> list[str]:
     lines: list[str] = []
     cases = _ok(runs.table("stream/cases"))
@@ -123,11 +142,21 @@ def _tables(runs: RunSet) -> list[str]:
         lines += _table(["host", "dtype", "n", "A, B in", "median TFLOP/s", "peak model", "fraction of peak"],
                         [[r.host, r.dtype, int(r.n), _placement(r.a_mem, r.a_alloc), _num(r.median_TFLOPs, 2),
                           _num(r.peak_TFLOPs, 0), _num(r.fraction_of_peak, 3)] for r in largest.itertuples()])
-    for family in ("stream", "gemm"):
+    llm = _ok(runs.table("llm/cases"))
+    if not llm.empty:
+        lines += ["### LLM decode by weight placement", ""]
+        lines += _table(["host", "model", "weights (GB)", "placement", "weights in", "tokens/s", "path GB/s",
+                         "bound tokens/s", "fraction of bound", "same tokens"],
+                        [[r.host, r.model, _num(r.weight_bytes / 1e9, 2), r.placement,
+                          f"{r.weight_placement or r.weight_mem} `{r.weight_alloc}`", _num(r.median_tokens_per_s, 2),
+                          _num(r.path_GBps), _num(r.bound_tokens_per_s, 2), _num(r.fraction_of_bound, 2),
+                          "yes" if r.verified == 1 else "no"] for r in llm.itertuples()])
+    for family in ("stream", "gemm", "llm"):
         cases = runs.table(f"{family}/cases")
         bad = cases[cases["status"] != "ok"] if "status" in cases else cases.iloc[0:0]
         if not bad.empty:
-            keys = [c for c in ("host", "pu", "gpu", "mem", "a_mem", "alloc", "a_alloc", "dtype", "n") if c in bad]
+            keys = [c for c in ("host", "pu", "gpu", "model", "placement", "mem", "a_mem", "alloc", "a_alloc", "dtype", "n")
+                    if c in bad]
             grouped = bad.groupby(keys + ["status", "reason"], dropna=False).size().reset_index()
             lines += [f"### `{family}` cases not measured", ""]
             lines += _table(keys + ["status", "reason"], grouped[keys + ["status", "reason"]].astype(str).values.tolist())
@@ -138,6 +167,7 @@ def write(runs: RunSet, out: Path) -> Part:
     part = Part()
     has_stream = not runs.table("stream/cases").empty
     has_gemm = not runs.table("gemm/cases").empty
+    has_llm = not runs.table("llm/cases").empty
     if has_stream:
         part.add_figure("stream_threads", "STREAM by thread count", stream_threads(runs, out),
                         "no CPU thread sweep of `mempath stream` finished")
@@ -146,5 +176,8 @@ def write(runs: RunSet, out: Path) -> Part:
     if has_gemm:
         part.add_figure("gemm_sweep", "GEMM TFLOP/s by size and operand placement", gemm_sweep(runs, out),
                         "no `mempath gemm` case finished")
+    if has_llm:
+        part.add_figure("llm_placement", "LLM decode by weight placement", llm_placement(runs, out),
+                        "no LLM placement finished")
     part.lines += _tables(runs)
     return part

@@ -210,7 +210,7 @@ def write_report(runs: RunSet, out: Path, overrides: Mapping[str, float] | None 
     if scale.lines:
         lines += ["## Scale-out (MPI, NCCL)", ""] + scale.lines
     if apps.lines:
-        lines += ["## Applications (STREAM, GEMM)", ""] + apps.lines
+        lines += ["## Applications (STREAM, GEMM, LLM)", ""] + apps.lines
     lines += _peaks(entries, overrides)
     lines += _counts(cases)
     if report.missing:

@@ -13,7 +13,8 @@ import pytest
 
 REPO = Path(__file__).resolve().parents[2]
 DATA = REPO / "tests" / "python" / "data"
-RUNS = [DATA / "h100_stream_cpu.h5", DATA / "h100_stream_gpu.h5", DATA / "h100_gemm.h5", DATA / "h100_chase_gpu.h5"]
+RUNS = [DATA / "h100_stream_cpu.h5", DATA / "h100_stream_gpu.h5", DATA / "h100_gemm.h5", DATA / "h100_llm.h5",
+        DATA / "h100_chase_gpu.h5"]
 
 
 @pytest.fixture(scope="module")
@@ -26,7 +27,7 @@ def report(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 def test_application_figures_are_drawn(report: Path) -> None:
-    for stem in ("stream_threads", "stream_gpu_placement", "gemm_sweep"):
+    for stem in ("stream_threads", "stream_gpu_placement", "gemm_sweep", "llm_placement"):
         assert (report / f"{stem}.png").stat().st_size > 10_000 and (report / f"{stem}.pdf").exists()
 
 
@@ -63,3 +64,16 @@ def test_index_page_embeds_every_figure_and_links_its_sections(report: Path) -> 
     anchors = re.findall(r"\]\(#([^)]+)\)", md)
     assert anchors and set(anchors) <= ids
     assert "<table>" in page and "<code>" in page
+
+
+def test_llm_table_has_the_bound_and_the_skipped_placements(report: Path) -> None:
+    with h5py.File(DATA / "h100_llm.h5") as f:
+        c = f["llm/cases"]
+        ok = c["status"].asstr()[()] == "ok"
+        np.testing.assert_allclose(c["bound_tokens_per_s"][()][ok],
+                                   c["path_GBps"][()][ok] * 1e9 / c["weight_bytes"][()][ok])
+    text = (report / "summary.md").read_text()
+    rows = [l for l in text.splitlines() if l.startswith("| vm | llama-3.2-1b |")]
+    assert len(rows) == 2 and all(r.rstrip(" |").endswith("yes") for r in rows)
+    assert "one host NUMA node: no remote host memory" in text and "one GPU: no peer memory" in text
+
