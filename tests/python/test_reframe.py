@@ -138,7 +138,8 @@ def test_ci_config_lists_cpu_and_mpi_checks_only():
     bandwidth = [n for n in names if n.startswith('MempathBandwidth')]
     assert sorted(bandwidth) == sorted(check_name(op, 'cpu') for op in OPS)
     others = {n.split(' %')[0] for n in names} - {'MempathBandwidth'}
-    assert others == {'MempathChase', 'MempathChaseSweep', 'MempathMpiBandwidth', 'MempathInventory'}
+    assert others == {'MempathChase', 'MempathChaseSweep', 'MempathMpiBandwidth', 'MempathInventory',
+                      'MempathStream', 'MempathStreamSweep'}
 
 
 # ---- summary lines and performance variable names ------------------------------------

@@ -14,7 +14,7 @@ REPO = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO / "reframe_checks"))
 
 import applications  # noqa: E402
-import mempath_summary  # noqa: E402
+from test_reframe_latency import fields  # noqa: E402
 
 STREAM_LINES = [  # a CPU sweep (best at 2 threads) and a GPU case, as mempath stream prints them
     'pu=cpu0 mem=numa0 alloc=numa threads=1 kernel=triad size=268435456 status=ok best_GBps=19.68 median_GBps=19.62',
@@ -22,17 +22,11 @@ STREAM_LINES = [  # a CPU sweep (best at 2 threads) and a GPU case, as mempath s
     'pu=gpu0 mem=gpu0 alloc=device threads=134217728 kernel=triad size=1073741824 status=ok best_GBps=3057.63 median_GBps=3053.22',
     'pu=gpu0 mem=numa0 alloc=numa threads=-1 kernel=triad size=1073741824 status=skipped reason="GPU 0 cannot access pageable memory (no ATS/HMM)"',
 ]
-
-
 GEMM_LINES = [
     'gpu=0 dtype=fp16 n=8192 mem=gpu0 alloc=device status=ok median_TFLOPs=884.51 best_TFLOPs=898.43 fraction_of_peak=0.826',
     'gpu=0 dtype=fp16 n=8192 mem=numa0 alloc=pinned status=ok median_TFLOPs=5.62 best_TFLOPs=5.70 fraction_of_peak=0.005',
     'gpu=0 dtype=fp16 n=1024 mem=gpu0 alloc=device status=failed reason="timed kernel (27.5 us) is within 10x of an empty launch (38.1 us); raise --size"',
 ]
-
-
-def fields(lines: list[str]) -> list[dict[str, str]]:
-    return [mempath_summary.parse_fields(line) for line in lines]
 
 
 def test_stream_variables_take_the_best_thread_count() -> None:
