@@ -6,6 +6,7 @@
 #include <cuda_runtime.h>
 #include <sys/types.h>
 
+#include <cstdio>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -70,11 +71,15 @@ void* mempath_alloc(ssize_t size, int device, cudaStream_t stream) {
       return p;
     }
     auto buf = mempath::allocate(topology(), placed_alloc, placed_mem, static_cast<size_t>(size), 0);
+    cudaSetDevice(device);  // allocating on another GPU made that one current; PyTorch asked for `device`
     void* p = buf->data();
     buffers[p] = std::move(buf);
     return p;
   } catch (const std::exception& e) {
     last_error = e.what();
+    cudaSetDevice(device);
+    std::fprintf(stderr, "mempath_placement: %zd bytes of %s on %s: %s\n", size, placed_alloc.c_str(),
+                 placed_mem.c_str(), e.what());  // PyTorch reports only that the tensor has no data
     return nullptr;
   }
 }
