@@ -237,7 +237,7 @@ class MempathPingPong(MempathLatencyCommand):
                              'warmup or timeout')
         opts = []
         for flag, value in (('--round-trips', self.round_trips), ('--warmup', self.warmup),
-                            ('--timeout', self.timeout)):
+                            ('--stall-timeout', self.timeout)):
             if value is not None:
                 opts += [flag, str(value)]
         return opts

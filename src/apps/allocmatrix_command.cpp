@@ -15,7 +15,7 @@
 #include "core/numa_policy.hpp"
 #include "core/options.hpp"
 #include "core/provenance.hpp"
-#include "core/results.hpp"
+#include "core/result_run.hpp"
 #include "core/stats.hpp"
 #include "core/units.hpp"
 #include "cpu/cpu_bw.hpp"
@@ -62,20 +62,27 @@ bool holds(const Topology& topo, const Buffer& b, uint8_t value, int gpu) {
   return bad == 0;
 }
 
+// Sets every byte of `b` to kCleared where it lies: pageable memory by this (host-node)
+// thread, whose pages are already placed; anything else by the GPU, as the copies reach it.
+void clear(Buffer& b, int gpu) {
+  if (b.alloc() == "system") std::memset(b.data(), kCleared, b.bytes());
+  else gpu::fill(gpu, b.data(), b.bytes(), kCleared);
+}
+
 }  // namespace
 
 int cmd_allocmatrix(const std::vector<std::string>& args, const std::vector<std::string>& argv) {
   Options opts("allocmatrix",
                "cudaMemcpy between every source and destination allocator: host memory on --mem,\n"
                "device memory on --gpu (the paper's Figure 5).",
-               {{"gpu", "N", "GPU of the device buffers and of the CUDA calls (default 0)"},
+               with_run_options({{"gpu", "N", "GPU of the device buffers and of the CUDA calls (default 0)"},
                 {"mem", "LIST", "NUMA nodes of host buffers, one matrix each: numaN, a comma list, or all\n"
                                 "                            (default: the GPU's nearest host node)"},
                 {"alloc", "LIST", "allocators (default: system, numa, pinned, registered, managed, device)"},
                 {"size", "SIZE", "bytes per copy (default 256MiB)"},
                 {"reps", "N", "timed repetitions (default 10)"},
-                {"warmup", "N", "untimed repetitions first (default 2)"},
-                {"output", "FILE", "HDF5 result file (default mempath-allocmatrix-HOST-TIME.h5)"}});
+                {"warmup", "N", "untimed repetitions first (default 2)"}},
+                              "allocmatrix"));
   if (!opts.parse(args)) return kExitOk;
   if (!gpu::built_with_cuda())
     throw UsageError("this mempath build has no CUDA support: 'mempath allocmatrix' needs a CUDA build");
@@ -88,28 +95,28 @@ int cmd_allocmatrix(const std::vector<std::string>& args, const std::vector<std:
   for (const auto& m : topo.memories)
     if (m.numa >= 0) numa_mems.push_back(m.name);
   const std::string mem_opt = opts.get_or("mem", "numa" + std::to_string(std::max(0, info->host_numa)));
-  const std::vector<std::string> hosts = mem_opt == "all" ? numa_mems : split_list(mem_opt);
+  const std::vector<std::string> hosts = mem_opt == "all" ? numa_mems : opts.list("mem");
   for (const auto& h : hosts)
     if (std::find(numa_mems.begin(), numa_mems.end(), h) == numa_mems.end())
       throw UsageError("--mem must name NUMA memories of this node, not '" + h + "'; valid: " + join(numa_mems) + ", all");
-  std::vector<std::string> allocs = opts.has("alloc") ? split_list(*opts.get("alloc")) : kAllocs;
+  std::vector<std::string> allocs = opts.has("alloc") ? opts.list("alloc") : kAllocs;
   for (const auto& a : allocs)
     if (std::find(kAllocs.begin(), kAllocs.end(), a) == kAllocs.end())
       throw UsageError("invalid --alloc '" + a + "'; valid: " + join(kAllocs));
   const uint64_t size = opts.has("size") ? parse_size(*opts.get("size")) : 256ULL << 20;
   if (size % 4096) throw UsageError("--size must be a multiple of 4KiB");
-  const int reps = static_cast<int>(opts.integer("reps", 10, 1));
-  const int warmup = static_cast<int>(opts.integer("warmup", 2, 0));
+  const int reps = static_cast<int>(opts.integer("reps", 10, 1, kMaxReps));
+  const int warmup = static_cast<int>(opts.integer("warmup", 2, 0, kMaxReps));
   for (const auto& h : hosts) {
     const Memory* hm = topo.find_mem(h);
     if (2 * size > static_cast<uint64_t>(hm->free_bytes) && hm->free_bytes > 0)
       throw UsageError("two buffers of --size " + format_size(size) + " exceed the " +
                        format_size(hm->free_bytes) + " free on " + h + "; valid: a smaller --size");
   }
-  ResultFile file(opts.get_or("output", default_output_name("allocmatrix", topo.host)), collect_provenance(topo, argv));
+  ResultRun run(opts, "allocmatrix", topo, argv);
+  ResultFile& file = run.file();
   file.table("allocmatrix/samples", kSampleColumns);
   file.table("allocmatrix/cases", kCaseColumns);
-  file.save();
   const std::string device_mem = "gpu" + std::to_string(g);
   int64_t id = 0;
   int exit_code = kExitOk;
@@ -124,11 +131,16 @@ int cmd_allocmatrix(const std::vector<std::string>& args, const std::vector<std:
         std::vector<double> seconds;
         bool verified = false;
         try {
+          Watchdog::Scope guard(run.watchdog(), "case " + std::to_string(id) + " (allocmatrix " + sa + " " + sm +
+                                                    " -> " + da + " " + dm + ")");
           auto src = allocate(topo, sa, sm, size, kSource);
           auto dst = allocate(topo, da, dm, size, kCleared);
-          // The calling thread sits on the host node, as an application's would.
+          // The calling thread sits on the host node, as an application's would. The warm-up's
+          // copies are cleared before the timed ones, so the data check proves those ran.
           run_on_threads(1, setup_cpus(topo, hm->numa), -1, [&](int, int) {
-            seconds = gpu::time_sync_copies(g, gpu::CopyDir::H2D, dst->data(), src->data(), size, warmup, reps);
+            gpu::time_sync_copies(g, gpu::CopyDir::H2D, dst->data(), src->data(), size, warmup, 0);
+            if (warmup > 0) clear(*dst, g);
+            seconds = gpu::time_sync_copies(g, gpu::CopyDir::H2D, dst->data(), src->data(), size, 0, reps);
           });
           verified = holds(topo, *dst, kSource, g);
           if (!verified) status = "failed", reason = "destination differs from the source after the copies";

@@ -8,15 +8,16 @@
 #include "core/error.hpp"
 #include "core/options.hpp"
 #include "core/provenance.hpp"
-#include "core/results.hpp"
+#include "core/result_run.hpp"
 #include "core/stats.hpp"
 #include "core/units.hpp"
 
 namespace mempath {
 namespace {
 
-const std::vector<OptionSpec>& bw_option_specs() {
-  static const std::vector<OptionSpec> specs = {
+// The case filters shared by `bw --all` and `list`.
+std::vector<OptionSpec> filter_option_specs() {
+  return {
       {"op", "OP", "read, write or copy (with --all: a comma list filter)"},
       {"pu", "PU", "processor: cpuN, cpus, gpuN (default: the first CPU node)"},
       {"pu-kind", "KIND", "with --all: cpu or gpu only"},
@@ -28,34 +29,44 @@ const std::vector<OptionSpec>& bw_option_specs() {
       {"kernel", "grid|block", "GPU kernel: all SMs (default) or one block of 1024 threads\n"
                                "                            (with --all a filter; default both)"},
       {"size", "SIZE", "bytes per buffer (default 1GiB, raised to 4x the caches on the path)"},
+      {"in-cache", "", "allow buffers smaller than 4x the caches (cache bandwidth)"},
+  };
+}
+
+std::vector<OptionSpec> list_option_specs() {
+  auto specs = filter_option_specs();
+  specs.push_back({"from", "DIR", "plan against a saved topology snapshot (`mempath topo --save DIR`)"});
+  return specs;
+}
+
+std::vector<OptionSpec> bw_option_specs() {
+  auto specs = filter_option_specs();
+  specs.insert(specs.end(), {
       {"reps", "N", "timed repetitions (default 10)"},
       {"warmup", "N", "untimed repetitions first (default 2)"},
       {"noise", "PU:MEM", "another processor reads MEM continuously during each case"},
-      {"in-cache", "", "allow buffers smaller than 4x the caches (cache bandwidth)"},
       {"all", "", "every case this node supports; --op/--pu/--pu-kind/--mem/--alloc filter"},
-      {"output", "FILE", "HDF5 result file (default mempath-bw-HOST-TIME.h5)"},
-      {"from", "DIR", "plan against a saved topology snapshot (list only)"},
-  };
-  return specs;
+  });
+  return with_run_options(specs, "bw");
 }
 
 BwSettings settings_from(const Options& opts) {
   BwSettings s;
   if (auto v = opts.get("size")) s.size = parse_size(*v);
-  s.reps = static_cast<int>(opts.integer("reps", 10, 1));
-  s.warmup = static_cast<int>(opts.integer("warmup", 2, 0));
+  s.reps = static_cast<int>(opts.integer("reps", 10, 1, kMaxReps));
+  s.warmup = static_cast<int>(opts.integer("warmup", 2, 0, kMaxReps));
   s.in_cache = opts.flag("in-cache");
   return s;
 }
 
 BwFilters filters_from(const Options& opts) {
   BwFilters f;
-  f.ops = split_list(opts.get_or("op", ""));
-  f.pus = split_list(opts.get_or("pu", ""));
-  f.pu_kinds = split_list(opts.get_or("pu-kind", ""));
-  f.mems = split_list(opts.get_or("mem", ""));
-  f.allocs = split_list(opts.get_or("alloc", ""));
-  f.kernels = split_list(opts.get_or("kernel", ""));
+  f.ops = opts.list("op");
+  f.pus = opts.list("pu");
+  f.pu_kinds = opts.list("pu-kind");
+  f.mems = opts.list("mem");
+  f.allocs = opts.list("alloc");
+  f.kernels = opts.list("kernel");
   const std::string threads = opts.get_or("threads", "sweep");
   if (threads != "sweep" && threads != "all")
     throw UsageError("with --all, --threads takes sweep (default) or all, not '" + threads + "'");
@@ -77,7 +88,7 @@ std::vector<BwCase> plan(const Topology& topo, const Options& opts, const BwSett
     return make_case(topo, op, opts.get_or("pu", ""), opts.get_or("mem", ""), opts.get_or("dst-mem", ""),
                      opts.get_or("alloc", ""), t, opts.get_or("kernel", ""), settings);
   };
-  if (threads != "sweep") return {one(threads.empty() ? -1 : static_cast<int>(parse_int(threads, "--threads")))};
+  if (threads != "sweep") return {one(threads.empty() ? -1 : thread_count(threads))};
   const BwCase all = one(-1);
   if (all.pu_kind != "cpu") throw UsageError("--threads sweep applies to CPU processors");
   std::vector<BwCase> cases;
@@ -131,7 +142,7 @@ void print_summary(const BwCase& c, const CaseOutcome& o, const Summary& gbps) {
 
 int cmd_list(const std::vector<std::string>& args) {
   Options opts("list", "Lists every `bw --all` case of this node, skipped ones with the reason.",
-               bw_option_specs());
+               list_option_specs());
   if (!opts.parse(args)) return 0;
   const Topology topo = opts.has("from") ? load_snapshot(*opts.get("from")) : discover();
   for (const auto& c : all_cases(topo, filters_from(opts), settings_from(opts))) {
@@ -148,7 +159,6 @@ int cmd_bw(const std::vector<std::string>& args, const std::vector<std::string>&
   Options opts("bw", "Read, write and copy bandwidth of processor x memory x allocator (docs/cli.md).",
                bw_option_specs());
   if (!opts.parse(args)) return 0;
-  if (opts.has("from")) throw UsageError("--from plans against a snapshot: use it with 'mempath list'");
   const Topology topo = discover();
   const BwSettings settings = settings_from(opts);
   const std::vector<BwCase> cases = plan(topo, opts, settings);
@@ -161,10 +171,10 @@ int cmd_bw(const std::vector<std::string>& args, const std::vector<std::string>&
     noise = std::make_unique<NoiseRunner>(topo, n, default_size(topo, n.pu));
   }
 
-  ResultFile file(opts.get_or("output", default_output_name("bw", topo.host)), collect_provenance(topo, argv));
+  ResultRun run(opts, "bw", topo, argv);
+  ResultFile& file = run.file();
   file.table("bw/samples", kSampleColumns);
   file.table("bw/cases", kCaseColumns);
-  file.save();  // a valid (empty) file from the start
 
   int exit_code = kExitOk;
   const bool single = cases.size() == 1;
@@ -172,6 +182,8 @@ int cmd_bw(const std::vector<std::string>& args, const std::vector<std::string>&
     const BwCase& c = cases[id];
     CaseOutcome o;
     try {
+      Watchdog::Scope guard(run.watchdog(), "case " + std::to_string(id) + " (bw " + op_name(c.op) + " " + c.pu +
+                                                 " " + c.mem + " " + c.alloc + ")");
       o = run_case(topo, c, settings, noise.get());
     } catch (const UsageError& e) {
       if (single) throw;  // one case asked for: bad input, exit 2

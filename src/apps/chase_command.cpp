@@ -15,7 +15,7 @@
 #include "core/numa_policy.hpp"
 #include "core/options.hpp"
 #include "core/provenance.hpp"
-#include "core/results.hpp"
+#include "core/result_run.hpp"
 #include "core/stats.hpp"
 #include "core/timer.hpp"
 #include "core/units.hpp"
@@ -186,7 +186,7 @@ uint64_t parse_bytes_option(const Options& opts, const std::string& name, uint64
 
 int cmd_chase(const std::vector<std::string>& args, const std::vector<std::string>& argv) {
   Options opts("chase", "Pointer-chase latency of one CPU or GPU thread over each memory (docs/cli.md).",
-               {{"pu", "PU", "cpuN (one thread on a core of NUMA node N) or gpuN (one GPU thread);\n"
+               with_run_options({{"pu", "PU", "cpuN (one thread on a core of NUMA node N) or gpuN (one GPU thread);\n"
                              "                            with --all a comma list filter"},
                 {"cpu", "N", "logical CPU the chasing thread is pinned to (default: the PU's first core)"},
                 {"mem", "MEM", "memory chased: numaN or gpuN (default: the PU's own); --all: a filter"},
@@ -204,8 +204,8 @@ int cmd_chase(const std::vector<std::string>& args, const std::vector<std::strin
                 {"accesses", "N", "timed dependent loads per repetition (default CPU 2^21, GPU 2^18)"},
                 {"reps", "N", "timed repetitions (default 3)"},
                 {"seed", "N", "seed of the random chain (default 42)"},
-                {"all", "", "every processor x memory of the node (default allocator; --alloc all: every one)"},
-                {"output", "FILE", "HDF5 result file (default mempath-chase-HOST-TIME.h5)"}});
+                {"all", "", "every processor x memory of the node (default allocator; --alloc all: every one)"}},
+                              "chase"));
   if (!opts.parse(args)) return kExitOk;
   Settings s;
   s.sizes = parse_sizes(opts.get_or("size", "sweep"));
@@ -213,11 +213,11 @@ int cmd_chase(const std::vector<std::string>& args, const std::vector<std::strin
   s.max_size = parse_bytes_option(opts, "max-size", 0);
   s.line = parse_bytes_option(opts, "line", 64);
   s.locality = parse_bytes_option(opts, "locality", 0);
-  s.accesses = static_cast<uint64_t>(opts.integer("accesses", 0, 1));
-  s.reps = static_cast<int>(opts.integer("reps", 3, 1));
-  s.seed = static_cast<uint64_t>(opts.integer("seed", 42, 0));
+  s.accesses = static_cast<uint64_t>(opts.integer("accesses", 0, 1, 1000000000));
+  s.reps = static_cast<int>(opts.integer("reps", 3, 1, kMaxReps));
+  s.seed = static_cast<uint64_t>(opts.integer("seed", 42, 0, std::numeric_limits<long long>::max()));
   s.huge_pages = opts.flag("huge-pages");
-  s.patterns = split_list(opts.get_or("pattern", "random"));
+  s.patterns = opts.has("pattern") ? opts.list("pattern") : split_list("random");
   for (const auto& p : s.patterns)
     if (p != "random" && p != "sequential")
       throw UsageError("invalid --pattern '" + p + "'; valid: random, sequential");
@@ -227,19 +227,17 @@ int cmd_chase(const std::vector<std::string>& args, const std::vector<std::strin
   if (s.max_size && s.max_size < s.min_size)
     throw UsageError("--max-size " + format_size(s.max_size) + " is below --min-size " + format_size(s.min_size));
 
-  for (const auto& pu : split_list(opts.get_or("pu", "")))
+  for (const auto& pu : opts.list("pu"))
     if (pu.rfind("gpu", 0) == 0 && !gpu::built_with_cuda())
       throw UsageError("this mempath build has no CUDA support: --pu " + pu + " needs a CUDA build");
   const Topology topo = discover();
   std::vector<ChaseCase> cases;
   if (opts.flag("all")) {
     if (opts.has("cpu")) throw UsageError("--cpu picks the core of one case; --all uses each node's first core");
-    cases = all_chase_cases(topo, split_list(opts.get_or("pu", "")), split_list(opts.get_or("mem", "")),
-                            split_list(opts.get_or("alloc", "")));
+    cases = all_chase_cases(topo, opts.list("pu"), opts.list("mem"), opts.list("alloc"));
     if (cases.empty()) throw UsageError("the filters select no processor x memory on this node");
   } else {
-    const int cpu = opts.has("cpu") ? static_cast<int>(parse_int(*opts.get("cpu"), "--cpu")) : -1;
-    if (opts.has("cpu") && cpu < 0) throw UsageError("--cpu must be a CPU number >= 0");
+    const int cpu = static_cast<int>(opts.integer("cpu", -1, 0, 65535));
     cases.push_back(make_chase_case(topo, opts.get_or("pu", ""), cpu, opts.get_or("mem", ""), opts.get_or("alloc", "")));
   }
   // Bad sizes are bad input before anything runs: each must hold a line and fit in its memory.
@@ -252,11 +250,11 @@ int cmd_chase(const std::vector<std::string>& args, const std::vector<std::strin
       check_chain({size, s.line, s.locality, false, 0});
     }
 
-  ResultFile file(opts.get_or("output", default_output_name("chase", topo.host)), collect_provenance(topo, argv));
+  ResultRun run_out(opts, "chase", topo, argv);
+  ResultFile& file = run_out.file();
   file.table("chase/samples", kSampleColumns);
   file.table("chase/cases", kCaseColumns);
   file.table("chase/caches", kCacheColumns);
-  file.save();
   int64_t id = 0;
   int exit_code = kExitOk;
   std::vector<std::string> caches_written;
@@ -282,6 +280,8 @@ int cmd_chase(const std::vector<std::string>& args, const std::vector<std::strin
           o.status = "skipped", o.reason = c.skip_reason;
         } else {
           try {
+            Watchdog::Scope guard(run_out.watchdog(), "case " + std::to_string(id) + " (chase " + c.pu + " " + c.mem +
+                                                          " " + pattern + " " + format_size(size) + ")");
             o = run(topo, c, size, pattern == "sequential", s);
           } catch (const Unsupported& e) {
             o.status = "skipped", o.reason = e.what();

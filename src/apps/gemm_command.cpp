@@ -13,7 +13,7 @@
 #include "core/guards.hpp"
 #include "core/options.hpp"
 #include "core/provenance.hpp"
-#include "core/results.hpp"
+#include "core/result_run.hpp"
 #include "core/stats.hpp"
 #include "core/units.hpp"
 #include "gpu/gemm_api.hpp"
@@ -108,7 +108,7 @@ std::vector<int64_t> sizes_from(const Options& opts, const std::string& dtype) {
   const std::string text = opts.get_or("size", "sweep");
   if (text == "sweep") return {1024, 2048, 4096, 8192, 16384};
   std::vector<int64_t> out;
-  for (const auto& item : split_list(text)) {
+  for (const auto& item : opts.list("size")) {
     const long long n = parse_int(item, "--size");
     if (n < 64 || n > 65536) throw UsageError("invalid --size '" + item + "'; valid: 64 .. 65536 (square m = n = k)");
     out.push_back(n);
@@ -120,7 +120,7 @@ std::vector<int64_t> sizes_from(const Options& opts, const std::string& dtype) {
 
 int cmd_gemm(const std::vector<std::string>& args, const std::vector<std::string>& argv) {
   Options opts("gemm", "cuBLAS GEMM with A and B placed in each memory, C in the GPU's (docs/cli.md).",
-               {{"gpu", "N", "the GPU that multiplies (default 0)"},
+               with_run_options({{"gpu", "N", "the GPU that multiplies (default 0)"},
                 {"dtype", "LIST", "fp16, tf32, fp32, fp64 (default: all)"},
                 {"size", "LIST|sweep", "square sizes m = n = k (default sweep 1024 .. 16384)"},
                 {"matrix-bytes", "SIZE", "instead of --size: the square size whose matrix has SIZE bytes (e.g. 4GiB)"},
@@ -128,14 +128,14 @@ int cmd_gemm(const std::vector<std::string>& args, const std::vector<std::string
                 {"alloc", "ALLOC", "allocator of A and B (default: the path's); --all: a filter"},
                 {"all", "", "A and B in every memory x allocator the GPU can read"},
                 {"reps", "N", "timed calls (default 10)"},
-                {"warmup", "N", "untimed calls first (default 2)"},
-                {"output", "FILE", "HDF5 result file (default mempath-gemm-HOST-TIME.h5)"}});
+                {"warmup", "N", "untimed calls first (default 2)"}},
+                              "gemm"));
   if (!opts.parse(args)) return kExitOk;
   if (!gpu::built_with_cuda()) throw UsageError("this mempath build has no CUDA support: gemm needs a CUDA build");
   const int gpu = static_cast<int>(opts.integer("gpu", 0, 0));
-  const int reps = static_cast<int>(opts.integer("reps", 10, 1));
-  const int warmup = static_cast<int>(opts.integer("warmup", 2, 0));
-  std::vector<std::string> dtypes = split_list(opts.get_or("dtype", "fp16,tf32,fp32,fp64"));
+  const int reps = static_cast<int>(opts.integer("reps", 10, 1, kMaxReps));
+  const int warmup = static_cast<int>(opts.integer("warmup", 2, 0, kMaxReps));
+  std::vector<std::string> dtypes = opts.has("dtype") ? opts.list("dtype") : split_list("fp16,tf32,fp32,fp64");
   for (const auto& d : dtypes) gemm_element_bytes(d);
   if (opts.has("size") && opts.has("matrix-bytes")) throw UsageError("--size and --matrix-bytes exclude each other; valid: one of them");
   for (const auto& d : dtypes) sizes_from(opts, d);
@@ -150,7 +150,7 @@ int cmd_gemm(const std::vector<std::string>& args, const std::vector<std::string
   if (opts.flag("all")) {
     BwFilters f;
     f.ops = {"read"}, f.kernels = {"grid"}, f.pus = {pu};
-    f.mems = split_list(opts.get_or("mem", "")), f.allocs = split_list(opts.get_or("alloc", ""));
+    f.mems = opts.list("mem"), f.allocs = opts.list("alloc");
     for (const auto& c : all_cases(topo, f, settings)) placements.push_back({c.mem, c.alloc, c.via, c.skip_reason});
   } else {
     const BwCase c = make_case(topo, Op::Read, pu, opts.get_or("mem", pu), "", opts.get_or("alloc", ""), -1, "grid", settings);
@@ -158,10 +158,10 @@ int cmd_gemm(const std::vector<std::string>& args, const std::vector<std::string
   }
   if (placements.empty()) throw UsageError("the filters select no memory this GPU reads");
 
-  ResultFile file(opts.get_or("output", default_output_name("gemm", topo.host)), collect_provenance(topo, argv));
+  ResultRun run_out(opts, "gemm", topo, argv);
+  ResultFile& file = run_out.file();
   file.table("gemm/samples", kSampleColumns);
   file.table("gemm/cases", kCaseColumns);
-  file.save();
   const gpu::GemmDevice dev = gpu::gemm_device(gpu);
   int64_t id = 0;
   int exit_code = kExitOk;
@@ -173,6 +173,8 @@ int cmd_gemm(const std::vector<std::string>& args, const std::vector<std::string
           o.status = "skipped", o.reason = p.skip_reason;
         } else {
           try {
+            Watchdog::Scope guard(run_out.watchdog(), "case " + std::to_string(id) + " (gemm " + dtype + " " +
+                                                          std::to_string(n) + " " + p.mem + " " + p.alloc + ")");
             o = run(topo, gpu, dtype, n, p, warmup, reps);
           } catch (const Unsupported& e) {
             o = Outcome{}, o.status = "skipped", o.reason = e.what();

@@ -11,7 +11,7 @@
 #include "core/memcpy_plan.hpp"
 #include "core/options.hpp"
 #include "core/provenance.hpp"
-#include "core/results.hpp"
+#include "core/result_run.hpp"
 #include "core/stats.hpp"
 #include "core/units.hpp"
 #include "gpu/gpu_api.hpp"
@@ -22,8 +22,8 @@ namespace {
 constexpr int kLatencyReps = 1000;
 constexpr int kLatencyWarmup = 100;
 
-const std::vector<OptionSpec>& memcpy_option_specs() {
-  static const std::vector<OptionSpec> specs = {
+std::vector<OptionSpec> memcpy_option_specs() {
+  return with_run_options({
       {"gpu", "LIST", "GPUs, each in turn: N or gpuN, a comma list, or all (default gpu0;\n"
                       "                            d2d: the GPUs whose pairs are measured, default all)"},
       {"all-gpus", "", "every GPU to/from its own host buffer at once"},
@@ -43,22 +43,19 @@ const std::vector<OptionSpec>& memcpy_option_specs() {
       {"latency", "", "host-observed cudaMemcpyAsync + cudaStreamSynchronize, 4B .. 1MiB"},
       {"reps", "N", "timed repetitions (default 10; --latency 1000)"},
       {"warmup", "N", "untimed repetitions first (default 2; --latency 100)"},
-      {"output", "FILE", "HDF5 result file (default mempath-memcpy-HOST-TIME.h5)"},
       {"from", "DIR", "plan against a saved topology snapshot: print the cases and exit"},
-  };
-  return specs;
+  }, "memcpy");
 }
 
 MemcpyRequest request_from(const Options& opts) {
   MemcpyRequest r;
-  r.gpus = split_list(opts.get_or("gpu", ""));
-  if (opts.has("gpu") && r.gpus.empty()) throw UsageError("--gpu needs a GPU: N, gpuN or all");
+  r.gpus = opts.list("gpu");
   r.all_gpus = opts.flag("all-gpus");
-  r.mems = split_list(opts.get_or("mem", ""));
+  r.mems = opts.list("mem");
   r.cpu_numa = static_cast<int>(opts.integer("cpu-numa", -1, 0));
-  r.allocs = split_list(opts.get_or("alloc", ""));
-  r.directions = split_list(opts.get_or("direction", ""));
-  r.engines = split_list(opts.get_or("engine", ""));
+  r.allocs = opts.list("alloc");
+  r.directions = opts.list("direction");
+  r.engines = opts.list("engine");
   if (auto v = opts.get("size")) r.size = parse_size(*v);  // refuses 0
   r.sweep = opts.flag("sweep");
   if (auto v = opts.get("max-size")) r.max_size = parse_size(*v);
@@ -165,9 +162,11 @@ Measured measure(const MemcpyCase& c, const MemcpyOutcome& o, const Row& common)
   return m;
 }
 
-struct Finished {
+struct Finished {  // a written case of the running group
   MemcpyCase c;
   MemcpyOutcome o;
+  Row row;
+  size_t row_index;
 };
 
 void print_summary(const MemcpyCase& c, const MemcpyOutcome& o, const Row& row, int64_t saturation) {
@@ -215,8 +214,8 @@ int cmd_memcpy(const std::vector<std::string>& args, const std::vector<std::stri
   const Topology topo = plan_only ? load_snapshot(*opts.get("from")) : discover();
   const MemcpyRequest request = request_from(opts);
   MemcpySettings settings;
-  settings.reps = static_cast<int>(opts.integer("reps", request.latency ? kLatencyReps : 10, 1));
-  settings.warmup = static_cast<int>(opts.integer("warmup", request.latency ? kLatencyWarmup : 2, 0));
+  settings.reps = static_cast<int>(opts.integer("reps", request.latency ? kLatencyReps : 10, 1, kMaxReps));
+  settings.warmup = static_cast<int>(opts.integer("warmup", request.latency ? kLatencyWarmup : 2, 0, kMaxReps));
   const std::vector<MemcpyCase> cases = plan_memcpy(topo, request);
 
   if (plan_only) {
@@ -244,10 +243,10 @@ int cmd_memcpy(const std::vector<std::string>& args, const std::vector<std::stri
   std::map<std::string, uint64_t> capacity;
   for (const auto& c : cases) capacity[c.buffer_key()] = std::max(capacity[c.buffer_key()], c.size);
 
-  ResultFile file(opts.get_or("output", default_output_name("memcpy", topo.host)), collect_provenance(topo, argv));
-  file.table("memcpy/samples", kSampleColumns);
-  file.table("memcpy/cases", kCaseColumns);
-  file.save();  // a valid (empty) file from the start
+  ResultRun run(opts, "memcpy", topo, argv);
+  ResultFile& file = run.file();
+  Table& samples = file.table("memcpy/samples", kSampleColumns);
+  Table& case_table = file.table("memcpy/cases", kCaseColumns);
 
   MemcpyRunner runner(topo);
   MemcpyD2dRunner d2d_runner(topo);
@@ -256,83 +255,88 @@ int cmd_memcpy(const std::vector<std::string>& args, const std::vector<std::stri
   int64_t next_id = 0;
   std::vector<Finished> group;
 
-  // A group (the sizes of one sweep, or one case) is written together: its saturation
-  // size is known only once all of its sizes ran.
-  auto flush = [&] {
-    if (group.empty()) return;
-    std::vector<Row> case_rows;
-    std::vector<Measured> measured;
-    std::vector<uint64_t> sizes;
-    std::vector<double> medians;
-    for (const auto& [c, o] : group) {
-      Row common = {{"case_id", next_id}, {"mode", c.mode}, {"cpu_numa", static_cast<int64_t>(c.cpu_numa)},
-                    {"alloc", c.alloc}, {"direction", c.direction}, {"engine", c.engine},
-                    {"size_bytes", static_cast<int64_t>(c.size)}, {"timing", c.timing}};
-      ++next_id;
-      Measured m = measure(c, o, common);
-      const Summary s = o.status == "ok" ? summarize(m.total_gbps) : Summary{};
-      const Summary t = o.status == "ok" ? summarize(m.total_s) : Summary{};
-      Row row = common;
-      row.erase("rep");
-      row["gpu"] = static_cast<int64_t>(c.all_gpus ? -1 : c.gpus.front());
-      row["gpus"] = ints(c.gpus);
-      row["all_gpus"] = static_cast<int64_t>(c.all_gpus);
-      row["host_numa"] = static_cast<int64_t>(c.host_numa());
-      uint64_t bytes = 0;
-      for (const auto& p : o.parts) bytes += p.bytes;
-      if (bytes == 0)
-        bytes = c.d2d() ? c.size * (c.direction == "d2d-bidir" ? 2 : 1)
-                        : c.size * c.gpus.size() * (c.direction == "bidir" ? 2 : 1);
-      row["bytes"] = static_cast<int64_t>(bytes);
-      row["via"] = c.via;
-      row["sweep"] = static_cast<int64_t>(c.sweep);
-      row["status"] = o.status;
-      row["reason"] = o.reason;
-      row["reps"] = static_cast<int64_t>(o.status == "ok" ? m.reps : 0);
-      row["median_GBps"] = s.median;
-      row["min_GBps"] = s.min;
-      row["max_GBps"] = s.max;
-      row["h2d_median_GBps"] = o.status == "ok" && !m.h2d_gbps.empty() ? summarize(m.h2d_gbps).median : std::nan("");
-      row["d2h_median_GBps"] = o.status == "ok" && !m.d2h_gbps.empty() ? summarize(m.d2h_gbps).median : std::nan("");
-      row["median_time_s"] = t.median;
-      row["p99_time_s"] = o.status == "ok" ? percentile(m.total_s, 99) : std::nan("");
-      row["min_time_s"] = t.min;
-      row["max_time_s"] = t.max;
-      row["sm_threads"] = static_cast<int64_t>(o.sm_threads);
-      row["placement"] = o.placement;
-      row["verified"] = static_cast<int64_t>(o.verified);
-      row["dst_gpu"] = static_cast<int64_t>(c.dst_gpu);
-      row["chunk_bytes"] = c.engine == "staged" ? static_cast<int64_t>(c.chunk) : int64_t{-1};
-      row["fwd_median_GBps"] = o.status == "ok" && !m.fwd_gbps.empty() ? summarize(m.fwd_gbps).median : std::nan("");
-      row["rev_median_GBps"] = o.status == "ok" && !m.rev_gbps.empty() ? summarize(m.rev_gbps).median : std::nan("");
-      sizes.push_back(c.size);
-      medians.push_back(s.median);
-      case_rows.push_back(row);
-      measured.push_back(std::move(m));
-    }
-    const bool sweep = group.front().c.sweep && group.front().c.mode == "bandwidth";
-    const int64_t saturation = sweep ? saturation_size(sizes, medians) : -1;
-    for (size_t i = 0; i < group.size(); ++i) {
-      case_rows[i]["saturation_bytes"] = saturation;
-      for (const auto& r : measured[i].sample_rows) file.table("memcpy/samples", kSampleColumns).append(r);
-      file.table("memcpy/cases", kCaseColumns).append(case_rows[i]);
-    }
+  // Each case is saved when it ends; a group (the sizes of one sweep) learns its
+  // saturation size, and is printed, once all of its sizes ran.
+  auto write_case = [&](const MemcpyCase& c, MemcpyOutcome o) {
+    Row common = {{"case_id", next_id}, {"mode", c.mode}, {"cpu_numa", static_cast<int64_t>(c.cpu_numa)},
+                  {"alloc", c.alloc}, {"direction", c.direction}, {"engine", c.engine},
+                  {"size_bytes", static_cast<int64_t>(c.size)}, {"timing", c.timing}};
+    ++next_id;
+    Measured m = measure(c, o, common);
+    const Summary s = o.status == "ok" ? summarize(m.total_gbps) : Summary{};
+    const Summary t = o.status == "ok" ? summarize(m.total_s) : Summary{};
+    Row row = common;
+    row.erase("rep");
+    row["gpu"] = static_cast<int64_t>(c.all_gpus ? -1 : c.gpus.front());
+    row["gpus"] = ints(c.gpus);
+    row["all_gpus"] = static_cast<int64_t>(c.all_gpus);
+    row["host_numa"] = static_cast<int64_t>(c.host_numa());
+    uint64_t bytes = 0;
+    for (const auto& p : o.parts) bytes += p.bytes;
+    if (bytes == 0)
+      bytes = c.d2d() ? c.size * (c.direction == "d2d-bidir" ? 2 : 1)
+                      : c.size * c.gpus.size() * (c.direction == "bidir" ? 2 : 1);
+    row["bytes"] = static_cast<int64_t>(bytes);
+    row["via"] = c.via;
+    row["sweep"] = static_cast<int64_t>(c.sweep);
+    row["status"] = o.status;
+    row["reason"] = o.reason;
+    row["reps"] = static_cast<int64_t>(o.status == "ok" ? m.reps : 0);
+    row["median_GBps"] = s.median;
+    row["min_GBps"] = s.min;
+    row["max_GBps"] = s.max;
+    row["h2d_median_GBps"] = o.status == "ok" && !m.h2d_gbps.empty() ? summarize(m.h2d_gbps).median : std::nan("");
+    row["d2h_median_GBps"] = o.status == "ok" && !m.d2h_gbps.empty() ? summarize(m.d2h_gbps).median : std::nan("");
+    row["median_time_s"] = t.median;
+    row["p99_time_s"] = o.status == "ok" ? percentile(m.total_s, 99) : std::nan("");
+    row["min_time_s"] = t.min;
+    row["max_time_s"] = t.max;
+    row["sm_threads"] = static_cast<int64_t>(o.sm_threads);
+    row["placement"] = o.placement;
+    row["verified"] = static_cast<int64_t>(o.verified);
+    row["dst_gpu"] = static_cast<int64_t>(c.dst_gpu);
+    row["chunk_bytes"] = c.engine == "staged" ? static_cast<int64_t>(c.chunk) : int64_t{-1};
+    row["fwd_median_GBps"] = o.status == "ok" && !m.fwd_gbps.empty() ? summarize(m.fwd_gbps).median : std::nan("");
+    row["rev_median_GBps"] = o.status == "ok" && !m.rev_gbps.empty() ? summarize(m.rev_gbps).median : std::nan("");
+    row["saturation_bytes"] = int64_t{-1};
+    for (const auto& r : m.sample_rows) samples.append(r);
+    group.push_back({c, std::move(o), row, case_table.rows()});
+    case_table.append(row);
     file.set_attribute("end_time", utc_now_iso8601());
     file.save();
-    for (size_t i = 0; i < group.size(); ++i) {
-      print_summary(group[i].c, group[i].o, case_rows[i], saturation);
-      if (group[i].o.status == "failed") exit_code = kExitFailed;
+  };
+  auto end_group = [&] {
+    if (group.empty()) return;
+    const bool sweep = group.front().c.sweep && group.front().c.mode == "bandwidth";
+    std::vector<uint64_t> sizes;
+    std::vector<double> medians;
+    for (const auto& f : group) sizes.push_back(f.c.size), medians.push_back(std::get<double>(f.row.at("median_GBps")));
+    const int64_t saturation = sweep ? saturation_size(sizes, medians) : -1;
+    if (sweep) {
+      for (const auto& f : group) case_table.set(f.row_index, "saturation_bytes", saturation);
+      file.save();
+    }
+    for (auto& f : group) {
+      f.row["saturation_bytes"] = saturation;
+      print_summary(f.c, f.o, f.row, saturation);
+      if (f.o.status == "failed") exit_code = kExitFailed;
     }
     group.clear();
   };
 
-  for (const auto& c : cases) {
-    if (!group.empty() && group.front().c.group_key() != c.group_key()) flush();
-    MemcpyOutcome o = c.d2d() ? d2d_runner.run(c, capacity[c.buffer_key()], settings, single)
-                              : runner.run(c, capacity[c.buffer_key()], settings, single);
-    group.push_back({c, std::move(o)});
+  for (size_t i = 0; i < cases.size(); ++i) {
+    const MemcpyCase& c = cases[i];
+    if (!group.empty() && group.front().c.group_key() != c.group_key()) end_group();
+    MemcpyOutcome o;
+    {
+      Watchdog::Scope guard(run.watchdog(), "case " + std::to_string(i) + " (memcpy " + c.mode + " " + c.direction +
+                                                " " + c.engine + " " + c.alloc + " " + format_size(c.size) + ")");
+      o = c.d2d() ? d2d_runner.run(c, capacity[c.buffer_key()], settings, single)
+                  : runner.run(c, capacity[c.buffer_key()], settings, single);
+    }
+    write_case(c, std::move(o));
   }
-  flush();
+  end_group();
   std::cerr << "mempath: " << cases.size() << " cases written to " << file.path() << "\n";
   return exit_code;
 }

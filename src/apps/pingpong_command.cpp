@@ -17,7 +17,7 @@
 #include "core/options.hpp"
 #include "core/pingpong_plan.hpp"
 #include "core/provenance.hpp"
-#include "core/results.hpp"
+#include "core/result_run.hpp"
 #include "core/timer.hpp"
 #include "core/units.hpp"
 #include "cpu/latency.hpp"
@@ -159,31 +159,32 @@ void print_summary(const PingPongCase& c, const Outcome& o, double median, doubl
 
 int cmd_pingpong(const std::vector<std::string>& args, const std::vector<std::string>& argv) {
   Options opts("pingpong", "Compare-and-swap round trips between processors, the flag in each memory (docs/cli.md).",
-               {{"pu", "LIST", "agents: cpuN (a core of NUMA node N), gpuN (one GPU thread) (default: all)"},
+               with_run_options({{"pu", "LIST", "agents: cpuN (a core of NUMA node N), gpuN (one GPU thread) (default: all)"},
                 {"mem", "LIST", "memories the flag is placed in: numaN, gpuN (default: all)"},
                 {"alloc", "LIST", "numa, pinned, device, managed, system, registered\n"
                                   "                            (default: numa, pinned, device, managed)"},
                 {"round-trips", "N", "timed round trips per case (default 10000)"},
                 {"warmup", "N", "untimed round trips first (default 1000)"},
-                {"timeout", "SECONDS", "longest wait for the partner before a case fails (default 10)"},
-                {"output", "FILE", "HDF5 result file (default mempath-pingpong-HOST-TIME.h5)"}});
+                {"stall-timeout", "SECONDS", "longest wait for the partner before a case fails (default 10)"}},
+                              "pingpong"));
   if (!opts.parse(args)) return kExitOk;
   Settings s;
-  s.round_trips = static_cast<uint64_t>(opts.integer("round-trips", 10000, 1));
-  s.warmup = static_cast<uint64_t>(opts.integer("warmup", 1000, 0));
-  s.timeout_s = static_cast<double>(opts.integer("timeout", 10, 1));
+  // Every timed round trip keeps a sample (8 bytes each side): bounded so it fits.
+  s.round_trips = static_cast<uint64_t>(opts.integer("round-trips", 10000, 1, 100000000));
+  s.warmup = static_cast<uint64_t>(opts.integer("warmup", 1000, 0, 100000000));
+  s.timeout_s = static_cast<double>(opts.integer("stall-timeout", 10, 1, 3600));
   const Topology topo = discover();
-  const auto pus = split_list(opts.get_or("pu", ""));
+  const auto pus = opts.list("pu");
   for (const auto& p : pus)
     if (p.rfind("gpu", 0) == 0 && !gpu::built_with_cuda())
       throw UsageError("this mempath build has no CUDA support: agent " + p + " needs a CUDA build");
-  const auto cases = pingpong_cases(topo, pus, split_list(opts.get_or("mem", "")), split_list(opts.get_or("alloc", "")));
+  const auto cases = pingpong_cases(topo, pus, opts.list("mem"), opts.list("alloc"));
   if (cases.empty()) throw UsageError("the filters select no pair and memory on this node");
 
-  ResultFile file(opts.get_or("output", default_output_name("pingpong", topo.host)), collect_provenance(topo, argv));
+  ResultRun run_out(opts, "pingpong", topo, argv);
+  ResultFile& file = run_out.file();
   file.table("pingpong/samples", kSampleColumns);
   file.table("pingpong/cases", kCaseColumns);
-  file.save();
   int exit_code = kExitOk;
   int64_t id = 0;
   for (const auto& c : cases) {
@@ -192,6 +193,8 @@ int cmd_pingpong(const std::vector<std::string>& args, const std::vector<std::st
       o.status = "skipped", o.reason = c.skip_reason;
     } else {
       try {
+        Watchdog::Scope guard(run_out.watchdog(), "case " + std::to_string(id) + " (pingpong " + c.a.name + " " +
+                                                      c.b.name + " " + c.mem + " " + c.alloc + ")");
         o = run(topo, c, s);
       } catch (const Unsupported& e) {
         o.status = "skipped", o.reason = e.what();

@@ -12,7 +12,7 @@
 #include "core/guards.hpp"
 #include "core/options.hpp"
 #include "core/provenance.hpp"
-#include "core/results.hpp"
+#include "core/result_run.hpp"
 #include "core/stats.hpp"
 #include "core/stream_plan.hpp"
 #include "core/units.hpp"
@@ -100,17 +100,17 @@ Outcome run(const Topology& topo, const StreamCase& sc, int warmup, int reps) {
   return o;
 }
 
-struct Written {  // one case x kernel, held back until its sweep is complete
-  Row row;
-  std::vector<Row> samples;
-  double triad_best = kNaN;
+struct SweepRow {  // a written case x kernel row whose best_threads is known at the sweep's end
+  size_t row;
+  int64_t threads;
+  double triad_best;
 };
 
 }  // namespace
 
 int cmd_stream(const std::vector<std::string>& args, const std::vector<std::string>& argv) {
   Options opts("stream", "STREAM (CPU) and BabelStream (GPU) kernels under placement (docs/cli.md).",
-               {{"pu", "PU", "cpuN, cpus or gpuN (default: the first CPU node); with --all a filter"},
+               with_run_options({{"pu", "PU", "cpuN, cpus or gpuN (default: the first CPU node); with --all a filter"},
                 {"pu-kind", "KIND", "with --all: cpu or gpu only"},
                 {"mem", "MEM", "memory of the three arrays: numaN, gpuN or interleave (pages over\n"
                                "                            every host NUMA node; read by cpus); with --all a filter"},
@@ -120,8 +120,8 @@ int cmd_stream(const std::vector<std::string>& args, const std::vector<std::stri
                 {"in-cache", "", "allow arrays smaller than 4x the caches (cache bandwidth)"},
                 {"reps", "N", "timed repetitions of the kernel set (default 10)"},
                 {"warmup", "N", "untimed repetitions first (default 1)"},
-                {"all", "", "every processor x memory x allocator of the node; the options above filter"},
-                {"output", "FILE", "HDF5 result file (default mempath-stream-HOST-TIME.h5)"}});
+                {"all", "", "every processor x memory x allocator of the node; the options above filter"}},
+                                "stream"));
   if (!opts.parse(args)) return kExitOk;
   StreamRequest req;
   req.all = opts.flag("all");
@@ -131,14 +131,14 @@ int cmd_stream(const std::vector<std::string>& args, const std::vector<std::stri
       throw UsageError("--size " + *v + " is not a multiple of 64 bytes of at least 4KiB; valid: e.g. 1GiB");
   }
   req.settings.in_cache = opts.flag("in-cache");
-  const int reps = static_cast<int>(opts.integer("reps", 10, 1));
-  const int warmup = static_cast<int>(opts.integer("warmup", 1, 0));
+  const int reps = static_cast<int>(opts.integer("reps", 10, 1, kMaxReps));
+  const int warmup = static_cast<int>(opts.integer("warmup", 1, 0, kMaxReps));
   const std::string threads = opts.get_or("threads", "");
   if (req.all) {
-    req.filters.pus = split_list(opts.get_or("pu", ""));
-    req.filters.pu_kinds = split_list(opts.get_or("pu-kind", ""));
-    req.filters.mems = split_list(opts.get_or("mem", ""));
-    req.filters.allocs = split_list(opts.get_or("alloc", ""));
+    req.filters.pus = opts.list("pu");
+    req.filters.pu_kinds = opts.list("pu-kind");
+    req.filters.mems = opts.list("mem");
+    req.filters.allocs = opts.list("alloc");
     if (!threads.empty() && threads != "sweep" && threads != "all")
       throw UsageError("invalid --threads '" + threads + "' with --all; valid: sweep (default) or all");
     req.filters.thread_sweep = threads != "all";
@@ -153,28 +153,22 @@ int cmd_stream(const std::vector<std::string>& args, const std::vector<std::stri
   const std::vector<StreamCase> cases = stream_cases(topo, req);
   if (cases.empty()) throw UsageError("the filters select no processor x memory on this node");
 
-  ResultFile file(opts.get_or("output", default_output_name("stream", topo.host)), collect_provenance(topo, argv));
-  file.table("stream/samples", kSampleColumns);
-  file.table("stream/cases", kCaseColumns);
-  file.save();
+  ResultRun run_out(opts, "stream", topo, argv);
+  ResultFile& file = run_out.file();
+  Table& samples = file.table("stream/samples", kSampleColumns);
+  Table& case_rows = file.table("stream/cases", kCaseColumns);
   int64_t id = 0;
   int exit_code = kExitOk;
-  std::vector<Written> held;  // the running sweep's rows
-  auto flush = [&] {
-    // The sweep's best thread count: the one whose triad (STREAM's figure) was fastest.
+  // Every finished case is saved at once; a sweep's rows learn its best thread count (the
+  // one whose triad, STREAM's figure, was fastest) when the sweep ends.
+  std::vector<SweepRow> sweep_rows;
+  auto end_sweep = [&] {
     int64_t best = -1;
     double best_bw = -1;
-    for (const auto& w : held)
-      if (!std::isnan(w.triad_best) && w.triad_best > best_bw)
-        best_bw = w.triad_best, best = std::get<int64_t>(w.row.at("threads"));
-    for (auto& w : held) {
-      if (std::get<int64_t>(w.row.at("sweep")) == 1) w.row["best_threads"] = best;
-      for (const auto& s : w.samples) file.table("stream/samples", kSampleColumns).append(s);
-      file.table("stream/cases", kCaseColumns).append(w.row);
-    }
-    held.clear();
-    file.set_attribute("end_time", utc_now_iso8601());
-    file.save();
+    for (const auto& w : sweep_rows)
+      if (!std::isnan(w.triad_best) && w.triad_best > best_bw) best_bw = w.triad_best, best = w.threads;
+    for (const auto& w : sweep_rows) case_rows.set(w.row, "best_threads", best);
+    sweep_rows.clear();
   };
   for (size_t i = 0; i < cases.size(); ++i) {
     const StreamCase& sc = cases[i];
@@ -184,6 +178,8 @@ int cmd_stream(const std::vector<std::string>& args, const std::vector<std::stri
       o.status = "skipped", o.reason = c.skip_reason;
     } else {
       try {
+        Watchdog::Scope guard(run_out.watchdog(), "case " + std::to_string(id) + " (stream " + c.pu + " " + c.mem +
+                                                      " " + c.alloc + " threads " + std::to_string(c.threads) + ")");
         o = run(topo, sc, warmup, reps);
       } catch (const Unsupported& e) {
         o = Outcome{}, o.status = "skipped", o.reason = e.what();
@@ -195,42 +191,43 @@ int cmd_stream(const std::vector<std::string>& args, const std::vector<std::stri
     }
     const auto& kernels = stream_kernels(c.pu_kind);
     double triad_best = kNaN;
-    std::vector<Written> rows;
+    std::vector<size_t> rows;
     for (size_t k = 0; k < kernels.size(); ++k) {
       const uint64_t bytes = static_cast<uint64_t>(kernels[k].arrays) * c.size;
       std::vector<double> gbps;
-      Written w;
-      if (k < o.seconds.size())
+      const bool ok = o.status == "ok";
+      if (ok && k < o.seconds.size())
         for (size_t r = 0; r < o.seconds[k].size(); ++r) {
           gbps.push_back(static_cast<double>(bytes) / o.seconds[k][r] / 1e9);
-          w.samples.push_back({{"case_id", id}, {"rep", static_cast<int64_t>(r)}, {"time_s", o.seconds[k][r]},
-                               {"bandwidth_GBps", gbps.back()}});
+          samples.append({{"case_id", id}, {"rep", static_cast<int64_t>(r)}, {"time_s", o.seconds[k][r]},
+                          {"bandwidth_GBps", gbps.back()}});
         }
-      const bool ok = o.status == "ok";
-      if (!ok) w.samples.clear();
       const Summary sum = ok ? summarize(gbps) : Summary{};
       if (kernels[k].kernel == StreamKernel::Triad) triad_best = sum.max;
-      w.row = {{"case_id", id}, {"pu", c.pu}, {"pu_kind", c.pu_kind}, {"mem", c.mem}, {"alloc", c.alloc},
+      rows.push_back(case_rows.rows());
+      case_rows.append({{"case_id", id}, {"pu", c.pu}, {"pu_kind", c.pu_kind}, {"mem", c.mem}, {"alloc", c.alloc},
                {"via", c.via}, {"threads", static_cast<int64_t>(o.threads)}, {"kernel", kernels[k].name},
                {"elements", static_cast<int64_t>(c.size / sizeof(double))},
                {"array_bytes", static_cast<int64_t>(c.size)}, {"bytes", static_cast<int64_t>(bytes)},
                {"status", o.status}, {"reason", o.reason}, {"reps", static_cast<int64_t>(ok ? gbps.size() : 0)},
                {"best_GBps", sum.max}, {"median_GBps", sum.median}, {"min_GBps", sum.min}, {"max_GBps", sum.max},
                {"verified", static_cast<int64_t>(o.verified)}, {"placement", o.placement},
-               {"sweep", static_cast<int64_t>(sc.sweep >= 0)}, {"best_threads", static_cast<int64_t>(-1)}};
+               {"sweep", static_cast<int64_t>(sc.sweep >= 0)}, {"best_threads", static_cast<int64_t>(-1)}});
       std::printf("MEMPATH stream pu=%s mem=%s alloc=%s threads=%d kernel=%s size=%llu status=%s", c.pu.c_str(),
                   c.mem.c_str(), c.alloc.c_str(), o.threads, kernels[k].name.c_str(),
                   static_cast<unsigned long long>(c.size), o.status.c_str());
       if (ok) std::printf(" best_GBps=%.2f median_GBps=%.2f", sum.max, sum.median);
       if (!o.reason.empty()) std::printf(" reason=\"%s\"", o.reason.c_str());
       std::printf("\n");
-      rows.push_back(std::move(w));
       ++id;
     }
     std::fflush(stdout);
-    for (auto& w : rows) w.triad_best = triad_best, held.push_back(std::move(w));
+    if (sc.sweep >= 0)
+      for (size_t r : rows) sweep_rows.push_back({r, static_cast<int64_t>(o.threads), triad_best});
     const bool sweep_goes_on = sc.sweep >= 0 && i + 1 < cases.size() && cases[i + 1].sweep == sc.sweep;
-    if (!sweep_goes_on) flush();
+    if (!sweep_goes_on) end_sweep();
+    file.set_attribute("end_time", utc_now_iso8601());
+    file.save();
     if (o.status == "failed") exit_code = kExitFailed;
   }
   std::cerr << "mempath: " << id << " cases written to " << file.path() << "\n";

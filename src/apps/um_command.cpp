@@ -22,7 +22,7 @@
 #include "core/numa_policy.hpp"
 #include "core/options.hpp"
 #include "core/provenance.hpp"
-#include "core/results.hpp"
+#include "core/result_run.hpp"
 #include "core/stats.hpp"
 #include "core/timer.hpp"
 #include "core/units.hpp"
@@ -185,14 +185,14 @@ void print_summary(const std::string& exp, const std::string& alloc, const std::
 
 int cmd_um(const std::vector<std::string>& args, const std::vector<std::string>& argv) {
   Options opts("um", "Unified-memory behaviour: interleaved CPU/GPU writes, in-place updates, cold/warm/evicted reads.",
-               {{"exp", "LIST", "interleave, inplace, evict (default: all)"},
+               with_run_options({{"exp", "LIST", "interleave, inplace, evict (default: all)"},
                 {"gpu", "N", "CUDA device (default 0)"},
                 {"mem", "MEM", "host memory numaN (default: the GPU's nearest host node)"},
                 {"alloc", "LIST", "allocators to try (default: each experiment's set)"},
                 {"size", "SIZE", "bytes per buffer (default 256MiB)"},
                 {"reps", "N", "repetitions (default 3)"},
-                {"iters", "N", "longest GPU burst of interleave, a power of two (default 256)"},
-                {"output", "FILE", "HDF5 result file (default mempath-um-HOST-TIME.h5)"}});
+                {"iters", "N", "longest GPU burst of interleave, a power of two (default 256)"}},
+                              "um"));
   if (!opts.parse(args)) return kExitOk;
   if (!gpu::built_with_cuda())
     throw UsageError("this mempath build has no CUDA support: 'mempath um' needs a CUDA build");
@@ -209,16 +209,16 @@ int cmd_um(const std::vector<std::string>& args, const std::vector<std::string>&
       if (x.numa >= 0) hosts.push_back(x.name);
     throw UsageError("--mem must be a NUMA memory of this node, not '" + mem + "'; valid: " + join(hosts));
   }
-  const long long iters = opts.integer("iters", 256, 1);
+  const long long iters = opts.integer("iters", 256, 1, 1 << 20);
   if (iters & (iters - 1)) throw UsageError("--iters must be a power of two, got " + std::to_string(iters));
   Context c{topo, g, mem, opts.has("size") ? parse_size(*opts.get("size")) : 256ULL << 20,
-            static_cast<int>(opts.integer("reps", 3, 1)), static_cast<int>(iters)};
+            static_cast<int>(opts.integer("reps", 3, 1, kMaxReps)), static_cast<int>(iters)};
   if (c.size % 4096) throw UsageError("--size must be a multiple of 4KiB");
   if (c.size > static_cast<uint64_t>(m->free_bytes) && m->free_bytes > 0)
     throw UsageError("--size " + format_size(c.size) + " exceeds the " + format_size(m->free_bytes) +
                      " free on " + mem + "; valid: a smaller --size");
-  std::vector<std::string> exps = split_list(opts.get_or("exp", "interleave,inplace,evict"));
-  const auto alloc_filter = split_list(opts.get_or("alloc", ""));
+  std::vector<std::string> exps = opts.has("exp") ? opts.list("exp") : split_list("interleave,inplace,evict");
+  const auto alloc_filter = opts.list("alloc");
   for (const auto& e : exps) {
     bool known = false;
     for (const auto& spec : experiments()) known = known || e == spec.name;
@@ -228,10 +228,10 @@ int cmd_um(const std::vector<std::string>& args, const std::vector<std::string>&
     if (a != "system" && a != "managed" && a != "device" && a != "pinned")
       throw UsageError("invalid --alloc '" + a + "' for um; valid: system, managed, device, pinned");
 
-  ResultFile file(opts.get_or("output", default_output_name("um", topo.host)), collect_provenance(topo, argv));
+  ResultRun run(opts, "um", topo, argv);
+  ResultFile& file = run.file();
   file.table("um/samples", kSampleColumns);
   file.table("um/cases", kCaseColumns);
-  file.save();
   int64_t id = 0;
   int exit_code = kExitOk;
   for (const auto& spec : experiments()) {
@@ -246,6 +246,7 @@ int cmd_um(const std::vector<std::string>& args, const std::vector<std::string>&
         status = "skipped";
       } else {
         try {
+          Watchdog::Scope guard(run.watchdog(), "case " + std::to_string(id) + " (um " + spec.name + " " + alloc + ")");
           verified = spec.run(c, alloc, samples);
           if (!verified) status = "failed", reason = "data check failed after the experiment";
         } catch (const Unsupported& e) {

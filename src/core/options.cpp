@@ -8,6 +8,12 @@
 
 namespace mempath {
 
+namespace {
+std::string g_program = "mempath";
+}
+
+void Options::set_program(const std::string& name) { g_program = name; }
+
 Options::Options(std::string command, std::string summary, std::vector<OptionSpec> specs)
     : command_(std::move(command)), summary_(std::move(summary)), specs_(std::move(specs)) {
   specs_.push_back({"help", "", "show this help and exit"});
@@ -22,9 +28,13 @@ const OptionSpec* Options::find(const std::string& name) const {
 bool Options::parse(const std::vector<std::string>& args) {
   for (size_t i = 0; i < args.size(); ++i) {
     const std::string& arg = args[i];
+    if (arg == "-h") {
+      values_["help"] = "1";
+      continue;
+    }
     if (arg.rfind("--", 0) != 0)
-      throw UsageError("unexpected argument '" + arg + "' to 'mempath " + command_ +
-                       "'; options start with --, see 'mempath " + command_ + " --help'");
+      throw UsageError("unexpected argument '" + arg + "' to '" + g_program + " " + command_ +
+                       "'; options start with --, see '" + g_program + " " + command_ + " --help'");
     std::string name = arg.substr(2), value;
     const auto eq = name.find('=');
     const bool inline_value = eq != std::string::npos;
@@ -36,7 +46,7 @@ bool Options::parse(const std::vector<std::string>& args) {
     if (!spec) {
       std::vector<std::string> names;
       for (const auto& s : specs_) names.push_back("--" + s.name);
-      throw UsageError("unknown option --" + name + " for 'mempath " + command_ +
+      throw UsageError("unknown option --" + name + " for '" + g_program + " " + command_ +
                        "'; valid: " + join(names));
     }
     if (spec->value_name.empty()) {
@@ -47,6 +57,8 @@ bool Options::parse(const std::vector<std::string>& args) {
         throw UsageError("option --" + name + " needs a value (" + spec->value_name + ")");
       value = args[++i];
     }
+    if (!spec->value_name.empty() && value.empty())
+      throw UsageError("option --" + name + " is empty; give a value (" + spec->value_name + ")");
     values_[name] = value;
   }
   if (flag("help")) {
@@ -78,18 +90,29 @@ std::string Options::choice(const std::string& name, const std::vector<std::stri
   throw UsageError("invalid --" + name + " '" + value + "'; valid: " + join(valid));
 }
 
-long long Options::integer(const std::string& name, long long fallback, long long min_value) const {
+long long Options::integer(const std::string& name, long long fallback, long long min_value,
+                           long long max_value) const {
   auto v = get(name);
   if (!v) return fallback;
   const long long value = parse_int(*v, "--" + name);
-  if (value < min_value)
-    throw UsageError("--" + name + " must be at least " + std::to_string(min_value) + ", got " + *v);
+  if (value < min_value || value > max_value)
+    throw UsageError("invalid --" + name + " " + *v + "; valid: a whole number from " + std::to_string(min_value) +
+                     " to " + std::to_string(max_value));
   return value;
+}
+
+std::vector<std::string> Options::list(const std::string& name) const {
+  auto v = get(name);
+  if (!v) return {};
+  std::vector<std::string> items = split_list(*v);
+  if (items.empty())
+    throw UsageError("--" + name + " '" + *v + "' names nothing; give a comma list of names");
+  return items;
 }
 
 std::string Options::help_text() const {
   std::ostringstream out;
-  out << "usage: mempath " << command_ << " [options]\n" << summary_ << "\n\noptions:\n";
+  out << "usage: " << g_program << " " << command_ << " [options]\n" << summary_ << "\n\noptions:\n";
   for (const auto& spec : specs_) {
     std::string left = "  --" + spec.name + (spec.value_name.empty() ? "" : " " + spec.value_name);
     if (left.size() < 28) left.resize(28, ' ');
@@ -97,6 +120,13 @@ std::string Options::help_text() const {
     out << left << spec.help << "\n";
   }
   return out.str();
+}
+
+int thread_count(const std::string& text) {
+  const long long t = parse_int(text, "--threads");
+  if (t < 1 || t > 65536)
+    throw UsageError("invalid --threads '" + text + "'; valid: a number of threads from 1 to 65536");
+  return static_cast<int>(t);
 }
 
 std::vector<std::string> split_list(const std::string& text, char sep) {

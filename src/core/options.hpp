@@ -17,9 +17,12 @@ struct OptionSpec {
 class Options {
  public:
   Options(std::string command, std::string summary, std::vector<OptionSpec> specs);
+  // The program named in usage and error lines ("mempath", "mempath-mpi").
+  static void set_program(const std::string& name);
 
-  // Parses argv after the subcommand; throws UsageError for unknown options, missing
-  // values and stray arguments. Returns false when --help was given (help printed).
+  // Parses argv after the subcommand; throws UsageError for unknown options, missing or
+  // empty values and stray arguments. Returns false when --help or -h was given (help
+  // printed).
   bool parse(const std::vector<std::string>& args);
 
   bool flag(const std::string& name) const;
@@ -29,7 +32,12 @@ class Options {
   // A value that must be one of `valid`; throws UsageError listing them.
   std::string choice(const std::string& name, const std::vector<std::string>& valid,
                      const std::string& fallback) const;
-  long long integer(const std::string& name, long long fallback, long long min_value) const;
+  // A whole number in [min_value, max_value]: never truncated, never wrapped.
+  long long integer(const std::string& name, long long fallback, long long min_value,
+                    long long max_value = kIntMax) const;
+  // A comma list; an option given with no item in it ("", ",,,") is an error, not "all".
+  std::vector<std::string> list(const std::string& name) const;
+  static constexpr long long kIntMax = 2147483647;
   std::string help_text() const;
 
  private:
@@ -38,6 +46,12 @@ class Options {
   std::vector<OptionSpec> specs_;
   std::map<std::string, std::string> values_;
 };
+
+// Repetitions beyond this are a typo, not a plan: every one keeps a sample in memory.
+inline constexpr long long kMaxReps = 1000000;
+
+// --threads N: a whole number of at least 1 (0 and negatives do not mean "all cores").
+int thread_count(const std::string& text);
 
 // "a,b,c" -> {"a","b","c"} (empty items dropped).
 std::vector<std::string> split_list(const std::string& text, char sep = ',');

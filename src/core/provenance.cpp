@@ -41,7 +41,8 @@ std::string utc_time(const char* format) {
 std::string utc_now_iso8601() { return utc_time("%Y-%m-%dT%H:%M:%SZ"); }
 
 std::string default_output_name(const std::string& bench, const std::string& host) {
-  return "mempath-" + bench + "-" + host + "-" + utc_time("%Y%m%dT%H%M%S") + ".h5";
+  // The process id too: two runs started in the same second (a job array) get two files.
+  return "mempath-" + bench + "-" + host + "-" + utc_time("%Y%m%dT%H%M%S") + "-" + std::to_string(getpid()) + ".h5";
 }
 
 std::map<std::string, Attribute> collect_provenance(const Topology& topo,

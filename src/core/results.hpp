@@ -1,6 +1,8 @@
 #pragma once
 // The one results writer: tidy tables (one dataset per column) and root attributes in
-// one HDF5 file per run, rewritten atomically after every case (docs/schema.md).
+// one HDF5 file per run, rewritten atomically after every finished case (docs/schema.md).
+// Output policy (docs/cli.md): an existing file is never replaced unless asked for, and
+// then only once a case has finished; one run at a time writes a file (PATH.lock).
 #include <cstdint>
 #include <map>
 #include <string>
@@ -25,6 +27,8 @@ class Table {
   explicit Table(std::vector<ColumnSpec> columns);
   // Every column must be present with its type; anything else is a programming error.
   void append(const Row& row);
+  // Changes one cell of a written row (a sweep's best thread count, known at its end).
+  void set(size_t row, const std::string& column, const Cell& value);
   size_t rows() const { return rows_; }
   const std::vector<ColumnSpec>& columns() const { return columns_; }
   const std::vector<int64_t>& ints(size_t column) const { return ints_[column]; }
@@ -41,21 +45,40 @@ class Table {
 
 using Attribute = std::variant<int64_t, std::string>;
 
+enum class Existing { Refuse, Overwrite };
+
 class ResultFile {
  public:
-  // Throws UsageError when the folder of `path` cannot be written.
-  ResultFile(std::string path, std::map<std::string, Attribute> attributes);
+  // Checks the output before any work: UsageError (one line) for an empty name, a folder,
+  // a symbolic link or other non-regular file, a folder that cannot be written, an
+  // existing file without Existing::Overwrite (or, with it, one that is not HDF5 or is
+  // read-only), and a file another run is writing. Nothing is written yet.
+  ResultFile(std::string path, std::map<std::string, Attribute> attributes,
+             Existing existing = Existing::Refuse);
+  ~ResultFile();  // removes PATH.lock and any PATH.tmp
+  ResultFile(const ResultFile&) = delete;
+  ResultFile& operator=(const ResultFile&) = delete;
+
   // The table at "group/name" (e.g. "bw/samples"), created on first use.
   Table& table(const std::string& name, const std::vector<ColumnSpec>& columns);
   void set_attribute(const std::string& name, Attribute value);
-  // Writes everything to PATH.tmp and renames it over PATH.
-  void save() const;
+  // Builds the file in memory, writes it to PATH.tmp and renames that over PATH: PATH is
+  // always the last complete file. A write error (disk full) throws std::runtime_error with
+  // one line and leaves PATH as it was.
+  void save();
   const std::string& path() const { return path_; }
+  bool saved() const { return saved_; }
+
+  // Ends the process from any thread (the watchdog's): records `why` in the attribute
+  // `aborted` (if a case was saved before), prints one line, cleans up, exits 1.
+  [[noreturn]] void abandon(const std::string& why);
 
  private:
   std::string path_;
   std::map<std::string, Attribute> attributes_;
   std::map<std::string, Table> tables_;
+  int lock_fd_ = -1;
+  bool saved_ = false;
 };
 
 inline constexpr int64_t kSchemaVersion = 1;

@@ -38,8 +38,7 @@ std::vector<int> threads_of(const Topology& topo, const std::string& pu, const s
   const int cores = std::max(1, cores_of(topo, pu));
   if (threads.empty() || threads == "sweep") return thread_sweep(cores);
   if (threads == "all") return {cores};
-  const long long t = parse_int(threads, "--threads");
-  if (t < 1) throw UsageError("invalid --threads '" + threads + "'; valid: a number >= 1, sweep or all");
+  const int t = thread_count(threads);
   return {static_cast<int>(t)};
 }
 

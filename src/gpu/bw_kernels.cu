@@ -122,6 +122,14 @@ KernelRun run_bw(int gpu, Op op, const void* src, void* dst, size_t bytes, int p
   // and each event pair brackets exactly one kernel.
   cuda_check(cudaEventRecord(ev.e[0], stream), "cudaEventRecord");
   for (int r = 0; r < total; ++r) {
+    if (op != Op::Read && warmup > 0 && r == warmup) {
+      // Clear what the warm-up wrote (untimed: the event is recorded again after it), so
+      // the data check proves the timed repetitions wrote or copied.
+      // The write kernel, not cudaMemset: it reaches every memory the case does (ATS, peers).
+      write_kernel<<<blocks, threads, 0, stream>>>(d, n, 1, 0);
+      cuda_check(cudaGetLastError(), "clear kernel launch");
+      cuda_check(cudaEventRecord(ev.e[r], stream), "cudaEventRecord");
+    }
     if (op == Op::Read) read_kernel<<<blocks, threads, 0, stream>>>(s, n, passes, sums.p + r);
     else if (op == Op::Write) write_kernel<<<blocks, threads, 0, stream>>>(d, n, passes, word);
     else copy_kernel<<<blocks, threads, 0, stream>>>(d, s, n, passes);

@@ -9,6 +9,7 @@
 
 #include "build_info.hpp"
 #include "core/error.hpp"
+#include "core/options.hpp"
 #include "mpi/mpi_commands.hpp"
 
 namespace {
@@ -24,6 +25,7 @@ const char* kUsage =
 int main(int argc, char** argv) {
   int provided = 0;
   MPI_Init_thread(&argc, &argv, MPI_THREAD_MULTIPLE, &provided);  // the watchdog may abort
+  mempath::Options::set_program("mempath-mpi");
   std::vector<std::string> all(argv, argv + argc);
   int rank = 0;
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);

@@ -187,7 +187,7 @@ int cmd_bw(const std::vector<std::string>& args, const std::vector<std::string>&
     file->save();
   }
 
-  Watchdog watchdog(timeout);
+  Watchdog watchdog = job_watchdog(timeout);
   int64_t id = 0;
   bool any_ran = false;
   std::string first_skip;

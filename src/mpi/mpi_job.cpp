@@ -107,49 +107,10 @@ void abort_job(const std::string& why, int code) {
   std::_Exit(code);  // MPI_Abort should not return; make sure nothing waits on us
 }
 
-struct Watchdog::State {
-  double seconds;
-  std::mutex m;
-  std::condition_variable cv;
-  bool stop = false;
-  std::string what;
-  std::chrono::steady_clock::time_point deadline = std::chrono::steady_clock::time_point::max();
-  std::thread thread;
-};
-
-Watchdog::Watchdog(double seconds) : state_(new State) {
-  state_->seconds = seconds;
-  state_->thread = std::thread([s = state_] {
-    std::unique_lock<std::mutex> lock(s->m);
-    while (!s->stop) {
-      if (std::chrono::steady_clock::now() >= s->deadline)
-        abort_job(s->what + " ran longer than --timeout " + std::to_string(static_cast<int>(s->seconds)) + " s");
-      s->cv.wait_until(lock, std::min(s->deadline, std::chrono::steady_clock::now() + std::chrono::seconds(1)));
-    }
+Watchdog job_watchdog(double seconds) {
+  return Watchdog(seconds, [seconds](const std::string& what) {
+    abort_job(what + " ran longer than " + timeout_text(seconds));
   });
-}
-
-Watchdog::~Watchdog() {
-  {
-    std::lock_guard<std::mutex> lock(state_->m);
-    state_->stop = true;
-  }
-  state_->cv.notify_all();
-  state_->thread.join();
-  delete state_;
-}
-
-void Watchdog::arm(const std::string& what) {
-  std::lock_guard<std::mutex> lock(state_->m);
-  state_->what = what;
-  state_->deadline = std::chrono::steady_clock::now() +
-                     std::chrono::milliseconds(static_cast<long long>(state_->seconds * 1000));
-  state_->cv.notify_all();
-}
-
-void Watchdog::disarm() {
-  std::lock_guard<std::mutex> lock(state_->m);
-  state_->deadline = std::chrono::steady_clock::time_point::max();
 }
 
 }  // namespace mempath::mpi

@@ -4,6 +4,8 @@
 // others waiting forever.
 #include <mpi.h>
 
+#include "core/watchdog.hpp"
+
 #include <string>
 #include <vector>
 
@@ -38,16 +40,7 @@ int exit_code(const Job& job, bool any_ran, const std::string& first_skip, int c
 // Ends every rank of the job (MPI_Abort) after printing why, from any thread.
 [[noreturn]] void abort_job(const std::string& why, int code = 1);
 
-// A watchdog thread: when the current case runs longer than `seconds`, abort_job.
-class Watchdog {
- public:
-  explicit Watchdog(double seconds);
-  ~Watchdog();
-  void arm(const std::string& what);  // a case starts
-  void disarm();                      // it ended
- private:
-  struct State;
-  State* state_;
-};
+// The per-case watchdog of every rank: when a case runs longer than `seconds`, abort_job.
+Watchdog job_watchdog(double seconds);
 
 }  // namespace mempath::mpi

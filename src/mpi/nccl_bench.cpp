@@ -122,7 +122,7 @@ int cmd_nccl(const std::vector<std::string>& args, const std::vector<std::string
     file->table("nccl/cases", kCaseColumns);
     file->save();
   }
-  Watchdog watchdog(timeout);
+  Watchdog watchdog = job_watchdog(timeout);
   int64_t case_id = 0;
   bool any_ran = false, any_failed = false;
   std::string first_skip;

@@ -263,7 +263,7 @@ def test_variables_change_the_commands(gpu_config: Path, tmp_path: Path) -> None
                                     'chase.h5', '--size', '64MiB', '--reps', '5']
     assert cmds['MempathPingPong'] == ['pingpong', '--alloc', 'pinned', '--mem', 'numa0',
                                        '--output', 'pingpong.h5', '--round-trips', '100',
-                                       '--timeout', '3']
+                                       '--stall-timeout', '3']
 
 
 # ---- the checks run by ReFrame with a stand-in binary ---------------------------------------
