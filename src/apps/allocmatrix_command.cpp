@@ -15,6 +15,7 @@
 #include "core/numa_policy.hpp"
 #include "core/options.hpp"
 #include "core/provenance.hpp"
+#include "apps/plan_print.hpp"
 #include "core/result_run.hpp"
 #include "core/stats.hpp"
 #include "core/units.hpp"
@@ -75,18 +76,18 @@ int cmd_allocmatrix(const std::vector<std::string>& args, const std::vector<std:
   Options opts("allocmatrix",
                "cudaMemcpy between every source and destination allocator: host memory on --mem,\n"
                "device memory on --gpu (the paper's Figure 5).",
-               with_run_options({{"gpu", "N", "GPU of the device buffers and of the CUDA calls (default 0)"},
+               with_from_option(with_run_options({{"gpu", "N", "GPU of the device buffers and of the CUDA calls (default 0)"},
                 {"mem", "LIST", "NUMA nodes of host buffers, one matrix each: numaN, a comma list, or all\n"
                                 "                            (default: the GPU's nearest host node)"},
                 {"alloc", "LIST", "allocators (default: system, numa, pinned, registered, managed, device)"},
                 {"size", "SIZE", "bytes per copy (default 256MiB)"},
                 {"reps", "N", "timed repetitions (default 10)"},
                 {"warmup", "N", "untimed repetitions first (default 2)"}},
-                              "allocmatrix"));
+                              "allocmatrix")));
   if (!opts.parse(args)) return kExitOk;
-  if (!gpu::built_with_cuda())
+  if (!opts.has("from") && !gpu::built_with_cuda())
     throw UsageError("this mempath build has no CUDA support: 'mempath allocmatrix' needs a CUDA build");
-  const Topology topo = discover();
+  const Topology topo = planning_topology(opts);
   const int g = static_cast<int>(opts.integer("gpu", 0, 0));
   const GpuInfo* info = topo.find_gpu(g);
   if (!info) throw UsageError("GPU " + std::to_string(g) + " does not exist; this node has " +
@@ -112,6 +113,15 @@ int cmd_allocmatrix(const std::vector<std::string>& args, const std::vector<std:
     if (2 * size > static_cast<uint64_t>(hm->free_bytes) && hm->free_bytes > 0)
       throw UsageError("two buffers of --size " + format_size(size) + " exceed the " +
                        format_size(hm->free_bytes) + " free on " + h + "; valid: a smaller --size");
+  }
+  if (opts.has("from")) {
+    for (const auto& host : hosts)
+      for (const auto& sa : allocs)
+        for (const auto& da : allocs)
+          if (!(sa == "device" && da == "device" && host != hosts.front()))
+            print_plan("allocmatrix", {{"gpu", "gpu" + std::to_string(g)}, {"src_alloc", sa}, {"dst_alloc", da},
+                                       {"host", host}}, "");
+    return kExitOk;
   }
   ResultRun run(opts, "allocmatrix", topo, argv);
   ResultFile& file = run.file();

@@ -15,6 +15,7 @@
 #include "core/numa_policy.hpp"
 #include "core/options.hpp"
 #include "core/provenance.hpp"
+#include "apps/plan_print.hpp"
 #include "core/result_run.hpp"
 #include "core/stats.hpp"
 #include "core/timer.hpp"
@@ -186,7 +187,7 @@ uint64_t parse_bytes_option(const Options& opts, const std::string& name, uint64
 
 int cmd_chase(const std::vector<std::string>& args, const std::vector<std::string>& argv) {
   Options opts("chase", "Pointer-chase latency of one CPU or GPU thread over each memory (docs/cli.md).",
-               with_run_options({{"pu", "PU", "cpuN (one thread on a core of NUMA node N) or gpuN (one GPU thread);\n"
+               with_from_option(with_run_options({{"pu", "PU", "cpuN (one thread on a core of NUMA node N) or gpuN (one GPU thread);\n"
                              "                            with --all a comma list filter"},
                 {"cpu", "N", "logical CPU the chasing thread is pinned to (default: the PU's first core)"},
                 {"mem", "MEM", "memory chased: numaN or gpuN (default: the PU's own); --all: a filter"},
@@ -205,7 +206,7 @@ int cmd_chase(const std::vector<std::string>& args, const std::vector<std::strin
                 {"reps", "N", "timed repetitions (default 3)"},
                 {"seed", "N", "seed of the random chain (default 42)"},
                 {"all", "", "every processor x memory of the node (default allocator; --alloc all: every one)"}},
-                              "chase"));
+                              "chase")));
   if (!opts.parse(args)) return kExitOk;
   Settings s;
   s.sizes = parse_sizes(opts.get_or("size", "sweep"));
@@ -227,17 +228,18 @@ int cmd_chase(const std::vector<std::string>& args, const std::vector<std::strin
   if (s.max_size && s.max_size < s.min_size)
     throw UsageError("--max-size " + format_size(s.max_size) + " is below --min-size " + format_size(s.min_size));
 
+  const bool plan_only = opts.has("from");
   for (const auto& pu : opts.list("pu"))
-    if (pu.rfind("gpu", 0) == 0 && !gpu::built_with_cuda())
+    if (!plan_only && pu.rfind("gpu", 0) == 0 && !gpu::built_with_cuda())
       throw UsageError("this mempath build has no CUDA support: --pu " + pu + " needs a CUDA build");
-  const Topology topo = discover();
+  const Topology topo = planning_topology(opts);
   std::vector<ChaseCase> cases;
   if (opts.flag("all")) {
     if (opts.has("cpu")) throw UsageError("--cpu picks the core of one case; --all uses each node's first core");
     cases = all_chase_cases(topo, opts.list("pu"), opts.list("mem"), opts.list("alloc"));
     if (cases.empty()) throw UsageError("the filters select no processor x memory on this node");
   } else {
-    const int cpu = static_cast<int>(opts.integer("cpu", -1, 0, 65535));
+    const int cpu = static_cast<int>(opts.integer("cpu", -1, 0));
     cases.push_back(make_chase_case(topo, opts.get_or("pu", ""), cpu, opts.get_or("mem", ""), opts.get_or("alloc", "")));
   }
   // Bad sizes are bad input before anything runs: each must hold a line and fit in its memory.
@@ -250,6 +252,15 @@ int cmd_chase(const std::vector<std::string>& args, const std::vector<std::strin
       check_chain({size, s.line, s.locality, false, 0});
     }
 
+  if (plan_only) {
+    for (const auto& c : cases)
+      for (const auto& pattern : s.patterns)
+        print_plan("chase", {{"pu", c.pu}, {"cpu", std::to_string(c.cpu)}, {"mem", c.mem}, {"alloc", c.alloc},
+                             {"via", c.via}, {"pattern", pattern},
+                             {"sizes", s.sizes.empty() ? "sweep" : std::to_string(s.sizes.size())}},
+                   c.skip_reason);
+    return kExitOk;
+  }
   ResultRun run_out(opts, "chase", topo, argv);
   ResultFile& file = run_out.file();
   file.table("chase/samples", kSampleColumns);

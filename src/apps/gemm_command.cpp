@@ -13,6 +13,7 @@
 #include "core/guards.hpp"
 #include "core/options.hpp"
 #include "core/provenance.hpp"
+#include "apps/plan_print.hpp"
 #include "core/result_run.hpp"
 #include "core/stats.hpp"
 #include "core/units.hpp"
@@ -120,7 +121,7 @@ std::vector<int64_t> sizes_from(const Options& opts, const std::string& dtype) {
 
 int cmd_gemm(const std::vector<std::string>& args, const std::vector<std::string>& argv) {
   Options opts("gemm", "cuBLAS GEMM with A and B placed in each memory, C in the GPU's (docs/cli.md).",
-               with_run_options({{"gpu", "N", "the GPU that multiplies (default 0)"},
+               with_from_option(with_run_options({{"gpu", "N", "the GPU that multiplies (default 0)"},
                 {"dtype", "LIST", "fp16, tf32, fp32, fp64 (default: all)"},
                 {"size", "LIST|sweep", "square sizes m = n = k (default sweep 1024 .. 16384)"},
                 {"matrix-bytes", "SIZE", "instead of --size: the square size whose matrix has SIZE bytes (e.g. 4GiB)"},
@@ -129,9 +130,9 @@ int cmd_gemm(const std::vector<std::string>& args, const std::vector<std::string
                 {"all", "", "A and B in every memory x allocator the GPU can read"},
                 {"reps", "N", "timed calls (default 10)"},
                 {"warmup", "N", "untimed calls first (default 2)"}},
-                              "gemm"));
+                              "gemm")));
   if (!opts.parse(args)) return kExitOk;
-  if (!gpu::built_with_cuda()) throw UsageError("this mempath build has no CUDA support: gemm needs a CUDA build");
+  if (!opts.has("from") && !gpu::built_with_cuda()) throw UsageError("this mempath build has no CUDA support: gemm needs a CUDA build");
   const int gpu = static_cast<int>(opts.integer("gpu", 0, 0));
   const int reps = static_cast<int>(opts.integer("reps", 10, 1, kMaxReps));
   const int warmup = static_cast<int>(opts.integer("warmup", 2, 0, kMaxReps));
@@ -139,7 +140,7 @@ int cmd_gemm(const std::vector<std::string>& args, const std::vector<std::string
   for (const auto& d : dtypes) gemm_element_bytes(d);
   if (opts.has("size") && opts.has("matrix-bytes")) throw UsageError("--size and --matrix-bytes exclude each other; valid: one of them");
   for (const auto& d : dtypes) sizes_from(opts, d);
-  const Topology topo = discover();
+  const Topology topo = planning_topology(opts);
   const std::string pu = "gpu" + std::to_string(gpu);
   if (!topo.find_pu(pu))
     throw UsageError("--gpu " + std::to_string(gpu) + ": this node has no " + pu + "; valid: " + join(topo.pu_names()));
@@ -157,6 +158,14 @@ int cmd_gemm(const std::vector<std::string>& args, const std::vector<std::string
     placements.push_back({c.mem, c.alloc, c.via, c.skip_reason});
   }
   if (placements.empty()) throw UsageError("the filters select no memory this GPU reads");
+  if (opts.has("from")) {
+    for (const auto& p : placements)
+      for (const auto& dtype : dtypes)
+        print_plan("gemm", {{"gpu", pu}, {"dtype", dtype}, {"mem", p.mem}, {"alloc", p.alloc}, {"via", p.via},
+                            {"sizes", std::to_string(sizes_from(opts, dtype).size())}},
+                   p.skip_reason);
+    return kExitOk;
+  }
 
   ResultRun run_out(opts, "gemm", topo, argv);
   ResultFile& file = run_out.file();

@@ -17,6 +17,7 @@
 #include "core/options.hpp"
 #include "core/pingpong_plan.hpp"
 #include "core/provenance.hpp"
+#include "apps/plan_print.hpp"
 #include "core/result_run.hpp"
 #include "core/timer.hpp"
 #include "core/units.hpp"
@@ -159,27 +160,32 @@ void print_summary(const PingPongCase& c, const Outcome& o, double median, doubl
 
 int cmd_pingpong(const std::vector<std::string>& args, const std::vector<std::string>& argv) {
   Options opts("pingpong", "Compare-and-swap round trips between processors, the flag in each memory (docs/cli.md).",
-               with_run_options({{"pu", "LIST", "agents: cpuN (a core of NUMA node N), gpuN (one GPU thread) (default: all)"},
+               with_from_option(with_run_options({{"pu", "LIST", "agents: cpuN (a core of NUMA node N), gpuN (one GPU thread) (default: all)"},
                 {"mem", "LIST", "memories the flag is placed in: numaN, gpuN (default: all)"},
                 {"alloc", "LIST", "numa, pinned, device, managed, system, registered\n"
                                   "                            (default: numa, pinned, device, managed)"},
                 {"round-trips", "N", "timed round trips per case (default 10000)"},
                 {"warmup", "N", "untimed round trips first (default 1000)"},
                 {"stall-timeout", "SECONDS", "longest wait for the partner before a case fails (default 10)"}},
-                              "pingpong"));
+                              "pingpong")));
   if (!opts.parse(args)) return kExitOk;
   Settings s;
   // Every timed round trip keeps a sample (8 bytes each side): bounded so it fits.
   s.round_trips = static_cast<uint64_t>(opts.integer("round-trips", 10000, 1, 100000000));
   s.warmup = static_cast<uint64_t>(opts.integer("warmup", 1000, 0, 100000000));
   s.timeout_s = static_cast<double>(opts.integer("stall-timeout", 10, 1, 3600));
-  const Topology topo = discover();
+  const Topology topo = planning_topology(opts);
   const auto pus = opts.list("pu");
   for (const auto& p : pus)
-    if (p.rfind("gpu", 0) == 0 && !gpu::built_with_cuda())
+    if (!opts.has("from") && p.rfind("gpu", 0) == 0 && !gpu::built_with_cuda())
       throw UsageError("this mempath build has no CUDA support: agent " + p + " needs a CUDA build");
   const auto cases = pingpong_cases(topo, pus, opts.list("mem"), opts.list("alloc"));
   if (cases.empty()) throw UsageError("the filters select no pair and memory on this node");
+  if (opts.has("from")) {
+    for (const auto& c : cases)
+      print_plan("pingpong", {{"a", c.a.name}, {"b", c.b.name}, {"mem", c.mem}, {"alloc", c.alloc}}, c.skip_reason);
+    return kExitOk;
+  }
 
   ResultRun run_out(opts, "pingpong", topo, argv);
   ResultFile& file = run_out.file();

@@ -12,6 +12,7 @@
 #include "core/guards.hpp"
 #include "core/options.hpp"
 #include "core/provenance.hpp"
+#include "apps/plan_print.hpp"
 #include "core/result_run.hpp"
 #include "core/stats.hpp"
 #include "core/stream_plan.hpp"
@@ -110,7 +111,7 @@ struct SweepRow {  // a written case x kernel row whose best_threads is known at
 
 int cmd_stream(const std::vector<std::string>& args, const std::vector<std::string>& argv) {
   Options opts("stream", "STREAM (CPU) and BabelStream (GPU) kernels under placement (docs/cli.md).",
-               with_run_options({{"pu", "PU", "cpuN, cpus or gpuN (default: the first CPU node); with --all a filter"},
+               with_from_option(with_run_options({{"pu", "PU", "cpuN, cpus or gpuN (default: the first CPU node); with --all a filter"},
                 {"pu-kind", "KIND", "with --all: cpu or gpu only"},
                 {"mem", "MEM", "memory of the three arrays: numaN, gpuN or interleave (pages over\n"
                                "                            every host NUMA node; read by cpus); with --all a filter"},
@@ -121,7 +122,7 @@ int cmd_stream(const std::vector<std::string>& args, const std::vector<std::stri
                 {"reps", "N", "timed repetitions of the kernel set (default 10)"},
                 {"warmup", "N", "untimed repetitions first (default 1)"},
                 {"all", "", "every processor x memory x allocator of the node; the options above filter"}},
-                                "stream"));
+                                "stream")));
   if (!opts.parse(args)) return kExitOk;
   StreamRequest req;
   req.all = opts.flag("all");
@@ -146,12 +147,19 @@ int cmd_stream(const std::vector<std::string>& args, const std::vector<std::stri
     if (opts.has("pu-kind")) throw UsageError("--pu-kind filters --all; for one case use --pu");
     req.pu = opts.get_or("pu", ""), req.mem = opts.get_or("mem", ""), req.alloc = opts.get_or("alloc", "");
     req.threads = threads;
-    if (req.pu.rfind("gpu", 0) == 0 && !gpu::built_with_cuda())
+    if (!opts.has("from") && req.pu.rfind("gpu", 0) == 0 && !gpu::built_with_cuda())
       throw UsageError("this mempath build has no CUDA support: --pu " + req.pu + " needs a CUDA build");
   }
-  const Topology topo = discover();
+  const Topology topo = planning_topology(opts);
   const std::vector<StreamCase> cases = stream_cases(topo, req);
   if (cases.empty()) throw UsageError("the filters select no processor x memory on this node");
+  if (opts.has("from")) {
+    for (const auto& sc : cases)
+      print_plan("stream", {{"pu", sc.bw.pu}, {"mem", sc.bw.mem}, {"alloc", sc.bw.alloc}, {"via", sc.bw.via},
+                            {"threads", std::to_string(sc.bw.threads)}, {"size", std::to_string(sc.bw.size)}},
+                 sc.bw.skip_reason);
+    return kExitOk;
+  }
 
   ResultRun run_out(opts, "stream", topo, argv);
   ResultFile& file = run_out.file();

@@ -22,6 +22,7 @@
 #include "core/numa_policy.hpp"
 #include "core/options.hpp"
 #include "core/provenance.hpp"
+#include "apps/plan_print.hpp"
 #include "core/result_run.hpp"
 #include "core/stats.hpp"
 #include "core/timer.hpp"
@@ -185,18 +186,18 @@ void print_summary(const std::string& exp, const std::string& alloc, const std::
 
 int cmd_um(const std::vector<std::string>& args, const std::vector<std::string>& argv) {
   Options opts("um", "Unified-memory behaviour: interleaved CPU/GPU writes, in-place updates, cold/warm/evicted reads.",
-               with_run_options({{"exp", "LIST", "interleave, inplace, evict (default: all)"},
+               with_from_option(with_run_options({{"exp", "LIST", "interleave, inplace, evict (default: all)"},
                 {"gpu", "N", "CUDA device (default 0)"},
                 {"mem", "MEM", "host memory numaN (default: the GPU's nearest host node)"},
                 {"alloc", "LIST", "allocators to try (default: each experiment's set)"},
                 {"size", "SIZE", "bytes per buffer (default 256MiB)"},
                 {"reps", "N", "repetitions (default 3)"},
                 {"iters", "N", "longest GPU burst of interleave, a power of two (default 256)"}},
-                              "um"));
+                              "um")));
   if (!opts.parse(args)) return kExitOk;
-  if (!gpu::built_with_cuda())
+  if (!opts.has("from") && !gpu::built_with_cuda())
     throw UsageError("this mempath build has no CUDA support: 'mempath um' needs a CUDA build");
-  const Topology topo = discover();
+  const Topology topo = planning_topology(opts);
   const int g = static_cast<int>(opts.integer("gpu", 0, 0));
   const GpuInfo* info = topo.find_gpu(g);
   if (!info) throw UsageError("GPU " + std::to_string(g) + " does not exist; this node has " +
@@ -228,6 +229,16 @@ int cmd_um(const std::vector<std::string>& args, const std::vector<std::string>&
     if (a != "system" && a != "managed" && a != "device" && a != "pinned")
       throw UsageError("invalid --alloc '" + a + "' for um; valid: system, managed, device, pinned");
 
+  if (opts.has("from")) {
+    for (const auto& spec : experiments()) {
+      if (std::find(exps.begin(), exps.end(), spec.name) == exps.end()) continue;
+      for (const auto& alloc : spec.allocs)
+        if (alloc_filter.empty() || std::find(alloc_filter.begin(), alloc_filter.end(), alloc) != alloc_filter.end())
+          print_plan("um", {{"experiment", spec.name}, {"alloc", alloc}, {"gpu", "gpu" + std::to_string(g)}, {"mem", mem}},
+                     alloc == "device" ? "" : alloc_problem(topo, "gpu" + std::to_string(g), mem, alloc));
+    }
+    return kExitOk;
+  }
   ResultRun run(opts, "um", topo, argv);
   ResultFile& file = run.file();
   file.table("um/samples", kSampleColumns);

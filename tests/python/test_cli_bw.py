@@ -124,7 +124,7 @@ BAD_INPUT = [
     (["bw", "--size", "1MiB"], "--in-cache"),
     (["bw", "--size", "12345"], "multiple of 4KiB"),
     (["bw", "--size", "64TiB"], "free"),
-    (["bw", "--reps", "0"], "at least 1"),
+    (["bw", "--reps", "0"], "from 1 to"),
     (["bw", "--frobnicate"], "valid: --op"),
     (["bw", "--noise", "cpu0:numa0"], "shares cores"),
     (["bw", "--pu", "gpu0"], "valid: "),

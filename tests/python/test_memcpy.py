@@ -102,7 +102,7 @@ BAD_INPUT = [
     (["--from", H100, "--size", "1TiB"], "exceeds GPU 0"),
     (["--from", H100, "--size", "0"], "bytes >= 1"),
     (["--from", H100, "--all-gpus", "--gpu", "0"], "--all-gpus"),
-    (["--from", H100, "--reps", "0"], "at least 1"),
+    (["--from", H100, "--reps", "0"], "from 1 to"),
     (["--from", H100, "--op", "read"], "unknown option --op"),
 ]
 
