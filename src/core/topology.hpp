@@ -112,7 +112,10 @@ struct CacheLevel {
 };
 std::vector<CacheLevel> cpu_caches(const std::string& root, int cpu);
 
-// Linux cpulist syntax ("0-3,8,10-11", "" = none) as sorted, distinct ids.
+// Linux cpulist syntax ("0-3,8,10-11", "" = none) as sorted, distinct ids. Throws
+// UsageError (one line, what is valid) for anything else: garbage, reversed ranges, ids
+// above kMaxCpulistId (a sane bound that also caps what one list can expand to).
+inline constexpr int kMaxCpulistId = 65535;
 std::vector<int> parse_cpulist(const std::string& text);
 
 // GPU facts from the CUDA runtime (empty in a CPU-only build or without a GPU).

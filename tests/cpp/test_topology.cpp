@@ -64,6 +64,29 @@ void expect_allocators_partitioned(const Topology& t) {
   }
 }
 
+// A one-node snapshot (4 CPUs without topology files, one cache level) in a temporary
+// folder, removed again at the end of the test; tests break one file of it.
+struct MiniSnapshot {
+  fs::path dir;
+  explicit MiniSnapshot(const std::string& tag)
+      : dir(fs::temp_directory_path() / ("mempath_topo_" + tag + "_" + std::to_string(getpid()))) {
+    fs::remove_all(dir);
+    const fs::path node = dir / "sys/devices/system/node/node0";
+    const fs::path cache = dir / "sys/devices/system/cpu/cpu0/cache/index0";
+    fs::create_directories(node);
+    fs::create_directories(cache);
+    std::ofstream(dir / "sys/devices/system/node/online") << "0\n";
+    std::ofstream(node / "cpulist") << "0-3\n";
+    std::ofstream(node / "meminfo") << "Node 0 MemTotal:  1024 kB\nNode 0 MemFree:  512 kB\n";
+    std::ofstream(node / "distance") << "10\n";
+    std::ofstream(cache / "level") << "1\n";
+    std::ofstream(cache / "type") << "Data\n";
+    std::ofstream(cache / "size") << "32K\n";
+    std::ofstream(cache / "shared_cpu_list") << "0\n";
+  }
+  ~MiniSnapshot() { fs::remove_all(dir); }
+};
+
 }  // namespace
 
 // ---------------------------------------------------------------------------------------
@@ -75,7 +98,22 @@ TEST(Topology, ParsesCpulists) {
   EXPECT_EQ(parse_cpulist(""), std::vector<int>{});
   EXPECT_EQ(parse_cpulist("\n"), std::vector<int>{});
   EXPECT_EQ(parse_cpulist("64-65,0-1"), (std::vector<int>{0, 1, 64, 65}));
-  EXPECT_EQ(parse_cpulist("0-1,x,3"), (std::vector<int>{0, 1, 3}));  // bad pieces skipped
+  EXPECT_EQ(parse_cpulist("65535"), (std::vector<int>{65535}));
+}
+
+// Issue #12 (bad input): garbage, reversed ranges and absurd ids are refused with one line
+// naming what is valid; "0-99999999" is refused before 10^8 ints are allocated.
+TEST(Topology, RejectsWhatIsNotACpulist) {
+  for (const char* bad : {"0-1,x,3", "abc", "5-3", "0-99999999", "65536", "1-2-3", "0,,1", "-1", "+3", "0-"}) {
+    try {
+      parse_cpulist(bad);
+      ADD_FAILURE() << "accepted '" << bad << "'";
+    } catch (const UsageError& e) {
+      const std::string what = e.what();
+      EXPECT_EQ(what.find('\n'), std::string::npos) << what;
+      EXPECT_NE(what.find("valid: "), std::string::npos) << what;
+    }
+  }
 }
 
 TEST(Topology, GpusTxtRoundTrips) {
@@ -407,20 +445,78 @@ TEST(Topology, MissingSnapshotIsAUsageError) {
 }
 
 TEST(Topology, MissingCpuTopologyCountsEachCpuAsACore) {
-  const fs::path dir = fs::temp_directory_path() / ("mempath_topo_min_" + std::to_string(getpid()));
-  fs::remove_all(dir);
-  fs::create_directories(dir / "sys/devices/system/node/node0");
-  std::ofstream(dir / "sys/devices/system/node/online") << "0\n";
-  std::ofstream(dir / "sys/devices/system/node/node0/cpulist") << "0-3\n";
-  std::ofstream(dir / "sys/devices/system/node/node0/meminfo") << "Node 0 MemTotal:  1024 kB\n";
-  const Topology t = load_snapshot(dir.string());
-  fs::remove_all(dir);
+  const MiniSnapshot snap("min");
+  const Topology t = load_snapshot(snap.dir.string());
   ASSERT_EQ(t.numa_nodes.size(), 1u);
   EXPECT_EQ(t.numa_nodes[0].cores, 4);
   EXPECT_EQ(t.numa_nodes[0].mem_total_bytes, 1024 * 1024);
-  EXPECT_EQ(t.numa_nodes[0].llc_bytes, 0);
+  EXPECT_EQ(t.numa_nodes[0].llc_bytes, 32 * 1024);
   EXPECT_EQ(t.cpu_model, "unknown");
   EXPECT_TRUE(t.gpus.empty());  // no gpus.txt
+}
+
+// Issue #12 (bad input): each broken snapshot file is a UsageError (exit 2 in the CLI)
+// whose one line names the file and what is valid, instead of an empty node and exit 0.
+TEST(Topology, BrokenSnapshotFilesAreUsageErrorsNamingTheFile) {
+  struct Broken {
+    const char* file;     // below the snapshot; "" = remove `remove` instead
+    const char* content;
+    const char* remove;   // a file to delete
+    const char* named;    // the file the message must name
+  };
+  const Broken cases[] = {
+      {"sys/devices/system/node/node0/cpulist", "garbage\n", "", "node0/cpulist"},
+      {"sys/devices/system/node/node0/cpulist", "3-0\n", "", "node0/cpulist"},
+      {"sys/devices/system/node/node0/cpulist", "0-99999999\n", "", "node0/cpulist"},
+      {"sys/devices/system/node/online", "0-99999999\n", "", "node/online"},
+      {"sys/devices/system/cpu/cpu0/cache/index0/size", "abc\n", "", "index0/size"},
+      {"sys/devices/system/cpu/cpu0/cache/index0/shared_cpu_list", "x\n", "", "shared_cpu_list"},
+      {"sys/devices/system/node/node0/meminfo", "nothing here\n", "", "node0/meminfo"},
+      {"sys/devices/system/node/node0/distance", "10 80\n", "", "node0/distance"},
+      {"sys/devices/system/node/node0/distance", "ten\n", "", "node0/distance"},
+      {"", "", "sys/devices/system/node/node0/distance", "node0/distance"},
+      {"", "", "sys/devices/system/node/node0/cpulist", "node0/cpulist"},
+      {"", "", "sys/devices/system/node/node0/meminfo", "node0/meminfo"},
+      {"sys/devices/system/node/node0/cpulist", "\n", "", "cpulist"},  // no CPU node at all
+      {"gpus.txt", "gpu 0\nhbm_numa=0\n", "", "gpus.txt"},  // numa0 has CPUs, fine; see below
+      {"gpus.txt", "gpu 0\nhbm_numa=7\n", "", "gpus.txt"},  // not an online node
+      {"gpus.txt", "gpu 0\npeers=1-x\n", "", "gpus.txt"},
+  };
+  for (const auto& c : cases) {
+    const MiniSnapshot snap("bad");
+    if (*c.file) std::ofstream(snap.dir / c.file) << c.content;
+    if (*c.remove) fs::remove(snap.dir / c.remove);
+    const bool valid = std::string(c.content) == "gpu 0\nhbm_numa=0\n";
+    if (valid) {
+      EXPECT_NO_THROW(load_snapshot(snap.dir.string()));
+      continue;
+    }
+    try {
+      load_snapshot(snap.dir.string());
+      ADD_FAILURE() << "accepted " << c.file << c.remove << " = " << c.content;
+    } catch (const UsageError& e) {
+      const std::string what = e.what();
+      EXPECT_NE(what.find(c.named), std::string::npos) << what;
+      EXPECT_NE(what.find("valid"), std::string::npos) << what;
+      EXPECT_EQ(what.find('\n'), std::string::npos) << what;
+    }
+  }
+}
+
+TEST(Topology, EmptySnapshotFolderIsAUsageError) {
+  const fs::path dir = fs::temp_directory_path() / ("mempath_topo_empty_" + std::to_string(getpid()));
+  fs::create_directories(dir);
+  EXPECT_THROW(load_snapshot(dir.string()), UsageError);
+  fs::remove_all(dir);
+}
+
+// Fields that are empty on real nodes stay valid: a GH200 HBM node and its MIG placeholder
+// nodes have an empty cpulist, the placeholders also no memory.
+TEST(Topology, EmptyCpulistsOfHbmAndPlaceholderNodesStayValid) {
+  const Topology t = fixture("gh200_single");
+  EXPECT_TRUE(t.find_numa(1)->cpus.empty());
+  EXPECT_TRUE(t.find_numa(2)->cpus.empty());
+  EXPECT_EQ(t.find_numa(2)->mem_total_bytes, 0);
 }
 
 TEST(Topology, LiveSnapshotLoadsBackAsTheLiveNode) {
