@@ -322,29 +322,49 @@ std::vector<int> cpu_node_ids(const Topology& t) {
   return ids;
 }
 
-// Classifies each node once the GPUs are known: a CPU-less node holding a GPU's HBM.
-void classify_nodes(Topology* t) {
-  for (auto& n : t->numa_nodes) {
-    n.kind = "host";
-    if (n.mem_total_bytes <= 0) {
-      n.kind = "empty";
-      continue;
-    }
-    if (!n.cpus.empty()) continue;
-    for (const auto& g : t->gpus)
-      if (g.hbm_numa == n.id) {
-        n.kind = "hbm";
-        n.gpu = g.id;
-      }
-  }
-}
-
 // SLIT distance from `from` to node `to`; rows list the online nodes in order, which need
 // not be 0..N-1. 0 when unknown.
 int slit_distance(const Topology& t, const NumaNode& from, int to) {
   for (size_t i = 0; i < t.numa_nodes.size() && i < from.distances.size(); ++i)
     if (t.numa_nodes[i].id == to) return from.distances[i];
   return 0;
+}
+
+// GH200 SLIT (NVIDIA, kernel): Grace local 10, other Grace 40, its own GPU's HBM 80, another
+// GPU's HBM 120; GPU memory nodes are 255 from the other nodes of the same GPU (MIG
+// placeholders) and 120 from other GPUs'. Host memory, CPU-less (CXL, memory-only) or not,
+// sits at most 40 from some CPU node on the machines we know.
+inline constexpr int kGpuMemoryCpuDistance = 80;    // nearest CPU node at least this far
+inline constexpr int kGpuMemoryOtherDistance = 120;  // other CPU-less nodes at least this far
+
+// A CPU-less node with memory that no GPU fact names, whose distances are those of GPU
+// memory: HBM of a GPU we cannot see (CPU-only build, driver not loaded).
+bool looks_like_gpu_memory(const Topology& t, const NumaNode& n) {
+  int nearest_cpu = 0;
+  for (const auto& other : t.numa_nodes) {
+    if (other.id == n.id) continue;
+    const int d = slit_distance(t, n, other.id);
+    if (d <= 0) return false;  // no SLIT: no evidence
+    if (!other.cpus.empty()) nearest_cpu = nearest_cpu == 0 ? d : std::min(nearest_cpu, d);
+    else if (d < kGpuMemoryOtherDistance) return false;
+  }
+  return nearest_cpu >= kGpuMemoryCpuDistance;
+}
+
+// Classifies each node once the GPUs are known: a CPU-less node holding a GPU's HBM, by
+// the GPU facts, else by its distances (then gpu -1: whose HBM it is stays unknown).
+void classify_nodes(Topology* t) {
+  for (auto& n : t->numa_nodes) {
+    n.kind = n.mem_total_bytes <= 0 ? "empty" : "host";
+    if (n.kind == "empty" || !n.cpus.empty()) continue;
+    for (const auto& g : t->gpus)
+      if (g.hbm_numa == n.id) {
+        n.kind = "hbm";
+        n.gpu = g.id;
+      }
+  }
+  for (auto& n : t->numa_nodes)
+    if (n.kind == "host" && n.cpus.empty() && looks_like_gpu_memory(*t, n)) n.kind = "hbm";
 }
 
 // The host node of a GPU as the paths need it. Drivers report -1 where the platform has
@@ -432,6 +452,21 @@ void add_memories(Topology* t) {
 const char* const kAllocators[] = {"system", "numa", "device", "managed", "pinned", "registered"};
 
 std::string gpu_str(int g) { return "GPU " + std::to_string(g); }
+std::string hbm_owner(int g) { return g < 0 ? "the HBM of a GPU this node's facts do not show" : gpu_str(g) + "'s HBM"; }
+
+std::vector<std::string> via_links(const std::string& via) {
+  std::vector<std::string> links;
+  std::stringstream in(via);
+  for (std::string link; std::getline(in, link, '+');)
+    if (!link.empty()) links.push_back(link);
+  return links;
+}
+
+std::string join_via(const std::vector<std::string>& links) {
+  std::string via;
+  for (const auto& l : links) via += (via.empty() ? "" : "+") + l;
+  return via;
+}
 
 class PathRules {
  public:
@@ -442,7 +477,7 @@ class PathRules {
     p.pu = pu.name;
     p.mem = mem.name;
     const bool cpu = pu.kind == "cpu";
-    p.via = cpu ? cpu_via(local_nodes(pu), mem) : gpu_via(gpu(pu.gpu), mem);
+    p.via = cpu ? cpu_via(pu, mem) : gpu_via(gpu(pu.gpu), mem);
     for (const char* a : kAllocators) {
       const std::string reason = cpu ? cpu_problem(a, mem) : gpu_problem(a, gpu(pu.gpu), mem);
       if (reason.empty()) p.allocs.push_back(a);
@@ -457,15 +492,31 @@ class PathRules {
     const GpuInfo* g = t_.find_gpu(gpu_id);
     return g ? g->host_numa : -1;
   }
-  // `cpus` is treated as a CPU whose local nodes are all CPU nodes.
-  std::vector<int> local_nodes(const Processor& pu) const {
-    return pu.numa >= 0 ? std::vector<int>{pu.numa} : cpu_nodes_;
+  // `cpus` has threads on every CPU node, so a memory is near some of them and behind the
+  // socket interconnect for the others: the links all of them cross, then "spread".
+  std::string cpu_via(const Processor& pu, const Memory& mem) const {
+    if (pu.numa >= 0) return node_via(pu.numa, mem);
+    std::vector<std::vector<std::string>> routes;
+    for (int n : cpu_nodes_) routes.push_back(via_links(node_via(n, mem)));
+    if (std::all_of(routes.begin(), routes.end(), [&](const auto& r) { return r == routes.front(); }))
+      return join_via(routes.front());
+    std::vector<std::string> common;
+    for (const auto& link : routes.front()) {
+      const bool everywhere = std::all_of(routes.begin(), routes.end(), [&](const auto& r) {
+        return std::find(r.begin(), r.end(), link) != r.end();
+      });
+      if (everywhere && link != "local") common.push_back(link);
+    }
+    common.push_back("spread");
+    return join_via(common);
   }
 
-  std::string cpu_via(const std::vector<int>& local, const Memory& mem) const {
-    if (mem.kind == "host") return contains(local, mem.numa) ? "local" : "interconnect";
+  // From the CPUs of node `node`.
+  std::string node_via(int node, const Memory& mem) const {
+    if (mem.kind == "host") return mem.numa == node ? "local" : "interconnect";
+    if (mem.gpu < 0) return "unknown";  // HBM recognised by distance: its link is not known
     const int host = host_of(mem.gpu);
-    const bool near = host < 0 || contains(local, host);
+    const bool near = host < 0 || host == node;
     const std::string link = mem.kind == "hbm" ? "c2c" : gpu(mem.gpu).link_type;
     // A PCIe GPU behind the other socket is reached over the socket link first.
     return near ? link : link + "+interconnect";
@@ -479,6 +530,7 @@ class PathRules {
 
   std::string gpu_via(const GpuInfo& g, const Memory& mem) const {
     if (mem.kind == "host") return host_route(g, mem.numa);
+    if (mem.gpu < 0) return "unknown";  // HBM of a GPU without facts: which link is unknown
     if (mem.gpu == g.id) return "local";
     if (contains(g.nvlink_peers, mem.gpu)) return "nvlink";
     if (contains(g.peers, mem.gpu)) return "peer";
@@ -516,7 +568,8 @@ class PathRules {
   // pinned/registered/managed buffers on a NUMA node are host pages first touched (or
   // pinned) by the node's CPUs; an HBM node has none.
   std::string hbm_problem(const std::string& alloc, const Memory& mem) const {
-    const std::string whose = mem.name + " is " + gpu_str(mem.gpu) + "'s HBM";
+    const std::string whose = mem.name + " is " + hbm_owner(mem.gpu);
+    if (mem.gpu < 0) return "pinned, registered and managed buffers are host memory; " + whose;
     if (alloc == "managed")
       return "managed buffers are first touched by a host node's CPUs; " + whose +
              " (use gpu" + std::to_string(mem.gpu) + " for managed memory prefetched to the GPU)";
@@ -691,6 +744,17 @@ std::vector<int> parse_cpulist(const std::string& text) {
     for (int i = lo; i <= hi; ++i) ids.insert(i);
   }
   return {ids.begin(), ids.end()};
+}
+
+std::string route_via(const Topology& topo, const std::string& pu, const std::string& src, const std::string& dst) {
+  const Path* from = topo.find_path(pu, src);
+  const Path* to = topo.find_path(pu, dst);
+  if (!from || !to) return "";
+  std::vector<std::string> links;
+  for (const Path* p : {from, to})
+    for (const auto& link : via_links(p->via))
+      if (link != "local" && std::find(links.begin(), links.end(), link) == links.end()) links.push_back(link);
+  return links.empty() ? "local" : join_via(links);
 }
 
 Topology build_topology(const std::string& root, const std::vector<GpuInfo>& gpus,
@@ -940,7 +1004,7 @@ std::string Topology::to_text() const {
   for (const auto& m : memories) {
     out << "  " << pad(m.name, 7) << pad(m.kind, 7) << pad(format_bytes(m.bytes), 12);
     if (m.kind == "device") out << "GPU " << m.gpu << (m.numa >= 0 ? ", also numa" + std::to_string(m.numa) : "");
-    else if (m.kind == "hbm") out << "GPU " << m.gpu << "'s HBM";
+    else if (m.kind == "hbm") out << hbm_owner(m.gpu);
     else out << format_bytes(m.free_bytes) << " free";
     out << "\n";
   }

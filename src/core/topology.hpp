@@ -84,6 +84,12 @@ struct Topology {
 // The reason processor `pu` cannot use allocator `alloc` on memory `mem`, "" when it can.
 std::string alloc_problem(const Topology& topo, const std::string& pu, const std::string& mem,
                           const std::string& alloc);
+// The `via` of a case in which processor `pu` moves data from memory `src` to memory `dst`
+// (a read or write: src == dst): the links of both paths, each once, source side first;
+// "local" only when neither leaves the processor's own memory; "" when a path is missing.
+// Every planner names its cases with it (docs/topology.md, "Path names").
+std::string route_via(const Topology& topo, const std::string& pu, const std::string& src, const std::string& dst);
+
 // Allocators that can give memory of this kind at all: combinations outside these
 // (cudaMalloc on a NUMA node, pinned on a GPU) are not cases, so planners leave them out.
 bool alloc_fits_memory(const Memory& m, const std::string& alloc);

@@ -12,7 +12,9 @@
 #include <string>
 #include <vector>
 
+#include "core/bw_plan.hpp"
 #include "core/error.hpp"
+#include "core/memcpy_plan.hpp"
 #include "core/topology.hpp"
 
 using namespace mempath;
@@ -265,7 +267,10 @@ TEST(TopologyFixture, X86TwoSocketsFourGpus) {
   EXPECT_EQ(all->cache_bytes, 120LL << 20);
 
   EXPECT_EQ(path(t, "cpu0", "numa1").via, "interconnect");
-  EXPECT_EQ(path(t, "cpus", "numa1").via, "local");
+  // Issue #12 (path names): `cpus` has threads on both sockets, so numa1 is local to half
+  // of them only, and a GPU behind one socket is behind the interconnect for the others.
+  EXPECT_EQ(path(t, "cpus", "numa1").via, "spread");
+  EXPECT_EQ(path(t, "cpus", "gpu2").via, "pcie+spread");
   EXPECT_EQ(path(t, "cpu0", "gpu0").via, "pcie");
   EXPECT_EQ(path(t, "cpu0", "gpu2").via, "pcie+interconnect");
   EXPECT_EQ(path(t, "gpu0", "numa0").via, "pcie");
@@ -288,7 +293,7 @@ TEST(TopologyFixture, Gh200Single) {
   ASSERT_EQ(t.numa_nodes.size(), 9u);
   EXPECT_EQ(t.find_numa(0)->kind, "host");
   EXPECT_EQ(t.find_numa(0)->cores, 72);
-  EXPECT_EQ(t.find_numa(0)->llc_bytes, 117440512);
+  EXPECT_EQ(t.find_numa(0)->llc_bytes, 119537664);
   EXPECT_EQ(t.find_numa(1)->kind, "hbm");
   EXPECT_EQ(t.find_numa(1)->gpu, 0);
   EXPECT_TRUE(t.find_numa(1)->cpus.empty());
@@ -299,7 +304,7 @@ TEST(TopologyFixture, Gh200Single) {
   EXPECT_EQ(t.find_mem("numa1")->kind, "hbm");
   EXPECT_EQ(t.find_mem("numa1")->gpu, 0);
   EXPECT_EQ(t.find_mem("gpu0")->numa, 1);
-  EXPECT_EQ(t.find_pu("cpu0")->cache_bytes, 117440512);
+  EXPECT_EQ(t.find_pu("cpu0")->cache_bytes, 119537664);
 
   const Path& c_hbm = path(t, "cpu0", "numa1");
   EXPECT_EQ(c_hbm.via, "c2c");
@@ -341,7 +346,7 @@ TEST(TopologyFixture, Gh200Dual) {
   EXPECT_EQ(hbm.allocs, (Names{"system", "numa"}));
   EXPECT_EQ(path(t, "cpu1", "numa2").via, "c2c+interconnect");
   EXPECT_EQ(path(t, "cpu1", "numa10").via, "c2c");
-  EXPECT_EQ(path(t, "cpus", "numa10").via, "c2c");
+  EXPECT_EQ(path(t, "cpus", "numa10").via, "c2c+spread");
   EXPECT_EQ(path(t, "gpu1", "numa0").via, "c2c+interconnect");
   expect_allocators_partitioned(t);
 
@@ -372,7 +377,7 @@ TEST(TopologyFixture, Gh200QuadAlps) {
   EXPECT_EQ(t.find_numa(5)->kind, "empty");
   EXPECT_EQ(t.find_mem("numa5"), nullptr);
   EXPECT_EQ(t.find_pu("cpus")->cores, 288);
-  EXPECT_EQ(t.find_pu("cpus")->cache_bytes, 4 * 117440512LL);
+  EXPECT_EQ(t.find_pu("cpus")->cache_bytes, 4 * 119537664LL);
   EXPECT_EQ(t.find_numa(0)->distances.size(), 36u);
 
   const Path& local_hbm = path(t, "cpu0", "numa4");
@@ -396,6 +401,61 @@ TEST(TopologyFixture, Gh200QuadAlps) {
   expect_allocators_partitioned(t);
 }
 
+// Issue #12 (GH200 fidelity): without GPU facts (a CPU-only build's --save, a driver not
+// loaded) a GH200 HBM node is recognised by its distances (80 from its Grace, 255 from its
+// placeholders, 120 from other GPUs' HBM) as HBM of an unknown GPU, not host memory behind
+// the socket interconnect; its link is "unknown", so no peak is invented for it.
+TEST(TopologyFixture, Gh200HbmWithoutGpuFactsIsHbmOfAnUnknownGpu) {
+  for (const char* name : {"gh200_single", "gh200_quad"}) {
+    const Topology t = build_topology(std::string(MEMPATH_FIXTURES_DIR) + "/" + name, {}, "snapshot");
+    const int hbm = std::string(name) == "gh200_single" ? 1 : 12;
+    const NumaNode* n = t.find_numa(hbm);
+    EXPECT_EQ(n->kind, "hbm") << name;
+    EXPECT_EQ(n->gpu, -1) << name;
+    EXPECT_EQ(t.find_numa(0)->kind, "host") << name;
+    EXPECT_EQ(t.find_numa(hbm + 1)->kind, "empty") << name;
+    const Path& p = path(t, "cpu0", "numa" + std::to_string(hbm));
+    EXPECT_EQ(p.via, "unknown") << name;
+    EXPECT_EQ(p.allocs, (Names{"system", "numa"})) << name;
+    EXPECT_NE(reason(p, "pinned").find("HBM of a GPU"), std::string::npos) << reason(p, "pinned");
+    expect_allocators_partitioned(t);
+  }
+  // Host memory keeps its kind: x86 sockets are 21 apart.
+  const Topology x86 = build_topology(std::string(MEMPATH_FIXTURES_DIR) + "/x86_2s_4gpu", {}, "snapshot");
+  EXPECT_EQ(x86.find_numa(1)->kind, "host");
+}
+
+// Issue #12 (path names): a copy case is named by the route from source to destination,
+// not by its source alone; every planner takes the name from route_via.
+TEST(Topology, CopyRoutesNameBothEnds) {
+  const Topology quad = fixture("gh200_quad");
+  EXPECT_EQ(route_via(quad, "gpu0", "gpu0", "gpu0"), "local");
+  EXPECT_EQ(route_via(quad, "gpu0", "gpu0", "gpu1"), "nvlink");
+  EXPECT_EQ(route_via(quad, "gpu0", "gpu1", "gpu0"), "nvlink");
+  EXPECT_EQ(route_via(quad, "gpu0", "numa0", "gpu0"), "c2c");
+  EXPECT_EQ(route_via(quad, "gpu0", "numa0", "gpu1"), "c2c+nvlink");
+  EXPECT_EQ(route_via(quad, "cpu0", "numa0", "numa1"), "interconnect");
+  EXPECT_EQ(route_via(quad, "cpu0", "numa0", "numa0"), "local");
+  EXPECT_EQ(route_via(quad, "cpu0", "numa0", "nothing"), "");
+
+  BwSettings settings;
+  const BwCase copy = make_case(quad, Op::Copy, "gpu0", "gpu0", "gpu1", "", -1, "", settings);
+  EXPECT_EQ(copy.via, "nvlink");
+  const BwCase read = make_case(quad, Op::Read, "gpu0", "gpu1", "", "", -1, "", settings);
+  EXPECT_EQ(read.via, "nvlink");
+  const BwCase host = make_case(fixture("x86_h100"), Op::Copy, "gpu0", "numa0", "gpu0", "", -1, "", settings);
+  EXPECT_EQ(host.via, "pcie");
+
+  MemcpyRequest r;
+  r.directions = {"h2d"};
+  r.engines = {"ce"};
+  r.size = 64 << 20;
+  EXPECT_EQ(plan_memcpy(quad, r).front().via, "c2c");
+  r.directions = {"d2d"};
+  r.gpus = {"0", "1"};
+  EXPECT_EQ(plan_memcpy(quad, r).front().via, "nvlink");
+}
+
 // ---------------------------------------------------------------------------------------
 // Output
 
@@ -404,7 +464,7 @@ TEST(Topology, JsonHasTheDocumentedShape) {
   for (const char* part :
        {"\"host\":\"gh200_quad\"", "\"source\":\"snapshot\"", "\"arch\":\"aarch64\"",
         "\"cpu_model\":\"NVIDIA Grace (Neoverse V2)\"", "\"numa_nodes\":[", "\"kind\":\"empty\"",
-        "\"llc_bytes\":117440512", "\"processors\":[", "{\"name\":\"gpu0\",\"kind\":\"gpu\",\"gpu\":0",
+        "\"llc_bytes\":119537664", "\"processors\":[", "{\"name\":\"gpu0\",\"kind\":\"gpu\",\"gpu\":0",
         "\"link\":{\"type\":\"c2c\",\"gen\":0,\"width\":0}", "\"hbm_numa\":4", "\"nvlink_peers\":[1,2,3]",
         "\"memories\":[", "{\"name\":\"numa4\",\"kind\":\"hbm\",\"numa\":4,\"bytes\":102005473280,\"gpu\":0}",
         "{\"name\":\"gpu0\",\"kind\":\"device\",\"gpu\":0,\"bytes\":102005473280,\"numa\":4}",
