@@ -108,7 +108,7 @@ bool all_digits(const std::string& s) {
   return !s.empty() && std::all_of(s.begin(), s.end(), [](unsigned char c) { return std::isdigit(c) != 0; });
 }
 
-// Cache sizes as sysfs writes them: "114688K", "32M", "1G" (plain bytes accepted too).
+// Cache sizes as sysfs writes them: "116736K", "32M", "1G" (plain bytes accepted too).
 int64_t parse_cache_size(const std::string& text) {
   std::string digits = trim(text);
   int64_t unit = 1;
