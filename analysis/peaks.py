@@ -33,15 +33,21 @@ HBM_GBPS: tuple[tuple[tuple[str, ...], float], ...] = (
     (("H100", "NVL"), 3900.0),     # H100 NVL 94GB HBM3
     (("H100",), 3350.0),           # H100 SXM5 80GB HBM3
 )
-# NVLink per direction by GPU generation: NVLink 4 (18 links) on Hopper SXM and GH200;
-# the PCIe cards' NVLink bridges carry 600 GB/s both ways.
-NVLINK_GBPS: tuple[tuple[tuple[str, ...], float], ...] = (
-    (("H100", "PCIE"), 300.0),
-    (("H100", "NVL"), 300.0),
-    (("GH200",), 450.0),
-    (("H200",), 450.0),
-    (("H100",), 450.0),
-)
+# NVLink between two GPUs, per direction: links per pair x 25 GB/s (NVLink 4, Hopper). A
+# Hopper SXM GPU or GH200 has 18 links; how many join one pair depends on the wiring, which
+# the topology does not record, so nvlink_pair() states the assumption it takes:
+# - GH200 (quad nodes such as CSCS Alps): the superchips are wired directly, the 18 links
+#   split evenly over the NVLink peers (3 peers: 6 links, 150 GB/s per pair).
+# - H100/H200 SXM: an 8-GPU HGX board routes all 18 links through NVSwitch (450 per pair).
+#   With fewer visible peers the board may be a 4-GPU direct mesh (6 per pair) or a part of
+#   an NVSwitch board; the model takes NVSwitch, so a fraction of peak is never overstated.
+# - H100 PCIe and H100 NVL: NVLink bridges, 600 GB/s both ways, 300 per direction.
+NVLINK4_LINK_GBPS = 25.0
+NVLINK4_LINKS_PER_GPU = 18
+NVLINK_BRIDGE_GBPS = 300.0
+NVLINK_BRIDGED: tuple[tuple[str, ...], ...] = (("H100", "PCIE"), ("H100", "NVL"))
+NVLINK_DIRECT_MESH: tuple[tuple[str, ...], ...] = (("GH200",),)
+NVLINK_SWITCHED: tuple[tuple[str, ...], ...] = (("H200",), ("H100",))
 C2C_GBPS = 450.0             # NVLink-C2C: 900 GB/s both ways, 450 per direction
 GRACE_LPDDR5X_GBPS = 500.0   # per Grace socket (data sheet: up to 500-512 GB/s)
 # Assumption: the coherent Grace-to-Grace links between the superchips of a quad GH200
@@ -92,8 +98,36 @@ def hbm_gbps(model: str) -> float | None:
     return _by_model(HBM_GBPS, model)
 
 
-def nvlink_gbps(model: str) -> float | None:
-    return _by_model(NVLINK_GBPS, model)
+@dataclass(frozen=True)
+class NvlinkPair:
+    """NVLink between one GPU and one peer: links, GB/s per direction, the wiring assumed."""
+
+    links: int | None
+    gbps: float | None
+    assumption: str
+
+
+def _matches(groups: tuple[tuple[str, ...], ...], model: str) -> bool:
+    upper = model.upper()
+    return any(all(k in upper for k in keys) for keys in groups)
+
+
+def nvlink_pair(model: str, nvlink_peers: int) -> NvlinkPair:
+    """NVLink per GPU pair of GPU ``model`` with ``nvlink_peers`` NVLink peers (module notes)."""
+    if _matches(NVLINK_BRIDGED, model):
+        return NvlinkPair(None, NVLINK_BRIDGE_GBPS, "NVLink bridge, 600 GB/s both ways")
+    if _matches(NVLINK_DIRECT_MESH, model) and nvlink_peers > 0:
+        links = NVLINK4_LINKS_PER_GPU // nvlink_peers
+        return NvlinkPair(links, links * NVLINK4_LINK_GBPS,
+                          f"direct links: {NVLINK4_LINKS_PER_GPU} links over {nvlink_peers} peers")
+    if _matches(NVLINK_SWITCHED + NVLINK_DIRECT_MESH, model):
+        return NvlinkPair(NVLINK4_LINKS_PER_GPU, NVLINK4_LINKS_PER_GPU * NVLINK4_LINK_GBPS,
+                          f"assumed NVSwitch: all {NVLINK4_LINKS_PER_GPU} links per pair")
+    return NvlinkPair(None, None, f"unknown NVLink of {model or 'an unnamed GPU'}")
+
+
+def nvlink_gbps(model: str, nvlink_peers: int = 0) -> float | None:
+    return nvlink_pair(model, nvlink_peers).gbps
 
 
 def load_overrides(path: str | Path) -> dict[str, float]:
@@ -167,7 +201,7 @@ class PeakModel:
         elif kind == "c2c" and (gpu is None or link.get("type") == "c2c"):
             gbps = C2C_GBPS
         elif kind == "nvlink":
-            gbps = nvlink_gbps(model)
+            gbps = nvlink_gbps(model, len(facts.get("nvlink_peers") or []))
         elif kind == "pcie":
             gbps = pcie_gbps(int(link.get("gen") or 0), int(link.get("width") or 0))
             source = "discovered"

@@ -115,8 +115,7 @@ BwCase make_case(const Topology& topo, Op op, std::string pu, std::string mem, s
   c.pu_kind = p.kind;
   c.mem = mem;
   c.dst_mem = dst_mem;
-  const Path* path = topo.find_path(pu, mem);
-  c.via = path ? path->via : "";
+  c.via = route_via(topo, pu, mem, op == Op::Copy ? dst_mem : mem);
   c.in_cache = settings.in_cache;
 
   const bool explicit_alloc = !alloc.empty();

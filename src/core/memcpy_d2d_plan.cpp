@@ -22,20 +22,18 @@ bool contains_int(const std::vector<int>& items, int x) {
 
 std::string gpu_str(int g) { return "GPU " + std::to_string(g); }
 
-// How GPU g reaches host node `node`: its own link, plus the socket link when the node is
-// not its nearest (as topology.cpp names paths).
-std::string host_route(const Topology& topo, int gpu, int node) {
-  const GpuInfo* g = topo.find_gpu(gpu);
-  const bool near = !g || g->host_numa < 0 || g->host_numa == node;
-  const std::string link = g ? g->link_type : "pcie";
-  return near ? link : link + "+interconnect";
+std::string gpu_name(int g) { return "gpu" + std::to_string(g); }
+
+// The copy engine or SM kernel of the source GPU moves the data (as topology.cpp names
+// routes); without peer access there is no route for a peer copy.
+std::string peer_via(const Topology& topo, int src, int dst) {
+  if (!d2d_peer_reason(topo, src, dst).empty()) return "none";
+  return route_via(topo, gpu_name(src), gpu_name(src), gpu_name(dst));
 }
 
-std::string peer_via(const Topology& topo, int g, int h) {
-  const GpuInfo* info = topo.find_gpu(g);
-  if (info && contains_int(info->nvlink_peers, h)) return "nvlink";
-  if (info && contains_int(info->peers, h)) return "peer";
-  return "none";
+// One GPU's leg to or from the staging node.
+std::string stage_via(const Topology& topo, int gpu, int node) {
+  return route_via(topo, gpu_name(gpu), gpu_name(gpu), "numa" + std::to_string(node));
 }
 
 std::vector<std::string> checked(const std::vector<std::string>& given, const std::vector<std::string>& valid,
@@ -195,8 +193,8 @@ std::vector<MemcpyCase> plan_memcpy_d2d(const Topology& topo, const MemcpyReques
               std::string v;
               if (staged) {
                 c.host_numas.push_back(leg.stage);
-                v = host_route(topo, leg.src, leg.stage) + ">numa" + std::to_string(leg.stage) + ">" +
-                    host_route(topo, leg.dst, leg.stage);
+                v = stage_via(topo, leg.src, leg.stage) + ">numa" + std::to_string(leg.stage) + ">" +
+                    stage_via(topo, leg.dst, leg.stage);
               } else {
                 v = peer_via(topo, leg.src, leg.dst);
               }

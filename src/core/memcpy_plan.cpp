@@ -299,8 +299,8 @@ std::vector<MemcpyCase> plan_memcpy(const Topology& topo, const MemcpyRequest& r
       std::set<std::string> vias;
       std::string via;
       for (size_t i = 0; i < set.size(); ++i) {
-        const Path* p = topo.find_path("gpu" + std::to_string(set[i]), "numa" + std::to_string(host_numas[i]));
-        const std::string v = p ? p->via : "";
+        const std::string gpu = "gpu" + std::to_string(set[i]);
+        const std::string v = route_via(topo, gpu, "numa" + std::to_string(host_numas[i]), gpu);
         if (vias.insert(v).second) via += (via.empty() ? "" : ",") + v;
       }
       for (const auto& alloc : allocs)

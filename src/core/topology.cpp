@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cctype>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -74,20 +75,55 @@ std::string join_ints(const std::vector<int>& v, const char* sep = ",") {
 
 bool contains(const std::vector<int>& v, int x) { return std::find(v.begin(), v.end(), x) != v.end(); }
 
-// Cache sizes as sysfs writes them: "114688K", "32M", "1G" or plain bytes.
-int64_t parse_cache_size(const std::string& text) {
-  const std::string s = trim(text);
-  if (s.empty()) return 0;
-  int64_t unit = 1;
-  std::string digits = s;
-  switch (s.back()) {
-    case 'K': case 'k': unit = 1LL << 10; digits.pop_back(); break;
-    case 'M': case 'm': unit = 1LL << 20; digits.pop_back(); break;
-    case 'G': case 'g': unit = 1LL << 30; digits.pop_back(); break;
-    default: break;
+// Bad input is echoed inside a one-line message: control characters would break the line
+// and a huge file would drown it.
+std::string shown(const std::string& text) {
+  constexpr size_t kShown = 40;
+  std::string out;
+  for (char c : text.substr(0, kShown)) out += static_cast<unsigned char>(c) < 0x20 ? '?' : c;
+  return "'" + out + (text.size() > kShown ? "...'" : "'");
+}
+
+// Runs parse(text); a UsageError it throws is prefixed with the file, so the one line
+// says where the bad value is.
+template <class Parse>
+auto parse_file(const fs::path& p, const std::string& text, Parse parse) -> decltype(parse(text)) {
+  try {
+    return parse(text);
+  } catch (const UsageError& e) {
+    throw UsageError(p.string() + ": " + e.what());
   }
-  const auto v = to_int(digits);
-  return v ? *v * unit : 0;
+}
+
+// A file every NUMA node has in sysfs: missing means a broken snapshot, not an old kernel.
+std::string required_text(const fs::path& p) {
+  const auto text = read_text(p);
+  if (!text)
+    throw UsageError(p.string() + " is missing; valid: a snapshot written by `mempath topo --save DIR` "
+                     "(each nodeN folder holds cpulist, meminfo and distance)");
+  return *text;
+}
+
+bool all_digits(const std::string& s) {
+  return !s.empty() && std::all_of(s.begin(), s.end(), [](unsigned char c) { return std::isdigit(c) != 0; });
+}
+
+// Cache sizes as sysfs writes them: "116736K", "32M", "1G" (plain bytes accepted too).
+int64_t parse_cache_size(const std::string& text) {
+  std::string digits = trim(text);
+  int64_t unit = 1;
+  if (!digits.empty()) {
+    switch (digits.back()) {
+      case 'K': case 'k': unit = 1LL << 10; digits.pop_back(); break;
+      case 'M': case 'm': unit = 1LL << 20; digits.pop_back(); break;
+      case 'G': case 'g': unit = 1LL << 30; digits.pop_back(); break;
+      default: break;
+    }
+  }
+  // Nine digits already exceed any cache; the bound also keeps the product in range.
+  if (!all_digits(digits) || digits.size() > 9)
+    throw UsageError("cache size " + shown(trim(text)) + " is not <n>K, <n>M or <n>G; valid: e.g. 116736K");
+  return std::stoll(digits) * unit;
 }
 
 std::string format_bytes(int64_t bytes) {
@@ -117,7 +153,8 @@ struct Tree {
 // Online nodes from node/online; without that file (non-NUMA kernels, partial snapshots)
 // the nodeN folders that exist.
 std::vector<int> online_nodes(const Tree& t) {
-  if (const auto online = read_text(t.node_dir() / "online")) return parse_cpulist(*online);
+  const fs::path online = t.node_dir() / "online";
+  if (const auto text = read_text(online)) return parse_file(online, *text, parse_cpulist);
   std::vector<int> ids;
   std::error_code ec;
   for (const auto& e : fs::directory_iterator(t.node_dir(), ec)) {
@@ -127,23 +164,6 @@ std::vector<int> online_nodes(const Tree& t) {
   }
   std::sort(ids.begin(), ids.end());
   return ids;
-}
-
-// "Node 0 MemTotal:  123 kB" -> bytes of the named field (0 when absent).
-int64_t meminfo_field(const std::string& meminfo, const std::string& field) {
-  std::istringstream in(meminfo);
-  std::string line;
-  while (std::getline(in, line)) {
-    const auto pos = line.find(field + ":");
-    if (pos == std::string::npos) continue;
-    std::istringstream rest(line.substr(pos + field.size() + 1));
-    long long value = 0;
-    std::string unit;
-    if (!(rest >> value)) return 0;
-    rest >> unit;
-    return unit == "kB" ? value * 1024 : value;
-  }
-  return 0;
 }
 
 // Orders a node's CPUs one per physical core first, then the SMT siblings, so that
@@ -173,8 +193,11 @@ std::vector<CacheLevel> cpu_caches(const std::string& root, int cpu) {
     const auto level = read_int(e.path() / "level");
     const std::string type = trim(read_text(e.path() / "type").value_or(""));
     if (!level || type == "Instruction") continue;
-    levels.push_back({static_cast<int>(*level), parse_cache_size(read_text(e.path() / "size").value_or("")),
-                      parse_cpulist(read_text(e.path() / "shared_cpu_list").value_or(""))});
+    // Some kernels list a cache without its size or sharing: unknown, not wrong.
+    const fs::path size = e.path() / "size", shared = e.path() / "shared_cpu_list";
+    const auto size_text = read_text(size), shared_text = read_text(shared);
+    levels.push_back({static_cast<int>(*level), size_text ? parse_file(size, *size_text, parse_cache_size) : 0,
+                      shared_text ? parse_file(shared, *shared_text, parse_cpulist) : std::vector<int>{}});
   }
   std::sort(levels.begin(), levels.end(), [](const CacheLevel& a, const CacheLevel& b) {
     return a.level != b.level ? a.level < b.level : a.bytes < b.bytes;
@@ -197,16 +220,48 @@ LastLevelCache last_level_cache(const Tree& t, int cpu) {
   return best;
 }
 
-NumaNode read_node(const Tree& t, int id) {
+// "Node 0 MemTotal:  123 kB": the named field in bytes; the line must be there.
+int64_t meminfo_bytes(const std::string& meminfo, int id, const std::string& field) {
+  const std::string prefix = "Node " + std::to_string(id) + " " + field + ":";
+  std::istringstream in(meminfo);
+  for (std::string line; std::getline(in, line);) {
+    if (trim(line).rfind(prefix, 0) != 0) continue;
+    std::istringstream rest(trim(line).substr(prefix.size()));
+    std::string value, unit;
+    rest >> value >> unit;
+    if (all_digits(value) && value.size() <= 15 && (unit == "kB" || unit.empty()))
+      return std::stoll(value) * (unit == "kB" ? 1024 : 1);
+    break;
+  }
+  throw UsageError("no '" + prefix + " <n> kB' line; valid: the node's meminfo as sysfs writes it");
+}
+
+// A SLIT row: one distance per online node, 10 to itself, up to 255 (unreachable).
+std::vector<int> parse_distances(const std::string& text, size_t nodes) {
+  std::vector<int> row;
+  std::istringstream in(text);
+  for (std::string word; in >> word;) {
+    if (!all_digits(word) || word.size() > 3 || std::stoi(word) > 255)
+      throw UsageError("distance " + shown(word) + " is not a SLIT value; valid: integers 10..255, one per online node");
+    row.push_back(std::stoi(word));
+  }
+  if (row.size() != nodes)
+    throw UsageError(std::to_string(row.size()) + " distances for " + std::to_string(nodes) +
+                     " online nodes; valid: one integer 10..255 per online node, e.g. '10 80'");
+  return row;
+}
+
+NumaNode read_node(const Tree& t, int id, size_t online) {
   NumaNode n;
   n.id = id;
-  n.cpus = parse_cpulist(read_text(t.node(id) / "cpulist").value_or(""));
+  const fs::path cpulist = t.node(id) / "cpulist", meminfo = t.node(id) / "meminfo", distance = t.node(id) / "distance";
+  // An empty cpulist is valid: GH200 HBM and MIG placeholder nodes have no CPUs.
+  n.cpus = parse_file(cpulist, required_text(cpulist), parse_cpulist);
   n.cores = order_by_core(t, &n.cpus);
-  const std::string meminfo = read_text(t.node(id) / "meminfo").value_or("");
-  n.mem_total_bytes = meminfo_field(meminfo, "MemTotal");
-  n.mem_free_bytes = meminfo_field(meminfo, "MemFree");
-  std::istringstream dist(read_text(t.node(id) / "distance").value_or(""));
-  for (int d; dist >> d;) n.distances.push_back(d);
+  const std::string mem = required_text(meminfo);
+  n.mem_total_bytes = parse_file(meminfo, mem, [&](const std::string& s) { return meminfo_bytes(s, id, "MemTotal"); });
+  n.mem_free_bytes = parse_file(meminfo, mem, [&](const std::string& s) { return meminfo_bytes(s, id, "MemFree"); });
+  n.distances = parse_file(distance, required_text(distance), [&](const std::string& s) { return parse_distances(s, online); });
   if (!n.cpus.empty()) n.llc_bytes = last_level_cache(t, n.cpus.front()).bytes;
   return n;
 }
@@ -267,29 +322,49 @@ std::vector<int> cpu_node_ids(const Topology& t) {
   return ids;
 }
 
-// Classifies each node once the GPUs are known: a CPU-less node holding a GPU's HBM.
-void classify_nodes(Topology* t) {
-  for (auto& n : t->numa_nodes) {
-    n.kind = "host";
-    if (n.mem_total_bytes <= 0) {
-      n.kind = "empty";
-      continue;
-    }
-    if (!n.cpus.empty()) continue;
-    for (const auto& g : t->gpus)
-      if (g.hbm_numa == n.id) {
-        n.kind = "hbm";
-        n.gpu = g.id;
-      }
-  }
-}
-
 // SLIT distance from `from` to node `to`; rows list the online nodes in order, which need
 // not be 0..N-1. 0 when unknown.
 int slit_distance(const Topology& t, const NumaNode& from, int to) {
   for (size_t i = 0; i < t.numa_nodes.size() && i < from.distances.size(); ++i)
     if (t.numa_nodes[i].id == to) return from.distances[i];
   return 0;
+}
+
+// GH200 SLIT (NVIDIA, kernel): Grace local 10, other Grace 40, its own GPU's HBM 80, another
+// GPU's HBM 120; GPU memory nodes are 255 from the other nodes of the same GPU (MIG
+// placeholders) and 120 from other GPUs'. Host memory, CPU-less (CXL, memory-only) or not,
+// sits at most 40 from some CPU node on the machines we know.
+inline constexpr int kGpuMemoryCpuDistance = 80;    // nearest CPU node at least this far
+inline constexpr int kGpuMemoryOtherDistance = 120;  // other CPU-less nodes at least this far
+
+// A CPU-less node with memory that no GPU fact names, whose distances are those of GPU
+// memory: HBM of a GPU we cannot see (CPU-only build, driver not loaded).
+bool looks_like_gpu_memory(const Topology& t, const NumaNode& n) {
+  int nearest_cpu = 0;
+  for (const auto& other : t.numa_nodes) {
+    if (other.id == n.id) continue;
+    const int d = slit_distance(t, n, other.id);
+    if (d <= 0) return false;  // no SLIT: no evidence
+    if (!other.cpus.empty()) nearest_cpu = nearest_cpu == 0 ? d : std::min(nearest_cpu, d);
+    else if (d < kGpuMemoryOtherDistance) return false;
+  }
+  return nearest_cpu >= kGpuMemoryCpuDistance;
+}
+
+// Classifies each node once the GPUs are known: a CPU-less node holding a GPU's HBM, by
+// the GPU facts, else by its distances (then gpu -1: whose HBM it is stays unknown).
+void classify_nodes(Topology* t) {
+  for (auto& n : t->numa_nodes) {
+    n.kind = n.mem_total_bytes <= 0 ? "empty" : "host";
+    if (n.kind == "empty" || !n.cpus.empty()) continue;
+    for (const auto& g : t->gpus)
+      if (g.hbm_numa == n.id) {
+        n.kind = "hbm";
+        n.gpu = g.id;
+      }
+  }
+  for (auto& n : t->numa_nodes)
+    if (n.kind == "host" && n.cpus.empty() && looks_like_gpu_memory(*t, n)) n.kind = "hbm";
 }
 
 // The host node of a GPU as the paths need it. Drivers report -1 where the platform has
@@ -377,6 +452,21 @@ void add_memories(Topology* t) {
 const char* const kAllocators[] = {"system", "numa", "device", "managed", "pinned", "registered"};
 
 std::string gpu_str(int g) { return "GPU " + std::to_string(g); }
+std::string hbm_owner(int g) { return g < 0 ? "the HBM of a GPU this node's facts do not show" : gpu_str(g) + "'s HBM"; }
+
+std::vector<std::string> via_links(const std::string& via) {
+  std::vector<std::string> links;
+  std::stringstream in(via);
+  for (std::string link; std::getline(in, link, '+');)
+    if (!link.empty()) links.push_back(link);
+  return links;
+}
+
+std::string join_via(const std::vector<std::string>& links) {
+  std::string via;
+  for (const auto& l : links) via += (via.empty() ? "" : "+") + l;
+  return via;
+}
 
 class PathRules {
  public:
@@ -387,7 +477,7 @@ class PathRules {
     p.pu = pu.name;
     p.mem = mem.name;
     const bool cpu = pu.kind == "cpu";
-    p.via = cpu ? cpu_via(local_nodes(pu), mem) : gpu_via(gpu(pu.gpu), mem);
+    p.via = cpu ? cpu_via(pu, mem) : gpu_via(gpu(pu.gpu), mem);
     for (const char* a : kAllocators) {
       const std::string reason = cpu ? cpu_problem(a, mem) : gpu_problem(a, gpu(pu.gpu), mem);
       if (reason.empty()) p.allocs.push_back(a);
@@ -402,15 +492,31 @@ class PathRules {
     const GpuInfo* g = t_.find_gpu(gpu_id);
     return g ? g->host_numa : -1;
   }
-  // `cpus` is treated as a CPU whose local nodes are all CPU nodes.
-  std::vector<int> local_nodes(const Processor& pu) const {
-    return pu.numa >= 0 ? std::vector<int>{pu.numa} : cpu_nodes_;
+  // `cpus` has threads on every CPU node, so a memory is near some of them and behind the
+  // socket interconnect for the others: the links all of them cross, then "spread".
+  std::string cpu_via(const Processor& pu, const Memory& mem) const {
+    if (pu.numa >= 0) return node_via(pu.numa, mem);
+    std::vector<std::vector<std::string>> routes;
+    for (int n : cpu_nodes_) routes.push_back(via_links(node_via(n, mem)));
+    if (std::all_of(routes.begin(), routes.end(), [&](const auto& r) { return r == routes.front(); }))
+      return join_via(routes.front());
+    std::vector<std::string> common;
+    for (const auto& link : routes.front()) {
+      const bool everywhere = std::all_of(routes.begin(), routes.end(), [&](const auto& r) {
+        return std::find(r.begin(), r.end(), link) != r.end();
+      });
+      if (everywhere && link != "local") common.push_back(link);
+    }
+    common.push_back("spread");
+    return join_via(common);
   }
 
-  std::string cpu_via(const std::vector<int>& local, const Memory& mem) const {
-    if (mem.kind == "host") return contains(local, mem.numa) ? "local" : "interconnect";
+  // From the CPUs of node `node`.
+  std::string node_via(int node, const Memory& mem) const {
+    if (mem.kind == "host") return mem.numa == node ? "local" : "interconnect";
+    if (mem.gpu < 0) return "unknown";  // HBM recognised by distance: its link is not known
     const int host = host_of(mem.gpu);
-    const bool near = host < 0 || contains(local, host);
+    const bool near = host < 0 || host == node;
     const std::string link = mem.kind == "hbm" ? "c2c" : gpu(mem.gpu).link_type;
     // A PCIe GPU behind the other socket is reached over the socket link first.
     return near ? link : link + "+interconnect";
@@ -424,6 +530,7 @@ class PathRules {
 
   std::string gpu_via(const GpuInfo& g, const Memory& mem) const {
     if (mem.kind == "host") return host_route(g, mem.numa);
+    if (mem.gpu < 0) return "unknown";  // HBM of a GPU without facts: which link is unknown
     if (mem.gpu == g.id) return "local";
     if (contains(g.nvlink_peers, mem.gpu)) return "nvlink";
     if (contains(g.peers, mem.gpu)) return "peer";
@@ -461,7 +568,8 @@ class PathRules {
   // pinned/registered/managed buffers on a NUMA node are host pages first touched (or
   // pinned) by the node's CPUs; an HBM node has none.
   std::string hbm_problem(const std::string& alloc, const Memory& mem) const {
-    const std::string whose = mem.name + " is " + gpu_str(mem.gpu) + "'s HBM";
+    const std::string whose = mem.name + " is " + hbm_owner(mem.gpu);
+    if (mem.gpu < 0) return "pinned, registered and managed buffers are host memory; " + whose;
     if (alloc == "managed")
       return "managed buffers are first touched by a host node's CPUs; " + whose +
              " (use gpu" + std::to_string(mem.gpu) + " for managed memory prefetched to the GPU)";
@@ -587,25 +695,66 @@ std::string gpu_line(const GpuInfo& g) {
   return s;
 }
 
+// What a live node always has but a hand-made or truncated snapshot may lack. Not applied
+// to the live node: there a GPU's HBM node can be legitimately offline while the driver
+// loads, and a kernel without NUMA support has no node folders at all.
+void check_snapshot(const Topology& t, const std::string& dir) {
+  const std::string nodes = (fs::path(dir) / "sys/devices/system/node").string();
+  if (t.numa_nodes.empty())
+    throw UsageError("snapshot folder '" + dir + "' has no NUMA nodes (" + nodes +
+                     "/online or nodeN folders); valid: a folder written by `mempath topo --save DIR`");
+  if (cpu_node_ids(t).empty())
+    throw UsageError(nodes + ": no node lists a CPU in its cpulist; valid: at least one node with CPUs");
+  for (const auto& g : t.gpus) {
+    if (g.hbm_numa < 0) continue;
+    const NumaNode* n = t.find_numa(g.hbm_numa);
+    if (!n || n->mem_total_bytes <= 0)
+      throw UsageError((fs::path(dir) / "gpus.txt").string() + ": GPU " + std::to_string(g.id) + " has hbm_numa=" +
+                       std::to_string(g.hbm_numa) + ", but node" + std::to_string(g.hbm_numa) +
+                       (n ? " has no memory" : " is not online") + "; valid: an online node with memory, or -1");
+  }
+}
+
 }  // namespace
 
 // ---------------------------------------------------------------------------------------
 // Public API
 
 std::vector<int> parse_cpulist(const std::string& text) {
+  // Checked before expanding: "0-99999999" must not become 10^8 ints.
+  auto fail = [&](const std::string& why) {
+    return UsageError(shown(trim(text)) + " is not a Linux cpulist (" + why +
+                      "); valid: ids and ascending ranges in 0.." + std::to_string(kMaxCpulistId) +
+                      ", comma-separated, e.g. 0-71 or 0-31,64-95, or empty");
+  };
+  auto id = [&](const std::string& digits) {
+    if (!all_digits(digits)) throw fail(shown(digits) + " is not a number");
+    if (digits.size() > 5 || std::stoi(digits) > kMaxCpulistId) throw fail(digits + " is above the bound");
+    return std::stoi(digits);
+  };
   std::set<int> ids;
   std::stringstream in(trim(text));
-  std::string item;
-  while (std::getline(in, item, ',')) {
+  for (std::string item; std::getline(in, item, ',');) {
     item = trim(item);
-    if (item.empty()) continue;
+    if (item.empty()) throw fail("empty item");
     const auto dash = item.find('-');
-    const auto lo = to_int(item.substr(0, dash));
-    const auto hi = dash == std::string::npos ? lo : to_int(item.substr(dash + 1));
-    if (!lo || !hi || *hi < *lo) continue;  // malformed piece: ignore, keep the rest
-    for (long long i = *lo; i <= *hi; ++i) ids.insert(static_cast<int>(i));
+    const int lo = id(item.substr(0, dash));
+    const int hi = dash == std::string::npos ? lo : id(item.substr(dash + 1));
+    if (hi < lo) throw fail("range " + item + " is reversed");
+    for (int i = lo; i <= hi; ++i) ids.insert(i);
   }
   return {ids.begin(), ids.end()};
+}
+
+std::string route_via(const Topology& topo, const std::string& pu, const std::string& src, const std::string& dst) {
+  const Path* from = topo.find_path(pu, src);
+  const Path* to = topo.find_path(pu, dst);
+  if (!from || !to) return "";
+  std::vector<std::string> links;
+  for (const Path* p : {from, to})
+    for (const auto& link : via_links(p->via))
+      if (link != "local" && std::find(links.begin(), links.end(), link) == links.end()) links.push_back(link);
+  return links.empty() ? "local" : join_via(links);
 }
 
 Topology build_topology(const std::string& root, const std::vector<GpuInfo>& gpus,
@@ -618,7 +767,8 @@ Topology build_topology(const std::string& root, const std::vector<GpuInfo>& gpu
   // A snapshot may come from another architecture: Arm kernels print "CPU part".
   t.arch = source == "live" ? live_arch()
                             : (cpuinfo_value(cpuinfo, "CPU part").empty() ? "x86_64" : "aarch64");
-  for (int id : online_nodes(tree)) t.numa_nodes.push_back(read_node(tree, id));
+  const std::vector<int> online = online_nodes(tree);
+  for (int id : online) t.numa_nodes.push_back(read_node(tree, id, online.size()));
   t.gpus = gpus;
   classify_nodes(&t);
   resolve_host_nodes(&t);
@@ -638,8 +788,11 @@ Topology discover() {
 Topology load_snapshot(const std::string& dir) {
   if (!fs::is_directory(dir))
     throw UsageError("snapshot folder '" + dir + "' does not exist; write one with `mempath topo --save DIR`");
-  const auto gpus_txt = read_text(fs::path(dir) / "gpus.txt");
-  Topology t = build_topology(dir, gpus_txt ? parse_gpus_txt(*gpus_txt) : std::vector<GpuInfo>{}, "snapshot");
+  const fs::path gpus_file = fs::path(dir) / "gpus.txt";
+  const auto gpus_txt = read_text(gpus_file);
+  const auto gpus = gpus_txt ? parse_file(gpus_file, *gpus_txt, parse_gpus_txt) : std::vector<GpuInfo>{};
+  Topology t = build_topology(dir, gpus, "snapshot");
+  check_snapshot(t, dir);
   // Snapshots keep no hostname file; the folder name says which node it was.
   fs::path name = fs::absolute(dir).lexically_normal();
   if (name.filename().empty()) name = name.parent_path();  // "dir/" ends in an empty name
@@ -851,7 +1004,7 @@ std::string Topology::to_text() const {
   for (const auto& m : memories) {
     out << "  " << pad(m.name, 7) << pad(m.kind, 7) << pad(format_bytes(m.bytes), 12);
     if (m.kind == "device") out << "GPU " << m.gpu << (m.numa >= 0 ? ", also numa" + std::to_string(m.numa) : "");
-    else if (m.kind == "hbm") out << "GPU " << m.gpu << "'s HBM";
+    else if (m.kind == "hbm") out << hbm_owner(m.gpu);
     else out << format_bytes(m.free_bytes) << " free";
     out << "\n";
   }

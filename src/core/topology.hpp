@@ -84,6 +84,12 @@ struct Topology {
 // The reason processor `pu` cannot use allocator `alloc` on memory `mem`, "" when it can.
 std::string alloc_problem(const Topology& topo, const std::string& pu, const std::string& mem,
                           const std::string& alloc);
+// The `via` of a case in which processor `pu` moves data from memory `src` to memory `dst`
+// (a read or write: src == dst): the links of both paths, each once, source side first;
+// "local" only when neither leaves the processor's own memory; "" when a path is missing.
+// Every planner names its cases with it (docs/topology.md, "Path names").
+std::string route_via(const Topology& topo, const std::string& pu, const std::string& src, const std::string& dst);
+
 // Allocators that can give memory of this kind at all: combinations outside these
 // (cudaMalloc on a NUMA node, pinned on a GPU) are not cases, so planners leave them out.
 bool alloc_fits_memory(const Memory& m, const std::string& alloc);
@@ -112,7 +118,10 @@ struct CacheLevel {
 };
 std::vector<CacheLevel> cpu_caches(const std::string& root, int cpu);
 
-// Linux cpulist syntax ("0-3,8,10-11", "" = none) as sorted, distinct ids.
+// Linux cpulist syntax ("0-3,8,10-11", "" = none) as sorted, distinct ids. Throws
+// UsageError (one line, what is valid) for anything else: garbage, reversed ranges, ids
+// above kMaxCpulistId (a sane bound that also caps what one list can expand to).
+inline constexpr int kMaxCpulistId = 65535;
 std::vector<int> parse_cpulist(const std::string& text);
 
 // GPU facts from the CUDA runtime (empty in a CPU-only build or without a GPU).

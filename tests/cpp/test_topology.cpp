@@ -12,7 +12,9 @@
 #include <string>
 #include <vector>
 
+#include "core/bw_plan.hpp"
 #include "core/error.hpp"
+#include "core/memcpy_plan.hpp"
 #include "core/topology.hpp"
 
 using namespace mempath;
@@ -64,6 +66,29 @@ void expect_allocators_partitioned(const Topology& t) {
   }
 }
 
+// A one-node snapshot (4 CPUs without topology files, one cache level) in a temporary
+// folder, removed again at the end of the test; tests break one file of it.
+struct MiniSnapshot {
+  fs::path dir;
+  explicit MiniSnapshot(const std::string& tag)
+      : dir(fs::temp_directory_path() / ("mempath_topo_" + tag + "_" + std::to_string(getpid()))) {
+    fs::remove_all(dir);
+    const fs::path node = dir / "sys/devices/system/node/node0";
+    const fs::path cache = dir / "sys/devices/system/cpu/cpu0/cache/index0";
+    fs::create_directories(node);
+    fs::create_directories(cache);
+    std::ofstream(dir / "sys/devices/system/node/online") << "0\n";
+    std::ofstream(node / "cpulist") << "0-3\n";
+    std::ofstream(node / "meminfo") << "Node 0 MemTotal:  1024 kB\nNode 0 MemFree:  512 kB\n";
+    std::ofstream(node / "distance") << "10\n";
+    std::ofstream(cache / "level") << "1\n";
+    std::ofstream(cache / "type") << "Data\n";
+    std::ofstream(cache / "size") << "32K\n";
+    std::ofstream(cache / "shared_cpu_list") << "0\n";
+  }
+  ~MiniSnapshot() { fs::remove_all(dir); }
+};
+
 }  // namespace
 
 // ---------------------------------------------------------------------------------------
@@ -75,7 +100,22 @@ TEST(Topology, ParsesCpulists) {
   EXPECT_EQ(parse_cpulist(""), std::vector<int>{});
   EXPECT_EQ(parse_cpulist("\n"), std::vector<int>{});
   EXPECT_EQ(parse_cpulist("64-65,0-1"), (std::vector<int>{0, 1, 64, 65}));
-  EXPECT_EQ(parse_cpulist("0-1,x,3"), (std::vector<int>{0, 1, 3}));  // bad pieces skipped
+  EXPECT_EQ(parse_cpulist("65535"), (std::vector<int>{65535}));
+}
+
+// Issue #12 (bad input): garbage, reversed ranges and absurd ids are refused with one line
+// naming what is valid; "0-99999999" is refused before 10^8 ints are allocated.
+TEST(Topology, RejectsWhatIsNotACpulist) {
+  for (const char* bad : {"0-1,x,3", "abc", "5-3", "0-99999999", "65536", "1-2-3", "0,,1", "-1", "+3", "0-"}) {
+    try {
+      parse_cpulist(bad);
+      ADD_FAILURE() << "accepted '" << bad << "'";
+    } catch (const UsageError& e) {
+      const std::string what = e.what();
+      EXPECT_EQ(what.find('\n'), std::string::npos) << what;
+      EXPECT_NE(what.find("valid: "), std::string::npos) << what;
+    }
+  }
 }
 
 TEST(Topology, GpusTxtRoundTrips) {
@@ -227,7 +267,10 @@ TEST(TopologyFixture, X86TwoSocketsFourGpus) {
   EXPECT_EQ(all->cache_bytes, 120LL << 20);
 
   EXPECT_EQ(path(t, "cpu0", "numa1").via, "interconnect");
-  EXPECT_EQ(path(t, "cpus", "numa1").via, "local");
+  // Issue #12 (path names): `cpus` has threads on both sockets, so numa1 is local to half
+  // of them only, and a GPU behind one socket is behind the interconnect for the others.
+  EXPECT_EQ(path(t, "cpus", "numa1").via, "spread");
+  EXPECT_EQ(path(t, "cpus", "gpu2").via, "pcie+spread");
   EXPECT_EQ(path(t, "cpu0", "gpu0").via, "pcie");
   EXPECT_EQ(path(t, "cpu0", "gpu2").via, "pcie+interconnect");
   EXPECT_EQ(path(t, "gpu0", "numa0").via, "pcie");
@@ -250,7 +293,7 @@ TEST(TopologyFixture, Gh200Single) {
   ASSERT_EQ(t.numa_nodes.size(), 9u);
   EXPECT_EQ(t.find_numa(0)->kind, "host");
   EXPECT_EQ(t.find_numa(0)->cores, 72);
-  EXPECT_EQ(t.find_numa(0)->llc_bytes, 117440512);
+  EXPECT_EQ(t.find_numa(0)->llc_bytes, 119537664);
   EXPECT_EQ(t.find_numa(1)->kind, "hbm");
   EXPECT_EQ(t.find_numa(1)->gpu, 0);
   EXPECT_TRUE(t.find_numa(1)->cpus.empty());
@@ -261,7 +304,7 @@ TEST(TopologyFixture, Gh200Single) {
   EXPECT_EQ(t.find_mem("numa1")->kind, "hbm");
   EXPECT_EQ(t.find_mem("numa1")->gpu, 0);
   EXPECT_EQ(t.find_mem("gpu0")->numa, 1);
-  EXPECT_EQ(t.find_pu("cpu0")->cache_bytes, 117440512);
+  EXPECT_EQ(t.find_pu("cpu0")->cache_bytes, 119537664);
 
   const Path& c_hbm = path(t, "cpu0", "numa1");
   EXPECT_EQ(c_hbm.via, "c2c");
@@ -303,7 +346,7 @@ TEST(TopologyFixture, Gh200Dual) {
   EXPECT_EQ(hbm.allocs, (Names{"system", "numa"}));
   EXPECT_EQ(path(t, "cpu1", "numa2").via, "c2c+interconnect");
   EXPECT_EQ(path(t, "cpu1", "numa10").via, "c2c");
-  EXPECT_EQ(path(t, "cpus", "numa10").via, "c2c");
+  EXPECT_EQ(path(t, "cpus", "numa10").via, "c2c+spread");
   EXPECT_EQ(path(t, "gpu1", "numa0").via, "c2c+interconnect");
   expect_allocators_partitioned(t);
 
@@ -334,7 +377,7 @@ TEST(TopologyFixture, Gh200QuadAlps) {
   EXPECT_EQ(t.find_numa(5)->kind, "empty");
   EXPECT_EQ(t.find_mem("numa5"), nullptr);
   EXPECT_EQ(t.find_pu("cpus")->cores, 288);
-  EXPECT_EQ(t.find_pu("cpus")->cache_bytes, 4 * 117440512LL);
+  EXPECT_EQ(t.find_pu("cpus")->cache_bytes, 4 * 119537664LL);
   EXPECT_EQ(t.find_numa(0)->distances.size(), 36u);
 
   const Path& local_hbm = path(t, "cpu0", "numa4");
@@ -358,6 +401,61 @@ TEST(TopologyFixture, Gh200QuadAlps) {
   expect_allocators_partitioned(t);
 }
 
+// Issue #12 (GH200 fidelity): without GPU facts (a CPU-only build's --save, a driver not
+// loaded) a GH200 HBM node is recognised by its distances (80 from its Grace, 255 from its
+// placeholders, 120 from other GPUs' HBM) as HBM of an unknown GPU, not host memory behind
+// the socket interconnect; its link is "unknown", so no peak is invented for it.
+TEST(TopologyFixture, Gh200HbmWithoutGpuFactsIsHbmOfAnUnknownGpu) {
+  for (const char* name : {"gh200_single", "gh200_quad"}) {
+    const Topology t = build_topology(std::string(MEMPATH_FIXTURES_DIR) + "/" + name, {}, "snapshot");
+    const int hbm = std::string(name) == "gh200_single" ? 1 : 12;
+    const NumaNode* n = t.find_numa(hbm);
+    EXPECT_EQ(n->kind, "hbm") << name;
+    EXPECT_EQ(n->gpu, -1) << name;
+    EXPECT_EQ(t.find_numa(0)->kind, "host") << name;
+    EXPECT_EQ(t.find_numa(hbm + 1)->kind, "empty") << name;
+    const Path& p = path(t, "cpu0", "numa" + std::to_string(hbm));
+    EXPECT_EQ(p.via, "unknown") << name;
+    EXPECT_EQ(p.allocs, (Names{"system", "numa"})) << name;
+    EXPECT_NE(reason(p, "pinned").find("HBM of a GPU"), std::string::npos) << reason(p, "pinned");
+    expect_allocators_partitioned(t);
+  }
+  // Host memory keeps its kind: x86 sockets are 21 apart.
+  const Topology x86 = build_topology(std::string(MEMPATH_FIXTURES_DIR) + "/x86_2s_4gpu", {}, "snapshot");
+  EXPECT_EQ(x86.find_numa(1)->kind, "host");
+}
+
+// Issue #12 (path names): a copy case is named by the route from source to destination,
+// not by its source alone; every planner takes the name from route_via.
+TEST(Topology, CopyRoutesNameBothEnds) {
+  const Topology quad = fixture("gh200_quad");
+  EXPECT_EQ(route_via(quad, "gpu0", "gpu0", "gpu0"), "local");
+  EXPECT_EQ(route_via(quad, "gpu0", "gpu0", "gpu1"), "nvlink");
+  EXPECT_EQ(route_via(quad, "gpu0", "gpu1", "gpu0"), "nvlink");
+  EXPECT_EQ(route_via(quad, "gpu0", "numa0", "gpu0"), "c2c");
+  EXPECT_EQ(route_via(quad, "gpu0", "numa0", "gpu1"), "c2c+nvlink");
+  EXPECT_EQ(route_via(quad, "cpu0", "numa0", "numa1"), "interconnect");
+  EXPECT_EQ(route_via(quad, "cpu0", "numa0", "numa0"), "local");
+  EXPECT_EQ(route_via(quad, "cpu0", "numa0", "nothing"), "");
+
+  BwSettings settings;
+  const BwCase copy = make_case(quad, Op::Copy, "gpu0", "gpu0", "gpu1", "", -1, "", settings);
+  EXPECT_EQ(copy.via, "nvlink");
+  const BwCase read = make_case(quad, Op::Read, "gpu0", "gpu1", "", "", -1, "", settings);
+  EXPECT_EQ(read.via, "nvlink");
+  const BwCase host = make_case(fixture("x86_h100"), Op::Copy, "gpu0", "numa0", "gpu0", "", -1, "", settings);
+  EXPECT_EQ(host.via, "pcie");
+
+  MemcpyRequest r;
+  r.directions = {"h2d"};
+  r.engines = {"ce"};
+  r.size = 64 << 20;
+  EXPECT_EQ(plan_memcpy(quad, r).front().via, "c2c");
+  r.directions = {"d2d"};
+  r.gpus = {"0", "1"};
+  EXPECT_EQ(plan_memcpy(quad, r).front().via, "nvlink");
+}
+
 // ---------------------------------------------------------------------------------------
 // Output
 
@@ -366,7 +464,7 @@ TEST(Topology, JsonHasTheDocumentedShape) {
   for (const char* part :
        {"\"host\":\"gh200_quad\"", "\"source\":\"snapshot\"", "\"arch\":\"aarch64\"",
         "\"cpu_model\":\"NVIDIA Grace (Neoverse V2)\"", "\"numa_nodes\":[", "\"kind\":\"empty\"",
-        "\"llc_bytes\":117440512", "\"processors\":[", "{\"name\":\"gpu0\",\"kind\":\"gpu\",\"gpu\":0",
+        "\"llc_bytes\":119537664", "\"processors\":[", "{\"name\":\"gpu0\",\"kind\":\"gpu\",\"gpu\":0",
         "\"link\":{\"type\":\"c2c\",\"gen\":0,\"width\":0}", "\"hbm_numa\":4", "\"nvlink_peers\":[1,2,3]",
         "\"memories\":[", "{\"name\":\"numa4\",\"kind\":\"hbm\",\"numa\":4,\"bytes\":102005473280,\"gpu\":0}",
         "{\"name\":\"gpu0\",\"kind\":\"device\",\"gpu\":0,\"bytes\":102005473280,\"numa\":4}",
@@ -407,20 +505,78 @@ TEST(Topology, MissingSnapshotIsAUsageError) {
 }
 
 TEST(Topology, MissingCpuTopologyCountsEachCpuAsACore) {
-  const fs::path dir = fs::temp_directory_path() / ("mempath_topo_min_" + std::to_string(getpid()));
-  fs::remove_all(dir);
-  fs::create_directories(dir / "sys/devices/system/node/node0");
-  std::ofstream(dir / "sys/devices/system/node/online") << "0\n";
-  std::ofstream(dir / "sys/devices/system/node/node0/cpulist") << "0-3\n";
-  std::ofstream(dir / "sys/devices/system/node/node0/meminfo") << "Node 0 MemTotal:  1024 kB\n";
-  const Topology t = load_snapshot(dir.string());
-  fs::remove_all(dir);
+  const MiniSnapshot snap("min");
+  const Topology t = load_snapshot(snap.dir.string());
   ASSERT_EQ(t.numa_nodes.size(), 1u);
   EXPECT_EQ(t.numa_nodes[0].cores, 4);
   EXPECT_EQ(t.numa_nodes[0].mem_total_bytes, 1024 * 1024);
-  EXPECT_EQ(t.numa_nodes[0].llc_bytes, 0);
+  EXPECT_EQ(t.numa_nodes[0].llc_bytes, 32 * 1024);
   EXPECT_EQ(t.cpu_model, "unknown");
   EXPECT_TRUE(t.gpus.empty());  // no gpus.txt
+}
+
+// Issue #12 (bad input): each broken snapshot file is a UsageError (exit 2 in the CLI)
+// whose one line names the file and what is valid, instead of an empty node and exit 0.
+TEST(Topology, BrokenSnapshotFilesAreUsageErrorsNamingTheFile) {
+  struct Broken {
+    const char* file;     // below the snapshot; "" = remove `remove` instead
+    const char* content;
+    const char* remove;   // a file to delete
+    const char* named;    // the file the message must name
+  };
+  const Broken cases[] = {
+      {"sys/devices/system/node/node0/cpulist", "garbage\n", "", "node0/cpulist"},
+      {"sys/devices/system/node/node0/cpulist", "3-0\n", "", "node0/cpulist"},
+      {"sys/devices/system/node/node0/cpulist", "0-99999999\n", "", "node0/cpulist"},
+      {"sys/devices/system/node/online", "0-99999999\n", "", "node/online"},
+      {"sys/devices/system/cpu/cpu0/cache/index0/size", "abc\n", "", "index0/size"},
+      {"sys/devices/system/cpu/cpu0/cache/index0/shared_cpu_list", "x\n", "", "shared_cpu_list"},
+      {"sys/devices/system/node/node0/meminfo", "nothing here\n", "", "node0/meminfo"},
+      {"sys/devices/system/node/node0/distance", "10 80\n", "", "node0/distance"},
+      {"sys/devices/system/node/node0/distance", "ten\n", "", "node0/distance"},
+      {"", "", "sys/devices/system/node/node0/distance", "node0/distance"},
+      {"", "", "sys/devices/system/node/node0/cpulist", "node0/cpulist"},
+      {"", "", "sys/devices/system/node/node0/meminfo", "node0/meminfo"},
+      {"sys/devices/system/node/node0/cpulist", "\n", "", "cpulist"},  // no CPU node at all
+      {"gpus.txt", "gpu 0\nhbm_numa=0\n", "", "gpus.txt"},  // numa0 has CPUs, fine; see below
+      {"gpus.txt", "gpu 0\nhbm_numa=7\n", "", "gpus.txt"},  // not an online node
+      {"gpus.txt", "gpu 0\npeers=1-x\n", "", "gpus.txt"},
+  };
+  for (const auto& c : cases) {
+    const MiniSnapshot snap("bad");
+    if (*c.file) std::ofstream(snap.dir / c.file) << c.content;
+    if (*c.remove) fs::remove(snap.dir / c.remove);
+    const bool valid = std::string(c.content) == "gpu 0\nhbm_numa=0\n";
+    if (valid) {
+      EXPECT_NO_THROW(load_snapshot(snap.dir.string()));
+      continue;
+    }
+    try {
+      load_snapshot(snap.dir.string());
+      ADD_FAILURE() << "accepted " << c.file << c.remove << " = " << c.content;
+    } catch (const UsageError& e) {
+      const std::string what = e.what();
+      EXPECT_NE(what.find(c.named), std::string::npos) << what;
+      EXPECT_NE(what.find("valid"), std::string::npos) << what;
+      EXPECT_EQ(what.find('\n'), std::string::npos) << what;
+    }
+  }
+}
+
+TEST(Topology, EmptySnapshotFolderIsAUsageError) {
+  const fs::path dir = fs::temp_directory_path() / ("mempath_topo_empty_" + std::to_string(getpid()));
+  fs::create_directories(dir);
+  EXPECT_THROW(load_snapshot(dir.string()), UsageError);
+  fs::remove_all(dir);
+}
+
+// Fields that are empty on real nodes stay valid: a GH200 HBM node and its MIG placeholder
+// nodes have an empty cpulist, the placeholders also no memory.
+TEST(Topology, EmptyCpulistsOfHbmAndPlaceholderNodesStayValid) {
+  const Topology t = fixture("gh200_single");
+  EXPECT_TRUE(t.find_numa(1)->cpus.empty());
+  EXPECT_TRUE(t.find_numa(2)->cpus.empty());
+  EXPECT_EQ(t.find_numa(2)->mem_total_bytes, 0);
 }
 
 TEST(Topology, LiveSnapshotLoadsBackAsTheLiveNode) {

@@ -3,7 +3,11 @@ H100 loan machine (2026-11-22), as opposed to the fixtures written from document
 from __future__ import annotations
 
 import json
+import shutil
+import subprocess
 from pathlib import Path
+
+import pytest
 
 from test_cli_bw import run
 
@@ -32,3 +36,51 @@ def test_saved_snapshot_plans_the_cases_the_device_ran(mempath_cpu_bin: Path) ->
     lines = run(mempath_cpu_bin, "list", "--from", str(SAVED)).stdout.splitlines()
     assert len(lines) == 59
     assert sum("skipped:" in line for line in lines) == 6
+
+
+# Issue #12 (bad input): a broken snapshot is refused with exit 2 and one stderr line that
+# names the file and what is valid, instead of exit 0 with an empty node.
+GH200_SINGLE = SAVED.parent / "gh200_single"
+NODE = "sys/devices/system/node"
+BROKEN: dict[str, tuple[str, str | None, str]] = {
+    # name: (file below the snapshot, new content or None to delete it, named in the error)
+    "garbage cpulist": (f"{NODE}/node0/cpulist", "zero to seventy-one\n", "node0/cpulist"),
+    "reversed range": (f"{NODE}/node0/cpulist", "71-0\n", "node0/cpulist"),
+    "huge cpulist": (f"{NODE}/node0/cpulist", "0-99999999\n", "node0/cpulist"),
+    "huge online": (f"{NODE}/online", "0-99999999\n", "node/online"),
+    "cache size abc": ("sys/devices/system/cpu/cpu0/cache/index3/size", "abc\n", "index3/size"),
+    "missing distance": (f"{NODE}/node1/distance", None, "node1/distance"),
+    "short distance row": (f"{NODE}/node1/distance", "80 10\n", "node1/distance"),
+    "garbage meminfo": (f"{NODE}/node0/meminfo", "Node 0 MemTotal: lots kB\n", "node0/meminfo"),
+    "hbm node without memory": (f"{NODE}/node1/meminfo",
+                                "Node 1 MemTotal: 0 kB\nNode 1 MemFree: 0 kB\n", "gpus.txt"),
+}
+
+
+def one_error_line(proc: subprocess.CompletedProcess) -> str:
+    lines = proc.stderr.strip().splitlines()
+    assert proc.returncode == 2 and len(lines) == 1, proc.stderr
+    return lines[0]
+
+
+@pytest.mark.parametrize("name", BROKEN)
+def test_broken_snapshot_exits_2_with_one_line(mempath_cpu_bin: Path, tmp_path: Path, name: str) -> None:
+    file, content, named = BROKEN[name]
+    snap = tmp_path / "snap"
+    shutil.copytree(GH200_SINGLE, snap)
+    if content is None:
+        (snap / file).unlink()
+    else:
+        (snap / file).write_text(content)
+    line = one_error_line(run(mempath_cpu_bin, "topo", "--from", str(snap), check_rc=None))
+    assert named in line and "valid" in line
+
+
+def test_empty_snapshot_folder_exits_2(mempath_cpu_bin: Path, tmp_path: Path) -> None:
+    line = one_error_line(run(mempath_cpu_bin, "topo", "--from", str(tmp_path), check_rc=None))
+    assert str(tmp_path) in line and "mempath topo --save" in line
+
+
+def test_live_node_still_enumerates(mempath_cpu_bin: Path) -> None:
+    doc = json.loads(run(mempath_cpu_bin, "topo", "--json").stdout)
+    assert doc["source"] == "live" and doc["processors"]
