@@ -171,7 +171,7 @@ TEST(ChasePlan, CacheLevelsFromSysfsAndGpuFacts) {
   EXPECT_EQ(caches.front().level, "L1d");
   EXPECT_EQ(caches.front().bytes, 64 * KiB);
   EXPECT_EQ(caches.back().level, "L3");
-  EXPECT_EQ(caches.back().bytes, 114688 * KiB);
+  EXPECT_EQ(caches.back().bytes, 116736 * KiB);
   EXPECT_EQ(caches.back().source, "sysfs");
   const auto gpu = chase_caches(t, make_chase_case(t, "gpu0", -1, "", ""), kFixtures + "/gh200_quad");
   ASSERT_EQ(gpu.size(), 2u);

@@ -201,7 +201,7 @@ def test_quad_gh200_peaks_cross_the_grace_interconnect() -> None:
     assert model.path("cpu0", "numa1").gbps == 150.0
     assert model.path("cpu0", "numa12").gbps == 150.0        # c2c+interconnect
     nvlink = model.path("gpu0", "gpu1")
-    assert (nvlink.gbps, nvlink.limit) == (450.0, "link:nvlink:gpu0")
+    assert (nvlink.gbps, nvlink.limit) == (150.0, "link:nvlink:gpu0")
     assert model.path("gpu0", "numa4").gbps == 4000.0
 
 
