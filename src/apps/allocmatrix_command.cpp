@@ -96,7 +96,8 @@ int cmd_allocmatrix(const std::vector<std::string>& args, const std::vector<std:
   for (const auto& m : topo.memories)
     if (m.numa >= 0) numa_mems.push_back(m.name);
   const std::string mem_opt = opts.get_or("mem", "numa" + std::to_string(std::max(0, info->host_numa)));
-  const std::vector<std::string> hosts = mem_opt == "all" ? numa_mems : opts.list("mem");
+  const std::vector<std::string> hosts =
+      mem_opt == "all" ? numa_mems : opts.has("mem") ? opts.list("mem") : std::vector<std::string>{mem_opt};
   for (const auto& h : hosts)
     if (std::find(numa_mems.begin(), numa_mems.end(), h) == numa_mems.end())
       throw UsageError("--mem must name NUMA memories of this node, not '" + h + "'; valid: " + join(numa_mems) + ", all");
