@@ -63,11 +63,12 @@ bool holds(const Topology& topo, const Buffer& b, uint8_t value, int gpu) {
   return bad == 0;
 }
 
-// Sets every byte of `b` to kCleared where it lies: pageable memory by this (host-node)
-// thread, whose pages are already placed; anything else by the GPU, as the copies reach it.
+// Sets every byte of `b` to kCleared where it lies: host memory by this (host-node) thread,
+// whose pages are already placed (a GPU may not reach pageable memory: no ATS/HMM); device
+// and managed memory by the GPU, so managed pages stay where the copies left them.
 void clear(Buffer& b, int gpu) {
-  if (b.alloc() == "system") std::memset(b.data(), kCleared, b.bytes());
-  else gpu::fill(gpu, b.data(), b.bytes(), kCleared);
+  if (b.alloc() == "device" || b.alloc() == "managed") gpu::fill(gpu, b.data(), b.bytes(), kCleared);
+  else std::memset(b.data(), kCleared, b.bytes());
 }
 
 }  // namespace
