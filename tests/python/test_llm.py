@@ -90,3 +90,26 @@ def test_weights_in_pinned_host_memory_decode_the_same_tokens_slower(mempath_bin
     hbm, host = c["median_tokens_per_s"]
     assert host < hbm
     assert (c["fraction_of_bound"] <= 1.05).all()
+
+
+def test_the_placement_library_keeps_its_own_references_inside() -> None:
+    """The 7efe226 crash (issue 12): inside the PyTorch process, the library's stream parsing
+    ran into the process's C++ runtime and died in libstdc++'s locale code. Its symbols bind
+    inside it (-Bsymbolic, DT_SYMBOLIC / DF_SYMBOLIC in the dynamic section)."""
+    lib = Path(os.environ.get("MEMPATH_BIN", REPO / "build" / "mempath")).parent / "libmempath_placement.so"
+    if not lib.exists():
+        pytest.skip(f"{lib} is built only with CUDA")
+    dynamic = subprocess.run(["readelf", "-d", str(lib)], capture_output=True, text=True, check=True).stdout
+    assert "SYMBOLIC" in dynamic, dynamic
+
+
+@pytest.mark.gpu
+def test_every_placement_of_a_tiny_model_runs_in_the_pytorch_process(mempath_bin: Path, tmp_path: Path) -> None:
+    """The reported crash: signal 11 at the first mempath_place call, every placement."""
+    pytest.importorskip("torch")
+    env = {**os.environ, "MEMPATH_BIN": str(mempath_bin)}
+    proc = subprocess.run([sys.executable, "-X", "faulthandler", str(SCRIPT), "--model", "tiny", "--placement", "hbm,host",
+                           "--lib", str(mempath_bin.parent / "libmempath_placement.so"), "--mempath", str(mempath_bin),
+                           "--output", str(tmp_path / "tiny.h5")], capture_output=True, text=True, env=env, timeout=300)
+    assert proc.returncode == 0 and "Fatal Python error" not in proc.stderr, proc.stderr + proc.stdout
+    assert proc.stdout.count("status=ok") == 2, proc.stdout
