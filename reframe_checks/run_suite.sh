@@ -6,6 +6,7 @@
 #   MEMPATH_REPORT  report folder (default: report/HOST-DATE)
 set -euo pipefail
 source "$(dirname "$0")/../site_configs/setup_env.sh"
+cd "$mempath_root"
 tag="${MEMPATH_TAG:-full}"
 stamp="$(hostname -s)-$(date -u +%Y%m%dT%H%M%S)"
 report="${MEMPATH_REPORT:-$mempath_root/report/$stamp}"

@@ -40,9 +40,13 @@ mempath_build() {
   export MEMPATH_BIN="$dir/mempath"
 }
 
+# The steps stop at the first failure; the caller's shell options and working directory
+# are left as they were (a trailing `set +e` used to switch off the caller's -e, so a failed
+# ctest in tests/run_tests.sh still exited 0).
+mempath_saved_flags=$-  # not $(set +o): a command substitution does not see the caller's -e
 set -e
 mempath_system_packages
 mempath_python_env
 mempath_build
-set +e
-cd "$mempath_root"
+case $mempath_saved_flags in *e*) ;; *) set +e ;; esac
+unset mempath_saved_flags
