@@ -45,11 +45,11 @@ def start(binary: Path, *args: str, **kw) -> subprocess.Popen:
                             text=True, **kw)
 
 
-def wait_for_first_case(proc: subprocess.Popen, out: Path, timeout: float = 60) -> None:
-    """Until the first case is saved (its summary line printed)."""
+def wait_for_first_case(proc: subprocess.Popen, out: Path, group: str = "chase", timeout: float = 120) -> None:
+    """Until the first case is saved."""
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
-        if out.exists() and statuses(out):
+        if out.exists() and statuses(out, group):
             return
         assert proc.poll() is None, proc.communicate()
         time.sleep(0.1)
@@ -200,10 +200,7 @@ def test_a_stream_sweep_is_saved_case_by_case(mempath_cpu_bin: Path, tmp_path: P
     out = tmp_path / "cut.h5"
     sweep = ["stream", "--pu", "cpu0", "--threads", "sweep", "--size", "512MiB", "--reps", "5"]
     proc = start(mempath_cpu_bin, *sweep, "--output", str(out))
-    deadline = time.monotonic() + 120
-    while not (out.exists() and statuses(out, "stream")):
-        assert proc.poll() is None and time.monotonic() < deadline, proc.communicate()
-        time.sleep(0.1)
+    wait_for_first_case(proc, out, "stream")
     proc.kill()
     proc.wait()
     with h5py.File(out) as f:
