@@ -1,17 +1,21 @@
 // `mempath-mpi bw`: node-to-node bandwidth with windows of MPI_Isend/MPI_Irecv (issue 5,
 // docs/cli.md). Each rank on node 0 talks to the rank with the same local index on node
 // 1; all ranks of a node start at one time their node's first rank chose, and a
-// repetition ends when the node's last rank is done (the paper's method).
+// repetition ends when the node's last rank is done (the paper's method). Every
+// repetition's messages carry a pattern of their own that the receiver checks, untimed.
 #include <algorithm>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <memory>
+#include <optional>
 
 #include "core/allocators.hpp"
 #include "core/error.hpp"
 #include "core/numa_policy.hpp"
 #include "core/options.hpp"
 #include "core/provenance.hpp"
+#include "core/result_run.hpp"
 #include "core/results.hpp"
 #include "core/scaleout_plan.hpp"
 #include "core/stats.hpp"
@@ -40,6 +44,7 @@ const std::vector<ColumnSpec> kCaseColumns = {
     {"reason", ColumnType::String, ""},  {"reps", ColumnType::Int, ""},
     {"median_GBps", ColumnType::Float, "GB/s"}, {"min_GBps", ColumnType::Float, "GB/s"},
     {"max_GBps", ColumnType::Float, "GB/s"}, {"same_host", ColumnType::Int, ""},
+    {"verified", ColumnType::Int, ""},
 };
 const std::vector<ColumnSpec> kRankColumns = {
     {"rank", ColumnType::Int, ""}, {"host", ColumnType::String, ""}, {"node", ColumnType::Int, ""},
@@ -57,42 +62,144 @@ std::string cuda_aware_problem() {
 #endif
 }
 
-struct Rep {
-  double seconds = 0;  // the node's last end - the node's common start
+struct Plan {
+  std::vector<std::string> modes, allocs;
+  uint64_t min_size = 1, max_size = 1ULL << 30;
+  int reps = 5;
+  std::optional<long long> ppn;
 };
 
-// One repetition of `windows` windows between this rank and `peer`. Returns this rank's
+Plan parse_plan(const Options& opts) {
+  Plan p;
+  p.modes = opts.has("mode") ? opts.list("mode") : split_list("uni,bi");
+  for (const auto& m : p.modes)
+    if (m != "uni" && m != "bi") throw UsageError("invalid --mode '" + m + "'; valid: uni, bi");
+  p.allocs = opts.has("alloc") ? opts.list("alloc") : split_list("numa");
+  for (const auto& a : p.allocs)
+    if (std::find(allocator_names().begin(), allocator_names().end(), a) == allocator_names().end() || a == "registered")
+      throw UsageError("invalid --alloc '" + a + "'; valid: numa, system, pinned, managed, device");
+  if (opts.has("min-size")) p.min_size = parse_size(*opts.get("min-size"));
+  if (opts.has("max-size")) p.max_size = parse_size(*opts.get("max-size"));
+  if (p.max_size < p.min_size) throw UsageError("--max-size is below --min-size");
+  if (p.max_size > (1ULL << 31) - 1)
+    throw UsageError("--max-size " + format_size(p.max_size) + " exceeds one MPI message (2 GiB - 1)");
+  p.reps = static_cast<int>(opts.integer("reps", 5, 1, kMaxReps));
+  if (opts.has("ppn")) p.ppn = opts.integer("ppn", 1, 1);
+  return p;
+}
+
+// Bad input in the job's shape; every rank has the layout, so all find the same.
+void check_layout(const Job& job, const Plan& plan) {
+  if (job.nodes != 2)
+    throw UsageError("bw runs between 2 nodes; this job has ranks on " + std::to_string(job.nodes) +
+                     " (valid: ranks on 2 nodes, or on one host where they are split in two halves)");
+  const auto per_node = ranks_per_node(job.node_of);
+  const auto [lo, hi] = std::minmax_element(per_node.begin(), per_node.end());
+  if (plan.ppn && (*lo != *plan.ppn || *hi != *lo))
+    throw UsageError("--ppn " + std::to_string(*plan.ppn) + " but the job has " + std::to_string(*lo) + ".." +
+                     std::to_string(*hi) + " ranks per node; valid: launch that many per node (srun --ntasks-per-node)");
+}
+
+struct RankPlace {
+  int numa = -1;
+  std::vector<int> cpus;
+};
+
+// Binds this rank to its host NUMA node and pins it: a launcher that bound the rank inside
+// its node (srun --cpu-bind, taskset) decides; else ranks of a split host, or more ranks
+// than nodes, sharing a node's cores get one each.
+RankPlace place_rank(const Job& job, const Topology& topo) {
+  std::vector<int> host_nodes;
+  for (const auto& n : topo.numa_nodes)
+    if (n.kind == "host" && !n.cpus.empty()) host_nodes.push_back(n.id);
+  RankPlace place;
+  place.numa = rank_numa(job.local, host_nodes);
+  const NumaNode* node = topo.find_numa(place.numa);
+  const std::vector<int> node_cpus = node ? node->cpus : std::vector<int>{};
+  place.cpus = allowed_of(node_cpus);
+  if (place.cpus.empty()) place.cpus = node_cpus;
+  if (!place.cpus.empty() && place.cpus.size() == node_cpus.size()) {
+    const int nodes = static_cast<int>(host_nodes.size());
+    const int sharing = std::max(1, (job.local_size + nodes - 1) / nodes);
+    const int index = job.split_host ? job.rank : job.local / nodes;
+    if (sharing > 1 || job.split_host) place.cpus = {place.cpus[static_cast<size_t>(index) % place.cpus.size()]};
+  }
+  if (!place.cpus.empty()) pin_this_thread(place.cpus);
+  bind_this_thread_memory(place.numa);
+  return place;
+}
+
+// This rank's side of the pairs' exchange.
+struct Exchange {
+  int peer = -1;  // -1: no partner on the other node
+  bool bidir = false, sender = false;
+  char* send = nullptr;
+  char* recv = nullptr;
+  bool checked = false;  // buffers the host can read and write (not device memory)
+  bool sends() const { return peer >= 0 && (bidir || sender); }
+  bool receives() const { return peer >= 0 && (bidir || !sender); }
+};
+
+// Test-only (tests/python/test_mpi.py, docs/cli.md): MEMPATH_TEST_CORRUPT_RECV=1 flips a
+// received byte, to prove that the data check catches what the network could do.
+bool corrupt_for_test() {
+  static const bool on = [] {
+    const char* v = std::getenv("MEMPATH_TEST_CORRUPT_RECV");
+    return v && std::strcmp(v, "1") == 0;
+  }();
+  return on;
+}
+
+// One repetition of `windows` windows between this rank and its peer. Returns this rank's
 // end time; `start` is the common start of its node.
-double exchange(const Job& job, int peer, bool sender, bool bidir, char* send, char* recv, uint64_t size,
-                int windows, double start) {
+double exchange(const Exchange& x, uint64_t size, int windows, double start) {
   std::vector<MPI_Request> req(2 * kMpiWindow);
   const int count = static_cast<int>(size);
   while (MPI_Wtime() < start) {
   }
   for (int w = 0; w < windows; ++w) {
     int n = 0;
-    if (bidir || !sender)
-      for (int k = 0; k < kMpiWindow; ++k) MPI_Irecv(recv, count, MPI_CHAR, peer, 1, MPI_COMM_WORLD, &req[n++]);
-    if (bidir || sender)
-      for (int k = 0; k < kMpiWindow; ++k) MPI_Isend(send, count, MPI_CHAR, peer, 1, MPI_COMM_WORLD, &req[n++]);
+    if (x.receives())
+      for (int k = 0; k < kMpiWindow; ++k) MPI_Irecv(x.recv, count, MPI_CHAR, x.peer, 1, MPI_COMM_WORLD, &req[n++]);
+    if (x.sends())
+      for (int k = 0; k < kMpiWindow; ++k) MPI_Isend(x.send, count, MPI_CHAR, x.peer, 1, MPI_COMM_WORLD, &req[n++]);
     MPI_Waitall(n, req.data(), MPI_STATUSES_IGNORE);
   }
-  if (!bidir) {  // the sender's time ends when the receiver confirms it has everything
+  if (!x.bidir) {  // the sender's time ends when the receiver confirms it has everything
     char ack = 0;
-    if (sender) MPI_Recv(&ack, 1, MPI_CHAR, peer, 2, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
-    else MPI_Send(&ack, 1, MPI_CHAR, peer, 2, MPI_COMM_WORLD);
+    if (x.sender) MPI_Recv(&ack, 1, MPI_CHAR, x.peer, 2, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+    else MPI_Send(&ack, 1, MPI_CHAR, x.peer, 2, MPI_COMM_WORLD);
   }
-  (void)job;
   return MPI_Wtime();
 }
 
-Rep timed_rep(const Job& job, int peer, bool bidir, char* send, char* recv, uint64_t size, int windows) {
+// What this rank received in repetition `rep` against what its peer sent: "" or the
+// first difference. Every message of the repetition lands in the one receive buffer
+// that was cleared before it, so the buffer must hold the repetition's pattern.
+std::string check_received(const Exchange& x, uint64_t size, int rep) {
+  if (!x.checked || !x.receives()) return "";
+  if (corrupt_for_test()) x.recv[size / 2] ^= 0x01;
+  const uint64_t at = pattern_mismatch(x.recv, size, pattern_tag(x.peer, size, rep));
+  if (at == size) return "";
+  return "received data differ from what rank " + std::to_string(x.peer) + " sent: byte " + std::to_string(at) +
+         " of a " + format_size(size) + " message, " +
+         (rep == 0 ? std::string("warm-up") : "repetition " + std::to_string(rep));
+}
+
+struct Rep {
+  double seconds = 0;   // the node's last end - the node's common start
+  std::string failure;  // this rank's data check
+};
+
+Rep timed_rep(const Job& job, const Exchange& x, uint64_t size, int windows, int rep) {
+  if (x.checked && x.sends()) fill_pattern(x.send, size, pattern_tag(job.rank, size, rep));
+  if (x.checked && x.receives()) std::memset(x.recv, 0, size);
   MPI_Barrier(MPI_COMM_WORLD);
   double start = 0;
   if (job.local == 0) start = MPI_Wtime() + 1e-3;  // the node's first rank chooses
   MPI_Bcast(&start, 1, MPI_DOUBLE, 0, job.node_comm);
   double end = start;
-  if (peer >= 0) end = exchange(job, peer, job.node == 0, bidir, send, recv, size, windows, start);
+  if (x.peer >= 0) end = exchange(x, size, windows, start);
   double node_end = 0;
   MPI_Allreduce(&end, &node_end, 1, MPI_DOUBLE, MPI_MAX, job.node_comm);
   Rep r;
@@ -100,159 +207,186 @@ Rep timed_rep(const Job& job, int peer, bool bidir, char* send, char* recv, uint
   // Node 0's time, as OSU reports rank 0's: one direction, its senders wait for the last
   // acknowledgement; both directions, its ranks wait for everything they receive.
   MPI_Bcast(&r.seconds, 1, MPI_DOUBLE, 0, MPI_COMM_WORLD);
+  r.failure = check_received(x, size, rep);
   return r;
+}
+
+struct CaseResult {
+  std::vector<double> seconds;
+  std::string failure;  // agreed by every rank: the first rank's data-check failure
+};
+
+// Warm-up (connections, registration; checked too), then `reps` timed repetitions, all
+// under the watchdog; the data check's outcome is agreed before the watchdog is disarmed.
+CaseResult run_case(const Job& job, const Exchange& x, uint64_t size, int reps, const std::string& what) {
+  Watchdog::Scope armed(phase_watchdog(), what);
+  const int windows = mpi_windows(size, kMpiWindow);
+  CaseResult c;
+  std::string mine = timed_rep(job, x, size, 1, 0).failure;
+  for (int k = 1; k <= reps; ++k) {
+    Rep r = timed_rep(job, x, size, windows, k);
+    c.seconds.push_back(r.seconds);
+    if (mine.empty()) mine = r.failure;
+  }
+  c.failure = agree_on_reason(mine);
+  return c;
+}
+
+struct CaseRow {
+  int64_t id;
+  std::string mode, alloc, status, reason;
+  int ppn, pairs;
+  uint64_t size;
+  bool same_host, verified;
+};
+
+// Rank 0: the case's rows and its summary line.
+void record_case(ResultFile& file, const CaseRow& c, const std::vector<double>& seconds) {
+  // Bytes of one repetition: node 0's senders (uni), or both directions (bi).
+  const int windows = mpi_windows(c.size, kMpiWindow);
+  const uint64_t bytes = c.size * kMpiWindow * windows * c.pairs * (c.mode == "bi" ? 2 : 1);
+  std::vector<double> gbps;
+  for (double t : seconds) gbps.push_back(bytes / t / 1e9);
+  for (size_t k = 0; k < seconds.size(); ++k)
+    file.table("mpi_bw/samples", kSampleColumns)
+        .append({{"case_id", c.id}, {"rep", static_cast<int64_t>(k)}, {"mode", c.mode}, {"alloc", c.alloc},
+                 {"ppn", static_cast<int64_t>(c.ppn)}, {"size_bytes", static_cast<int64_t>(c.size)},
+                 {"bytes", static_cast<int64_t>(bytes)}, {"time_s", seconds[k]}, {"bandwidth_GBps", gbps[k]}});
+  const Summary sum = summarize(gbps);
+  file.table("mpi_bw/cases", kCaseColumns)
+      .append({{"case_id", c.id}, {"mode", c.mode}, {"alloc", c.alloc}, {"mem", c.alloc == "device" ? "gpu" : "numa"},
+               {"ppn", static_cast<int64_t>(c.ppn)}, {"pairs", static_cast<int64_t>(c.pairs)},
+               {"size_bytes", static_cast<int64_t>(c.size)}, {"window", static_cast<int64_t>(kMpiWindow)},
+               {"windows", static_cast<int64_t>(windows)}, {"status", c.status}, {"reason", c.reason},
+               {"reps", static_cast<int64_t>(seconds.size())}, {"median_GBps", sum.median},
+               {"min_GBps", sum.min}, {"max_GBps", sum.max}, {"same_host", static_cast<int64_t>(c.same_host)},
+               {"verified", static_cast<int64_t>(c.verified)}});
+  std::printf("MEMPATH mpi_bw mode=%s alloc=%s ppn=%d pairs=%d size=%llu status=%s", c.mode.c_str(), c.alloc.c_str(),
+              c.ppn, c.pairs, static_cast<unsigned long long>(c.size), c.status.c_str());
+  if (c.status == "ok") std::printf(" median_GBps=%.3f min_GBps=%.3f max_GBps=%.3f", sum.median, sum.min, sum.max);
+  if (!c.reason.empty()) std::printf(" reason=\"%s\"", c.reason.c_str());
+  std::printf("\n");
+  std::fflush(stdout);
+}
+
+std::map<std::string, Attribute> bw_attributes(const Topology& topo, const std::vector<std::string>& argv,
+                                               const Job& job) {
+  auto attrs = collect_provenance(topo, argv);
+  attrs["mpi_ranks"] = static_cast<int64_t>(job.size);
+  attrs["mpi_nodes"] = static_cast<int64_t>(job.nodes);
+  char version[MPI_MAX_LIBRARY_VERSION_STRING] = {};
+  int len = 0;
+  MPI_Get_library_version(version, &len);
+  attrs["mpi_library"] = std::string(version, strnlen(version, len));
+  return attrs;
+}
+
+void record_ranks(ResultFile& file, const Job& job, const std::vector<std::string>& rank_rows) {
+  auto& ranks = file.table("mpi_bw/ranks", kRankColumns);
+  for (int r = 0; r < job.size; ++r) {
+    const auto bar = rank_rows[r].find('|');
+    ranks.append({{"rank", static_cast<int64_t>(r)}, {"host", job.hosts[r]}, {"node", static_cast<int64_t>(job.node_of[r])},
+                  {"local", static_cast<int64_t>(job.local_of[r])},
+                  {"numa", static_cast<int64_t>(std::stoi(rank_rows[r].substr(0, bar)))},
+                  {"cpus", rank_rows[r].substr(bar + 1)}});
+  }
 }
 
 }  // namespace
 
-int cmd_bw(const std::vector<std::string>& args, const std::vector<std::string>& argv, const Job& job) {
+int cmd_bw(const std::vector<std::string>& args, const std::vector<std::string>& argv) {
   Options opts("bw", "Node-to-node MPI bandwidth, windows of Isend/Irecv between rank pairs (docs/cli.md).",
-               {{"mode", "LIST", "uni, bi or both (default uni,bi)"},
-                {"alloc", "LIST", "buffer allocators: numa (default), system, pinned, managed, device"},
-                {"min-size", "SIZE", "smallest message (default 1B)"},
-                {"max-size", "SIZE", "largest message (default 1GiB)"},
-                {"reps", "N", "timed repetitions per size (default 5)"},
-                {"ppn", "N", "expected ranks per node: the run fails when the job has another count"},
-                {"timeout", "SECONDS", "longest a case may take before every rank is ended (default 300)"},
-                {"output", "FILE", "HDF5 result file, written by rank 0 (default mempath-mpi-bw-HOST-TIME.h5)"}});
+               with_run_options({{"mode", "LIST", "uni, bi or both (default uni,bi)"},
+                                 {"alloc", "LIST", "buffer allocators: numa (default), system, pinned, managed, device"},
+                                 {"min-size", "SIZE", "smallest message (default 1B)"},
+                                 {"max-size", "SIZE", "largest message (default 1GiB)"},
+                                 {"reps", "N", "timed repetitions per size (default 5)"},
+                                 {"ppn", "N", "expected ranks per node: the run fails when the job has another count"}},
+                                "mpi-bw"));
   if (!opts.parse(args)) return kExitOk;
-  const auto modes = split_list(opts.get_or("mode", "uni,bi"));
-  for (const auto& m : modes)
-    if (m != "uni" && m != "bi") throw UsageError("invalid --mode '" + m + "'; valid: uni, bi");
-  const auto allocs = split_list(opts.get_or("alloc", "numa"));
-  for (const auto& a : allocs)
-    if (std::find(allocator_names().begin(), allocator_names().end(), a) == allocator_names().end() || a == "registered")
-      throw UsageError("invalid --alloc '" + a + "'; valid: numa, system, pinned, managed, device");
-  const uint64_t min_size = opts.has("min-size") ? parse_size(*opts.get("min-size")) : 1;
-  const uint64_t max_size = opts.has("max-size") ? parse_size(*opts.get("max-size")) : 1ULL << 30;
-  if (max_size < min_size) throw UsageError("--max-size is below --min-size");
-  if (max_size > (1ULL << 31) - 1) throw UsageError("--max-size " + format_size(max_size) + " exceeds one MPI message (2 GiB - 1)");
-  const int reps = static_cast<int>(opts.integer("reps", 5, 1));
-  const double timeout = static_cast<double>(opts.integer("timeout", 300, 1));
-  if (job.nodes != 2)
-    throw UsageError("bw runs between 2 nodes; this job has ranks on " + std::to_string(job.nodes) +
-                     " (valid: ranks on 2 nodes, or on one host where they are split in two halves)");
-  int ppn_min = job.local_size, ppn_max = job.local_size;
-  MPI_Allreduce(&job.local_size, &ppn_min, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
-  MPI_Allreduce(&job.local_size, &ppn_max, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
-  if (opts.has("ppn") && (ppn_min != opts.integer("ppn", 1, 1) || ppn_max != ppn_min))
-    throw UsageError("--ppn " + *opts.get("ppn") + " but the job has " + std::to_string(ppn_min) + ".." +
-                     std::to_string(ppn_max) + " ranks per node; valid: launch that many per node (srun --ntasks-per-node)");
+  const Plan plan = parse_plan(opts);
+  set_phase_limit(timeout_option(opts));
 
-  const Topology topo = discover();
-  std::vector<int> host_nodes;
-  for (const auto& n : topo.numa_nodes)
-    if (n.kind == "host" && !n.cpus.empty()) host_nodes.push_back(n.id);
-  const int numa = rank_numa(job.local, host_nodes);
-  const NumaNode* node = topo.find_numa(numa);
-  const std::vector<int> node_cpus = node ? node->cpus : std::vector<int>{};
-  std::vector<int> cpus = allowed_of(node_cpus);
-  // A launcher that bound the rank inside its node (srun --cpu-bind, taskset) decides; else
-  // ranks of a split host, or more ranks than nodes, sharing a node's cores get one each.
-  if (cpus.empty()) cpus = node_cpus;
-  if (!cpus.empty() && cpus.size() == node_cpus.size()) {
-    const int sharing = std::max(1, (job.local_size + static_cast<int>(host_nodes.size()) - 1) / static_cast<int>(host_nodes.size()));
-    const int index = job.split_host ? job.rank : job.local / static_cast<int>(host_nodes.size());
-    if (sharing > 1 || job.split_host) cpus = {cpus[static_cast<size_t>(index) % cpus.size()]};
+  Job job;
+  {
+    Watchdog::Scope armed(phase_watchdog(), "start-up");
+    job = discover_job();
   }
-  if (!cpus.empty()) pin_this_thread(cpus);
-  bind_this_thread_memory(numa);
+  phase("checking the job", [&] { check_layout(job, plan); });
+  Topology topo;
+  RankPlace place;
+  phase("placing the rank", [&] {
+    topo = discover();
+    place = place_rank(job, topo);
+  });
   const int peer = mpi_partner(job.rank, job.node_of, job.local_of);
-  int pairs_local = peer >= 0 && job.node == 0 ? 1 : 0, pairs = 0;
-  MPI_Allreduce(&pairs_local, &pairs, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
-
+  const int pairs = mpi_pairs(job.node_of, job.local_of);
+  const auto per_node = ranks_per_node(job.node_of);
+  const int ppn = *std::max_element(per_node.begin(), per_node.end());
   std::string cpu_list;
-  for (int c : cpus) cpu_list += (cpu_list.empty() ? "" : ",") + std::to_string(c);
-  const auto rank_rows = gather_strings(std::to_string(numa) + "|" + cpu_list, job);
-  std::unique_ptr<ResultFile> file;
-  if (job.rank == 0) {
-    auto attrs = collect_provenance(topo, argv);
-    attrs["mpi_ranks"] = static_cast<int64_t>(job.size);
-    attrs["mpi_nodes"] = static_cast<int64_t>(job.nodes);
-    char version[MPI_MAX_LIBRARY_VERSION_STRING] = {};
-    int len = 0;
-    MPI_Get_library_version(version, &len);
-    attrs["mpi_library"] = std::string(version, strnlen(version, len));
-    file = std::make_unique<ResultFile>(opts.get_or("output", default_output_name("mpi-bw", topo.host)), attrs);
-    file->table("mpi_bw/samples", kSampleColumns);
-    file->table("mpi_bw/cases", kCaseColumns);
-    auto& ranks = file->table("mpi_bw/ranks", kRankColumns);
-    for (int r = 0; r < job.size; ++r) {
-      const auto bar = rank_rows[r].find('|');
-      ranks.append({{"rank", static_cast<int64_t>(r)}, {"host", job.hosts[r]}, {"node", static_cast<int64_t>(job.node_of[r])},
-                    {"local", static_cast<int64_t>(job.local_of[r])},
-                    {"numa", static_cast<int64_t>(std::stoi(rank_rows[r].substr(0, bar)))},
-                    {"cpus", rank_rows[r].substr(bar + 1)}});
-    }
-    file->save();
+  for (int c : place.cpus) cpu_list += (cpu_list.empty() ? "" : ",") + std::to_string(c);
+  std::vector<std::string> rank_rows;
+  {
+    Watchdog::Scope armed(phase_watchdog(), "gathering the ranks");
+    rank_rows = gather_strings(std::to_string(place.numa) + "|" + cpu_list, job);
+  }
+  JobFile file(job, opts, "mpi-bw", topo.host, [&] { return bw_attributes(topo, argv, job); });
+  ResultFile* out = file.rank0();
+  if (out) {
+    out->table("mpi_bw/samples", kSampleColumns);
+    out->table("mpi_bw/cases", kCaseColumns);
+    record_ranks(*out, job, rank_rows);  // saved with the first finished case, not before
   }
 
-  Watchdog watchdog = job_watchdog(timeout);
   int64_t id = 0;
-  bool any_ran = false;
-  std::string first_skip;
-  for (const auto& alloc : allocs) {
+  bool any_ran = false, any_failed = false;
+  std::string first_skip, first_failure;
+  for (const auto& alloc : plan.allocs) {
     // One send and one receive buffer per rank for every size: messages of a window
     // share them, as in OSU's osu_bw.
     std::string reason = alloc == "device" ? cuda_aware_problem() : "";
     std::unique_ptr<Buffer> send, recv;
-    std::string mem = alloc == "device" ? "gpu" + std::to_string(job.local) : "numa" + std::to_string(numa);
+    const std::string mem = alloc == "device" ? "gpu" + std::to_string(job.local) : "numa" + std::to_string(place.numa);
     if (reason.empty()) {
       try {
-        send = allocate(topo, alloc, mem, max_size, 0x5a);
-        recv = allocate(topo, alloc, mem, max_size, 0);
+        send = allocate(topo, alloc, mem, plan.max_size, 0x5a);
+        recv = allocate(topo, alloc, mem, plan.max_size, 0);
       } catch (const std::exception& e) {
         reason = e.what();
       }
     }
-    reason = agree_on_reason(reason);
+    {
+      Watchdog::Scope armed(phase_watchdog(), "bw " + alloc + " allocation");
+      reason = agree_on_reason(reason);
+    }
     any_ran = any_ran || reason.empty();
     if (first_skip.empty()) first_skip = reason;
-    for (const auto& mode : modes) {
-      for (uint64_t size : power_of_two_sizes(min_size, max_size)) {
-        const int windows = mpi_windows(size, kMpiWindow);
-        std::vector<double> seconds;
+    for (const auto& mode : plan.modes) {
+      for (uint64_t size : power_of_two_sizes(plan.min_size, plan.max_size)) {
+        CaseRow row{id, mode, alloc, "skipped", reason, ppn, pairs, size, job.split_host, false};
+        CaseResult result;
         if (reason.empty()) {
-          watchdog.arm("bw " + mode + " " + alloc + " " + format_size(size));
-          auto* s = static_cast<char*>(send->data());
-          auto* r = static_cast<char*>(recv->data());
-          timed_rep(job, peer, mode == "bi", s, r, size, 1);  // warm-up: connections, registration
-          for (int k = 0; k < reps; ++k) seconds.push_back(timed_rep(job, peer, mode == "bi", s, r, size, windows).seconds);
-          watchdog.disarm();
+          // Device memory is not checked: the host cannot fill or read it here.
+          const Exchange x{peer, mode == "bi", job.node == 0, static_cast<char*>(send->data()),
+                           static_cast<char*>(recv->data()), alloc != "device"};
+          result = run_case(job, x, size, plan.reps, "bw " + mode + " " + alloc + " " + format_size(size));
+          row.status = result.failure.empty() ? "ok" : "failed";
+          row.reason = result.failure;
+          row.verified = x.checked && result.failure.empty();
+          any_failed = any_failed || !result.failure.empty();
+          if (first_failure.empty()) first_failure = result.failure;
         }
-        if (job.rank != 0) continue;
-        // Bytes of one repetition: node 0's senders (uni), or both directions (bi).
-        const uint64_t bytes = size * kMpiWindow * windows * pairs * (mode == "bi" ? 2 : 1);
-        std::vector<double> gbps;
-        for (double t : seconds) gbps.push_back(bytes / t / 1e9);
-        for (size_t k = 0; k < seconds.size(); ++k)
-          file->table("mpi_bw/samples", kSampleColumns)
-              .append({{"case_id", id}, {"rep", static_cast<int64_t>(k)}, {"mode", mode}, {"alloc", alloc},
-                       {"ppn", static_cast<int64_t>(ppn_max)}, {"size_bytes", static_cast<int64_t>(size)},
-                       {"bytes", static_cast<int64_t>(bytes)}, {"time_s", seconds[k]}, {"bandwidth_GBps", gbps[k]}});
-        const Summary sum = summarize(gbps);
-        const std::string status = reason.empty() ? "ok" : "skipped";
-        file->table("mpi_bw/cases", kCaseColumns)
-            .append({{"case_id", id}, {"mode", mode}, {"alloc", alloc}, {"mem", alloc == "device" ? "gpu" : "numa"},
-                     {"ppn", static_cast<int64_t>(ppn_max)}, {"pairs", static_cast<int64_t>(pairs)},
-                     {"size_bytes", static_cast<int64_t>(size)}, {"window", static_cast<int64_t>(kMpiWindow)},
-                     {"windows", static_cast<int64_t>(windows)}, {"status", status}, {"reason", reason},
-                     {"reps", static_cast<int64_t>(seconds.size())}, {"median_GBps", sum.median},
-                     {"min_GBps", sum.min}, {"max_GBps", sum.max}, {"same_host", static_cast<int64_t>(job.split_host)}});
-        file->set_attribute("end_time", utc_now_iso8601());
-        file->save();
-        std::printf("MEMPATH mpi_bw mode=%s alloc=%s ppn=%d pairs=%d size=%llu status=%s", mode.c_str(), alloc.c_str(),
-                    ppn_max, pairs, static_cast<unsigned long long>(size), status.c_str());
-        if (status == "ok") std::printf(" median_GBps=%.3f min_GBps=%.3f max_GBps=%.3f", sum.median, sum.min, sum.max);
-        if (!reason.empty()) std::printf(" reason=\"%s\"", reason.c_str());
-        std::printf("\n");
-        std::fflush(stdout);
+        if (out) record_case(*out, row, result.seconds);
+        file.save();
         ++id;
       }
     }
   }
-  if (job.rank == 0) std::fprintf(stderr, "mempath-mpi: %lld cases written to %s\n", static_cast<long long>(id), file->path().c_str());
-  return exit_code(job, any_ran, first_skip, kExitOk);
+  if (out) {
+    std::fprintf(stderr, "mempath-mpi: %lld cases written to %s\n", static_cast<long long>(id), out->path().c_str());
+    if (any_failed) std::fprintf(stderr, "mempath-mpi: failed: a data check failed (%s)\n", first_failure.c_str());
+  }
+  return exit_code(job, any_ran, first_skip, any_failed ? kExitFailed : kExitOk);
 }
 
 }  // namespace mempath::mpi

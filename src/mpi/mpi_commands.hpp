@@ -1,5 +1,6 @@
 #pragma once
-// Subcommands of mempath-mpi; each runs on every rank of the job.
+// Subcommands of mempath-mpi; each runs on every rank of the job: it parses its options
+// (alike on every rank), then starts the job (mpi_job.hpp) under its --timeout.
 #include <string>
 #include <vector>
 
@@ -7,7 +8,7 @@
 
 namespace mempath::mpi {
 
-int cmd_bw(const std::vector<std::string>& args, const std::vector<std::string>& argv, const Job& job);
-int cmd_nccl(const std::vector<std::string>& args, const std::vector<std::string>& argv, const Job& job);
+int cmd_bw(const std::vector<std::string>& args, const std::vector<std::string>& argv);
+int cmd_nccl(const std::vector<std::string>& args, const std::vector<std::string>& argv);
 
 }  // namespace mempath::mpi

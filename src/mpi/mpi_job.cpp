@@ -1,15 +1,17 @@
 #include "mpi/mpi_job.hpp"
 
 #include "core/error.hpp"
+#include "core/provenance.hpp"
+#include "core/result_run.hpp"
 
 #include <unistd.h>
 
 #include <algorithm>
 #include <atomic>
-#include <chrono>
-#include <condition_variable>
+#include <climits>
 #include <cstdio>
-#include <mutex>
+#include <cstdlib>
+#include <cstring>
 #include <thread>
 
 namespace mempath::mpi {
@@ -20,7 +22,100 @@ std::string host_name() {
   gethostname(buf, sizeof buf - 1);
   return buf;
 }
+
+int g_rank = -1;
+bool g_abort_from_any_thread = false;  // MPI_THREAD_MULTIPLE was granted
+std::thread::id g_main_thread;
+std::atomic<bool> g_finalizing{false};
+std::unique_ptr<Watchdog> g_watchdog;
+// Rank 0's file while it holds finished cases and no save is under way: the one moment an
+// abort may record itself there without racing the main thread or waiting on a stuck write.
+std::atomic<ResultFile*> g_abort_record{nullptr};
+
+const char* thread_level_name(int level) {
+  if (level == MPI_THREAD_SINGLE) return "MPI_THREAD_SINGLE";
+  if (level == MPI_THREAD_FUNNELED) return "MPI_THREAD_FUNNELED";
+  if (level == MPI_THREAD_SERIALIZED) return "MPI_THREAD_SERIALIZED";
+  return "MPI_THREAD_MULTIPLE";
+}
+
+// Test-only (tests/python/test_mpi.py): MEMPATH_TEST_MPI_THREAD=funneled asks for less
+// than MPI_THREAD_MULTIPLE, as a library without it would grant, to exercise the fallback.
+int requested_thread_level() {
+  const char* test = std::getenv("MEMPATH_TEST_MPI_THREAD");
+  return test && std::strcmp(test, "funneled") == 0 ? MPI_THREAD_FUNNELED : MPI_THREAD_MULTIPLE;
+}
+
+void print_failure(int code, const std::string& why) {
+  if (code == kExitUsage)
+    std::fprintf(stderr, "mempath-mpi: error: %s%s\n", g_rank ? ("rank " + std::to_string(g_rank) + ": ").c_str() : "",
+                 why.c_str());
+  else
+    std::fprintf(stderr, "mempath-mpi: rank %d: failed: %s\n", g_rank, why.c_str());
+  std::fflush(stderr);
+}
+
+// The first failing rank's outcome on every rank: that rank prints, every rank throws.
+void settle(int code, const std::string& why) {
+  int first = code != kExitOk ? g_rank : INT_MAX, chosen = INT_MAX;
+  MPI_Allreduce(&first, &chosen, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
+  if (chosen == INT_MAX) return;
+  MPI_Bcast(&code, 1, MPI_INT, chosen, MPI_COMM_WORLD);
+  if (g_rank == chosen) print_failure(code, why);
+  throw JobEnd{code};
+}
 }  // namespace
+
+void start_mpi(int* argc, char*** argv) {
+  int provided = MPI_THREAD_SINGLE;
+  MPI_Init_thread(argc, argv, requested_thread_level(), &provided);
+  MPI_Comm_rank(MPI_COMM_WORLD, &g_rank);
+  g_main_thread = std::this_thread::get_id();
+  g_abort_from_any_thread = provided >= MPI_THREAD_MULTIPLE;
+  if (!g_abort_from_any_thread && g_rank == 0)
+    std::fprintf(stderr,
+                 "mempath-mpi: warning: the MPI library grants %s, not MPI_THREAD_MULTIPLE: a rank past "
+                 "--timeout ends itself only, and the other ranks end by their own --timeout or the launcher\n",
+                 thread_level_name(provided));
+}
+
+void finish_mpi() {
+  {
+    Watchdog::Scope armed(phase_watchdog(), "MPI_Finalize");
+    g_finalizing = true;  // MPI_Abort is no longer allowed once finalize began
+    MPI_Finalize();
+  }
+  g_watchdog.reset();
+}
+
+int world_rank() { return g_rank; }
+
+void set_phase_limit(double seconds) {
+  g_watchdog.reset();  // joins the old thread before the new one starts
+  g_watchdog = std::make_unique<Watchdog>(seconds, [seconds](const std::string& what) {
+    abort_job(what + " ran longer than " + timeout_text(seconds));
+  });
+}
+
+Watchdog& phase_watchdog() {
+  // Before a command parsed its options: timeout_option's default, as if none was given.
+  if (!g_watchdog) set_phase_limit(timeout_option(Options("", "", {})));
+  return *g_watchdog;
+}
+
+void phase(const std::string& what, const std::function<void()>& body) {
+  Watchdog::Scope armed(phase_watchdog(), what);
+  int code = kExitOk;
+  std::string why;
+  try {
+    body();
+  } catch (const UsageError& e) {
+    code = kExitUsage, why = e.what();
+  } catch (const std::exception& e) {
+    code = kExitFailed, why = what + ": " + e.what();
+  }
+  settle(code, why);
+}
 
 std::vector<std::string> gather_strings(const std::string& mine, const Job& job) {
   int len = static_cast<int>(mine.size());
@@ -99,18 +194,47 @@ int exit_code(const Job& job, bool any_ran, const std::string& first_skip, int c
 }
 
 void abort_job(const std::string& why, int code) {
-  int rank = -1;
-  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
-  std::fprintf(stderr, "mempath-mpi: rank %d: %s; ending every rank\n", rank, why.c_str());
+  std::string kept;
+  if (ResultFile* file = g_abort_record.exchange(nullptr)) {
+    try {
+      file->set_attribute("aborted", why);
+      file->save();
+      kept = "; the finished cases are in '" + file->path() + "'";
+    } catch (const std::exception& e) {
+      kept = "; recording the abort in '" + file->path() + "' failed (" + e.what() + ")";
+    }
+  }
+  // MPI_Abort from another thread than main needs MPI_THREAD_MULTIPLE, and none is
+  // allowed once MPI_Finalize began: then this rank ends alone.
+  const bool may_abort = !g_finalizing && (g_abort_from_any_thread || std::this_thread::get_id() == g_main_thread);
+  std::fprintf(stderr, "mempath-mpi: rank %d: %s%s; ending %s\n", g_rank, why.c_str(), kept.c_str(),
+               may_abort ? "every rank" : "this rank");
+  std::fflush(stdout);
   std::fflush(stderr);
-  MPI_Abort(MPI_COMM_WORLD, code);
+  if (may_abort) MPI_Abort(MPI_COMM_WORLD, code);
   std::_Exit(code);  // MPI_Abort should not return; make sure nothing waits on us
 }
 
-Watchdog job_watchdog(double seconds) {
-  return Watchdog(seconds, [seconds](const std::string& what) {
-    abort_job(what + " ran longer than " + timeout_text(seconds));
+JobFile::JobFile(const Job& job, const Options& opts, const std::string& bench, const std::string& host,
+                 const std::function<std::map<std::string, Attribute>()>& attributes) {
+  // Only rank 0 can find the output bad; the agreement of the phase tells the others.
+  phase("creating the result file", [&] {
+    if (job.rank != 0) return;
+    file_ = std::make_unique<ResultFile>(opts.get_or("output", default_output_name(bench, host)), attributes(),
+                                         opts.flag("overwrite") ? Existing::Overwrite : Existing::Refuse);
   });
+}
+
+JobFile::~JobFile() { g_abort_record = nullptr; }
+
+void JobFile::save() {
+  g_abort_record = nullptr;  // a stuck write must not be written again by the abort
+  phase("saving the result file", [&] {
+    if (!file_) return;
+    file_->set_attribute("end_time", utc_now_iso8601());
+    file_->save();
+  });
+  g_abort_record = file_.get();
 }
 
 }  // namespace mempath::mpi

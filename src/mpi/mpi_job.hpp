@@ -1,11 +1,17 @@
 #pragma once
 // The MPI job as mempath-mpi sees it: which node each rank is on, its index there, a
 // communicator per node, and the guards that keep one failing rank from leaving the
-// others waiting forever.
+// others waiting forever: every phase that waits on other ranks runs under the
+// watchdog, and a phase's outcome is agreed so that all ranks end together.
 #include <mpi.h>
 
+#include "core/options.hpp"
+#include "core/results.hpp"
 #include "core/watchdog.hpp"
 
+#include <functional>
+#include <map>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -21,6 +27,32 @@ struct Job {
   MPI_Comm node_comm = MPI_COMM_NULL;
 };
 
+// MPI_Init_thread. The watchdog ends a stuck job from its own thread with MPI_Abort, which
+// needs MPI_THREAD_MULTIPLE; with less, the watchdog only ends its own rank (_exit) and
+// relies on every rank's own watchdog and the launcher for the others (said once on stderr).
+void start_mpi(int* argc, char*** argv);
+// MPI_Finalize under the watchdog.
+void finish_mpi();
+int world_rank();
+
+// The time limit of every later phase (--timeout; 0: none; before a command parsed its
+// options, the default of timeout_option).
+void set_phase_limit(double seconds);
+// Arm it for one scope: Watchdog::Scope armed(phase_watchdog(), "bw uni numa 1 MiB").
+Watchdog& phase_watchdog();
+
+// Thrown on every rank when a phase failed on some rank: main exits with `code`; the rank
+// that knew why has printed its one line.
+struct JobEnd {
+  int code;
+};
+
+// Runs `body` on this rank under the watchdog, then every rank learns whether any rank's
+// body threw. If one did, the lowest such rank prints its line and every rank throws
+// JobEnd: exit 2 for a UsageError (bad input), 1 for any other error. `body` must not
+// wait on other ranks before it may throw (its collectives belong after it).
+void phase(const std::string& what, const std::function<void()>& body);
+
 // Groups ranks by host name. With every rank on one host (a workstation, a test), the
 // first half of the ranks plays node 0 and the second half node 1, and split_host says so.
 Job discover_job();
@@ -29,7 +61,8 @@ Job discover_job();
 std::vector<std::string> gather_strings(const std::string& mine, const Job& job);
 
 // The first non-empty reason of any rank, the same on every rank: how a case that one
-// rank cannot run (allocation, CUDA-aware MPI) is skipped everywhere together.
+// rank cannot run (allocation, CUDA-aware MPI) is skipped everywhere together, and how a
+// data check that failed on one rank fails the case for all.
 std::string agree_on_reason(const std::string& mine);
 
 // The exit code of a run (the same on every rank): 2 with one line from rank 0 when no
@@ -37,10 +70,30 @@ std::string agree_on_reason(const std::string& mine);
 // the node lacks), as asked-for work that cannot be done is bad input; else `code`.
 int exit_code(const Job& job, bool any_ran, const std::string& first_skip, int code);
 
-// Ends every rank of the job (MPI_Abort) after printing why, from any thread.
+// Ends every rank of the job (MPI_Abort) after printing why; from the watchdog's thread
+// without MPI_THREAD_MULTIPLE, this rank only (_exit). Rank 0 first records `why` in a
+// result file that has cases (JobFile).
 [[noreturn]] void abort_job(const std::string& why, int code = 1);
 
-// The per-case watchdog of every rank: when a case runs longer than `seconds`, abort_job.
-Watchdog job_watchdog(double seconds);
+// Rank 0's result file of a run (docs/cli.md, "Output files": --output, --overwrite).
+// Created and saved in phases, so a bad --output ends every rank with exit 2 and a
+// failed write every rank with exit 1, and nothing is written before the first case.
+class JobFile {
+ public:
+  // `attributes` runs on rank 0 only (provenance); `bench` names the default file.
+  JobFile(const Job& job, const Options& opts, const std::string& bench, const std::string& host,
+          const std::function<std::map<std::string, Attribute>()>& attributes);
+  ~JobFile();
+  JobFile(const JobFile&) = delete;
+  JobFile& operator=(const JobFile&) = delete;
+
+  // Rank 0's tables; nullptr on every other rank.
+  ResultFile* rank0() { return file_.get(); }
+  // After each finished case, on every rank: rank 0 saves.
+  void save();
+
+ private:
+  std::unique_ptr<ResultFile> file_;
+};
 
 }  // namespace mempath::mpi

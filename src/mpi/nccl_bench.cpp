@@ -1,17 +1,21 @@
 // `mempath-mpi nccl`: NCCL all-reduce and all-gather, one GPU per rank, with the buffers
 // in the GPU's own memory, in host memory, or in another GPU's memory (issue 5;
-// docs/cli.md). Bandwidths follow nccl-tests (core/scaleout_plan.hpp).
+// docs/cli.md). Bandwidths follow nccl-tests (core/scaleout_plan.hpp). Every element of
+// every result is checked, untimed, against what the collective must give.
 #include <cuda_runtime.h>
 #include <nccl.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <memory>
+#include <sstream>
 
 #include "core/allocators.hpp"
 #include "core/error.hpp"
 #include "core/options.hpp"
 #include "core/provenance.hpp"
+#include "core/result_run.hpp"
 #include "core/results.hpp"
 #include "core/scaleout_plan.hpp"
 #include "core/stats.hpp"
@@ -66,66 +70,195 @@ Placement place(const Topology& topo, const std::string& placement, int gpu) {
   return p;
 }
 
-}  // namespace
+// Host memory the checks stage through: 16 MiB, whatever the buffer size.
+constexpr uint64_t kStageFloats = 4ULL << 20;
 
-int cmd_nccl(const std::vector<std::string>& args, const std::vector<std::string>& argv, const Job& job) {
-  Options opts("nccl", "NCCL all-reduce and all-gather with the buffers in each memory (docs/cli.md).",
-               {{"coll", "LIST", "allreduce, allgather (default both)"},
-                {"placement", "LIST", "device (default), host, peer"},
-                {"min-size", "SIZE", "smallest buffer (default 1KiB)"},
-                {"max-size", "SIZE", "largest buffer (default 1GiB)"},
-                {"iters", "N", "timed collectives per size (default 20)"},
-                {"warmup", "N", "untimed collectives per size first (default 5)"},
-                {"timeout", "SECONDS", "longest a case may take before every rank is ended (default 300)"},
-                {"output", "FILE", "HDF5 result file, written by rank 0 (default mempath-mpi-nccl-HOST-TIME.h5)"}});
-  if (!opts.parse(args)) return kExitOk;
-  const auto colls = split_list(opts.get_or("coll", "allreduce,allgather"));
-  for (const auto& c : colls) busbw_factor(c, 2);  // validates the name
-  const auto placements = split_list(opts.get_or("placement", "device"));
-  const uint64_t min_size = opts.has("min-size") ? parse_size(*opts.get("min-size")) : 1024;
-  const uint64_t max_size = opts.has("max-size") ? parse_size(*opts.get("max-size")) : 1ULL << 30;
-  if (max_size < min_size) throw UsageError("--max-size is below --min-size");
-  const int iters = static_cast<int>(opts.integer("iters", 20, 1));
-  const int warmup = static_cast<int>(opts.integer("warmup", 5, 0));
-  const double timeout = static_cast<double>(opts.integer("timeout", 300, 1));
-  const Topology topo = discover();
+// Rank `rank`'s input: nccl_input, written through a host stage (any memory).
+void fill_input(void* in, uint64_t elements, int rank) {
+  std::vector<float> stage(std::min(elements, kStageFloats));
+  for (uint64_t at = 0; at < elements; at += kStageFloats) {
+    const uint64_t n = std::min(kStageFloats, elements - at);
+    for (uint64_t i = 0; i < n; ++i) stage[i] = nccl_input(rank, at + i);
+    cuda_ok(cudaMemcpy(static_cast<float*>(in) + at, stage.data(), n * sizeof(float), cudaMemcpyDefault),
+            "cudaMemcpy (input)");
+  }
+}
+
+// The first of `elements` output elements that differs from expected(i), as text; "".
+template <class Expected>
+std::string first_wrong_element(const void* out, uint64_t elements, Expected expected) {
+  std::vector<float> stage(std::min(elements, kStageFloats));
+  for (uint64_t at = 0; at < elements; at += kStageFloats) {
+    const uint64_t n = std::min(kStageFloats, elements - at);
+    cuda_ok(cudaMemcpy(stage.data(), static_cast<const float*>(out) + at, n * sizeof(float), cudaMemcpyDefault),
+            "cudaMemcpy (check)");
+    for (uint64_t i = 0; i < n; ++i) {
+      const float want = expected(at + i);
+      if (stage[i] == want) continue;
+      std::ostringstream why;
+      why << "result element " << at + i << " of " << elements << " is " << stage[i] << ", expected " << want;
+      return why.str();
+    }
+  }
+  return "";
+}
+
+struct Collective {
+  std::string name;
+  uint64_t size;  // nccl-tests' size: the all-reduce buffer, or the gathered (output) buffer
+  int ranks;
+  uint64_t count() const { return name == "allreduce" ? size / 4 : size / 4 / ranks; }
+  uint64_t out_elements() const { return name == "allreduce" ? count() : count() * ranks; }
+};
+
+std::string check_result(const Collective& c, const void* out) {
+  if (c.name == "allreduce")
+    return first_wrong_element(out, c.out_elements(), [&](uint64_t i) { return nccl_allreduce_expected(c.ranks, i); });
+  const uint64_t count = c.count();
+  return first_wrong_element(out, c.out_elements(), [count](uint64_t i) { return nccl_allgather_expected(count, i); });
+}
+
+struct Gpu {
+  ncclComm_t comm = nullptr;
+  cudaStream_t stream = nullptr;
+  cudaEvent_t e0 = nullptr, e1 = nullptr;
+};
+
+struct CaseResult {
+  double us = -1;       // the slowest rank's time per collective
+  std::string failure;  // agreed by every rank: the first rank's wrong element
+};
+
+// Warm-up, then the output cleared (so the check proves the timed collectives wrote it)
+// and `iters` timed collectives; then every element checked. All under the watchdog.
+CaseResult run_case(const Gpu& g, const Collective& c, Buffer& in, Buffer& out, int warmup, int iters,
+                    const std::string& what) {
+  Watchdog::Scope armed(phase_watchdog(), what);
+  auto run = [&] {
+    if (c.name == "allreduce")
+      nccl_check(ncclAllReduce(in.data(), out.data(), c.count(), ncclFloat, ncclSum, g.comm, g.stream), "ncclAllReduce");
+    else
+      nccl_check(ncclAllGather(in.data(), out.data(), c.count(), ncclFloat, g.comm, g.stream), "ncclAllGather");
+  };
+  for (int k = 0; k < warmup; ++k) run();
+  cuda_ok(cudaMemsetAsync(out.data(), 0, c.out_elements() * sizeof(float), g.stream), "cudaMemsetAsync (output)");
+  cuda_ok(cudaEventRecord(g.e0, g.stream), "cudaEventRecord");
+  for (int k = 0; k < iters; ++k) run();
+  cuda_ok(cudaEventRecord(g.e1, g.stream), "cudaEventRecord");
+  cuda_ok(cudaEventSynchronize(g.e1), "collective");
+  float ms = 0;
+  cuda_ok(cudaEventElapsedTime(&ms, g.e0, g.e1), "cudaEventElapsedTime");
+  const double mine = ms * 1e3 / iters;
+  CaseResult r;
+  MPI_Allreduce(&mine, &r.us, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
+  r.failure = agree_on_reason(check_result(c, out.data()));
+  return r;
+}
+
+struct CaseRow {
+  int64_t id;
+  std::string coll, placement, alloc, status, reason;
+  int ranks, hosts, iters;
+  uint64_t size;
+  double us;
+};
+
+// Rank 0: the case's row and its summary line.
+void record_case(ResultFile& file, const CaseRow& c) {
+  const double algbw = c.us > 0 ? c.size / (c.us * 1e-6) / 1e9 : std::nan("");
+  const double busbw = algbw * busbw_factor(c.coll, c.ranks);
+  file.table("nccl/cases", kCaseColumns)
+      .append({{"case_id", c.id}, {"collective", c.coll}, {"placement", c.placement}, {"alloc", c.alloc},
+               {"ranks", static_cast<int64_t>(c.ranks)}, {"nodes", static_cast<int64_t>(c.hosts)},
+               {"size_bytes", static_cast<int64_t>(c.size)}, {"iters", static_cast<int64_t>(c.iters)},
+               {"status", c.status}, {"reason", c.reason}, {"time_us", c.us > 0 ? c.us : std::nan("")},
+               {"algbw_GBps", algbw}, {"busbw_GBps", busbw}, {"verified", static_cast<int64_t>(c.status == "ok")}});
+  std::printf("MEMPATH nccl coll=%s placement=%s ranks=%d nodes=%d size=%llu status=%s", c.coll.c_str(),
+              c.placement.c_str(), c.ranks, c.hosts, static_cast<unsigned long long>(c.size), c.status.c_str());
+  if (c.status == "ok") std::printf(" time_us=%.2f algbw_GBps=%.2f busbw_GBps=%.2f", c.us, algbw, busbw);
+  if (!c.reason.empty()) std::printf(" reason=\"%s\"", c.reason.c_str());
+  std::printf("\n");
+  std::fflush(stdout);
+}
+
+// Bad input in this rank's node (no GPU, more ranks than GPUs): found per node, so agreed.
+int check_gpus(const Job& job, const Topology& topo, const std::vector<std::string>& placements) {
   const int gpus = static_cast<int>(topo.gpus.size());
   if (gpus == 0) throw UsageError("nccl needs GPUs; this node has none");
   if (job.local_size > gpus)
     throw UsageError(std::to_string(job.local_size) + " ranks on a node with " + std::to_string(gpus) +
                      " GPUs; valid: at most one rank per GPU");
-  for (const auto& p : placements) place(topo, p, 0);  // validates the names on every rank
-  const int gpu = job.split_host ? job.rank : job.local;
-  const int hosts = job.split_host ? 1 : job.nodes;  // collectives span hosts, not halves
-  cuda_ok(cudaSetDevice(gpu), "cudaSetDevice");
+  for (const auto& p : placements) place(topo, p, 0);  // validates the names
+  return job.split_host ? job.rank : job.local;
+}
 
-  ncclUniqueId id;
-  if (job.rank == 0) nccl_check(ncclGetUniqueId(&id), "ncclGetUniqueId");
+Gpu start_nccl(const Job& job, int gpu) {
+  Gpu g;
+  ncclUniqueId id{};
+  phase("NCCL unique id", [&] {
+    cuda_ok(cudaSetDevice(gpu), "cudaSetDevice");
+    if (job.rank == 0) nccl_check(ncclGetUniqueId(&id), "ncclGetUniqueId");
+  });
+  // A rank whose ncclCommInitRank fails ends the job (MPI_Abort); one that hangs, the watchdog.
+  Watchdog::Scope armed(phase_watchdog(), "NCCL start-up");
   MPI_Bcast(&id, sizeof id, MPI_BYTE, 0, MPI_COMM_WORLD);
-  ncclComm_t comm;
-  nccl_check(ncclCommInitRank(&comm, job.size, id, job.rank), "ncclCommInitRank");
-  cudaStream_t stream;
-  cuda_ok(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking), "cudaStreamCreate");
-  cudaEvent_t e0, e1;
-  cuda_ok(cudaEventCreate(&e0), "cudaEventCreate");
-  cuda_ok(cudaEventCreate(&e1), "cudaEventCreate");
+  nccl_check(ncclCommInitRank(&g.comm, job.size, id, job.rank), "ncclCommInitRank");
+  cuda_ok(cudaStreamCreateWithFlags(&g.stream, cudaStreamNonBlocking), "cudaStreamCreate");
+  cuda_ok(cudaEventCreate(&g.e0), "cudaEventCreate");
+  cuda_ok(cudaEventCreate(&g.e1), "cudaEventCreate");
+  return g;
+}
 
-  std::unique_ptr<ResultFile> file;
-  if (job.rank == 0) {
+}  // namespace
+
+int cmd_nccl(const std::vector<std::string>& args, const std::vector<std::string>& argv) {
+  Options opts("nccl", "NCCL all-reduce and all-gather with the buffers in each memory (docs/cli.md).",
+               with_run_options({{"coll", "LIST", "allreduce, allgather (default both)"},
+                                 {"placement", "LIST", "device (default), host, peer"},
+                                 {"min-size", "SIZE", "smallest buffer (default 1KiB)"},
+                                 {"max-size", "SIZE", "largest buffer (default 1GiB)"},
+                                 {"iters", "N", "timed collectives per size (default 20)"},
+                                 {"warmup", "N", "untimed collectives per size first (default 5)"}},
+                                "mpi-nccl"));
+  if (!opts.parse(args)) return kExitOk;
+  const auto colls = opts.has("coll") ? opts.list("coll") : split_list("allreduce,allgather");
+  for (const auto& c : colls) busbw_factor(c, 2);  // validates the name
+  const auto placements = opts.has("placement") ? opts.list("placement") : split_list("device");
+  const uint64_t min_size = opts.has("min-size") ? parse_size(*opts.get("min-size")) : 1024;
+  const uint64_t max_size = opts.has("max-size") ? parse_size(*opts.get("max-size")) : 1ULL << 30;
+  if (max_size < min_size) throw UsageError("--max-size is below --min-size");
+  const int iters = static_cast<int>(opts.integer("iters", 20, 1, kMaxReps));
+  const int warmup = static_cast<int>(opts.integer("warmup", 5, 0, kMaxReps));
+  set_phase_limit(timeout_option(opts));
+
+  Job job;
+  {
+    Watchdog::Scope armed(phase_watchdog(), "start-up");
+    job = discover_job();
+  }
+  Topology topo;
+  int gpu = 0;
+  phase("checking the GPUs", [&] {
+    topo = discover();
+    gpu = check_gpus(job, topo, placements);
+  });
+  const int hosts = job.split_host ? 1 : job.nodes;  // collectives span hosts, not halves
+  const Gpu g = start_nccl(job, gpu);
+  JobFile file(job, opts, "mpi-nccl", topo.host, [&] {
     auto attrs = collect_provenance(topo, argv);
     int version = 0;
     ncclGetVersion(&version);
     attrs["nccl_version"] = static_cast<int64_t>(version);
     attrs["mpi_ranks"] = static_cast<int64_t>(job.size);
     attrs["mpi_nodes"] = static_cast<int64_t>(hosts);
-    file = std::make_unique<ResultFile>(opts.get_or("output", default_output_name("mpi-nccl", topo.host)), attrs);
-    file->table("nccl/cases", kCaseColumns);
-    file->save();
-  }
-  Watchdog watchdog = job_watchdog(timeout);
+    return attrs;
+  });
+  ResultFile* out_file = file.rank0();
+  if (out_file) out_file->table("nccl/cases", kCaseColumns);
+
   int64_t case_id = 0;
   bool any_ran = false, any_failed = false;
-  std::string first_skip;
+  std::string first_skip, first_failure;
   for (const auto& pname : placements) {
     Placement p = place(topo, pname, gpu);
     // all-gather's output holds every rank's part: the largest buffer is the output.
@@ -139,71 +272,40 @@ int cmd_nccl(const std::vector<std::string>& args, const std::vector<std::string
         p.reason = e.what();
       }
     }
-    cudaSetDevice(gpu);
-    const std::string reason = agree_on_reason(p.reason);
+    cuda_ok(cudaSetDevice(gpu), "cudaSetDevice");
+    if (in) fill_input(in->data(), max_size / sizeof(float), job.rank);
+    std::string reason;
+    {
+      Watchdog::Scope armed(phase_watchdog(), "nccl " + pname + " allocation");
+      reason = agree_on_reason(p.reason);
+    }
     any_ran = any_ran || reason.empty();
     if (first_skip.empty()) first_skip = reason;
     for (const auto& coll : colls) {
       for (uint64_t size : power_of_two_sizes(std::max<uint64_t>(min_size, 4 * job.size), max_size)) {
-        // nccl-tests' size: the all-reduce buffer, or the gathered (output) buffer.
-        const size_t count = coll == "allreduce" ? size / 4 : size / 4 / job.size;
-        double us = -1;
-        bool verified = false;
+        CaseRow row{case_id, coll, pname, p.alloc, "skipped", reason, job.size, hosts, iters, size, -1};
         if (reason.empty()) {
-          watchdog.arm("nccl " + coll + " " + pname + " " + format_size(size));
-          auto run = [&] {
-            if (coll == "allreduce")
-              nccl_check(ncclAllReduce(in->data(), out->data(), count, ncclFloat, ncclSum, comm, stream), "ncclAllReduce");
-            else
-              nccl_check(ncclAllGather(in->data(), out->data(), count, ncclFloat, comm, stream), "ncclAllGather");
-          };
-          for (int k = 0; k < warmup; ++k) run();
-          cuda_ok(cudaEventRecord(e0, stream), "cudaEventRecord");
-          for (int k = 0; k < iters; ++k) run();
-          cuda_ok(cudaEventRecord(e1, stream), "cudaEventRecord");
-          cuda_ok(cudaEventSynchronize(e1), "collective");
-          float ms = 0;
-          cudaEventElapsedTime(&ms, e0, e1);
-          const double mine = ms * 1e3 / iters;
-          MPI_Allreduce(&mine, &us, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);  // the slowest rank
-          watchdog.disarm();
-          // Inputs are bytes 0x01 (floats 2.369e-38): all-reduce sums n of them, all-gather copies.
-          float first = 0, expected = 0;
-          std::memcpy(&expected, std::vector<uint8_t>(4, 1).data(), 4);
-          if (coll == "allreduce") expected *= job.size;
-          cuda_ok(cudaMemcpy(&first, out->data(), 4, cudaMemcpyDefault), "cudaMemcpy");
-          int ok = first == expected, all_ok = 0;
-          MPI_Allreduce(&ok, &all_ok, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
-          verified = all_ok == 1;
+          const CaseResult r = run_case(g, {coll, size, job.size}, *in, *out, warmup, iters,
+                                        "nccl " + coll + " " + pname + " " + format_size(size));
+          row.us = r.us;
+          row.status = r.failure.empty() ? "ok" : "failed";
+          row.reason = r.failure;
+          any_failed = any_failed || !r.failure.empty();
+          if (first_failure.empty()) first_failure = r.failure;
         }
-        if (job.rank != 0) continue;
-        const std::string status = !reason.empty() ? "skipped" : verified ? "ok" : "failed";
-        any_failed = any_failed || status == "failed";
-        const double algbw = us > 0 ? size / (us * 1e-6) / 1e9 : std::nan("");
-        const double busbw = algbw * busbw_factor(coll, job.size);
-        file->table("nccl/cases", kCaseColumns)
-            .append({{"case_id", case_id}, {"collective", coll}, {"placement", pname}, {"alloc", p.alloc},
-                     {"ranks", static_cast<int64_t>(job.size)}, {"nodes", static_cast<int64_t>(hosts)},
-                     {"size_bytes", static_cast<int64_t>(size)}, {"iters", static_cast<int64_t>(iters)},
-                     {"status", status}, {"reason", reason.empty() && !verified ? "result check failed" : reason},
-                     {"time_us", us > 0 ? us : std::nan("")}, {"algbw_GBps", algbw}, {"busbw_GBps", busbw},
-                     {"verified", static_cast<int64_t>(verified)}});
-        file->set_attribute("end_time", utc_now_iso8601());
-        file->save();
-        std::printf("MEMPATH nccl coll=%s placement=%s ranks=%d nodes=%d size=%llu status=%s", coll.c_str(),
-                    pname.c_str(), job.size, hosts, static_cast<unsigned long long>(size), status.c_str());
-        if (status == "ok") std::printf(" time_us=%.2f algbw_GBps=%.2f busbw_GBps=%.2f", us, algbw, busbw);
-        if (!reason.empty()) std::printf(" reason=\"%s\"", reason.c_str());
-        std::printf("\n");
-        std::fflush(stdout);
+        if (out_file) record_case(*out_file, row);
+        file.save();
         ++case_id;
       }
     }
   }
-  ncclCommDestroy(comm);
-  int failed = any_failed;  // rank 0 judged the results; every rank exits alike
-  MPI_Bcast(&failed, 1, MPI_INT, 0, MPI_COMM_WORLD);
-  return exit_code(job, any_ran, first_skip, failed ? kExitFailed : kExitOk);
+  {
+    Watchdog::Scope armed(phase_watchdog(), "NCCL shut-down");
+    ncclCommDestroy(g.comm);
+  }
+  if (out_file && any_failed)
+    std::fprintf(stderr, "mempath-mpi: failed: a result check failed (%s)\n", first_failure.c_str());
+  return exit_code(job, any_ran, first_skip, any_failed ? kExitFailed : kExitOk);
 }
 
 }  // namespace mempath::mpi

@@ -4,6 +4,7 @@ runs across the CI's two Slurm nodes in test_slurm_cluster.py. Skipped where no 
 installed."""
 from __future__ import annotations
 
+import fcntl
 import hashlib
 import os
 import shutil
@@ -33,9 +34,14 @@ def mpi_bin() -> Path:
     return path
 
 
-def mpirun(*args: str, np_: int = 2, timeout: int = 300) -> subprocess.CompletedProcess:
-    return subprocess.run([MPIRUN, "-np", str(np_), *args], capture_output=True, text=True, env=ENV,
-                          timeout=timeout)
+def mpirun(*args: str, np_: int = 2, timeout: int = 300, env: dict[str, str] | None = None
+           ) -> subprocess.CompletedProcess:
+    return subprocess.run([MPIRUN, "-np", str(np_), *args], capture_output=True, text=True,
+                          env={**ENV, **(env or {})}, timeout=timeout)
+
+
+def error_lines(stderr: str) -> list[str]:
+    return [l for l in stderr.splitlines() if l.startswith("mempath-mpi: error:")]
 
 
 def test_bw_uni_and_bi_between_two_halves(mpi_bin: Path, tmp_path: Path) -> None:
@@ -96,7 +102,14 @@ def test_device_buffers_without_cuda_aware_mpi_are_skipped_with_the_reason(mpi_b
 @pytest.mark.parametrize("args,hint", [(["--ppn", "3"], "ranks per node"),
                                        (["--alloc", "glue"], "valid: numa"),
                                        (["--mode", "sideways"], "valid: uni, bi"),
-                                       (["--max-size", "4GiB"], "one MPI message")])
+                                       (["--max-size", "4GiB"], "one MPI message"),
+                                       # issue #12: 2^32 + 1 was truncated to 1 repetition
+                                       (["--reps", "4294967297"], "from 1 to 1000000"),
+                                       (["--reps", "0"], "from 1 to 1000000"),
+                                       (["--timeout", "-1"], "valid: a whole number"),
+                                       # issue #12: an empty list fell back to the default
+                                       (["--mode", ","], "names nothing"),
+                                       (["--alloc", ""], "--alloc")])
 def test_bw_bad_input_is_one_line_exit_2_and_keeps_results(mpi_bin: Path, tmp_path: Path,
                                                            args: list[str], hint: str) -> None:
     out = tmp_path / "keep.h5"
@@ -156,3 +169,119 @@ def test_inventory_refuses_a_file_that_is_not_a_mempath_run(tmp_path: Path) -> N
         f.attrs["tool"] = "something-else"
     proc = mpirun(sys.executable, str(REPO / "slurm" / "inventory.py"), "--output", str(other), np_=1)
     assert proc.returncode != 0 and "not a mempath result file" in proc.stderr + proc.stdout
+
+
+@pytest.mark.parametrize("problem", ["missing folder", "existing file", "locked file"])
+def test_a_bad_output_ends_every_rank_at_once_with_exit_2(mpi_bin: Path, tmp_path: Path, problem: str) -> None:
+    """Issue #12: only rank 0 opens --output; it used to exit while rank 1 waited forever.
+    Now rank 0 tells every rank, all exit 2 within seconds, with one line from rank 0, and an
+    existing file is left as it was."""
+    out = tmp_path / "r.h5"
+    hint = {"missing folder": "does not exist", "existing file": "--overwrite", "locked file": "another mempath run"}
+    if problem == "missing folder":
+        out = Path("/nonexistent") / "x.h5"
+    elif problem == "existing file":
+        out.write_bytes(b"keep me")
+    lock = None
+    if problem == "locked file":
+        lock = open(str(out) + ".lock", "w")
+        fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    try:
+        start = time.monotonic()
+        proc = mpirun(str(mpi_bin), "bw", "--max-size", "1KiB", "--reps", "1", "--output", str(out), timeout=60)
+        elapsed = time.monotonic() - start
+    finally:
+        if lock:
+            lock.close()
+    assert proc.returncode == 2, proc.stderr
+    assert elapsed < 30
+    errors = error_lines(proc.stderr)
+    assert len(errors) == 1 and hint[problem] in errors[0], proc.stderr
+    if problem == "existing file":
+        assert out.read_bytes() == b"keep me"
+    assert "MEMPATH mpi_bw" not in proc.stdout
+
+
+def test_overwrite_replaces_an_existing_result_only_after_a_case(mpi_bin: Path, tmp_path: Path) -> None:
+    """Issue #12: --overwrite as in single-node commands; and rank 0 no longer saves the
+    ranks table before the first case, which would have replaced a good file with an empty
+    one (here: a run whose first case never finishes must leave the old file whole)."""
+    out = tmp_path / "o.h5"
+    args = ["bw", "--mode", "uni", "--max-size", "2B", "--reps", "1", "--output", str(out)]
+    assert mpirun(str(mpi_bin), *args).returncode == 0
+    before = hashlib.sha256(out.read_bytes()).hexdigest()
+    # A 256 MiB case moves 16 GiB in its warm-up alone: far past a 1 s --timeout.
+    proc = mpirun(str(mpi_bin), "bw", "--mode", "uni", "--min-size", "256MiB", "--max-size", "256MiB",
+                  "--timeout", "1", "--output", str(out), "--overwrite", timeout=60)
+    assert proc.returncode == 1 and "ran longer than --timeout 1 s" in proc.stderr, proc.stderr
+    assert hashlib.sha256(out.read_bytes()).hexdigest() == before
+    proc = mpirun(str(mpi_bin), *args, "--overwrite", timeout=60)
+    assert proc.returncode == 0, proc.stderr
+    with h5py.File(out) as f:
+        assert len(f["mpi_bw/cases/status"]) == 2
+    assert not Path(str(out) + ".lock").exists()
+
+
+def test_the_received_data_are_checked(mpi_bin: Path, tmp_path: Path) -> None:
+    """Issue #12: MPI bw never checked what arrived. The test-only MEMPATH_TEST_CORRUPT_RECV=1
+    flips one received byte after each receive: every case must fail with the reason, and
+    the run exit 1; without it every case is verified."""
+    good, bad = tmp_path / "good.h5", tmp_path / "bad.h5"
+    args = ["bw", "--max-size", "64KiB", "--min-size", "1KiB", "--reps", "2"]
+    proc = mpirun(str(mpi_bin), *args, "--output", str(good), timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    with h5py.File(good) as f:
+        assert set(f["mpi_bw/cases/verified"][()]) == {1}
+    proc = mpirun(str(mpi_bin), *args, "--output", str(bad), timeout=120, env={"MEMPATH_TEST_CORRUPT_RECV": "1"})
+    assert proc.returncode == 1, proc.stderr
+    lines = summaries(proc.stdout, "mpi_bw")
+    assert lines and all(l["status"] == "failed" for l in lines), proc.stdout
+    assert "received data differ" in lines[0]["reason"]
+    with h5py.File(bad) as f:
+        assert set(f["mpi_bw/cases/status"].asstr()[()]) == {"failed"}
+        assert set(f["mpi_bw/cases/verified"][()]) == {0}
+        assert all("received data differ" in r for r in f["mpi_bw/cases/reason"].asstr()[()])
+
+
+def test_without_thread_multiple_a_stuck_case_still_ends_every_rank(mpi_bin: Path, tmp_path: Path) -> None:
+    """Issue #12: the watchdog thread may call MPI_Abort only under MPI_THREAD_MULTIPLE.
+    With less (forced here by the test-only MEMPATH_TEST_MPI_THREAD=funneled) the run says
+    so once, and each rank's own watchdog ends it: no rank is left waiting."""
+    out = tmp_path / "f.h5"
+    start = time.monotonic()
+    proc = mpirun(str(mpi_bin), "bw", "--mode", "uni", "--min-size", "1MiB", "--max-size", "1GiB", "--reps", "3",
+                  "--timeout", "5", "--output", str(out), timeout=120, env={"MEMPATH_TEST_MPI_THREAD": "funneled"})
+    assert proc.returncode == 1, proc.stderr
+    assert time.monotonic() - start < 100
+    assert proc.stderr.count("not MPI_THREAD_MULTIPLE") == 1, proc.stderr
+    assert "ran longer than --timeout 5 s" in proc.stderr and "ending this rank" in proc.stderr
+    with h5py.File(out) as f:
+        assert set(f["mpi_bw/cases/status"].asstr()[()]) == {"ok"}
+
+
+def gpu_count() -> int:
+    smi = shutil.which("nvidia-smi")
+    if not smi:
+        return 0
+    return len(subprocess.run([smi, "-L"], capture_output=True, text=True).stdout.splitlines())
+
+
+@pytest.mark.gpu
+def test_nccl_checks_every_element_of_every_result(mpi_bin: Path, tmp_path: Path) -> None:
+    """Issue #12: the NCCL check read element 0 only, of an output never cleared between
+    sizes. Now the output is cleared before the timed collectives and every element is
+    checked (one rank per GPU, up to two)."""
+    ranks = min(2, gpu_count())
+    if ranks == 0:
+        pytest.skip("no GPU")
+    out = tmp_path / "n.h5"
+    proc = mpirun(str(mpi_bin), "nccl", "--min-size", "4KiB", "--max-size", "4MiB", "--iters", "3", "--warmup", "1",
+                  "--output", str(out), np_=ranks, timeout=300)
+    if "no NCCL" in proc.stderr:
+        pytest.skip("this mempath-mpi was built without NCCL")
+    assert proc.returncode == 0, proc.stderr
+    lines = summaries(proc.stdout, "nccl")
+    assert len(lines) == 2 * 11 and all(l["status"] == "ok" for l in lines), proc.stdout
+    with h5py.File(out) as f:
+        assert set(f["nccl/cases/verified"][()]) == {1}
+    assert mpirun(str(mpi_bin), "nccl", "--max-size", "4KiB", "--output", str(out), np_=ranks).returncode == 2
