@@ -9,10 +9,10 @@ from pathlib import Path
 
 from .compare import run_compare
 from .errors import InputError
-from .io import load_runs
+from .io import load_runs, shown
 from .peaks import load_overrides
 from .placement import DEFAULT_ACTIVE_BYTES, parse_active_bytes
-from .report import write_report
+from .report import REQUIRED, write_report
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -37,7 +37,8 @@ def _parser() -> argparse.ArgumentParser:
     comp = commands.add_parser("compare", help="cases that moved beyond their noise between two sets of runs",
                                description="Match every case of BASE and RUN (files or folders of .h5), "
                                            "compare the raw samples (Mann-Whitney U) and list what moved; "
-                                           "exit 1 on a regression (docs/analysis.md).")
+                                           "exit 1 on a regression, 2 on bad input or when no case "
+                                           "could be compared (docs/analysis.md).")
     comp.add_argument("base", type=Path, metavar="BASE", help="result file or folder: the reference")
     comp.add_argument("run", type=Path, metavar="RUN", help="result file or folder: the new runs")
     comp.add_argument("--alpha", type=float, default=0.01, help="significance level (default 0.01)")
@@ -47,29 +48,41 @@ def _parser() -> argparse.ArgumentParser:
     return parser
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    args = _parser().parse_args(argv)
-    if args.command == "compare":
-        try:
-            return run_compare(args.base, args.run, args.alpha, args.min_change, args.output)
-        except InputError as error:
-            print(f"analysis: error: {error}", file=sys.stderr)
-            return 2
-    try:
-        active_bytes = parse_active_bytes(args.active_bytes)
-        overrides = load_overrides(args.peaks) if args.peaks else {}
-        report = write_report(load_runs(args.runs), args.output, overrides, active_bytes)
-    except InputError as error:
-        print(f"analysis: error: {error}", file=sys.stderr)
-        return 2
-    except OSError as error:
-        print(f"analysis: error: cannot write the report into {args.output}: {error.strerror}",
-              file=sys.stderr)
-        return 2
-    print(f"analysis: report in {report.out} ({len(report.files)} files)")
+def _report(args: argparse.Namespace, rejected: list[str]) -> int:
+    active_bytes = parse_active_bytes(args.active_bytes)
+    overrides = load_overrides(args.peaks) if args.peaks else {}
+    runs = load_runs(args.runs, REQUIRED, rejected)
+    report = write_report(runs, args.output, overrides, active_bytes, rejected)
+    print(f"analysis: report in {shown(report.out)} ({len(report.files)} files)")
     for missing in [*report.notes, *report.missing]:
         print(f"analysis: note: {missing}")
     return 0
+
+
+def _compare(args: argparse.Namespace, rejected: list[str]) -> int:
+    return run_compare(args.base, args.run, args.alpha, args.min_change, args.output, rejected)
+
+
+COMMANDS = {"report": _report, "compare": _compare}
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Exit codes: 0 ok, 1 a regression (compare), 2 bad input or nothing to compare; every
+    bad input is one ``analysis: error:`` line on stderr, never a traceback."""
+    args = _parser().parse_args(argv)
+    rejected: list[str] = []  # files left out; the good ones are still analysed
+    try:
+        code = COMMANDS[args.command](args, rejected)
+    except InputError as error:
+        code = 2
+        rejected.append(str(error))
+    except OSError as error:  # reading result files is checked in io: mostly the output
+        code = 2
+        rejected.append(f"{shown(error.filename or args.output)}: {error.strerror or error}; "
+                        "valid: a writable --output folder (or a path where one can be created)")
+    for line in rejected:
+        print(f"analysis: error: {line}", file=sys.stderr)
+    return code or (2 if rejected else 0)
 
 
 if __name__ == "__main__":

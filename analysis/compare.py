@@ -9,10 +9,13 @@ relative median absolute deviation of the two sample sets); with too few samples
 test to reach alpha (3 against 3 cannot), the median change against that bound decides
 alone. A move in the worse direction,
 an ok case that now fails or is skipped, and an ok case that vanished are regressions.
+A case with a NaN or infinite sample on either side is *invalid*: not a measurement, so
+never compared as ok, and a regression too (negative samples are refused when loading).
 """
 from __future__ import annotations
 
 import math
+import sys
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -20,7 +23,7 @@ import numpy as np
 import pandas as pd
 
 from .errors import InputError
-from .io import RunSet, load_runs
+from .io import RunSet, load_runs, shown
 
 
 @dataclass(frozen=True)
@@ -47,6 +50,10 @@ FAMILIES: dict[str, Family] = {
 #: Case columns that are outcomes, not configuration (floats are outcomes too).
 OUTCOMES = {"case_id", "status", "reason", "reps", "placement", "dst_placement", "verified", "best_threads",
             "cublas_version", "weight_placement", "path_source", "run", "host", "threads_launched"}
+#: Columns compare needs where a file holds the table (load_runs checks each file).
+REQUIRED = {table: columns for family, spec in FAMILIES.items() for table, columns in
+            ((f"{family}/cases", ("case_id", "status", "reason")),
+             (f"{family}/samples", ("case_id", spec.metric)))}
 MIN_SAMPLES = 3  # fewer, or too few to reach alpha: the median change against the noise decides
 
 
@@ -84,10 +91,10 @@ def _files(path: Path) -> list[Path]:
     if path.is_dir():
         found = sorted(path.rglob("*.h5"))
         if not found:
-            raise InputError(f"{path} holds no .h5 result files")
+            raise InputError(f"{shown(path)} holds no .h5 result files; valid: a mempath .h5 file or a folder of them")
         return found
     if not path.exists():
-        raise InputError(f"{path} does not exist; valid: a mempath .h5 file or a folder of them")
+        raise InputError(f"{shown(path)} does not exist; valid: a mempath .h5 file or a folder of them")
     return [path]
 
 
@@ -112,6 +119,15 @@ def _cases_and_samples(runs: RunSet, family: str, with_host: bool) -> tuple[pd.D
     return cases, samples
 
 
+NOTED = ("failed", "missing", "invalid")  # verdicts told by a note, not by medians
+
+
+def _not_finite(base: np.ndarray, run: np.ndarray) -> str:
+    """Why the samples are not a measurement (NaN or infinite values), or ''."""
+    counts = [(side, int((~np.isfinite(v)).sum()), len(v)) for side, v in (("BASE", base), ("RUN", run))]
+    return "; ".join(f"{n} of {total} samples in {side} are NaN or infinite" for side, n, total in counts if n)
+
+
 @dataclass
 class Change:
     family: str
@@ -121,12 +137,12 @@ class Change:
     change: float
     noise: float
     p: float
-    verdict: str  # improved, regressed, failed, missing
+    verdict: str  # improved, regressed, failed, missing, invalid
     unit: str
     note: str = ""
 
     def line(self) -> str:
-        if self.verdict in ("failed", "missing"):
+        if self.verdict in NOTED:
             return f"REGRESSION {self.family} {self.key}: {self.note}"
         p = f", p={self.p:.1e}" if not math.isnan(self.p) else ", too few samples for a test at alpha"
         return (f"REGRESSION {self.family} {self.key}: median {self.base:.4g} -> {self.run:.4g} {self.unit} "
@@ -161,8 +177,11 @@ def compare(base: RunSet, run: RunSet, alpha: float = 0.01, min_change: float = 
             if key not in b_groups:
                 continue
             x, y = b_groups[key], g[spec.metric].to_numpy(float)
-            x, y = x[np.isfinite(x)], y[np.isfinite(y)]
             if not len(x) or not len(y):
+                continue
+            if broken := _not_finite(x, y):
+                changes.append(Change(family, key, math.nan, math.nan, math.nan, math.nan, math.nan, "invalid",
+                                      spec.unit, broken))
                 continue
             compared += 1
             mb, mr = float(np.median(x)), float(np.median(y))
@@ -194,7 +213,7 @@ def markdown(changes: list[Change], compared: int) -> str:
         return "\n".join(lines + ["Nothing moved beyond its noise.", ""])
     lines += ["| family | case | base | run | change | noise | p | verdict |", "|---|---|---:|---:|---:|---:|---:|---|"]
     for c in changes:
-        if c.verdict in ("failed", "missing"):
+        if c.verdict in NOTED:
             lines.append(f"| {c.family} | {c.key} | | | | | | {c.verdict}: {c.note} |")
         else:
             lines.append(f"| {c.family} | {c.key} | {c.base:.4g} {c.unit} | {c.run:.4g} {c.unit} | "
@@ -202,23 +221,30 @@ def markdown(changes: list[Change], compared: int) -> str:
     return "\n".join(lines + [""])
 
 
-def run_compare(base: Path, run: Path, alpha: float, min_change: float, output: Path | None) -> int:
-    """The command: prints the table, one REGRESSION line per case on stderr; exit 1 on any."""
-    import sys
+def run_compare(base: Path, run: Path, alpha: float, min_change: float, output: Path | None,
+                rejected: list[str]) -> int:
+    """The command: prints the table, one REGRESSION line per case on stderr; exit 1 on any,
+    InputError (exit 2) when no case could be compared. Unusable files go to ``rejected``."""
     if not 0 < alpha < 1 or min_change < 0:
         raise InputError(f"--alpha {alpha} / --min-change {min_change}: valid: 0 < alpha < 1, min-change >= 0")
-    base_runs, run_runs = load_runs(_files(base)), load_runs(_files(run))
+    if output:  # before the work, so that an unusable folder costs nothing
+        output.mkdir(parents=True, exist_ok=True)
+    base_runs = load_runs(_files(base), REQUIRED, rejected)
+    run_runs = load_runs(_files(run), REQUIRED, rejected)
     families = [f for f in FAMILIES if not base_runs.table(f"{f}/cases").empty]
     if not families:
-        raise InputError(f"{base} holds no family with cases to compare; valid: mempath result files")
+        raise InputError(f"{shown(base)} holds no family with cases to compare; valid: mempath result files")
     changes, compared = compare(base_runs, run_runs, alpha, min_change)
     text = markdown(changes, compared)
     print(text)
     if output:
-        output.mkdir(parents=True, exist_ok=True)
         (output / "compare.md").write_text(text)
         table(changes).to_csv(output / "compare.csv", index=False)
     bad = [c for c in changes if c.verdict != "improved"]
     for c in bad:
         print(c.line(), file=sys.stderr)
+    if not bad and not compared:
+        # "0 cases compared" must never pass as a good run.
+        raise InputError(f"no case of {shown(run)} could be compared with {shown(base)}; valid: runs "
+                         "that share at least one ok case with finite samples")
     return 1 if bad else 0

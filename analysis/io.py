@@ -6,7 +6,7 @@ A table is a group of equal-length 1-D datasets, one per column (``bw/samples``,
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -18,6 +18,8 @@ import pandas as pd
 from .errors import InputError
 
 SCHEMA_VERSION = 1
+#: Float columns whose names end so are times or rates (docs/schema.md): never negative.
+NON_NEGATIVE = ("GBps", "TFLOPs", "tflops", "_s", "_ns", "_us", "ns_per_access")
 
 
 class RunFileError(InputError):
@@ -76,21 +78,30 @@ def _decode(value: Any) -> Any:
     return value
 
 
+def shown(path: str | Path) -> str:
+    """``path`` as printable UTF-8 text: bytes of a non-UTF-8 name as \\xNN escapes."""
+    return str(path).encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
+
+
 def _open(path: Path) -> h5py.File:
     """Open and validate: a mempath file of the schema version this package reads."""
     if not path.is_file():
-        raise RunFileError(f"{path}: no such file")
+        raise RunFileError(f"{shown(path)}: no such file")
+    if shown(path.name) != path.name:  # the name goes into UTF-8 reports and tables
+        raise RunFileError(f"{shown(path)}: the file name is not valid UTF-8; "
+                           "valid: a UTF-8 file name (rename the file)")
     try:
         handle = h5py.File(path, "r")
     except OSError:
-        raise RunFileError(f"{path}: not an HDF5 file; give a mempath result file (.h5)") from None
+        raise RunFileError(f"{shown(path)}: not an HDF5 file (or a truncated one); "
+                           "give a mempath result file (.h5)") from None
     version = handle.attrs.get("schema_version")
     if version is None or _decode(handle.attrs.get("tool", "mempath")) != "mempath":
         handle.close()
-        raise RunFileError(f"{path}: not a mempath result file (no schema_version attribute)")
+        raise RunFileError(f"{shown(path)}: not a mempath result file (no schema_version attribute)")
     if _decode(version) != SCHEMA_VERSION:
         handle.close()
-        raise RunFileError(f"{path}: schema_version {_decode(version)} is not supported; "
+        raise RunFileError(f"{shown(path)}: schema_version {_decode(version)} is not supported; "
                            f"this analysis reads schema_version {SCHEMA_VERSION}")
     return handle
 
@@ -101,11 +112,19 @@ def _column(dataset: h5py.Dataset) -> np.ndarray:
     return np.asarray(dataset[()])
 
 
+def _check_non_negative(path: Path, table: str, name: str, values: np.ndarray) -> None:
+    if values.dtype.kind == "f" and name.endswith(NON_NEGATIVE) and (values < 0).any():
+        raise RunFileError(f"{shown(path)}: column {name} of table {table} holds negative "
+                           f"values ({values.min():g}); valid: times and rates >= 0 or NaN")
+
+
 def _read_table(path: Path, group: h5py.Group) -> pd.DataFrame:
     columns = {name: _column(ds) for name, ds in group.items() if isinstance(ds, h5py.Dataset)}
     lengths = {len(values) for values in columns.values()}
     if len(lengths) > 1:
-        raise RunFileError(f"{path}: table {group.name} has columns of different lengths")
+        raise RunFileError(f"{shown(path)}: table {group.name} has columns of different lengths")
+    for name, values in columns.items():
+        _check_non_negative(path, group.name.lstrip("/"), name, values)
     return pd.DataFrame(columns)
 
 
@@ -128,7 +147,7 @@ def load_table(path: str | Path, name: str) -> pd.DataFrame:
     with _open(path) as handle:
         group = handle.get(name)
         if not isinstance(group, h5py.Group):
-            raise RunFileError(f"{path}: no table {name}; tables: "
+            raise RunFileError(f"{shown(path)}: no table {name}; tables: "
                                f"{', '.join(_table_groups(handle)) or 'none'}")
         return _read_table(path, group)
 
@@ -137,24 +156,29 @@ def load_run(path: str | Path, name: str | None = None) -> Run:
     """Every table of one file with its root attributes; ``topology`` parsed from JSON."""
     path = Path(path)
     with _open(path) as handle:
-        attrs = {key: _decode(value) for key, value in handle.attrs.items()}
-        tables = {table: _read_table(path, handle[table]) for table in _table_groups(handle)}
+        try:
+            attrs = {key: _decode(value) for key, value in handle.attrs.items()}
+            tables = {table: _read_table(path, handle[table]) for table in _table_groups(handle)}
+        except (OSError, KeyError, ValueError, TypeError, RuntimeError) as error:
+            # h5py reports damaged objects inside a readable file with any of these.
+            raise RunFileError(f"{shown(path)}: cannot be read ({error}); the file is damaged, "
+                               "give an intact mempath result file") from None
     text = attrs.get("topology") or "{}"
     try:
         topology = json.loads(text)
     except json.JSONDecodeError as error:
-        raise RunFileError(f"{path}: the topology attribute is not valid JSON ({error})") from None
+        raise RunFileError(f"{shown(path)}: the topology attribute is not valid JSON ({error})") from None
     return Run(path=path, name=name or path.stem, attrs=attrs, topology=topology, tables=tables)
 
 
 def _run_names(paths: Sequence[Path]) -> list[str]:
     """File stems, lengthened by parent folders where stems repeat (ReFrame's bw.h5)."""
     for depth in range(64):
-        names = ["/".join([*(p.resolve().parent.parts[-depth:] if depth else ()), p.stem])
+        names = [shown("/".join([*(p.resolve().parent.parts[-depth:] if depth else ()), p.stem]))
                  for p in paths]
         if len(set(names)) == len(names):
             return names
-    return [str(p) for p in paths]
+    return [shown(p) for p in paths]
 
 
 def _name_nodes(runs: Sequence[Run]) -> None:
@@ -173,10 +197,46 @@ def _name_nodes(runs: Sequence[Run]) -> None:
         run.node = run.host if number == 1 else f"{run.host}#{number}"
 
 
-def load_runs(paths: Iterable[str | Path]) -> RunSet:
-    """Load several files; tables of the same name are concatenated across runs."""
+def _check_columns(run: Run, required: Mapping[str, Sequence[str]]) -> None:
+    for table, columns in required.items():
+        lacking = [c for c in columns if table in run.tables and c not in run.tables[table]]
+        if lacking:
+            raise RunFileError(f"{shown(run.path)}: table {table} lacks the column(s) "
+                               f"{', '.join(lacking)}; valid: the columns of docs/schema.md")
+
+
+def _usable(path: Path, name: str, required: Mapping[str, Sequence[str]]) -> Run:
+    run = load_run(path, name)
+    _check_columns(run, required)
+    return run
+
+
+def load_runs(paths: Iterable[str | Path], required: Mapping[str, Sequence[str]] | None = None,
+              rejected: list[str] | None = None) -> RunSet:
+    """Load several files; tables of the same name are concatenated across runs.
+
+    ``required``: columns a table must have where a file holds it. ``rejected``: where
+    given, a file that cannot be used adds one line to it instead of raising, so one bad
+    file of thousands does not hide the rest; RunFileError only when no file is usable.
+    """
     files = [Path(p) for p in paths]
-    runs = [load_run(p, name) for p, name in zip(files, _run_names(files))]
+    runs: list[Run] = []
+    bad: list[str] = []
+    for path, name in zip(files, _run_names(files)):
+        try:
+            runs.append(_usable(path, name, required or {}))
+        except RunFileError as error:
+            if rejected is None:
+                raise
+            bad.append(str(error))
+    if bad and not runs:
+        if len(bad) == 1:
+            raise RunFileError(bad[0])
+        rejected += bad
+        raise RunFileError(f"none of the {len(bad)} files is usable (each named above); "
+                           "valid: mempath result files (docs/schema.md)")
+    if rejected is not None:
+        rejected += bad
     _name_nodes(runs)
     tables: dict[str, pd.DataFrame] = {}
     for table in dict.fromkeys(t for run in runs for t in run.tables):

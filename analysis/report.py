@@ -1,7 +1,7 @@
 """The report folder: path matrix (Markdown, CSV), figures and summary.md."""
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -16,6 +16,11 @@ from .peaks import PeakModel
 from .placement import DEFAULT_ACTIVE_BYTES
 
 CASES_TABLE = "bw/cases"
+#: Columns the report needs where a file holds the table (load_runs checks each file).
+REQUIRED = {CASES_TABLE: CASE_COLUMNS}
+#: The report's list of the files it wrote, so that a later report into the same folder
+#: removes what it no longer writes (stale figures) and never a file of the user's.
+MANIFEST = ".mempath-report"
 
 
 @dataclass
@@ -137,11 +142,26 @@ def _figure(name: str, title: str, files: list[Path], why_not: str) -> list[str]
     return [f"### {title}", "", f"_Not drawn: {why_not}._", ""]
 
 
+def _remove_stale(out: Path, written: list[Path]) -> None:
+    """Delete the files the previous report listed in MANIFEST that this one did not write."""
+    manifest = out / MANIFEST
+    keep = {path.resolve() for path in written}
+    previous = manifest.read_text(errors="replace").splitlines() if manifest.is_file() else []
+    for name in previous:
+        path = (out / name).resolve()
+        # Only plain files directly in the folder: a doctored manifest cannot reach out.
+        if path.parent == out.resolve() and path not in keep and path.is_file():
+            path.unlink()
+    manifest.write_text("".join(f"{path.name}\n" for path in written))
+
+
 def write_report(runs: RunSet, out: Path, overrides: Mapping[str, float] | None = None,
-                 active_bytes: float = DEFAULT_ACTIVE_BYTES) -> Report:
+                 active_bytes: float = DEFAULT_ACTIVE_BYTES,
+                 rejected: Sequence[str] = ()) -> Report:
     """Write every report file into ``out`` (created); never fails on missing data.
 
     ``active_bytes``: bytes read per generated token in the LLM placement table.
+    ``rejected``: one line per input file that could not be used (listed in the summary).
     """
     overrides = dict(overrides or {})
     out.mkdir(parents=True, exist_ok=True)
@@ -215,7 +235,10 @@ def write_report(runs: RunSet, out: Path, overrides: Mapping[str, float] | None 
     lines += _counts(cases)
     if report.missing:
         lines += ["## Missing", ""] + [f"- {m}" for m in report.missing] + [""]
+    if rejected:
+        lines += ["## Files not read", ""] + [f"- {r}" for r in rejected] + [""]
     (out / "summary.md").write_text("\n".join(lines))
     report.files.append(out / "summary.md")
     report.files += html.write_index(lines, out)
+    _remove_stale(out, report.files)
     return report

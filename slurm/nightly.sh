@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # The nightly acceptance path (docs/reframe.md): ReFrame's acceptance checks, the report of
 # tonight's HDF5 files, and their comparison with the last good night. Exits non-zero when a
-# check failed or a case regressed (one line per case on stderr); a good night becomes
-# `last-good`. Needs the Python environment (site_configs/setup_env.sh) and a built mempath.
+# check failed or a case regressed (one line per case on stderr); a night becomes `last-good`
+# only when ReFrame passed, the report succeeded, and compare exited 0 having compared at
+# least one case (compare exit 1: regression, 2: unusable input or nothing comparable). Needs the Python environment (site_configs/setup_env.sh) and a built mempath.
 #   MEMPATH_NIGHTLY_DIR  nights are kept here (default: ./nightly)
 #   MEMPATH_SITE         site configuration in site_configs/ (default: alps)
 #   MEMPATH_REFRAME      the ReFrame command (default: reframe)
@@ -23,22 +24,34 @@ if [ ${#runs[@]} -eq 0 ]; then
   echo "nightly: no HDF5 results under $night/rfm/output (ReFrame exit code $rc)" >&2
   exit 1
 fi
-(cd "$root" && "$python" -m analysis report "${runs[@]}" -o "$night/report") || echo "nightly: the report failed" >&2
-cmp=0
-if [ -d "$dir/last-good" ]; then
-  (cd "$root" && "$python" -m analysis compare "$dir/last-good/rfm/output" "$night/rfm/output" \
-    --output "$night/compare") > /dev/null
-  cmp=$?
-else
-  echo "nightly: no last good night yet; tonight is the first reference"
-fi
+keep="last-good stays $(readlink "$dir/last-good" 2>/dev/null || echo unset)"
+(cd "$root" && "$python" -m analysis report "${runs[@]}" -o "$night/report")
+report=$?
+# The first night is compared with itself: a reference must hold at least one valid case.
+reference="$dir/last-good"
+[ -d "$reference" ] || { reference=$night; echo "nightly: no last good night yet; tonight is the first reference"; }
+(cd "$root" && "$python" -m analysis compare "$reference/rfm/output" "$night/rfm/output" \
+  --output "$night/compare") > "$night/compare.out"
+cmp=$?
+# Exit 0 alone is not enough: the compare line must also say that cases were compared.
+compared=$(sed -n 's/^# Comparison: \([0-9][0-9]*\) cases compared.*/\1/p' "$night/compare.out")
 if [ $rc -ne 0 ]; then
-  echo "nightly: ReFrame reported failed checks (exit code $rc); last-good stays $(readlink "$dir/last-good" 2>/dev/null || echo unset)" >&2
+  echo "nightly: ReFrame reported failed checks (exit code $rc); $keep" >&2
   exit 1
 fi
-if [ $cmp -ne 0 ]; then
-  echo "nightly: regression against $(readlink "$dir/last-good"); last-good unchanged" >&2
+if [ $report -ne 0 ]; then
+  echo "nightly: the report failed (exit code $report; the lines above say why); $keep" >&2
+  exit 1
+fi
+case $cmp in
+  0) ;;
+  1) echo "nightly: regression against $(readlink -f "$reference"); $keep" >&2; exit 1 ;;
+  2) echo "nightly: nothing comparable or unusable results (compare exit code 2); $keep" >&2; exit 1 ;;
+  *) echo "nightly: compare failed (exit code $cmp); $keep" >&2; exit 1 ;;
+esac
+if [ "${compared:-0}" -lt 1 ]; then
+  echo "nightly: compare compared no case; $keep" >&2
   exit 1
 fi
 ln -sfn "$night" "$dir/last-good"
-echo "nightly: $night is the new last-good"
+echo "nightly: $night is the new last-good ($compared cases compared)"

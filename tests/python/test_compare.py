@@ -158,3 +158,37 @@ def test_nightly_keeps_the_last_good_night(tmp_path: Path) -> None:
     again = night(tmp_path, good)
     assert again.returncode == 0, again.stderr
     assert os.readlink(last) != reference
+
+
+def test_nightly_keeps_last_good_when_the_report_fails_or_nothing_is_comparable(tmp_path: Path) -> None:
+    """Issue #12: a night becomes last-good only when the report succeeded and compare exited
+    0 having compared a case; a failed report, all-NaN samples or nothing comparable keep it."""
+    import h5py
+    good = bw_run(tmp_path / "good.h5", {"numa0": 450.0, "numa1": 120.0})
+    last = tmp_path / "nights" / "last-good"
+    assert night(tmp_path, good).returncode == 0 and last.is_symlink()
+    reference = os.readlink(last)
+    no_placement = tmp_path / "noplace.h5"  # compare can use it (placement is an outcome), the report cannot
+    no_placement.write_bytes(good.read_bytes())
+    with h5py.File(no_placement, "r+") as f:
+        del f["bw/cases/placement"]
+    nan = tmp_path / "nan.h5"
+    nan.write_bytes(good.read_bytes())
+    with h5py.File(nan, "r+") as f:
+        f["bw/samples/bandwidth_GBps"][...] = np.nan
+    bare = write_run(tmp_path / "bare.h5", [case(mem="numa0"), case(mem="numa1")], [],
+                     topology=topology("gh200_single"))  # ok cases without samples
+    for src, says in ((no_placement, "the report failed"), (nan, "regression"), (bare, "compare exit code 2")):
+        proc = night(tmp_path, src)
+        assert proc.returncode == 1 and says in proc.stderr, proc.stderr
+        assert os.readlink(last) == reference, src
+
+
+def test_nightly_first_night_must_hold_a_valid_case(tmp_path: Path) -> None:
+    """Issue #12: with no last-good yet, a night whose samples are all NaN is no reference."""
+    import h5py
+    nan = bw_run(tmp_path / "nan.h5", {"numa0": 450.0})
+    with h5py.File(nan, "r+") as f:
+        f["bw/samples/bandwidth_GBps"][...] = np.inf
+    proc = night(tmp_path, nan)
+    assert proc.returncode == 1 and not (tmp_path / "nights" / "last-good").exists(), proc.stderr
