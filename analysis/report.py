@@ -17,7 +17,33 @@ from .placement import DEFAULT_ACTIVE_BYTES
 
 CASES_TABLE = "bw/cases"
 #: Columns the report needs where a file holds the table (load_runs checks each file).
-REQUIRED = {CASES_TABLE: CASE_COLUMNS}
+#: Every column of each family's cases table (docs/schema.md) must be there, where a file
+#: holds that table: a file that lacks one is named in one line, not a traceback.
+REQUIRED = {
+    CASES_TABLE: CASE_COLUMNS,
+    "allocmatrix/cases": ('case_id', 'dst_alloc', 'dst_mem', 'dst_placement', 'max_GBps',
+        'median_GBps', 'min_GBps', 'placement', 'reason', 'reps', 'size_bytes', 'src_alloc',
+        'src_mem', 'status', 'verified'),
+    "chase/cases": ('accesses', 'alloc', 'case_id', 'cpu', 'huge_page_fraction', 'huge_pages',
+        'line_bytes', 'locality_bytes', 'median_cycles', 'median_ns', 'mem', 'min_ns', 'pattern',
+        'placement', 'pu', 'reason', 'reps', 'size_bytes', 'status', 'verified', 'via'),
+    "gemm/cases": ('a_alloc', 'a_mem', 'b_alloc', 'b_mem', 'best_TFLOPs', 'c_mem', 'case_id',
+        'cublas_version', 'dtype', 'flops', 'fraction_of_peak', 'gpu', 'k', 'm', 'median_TFLOPs',
+        'min_TFLOPs', 'n', 'operand_bytes', 'peak_TFLOPs', 'placement', 'reason', 'reps', 'status',
+        'verified', 'via'),
+    "llm/cases": ('batch', 'best_tokens_per_s', 'bound_tokens_per_s', 'case_id', 'cuda_graph',
+        'dtype', 'fraction_of_bound', 'gpu', 'median_tokens_per_s', 'model', 'new_tokens',
+        'params', 'path_GBps', 'path_source', 'placement', 'prompt_tokens', 'reason', 'reps',
+        'status', 'verified', 'weight_alloc', 'weight_bytes', 'weight_mem', 'weight_placement'),
+    "pingpong/cases": ('a', 'a_cpu', 'alloc', 'b', 'b_cpu', 'case_id', 'flag_bytes', 'max_ns',
+        'mean_ns', 'median_ns', 'mem', 'min_ns', 'p05_ns', 'p95_ns', 'p99_ns', 'placement',
+        'reason', 'round_trips', 'status', 'verified'),
+    "stream/cases": ('alloc', 'array_bytes', 'best_GBps', 'best_threads', 'bytes', 'case_id',
+        'elements', 'kernel', 'max_GBps', 'median_GBps', 'mem', 'min_GBps', 'placement', 'pu',
+        'pu_kind', 'reason', 'reps', 'status', 'sweep', 'threads', 'verified', 'via'),
+    "um/cases": ('alloc', 'case_id', 'experiment', 'gpu', 'mem', 'reason', 'size_bytes', 'status',
+        'verified'),
+}
 #: The report's list of the files it wrote, so that a later report into the same folder
 #: removes what it no longer writes (stale figures) and never a file of the user's.
 MANIFEST = ".mempath-report"

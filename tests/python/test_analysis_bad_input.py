@@ -225,3 +225,18 @@ def test_a_doctored_manifest_cannot_delete_outside_the_folder(tmp_path: Path) ->
     (out / ".mempath-report").write_text("../victim.txt\n" + str(victim) + "\n")
     assert cli("report", good_run(tmp_path / "g.h5"), "-o", out).returncode == 0
     assert victim.read_text() == "keep"
+
+
+@pytest.mark.parametrize("family,data,column", [
+    ("allocmatrix", "h100_allocmatrix.h5", "dst_mem"), ("chase", "h100_chase_cpu.h5", "median_cycles"),
+    ("gemm", "h100_gemm.h5", "median_TFLOPs"), ("llm", "h100_llm.h5", "weight_alloc"),
+    ("stream", "h100_stream_cpu.h5", "alloc"), ("pingpong", "h100_pingpong.h5", "median_ns"),
+    ("um", "h100_um.h5", "experiment")])
+def test_every_family_missing_a_column_is_one_line(tmp_path: Path, family: str, data: str, column: str) -> None:
+    """These sections raised KeyError/AttributeError tracebacks on a cases table without the column."""
+    bad = edited(REPO / "tests" / "python" / "data" / data, tmp_path / data,
+                 lambda f: f[f"{family}/cases"].pop(column))
+    proc = cli("report", bad, "-o", tmp_path / "out")
+    assert proc.returncode == 2
+    (line,) = error_lines(proc)
+    assert column in line and data in line
