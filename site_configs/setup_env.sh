@@ -1,3 +1,4 @@
+# shellcheck shell=bash
 # Sourced by the README's commands and by CI: makes the Python environment and the build
 # that everything else runs from. Idempotent; re-running only redoes what changed.
 #   MEMPATH_BUILD_DIR   build folder (default: build)
