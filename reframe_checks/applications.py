@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import reframe as rfm
 
+import mempath_run
 import references
 from latency import MempathLatencyCommand
 
@@ -66,6 +67,7 @@ class MempathStream(MempathStreamCommand):
 
     descr = 'mempath stream --all --threads all: STREAM-class bandwidth of every path'
     tags = {'applications', 'acceptance'}
+    time_limit = mempath_run.ACCEPTANCE_TIME_LIMIT
     case_options = ['--all', '--threads', 'all', '--alloc', 'numa,device']
 
 
@@ -100,6 +102,7 @@ class MempathGemm(MempathGemmCommand):
 
     descr = 'mempath gemm: cuBLAS TFLOP/s with operands in HBM'
     tags = {'applications', 'acceptance', 'gpu'}
+    time_limit = mempath_run.ACCEPTANCE_TIME_LIMIT
     case_options = ['--size', '8192', '--dtype', 'fp16,fp64']
 
 

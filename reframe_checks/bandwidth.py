@@ -61,6 +61,8 @@ class MempathBandwidth(rfm.RunOnlyRegressionTest, mempath_run.WholeNode):
     exclusive_access = True
     keep_files = [output_file]
     maintainers = ['mempath']
+    # Every case is in the full suite (read and copy in acceptance as well): the longer limit.
+    time_limit = mempath_run.FULL_TIME_LIMIT
 
     mempath = fixture(MempathBuild, scope='environment')
 

@@ -193,6 +193,7 @@ class MempathChase(MempathChaseCommand):
     output_file = 'chase.h5'
     descr = 'mempath chase --all: pointer-chase latency at 1 GiB of every path'
     tags = {'latency', 'acceptance'}
+    time_limit = mempath_run.ACCEPTANCE_TIME_LIMIT
     case_options = ['--all']
     size = '1GiB'
 
@@ -208,6 +209,7 @@ class MempathChaseSweep(MempathChaseCommand):
     output_file = 'chase_sweep.h5'
     descr = 'mempath chase --all --alloc all: latency by buffer size, every allocator'
     tags = {'latency', 'full'}
+    time_limit = mempath_run.FULL_TIME_LIMIT
     case_options = ['--all', '--alloc', 'all', '--pattern', 'random,sequential']
 
     @staticmethod
@@ -224,6 +226,7 @@ class MempathPingPong(MempathLatencyCommand):
     descr = 'mempath pingpong --alloc pinned: CAS round trips, flag in pinned memory'
     valid_systems = ['+nvgpu']
     tags = {'latency', 'acceptance', 'gpu'}
+    time_limit = mempath_run.ACCEPTANCE_TIME_LIMIT
     case_options = ['--alloc', 'pinned']
     #: `--round-trips`, `--warmup`, `--timeout` (seconds); None: the binary's (10000,
     #: 1000, 10).
@@ -254,4 +257,5 @@ class MempathPingPongFull(MempathPingPong):
     output_file = 'pingpong_full.h5'
     descr = 'mempath pingpong: CAS round trips, every pair, memory and allocator'
     tags = {'latency', 'full', 'gpu'}
+    time_limit = mempath_run.FULL_TIME_LIMIT
     case_options = []

@@ -8,6 +8,20 @@ import reframe.utility.sanity as sn
 from reframe.core.builtins import run_before
 from reframe.core.pipeline import RegressionTestPlugin
 
+# Wall-clock limits of the checks' jobs, per family (ReFrame's `time_limit`, and
+# `build_time_limit` for the build fixtures). Generous on purpose: only a hung run reaches
+# them, and it then fails there instead of holding the node until the allocation or the
+# nightly job ends (issue 12). A check's limit is a ReFrame variable: a site changes every
+# check's with `-S time_limit=1h`, or one check's with `-S MempathChaseSweep.time_limit=4h`.
+#: Acceptance checks (the nightly subset: one default-sized pass over the paths).
+ACCEPTANCE_TIME_LIMIT = '20m'
+#: Full sweeps (sizes, thread counts, every allocator) and checks that run both scopes.
+FULL_TIME_LIMIT = '2h'
+#: Multi-node MPI / NCCL jobs.
+SCALEOUT_TIME_LIMIT = '20m'
+#: Building mempath or nccl-tests in a job.
+BUILD_TIME_LIMIT = '1h'
+
 
 class WholeNode(RegressionTestPlugin):
     """mempath pins its own threads and binds its issuing threads to NUMA nodes: its one

@@ -26,6 +26,7 @@ import reframe.utility.typecheck as typ
 from reframe.core.builtins import (fixture, parameter, performance_function, run_after, run_before,
                                    sanity_function, variable)
 
+import mempath_run
 import mempath_summary
 import references
 from mempath_build import MempathBuild, REPO_ROOT
@@ -40,7 +41,7 @@ class MpiCheck(rfm.RunOnlyRegressionTest):
     valid_prog_environs = ['*']
     exclusive_access = True
     maintainers = ['mempath']
-    time_limit = '20m'
+    time_limit = mempath_run.SCALEOUT_TIME_LIMIT
 
     @run_before('run')
     def set_tasks(self):
@@ -184,6 +185,7 @@ class NcclTestsBuild(rfm.CompileOnlyRegressionTest):
                                                         'https://github.com/NVIDIA/nccl-tests.git'))
     build_system = 'Make'
     build_locally = False
+    build_time_limit = mempath_run.BUILD_TIME_LIMIT
     valid_systems = ['+mpi +nvgpu']
     valid_prog_environs = ['*']
 

@@ -94,6 +94,9 @@ class MempathTransferBase(rfm.RunOnlyRegressionTest, mempath_run.WholeNode):
     exclusive_access = True
     keep_files = [output_file]
     maintainers = ['mempath']
+    # One limit per class, also where `coverage` makes it acceptance: a hook choosing by
+    # coverage would overwrite a site's `-S time_limit=...`.
+    time_limit = mempath_run.FULL_TIME_LIMIT
 
     mempath = fixture(MempathBuild, scope='environment')
 

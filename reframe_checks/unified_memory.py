@@ -39,6 +39,7 @@ class MempathGpuCommand(rfm.RunOnlyRegressionTest, mempath_run.WholeNode):
     num_tasks = 1
     exclusive_access = True
     tags = {'full', 'gpu'}
+    time_limit = mempath_run.FULL_TIME_LIMIT
     maintainers = ['mempath']
     mempath = fixture(MempathBuild, scope='environment')
 

@@ -323,6 +323,59 @@ def test_check_fails_on_failed_or_missing_cases(tmp_path: Path, lines, exit_code
     assert reason in case['fail_reason']
 
 
+# ---- time limits -----------------------------------------------------------------------
+
+# Every check ReFrame loads, fixtures included (`--describe` leaves those out), on the
+# configuration whose partition has every feature (GPU, MPI), so every class is built.
+LOAD_ALL = """
+import json, sys
+import reframe.core.config as config
+import reframe.core.runtime as runtime
+from reframe.frontend.loader import RegressionCheckLoader
+site = config.load_config(sys.argv[1])
+site.select_subconfig('alps:gh200')
+runtime.init_runtime(site)
+print(json.dumps([
+    {'name': c.display_name,
+     'kind': [k.__name__ for k in type(c).__mro__ if k.__module__.startswith('reframe.core')][0],
+     'time_limit': c.time_limit, 'build_time_limit': c.build_time_limit}
+    for c in RegressionCheckLoader([sys.argv[2]]).load_all()]))
+"""
+
+# The limit that bounds each kind of check's job: compile-only checks have only a build job.
+LIMITS_BY_KIND = {'RunOnlyRegressionTest': ('time_limit',),
+                  'CompileOnlyRegressionTest': ('build_time_limit',),
+                  'RegressionTest': ('time_limit', 'build_time_limit')}
+
+
+def loaded_checks() -> list[dict]:
+    out = subprocess.run([sys.executable, '-c', LOAD_ALL, str(CONFIGS / 'alps.py'), str(CHECKS)],
+                         cwd=REPO, capture_output=True, text=True, timeout=120,
+                         env={k: v for k, v in os.environ.items() if not k.startswith('RFM_')})
+    assert out.returncode == 0, out.stdout + out.stderr
+    return json.loads(out.stdout)
+
+
+def test_every_check_and_fixture_has_a_time_limit():
+    """Issue 12 (never hang a job): without a limit a hung check holds its node until the
+    allocation ends (and with the local scheduler forever)."""
+    checks = loaded_checks()
+    names = {c['name'].split()[0] for c in checks}
+    assert {'MempathBuild', 'NcclTestsBuild', 'MempathBandwidth', 'MempathInventory'} <= names
+    unbounded = [f"{c['name']} ({limit})" for c in checks
+                 for limit in LIMITS_BY_KIND[c['kind']] if not c[limit]]
+    assert not unbounded, f'checks without a time limit: {unbounded}'
+
+
+def test_a_site_changes_the_time_limit_with_set_var():
+    """The limits are class defaults, not set in hooks, so `-S` still wins."""
+    out = reframe('-C', str(CONFIGS / 'alps.py'), '--system', 'alps:gh200', '-c', str(CHECKS),
+                  '--describe', '-S', 'time_limit=3h')
+    assert out.returncode == 0, out.stdout + out.stderr
+    limits = {c['name']: c['time_limit'] for c in json.loads(out.stdout)}
+    assert limits and set(limits.values()) == {3 * 3600.0}, limits
+
+
 # ---- a real run ------------------------------------------------------------------------
 
 @pytest.mark.slow

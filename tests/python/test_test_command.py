@@ -1,0 +1,96 @@
+"""The test command and the setup it sources (issue 12, "never lose a result"):
+tests/run_tests.sh must fail when ctest or pytest fails, and sourcing
+site_configs/setup_env.sh must leave the caller's shell options and working directory
+alone (its trailing `set +e` and `cd` once made run_tests.sh exit 0 after a failed ctest).
+
+The real scripts run in a copy of the repository's layout whose build and Python tools are
+stand-ins (building here would take minutes): `cmake`, `ctest` and the venv's `python`
+are small scripts whose exit status the test chooses.
+"""
+from __future__ import annotations
+
+import os
+import shutil
+import stat
+import subprocess
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+def executable(path: Path, text: str) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text("#!/bin/sh\n" + text)
+    path.chmod(path.stat().st_mode | stat.S_IXUSR)
+
+
+@pytest.fixture
+def tree(tmp_path: Path) -> Path:
+    """A repository layout with the real setup_env.sh and run_tests.sh, a ready venv (its
+    requirements stamp matches) and stand-ins on PATH that exit with $CMAKE_RC, $CTEST_RC,
+    $PYTEST_RC."""
+    root = tmp_path / "repo"
+    for rel in ("site_configs/setup_env.sh", "tests/run_tests.sh", "requirements.txt"):
+        (root / rel).parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy2(REPO / rel, root / rel)
+    (root / ".venv").mkdir()
+    shutil.copy2(REPO / "requirements.txt", root / ".venv" / ".requirements")
+    for name in ("python", "python3"):
+        executable(root / ".venv" / "bin" / name, 'echo "python $*" >> "$CALLS"; exit "${PYTEST_RC:-0}"\n')
+    executable(tmp_path / "bin" / "cmake", 'echo "cmake $*" >> "$CALLS"; exit "${CMAKE_RC:-0}"\n')
+    executable(tmp_path / "bin" / "ctest", 'echo "ctest $*" >> "$CALLS"; exit "${CTEST_RC:-0}"\n')
+    return root
+
+
+def run(tree: Path, script: str, **rcs: int) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, "MEMPATH_NO_APT": "1", "CALLS": str(tree.parent / "calls"),
+           "PATH": f"{tree.parent / 'bin'}:{os.environ['PATH']}",
+           **{k.upper(): str(v) for k, v in rcs.items()}}
+    env.pop("MEMPATH_BUILD_DIR", None)
+    env.pop("MEMPATH_CMAKE_ARGS", None)
+    return subprocess.run(["bash", "-c", script], cwd=tree.parent, env=env, capture_output=True,
+                          text=True, timeout=60)
+
+
+@pytest.mark.parametrize("ctest_rc, pytest_rc, expected", [(0, 0, 0), (1, 0, 1), (0, 1, 1), (8, 2, 2)])
+def test_run_tests_fails_when_ctest_or_pytest_fails(tree: Path, ctest_rc: int, pytest_rc: int,
+                                                    expected: int) -> None:
+    out = run(tree, f"{tree}/tests/run_tests.sh -q", ctest_rc=ctest_rc, pytest_rc=pytest_rc)
+    assert out.returncode == expected, out.stdout + out.stderr
+    calls = (tree.parent / "calls").read_text()
+    # Both ran (pytest also after a ctest failure), from the repository root.
+    assert "ctest --test-dir build --output-on-failure" in calls
+    assert "python -m pytest tests/python -q" in calls
+    if ctest_rc:
+        assert f"ctest failed (exit {ctest_rc})" in out.stderr
+
+
+def test_run_tests_fails_when_the_build_fails(tree: Path) -> None:
+    out = run(tree, f"{tree}/tests/run_tests.sh", cmake_rc=1)
+    assert out.returncode == 1, out.stdout + out.stderr
+    assert "setup failed in mempath_build" in out.stderr
+    assert "ctest" not in (tree.parent / "calls").read_text()
+
+
+SHOW = 'echo "opts=$- $(shopt -po pipefail) pwd=$PWD"'
+
+
+@pytest.mark.parametrize("options", ["set -euo pipefail", "set +e +u +o pipefail", "set -e"])
+def test_sourcing_keeps_the_callers_options_and_folder(tree: Path, options: str) -> None:
+    before = run(tree, f"{options}; cd /; {SHOW}").stdout
+    after = run(tree, f"{options}; cd /; source {tree}/site_configs/setup_env.sh; {SHOW}")
+    assert after.returncode == 0, after.stderr
+    assert after.stdout.strip().splitlines()[-1] == before.strip(), after.stdout
+    assert f"{tree}/.venv/bin" in run(tree, f"source {tree}/site_configs/setup_env.sh; echo $PATH").stdout
+
+
+def test_a_failed_setup_stops_a_set_e_caller_and_spares_others(tree: Path) -> None:
+    stopped = run(tree, f"set -e; source {tree}/site_configs/setup_env.sh; echo went-on", cmake_rc=1)
+    assert stopped.returncode == 1 and "went-on" not in stopped.stdout
+    assert "setup failed in mempath_build" in stopped.stderr
+    # Without errexit the caller decides: sourcing returns 1 and errexit stays off.
+    kept = run(tree, f"source {tree}/site_configs/setup_env.sh; echo rc=$?; false; echo went-on",
+               cmake_rc=1)
+    assert "rc=1" in kept.stdout and "went-on" in kept.stdout, kept.stdout + kept.stderr
