@@ -3,6 +3,7 @@
 #include <sys/utsname.h>
 #include <unistd.h>
 
+#include <cstdio>
 #include <ctime>
 #include <fstream>
 #include <sstream>
@@ -40,6 +41,22 @@ std::string utc_time(const char* format) {
 
 std::string utc_now_iso8601() { return utc_time("%Y-%m-%dT%H:%M:%SZ"); }
 
+std::string gpu_uuid_text(const gpu::Uuid& uuid) {
+  char buf[48];
+  const unsigned char* b = uuid.data();
+  std::snprintf(buf, sizeof buf,
+                "GPU-%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-%02x%02x%02x%02x%02x%02x", b[0],
+                b[1], b[2], b[3], b[4], b[5], b[6], b[7], b[8], b[9], b[10], b[11], b[12], b[13],
+                b[14], b[15]);
+  return buf;
+}
+
+std::string gpu_uuid_list(const std::vector<gpu::Uuid>& uuids) {
+  std::string out;
+  for (size_t i = 0; i < uuids.size(); ++i) out += (i ? "," : "") + gpu_uuid_text(uuids[i]);
+  return out;
+}
+
 std::string default_output_name(const std::string& bench, const std::string& host) {
   // The process id too: two runs started in the same second (a job array) get two files.
   return "mempath-" + bench + "-" + host + "-" + utc_time("%Y%m%dT%H%M%S") + "-" + std::to_string(getpid()) + ".h5";
@@ -71,6 +88,7 @@ std::map<std::string, Attribute> collect_provenance(const Topology& topo,
   a["cuda_driver_version"] = static_cast<int64_t>(gpu::driver_version());
   a["cuda_runtime_version"] = static_cast<int64_t>(gpu::runtime_version());
   a["gpu_clocks"] = gpu::clocks_json();
+  a["gpu_uuids"] = gpu_uuid_list(gpu::device_uuids());
   return a;
 }
 

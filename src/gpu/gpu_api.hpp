@@ -1,6 +1,7 @@
 #pragma once
 // What the rest of mempath asks of CUDA. Implemented in gpu/*.cu; in a CPU-only build by
 // gpu/none/, where every call that needs a GPU throws Unsupported with the reason.
+#include <array>
 #include <cstddef>
 #include <cstdint>
 #include <string>
@@ -15,6 +16,11 @@ int device_count();  // 0 without CUDA or without a GPU
 int driver_version();
 int runtime_version();
 std::string clocks_json();  // [{"gpu":0,"sm_clock_khz":..,"mem_clock_khz":..}]
+// Each GPU's 16-byte UUID (cudaDeviceProp::uuid) in device order: what names a GPU across
+// reboots and renumbering, so a fleet's history follows the board, not the index. Empty
+// without CUDA or GPUs; a GPU whose properties cannot be read gives 16 zero bytes.
+using Uuid = std::array<unsigned char, 16>;
+std::vector<Uuid> device_uuids();
 // Free and total bytes of a GPU's device memory.
 void mem_info(int gpu, size_t* free_bytes, size_t* total_bytes);
 

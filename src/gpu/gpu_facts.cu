@@ -10,6 +10,7 @@
 #include <string>
 
 #include "core/topology.hpp"
+#include "gpu/gpu_api.hpp"
 
 namespace mempath {
 namespace {
@@ -143,3 +144,25 @@ std::vector<GpuInfo> query_gpus() {
 }
 
 }  // namespace mempath
+
+namespace mempath::gpu {
+
+std::vector<Uuid> device_uuids() {
+  int count = 0;
+  if (cudaGetDeviceCount(&count) != cudaSuccess) {
+    cudaGetLastError();
+    return {};
+  }
+  std::vector<Uuid> uuids(count, Uuid{});
+  for (int id = 0; id < count; ++id) {
+    cudaDeviceProp prop{};
+    if (cudaGetDeviceProperties(&prop, id) != cudaSuccess) {
+      cudaGetLastError();  // keep the zero UUID: the list stays aligned with GPU indices
+      continue;
+    }
+    std::copy(prop.uuid.bytes, prop.uuid.bytes + 16, uuids[id].begin());
+  }
+  return uuids;
+}
+
+}  // namespace mempath::gpu

@@ -104,3 +104,74 @@ def test_reframe_runs_the_mpi_checks_through_slurm(tmp_path: Path) -> None:
         with h5py.File(bw) as f:
             assert set(f["mpi_bw/cases/ppn"][()]) == {ppn}
             assert set(f["mpi_bw/ranks/host"].asstr()[()]) == {"n1", "n2"}
+
+
+# ---- fleet vetting (issue 11): the preset on both nodes, through ReFrame and sbatch ----
+
+#: The vetting preset at sizes that run in seconds (timings here are functional only).
+VET_TINY = {"VET_SIZE": "8MiB", "VET_IN_CACHE": "1", "VET_CHASE_SIZE": "1MiB", "VET_REPS": "2",
+            "VET_ROUND_TRIPS": "200", "VET_TIMEOUT": "60"}
+
+
+def vet_binary() -> Path:
+    """The mempath the vetting tests run on the nodes: the CPU-only build where there is one."""
+    import os
+
+    for env, default in (("MEMPATH_CPU_ONLY_BIN", REPO / "build-cpu" / "mempath"),
+                         ("MEMPATH_BIN", REPO / "build" / "mempath")):
+        path = Path(os.environ.get(env, default))
+        if path.is_file():
+            return path
+    pytest.fail("no mempath binary (build/mempath or build-cpu/mempath): build it first")
+
+
+def vetted_hosts(files: list[Path]) -> list[str]:
+    """The `host` root attribute of each file (what names the node in the fleet report)."""
+    import h5py
+
+    hosts = []
+    for path in files:
+        with h5py.File(path) as f:
+            hosts.append(str(f.attrs["host"]))
+    return sorted(hosts)
+
+
+def test_reframe_distributes_the_vetting_check_to_both_nodes(tmp_path: Path) -> None:
+    """`--distribute=all` (ReFrame's own per-node copies) runs the preset on n1 and n2; the
+    build fixture only copies the already built binary, so the run stays short."""
+    import sys
+
+    src = tmp_path / "prebuilt_src"
+    src.mkdir()
+    (src / "CMakeLists.txt").write_text(
+        "cmake_minimum_required(VERSION 3.20)\nproject(prebuilt_mempath NONE)\n"
+        f"file(COPY {vet_binary()} DESTINATION ${{CMAKE_BINARY_DIR}})\n")
+    tiny = ["-S", "MempathVetting.size=8MiB", "-S", "MempathVetting.in_cache=true",
+            "-S", "MempathVetting.chase_size=1MiB", "-S", "MempathVetting.reps=2",
+            "-S", "MempathVetting.round_trips=200", "-S", "MempathVetting.case_timeout=60"]
+    prefix = tmp_path / "rfm"
+    text = on_cluster("env", f"PATH={Path(sys.executable).parent}:/usr/local/bin:/usr/bin:/bin",
+                      "reframe", "-C", str(REPO / "site_configs" / "ci.py"),
+                      "-c", str(REPO / "reframe_checks" / "vetting.py"), "--tag", "vetting",
+                      "--distribute=all", "-r", "--exec-policy=serial", *tiny,
+                      "-S", f"MempathBuild.sourcesdir={src}", "--prefix", str(prefix), timeout=300)
+    # The build fixture and one MempathVetting per node.
+    assert "Ran 3/3 test case(s) from 3 check(s) (0 failure(s)" in text, text[-4000:]
+    for host in ("n1", "n2"):
+        kept = list(prefix.glob(f"output/ci/cpu/builtin/*/vetting/{host}/*.h5"))
+        assert sorted(p.name for p in kept) == ["bw.h5", "chase.h5", "pingpong.h5"], text[-4000:]
+        assert vetted_hosts(kept) == [host] * 3
+
+
+def test_sbatch_vets_both_nodes_into_one_folder(tmp_path: Path) -> None:
+    """slurm/vet_fleet.sbatch over a two-node allocation: one shared folder with a
+    subfolder per node (the fleet report step is left out: VET_REPORT=none)."""
+    out = tmp_path / "vet"
+    env = [f"{k}={v}" for k, v in {**VET_TINY, "MEMPATH": str(vet_binary()),
+                                   "VET_REPORT": "none"}.items()]
+    on_cluster("env", *env, "sbatch", "--wait", "-N2", f"--chdir={REPO}",
+               f"--output={tmp_path / 'job-%j.out'}", str(REPO / "slurm" / "vet_fleet.sbatch"),
+               str(out), timeout=300)
+    files = sorted(out.glob("*/*.h5"))
+    assert sorted({p.parent.name for p in files}) == ["n1", "n2"], files
+    assert vetted_hosts(files) == ["n1"] * 3 + ["n2"] * 3

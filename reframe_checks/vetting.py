@@ -1,0 +1,138 @@
+"""Fleet vetting: the short preset of slurm/vet_node.sh on one node (docs/vetting.md).
+
+    reframe -C site_configs/SITE.py -c reframe_checks --tag vetting --distribute=idle -r
+
+ReFrame's `--distribute` makes one copy of the check per node (idle ones, or `all`); each
+runs slurm/vet_node.sh, which writes `vetting/<host>/{bw,memcpy,chase,pingpong}.h5`, kept
+in the check's output folder; `python -m analysis fleet` reads them all (docs/vetting.md).
+
+Sanity: the script's exit code 0, at least one `status=ok` line of every command it ran
+and none `failed`, and one host folder with every command's HDF5 file (memcpy only on a
+node with a GPU). Performance variables, where the node has the path (GB/s):
+`hbm_read_min` (the slowest GPU's HBM read, device memory, all SMs), `host_read_min` (the
+slowest CPU socket reading its own node, all cores), `h2d_min` (the slowest GPU's H2D copy
+engine transfer from pinned memory). No references: the fleet report compares nodes with
+each other and with the partition references of the other checks.
+
+Variables (`-S MempathVetting.NAME=VALUE`; the defaults are the preset, smaller ones are
+for tests): size, chase_size, reps, round_trips, case_timeout, in_cache.
+"""
+from __future__ import annotations
+
+import glob
+import os
+
+import reframe as rfm
+import reframe.utility.sanity as sn
+from reframe.core.builtins import fixture, run_before, sanity_function, variable
+
+import mempath_run
+import mempath_summary
+from mempath_build import REPO_ROOT, MempathBuild
+
+#: Folder in the stage directory that the script writes `<host>/*.h5` into.
+OUTDIR = 'vetting'
+#: Commands of the preset that run on every node, and the one that needs a GPU.
+ALWAYS = ('bw', 'chase', 'pingpong')
+GPU_ONLY = 'memcpy'
+#: The line vet_node.sh prints when it leaves the GPU commands out.
+NO_GPU_LINE = r'no GPU, memcpy left out'
+
+
+def bw_minima(lines: list[str]) -> dict[str, float]:
+    """The slowest GPU's HBM read and the slowest socket's local read, where present."""
+    cases = mempath_summary.perf_cases(mempath_summary.parse_bw_lines(lines)).values()
+    reads = [c for c in cases if c.op == 'read']
+    hbm = [c.median_GBps for c in reads
+           if c.pu.startswith('gpu') and c.mem == c.pu and c.alloc == 'device' and c.kernel == 'grid']
+    host = [c.median_GBps for c in reads
+            if c.pu.startswith('cpu') and c.pu != 'cpus' and c.mem == 'numa' + c.pu[3:]
+            and c.alloc == 'numa']
+    return {name: min(values) for name, values in (('hbm_read_min', hbm), ('host_read_min', host))
+            if values}
+
+
+def h2d_minimum(lines: list[str]) -> dict[str, float]:
+    transfers = mempath_summary.parse_memcpy_lines(lines)
+    h2d = [t.median_GBps for t in transfers
+           if t.status == 'ok' and t.direction == 'h2d' and t.engine == 'ce'
+           and t.alloc == 'pinned' and t.median_GBps is not None]
+    return {'h2d_min': min(h2d)} if h2d else {}
+
+
+@rfm.simple_test
+class MempathVetting(rfm.RunOnlyRegressionTest, mempath_run.WholeNode):
+    """slurm/vet_node.sh vetting: the preset on the node this copy of the check runs on."""
+
+    #: Bytes per buffer of bw and memcpy (`VET_SIZE`).
+    size = variable(str, value='1GiB')
+    #: Chase buffer (`VET_CHASE_SIZE`).
+    chase_size = variable(str, value='1GiB')
+    #: Timed repetitions of bw and memcpy (`VET_REPS`).
+    reps = variable(int, value=5)
+    #: Ping-pong round trips (`VET_ROUND_TRIPS`).
+    round_trips = variable(int, value=10000)
+    #: Per-case limit in seconds (`VET_TIMEOUT`, mempath --timeout): a hung case ends its
+    #: command there, and the next command still runs.
+    case_timeout = variable(int, value=300)
+    #: Allow bw sizes below 4x the caches (`VET_IN_CACHE`; tests only).
+    in_cache = variable(bool, value=False)
+
+    descr = 'mempath vetting preset (slurm/vet_node.sh) on one node'
+    valid_systems = ['*']
+    valid_prog_environs = ['*']
+    tags = {'vetting'}
+    num_tasks = 1
+    num_tasks_per_node = 1
+    exclusive_access = True
+    keep_files = [OUTDIR]
+    maintainers = ['mempath']
+    # The preset takes minutes; only a hung node reaches this.
+    time_limit = mempath_run.ACCEPTANCE_TIME_LIMIT
+
+    mempath = fixture(MempathBuild, scope='environment')
+
+    @run_before('run')
+    def set_command(self):
+        self.executable = os.path.join(REPO_ROOT, 'slurm', 'vet_node.sh')
+        self.executable_opts = [OUTDIR]
+        self.env_vars.update({
+            'MEMPATH': self.mempath.executable_path, 'VET_SIZE': self.size,
+            'VET_CHASE_SIZE': self.chase_size, 'VET_REPS': str(self.reps),
+            'VET_ROUND_TRIPS': str(self.round_trips), 'VET_TIMEOUT': str(self.case_timeout),
+            'VET_IN_CACHE': '1' if self.in_cache else '0',
+        })
+
+    def host_dirs(self) -> list[str]:
+        return sorted(glob.glob(os.path.join(self.stagedir, OUTDIR, '*', '')))
+
+    @sanity_function
+    def vetted(self):
+        stdout = os.path.join(self.stagedir, str(self.stdout))
+        has_gpu = sn.evaluate(sn.count(sn.findall(NO_GPU_LINE, stdout))) == 0
+        benches = ALWAYS + ((GPU_ONLY,) if has_gpu else ())
+        hosts = self.host_dirs()
+        checks = [
+            sn.assert_eq(self.job.exitcode, 0,
+                         msg='vet_node.sh exited with {0} (1: a case failed, 2: bad input)'),
+            sn.assert_not_found(r'^MEMPATH \w+ .*status=failed', self.stdout,
+                                msg='a case failed (status=failed)'),
+            sn.assert_eq(len(hosts), 1, msg=f'{OUTDIR}/ holds {{0}} host folders, expected 1'),
+        ]
+        for bench in benches:
+            checks.append(sn.assert_found(rf'^MEMPATH {bench} .*status=ok', self.stdout,
+                                          msg=f'{bench}: no case finished (status=ok)'))
+            if hosts:
+                path = os.path.join(hosts[0], f'{bench}.h5')
+                checks.append(sn.assert_true(os.path.isfile(path), msg=f'{path} was not written'))
+        return sn.all(checks)
+
+    @run_before('performance')
+    def set_perf_variables(self):
+        stdout = os.path.join(self.stagedir, str(self.stdout))   # hooks run elsewhere
+        lines = sn.evaluate(sn.extractall(mempath_summary.LINE_PATTERN, stdout, 0))
+        values = {**bw_minima(lines), **h2d_minimum(lines)}
+        self.perf_variables = {
+            name: sn.make_performance_function(sn.defer(value), 'GB/s')
+            for name, value in sorted(values.items())
+        }

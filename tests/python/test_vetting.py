@@ -1,0 +1,118 @@
+"""Fleet vetting (issue 11): slurm/vet_node.sh runs the short preset into OUTDIR/<host>/,
+keeps going past a failed command and says so in its exit code; the ReFrame check
+`MempathVetting` (reframe_checks/vetting.py) is selected by `--tag vetting` and a real
+local run of it passes and keeps the node's HDF5 files. Tiny sizes: functional only.
+"""
+from __future__ import annotations
+
+import json
+import os
+import re
+import socket
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[2]
+VET_NODE = REPO / 'slurm' / 'vet_node.sh'
+CHECKS = REPO / 'reframe_checks'
+CONFIGS = REPO / 'site_configs'
+sys.path.insert(0, str(Path(__file__).parent))
+
+from test_reframe import listed, mempath_binary, reframe  # noqa: E402
+
+#: The preset at sizes a 2-core test machine runs in seconds.
+TINY = {'VET_SIZE': '8MiB', 'VET_IN_CACHE': '1', 'VET_CHASE_SIZE': '1MiB', 'VET_REPS': '2',
+        'VET_ROUND_TRIPS': '200', 'VET_TIMEOUT': '60'}
+#: `-S` settings of the check that give the same tiny preset.
+TINY_VARS = ['-S', 'MempathVetting.size=8MiB', '-S', 'MempathVetting.in_cache=true',
+             '-S', 'MempathVetting.chase_size=1MiB', '-S', 'MempathVetting.reps=2',
+             '-S', 'MempathVetting.round_trips=200', '-S', 'MempathVetting.case_timeout=60']
+HOST = socket.gethostname().split('.')[0]
+
+
+def binary() -> Path:
+    found = mempath_binary()
+    if found is None:
+        pytest.skip('no mempath binary built (tests/run_tests.sh builds it)')
+    return found
+
+
+def vet(outdir: Path, mempath: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, **TINY, 'MEMPATH': str(mempath)}
+    return subprocess.run([str(VET_NODE), str(outdir), *args], env=env, capture_output=True,
+                          text=True, timeout=120)
+
+
+def test_vet_node_writes_every_command_into_the_host_folder(tmp_path: Path):
+    out = vet(tmp_path, binary())
+    assert out.returncode == 0, out.stdout + out.stderr
+    files = sorted(p.name for p in (tmp_path / HOST).iterdir())
+    has_gpu = 'memcpy left out' not in out.stdout
+    assert files == sorted(['bw.h5', 'chase.h5', 'pingpong.h5'] + ['memcpy.h5'] * has_gpu)
+    import h5py
+
+    for name in files:
+        with h5py.File(tmp_path / HOST / name) as f:
+            assert f.attrs['host'] == HOST
+            assert 'gpu_uuids' in f.attrs   # node identity for the fleet report
+    assert not re.search(r'^MEMPATH \w+ .*status=failed', out.stdout, re.MULTILINE)
+
+
+def test_vet_node_runs_every_command_past_a_failure(tmp_path: Path):
+    """A failed command must not hide the others (issue 11: one night per fleet): the
+    stand-in fails `chase` with 1, the rest still run and the script exits 1."""
+    real = binary()
+    stub = tmp_path / 'mempath'
+    stub.write_text(f'#!/bin/sh\n[ "$1" = chase ] && exit 1\nexec {real} "$@"\n')
+    stub.chmod(0o755)
+    out = vet(tmp_path / 'out', stub)
+    assert out.returncode == 1, out.stdout + out.stderr
+    assert 'mempath chase exited with 1' in out.stderr
+    assert (tmp_path / 'out' / HOST / 'pingpong.h5').is_file()
+
+
+def test_vet_node_bad_input_is_one_line_and_exit_2(tmp_path: Path):
+    out = vet(tmp_path, binary(), 'extra')
+    assert out.returncode == 2 and len(out.stderr.strip().splitlines()) == 1, out.stderr
+    missing = vet(tmp_path, tmp_path / 'no-such-mempath')
+    assert missing.returncode == 2 and 'MEMPATH' in missing.stderr, missing.stderr
+
+
+def test_vetting_tag_selects_the_vetting_check():
+    assert listed('generic.py', '--tag', 'vetting') == ['MempathVetting']
+
+
+COPY_CMAKE = """cmake_minimum_required(VERSION 3.20)
+project(prebuilt_mempath NONE)
+file(COPY {binary} DESTINATION ${{CMAKE_BINARY_DIR}})
+"""
+
+
+def prebuilt_sources(tmp_path: Path, mempath: Path) -> Path:
+    """A source folder whose "build" copies an already built mempath: the check runs the
+    real binary without compiling it again in the test."""
+    src = tmp_path / 'prebuilt_src'
+    src.mkdir()
+    (src / 'CMakeLists.txt').write_text(COPY_CMAKE.format(binary=mempath))
+    return src
+
+
+@pytest.mark.slow
+def test_local_run_of_the_vetting_check(tmp_path: Path):
+    src = prebuilt_sources(tmp_path, binary())
+    report = tmp_path / 'report.json'
+    out = reframe('-C', str(CONFIGS / 'generic.py'), '-c', str(CHECKS / 'vetting.py'), '-r',
+                  '--tag', 'vetting', *TINY_VARS, '-S', f'MempathBuild.sourcesdir={src}',
+                  '--prefix', str(tmp_path / 'rfm'), '--report-file', str(report), timeout=120)
+    text = out.stdout + out.stderr
+    assert out.returncode == 0, text
+    case = next(tc for tc in json.loads(report.read_text())['runs'][0]['testcases']
+                if tc['name'] == 'MempathVetting')
+    assert case['result'] == 'pass', case['fail_reason']
+    perf = {k.split(':')[-1]: v for k, v in case['perfvalues'].items()}
+    assert perf['host_read_min'][0] > 0 and perf['host_read_min'][4] == 'GB/s', perf
+    kept = list((tmp_path / 'rfm' / 'output').glob(f'*/*/*/MempathVetting/vetting/{HOST}/bw.h5'))
+    assert len(kept) == 1, text
