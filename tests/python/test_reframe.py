@@ -139,7 +139,7 @@ def test_ci_config_lists_cpu_and_mpi_checks_only():
     assert sorted(bandwidth) == sorted(check_name(op, 'cpu') for op in OPS)
     others = {n.split(' %')[0] for n in names} - {'MempathBandwidth'}
     assert others == {'MempathChase', 'MempathChaseSweep', 'MempathMpiBandwidth', 'MempathInventory',
-                      'MempathStream', 'MempathStreamSweep'}
+                      'MempathStream', 'MempathStreamSweep', 'MempathVetting'}
 
 
 # ---- summary lines and performance variable names ------------------------------------
