@@ -1,0 +1,231 @@
+"""The fleet history: every night's fleet rows in one embedded DuckDB file (docs/fleet_history.md).
+
+Rows have the schema of the fleet table (analysis.fleet_table, /work/prompts/fleet_schema.md)
+with ``night`` a DATE. A night is appended in one transaction: the rows of the (night, node)
+pairs it holds replace the ones stored, so appending a night twice never duplicates it, and a
+bad frame writes nothing. Synthetic (simulator) rows share the table, flagged, and every
+query leaves them out unless asked.
+"""
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from .errors import InputError
+from .io import shown
+
+#: Column -> DuckDB type; the order is the table's.
+COLUMNS: dict[str, str] = {
+    "night": "DATE", "node": "VARCHAR", "node_kind": "VARCHAR", "family": "VARCHAR",
+    "path": "VARCHAR", "component": "VARCHAR", "metric": "VARCHAR", "value": "DOUBLE",
+    "status": "VARCHAR", "higher_is_better": "BOOLEAN", "synthetic": "BOOLEAN",
+    "gpu_uuids": "VARCHAR",
+}
+SERIES = ["node", "node_kind", "component", "path", "metric"]  # one trend line
+MIN_NIGHTS = 8  # fewer points make no trend worth naming
+Z_LIMIT = 3.5   # the per-night robust z a fleet report flags at (docs/fleet_history.md)
+MAD_SIGMA = 1.4826  # MAD -> standard deviation of normal noise
+
+
+def _duckdb():
+    try:
+        import duckdb
+    except ImportError:
+        raise InputError("the Python package duckdb is not installed; valid: "
+                         "pip install -r requirements.txt (duckdb==2.0.1)") from None
+    return duckdb
+
+
+def connect(db: str | Path, read_only: bool = False):
+    """Open (or create) the history file with its table; one line and InputError if it cannot."""
+    duckdb = _duckdb()
+    if read_only and not Path(db).is_file():
+        raise InputError(f"{shown(db)}: no such history database; valid: a file written by "
+                         "fleet-history append")
+    try:
+        con = duckdb.connect(str(db), read_only=read_only)
+        if not read_only:
+            _do(con, "CREATE TABLE IF NOT EXISTS fleet ("
+                + ", ".join(f"{c} {t}" for c, t in COLUMNS.items()) + ")")
+        _do(con, "SELECT count(*) FROM fleet")
+    except duckdb.Error as error:
+        raise InputError(f"{shown(db)}: not a usable fleet history database "
+                         f"({str(error).splitlines()[0]}); valid: a DuckDB file written by "
+                         "fleet-history append, or a new path") from None
+    return con
+
+
+def _do(con, sql: str, params: list | None = None) -> list:
+    """Run a statement to its end: DuckDB 2 refuses the next one while a result is unread."""
+    return con.execute(sql, params or []).fetchall()
+
+
+def _checked(frame: pd.DataFrame) -> pd.DataFrame:
+    """The frame with the table's columns and types, or InputError naming what is wrong."""
+    lacking = [c for c in COLUMNS if c not in frame.columns]
+    if lacking:
+        raise InputError(f"fleet rows lack the column(s) {', '.join(lacking)}; "
+                         f"valid: the fleet table columns {', '.join(COLUMNS)}")
+    rows = frame[list(COLUMNS)].copy()
+    nights = pd.to_datetime(rows["night"].astype(str), format="%Y-%m-%d", errors="coerce")
+    if nights.isna().any():
+        bad = rows["night"][nights.isna()].iloc[0]
+        raise InputError(f"night {bad!r} is not a date; valid: YYYY-MM-DD")
+    rows["night"] = nights.dt.date
+    value = pd.to_numeric(rows["value"], errors="coerce")
+    if (value.isna() & rows["value"].notna()).any():
+        raise InputError("column value holds non-numbers; valid: floats (NaN where a case did not run)")
+    rows["value"] = value.astype(float)
+    for flag in ("higher_is_better", "synthetic"):
+        if not rows[flag].isin([True, False]).all():
+            raise InputError(f"column {flag} holds values other than True/False")
+        rows[flag] = rows[flag].astype(bool)
+    if rows[SERIES].isna().any().any():
+        raise InputError(f"columns {', '.join(SERIES)} must not be empty (None/NaN)")
+    return rows
+
+
+def append(db: str | Path, frame: pd.DataFrame) -> int:
+    """Store one night's (or several nights') fleet rows; returns the rows written."""
+    rows = _checked(frame)
+    con = connect(db)
+    try:
+        con.register("incoming", rows)
+        _do(con, "BEGIN TRANSACTION")
+        try:
+            _do(con, "DELETE FROM fleet WHERE (night, node) IN "
+                     "(SELECT DISTINCT night, node FROM incoming)")
+            # Sorted so that DuckDB's per-row-group min/max skip other nodes in a node's query.
+            _do(con, f"INSERT INTO fleet SELECT {', '.join(COLUMNS)} FROM incoming "
+                     "ORDER BY node, path, night")
+        except Exception:
+            _do(con, "ROLLBACK")
+            raise
+        _do(con, "COMMIT")
+    finally:
+        con.close()
+    return len(rows)
+
+
+def _window(con, nights: int, include_synthetic: bool) -> tuple[str, list]:
+    """WHERE clause and parameters: the ``nights`` nights up to the newest one stored."""
+    if nights < 1:
+        raise InputError(f"nights {nights} is not positive; valid: an integer >= 1")
+    where = "night > (SELECT max(night) FROM fleet) - CAST(? AS INTEGER)"
+    return where + ("" if include_synthetic else " AND NOT synthetic"), [nights]
+
+
+def trend(db: str | Path, node: str | None = None, path: str | None = None, nights: int = 90,
+          include_synthetic: bool = False) -> pd.DataFrame:
+    """The value of each node x path by night: one row per series, one column per night."""
+    con = connect(db, read_only=True)
+    try:
+        where, params = _window(con, nights, include_synthetic)
+        for column, wanted in (("node", node), ("path", path)):
+            if wanted is not None:
+                where += f" AND {column} = ?"
+                params.append(wanted)
+        long = con.execute(f"SELECT {', '.join(SERIES)}, night, value FROM fleet WHERE {where}",
+                           params).df()
+    finally:
+        con.close()
+    if long.empty:
+        return pd.DataFrame(columns=SERIES)
+    wide = long.pivot(index=SERIES, columns="night", values="value")  # append keeps them unique
+    wide.columns = [str(pd.Timestamp(c).date()) for c in wide.columns]
+    return wide.reset_index()
+
+
+def theil_sen(x: np.ndarray, y: np.ndarray) -> tuple[float, float]:
+    """Median of the pairwise slopes and the median intercept (robust to outlier nights)."""
+    i, j = np.triu_indices(len(x), k=1)
+    slope = float(np.median((y[j] - y[i]) / (x[j] - x[i])))
+    return slope, float(np.median(y - slope * x))
+
+
+# Candidates by Tukey's resistant line (medians of the first and last third): robust and
+# one SQL pass over the whole window, so the exact O(n^2) Theil-Sen runs only on them.
+_CANDIDATES = """
+WITH w AS (
+  SELECT {series}, higher_is_better, night, value,
+         CAST(night - min(night) OVER () AS DOUBLE) AS x, max(night) OVER () AS last
+  FROM fleet WHERE {where} AND status = 'ok' AND isfinite(value)
+), s AS (
+  SELECT {series}, any_value(higher_is_better) AS hib, count(*) AS n, max(x) AS span,
+         median(value) FILTER (WHERE x <= (SELECT max(x) FROM w) / 3) AS y0,
+         median(value) FILTER (WHERE x >= 2 * (SELECT max(x) FROM w) / 3) AS y1
+  FROM w GROUP BY ALL
+)
+SELECT * FROM s WHERE n >= {min_nights} AND y0 > 0
+  AND (CASE WHEN hib THEN y0 - y1 ELSE y1 - y0 END) / y0 > ?
+"""
+
+# The fleet's robust spread per night and path; the largest |z| each candidate reached.
+_SPREAD = """
+WITH w AS (
+  SELECT {series}, night, value FROM fleet
+  WHERE {where} AND status = 'ok' AND isfinite(value)
+), f AS (
+  SELECT node_kind, path, metric, night, median(value) AS med, mad(value) AS mad
+  FROM w GROUP BY ALL
+)
+SELECT c.node, c.node_kind, c.path, c.metric, c.night, c.value, f.med, f.mad
+FROM w c JOIN f USING (node_kind, path, metric, night)
+JOIN candidates k USING (node, node_kind, component, path, metric)
+"""
+
+
+def slow_degradation(db: str | Path, nights: int = 90, min_drop: float = 0.05,
+                     include_synthetic: bool = False) -> pd.DataFrame:
+    """Series whose Theil-Sen trend lost more than ``min_drop`` of its start over the window.
+
+    One row per (node, path, metric): the fitted start and end, the loss (a fraction, a
+    higher latency counts as a loss), the nights used, the largest per-night robust |z|
+    against the fleet of its node kind, and ``within_spread`` (that |z| stayed below
+    Z_LIMIT every night: a per-night outlier test never flagged it). Worst loss first.
+    """
+    con = connect(db, read_only=True)
+    try:
+        where, params = _window(con, nights, include_synthetic)
+        fmt = {"series": ", ".join(SERIES), "where": where}
+        candidates = con.execute(_CANDIDATES.format(**fmt, min_nights=MIN_NIGHTS),
+                                 [*params, min_drop / 2]).df()
+        if candidates.empty:
+            return _trend_table([])
+        con.register("candidates", candidates[SERIES])
+        points = con.execute(_SPREAD.format(**fmt), params).df()
+    finally:
+        con.close()
+    return _trend_table(_fits(candidates, points, min_drop))
+
+
+def _fits(candidates: pd.DataFrame, points: pd.DataFrame, min_drop: float) -> list[dict]:
+    points["z"] = (points["value"] - points["med"]) / (MAD_SIGMA * points["mad"])
+    points["x"] = (points["night"] - points["night"].min()).dt.days.astype(float)
+    rows = []
+    keys = ["node", "node_kind", "path", "metric"]
+    facts = candidates.set_index(keys)
+    for key, series in points.groupby(keys, sort=False):
+        series = series.sort_values("x")
+        x, y = series["x"].to_numpy(), series["value"].to_numpy()
+        slope, intercept = theil_sen(x, y)
+        start, end = intercept + slope * x[0], intercept + slope * x[-1]
+        fact = facts.loc[key]
+        loss = (start - end if fact["hib"] else end - start) / start if start > 0 else np.nan
+        if not loss > min_drop:
+            continue
+        z = np.abs(series["z"].replace([np.inf, -np.inf], np.nan)).max()
+        rows.append({**dict(zip(keys, key)), "component": fact["component"],
+                     "nights": len(x), "start": start, "end": end, "loss": loss,
+                     "slope_per_night": slope / start, "max_abs_z": z,
+                     "within_spread": bool(not z >= Z_LIMIT)})
+    return rows
+
+
+def _trend_table(rows: list[dict]) -> pd.DataFrame:
+    columns = ["node", "node_kind", "component", "path", "metric", "nights", "start", "end",
+               "loss", "slope_per_night", "max_abs_z", "within_spread"]
+    table = pd.DataFrame(rows, columns=columns)
+    return table.sort_values("loss", ascending=False, ignore_index=True)
