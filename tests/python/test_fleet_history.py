@@ -153,3 +153,47 @@ def test_a_failing_insert_rolls_back(tmp_path: Path, monkeypatch: pytest.MonkeyP
         fh.append(db, good.assign(no_such_column=1.0))
     monkeypatch.undo()
     assert len(stored(db)) == len(good)
+
+
+def _node_file(folder: Path, host: str, day: str, median: float) -> Path:
+    from h5fixtures import case, topology, write_run
+    topo = {**topology("gh200_quad"), "host": host}
+    return write_run(folder / f"{host}-{day}.h5", [case(median_GBps=median), case(pu="gpu0", mem="gpu0", alloc="device")],
+                     topology=topo, attrs={"start_time": f"{day}T01:00:00Z"})
+
+
+def test_cli_append_and_trend(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """The command line (issue 11 item 3): nights of files in, trend CSV and PNG out."""
+    db = tmp_path / "h.duckdb"
+    for i in range(3):
+        files = [_node_file(tmp_path, f"nid{n}", night(i), 100.0 + n) for n in range(2)]
+        assert main(["fleet-history", "append", "--db", str(db), *map(str, files)]) == 0
+    assert main(["fleet-history", "append", "--db", str(db), str(files[0])]) == 0  # again: no duplicate
+    out = tmp_path / "out"
+    assert main(["fleet-history", "trend", "--db", str(db), "--node", "nid1", "-o", str(out)]) == 0
+    table = pd.read_csv(out / "trend.csv")
+    assert set(table["node"]) == {"nid1"} and len(table) == 2
+    assert table.filter(like="2026-").shape == (2, 3)
+    assert sorted(table.filter(like="2026-").iloc[:, -1]) == [100.0, 101.0]
+    assert "fleet_table is missing" in capsys.readouterr().out
+    assert (out / "worst_trends.png").stat().st_size > 0
+    assert (out / "slow_degradation.csv").is_file()
+
+
+@pytest.mark.parametrize("argv, says", [
+    (["trend", "--db", "{tmp}/none.duckdb", "-o", "{tmp}/o"], "no such history database"),
+    (["trend", "--db", "{tmp}/junk.duckdb", "-o", "{tmp}/o"], "not a usable fleet history database"),
+    (["append", "--db", "{tmp}/h.duckdb", "--night", "yesterday", "{tmp}/a.h5"], "is not a date"),
+    (["trend", "--db", "{tmp}/h.duckdb", "--nights", "0", "-o", "{tmp}/o"], "not positive"),
+])
+def test_cli_bad_input_is_one_line_and_exit_2(tmp_path: Path, capsys: pytest.CaptureFixture[str],
+                                              argv: list[str], says: str) -> None:
+    """Bad input (issue 12 standard): one line on stderr, exit 2, the database unchanged."""
+    (tmp_path / "junk.duckdb").write_text("not a database")
+    fh.append(tmp_path / "h.duckdb", fleet_frame(range(1), 1))
+    _node_file(tmp_path, "a", night(0), 100.0).rename(tmp_path / "a.h5")
+    before = len(stored(tmp_path / "h.duckdb"))
+    code = main(["fleet-history", *[a.format(tmp=tmp_path) for a in argv]])
+    err = capsys.readouterr().err.strip().splitlines()
+    assert code == 2 and len(err) == 1 and says in err[0], err
+    assert len(stored(tmp_path / "h.duckdb")) == before
