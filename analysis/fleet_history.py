@@ -8,6 +8,7 @@ query leaves them out unless asked.
 """
 from __future__ import annotations
 
+import datetime as dt
 from pathlib import Path
 
 import numpy as np
@@ -46,6 +47,7 @@ def connect(db: str | Path, read_only: bool = False):
                          "fleet-history append")
     try:
         con = duckdb.connect(str(db), read_only=read_only)
+        _do(con, "SET enable_progress_bar = false")  # stderr carries only error lines
         if not read_only:
             _do(con, "CREATE TABLE IF NOT EXISTS fleet ("
                 + ", ".join(f"{c} {t}" for c, t in COLUMNS.items()) + ")")
@@ -109,12 +111,17 @@ def append(db: str | Path, frame: pd.DataFrame) -> int:
     return len(rows)
 
 
-def _window(con, nights: int, include_synthetic: bool) -> tuple[str, list]:
-    """WHERE clause and parameters: the ``nights`` nights up to the newest one stored."""
+def _window(con, nights: int, include_synthetic: bool) -> tuple[str, dict]:
+    """WHERE clause and parameters: the ``nights`` nights up to the newest one stored.
+
+    The first night is a literal date, not a subquery, so DuckDB skips older row groups.
+    """
     if nights < 1:
         raise InputError(f"nights {nights} is not positive; valid: an integer >= 1")
-    where = "night > (SELECT max(night) FROM fleet) - CAST(? AS INTEGER)"
-    return where + ("" if include_synthetic else " AND NOT synthetic"), [nights]
+    last = _do(con, "SELECT max(night) FROM fleet")[0][0]
+    first = (last or dt.date.min) - dt.timedelta(days=nights - 1)
+    where = "night >= $first" + ("" if include_synthetic else " AND NOT synthetic")
+    return where, {"first": first}
 
 
 def trend(db: str | Path, node: str | None = None, path: str | None = None, nights: int = 90,
@@ -125,8 +132,8 @@ def trend(db: str | Path, node: str | None = None, path: str | None = None, nigh
         where, params = _window(con, nights, include_synthetic)
         for column, wanted in (("node", node), ("path", path)):
             if wanted is not None:
-                where += f" AND {column} = ?"
-                params.append(wanted)
+                where += f" AND {column} = ${column}"
+                params[column] = wanted
         long = con.execute(f"SELECT {', '.join(SERIES)}, night, value FROM fleet WHERE {where}",
                            params).df()
     finally:
@@ -145,35 +152,29 @@ def theil_sen(x: np.ndarray, y: np.ndarray) -> tuple[float, float]:
     return slope, float(np.median(y - slope * x))
 
 
-# Candidates by Tukey's resistant line (medians of the first and last third): robust and
-# one SQL pass over the whole window, so the exact O(n^2) Theil-Sen runs only on them.
+# Candidates by Tukey's resistant line (medians of the first and last third of the window):
+# robust, and plain aggregates in one pass, so the exact O(n^2) Theil-Sen runs only on them.
 _CANDIDATES = """
-WITH w AS (
-  SELECT {series}, higher_is_better, night, value,
-         CAST(night - min(night) OVER () AS DOUBLE) AS x, max(night) OVER () AS last
-  FROM fleet WHERE {where} AND status = 'ok' AND isfinite(value)
-), s AS (
-  SELECT {series}, any_value(higher_is_better) AS hib, count(*) AS n, max(x) AS span,
-         median(value) FILTER (WHERE x <= (SELECT max(x) FROM w) / 3) AS y0,
-         median(value) FILTER (WHERE x >= 2 * (SELECT max(x) FROM w) / 3) AS y1
-  FROM w GROUP BY ALL
-)
-SELECT * FROM s WHERE n >= {min_nights} AND y0 > 0
-  AND (CASE WHEN hib THEN y0 - y1 ELSE y1 - y0 END) / y0 > ?
+SELECT node, path, metric, any_value(node_kind) AS node_kind, any_value(component) AS component,
+       any_value(higher_is_better) AS hib, count(*) AS n,
+       median(value) FILTER (WHERE night <= $cut0) AS y0,
+       median(value) FILTER (WHERE night >= $cut1) AS y1
+FROM fleet WHERE {where} AND status = 'ok' AND isfinite(value)
+GROUP BY node, path, metric
+HAVING n >= $min_nights AND y0 > 0 AND (CASE WHEN hib THEN y0 - y1 ELSE y1 - y0 END) / y0 > $cut
 """
 
-# The fleet's robust spread per night and path; the largest |z| each candidate reached.
-_SPREAD = """
-WITH w AS (
-  SELECT {series}, night, value FROM fleet
-  WHERE {where} AND status = 'ok' AND isfinite(value)
-), f AS (
+# The candidates' nights, each with the fleet's median and MAD of its node kind, night and path.
+_POINTS = """
+WITH f AS (
   SELECT node_kind, path, metric, night, median(value) AS med, mad(value) AS mad
-  FROM w GROUP BY ALL
+  FROM fleet WHERE {where} AND status = 'ok' AND isfinite(value)
+    AND (node_kind, path, metric) IN (SELECT (node_kind, path, metric) FROM candidates)
+  GROUP BY ALL
 )
-SELECT c.node, c.node_kind, c.path, c.metric, c.night, c.value, f.med, f.mad
-FROM w c JOIN f USING (node_kind, path, metric, night)
-JOIN candidates k USING (node, node_kind, component, path, metric)
+SELECT node, path, metric, night, value, med, mad
+FROM fleet JOIN candidates USING (node, node_kind, path, metric) JOIN f USING (node_kind, path, metric, night)
+WHERE {where} AND status = 'ok' AND isfinite(value)
 """
 
 
@@ -189,13 +190,17 @@ def slow_degradation(db: str | Path, nights: int = 90, min_drop: float = 0.05,
     con = connect(db, read_only=True)
     try:
         where, params = _window(con, nights, include_synthetic)
-        fmt = {"series": ", ".join(SERIES), "where": where}
-        candidates = con.execute(_CANDIDATES.format(**fmt, min_nights=MIN_NIGHTS),
-                                 [*params, min_drop / 2]).df()
+        first, last = _do(con, f"SELECT min(night), max(night) FROM fleet WHERE {where}", params)[0]
+        if first is None:
+            return _trend_table([])
+        third = (last - first) / 3
+        candidates = con.execute(_CANDIDATES.format(where=where), {
+            **params, "cut0": first + third, "cut1": last - third, "min_nights": MIN_NIGHTS,
+            "cut": min_drop / 2}).df()
         if candidates.empty:
             return _trend_table([])
-        con.register("candidates", candidates[SERIES])
-        points = con.execute(_SPREAD.format(**fmt), params).df()
+        con.register("candidates", candidates[["node", "node_kind", "path", "metric"]])
+        points = con.execute(_POINTS.format(where=where), params).df()
     finally:
         con.close()
     return _trend_table(_fits(candidates, points, min_drop))
@@ -205,7 +210,7 @@ def _fits(candidates: pd.DataFrame, points: pd.DataFrame, min_drop: float) -> li
     points["z"] = (points["value"] - points["med"]) / (MAD_SIGMA * points["mad"])
     points["x"] = (points["night"] - points["night"].min()).dt.days.astype(float)
     rows = []
-    keys = ["node", "node_kind", "path", "metric"]
+    keys = ["node", "path", "metric"]
     facts = candidates.set_index(keys)
     for key, series in points.groupby(keys, sort=False):
         series = series.sort_values("x")
@@ -217,9 +222,9 @@ def _fits(candidates: pd.DataFrame, points: pd.DataFrame, min_drop: float) -> li
         if not loss > min_drop:
             continue
         z = np.abs(series["z"].replace([np.inf, -np.inf], np.nan)).max()
-        rows.append({**dict(zip(keys, key)), "component": fact["component"],
-                     "nights": len(x), "start": start, "end": end, "loss": loss,
-                     "slope_per_night": slope / start, "max_abs_z": z,
+        rows.append({**dict(zip(keys, key)), "node_kind": fact["node_kind"],
+                     "component": fact["component"], "nights": len(x), "start": start, "end": end,
+                     "loss": loss, "slope_per_night": slope / start, "max_abs_z": z,
                      "within_spread": bool(not z >= Z_LIMIT)})
     return rows
 
