@@ -51,6 +51,7 @@ def connect(db: str | Path, read_only: bool = False):
         if not read_only:
             _do(con, "CREATE TABLE IF NOT EXISTS fleet ("
                 + ", ".join(f"{c} {t}" for c, t in COLUMNS.items()) + ")")
+            _do(con, SPREAD_TABLE)
         _do(con, "SELECT count(*) FROM fleet")
     except duckdb.Error as error:
         raise InputError(f"{shown(db)}: not a usable fleet history database "
@@ -62,6 +63,21 @@ def connect(db: str | Path, read_only: bool = False):
 def _do(con, sql: str, params: list | None = None) -> list:
     """Run a statement to its end: DuckDB 2 refuses the next one while a result is unread."""
     return con.execute(sql, params or []).fetchall()
+
+
+# The fleet's median and MAD per night, node kind, path and metric, kept by append: the
+# slow-degradation query then reads these few rows instead of every night's values. Real
+# and synthetic rows have separate spreads (never mixed).
+SPREAD_TABLE = """CREATE TABLE IF NOT EXISTS fleet_spread (night DATE, node_kind VARCHAR,
+  path VARCHAR, metric VARCHAR, synthetic BOOLEAN, med DOUBLE, mad DOUBLE)"""
+
+
+def refresh_spread(con, nights_sql: str) -> None:
+    """Recompute fleet_spread for the nights ``nights_sql`` selects (inside the caller's transaction)."""
+    _do(con, f"DELETE FROM fleet_spread WHERE night IN ({nights_sql})")
+    _do(con, "INSERT INTO fleet_spread SELECT night, node_kind, path, metric, synthetic, "
+             "median(value), mad(value) FROM fleet WHERE status = 'ok' AND isfinite(value) "
+             f"AND night IN ({nights_sql}) GROUP BY ALL")
 
 
 def _checked(frame: pd.DataFrame) -> pd.DataFrame:
@@ -102,6 +118,7 @@ def append(db: str | Path, frame: pd.DataFrame) -> int:
             # Sorted so that DuckDB's per-row-group min/max skip other nodes in a node's query.
             _do(con, f"INSERT INTO fleet SELECT {', '.join(COLUMNS)} FROM incoming "
                      "ORDER BY node, path, night")
+            refresh_spread(con, "SELECT DISTINCT night FROM incoming")
         except Exception:
             _do(con, "ROLLBACK")
             raise
@@ -164,16 +181,11 @@ GROUP BY node, path, metric
 HAVING n >= $min_nights AND y0 > 0 AND (CASE WHEN hib THEN y0 - y1 ELSE y1 - y0 END) / y0 > $cut
 """
 
-# The candidates' nights, each with the fleet's median and MAD of its node kind, night and path.
+# The candidates' nights, each with the fleet's median and MAD of its night and path.
 _POINTS = """
-WITH f AS (
-  SELECT node_kind, path, metric, night, median(value) AS med, mad(value) AS mad
-  FROM fleet WHERE {where} AND status = 'ok' AND isfinite(value)
-    AND (node_kind, path, metric) IN (SELECT (node_kind, path, metric) FROM candidates)
-  GROUP BY ALL
-)
 SELECT node, path, metric, night, value, med, mad
-FROM fleet JOIN candidates USING (node, node_kind, path, metric) JOIN f USING (node_kind, path, metric, night)
+FROM fleet JOIN candidates USING (node, node_kind, path, metric)
+JOIN fleet_spread USING (night, node_kind, path, metric, synthetic)
 WHERE {where} AND status = 'ok' AND isfinite(value)
 """
 

@@ -68,6 +68,21 @@ def test_append_twice_is_idempotent(tmp_path: Path) -> None:
     assert np.allclose(np.sort(rows["value"]), np.sort(changed["value"]))
 
 
+def test_the_fleet_spread_follows_a_reappended_night(tmp_path: Path) -> None:
+    """Stale summaries (issue 11, history): the stored per-night median is the new night's."""
+    db = tmp_path / "h.duckdb"
+    frame = fleet_frame(range(2), 5)
+    fh.append(db, frame)
+    fh.append(db, frame.assign(value=frame["value"] * 2))
+    con = duckdb.connect(str(db), read_only=True)
+    spread = con.execute("SELECT night, path, med FROM fleet_spread").df()
+    con.close()
+    expected = frame.assign(value=frame["value"] * 2).groupby(["night", "path"])["value"].median()
+    assert len(spread) == len(expected)
+    got = spread.assign(night=spread["night"].astype(str)).set_index(["night", "path"])["med"]
+    assert np.allclose(got.loc[expected.index], expected)
+
+
 def test_reappending_some_nodes_keeps_the_others(tmp_path: Path) -> None:
     """Partial nights (issue 11 bad input): a night appended again for one node keeps the rest."""
     db = tmp_path / "h.duckdb"
