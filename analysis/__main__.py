@@ -9,6 +9,7 @@ from pathlib import Path
 
 from .compare import run_compare
 from .errors import InputError
+from . import fleet_history_cli
 from .io import load_runs, shown
 from .peaks import load_overrides
 from .placement import DEFAULT_ACTIVE_BYTES, parse_active_bytes
@@ -45,6 +46,7 @@ def _parser() -> argparse.ArgumentParser:
     comp.add_argument("--min-change", type=float, default=0.03,
                       help="smallest relative change of the median that counts (default 0.03)")
     comp.add_argument("--output", type=Path, metavar="DIR", help="also write compare.md and compare.csv here")
+    fleet_history_cli.add_parser(commands)
     return parser
 
 
@@ -63,7 +65,7 @@ def _compare(args: argparse.Namespace, rejected: list[str]) -> int:
     return run_compare(args.base, args.run, args.alpha, args.min_change, args.output, rejected)
 
 
-COMMANDS = {"report": _report, "compare": _compare}
+COMMANDS = {"report": _report, "compare": _compare, "fleet-history": fleet_history_cli.run}
 
 
 def main(argv: Sequence[str] | None = None) -> int:

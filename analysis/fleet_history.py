@@ -1,0 +1,248 @@
+"""The fleet history: every night's fleet rows in one embedded DuckDB file (docs/fleet_history.md).
+
+Rows have the schema of the fleet table (analysis.fleet_table, /work/prompts/fleet_schema.md)
+with ``night`` a DATE. A night is appended in one transaction: the rows of the (night, node)
+pairs it holds replace the ones stored, so appending a night twice never duplicates it, and a
+bad frame writes nothing. Synthetic (simulator) rows share the table, flagged, and every
+query leaves them out unless asked.
+"""
+from __future__ import annotations
+
+import datetime as dt
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from .errors import InputError
+from .io import shown
+
+#: Column -> DuckDB type; the order is the table's.
+COLUMNS: dict[str, str] = {
+    "night": "DATE", "node": "VARCHAR", "node_kind": "VARCHAR", "family": "VARCHAR",
+    "path": "VARCHAR", "component": "VARCHAR", "metric": "VARCHAR", "value": "DOUBLE",
+    "status": "VARCHAR", "higher_is_better": "BOOLEAN", "synthetic": "BOOLEAN",
+    "gpu_uuids": "VARCHAR",
+}
+SERIES = ["node", "node_kind", "component", "path", "metric"]  # one trend line
+MIN_NIGHTS = 8  # fewer points make no trend worth naming
+Z_LIMIT = 3.5   # the per-night robust z a fleet report flags at (docs/fleet_history.md)
+MAD_SIGMA = 1.4826  # MAD -> standard deviation of normal noise
+
+
+def _duckdb():
+    try:
+        import duckdb
+    except ImportError:
+        raise InputError("the Python package duckdb is not installed; valid: "
+                         "pip install -r requirements.txt (duckdb==2.0.1)") from None
+    return duckdb
+
+
+def connect(db: str | Path, read_only: bool = False):
+    """Open (or create) the history file with its table; one line and InputError if it cannot."""
+    duckdb = _duckdb()
+    if read_only and not Path(db).is_file():
+        raise InputError(f"{shown(db)}: no such history database; valid: a file written by "
+                         "fleet-history append")
+    try:
+        con = duckdb.connect(str(db), read_only=read_only)
+        _do(con, "SET enable_progress_bar = false")  # stderr carries only error lines
+        if not read_only:
+            _do(con, "CREATE TABLE IF NOT EXISTS fleet ("
+                + ", ".join(f"{c} {t}" for c, t in COLUMNS.items()) + ")")
+            _do(con, SPREAD_TABLE)
+        _do(con, "SELECT count(*) FROM fleet")
+    except duckdb.Error as error:
+        raise InputError(f"{shown(db)}: not a usable fleet history database "
+                         f"({str(error).splitlines()[0]}); valid: a DuckDB file written by "
+                         "fleet-history append, or a new path") from None
+    return con
+
+
+def _do(con, sql: str, params: list | None = None) -> list:
+    """Run a statement to its end: DuckDB 2 refuses the next one while a result is unread."""
+    return con.execute(sql, params or []).fetchall()
+
+
+# The fleet's median and MAD per night, node kind, path and metric, kept by append: the
+# slow-degradation query then reads these few rows instead of every night's values. Real
+# and synthetic rows have separate spreads (never mixed).
+SPREAD_TABLE = """CREATE TABLE IF NOT EXISTS fleet_spread (night DATE, node_kind VARCHAR,
+  path VARCHAR, metric VARCHAR, synthetic BOOLEAN, med DOUBLE, mad DOUBLE)"""
+
+
+def refresh_spread(con, nights_sql: str) -> None:
+    """Recompute fleet_spread for the nights ``nights_sql`` selects (inside the caller's transaction)."""
+    _do(con, f"DELETE FROM fleet_spread WHERE night IN ({nights_sql})")
+    _do(con, "INSERT INTO fleet_spread SELECT night, node_kind, path, metric, synthetic, "
+             "median(value), mad(value) FROM fleet WHERE status = 'ok' AND isfinite(value) "
+             f"AND night IN ({nights_sql}) GROUP BY ALL")
+
+
+def _checked(frame: pd.DataFrame) -> pd.DataFrame:
+    """The frame with the table's columns and types, or InputError naming what is wrong."""
+    lacking = [c for c in COLUMNS if c not in frame.columns]
+    if lacking:
+        raise InputError(f"fleet rows lack the column(s) {', '.join(lacking)}; "
+                         f"valid: the fleet table columns {', '.join(COLUMNS)}")
+    rows = frame[list(COLUMNS)].copy()
+    nights = pd.to_datetime(rows["night"].astype(str), format="%Y-%m-%d", errors="coerce")
+    if nights.isna().any():
+        bad = rows["night"][nights.isna()].iloc[0]
+        raise InputError(f"night {bad!r} is not a date; valid: YYYY-MM-DD")
+    rows["night"] = nights.dt.date
+    value = pd.to_numeric(rows["value"], errors="coerce")
+    if (value.isna() & rows["value"].notna()).any():
+        raise InputError("column value holds non-numbers; valid: floats (NaN where a case did not run)")
+    rows["value"] = value.astype(float)
+    for flag in ("higher_is_better", "synthetic"):
+        if not rows[flag].isin([True, False]).all():
+            raise InputError(f"column {flag} holds values other than True/False")
+        rows[flag] = rows[flag].astype(bool)
+    if rows[SERIES].isna().any().any():
+        raise InputError(f"columns {', '.join(SERIES)} must not be empty (None/NaN)")
+    return rows
+
+
+def append(db: str | Path, frame: pd.DataFrame) -> int:
+    """Store one night's (or several nights') fleet rows; returns the rows written."""
+    rows = _checked(frame)
+    con = connect(db)
+    try:
+        con.register("incoming", rows)
+        _do(con, "BEGIN TRANSACTION")
+        try:
+            _do(con, "DELETE FROM fleet WHERE (night, node) IN "
+                     "(SELECT DISTINCT night, node FROM incoming)")
+            # Sorted so that DuckDB's per-row-group min/max skip other nodes in a node's query.
+            _do(con, f"INSERT INTO fleet SELECT {', '.join(COLUMNS)} FROM incoming "
+                     "ORDER BY node, path, night")
+            refresh_spread(con, "SELECT DISTINCT night FROM incoming")
+        except Exception:
+            _do(con, "ROLLBACK")
+            raise
+        _do(con, "COMMIT")
+    finally:
+        con.close()
+    return len(rows)
+
+
+def _window(con, nights: int, include_synthetic: bool) -> tuple[str, dict]:
+    """WHERE clause and parameters: the ``nights`` nights up to the newest one stored.
+
+    The first night is a literal date, not a subquery, so DuckDB skips older row groups.
+    """
+    if nights < 1:
+        raise InputError(f"nights {nights} is not positive; valid: an integer >= 1")
+    last = _do(con, "SELECT max(night) FROM fleet")[0][0]
+    first = (last or dt.date.min) - dt.timedelta(days=nights - 1)
+    where = "night >= $first" + ("" if include_synthetic else " AND NOT synthetic")
+    return where, {"first": first}
+
+
+def trend(db: str | Path, node: str | None = None, path: str | None = None, nights: int = 90,
+          include_synthetic: bool = False) -> pd.DataFrame:
+    """The value of each node x path by night: one row per series, one column per night."""
+    con = connect(db, read_only=True)
+    try:
+        where, params = _window(con, nights, include_synthetic)
+        for column, wanted in (("node", node), ("path", path)):
+            if wanted is not None:
+                where += f" AND {column} = ${column}"
+                params[column] = wanted
+        long = con.execute(f"SELECT {', '.join(SERIES)}, night, value FROM fleet WHERE {where}",
+                           params).df()
+    finally:
+        con.close()
+    if long.empty:
+        return pd.DataFrame(columns=SERIES)
+    wide = long.pivot(index=SERIES, columns="night", values="value")  # append keeps them unique
+    wide.columns = [str(pd.Timestamp(c).date()) for c in wide.columns]
+    return wide.reset_index()
+
+
+def theil_sen(x: np.ndarray, y: np.ndarray) -> tuple[float, float]:
+    """Median of the pairwise slopes and the median intercept (robust to outlier nights)."""
+    i, j = np.triu_indices(len(x), k=1)
+    slope = float(np.median((y[j] - y[i]) / (x[j] - x[i])))
+    return slope, float(np.median(y - slope * x))
+
+
+# Candidates by Tukey's resistant line (medians of the first and last third of the window):
+# robust, and plain aggregates in one pass, so the exact O(n^2) Theil-Sen runs only on them.
+_CANDIDATES = """
+SELECT node, path, metric, any_value(node_kind) AS node_kind, any_value(component) AS component,
+       any_value(higher_is_better) AS hib, count(*) AS n,
+       median(value) FILTER (WHERE night <= $cut0) AS y0,
+       median(value) FILTER (WHERE night >= $cut1) AS y1
+FROM fleet WHERE {where} AND status = 'ok' AND isfinite(value)
+GROUP BY node, path, metric
+HAVING n >= $min_nights AND y0 > 0 AND (CASE WHEN hib THEN y0 - y1 ELSE y1 - y0 END) / y0 > $cut
+"""
+
+# The candidates' nights, each with the fleet's median and MAD of its night and path.
+_POINTS = """
+SELECT node, path, metric, night, value, med, mad
+FROM fleet JOIN candidates USING (node, node_kind, path, metric)
+JOIN fleet_spread USING (night, node_kind, path, metric, synthetic)
+WHERE {where} AND status = 'ok' AND isfinite(value)
+"""
+
+
+def slow_degradation(db: str | Path, nights: int = 90, min_drop: float = 0.05,
+                     include_synthetic: bool = False) -> pd.DataFrame:
+    """Series whose Theil-Sen trend lost more than ``min_drop`` of its start over the window.
+
+    One row per (node, path, metric): the fitted start and end, the loss (a fraction, a
+    higher latency counts as a loss), the nights used, the largest per-night robust |z|
+    against the fleet of its node kind, and ``within_spread`` (that |z| stayed below
+    Z_LIMIT every night: a per-night outlier test never flagged it). Worst loss first.
+    """
+    con = connect(db, read_only=True)
+    try:
+        where, params = _window(con, nights, include_synthetic)
+        first, last = _do(con, f"SELECT min(night), max(night) FROM fleet WHERE {where}", params)[0]
+        if first is None:
+            return _trend_table([])
+        third = (last - first) / 3
+        candidates = con.execute(_CANDIDATES.format(where=where), {
+            **params, "cut0": first + third, "cut1": last - third, "min_nights": MIN_NIGHTS,
+            "cut": min_drop / 2}).df()
+        if candidates.empty:
+            return _trend_table([])
+        con.register("candidates", candidates[["node", "node_kind", "path", "metric"]])
+        points = con.execute(_POINTS.format(where=where), params).df()
+    finally:
+        con.close()
+    return _trend_table(_fits(candidates, points, min_drop))
+
+
+def _fits(candidates: pd.DataFrame, points: pd.DataFrame, min_drop: float) -> list[dict]:
+    points["z"] = (points["value"] - points["med"]) / (MAD_SIGMA * points["mad"])
+    points["x"] = (points["night"] - points["night"].min()).dt.days.astype(float)
+    rows = []
+    keys = ["node", "path", "metric"]
+    facts = candidates.set_index(keys)
+    for key, series in points.groupby(keys, sort=False):
+        series = series.sort_values("x")
+        x, y = series["x"].to_numpy(), series["value"].to_numpy()
+        slope, intercept = theil_sen(x, y)
+        start, end = intercept + slope * x[0], intercept + slope * x[-1]
+        fact = facts.loc[key]
+        loss = (start - end if fact["hib"] else end - start) / start if start > 0 else np.nan
+        if not loss > min_drop:
+            continue
+        z = np.abs(series["z"].replace([np.inf, -np.inf], np.nan)).max()
+        rows.append({**dict(zip(keys, key)), "node_kind": fact["node_kind"],
+                     "component": fact["component"], "nights": len(x), "start": start, "end": end,
+                     "loss": loss, "slope_per_night": slope / start, "max_abs_z": z,
+                     "within_spread": bool(not z >= Z_LIMIT)})
+    return rows
+
+
+def _trend_table(rows: list[dict]) -> pd.DataFrame:
+    columns = ["node", "node_kind", "component", "path", "metric", "nights", "start", "end",
+               "loss", "slope_per_night", "max_abs_z", "within_spread"]
+    table = pd.DataFrame(rows, columns=columns)
+    return table.sort_values("loss", ascending=False, ignore_index=True)

@@ -1,0 +1,127 @@
+"""``python -m analysis fleet-history append|trend`` (docs/fleet_history.md)."""
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+
+import pandas as pd
+
+from . import fleet_history
+from .compare import FAMILIES, _identity
+from .errors import InputError
+from .io import Run, load_runs, shown
+
+
+def add_parser(commands: argparse._SubParsersAction) -> None:
+    history = commands.add_parser("fleet-history", help="every night's fleet results in one DuckDB file",
+                                  description="Append nights of node results to an embedded DuckDB "
+                                              "file and query per-node trends (docs/fleet_history.md).")
+    actions = history.add_subparsers(dest="action", required=True)
+    append = actions.add_parser("append", help="store the runs of one night (replaces that night's rows of those nodes)")
+    append.add_argument("--db", required=True, type=Path, help="history file (created)")
+    append.add_argument("--night", help="YYYY-MM-DD to file the runs under (default: each run's start_time)")
+    append.add_argument("runs", nargs="+", type=Path, metavar="RUN.h5", help="mempath result files")
+    trend = actions.add_parser("trend", help="trend.csv, slow_degradation.csv and worst_trends.png")
+    trend.add_argument("--db", required=True, type=Path, help="history file")
+    trend.add_argument("--node", help="only this node")
+    trend.add_argument("--nights", type=int, default=90, help="nights up to the newest one (default 90)")
+    trend.add_argument("--min-drop", type=float, default=0.05,
+                       help="loss over the window that counts as degrading (default 0.05)")
+    trend.add_argument("--synthetic", action="store_true", help="include simulator rows")
+    trend.add_argument("-o", "--output", required=True, type=Path, metavar="DIR", help="folder (created)")
+
+
+def run(args: argparse.Namespace, rejected: list[str]) -> int:
+    return {"append": _append, "trend": _trend}[args.action](args, rejected)
+
+
+def _converter():
+    """analysis.fleet_table's converter where it exists, else the minimal one below."""
+    try:
+        from .fleet_table import fleet_rows
+    except ImportError:
+        print("analysis: note: analysis.fleet_table is missing; using the minimal converter "
+              "(case medians, component = the case's pu)")
+        return _minimal_rows
+    return fleet_rows
+
+
+def _node_kind(topology: dict) -> str:
+    procs = topology.get("processors", [])
+    gpus = [p.get("model") or "gpu" for p in procs if p.get("kind") == "gpu"]
+    cpus = sum(p.get("kind") == "cpu" for p in procs)
+    return f"{topology.get('arch', '')}/{cpus}s/{len(gpus)}x{gpus[0] if gpus else ''}"
+
+
+def _minimal_rows(run: Run, night: str | None = None) -> pd.DataFrame:
+    """The fleet table of one run from its ``FAMILY/cases`` median columns."""
+    uuids = run.attrs.get("gpu_uuids", "")
+    common = {"night": night or str(run.attrs.get("start_time", ""))[:10], "node": run.node,
+              "node_kind": _node_kind(run.topology), "synthetic": bool(run.attrs.get("synthetic", 0)),
+              "gpu_uuids": ",".join(uuids) if isinstance(uuids, list) else str(uuids)}
+    parts = []
+    for family, spec in FAMILIES.items():
+        cases = run.tables.get(f"{family}/cases")
+        if cases is None or cases.empty:
+            continue
+        ident = [c for c in _identity(cases) if c != "case_id"]
+        path = cases[ident].astype(str).apply(lambda r: " ".join(f"{c}={v}" for c, v in r.items()), axis=1)
+        for metric in [c for c in cases if c.startswith("median_")]:
+            parts.append(pd.DataFrame({
+                **common, "family": family, "path": family + " " + path,
+                "component": cases["pu"].astype(str) if "pu" in cases else "", "metric": metric,
+                "value": cases[metric].astype(float), "status": cases["status"].astype(str),
+                "higher_is_better": not metric.endswith(("_ns", "_s", "_us"))}))
+    return pd.concat(parts, ignore_index=True) if parts else pd.DataFrame(columns=list(fleet_history.COLUMNS))
+
+
+def _append(args: argparse.Namespace, rejected: list[str]) -> int:
+    convert = _converter()
+    runs = load_runs(args.runs, None, rejected)
+    frames = [convert(r, args.night) if args.night else convert(r) for r in runs.runs]
+    written = fleet_history.append(args.db, pd.concat(frames, ignore_index=True))
+    print(f"analysis: {written} rows of {len(runs.runs)} nodes appended to {shown(args.db)}")
+    return 0
+
+
+def _trend(args: argparse.Namespace, rejected: list[str]) -> int:
+    if not 0 < args.min_drop < 1:
+        raise InputError(f"--min-drop {args.min_drop} is not a fraction; valid: 0 < MIN_DROP < 1, e.g. 0.05")
+    table = fleet_history.trend(args.db, node=args.node, nights=args.nights,
+                                include_synthetic=args.synthetic)
+    slow = fleet_history.slow_degradation(args.db, args.nights, args.min_drop, args.synthetic)
+    if args.node is not None:
+        slow = slow[slow["node"] == args.node]
+    args.output.mkdir(parents=True, exist_ok=True)
+    table.to_csv(args.output / "trend.csv", index=False)
+    slow.to_csv(args.output / "slow_degradation.csv", index=False)
+    _plot_worst(table, slow, args.output / "worst_trends.png")
+    summary = {"series": len(table), "degrading": len(slow),
+               "nodes": sorted(set(slow["node"]))}
+    (args.output / "slow_degradation.json").write_text(json.dumps(summary, indent=1))
+    print(f"analysis: {len(table)} series, {len(slow)} losing more than {args.min_drop:.0%} "
+          f"in {shown(args.output)}")
+    return 0
+
+
+def _plot_worst(table: pd.DataFrame, slow: pd.DataFrame, path: Path, count: int = 8) -> None:
+    """The worst series, each relative to its fitted start, so that paths of any unit share an axis."""
+    from .figures import plt
+    fig, ax = plt.subplots(figsize=(8, 4.5))
+    keys = ["node", "path", "metric"]
+    worst = slow.head(count).merge(table, on=[*keys, "node_kind", "component"], how="left")
+    nights = [c for c in table.columns if c not in fleet_history.SERIES]
+    for _, row in worst.iterrows():
+        values = pd.to_numeric(row[nights], errors="coerce").astype(float)
+        ax.plot(pd.to_datetime(nights), values / row["start"], marker=".", lw=1,
+                label=f"{row['node']} {row['component']} {row['metric']} (-{row['loss']:.0%})")
+    if worst.empty:
+        ax.text(0.5, 0.5, "no series lost more than --min-drop", ha="center", transform=ax.transAxes)
+    ax.set_ylabel("value / fitted start")
+    ax.set_title("worst per-node trends")
+    if not worst.empty:
+        ax.legend(fontsize=7)
+    fig.autofmt_xdate()
+    fig.savefig(path, dpi=150, bbox_inches="tight")
+    plt.close(fig)
