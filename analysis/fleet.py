@@ -19,7 +19,7 @@ import numpy as np
 import pandas as pd
 
 from .errors import InputError
-from .fleet_table import fleet_rows, load_cases_run
+from .fleet_table import COLUMNS, fleet_columns, load_cases_run
 from .io import RunFileError, shown
 
 MAD_SCALE = 1.4826   # MAD of a normal distribution x this = its standard deviation
@@ -46,14 +46,14 @@ def result_files(paths: Sequence[Path]) -> list[Path]:
 def load_fleet(paths: Sequence[Path], rejected: list[str], notes: list[str]) -> pd.DataFrame:
     """The fleet table of every usable file; a bad file (rejected) or a duplicate host
     (notes: the newest run by start_time is kept) is one line each."""
-    frames: dict[str, tuple[str, pd.DataFrame]] = {}
+    frames: dict[str, tuple[str, dict[str, np.ndarray]]] = {}
     for path in result_files(paths):
         try:
             run = load_cases_run(path)
         except RunFileError as error:
             rejected.append(str(error))
             continue
-        rows = fleet_rows(run)
+        rows = fleet_columns(run)
         stamp = str(run.attrs.get("start_time", ""))
         if run.host in frames:
             newer = stamp >= frames[run.host][0]
@@ -65,7 +65,8 @@ def load_fleet(paths: Sequence[Path], rejected: list[str], notes: list[str]) -> 
     if not frames:
         raise InputError("no usable mempath result file among RUNS; valid: .h5 files or "
                          "folders of them (docs/schema.md)")
-    return pd.concat([rows for _, rows in frames.values()], ignore_index=True)
+    parts = [rows for _, rows in frames.values()]
+    return pd.DataFrame({c: np.concatenate([p[c] for p in parts]) for c in COLUMNS})
 
 
 def load_floors(path: Path) -> dict[str, dict[str, float]]:

@@ -18,7 +18,7 @@ import h5py
 import numpy as np
 import pandas as pd
 
-from .io import Run, RunFileError, _decode, _open, _read_table, shown
+from .io import Run, RunFileError, _check_non_negative, _column, _decode, _open, shown
 
 COLUMNS = ("night", "node", "node_kind", "family", "path", "component", "metric", "value",
            "status", "higher_is_better", "synthetic", "gpu_uuids")
@@ -31,10 +31,15 @@ FAMILIES: dict[str, tuple[str, bool]] = {
 }
 
 
+#: The root attributes the fleet table reads.
+ATTRIBUTES = ("host", "start_time", "topology", "arch", "synthetic", "gpu_uuids")
+
+
 class Topo:
     """The facts of a topology that name components: GPU of a memory, socket of a node."""
 
     def __init__(self, topology: Mapping[str, Any]):
+        self.topology = topology
         self.memories = {m["name"]: m for m in topology.get("memories", [])}
         gpus = [p for p in topology.get("processors", []) if p.get("kind") == "gpu"]
         self.gpu_link = {p["gpu"]: (p.get("link") or {}).get("type", "pcie") for p in gpus}
@@ -141,6 +146,19 @@ def _pingpong(row: Mapping[str, Any], topo: Topo) -> tuple[str, str]:
 
 NAMERS: dict[str, Callable[[Mapping[str, Any], Topo], tuple[str, str]]] = {
     "bw": _bw, "memcpy": _memcpy, "chase": _chase, "pingpong": _pingpong}
+#: The case columns the namers read (the fleet reads only these, the status and metric).
+NAME_COLUMNS: dict[str, tuple[str, ...]] = {
+    "bw": ("op", "pu", "pu_kind", "mem", "dst_mem", "alloc", "dst_alloc", "kernel", "threads",
+           "size_bytes", "via"),
+    "memcpy": ("direction", "gpu", "gpus", "host_numa", "alloc", "engine", "mode",
+               "size_bytes", "via"),
+    "chase": ("pu", "mem", "alloc", "pattern", "size_bytes", "line_bytes", "via"),
+    "pingpong": ("a", "b", "mem", "alloc"),
+}
+OPTIONAL_COLUMNS: dict[str, tuple[str, ...]] = {"bw": ("noise",), "memcpy": ("dst_gpu",)}
+# Alike nodes repeat the same cases: names are computed once per (topology, family, case).
+_TOPOS: dict[str, tuple[int, Topo]] = {}
+_NAMES: dict[tuple[Any, ...], tuple[str, str]] = {}
 
 
 def node_kind(topology: Mapping[str, Any], arch: str = "") -> str:
@@ -156,19 +174,35 @@ def night_of(attrs: Mapping[str, Any]) -> str:
     return str(attrs.get("start_time", ""))[:10]
 
 
+def _topo(run: Run) -> tuple[int, Topo]:
+    text = str(run.attrs.get("topology") or json.dumps(run.topology, sort_keys=True))
+    if text not in _TOPOS:
+        _TOPOS[text] = (len(_TOPOS), Topo(run.topology))
+    return _TOPOS[text]
+
+
 def fleet_rows(run: Run, night: str | None = None) -> pd.DataFrame:
     """The fleet table of one run (the module notes; columns in ``COLUMNS``)."""
-    topo = Topo(run.topology)
-    parts = [_family_rows(family, run.tables[f"{family}/cases"], topo)
+    return pd.DataFrame(fleet_columns(run, night), columns=list(COLUMNS))
+
+
+def fleet_columns(run: Run, night: str | None = None) -> dict[str, np.ndarray]:
+    """fleet_rows() as one array per column: a fleet of thousands of files concatenates
+    these once instead of thousands of small DataFrames."""
+    topo = _topo(run)
+    parts = [_family_columns(family, run.tables[f"{family}/cases"], topo)
              for family in FAMILIES if f"{family}/cases" in run.tables]
-    table = (pd.concat(parts, ignore_index=True) if parts else
-             pd.DataFrame({c: pd.Series(dtype=object) for c in COLUMNS[3:10]}))
-    table.insert(0, "night", night or night_of(run.attrs))
-    table.insert(1, "node", run.host)
-    table.insert(2, "node_kind", node_kind(run.topology, str(run.attrs.get("arch", ""))))
-    table["synthetic"] = bool(int(run.attrs.get("synthetic", 0) or 0))
-    table["gpu_uuids"] = _uuids(run.attrs.get("gpu_uuids"))
-    return table[list(COLUMNS)]
+    columns = {name: np.concatenate([p[name] for p in parts]) if parts else
+               np.array([], dtype=float if name == "value" else object)
+               for name in COLUMNS[3:10]}
+    rows = len(columns["value"])
+    constants = {"night": night or night_of(run.attrs), "node": run.host,
+                 "node_kind": node_kind(run.topology, str(run.attrs.get("arch", ""))),
+                 "synthetic": bool(int(run.attrs.get("synthetic", 0) or 0)),
+                 "gpu_uuids": _uuids(run.attrs.get("gpu_uuids"))}
+    columns.update({name: np.full(rows, value, dtype=bool if name == "synthetic" else object)
+                    for name, value in constants.items()})
+    return {name: columns[name] for name in COLUMNS}
 
 
 def _uuids(value: Any) -> str:
@@ -177,34 +211,78 @@ def _uuids(value: Any) -> str:
     return ",".join(map(str, value)) if isinstance(value, list) else str(value)
 
 
-def _family_rows(family: str, cases: pd.DataFrame, topo: Topo) -> pd.DataFrame:
+def _names(family: str, cases: Mapping[str, Any], topo: tuple[int, Topo]) -> list[tuple[str, str]]:
+    columns = [c for c in (*NAME_COLUMNS[family], *OPTIONAL_COLUMNS.get(family, ()))
+               if c in cases]
+    named = []
+    for values in zip(*(cases[c].tolist() for c in columns)):
+        key = (topo[0], family, values)
+        if key not in _NAMES:
+            _NAMES[key] = NAMERS[family](dict(zip(columns, values)), topo[1])
+        named.append(_NAMES[key])
+    return named
+
+
+def _family_columns(family: str, cases: Mapping[str, Any],
+                    topo: tuple[int, Topo]) -> dict[str, np.ndarray]:
     metric, higher = FAMILIES[family]
-    named = [NAMERS[family](row, topo) for row in cases.to_dict("records")]
-    values = cases[metric].to_numpy(dtype=float, copy=True)
-    values[cases["status"].to_numpy() != "ok"] = np.nan
-    return pd.DataFrame({"family": family, "path": [p for p, _ in named],
-                         "component": [c for _, c in named], "metric": metric,
-                         "value": values, "status": cases["status"].to_numpy(),
-                         "higher_is_better": higher})
+    named = _names(family, cases, topo)
+    status = np.asarray(cases["status"], dtype=object)
+    values = np.array(cases[metric], dtype=float)
+    values[status != "ok"] = np.nan
+    rows = len(values)
+    return {"family": np.full(rows, family, dtype=object),
+            "path": np.array([p for p, _ in named], dtype=object),
+            "component": np.array([c for _, c in named], dtype=object),
+            "metric": np.full(rows, metric, dtype=object), "value": values, "status": status,
+            "higher_is_better": np.full(rows, higher, dtype=bool)}
 
 
 def load_cases_run(path: Any) -> Run:
-    """A Run holding only the root attributes and the cases tables of FAMILIES.
+    """A Run holding only the root attributes and the columns of the FAMILIES' cases
+    tables that the fleet table needs, each table a dict of arrays (not a DataFrame).
 
-    Reading a node's samples is most of a file's bytes and the fleet does not need them;
-    validation and the one-line errors are io's (a damaged file raises RunFileError)."""
+    A node's samples and most case columns are not needed, and reading them was most of
+    the time of a fleet of thousands; validation and the one-line errors are io's (a
+    damaged file raises RunFileError)."""
     path = Path(path)
     with _open(path) as handle:
         try:
-            attrs = {key: _decode(value) for key, value in handle.attrs.items()}
-            tables = {f"{f}/cases": _read_table(path, handle[f"{f}/cases"])
-                      for f in FAMILIES if isinstance(handle.get(f"{f}/cases"), h5py.Group)}
+            attrs = {key: _decode(handle.attrs[key]) for key in ATTRIBUTES if key in handle.attrs}
+            tables = {f"{f}/cases": _read_columns(path, handle[f], f)
+                      for f in FAMILIES if f in handle and "cases" in handle[f]}
         except (OSError, KeyError, ValueError, TypeError, RuntimeError) as error:
             raise RunFileError(f"{shown(path)}: cannot be read ({error}); the file is damaged, "
                                "give an intact mempath result file") from None
+    return Run(path=path, name=path.stem, attrs=attrs, topology=_parsed(path, attrs),
+               tables=tables)  # type: ignore[arg-type]
+
+
+def _parsed(path: Path, attrs: Mapping[str, Any]) -> dict[str, Any]:
+    """The topology attribute as JSON; alike nodes share one text, parsed once."""
+    text = str(attrs.get("topology") or "{}")
+    if text in _TOPOS:
+        return _TOPOS[text][1].topology
     try:
-        topology = json.loads(attrs.get("topology") or "{}")
+        return json.loads(text)
     except json.JSONDecodeError as error:
         raise RunFileError(f"{shown(path)}: the topology attribute is not valid JSON ({error})") from None
-    return Run(path=path, name=path.stem, attrs=attrs, topology=topology, tables=tables)
 
+
+
+def _read_columns(path: Path, family_group: h5py.Group, family: str) -> dict[str, np.ndarray]:
+    """The needed columns of one cases table, checked as io checks a whole table."""
+    group, table = family_group["cases"], f"{family}/cases"
+    metric = FAMILIES[family][0]
+    present = set(group.keys())
+    wanted = (*NAME_COLUMNS[family], "status", metric)
+    lacking = [c for c in wanted if c not in present]
+    if lacking:
+        raise RunFileError(f"{shown(path)}: table {table} lacks the column(s) "
+                           f"{', '.join(lacking)}; valid: the columns of docs/schema.md")
+    names = [*wanted, *(c for c in OPTIONAL_COLUMNS.get(family, ()) if c in present)]
+    columns = {name: _column(group[name]) for name in names}
+    if len({len(v) for v in columns.values()}) > 1:
+        raise RunFileError(f"{shown(path)}: table {table} has columns of different lengths")
+    _check_non_negative(path, table, metric, columns[metric])
+    return columns
