@@ -57,7 +57,7 @@ def _fleet_parsers(commands: argparse._SubParsersAction) -> None:
                                             "2 on bad input (the rest is still analysed).")
     fleet.add_argument("runs", nargs="+", type=Path, metavar="RUNS", help="result files or folders")
     fleet.add_argument("-o", "--output", required=True, type=Path, metavar="DIR",
-                       help="report folder (new or empty)")
+                       help="report folder (created)")
     fleet.add_argument("--reference", type=Path, metavar="FILE",
                        help='JSON floors {"NODE_KIND": {"PATH": FLOOR}}')
     fleet.add_argument("--expect-nodes", type=Path, metavar="FILE",
@@ -73,7 +73,8 @@ def _fleet_parsers(commands: argparse._SubParsersAction) -> None:
     sim.add_argument("--faults", default="", metavar="SPEC",
                      help="KIND:COUNT[@SIZE[/SIZE...]],... with KIND hbm, c2c, channel, "
                           "noisy, numa, failed")
-    sim.add_argument("-o", "--output", required=True, type=Path, metavar="DIR")
+    sim.add_argument("-o", "--output", required=True, type=Path, metavar="DIR",
+                     help="a new or empty folder (old node files would join the fleet)")
     sim.add_argument("--seed", type=int, default=0)
     sim.add_argument("--night", default="2026-11-24", help="date of the runs (YYYY-MM-DD)")
 

@@ -238,10 +238,8 @@ def _heatmap(out: Path, table: pd.DataFrame, nodes: pd.DataFrame) -> Path:
 
 def run_fleet(runs: Sequence[Path], out: Path, options: Options, expected: Sequence[str],
               rejected: list[str], notes: list[str]) -> tuple[pd.DataFrame, list[Path]]:
-    """The whole command; returns the nodes table and the files written."""
-    if out.exists() and (not out.is_dir() or any(out.iterdir())):
-        raise InputError(f"{shown(out)}: exists and is not an empty folder; valid: a new or "
-                         "empty -o DIR")
+    """The whole command; returns the nodes table and the files written (into DIR,
+    created where needed, as `analysis report` does)."""
     table = score(load_fleet(runs, rejected, notes), options)
     nodes, flagged = verdicts(table, expected)
     return nodes, write_outputs(out, table, nodes, flagged, [*rejected, *notes])

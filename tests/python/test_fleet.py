@@ -130,3 +130,81 @@ def test_two_node_kinds_are_compared_apart(tmp_path):
 def test_bad_fault_spec_is_one_line_exit_2(tmp_path, capsys):
     assert main(["simulate", "--nodes", "3", "--faults", "hbm:x", "-o", str(tmp_path / "s")]) == 2
     assert len(capsys.readouterr().err.strip().splitlines()) == 1
+
+
+def test_fast_reader_gives_the_same_table_as_load_run(fleet):
+    """The fleet reads only some columns (speed); it must not change the table."""
+    from analysis.fleet_table import fleet_columns, load_cases_run
+    sim, _ = fleet
+    path = sorted(sim.glob("*.h5"))[0]
+    fast = pd.DataFrame(fleet_columns(load_cases_run(path)))
+    pd.testing.assert_frame_equal(fast, fleet_rows(load_run(path)), check_dtype=False)
+
+
+def test_bw_and_memcpy_rows_of_the_file_layout(tmp_path):
+    """Components of bw and memcpy cases as the C++ writer lays them out (h5fixtures)."""
+    from h5fixtures import case, memcpy_case, write_run
+    topo = json.loads((DATA / "topology_gh200_quad.json").read_text())
+    path = write_run(tmp_path / "r.h5", [
+        case(op="read", pu="gpu1", mem="gpu2", alloc="device", via="nvlink", pu_kind="gpu",
+             kernel="grid", threads=270336, status="ok", median_GBps=120.0),
+        case(op="read", pu="gpu0", mem="numa0", alloc="system", via="c2c", pu_kind="gpu",
+             kernel="grid", threads=270336, status="failed", median_GBps=float("nan"))],
+        topology=topo, memcpy=[memcpy_case(gpu=3, gpus="3", host_numa=3, via="c2c")])
+    table = fleet_rows(load_run(path)).set_index("family")
+    assert list(table.loc["bw", "component"]) == ["link:nvlink:gpu1-gpu2", "link:c2c:gpu0"]
+    assert "threads=-1" in table.loc["bw", "path"].iloc[0]
+    assert table.loc["memcpy", "component"] == "link:c2c:gpu3"
+    assert table.loc["bw", "node_kind"].iloc[0] == "aarch64/4s/4xNVIDIA GH200 120GB"
+
+
+def test_verdicts_failed_missing_and_reference_floor(fleet, tmp_path):
+    """A node with every case failed is 'failed', an expected node without a file
+    'missing', and a value under its --reference floor is flagged even when the whole
+    fleet is as slow (the robust z cannot see a fleet-wide loss)."""
+    sim, truth = fleet
+    failed = [f for f in truth["faults"] if f["kind"] == "failed"]
+    expect = tmp_path / "nodes.txt"
+    expect.write_text("# all of them\n" + "\n".join(truth["nodes"]) + "\n")
+    path = "bw read pu=gpu0 mem=gpu0 alloc=device kernel=grid threads=-1 size=1073741824"
+    reference = tmp_path / "floors.json"
+    reference.write_text(json.dumps({"aarch64/4s/4xNVIDIA GH200 120GB": {path: 1e6}}))
+    code, out, nodes = _run_fleet(tmp_path, sim, "--expect-nodes", expect, "--reference", reference)
+    assert code == 0
+    verdicts = {f["detail"]: nodes.loc[f["node"], "verdict"] for f in failed}
+    assert verdicts == {"no file": "missing", "every case failed": "failed"}
+    flagged = json.loads((out / "flagged.json").read_text())
+    below = {r["node"] for r in flagged if r["path"] == path}
+    assert len(below) == len(nodes[nodes["verdict"].isin(["healthy", "degraded"])])
+    assert all("below the reference" in r["reason"] for r in flagged if r["path"] == path
+               and r["node"] not in {f["node"] for f in truth["faults"]})
+
+
+def test_duplicate_host_keeps_the_newest_run(fleet, tmp_path):
+    sim, _ = fleet
+    first = sorted(sim.glob("*.h5"))[0]
+    newer = tmp_path / "newer.h5"
+    newer.write_bytes(first.read_bytes())
+    with h5py.File(newer, "r+") as handle:
+        handle.attrs["start_time"] = "2026-11-25T02:00:00Z"
+        handle["bw/cases/status"][0] = "failed"
+    code, out, nodes = _run_fleet(tmp_path, newer, *sorted(sim.glob("*.h5"))[:10])
+    assert code == 0 and len(nodes) == 10
+    assert nodes.loc[first.stem, "ok"] == nodes.loc[first.stem, "cases"] - 1
+
+
+@pytest.mark.parametrize(("text", "what"), [("[1]", "must be JSON"), ("{", "cannot read")])
+def test_bad_reference_is_one_line_exit_2(fleet, tmp_path, capsys, text, what):
+    sim, _ = fleet
+    reference = tmp_path / "floors.json"
+    reference.write_text(text)
+    assert main(["fleet", str(sim), "-o", str(tmp_path / "r"), "--reference", str(reference)]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and what in err[0]
+
+
+def test_simulator_refuses_a_folder_with_files(fleet, capsys):
+    """Old node files in DIR would silently join the next fleet."""
+    sim, _ = fleet
+    assert main(["simulate", "--nodes", "2", "-o", str(sim)]) == 2
+    assert "not an empty folder" in capsys.readouterr().err
