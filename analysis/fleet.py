@@ -34,6 +34,11 @@ class Options:
     min_change: float = 0.05
     floors: Mapping[str, Mapping[str, float]] | None = None  # node_kind -> path -> floor
 
+    def __post_init__(self) -> None:
+        if not (self.k > 0 and 0 <= self.min_change < 1):
+            raise InputError(f"-k {self.k:g} --min-change {self.min_change:g}: valid: k > 0 "
+                             "and 0 <= min-change < 1 (a fraction, 0.05 = 5 %)")
+
 
 def result_files(paths: Sequence[Path]) -> list[Path]:
     """RUNS: files as given, folders expanded to their .h5 files (recursively)."""
@@ -122,7 +127,6 @@ def _floor_flags(table: pd.DataFrame, options: Options) -> None:
     higher = table["higher_is_better"].to_numpy(dtype=bool)
     below = np.where(higher, table["value"] < floor, table["value"] > floor)
     table.loc[below & (table["flag"] == ""), "flag"] = "below reference"
-    table["floor"] = floor
 
 
 def _lost_flags(table: pd.DataFrame) -> None:

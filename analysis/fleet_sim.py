@@ -102,54 +102,76 @@ def _host_numas(topology: Mapping[str, Any]) -> set[int]:
 def plan(topology: dict[str, Any]) -> Plan:
     """The vetting preset of one node kind: every (processor, memory) read, host copies
     and GPU<->GPU copies, one chase per processor and a few ping-pongs."""
-    result = Plan(topology)
-    hosts = _host_numas(topology)
-    gpus = [p for p in topology.get("processors", []) if p.get("kind") == "gpu"]
+    processors = {p["name"]: p for p in topology.get("processors", [])}
+    gpus = [p for p in processors.values() if p.get("kind") == "gpu"]
+    hosts = sorted(_host_numas(topology))
+    return Plan(topology, [*_bw_cases(topology, processors), *_memcpy_cases(gpus, hosts),
+                           *_chase_cases(processors.values()), *_pingpong_cases(gpus, hosts)])
+
+
+def _bw_cases(topology: Mapping[str, Any], processors: Mapping[str, Any]) -> list[Case]:
+    cpu_kernel = "neon" if topology.get("arch") == "aarch64" else "avx2"
+    cases = []
     for path in topology.get("paths", []):
         if "spread" in path["via"] or not path.get("allocs"):
-            continue
+            continue  # interleaved pages: not one component's path
         pu, mem = path["pu"], path["mem"]
         alloc = next((a for a in ("device", "numa", "system") if a in path["allocs"]),
                      path["allocs"][0])
-        gpu = pu.startswith("gpu")
-        result.cases.append(Case("bw", {
+        facts = processors.get(pu, {})
+        gpu = facts.get("kind") == "gpu"
+        threads = int(facts.get("sm_count", 0)) * 2048 if gpu else int(facts.get("cores", 1))
+        cases.append(Case("bw", {
             "op": "read", "pu": pu, "pu_kind": "gpu" if gpu else "cpu", "mem": mem,
-            "alloc": alloc, "kernel": "grid" if gpu else "neon",
-            "threads": 270336 if gpu else 72, "via": path["via"]},
-            pu, mem, path["via"], numas=_numa(pu.replace("cpu", "numa")) + _numa(mem)))
+            "alloc": alloc, "kernel": "grid" if gpu else cpu_kernel, "threads": threads,
+            "via": path["via"]}, pu, mem, path["via"],
+            numas=_numa(f"numa{facts['numa']}" if facts.get("numa") is not None else "") + _numa(mem)))
+    return cases
+
+
+def _memcpy_cases(gpus: Sequence[Mapping[str, Any]], hosts: Sequence[int]) -> list[Case]:
+    cases = []
     for p in gpus:
-        host = p.get("host_numa", min(hosts, default=0))
+        host = p.get("host_numa", hosts[0] if hosts else 0)
         for direction in ("h2d", "d2h"):
-            result.cases.append(Case("memcpy", {
+            cases.append(Case("memcpy", {
                 "direction": direction, "gpu": p["gpu"], "gpus": str(p["gpu"]),
                 "host_numa": host, "cpu_numa": host, "alloc": "pinned", "dst_gpu": -1},
                 p["name"], f"numa{host}", numas=(host,)))
-        for q in gpus:
-            if q is not p:
-                result.cases.append(Case("memcpy", {
-                    "direction": "d2d", "gpu": p["gpu"], "gpus": f"{p['gpu']},{q['gpu']}",
-                    "host_numa": -1, "cpu_numa": host, "alloc": "device",
-                    "dst_gpu": q["gpu"]}, p["name"], q["name"]))
-    for p in topology.get("processors", []):
+        cases.extend(Case("memcpy", {
+            "direction": "d2d", "gpu": p["gpu"], "gpus": f"{p['gpu']},{q['gpu']}",
+            "host_numa": -1, "cpu_numa": host, "alloc": "device", "dst_gpu": q["gpu"]},
+            p["name"], q["name"]) for q in gpus if q is not p)
+    return cases
+
+
+def _chase_cases(processors: Any) -> list[Case]:
+    cases = []
+    for p in processors:
         gpu = p.get("kind") == "gpu"
         if not gpu and p.get("numa") is None:  # "cpus", all sockets at once
             continue
         mem = p["name"] if gpu else f"numa{p['numa']}"
-        result.cases.append(Case("chase", {
+        cases.append(Case("chase", {
             "pu": p["name"], "cpu": -1 if gpu else p["cpus"][0], "mem": mem,
             "alloc": "device" if gpu else "numa", "via": "local"},
             latency=LATENCY_NS["chase gpu" if gpu else "chase cpu"], numas=_numa(mem)))
-    first = min(hosts, default=0)
-    for other in [f"cpu{n}" for n in sorted(hosts - {first})] + [p["name"] for p in gpus]:
+    return cases
+
+
+def _pingpong_cases(gpus: Sequence[Mapping[str, Any]], hosts: Sequence[int]) -> list[Case]:
+    first = hosts[0] if hosts else 0
+    cases = []
+    for other in [f"cpu{n}" for n in hosts[1:]] + [p["name"] for p in gpus]:
         kind = "cpu-gpu" if other.startswith("gpu") else "cpu-cpu"
-        result.cases.append(Case("pingpong", {
+        cases.append(Case("pingpong", {
             "a": f"cpu{first}", "b": other, "mem": f"numa{first}", "alloc": "pinned"},
-            latency=LATENCY_NS[f"pingpong {kind}"], numas=(first,) + _numa(other.replace("cpu", "numa"))))
-    for p in gpus[1:]:
-        result.cases.append(Case("pingpong", {
-            "a": gpus[0]["name"], "b": p["name"], "mem": p["name"], "alloc": "device"},
-            latency=LATENCY_NS["pingpong gpu-gpu"]))
-    return result
+            latency=LATENCY_NS[f"pingpong {kind}"],
+            numas=(first,) + _numa(other.replace("cpu", "numa"))))
+    cases.extend(Case("pingpong", {"a": gpus[0]["name"], "b": p["name"], "mem": p["name"],
+                                   "alloc": "device"}, latency=LATENCY_NS["pingpong gpu-gpu"])
+                 for p in gpus[1:])
+    return cases
 
 
 def nominal(cases: Sequence[Case], model: PeakModel) -> np.ndarray:

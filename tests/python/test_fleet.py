@@ -208,3 +208,11 @@ def test_simulator_refuses_a_folder_with_files(fleet, capsys):
     sim, _ = fleet
     assert main(["simulate", "--nodes", "2", "-o", str(sim)]) == 2
     assert "not an empty folder" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("option", [["-k", "0"], ["--min-change", "5"]])
+def test_bad_thresholds_are_one_line_exit_2(fleet, tmp_path, capsys, option):
+    """--min-change 5 (meant as 5 %) would silently flag nothing."""
+    sim, _ = fleet
+    assert main(["fleet", str(sim), "-o", str(tmp_path / "r"), *option]) == 2
+    assert len(capsys.readouterr().err.strip().splitlines()) == 1
