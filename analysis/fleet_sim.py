@@ -21,7 +21,7 @@ import h5py
 import numpy as np
 
 from .errors import InputError
-from .peaks import C2C_GBPS, GRACE_LPDDR5X_GBPS, PeakModel
+from .peaks import PeakModel
 
 REPO = Path(__file__).resolve().parents[1]
 EFFICIENCY = 0.85          # achieved / peak of a healthy path (measured paths reach 0.8-0.9)
@@ -207,13 +207,19 @@ def parse_faults(spec: str) -> list[tuple[str, list[float]]]:
 
 def _component(kind: str, topology: Mapping[str, Any], rng: np.random.Generator) -> str:
     """A random component that a fault of ``kind`` hits."""
-    if kind in ("hbm", "c2c"):
-        gpus = sorted(PeakModel(topology).gpus)
-        g = int(rng.choice(gpus))
-        return f"gpu{g}" if kind == "hbm" else f"link:c2c:gpu{g}"
-    if kind in ("channel", "numa"):
-        return f"cpu{int(rng.choice(sorted(_host_numas(topology))))}"  # the socket
-    return "node"
+    model = PeakModel(topology)
+    choices = {"hbm": [f"gpu{g}" for g in sorted(model.gpus)],
+               "c2c": [f"link:c2c:gpu{g}" for g in sorted(model.gpus)
+                       if model.link("c2c", g).gbps],
+               "channel": [f"cpu{n}" for n in sorted(_host_numas(topology))]}
+    choices["numa"] = choices["channel"]  # named by the socket whose memory it is
+    if kind not in choices:
+        return "node"
+    if not choices[kind]:
+        raise InputError(f"--faults {kind}: this fixture has no such component (no "
+                         f"{'C2C-linked GPU' if kind == 'c2c' else 'GPU or host memory'}); "
+                         "valid: fault kinds the topology has")
+    return str(rng.choice(choices[kind]))
 
 
 def inject(nodes: Sequence[str], spec: str, topology: Mapping[str, Any],
@@ -233,16 +239,16 @@ def inject(nodes: Sequence[str], spec: str, topology: Mapping[str, Any],
 def _overrides(fault: Fault, topology: Mapping[str, Any]) -> dict[str, float]:
     if fault.kind not in ("hbm", "c2c", "channel"):
         return {}
+    # The capacity lowered is the one nominal() used, unknown ones at UNKNOWN_PEAK_GBPS, so
+    # that a fault never raises a path above its healthy value.
     model = PeakModel(topology)
-    if fault.kind == "hbm":
-        full = model.memory(fault.component).gbps or UNKNOWN_PEAK_GBPS
-    elif fault.kind == "c2c":
-        full = model.link("c2c", int(fault.component.rsplit("gpu", 1)[1])).gbps or C2C_GBPS
+    if fault.kind == "c2c":
+        name = fault.component
+        full = model.link("c2c", int(name.rsplit("gpu", 1)[1])).gbps
     else:
-        memory = f"numa{fault.component[3:]}"
-        full = model.memory(memory).gbps or GRACE_LPDDR5X_GBPS
-        return {memory: full * (1.0 - min(fault.size, 0.99))}
-    return {fault.component: full * (1.0 - min(fault.size, 0.99))}
+        name = fault.component if fault.kind == "hbm" else f"numa{fault.component[3:]}"
+        full = model.memory(name).gbps
+    return {name: (full or UNKNOWN_PEAK_GBPS) * (1.0 - min(fault.size, 0.99))}
 
 
 # Columns written per family: the static case columns of the preset plus these defaults.

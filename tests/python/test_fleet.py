@@ -216,3 +216,25 @@ def test_bad_thresholds_are_one_line_exit_2(fleet, tmp_path, capsys, option):
     sim, _ = fleet
     assert main(["fleet", str(sim), "-o", str(tmp_path / "r"), *option]) == 2
     assert len(capsys.readouterr().err.strip().splitlines()) == 1
+
+
+def test_faults_on_an_x86_node_lower_its_values(tmp_path):
+    """x86 host memory has no model capacity: a lost channel must lower the socket's
+    values, not replace the unknown capacity by Grace's (which raised them); a C2C fault
+    on a PCIe node is bad input."""
+    truth = simulate(2, "x86_h100", "channel:1@0.2", tmp_path / "s", seed=1)
+    bad = truth["faults"][0]["node"]
+    good = next(n for n in truth["nodes"] if n != bad)
+    rows = {n: fleet_rows(load_run(tmp_path / "s" / f"{n}.h5")).set_index("path")["value"]
+            for n in (bad, good)}
+    local = [p for p in rows[bad].index if p.startswith("bw read pu=cpu0 mem=numa0")]
+    assert local and all(rows[bad][p] < 0.85 * rows[good][p] for p in local)
+    assert main(["simulate", "--nodes", "2", "--fixture", "x86_h100", "--faults", "c2c:1",
+                 "-o", str(tmp_path / "c")]) == 2
+
+
+@pytest.mark.skipif(not __import__("os").environ.get("MEMPATH_BIN"), reason="needs MEMPATH_BIN")
+def test_simulator_reads_a_fixture_through_the_binary(tmp_path):
+    truth = simulate(2, "x86_2s_4gpu", "hbm:1", tmp_path / "s", seed=1)
+    table = fleet_rows(load_run(tmp_path / "s" / f"{truth['nodes'][0]}.h5"))
+    assert table["node_kind"].iloc[0].startswith("x86_64/2s/4x") and table["synthetic"].all()
