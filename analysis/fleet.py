@@ -233,7 +233,7 @@ def _heatmap(out: Path, table: pd.DataFrame, nodes: pd.DataFrame) -> Path:
     ax.set_xticks([])
     ax.set_xlabel(f"{grid.shape[1]} paths (fleet_table.py path names)")
     ax.set_title("Deviation from the fleet median, % (negative = worse)")
-    fig.colorbar(image, ax=ax)
+    fig.colorbar(image, ax=ax, shrink=min(1.0, 8 / max(8, len(grid) * 0.18)), pad=0.01)
     fig.tight_layout()
     fig.savefig(out / "heatmap.png", dpi=100)
     plt.close(fig)
