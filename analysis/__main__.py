@@ -1,4 +1,4 @@
-"""``python -m analysis report RUN.h5 [RUN2.h5 ...] -o DIR [--peaks FILE]`` and
+"""``python -m analysis report RUN.h5 [RUN2.h5 ...] -o DIR [--peaks FILE]``, ``fleet``, ``simulate`` and
 ``python -m analysis compare BASE RUN`` (docs/analysis.md)."""
 from __future__ import annotations
 

@@ -49,29 +49,44 @@ def result_files(paths: Sequence[Path]) -> list[Path]:
 
 
 def load_fleet(paths: Sequence[Path], rejected: list[str], notes: list[str]) -> pd.DataFrame:
-    """The fleet table of every usable file; a bad file (rejected) or a duplicate host
-    (notes: the newest run by start_time is kept) is one line each."""
-    frames: dict[str, tuple[str, dict[str, np.ndarray]]] = {}
+    """The fleet table of every usable file; a bad file is one line in ``rejected``.
+
+    The files of one host are merged (a node's checks may write one file each); where two
+    hold the same case, the run with the newest start_time is kept and each older file is
+    one line in ``notes``."""
+    parts, stamps, names = [], [], []
     for path in result_files(paths):
         try:
             run = load_cases_run(path)
         except RunFileError as error:
             rejected.append(str(error))
             continue
-        rows = fleet_columns(run)
-        stamp = str(run.attrs.get("start_time", ""))
-        if run.host in frames:
-            newer = stamp >= frames[run.host][0]
-            notes.append(f"{shown(path)}: host {run.host} appears again; kept the newest run "
-                         f"(start_time {max(stamp, frames[run.host][0])})")
-            if not newer:
-                continue
-        frames[run.host] = (stamp, rows)
-    if not frames:
+        parts.append(fleet_columns(run))
+        stamps.append(str(run.attrs.get("start_time", "")))
+        names.append(shown(path))
+    if not parts:
         raise InputError("no usable mempath result file among RUNS; valid: .h5 files or "
                          "folders of them (docs/schema.md)")
-    parts = [rows for _, rows in frames.values()]
-    return pd.DataFrame({c: np.concatenate([p[c] for p in parts]) for c in COLUMNS})
+    table = pd.DataFrame({c: np.concatenate([p[c] for p in parts]) for c in COLUMNS})
+    origin = np.repeat(np.arange(len(parts)), [len(p["value"]) for p in parts])
+    return _newest(table, origin, stamps, names, notes)
+
+
+def _newest(table: pd.DataFrame, origin: np.ndarray, stamps: Sequence[str],
+            names: Sequence[str], notes: list[str]) -> pd.DataFrame:
+    """One row per (node, family, path, metric): the newest file's."""
+    stamp = pd.Series([stamps[i] for i in origin], index=table.index)
+    order = stamp.sort_values(ascending=False, kind="stable").index
+    older = table.loc[order].duplicated(["node", "family", "path", "metric"], keep="first")
+    dropped = older[older].index
+    if dropped.empty:
+        return table
+    newest = stamp.groupby(table["node"]).max()
+    for index in sorted(set(origin[dropped].tolist())):
+        host = table.at[dropped[origin[dropped] == index][0], "node"]
+        notes.append(f"{names[index]}: host {host} appears again with the same cases; kept "
+                     f"the newest run (start_time {newest[host]})")
+    return table.drop(index=dropped).reset_index(drop=True)
 
 
 def load_floors(path: Path) -> dict[str, dict[str, float]]:

@@ -238,3 +238,19 @@ def test_simulator_reads_a_fixture_through_the_binary(tmp_path):
     truth = simulate(2, "x86_2s_4gpu", "hbm:1", tmp_path / "s", seed=1)
     table = fleet_rows(load_run(tmp_path / "s" / f"{truth['nodes'][0]}.h5"))
     assert table["node_kind"].iloc[0].startswith("x86_64/2s/4x") and table["synthetic"].all()
+
+
+def test_files_of_one_host_with_different_cases_are_merged(fleet, tmp_path, capsys):
+    """A node's checks may write one file each (bw.h5, memcpy.h5): not duplicates."""
+    sim, _ = fleet
+    first = sorted(sim.glob("*.h5"))[0]
+    for name, drop in (("bw_part.h5", ("memcpy", "chase", "pingpong")), ("rest.h5", ("bw",))):
+        part = tmp_path / name
+        part.write_bytes(first.read_bytes())
+        with h5py.File(part, "r+") as handle:
+            for group in drop:
+                del handle[group]
+    code, _, nodes = _run_fleet(tmp_path, tmp_path / "bw_part.h5", tmp_path / "rest.h5",
+                                *sorted(sim.glob("*.h5"))[1:10])
+    assert code == 0 and "appears again" not in capsys.readouterr().err
+    assert nodes.loc[first.stem, "cases"] == len(fleet_rows(load_run(first)))
