@@ -1,5 +1,6 @@
-"""``python -m analysis report RUN.h5 [RUN2.h5 ...] -o DIR [--peaks FILE]`` and
-``python -m analysis compare BASE RUN`` (docs/analysis.md)."""
+"""``python -m analysis report RUN.h5 [RUN2.h5 ...] -o DIR [--peaks FILE]``, ``compare BASE RUN``
+(docs/analysis.md), ``fleet``, ``simulate`` (docs/fleet.md) and ``fleet-history``
+(docs/fleet_history.md)."""
 from __future__ import annotations
 
 import argparse
@@ -46,8 +47,62 @@ def _parser() -> argparse.ArgumentParser:
     comp.add_argument("--min-change", type=float, default=0.03,
                       help="smallest relative change of the median that counts (default 0.03)")
     comp.add_argument("--output", type=Path, metavar="DIR", help="also write compare.md and compare.csv here")
+    _fleet_parsers(commands)
     fleet_history_cli.add_parser(commands)
     return parser
+
+
+def _fleet_parsers(commands: argparse._SubParsersAction) -> None:
+    fleet = commands.add_parser("fleet", help="degraded nodes of a fleet (docs/fleet.md)",
+                                description="Compare every node with the fleet of its kind: "
+                                            "nodes.csv, flagged.json, summary.md, heatmap.png "
+                                            "in DIR. Exit 0 whether or not nodes are degraded; "
+                                            "2 on bad input (the rest is still analysed).")
+    fleet.add_argument("runs", nargs="+", type=Path, metavar="RUNS", help="result files or folders")
+    fleet.add_argument("-o", "--output", required=True, type=Path, metavar="DIR",
+                       help="report folder (created)")
+    fleet.add_argument("--reference", type=Path, metavar="FILE",
+                       help='JSON floors {"NODE_KIND": {"PATH": FLOOR}}')
+    fleet.add_argument("--expect-nodes", type=Path, metavar="FILE",
+                       help="host names, one a line: those without a file are 'missing'")
+    fleet.add_argument("-k", type=float, default=4.0, help="robust z threshold (default 4)")
+    fleet.add_argument("--min-change", type=float, default=0.05,
+                       help="smallest relative deficit flagged (default 0.05)")
+    sim = commands.add_parser("simulate", help="synthetic node files for tests and benchmarks",
+                              description="Write N synthetic node files (root attribute "
+                                          "synthetic=1) and DIR/truth.json (docs/fleet.md).")
+    sim.add_argument("--nodes", type=int, required=True, metavar="N")
+    sim.add_argument("--fixture", default="gh200_quad", help="topology (default gh200_quad)")
+    sim.add_argument("--faults", default="", metavar="SPEC",
+                     help="KIND:COUNT[@SIZE[/SIZE...]],... with KIND hbm, c2c, channel, "
+                          "noisy, numa, failed")
+    sim.add_argument("-o", "--output", required=True, type=Path, metavar="DIR",
+                     help="a new or empty folder (old node files would join the fleet)")
+    sim.add_argument("--seed", type=int, default=0)
+    sim.add_argument("--night", default="2026-11-24", help="date of the runs (YYYY-MM-DD)")
+
+
+def _fleet(args: argparse.Namespace, rejected: list[str]) -> int:
+    from .fleet import Options, load_expected, load_floors, run_fleet
+    floors = load_floors(args.reference) if args.reference else None
+    expected = load_expected(args.expect_nodes) if args.expect_nodes else []
+    notes: list[str] = []
+    nodes, files = run_fleet(args.runs, args.output, Options(args.k, args.min_change, floors),
+                             expected, rejected, notes)
+    counts = nodes["verdict"].value_counts()
+    print(f"analysis: fleet report in {shown(args.output)}: " + ", ".join(
+        f"{int(counts.get(v, 0))} {v}" for v in ("healthy", "degraded", "failed", "missing")))
+    for note in notes:
+        print(f"analysis: note: {note}", file=sys.stderr)
+    return 0
+
+
+def _simulate(args: argparse.Namespace, rejected: list[str]) -> int:
+    from .fleet_sim import simulate
+    truth = simulate(args.nodes, args.fixture, args.faults, args.output, args.seed, args.night)
+    print(f"analysis: {args.nodes} synthetic nodes ({len(truth['faults'])} faulty) in "
+          f"{shown(args.output)}; truth in truth.json")
+    return 0
 
 
 def _report(args: argparse.Namespace, rejected: list[str]) -> int:
@@ -65,7 +120,8 @@ def _compare(args: argparse.Namespace, rejected: list[str]) -> int:
     return run_compare(args.base, args.run, args.alpha, args.min_change, args.output, rejected)
 
 
-COMMANDS = {"report": _report, "compare": _compare, "fleet-history": fleet_history_cli.run}
+COMMANDS = {"report": _report, "compare": _compare, "fleet": _fleet, "simulate": _simulate,
+            "fleet-history": fleet_history_cli.run}
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -1,0 +1,264 @@
+"""``python -m analysis fleet RUNS... -o DIR``: name the degraded nodes of a fleet.
+
+Per (node kind, path, metric) the fleet median and MAD across nodes; a node's value is an
+outlier when its robust z = (value - median) / (1.4826 MAD) is beyond -k in the bad
+direction AND its deficit exceeds a minimum relative change (a MAD of a very uniform
+fleet would otherwise flag harmless 1 % differences), or when it is below a reference
+floor. A case that failed or was skipped where most of the fleet ran it is flagged too.
+It only suggests: nodes are never drained (docs/fleet.md).
+"""
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from .errors import InputError
+from .fleet_table import COLUMNS, fleet_columns, load_cases_run
+from .io import RunFileError, shown
+
+MAD_SCALE = 1.4826   # MAD of a normal distribution x this = its standard deviation
+HEATMAP_NODES = 60   # rows of the heatmap: every flagged node, then healthy ones up to this
+FLAGGED_COLUMNS = ("node", "verdict", "component", "path", "value", "fleet_median",
+                   "deviation", "reason")
+
+
+@dataclass
+class Options:
+    k: float = 4.0
+    min_change: float = 0.05
+    floors: Mapping[str, Mapping[str, float]] | None = None  # node_kind -> path -> floor
+
+    def __post_init__(self) -> None:
+        if not (self.k > 0 and 0 <= self.min_change < 1):
+            raise InputError(f"-k {self.k:g} --min-change {self.min_change:g}: valid: k > 0 "
+                             "and 0 <= min-change < 1 (a fraction, 0.05 = 5 %)")
+
+
+def result_files(paths: Sequence[Path]) -> list[Path]:
+    """RUNS: files as given, folders expanded to their .h5 files (recursively)."""
+    files: list[Path] = []
+    for path in paths:
+        files.extend(sorted(path.rglob("*.h5")) if path.is_dir() else [path])
+    return files
+
+
+def load_fleet(paths: Sequence[Path], rejected: list[str], notes: list[str]) -> pd.DataFrame:
+    """The fleet table of every usable file; a bad file is one line in ``rejected``.
+
+    The files of one host are merged (a node's checks may write one file each); where two
+    hold the same case, the run with the newest start_time is kept and each older file is
+    one line in ``notes``."""
+    parts, stamps, names = [], [], []
+    for path in result_files(paths):
+        try:
+            run = load_cases_run(path)
+        except RunFileError as error:
+            rejected.append(str(error))
+            continue
+        parts.append(fleet_columns(run))
+        stamps.append(str(run.attrs.get("start_time", "")))
+        names.append(shown(path))
+    if not parts:
+        raise InputError("no usable mempath result file among RUNS; valid: .h5 files or "
+                         "folders of them (docs/schema.md)")
+    table = pd.DataFrame({c: np.concatenate([p[c] for p in parts]) for c in COLUMNS})
+    origin = np.repeat(np.arange(len(parts)), [len(p["value"]) for p in parts])
+    return _newest(table, origin, stamps, names, notes)
+
+
+def _newest(table: pd.DataFrame, origin: np.ndarray, stamps: Sequence[str],
+            names: Sequence[str], notes: list[str]) -> pd.DataFrame:
+    """One row per (node, family, path, metric): the newest file's."""
+    stamp = pd.Series([stamps[i] for i in origin], index=table.index)
+    order = stamp.sort_values(ascending=False, kind="stable").index
+    older = table.loc[order].duplicated(["node", "family", "path", "metric"], keep="first")
+    dropped = older[older].index
+    if dropped.empty:
+        return table
+    newest = stamp.groupby(table["node"]).max()
+    for index in sorted(set(origin[dropped].tolist())):
+        host = table.at[dropped[origin[dropped] == index][0], "node"]
+        notes.append(f"{names[index]}: host {host} appears again with the same cases; kept "
+                     f"the newest run (start_time {newest[host]})")
+    return table.drop(index=dropped).reset_index(drop=True)
+
+
+def load_floors(path: Path) -> dict[str, dict[str, float]]:
+    """--reference: JSON {node_kind: {path: floor}} (a value below its floor is flagged)."""
+    try:
+        data = json.loads(path.read_text())
+    except (OSError, json.JSONDecodeError) as error:
+        raise InputError(f"{shown(path)}: cannot read the reference ({error}); valid: JSON "
+                         '{"NODE_KIND": {"PATH": FLOOR, ...}}') from None
+    if not isinstance(data, dict) or not all(
+            isinstance(v, dict) and all(isinstance(f, (int, float)) for f in v.values())
+            for v in data.values()):
+        raise InputError(f"{shown(path)}: the reference must be JSON "
+                         '{"NODE_KIND": {"PATH": FLOOR, ...}} with numeric floors')
+    return {kind: {p: float(f) for p, f in paths.items()} for kind, paths in data.items()}
+
+
+def load_expected(path: Path) -> list[str]:
+    """--expect-nodes: one host name a line ('#' comments)."""
+    try:
+        lines = path.read_text().splitlines()
+    except OSError as error:
+        raise InputError(f"{shown(path)}: cannot read the node list ({error.strerror}); "
+                         "valid: a text file, one host name a line") from None
+    return [s for s in (line.split("#")[0].strip() for line in lines) if s]
+
+
+def score(table: pd.DataFrame, options: Options) -> pd.DataFrame:
+    """Add fleet_median, mad, z, deviation and flag to every row (vectorised per group)."""
+    keys = ["node_kind", "path", "metric"]
+    groups = table.groupby(keys, sort=False)["value"]
+    table = table.assign(fleet_median=groups.transform("median"))
+    spread = (table["value"] - table["fleet_median"]).abs()
+    table["mad"] = spread.groupby([table[k] for k in keys], sort=False).transform("median")
+    sign = np.where(table["higher_is_better"].to_numpy(dtype=bool), 1.0, -1.0)
+    scale = MAD_SCALE * table["mad"].to_numpy()
+    with np.errstate(divide="ignore", invalid="ignore"):
+        table["z"] = sign * (table["value"] - table["fleet_median"]).to_numpy() / scale
+        table["deviation"] = (table["value"] / table["fleet_median"] - 1.0).to_numpy()
+    worse = sign * table["deviation"].to_numpy() < -options.min_change
+    table["flag"] = np.where(worse & (table["z"].to_numpy() < -options.k), "outlier", "")
+    _floor_flags(table, options)
+    _lost_flags(table)
+    return table
+
+
+def _floor_flags(table: pd.DataFrame, options: Options) -> None:
+    if not options.floors:
+        return
+    floors = pd.Series({(k, p): f for k, paths in options.floors.items() for p, f in paths.items()})
+    floor = pd.MultiIndex.from_frame(table[["node_kind", "path"]]).map(floors.to_dict())
+    floor = np.asarray(floor, dtype=float)
+    higher = table["higher_is_better"].to_numpy(dtype=bool)
+    below = np.where(higher, table["value"] < floor, table["value"] > floor)
+    table.loc[below & (table["flag"] == ""), "flag"] = "below reference"
+
+
+def _lost_flags(table: pd.DataFrame) -> None:
+    """A case that did not run where most of the fleet ran it."""
+    ran = (table["status"] == "ok").groupby([table["node_kind"], table["path"]]).transform("mean")
+    lost = (table["status"] != "ok") & (ran > 0.5)
+    table.loc[lost, "flag"] = np.where(table.loc[lost, "status"] == "failed", "failed", "not run")
+
+
+def _number(value: float, metric: str) -> str:
+    unit = "GB/s" if metric.endswith("GBps") else "ns"
+    return f"{value:,.0f} {unit}" if abs(value) >= 100 else f"{value:,.1f} {unit}"
+
+
+def _reason(row: Mapping[str, Any]) -> str:
+    what = f"{row['component']} {row['path']}"
+    if row["flag"] in ("failed", "not run"):
+        return f"{what}: {row['status']} (ran on most nodes of the fleet)"
+    change = f"{row['deviation'] * 100:+.0f}".replace("-", "\u2212")
+    text = f"{what} {_number(row['value'], row['metric'])} = fleet median {change} %"
+    return text + (" (below the reference)" if row["flag"] == "below reference" else "")
+
+
+def verdicts(table: pd.DataFrame, expected: Sequence[str]) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """(nodes, flagged): a verdict per node and one row per flagged (node, path)."""
+    flagged = table[table["flag"] != ""].copy()
+    flagged["reason"] = [_reason(r) for r in flagged.to_dict("records")]
+    per_node = table.groupby("node", sort=True).agg(
+        node_kind=("node_kind", "first"), cases=("path", "size"),
+        ok=("status", lambda s: int((s == "ok").sum())))
+    all_failed = per_node["ok"] == 0
+    counts = flagged.groupby("node").size()
+    per_node["flagged"] = counts.reindex(per_node.index, fill_value=0)
+    per_node["verdict"] = np.where(all_failed, "failed",
+                                   np.where(per_node["flagged"] > 0, "degraded", "healthy"))
+    lacking = sorted(set(expected) - set(per_node.index))
+    missing = pd.DataFrame({"node_kind": "", "cases": 0, "ok": 0, "flagged": 0,
+                            "verdict": "missing"}, index=pd.Index(lacking, name="node"))
+    nodes = pd.concat([per_node, missing]) if lacking else per_node
+    nodes.index.name = "node"
+    worst = flagged.assign(rank=-flagged["deviation"].abs()).sort_values(["node", "rank"])
+    nodes["reason"] = worst.groupby("node")["reason"].first().reindex(nodes.index).fillna("")
+    nodes.loc[nodes["verdict"] == "failed", "reason"] = "every case failed"
+    nodes.loc[nodes["verdict"] == "missing", "reason"] = "no result file"
+    flagged["verdict"] = nodes["verdict"].reindex(flagged["node"]).to_numpy()
+    extra = nodes[nodes["verdict"].isin(["missing", "failed"])].reset_index()
+    extra = extra.assign(component="node", path="", value=np.nan, fleet_median=np.nan,
+                         deviation=np.nan)
+    flagged = flagged[flagged["verdict"] != "failed"]
+    rows = pd.concat([flagged[list(FLAGGED_COLUMNS)], extra[list(FLAGGED_COLUMNS)]],
+                     ignore_index=True)
+    return nodes.reset_index(), rows
+
+
+def write_outputs(out: Path, table: pd.DataFrame, nodes: pd.DataFrame, flagged: pd.DataFrame,
+                  rejected: Sequence[str]) -> list[Path]:
+    out.mkdir(parents=True, exist_ok=True)
+    nodes.to_csv(out / "nodes.csv", index=False)
+    records = json.loads(flagged.to_json(orient="records"))
+    (out / "flagged.json").write_text(json.dumps(records, indent=1, ensure_ascii=False))
+    (out / "summary.md").write_text(_summary(table, nodes, rejected))
+    return [out / "nodes.csv", out / "flagged.json", out / "summary.md", _heatmap(out, table, nodes)]
+
+
+def _summary(table: pd.DataFrame, nodes: pd.DataFrame, rejected: Sequence[str]) -> str:
+    counts = nodes["verdict"].value_counts()
+    lines = ["# Fleet report", "",
+             "It only suggests: no node is drained. Verdicts: healthy, degraded (a component "
+             "flagged), failed (every case failed), missing (expected, no file).", "",
+             "| node kind | nodes | paths |", "|---|---|---|"]
+    for kind, part in table.groupby("node_kind"):
+        lines.append(f"| {kind} | {part['node'].nunique()} | {part['path'].nunique()} |")
+    lines += ["", "| verdict | nodes |", "|---|---|"]
+    lines += [f"| {v} | {int(counts.get(v, 0))} |" for v in ("healthy", "degraded", "failed", "missing")]
+    if bool(table["synthetic"].any()):
+        lines += ["", "**Synthetic data** (simulator output) is among the inputs."]
+    bad = nodes[nodes["verdict"] != "healthy"]
+    if len(bad):
+        lines += ["", "| node | verdict | reason |", "|---|---|---|"]
+        lines += [f"| {r.node} | {r.verdict} | {r.reason} |" for r in bad.itertuples()]
+    if rejected:
+        lines += ["", "Inputs left out:", ""] + [f"- {line}" for line in rejected]
+    return "\n".join(lines) + "\n"
+
+
+def _heatmap(out: Path, table: pd.DataFrame, nodes: pd.DataFrame) -> Path:
+    """Deviation from the fleet median, nodes x paths: every flagged node and a sample of
+    healthy ones (thousands of rows would not be readable)."""
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    bad = nodes.loc[nodes["verdict"] == "degraded", "node"].tolist()
+    healthy = nodes.loc[nodes["verdict"] == "healthy", "node"].tolist()
+    step = max(1, len(healthy) // max(1, HEATMAP_NODES - len(bad)))
+    shown_nodes = bad + healthy[::step][:max(0, HEATMAP_NODES - len(bad))]
+    part = table[table["node"].isin(shown_nodes)]
+    sign = np.where(part["higher_is_better"].to_numpy(dtype=bool), 1.0, -1.0)
+    grid = part.assign(d=sign * part["deviation"] * 100).pivot_table(
+        index="node", columns="path", values="d", aggfunc="first").reindex(shown_nodes)
+    fig, ax = plt.subplots(figsize=(max(6, 0.08 * grid.shape[1] + 3), max(3, 0.18 * len(grid) + 1.5)))
+    image = ax.imshow(grid.to_numpy(dtype=float), aspect="auto", cmap="RdBu", vmin=-20, vmax=20,
+                      interpolation="nearest")
+    ax.set_yticks(range(len(grid)), grid.index, fontsize=6)
+    ax.set_xticks([])
+    ax.set_xlabel(f"{grid.shape[1]} paths (fleet_table.py path names)")
+    ax.set_title("Deviation from the fleet median, % (negative = worse)")
+    fig.colorbar(image, ax=ax, shrink=min(1.0, 8 / max(8, len(grid) * 0.18)), pad=0.01)
+    fig.tight_layout()
+    fig.savefig(out / "heatmap.png", dpi=100)
+    plt.close(fig)
+    return out / "heatmap.png"
+
+
+def run_fleet(runs: Sequence[Path], out: Path, options: Options, expected: Sequence[str],
+              rejected: list[str], notes: list[str]) -> tuple[pd.DataFrame, list[Path]]:
+    """The whole command; returns the nodes table and the files written (into DIR,
+    created where needed, as `analysis report` does)."""
+    table = score(load_fleet(runs, rejected, notes), options)
+    nodes, flagged = verdicts(table, expected)
+    return nodes, write_outputs(out, table, nodes, flagged, [*rejected, *notes])

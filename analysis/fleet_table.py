@@ -1,0 +1,288 @@
+"""The fleet table: one tidy row per (node, path, metric) of a result file.
+
+This is the shared interface of issue #11 (docs/fleet.md): the fleet analysis and the
+history database read exactly these columns. A ``path`` names a case without the values
+that differ between alike nodes (the GPU grid's thread count follows the SM count), so
+that the same path on every node of a kind can be compared; ``component`` names the part
+of the node the path measures, so that a deviation can be blamed on a GPU, a socket or a
+link.
+"""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from collections.abc import Callable, Mapping
+from typing import Any
+
+import h5py
+import numpy as np
+import pandas as pd
+
+from .io import Run, RunFileError, _check_non_negative, _column, _decode, _open, shown
+
+COLUMNS = ("night", "node", "node_kind", "family", "path", "component", "metric", "value",
+           "status", "higher_is_better", "synthetic", "gpu_uuids")
+#: The cases tables read and the one metric each contributes (its median).
+FAMILIES: dict[str, tuple[str, bool]] = {
+    "bw": ("median_GBps", True),
+    "memcpy": ("median_GBps", True),
+    "chase": ("median_ns", False),
+    "pingpong": ("median_ns", False),
+}
+
+
+#: The root attributes the fleet table reads.
+ATTRIBUTES = ("host", "start_time", "topology", "arch", "synthetic", "gpu_uuids")
+
+
+class Topo:
+    """The facts of a topology that name components: GPU of a memory, socket of a node."""
+
+    def __init__(self, topology: Mapping[str, Any]):
+        self.topology = topology
+        self.memories = {m["name"]: m for m in topology.get("memories", [])}
+        gpus = [p for p in topology.get("processors", []) if p.get("kind") == "gpu"]
+        self.gpu_link = {p["gpu"]: (p.get("link") or {}).get("type", "pcie") for p in gpus}
+        self.gpu_host = {p["gpu"]: p.get("host_numa") for p in gpus}
+
+    def gpu_of(self, name: str) -> int | None:
+        """The GPU that ``name`` is (gpuN) or whose HBM it is (an HBM NUMA node)."""
+        if name.startswith("gpu"):
+            return int(name[3:])
+        entry = self.memories.get(name, {})
+        return entry.get("gpu") if entry.get("kind") in ("hbm", "device") else None
+
+    def link(self, gpu: int) -> str:
+        """``link:c2c:gpuN`` or ``link:pcie:gpuN``: how GPU N reaches host memory."""
+        kind = "c2c" if self.gpu_link.get(gpu) == "c2c" else "pcie"
+        return f"link:{kind}:gpu{gpu}"
+
+
+def _pair(kind: str, a: str, b: str) -> str:
+    """A link between two ends, named the same whichever end reads."""
+    first, second = sorted((a, b), key=lambda n: (len(n), n))
+    return f"link:{kind}:{first}-{second}"
+
+
+def _socket(name: str) -> str:
+    return "cpu" + name[4:] if name.startswith("numa") else name
+
+
+def component(topo: Topo, pu: str, mem: str, via: str) -> str:
+    """The part a (processor, memory, path class) case measures; hops joined with ``+``.
+
+    The rules follow docs/topology.md's path classes: ``local`` is the processor itself
+    (its HBM, its socket's LPDDR), ``nvlink`` the GPU pair, ``c2c``/``pcie`` the GPU's host
+    link, ``interconnect`` the socket pair."""
+    pu_gpu, mem_gpu = topo.gpu_of(pu), topo.gpu_of(mem)
+    gpu = pu_gpu if pu_gpu is not None else mem_gpu
+    hops = []
+    for token in filter(None, via.split("+")):
+        if token == "local":
+            hops.append(f"gpu{gpu}" if gpu is not None else _socket(pu))
+        elif token == "nvlink" and pu_gpu is not None and mem_gpu is not None:
+            hops.append(_pair("nvlink", f"gpu{pu_gpu}", f"gpu{mem_gpu}"))
+        elif token in ("c2c", "pcie", "peer") and gpu is not None:
+            hops.append(f"link:{'c2c' if token == 'c2c' else 'pcie'}:gpu{gpu}")
+        elif token == "interconnect":
+            hops.append(_interconnect(topo, pu, mem))
+        else:
+            hops.append(token)
+    return "+".join(hops) or _socket(pu)
+
+
+def _interconnect(topo: Topo, pu: str, mem: str) -> str:
+    """The socket pair between the processor's socket and the memory's socket."""
+    ends = []
+    for name in (pu, mem):
+        gpu = topo.gpu_of(name)
+        host = topo.gpu_host.get(gpu) if gpu is not None else None
+        if gpu is not None:  # a GPU's socket is its host NUMA node's
+            ends.append(f"cpu{host}" if host is not None else f"gpu{gpu}")
+        else:
+            ends.append(_socket(name))
+    return _pair("interconnect", *ends)
+
+
+def _bw(row: Mapping[str, Any], topo: Topo) -> tuple[str, str]:
+    threads = -1 if row["pu_kind"] == "gpu" else row["threads"]
+    dst = f" dst={row['dst_mem']} dst_alloc={row['dst_alloc']}" if row["dst_mem"] else ""
+    noise = f" noise={row['noise']}" if row.get("noise") else ""
+    path = (f"bw {row['op']} pu={row['pu']} mem={row['mem']} alloc={row['alloc']}{dst} "
+            f"kernel={row['kernel']} threads={threads} size={row['size_bytes']}{noise}")
+    return path, component(topo, row["pu"], row["mem"], row["via"])
+
+
+def _memcpy(row: Mapping[str, Any], topo: Topo) -> tuple[str, str]:
+    path = (f"memcpy {row['direction']} gpus={row['gpus']} host_numa={row['host_numa']} "
+            f"alloc={row['alloc']} engine={row['engine']} mode={row['mode']} "
+            f"size={row['size_bytes']}")
+    dst = int(row.get("dst_gpu", -1))
+    if dst >= 0:
+        return path, component(topo, f"gpu{row['gpu']}", f"gpu{dst}", row["via"])
+    if int(row["gpu"]) < 0 or "," in str(row["via"]):
+        return path, "node"  # every GPU at once: the node's aggregate
+    return path, component(topo, f"gpu{row['gpu']}", f"numa{row['host_numa']}", row["via"])
+
+
+def _chase(row: Mapping[str, Any], topo: Topo) -> tuple[str, str]:
+    path = (f"chase pu={row['pu']} mem={row['mem']} alloc={row['alloc']} "
+            f"pattern={row['pattern']} size={row['size_bytes']} line={row['line_bytes']}")
+    return path, component(topo, row["pu"], row["mem"], row["via"])
+
+
+def _pingpong(row: Mapping[str, Any], topo: Topo) -> tuple[str, str]:
+    a, b, mem = row["a"], row["b"], row["mem"]
+    path = f"pingpong a={a} b={b} mem={mem} alloc={row['alloc']}"
+    gpus = [g for g in (topo.gpu_of(a), topo.gpu_of(b)) if g is not None]
+    if len(set(gpus)) == 2:
+        return path, _pair("nvlink", f"gpu{gpus[0]}", f"gpu{gpus[1]}")
+    if gpus and (a.startswith("cpu") or b.startswith("cpu")):
+        return path, topo.link(gpus[0])
+    if gpus:
+        return path, f"gpu{gpus[0]}"
+    return path, a if a == b else _pair("interconnect", a, b)
+
+
+NAMERS: dict[str, Callable[[Mapping[str, Any], Topo], tuple[str, str]]] = {
+    "bw": _bw, "memcpy": _memcpy, "chase": _chase, "pingpong": _pingpong}
+#: The case columns the namers read (the fleet reads only these, the status and metric).
+NAME_COLUMNS: dict[str, tuple[str, ...]] = {
+    "bw": ("op", "pu", "pu_kind", "mem", "dst_mem", "alloc", "dst_alloc", "kernel", "threads",
+           "size_bytes", "via"),
+    "memcpy": ("direction", "gpu", "gpus", "host_numa", "alloc", "engine", "mode",
+               "size_bytes", "via"),
+    "chase": ("pu", "mem", "alloc", "pattern", "size_bytes", "line_bytes", "via"),
+    "pingpong": ("a", "b", "mem", "alloc"),
+}
+OPTIONAL_COLUMNS: dict[str, tuple[str, ...]] = {"bw": ("noise",), "memcpy": ("dst_gpu",)}
+# Alike nodes repeat the same cases: names are computed once per (topology, family, case).
+_TOPOS: dict[str, tuple[int, Topo]] = {}
+_NAMES: dict[tuple[Any, ...], tuple[str, str]] = {}
+
+
+def node_kind(topology: Mapping[str, Any], arch: str = "") -> str:
+    """``<arch>/<sockets>s/<gpus>x<model>``: nodes of one kind are compared with each other."""
+    processors = topology.get("processors", [])
+    sockets = sum(1 for p in processors if p.get("kind") == "cpu" and p.get("numa") is not None)
+    models = [str(p.get("model", "")) for p in processors if p.get("kind") == "gpu"]
+    gpus = "+".join(sorted(set(models))) or "none"
+    return f"{topology.get('arch') or arch or 'unknown'}/{sockets}s/{len(models)}x{gpus}"
+
+
+def night_of(attrs: Mapping[str, Any]) -> str:
+    return str(attrs.get("start_time", ""))[:10]
+
+
+def _topo(run: Run) -> tuple[int, Topo]:
+    text = str(run.attrs.get("topology") or json.dumps(run.topology, sort_keys=True))
+    if text not in _TOPOS:
+        _TOPOS[text] = (len(_TOPOS), Topo(run.topology))
+    return _TOPOS[text]
+
+
+def fleet_rows(run: Run, night: str | None = None) -> pd.DataFrame:
+    """The fleet table of one run (the module notes; columns in ``COLUMNS``)."""
+    return pd.DataFrame(fleet_columns(run, night), columns=list(COLUMNS))
+
+
+def fleet_columns(run: Run, night: str | None = None) -> dict[str, np.ndarray]:
+    """fleet_rows() as one array per column: a fleet of thousands of files concatenates
+    these once instead of thousands of small DataFrames."""
+    topo = _topo(run)
+    parts = [_family_columns(family, run.tables[f"{family}/cases"], topo)
+             for family in FAMILIES if f"{family}/cases" in run.tables]
+    columns = {name: np.concatenate([p[name] for p in parts]) if parts else
+               np.array([], dtype=float if name == "value" else object)
+               for name in COLUMNS[3:10]}
+    rows = len(columns["value"])
+    constants = {"night": night or night_of(run.attrs), "node": run.host,
+                 "node_kind": node_kind(run.topology, str(run.attrs.get("arch", ""))),
+                 "synthetic": bool(int(run.attrs.get("synthetic", 0) or 0)),
+                 "gpu_uuids": _uuids(run.attrs.get("gpu_uuids"))}
+    columns.update({name: np.full(rows, value, dtype=bool if name == "synthetic" else object)
+                    for name, value in constants.items()})
+    return {name: columns[name] for name in COLUMNS}
+
+
+def _uuids(value: Any) -> str:
+    if value is None:
+        return ""
+    return ",".join(map(str, value)) if isinstance(value, list) else str(value)
+
+
+def _names(family: str, cases: Mapping[str, Any], topo: tuple[int, Topo]) -> list[tuple[str, str]]:
+    columns = [c for c in (*NAME_COLUMNS[family], *OPTIONAL_COLUMNS.get(family, ()))
+               if c in cases]
+    named = []
+    for values in zip(*(cases[c].tolist() for c in columns)):
+        key = (topo[0], family, values)
+        if key not in _NAMES:
+            _NAMES[key] = NAMERS[family](dict(zip(columns, values)), topo[1])
+        named.append(_NAMES[key])
+    return named
+
+
+def _family_columns(family: str, cases: Mapping[str, Any],
+                    topo: tuple[int, Topo]) -> dict[str, np.ndarray]:
+    metric, higher = FAMILIES[family]
+    named = _names(family, cases, topo)
+    status = np.asarray(cases["status"], dtype=object)
+    values = np.array(cases[metric], dtype=float)
+    values[status != "ok"] = np.nan
+    rows = len(values)
+    return {"family": np.full(rows, family, dtype=object),
+            "path": np.array([p for p, _ in named], dtype=object),
+            "component": np.array([c for _, c in named], dtype=object),
+            "metric": np.full(rows, metric, dtype=object), "value": values, "status": status,
+            "higher_is_better": np.full(rows, higher, dtype=bool)}
+
+
+def load_cases_run(path: Any) -> Run:
+    """A Run holding only the root attributes and the columns of the FAMILIES' cases
+    tables that the fleet table needs, each table a dict of arrays (not a DataFrame).
+
+    A node's samples and most case columns are not needed, and reading them was most of
+    the time of a fleet of thousands; validation and the one-line errors are io's (a
+    damaged file raises RunFileError)."""
+    path = Path(path)
+    with _open(path) as handle:
+        try:
+            attrs = {key: _decode(handle.attrs[key]) for key in ATTRIBUTES if key in handle.attrs}
+            tables = {f"{f}/cases": _read_columns(path, handle[f], f)
+                      for f in FAMILIES if f in handle and "cases" in handle[f]}
+        except (OSError, KeyError, ValueError, TypeError, RuntimeError) as error:
+            raise RunFileError(f"{shown(path)}: cannot be read ({error}); the file is damaged, "
+                               "give an intact mempath result file") from None
+    return Run(path=path, name=path.stem, attrs=attrs, topology=_parsed(path, attrs),
+               tables=tables)  # type: ignore[arg-type]
+
+
+def _parsed(path: Path, attrs: Mapping[str, Any]) -> dict[str, Any]:
+    """The topology attribute as JSON; alike nodes share one text, parsed once."""
+    text = str(attrs.get("topology") or "{}")
+    if text in _TOPOS:
+        return _TOPOS[text][1].topology
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as error:
+        raise RunFileError(f"{shown(path)}: the topology attribute is not valid JSON ({error})") from None
+
+
+
+def _read_columns(path: Path, family_group: h5py.Group, family: str) -> dict[str, np.ndarray]:
+    """The needed columns of one cases table, checked as io checks a whole table."""
+    group, table = family_group["cases"], f"{family}/cases"
+    metric = FAMILIES[family][0]
+    present = set(group.keys())
+    wanted = (*NAME_COLUMNS[family], "status", metric)
+    lacking = [c for c in wanted if c not in present]
+    if lacking:
+        raise RunFileError(f"{shown(path)}: table {table} lacks the column(s) "
+                           f"{', '.join(lacking)}; valid: the columns of docs/schema.md")
+    names = [*wanted, *(c for c in OPTIONAL_COLUMNS.get(family, ()) if c in present)]
+    columns = {name: _column(group[name]) for name in names}
+    if len({len(v) for v in columns.values()}) > 1:
+        raise RunFileError(f"{shown(path)}: table {table} has columns of different lengths")
+    _check_non_negative(path, table, metric, columns[metric])
+    return columns
