@@ -8,9 +8,9 @@ from pathlib import Path
 import pandas as pd
 
 from . import fleet_history
-from .compare import FAMILIES, _identity
 from .errors import InputError
-from .io import Run, load_runs, shown
+from .fleet_table import fleet_rows
+from .io import load_runs, shown
 
 
 def add_parser(commands: argparse._SubParsersAction) -> None:
@@ -36,50 +36,9 @@ def run(args: argparse.Namespace, rejected: list[str]) -> int:
     return {"append": _append, "trend": _trend}[args.action](args, rejected)
 
 
-def _converter():
-    """analysis.fleet_table's converter where it exists, else the minimal one below."""
-    try:
-        from .fleet_table import fleet_rows
-    except ImportError:
-        print("analysis: note: analysis.fleet_table is missing; using the minimal converter "
-              "(case medians, component = the case's pu)")
-        return _minimal_rows
-    return fleet_rows
-
-
-def _node_kind(topology: dict) -> str:
-    procs = topology.get("processors", [])
-    gpus = [p.get("model") or "gpu" for p in procs if p.get("kind") == "gpu"]
-    cpus = sum(p.get("kind") == "cpu" for p in procs)
-    return f"{topology.get('arch', '')}/{cpus}s/{len(gpus)}x{gpus[0] if gpus else ''}"
-
-
-def _minimal_rows(run: Run, night: str | None = None) -> pd.DataFrame:
-    """The fleet table of one run from its ``FAMILY/cases`` median columns."""
-    uuids = run.attrs.get("gpu_uuids", "")
-    common = {"night": night or str(run.attrs.get("start_time", ""))[:10], "node": run.node,
-              "node_kind": _node_kind(run.topology), "synthetic": bool(run.attrs.get("synthetic", 0)),
-              "gpu_uuids": ",".join(uuids) if isinstance(uuids, list) else str(uuids)}
-    parts = []
-    for family, spec in FAMILIES.items():
-        cases = run.tables.get(f"{family}/cases")
-        if cases is None or cases.empty:
-            continue
-        ident = [c for c in _identity(cases) if c != "case_id"]
-        path = cases[ident].astype(str).apply(lambda r: " ".join(f"{c}={v}" for c, v in r.items()), axis=1)
-        for metric in [c for c in cases if c.startswith("median_")]:
-            parts.append(pd.DataFrame({
-                **common, "family": family, "path": family + " " + path,
-                "component": cases["pu"].astype(str) if "pu" in cases else "", "metric": metric,
-                "value": cases[metric].astype(float), "status": cases["status"].astype(str),
-                "higher_is_better": not metric.endswith(("_ns", "_s", "_us"))}))
-    return pd.concat(parts, ignore_index=True) if parts else pd.DataFrame(columns=list(fleet_history.COLUMNS))
-
-
 def _append(args: argparse.Namespace, rejected: list[str]) -> int:
-    convert = _converter()
     runs = load_runs(args.runs, None, rejected)
-    frames = [convert(r, args.night) if args.night else convert(r) for r in runs.runs]
+    frames = [fleet_rows(r, args.night) for r in runs.runs]
     written = fleet_history.append(args.db, pd.concat(frames, ignore_index=True))
     print(f"analysis: {written} rows of {len(runs.runs)} nodes appended to {shown(args.db)}")
     return 0
