@@ -165,13 +165,15 @@ def test_reframe_distributes_the_vetting_check_to_both_nodes(tmp_path: Path) -> 
 
 def test_sbatch_vets_both_nodes_into_one_folder(tmp_path: Path) -> None:
     """slurm/vet_fleet.sbatch over a two-node allocation: one shared folder with a
-    subfolder per node (the fleet report step is left out: VET_REPORT=none)."""
+    subfolder per node, then the fleet report, which names both nodes (issue 11, item 5)."""
     out = tmp_path / "vet"
     env = [f"{k}={v}" for k, v in {**VET_TINY, "MEMPATH": str(vet_binary()),
-                                   "VET_REPORT": "none"}.items()]
+                                   "VET_REPORT": str(tmp_path / "fleet")}.items()]
     on_cluster("env", *env, "sbatch", "--wait", "-N2", f"--chdir={REPO}",
                f"--output={tmp_path / 'job-%j.out'}", str(REPO / "slurm" / "vet_fleet.sbatch"),
                str(out), timeout=300)
     files = sorted(out.glob("*/*.h5"))
     assert sorted({p.parent.name for p in files}) == ["n1", "n2"], files
     assert vetted_hosts(files) == ["n1"] * 3 + ["n2"] * 3
+    nodes = (tmp_path / "fleet" / "nodes.csv").read_text()
+    assert "n1" in nodes and "n2" in nodes, nodes
