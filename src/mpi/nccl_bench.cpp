@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <cstdio>
 #include <memory>
 #include <sstream>
@@ -141,7 +142,15 @@ CaseResult run_case(const Gpu& g, const Collective& c, Buffer& in, Buffer& out, 
       nccl_check(ncclAllGather(in.data(), out.data(), c.count(), ncclFloat, g.comm, g.stream), "ncclAllGather");
   };
   for (int k = 0; k < warmup; ++k) run();
-  cuda_ok(cudaMemsetAsync(out.data(), 0, c.out_elements() * sizeof(float), g.stream), "cudaMemsetAsync (output)");
+  const size_t out_bytes = c.out_elements() * sizeof(float);
+  if (out.alloc() == "device" || out.alloc() == "managed") {
+    cuda_ok(cudaMemsetAsync(out.data(), 0, out_bytes, g.stream), "cudaMemsetAsync (output)");
+  } else {
+    // Host memory is cleared by the host: cudaMemset may not reach pageable memory (no
+    // ATS/HMM), as a GPU write to it did not in allocmatrix.
+    cuda_ok(cudaStreamSynchronize(g.stream), "warm-up collectives");
+    std::memset(out.data(), 0, out_bytes);
+  }
   cuda_ok(cudaEventRecord(g.e0, g.stream), "cudaEventRecord");
   for (int k = 0; k < iters; ++k) run();
   cuda_ok(cudaEventRecord(g.e1, g.stream), "cudaEventRecord");
