@@ -67,7 +67,6 @@ class ResultFile {
   // one line and leaves PATH as it was.
   void save();
   const std::string& path() const { return path_; }
-  bool saved() const { return saved_; }
 
   // Ends the process from any thread (the watchdog's): records `why` in the attribute
   // `aborted` (if a case was saved before), prints one line, cleans up, exits 1.

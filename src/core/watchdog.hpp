@@ -19,7 +19,6 @@ class Watchdog {
 
   void arm(const std::string& what);  // a case starts
   void disarm();                      // it ended
-  double seconds() const { return seconds_; }
 
   // Arms for the scope of one case.
   class Scope {
