@@ -14,20 +14,17 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from . import fleet_table
 from .errors import InputError
+from .fleet import MAD_SCALE
 from .io import shown
 
-#: Column -> DuckDB type; the order is the table's.
-COLUMNS: dict[str, str] = {
-    "night": "DATE", "node": "VARCHAR", "node_kind": "VARCHAR", "family": "VARCHAR",
-    "path": "VARCHAR", "component": "VARCHAR", "metric": "VARCHAR", "value": "DOUBLE",
-    "status": "VARCHAR", "higher_is_better": "BOOLEAN", "synthetic": "BOOLEAN",
-    "gpu_uuids": "VARCHAR",
-}
+#: The fleet table's columns (analysis/fleet_table.py), in its order, with their DuckDB types.
+_SQL_TYPES = {"night": "DATE", "value": "DOUBLE", "higher_is_better": "BOOLEAN", "synthetic": "BOOLEAN"}
+COLUMNS: dict[str, str] = {name: _SQL_TYPES.get(name, "VARCHAR") for name in fleet_table.COLUMNS}
 SERIES = ["node", "node_kind", "component", "path", "metric"]  # one trend line
 MIN_NIGHTS = 8  # fewer points make no trend worth naming
-Z_LIMIT = 3.5   # the per-night robust z a fleet report flags at (docs/fleet_history.md)
-MAD_SIGMA = 1.4826  # MAD -> standard deviation of normal noise
+Z_LIMIT = 3.5   # |z| below this every night: "within the fleet's spread" (docs/fleet_history.md)
 
 
 def _duckdb():
@@ -219,7 +216,7 @@ def slow_degradation(db: str | Path, nights: int = 90, min_drop: float = 0.05,
 
 
 def _fits(candidates: pd.DataFrame, points: pd.DataFrame, min_drop: float) -> list[dict]:
-    points["z"] = (points["value"] - points["med"]) / (MAD_SIGMA * points["mad"])
+    points["z"] = (points["value"] - points["med"]) / (MAD_SCALE * points["mad"])
     points["x"] = (points["night"] - points["night"].min()).dt.days.astype(float)
     rows = []
     keys = ["node", "path", "metric"]
