@@ -12,8 +12,7 @@
 namespace mempath::gpu {
 namespace {
 
-constexpr int kBlock = 1024;       // the dot's reduction block
-constexpr int kTileBlock = 256;    // the elementwise kernels' block
+constexpr int kBlock = 1024;  // every kernel's block (the dot reduces over it)
 constexpr int kKernels = 5;
 
 __global__ void init_kernel(double* a, double* b, double* c, size_t n, double a0, double b0, double c0) {
@@ -24,35 +23,21 @@ __global__ void init_kernel(double* a, double* b, double* c, size_t n, double a0
 
 __device__ __forceinline__ size_t element() { return blockIdx.x * static_cast<size_t>(blockDim.x) + threadIdx.x; }
 
-// Each kernel in the layout that measured fastest on H100 (docs/results/2026-11-22-
-// applications.md): copy and mul over 16-byte pairs in block tiles (tiles.cuh's layout,
-// all of a tile's loads before its first store) on a grid that fills the GPU, 2.89 vs 2.73
-// TB/s one element per thread; add and triad one element per thread in blocks of 1024,
-// 3.06 vs 2.93 TB/s in tiles.
-template <typename Body>
-__device__ __forceinline__ void over_tiles(size_t n2, Body body) {
-  const size_t tile = static_cast<size_t>(kUnroll) * blockDim.x;
-  for (size_t base = blockIdx.x * tile; base < n2; base += gridDim.x * tile) body(base);
-}
-
+// Each kernel in the layout that measured fastest on H100 (docs/results/2026-11-24-
+// gpu-kernels.md, same session as BabelStream): copy and mul one 16-byte pair per thread
+// in blocks of 1024, a grid that covers the arrays once (3,046 GB/s against 2,820 for
+// block tiles on a resident grid and 2,980 for BabelStream's copy); add and triad one
+// element per thread in blocks of 1024 (3,058 GB/s).
 __global__ void copy_kernel(const double2* __restrict a, double2* __restrict c, size_t n2) {
-  over_tiles(n2, [&](size_t base) {
-    double2 v[kUnroll];
-#pragma unroll
-    for (int u = 0; u < kUnroll; ++u) if (tile_index(base, u) < n2) v[u] = a[tile_index(base, u)];
-#pragma unroll
-    for (int u = 0; u < kUnroll; ++u) if (tile_index(base, u) < n2) c[tile_index(base, u)] = v[u];
-  });
+  const size_t i = element();
+  if (i < n2) c[i] = a[i];
 }
 __global__ void mul_kernel(double2* __restrict b, const double2* __restrict c, double s, size_t n2) {
-  over_tiles(n2, [&](size_t base) {
-    double2 v[kUnroll];
-#pragma unroll
-    for (int u = 0; u < kUnroll; ++u) if (tile_index(base, u) < n2) v[u] = c[tile_index(base, u)];
-#pragma unroll
-    for (int u = 0; u < kUnroll; ++u)
-      if (tile_index(base, u) < n2) b[tile_index(base, u)] = make_double2(s * v[u].x, s * v[u].y);
-  });
+  const size_t i = element();
+  if (i < n2) {
+    const double2 v = c[i];
+    b[i] = make_double2(s * v.x, s * v.y);
+  }
 }
 __global__ void add_kernel(const double* __restrict a, const double* __restrict b, double* __restrict c, size_t n) {
   const size_t i = element();
@@ -113,12 +98,10 @@ StreamRun run_stream(int gpu, double* a_host, double* b_host, double* c_host, si
   cuda_check(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, gpu), "SM count");
   cuda_check(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&dot_per_sm, dot_kernel, kBlock, 0), "occupancy");
   const int dot_blocks = sms * std::max(1, dot_per_sm);
-  int tile_per_sm = 0;
-  cuda_check(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&tile_per_sm, copy_kernel, kTileBlock, 0), "occupancy");
-  const size_t tile_blocks = static_cast<size_t>(sms) * std::max(1, tile_per_sm);
   const size_t blocks = (n + kBlock - 1) / kBlock;
   // n is a multiple of 8 (arrays are whole 64-byte lines): pairs cover every element.
   const size_t n2 = n / 2;
+  const size_t pair_blocks = (n2 + kBlock - 1) / kBlock;
   auto* a2 = reinterpret_cast<double2*>(a);
   auto* b2 = reinterpret_cast<double2*>(b);
   auto* c2 = reinterpret_cast<double2*>(c);
@@ -134,9 +117,9 @@ StreamRun run_stream(int gpu, double* a_host, double* b_host, double* c_host, si
   Events ev(kKernels + 1);
   for (int r = 0; r < warmup + reps; ++r) {
     cuda_check(cudaEventRecord(ev.e[0], stream.s), "cudaEventRecord");
-    copy_kernel<<<tile_blocks, kTileBlock, 0, stream.s>>>(a2, c2, n2);
+    copy_kernel<<<pair_blocks, kBlock, 0, stream.s>>>(a2, c2, n2);
     cuda_check(cudaEventRecord(ev.e[1], stream.s), "cudaEventRecord");
-    mul_kernel<<<tile_blocks, kTileBlock, 0, stream.s>>>(b2, c2, scalar, n2);
+    mul_kernel<<<pair_blocks, kBlock, 0, stream.s>>>(b2, c2, scalar, n2);
     cuda_check(cudaEventRecord(ev.e[2], stream.s), "cudaEventRecord");
     add_kernel<<<blocks, kBlock, 0, stream.s>>>(a, b, c, n);
     cuda_check(cudaEventRecord(ev.e[3], stream.s), "cudaEventRecord");
