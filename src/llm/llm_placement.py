@@ -243,7 +243,9 @@ class Decoder:
         try:
             self.prefill()
             # PyTorch's recipe: warm up on a side stream so that lazy initialisation (cuBLAS
-            # handles, workspaces) happens before capture, where it is not allowed.
+            # handles, workspaces) happens before capture, where it is not allowed. Capture on
+            # that same stream: cuBLAS keeps a workspace per stream, and one first allocated
+            # inside the capture would come from mempath's allocator as a graph allocation.
             side = torch.cuda.Stream(self.device)
             side.wait_stream(torch.cuda.current_stream(self.device))
             with torch.cuda.stream(side):
@@ -251,7 +253,7 @@ class Decoder:
                     self.step()
             torch.cuda.current_stream(self.device).wait_stream(side)
             graph = torch.cuda.CUDAGraph()
-            with torch.cuda.graph(graph):
+            with torch.cuda.graph(graph, stream=side):
                 self.step()
         except Exception as error:  # noqa: BLE001  any refusal (allocator, kernel, driver) means eager
             torch.cuda.synchronize(self.device)

@@ -227,7 +227,7 @@ def test_decode_mode_and_bw_from_are_recorded(mempath_bin: Path, tmp_path: Path)
             g = f["llm/cases"]
             rows[mode] = {k: (g[k].asstr()[0] if g[k].dtype.kind == "O" else g[k][0]) for k in g}
     graph, eager = rows["graph"], rows["eager"]
-    assert (graph["decode_mode"], graph["decode_fallback"], graph["cuda_graph"]) == ("graph", "", 1)
+    assert (graph["decode_mode"], graph["decode_fallback"], graph["cuda_graph"]) == ("graph", "", 1), graph
     assert (eager["decode_mode"], eager["decode_fallback"], eager["cuda_graph"]) == ("eager", "", 0)
     assert graph["verified"] == 1 and graph["status"] == "ok"
     assert (graph["path_source"], graph["path_GBps"]) == ("path.h5", 2500.0) and graph["path_case"].startswith("bw read gpu0")
