@@ -351,7 +351,12 @@ def path_from_run(run, gpu: int, alloc: str, mem: str) -> tuple[float, str]:
 
 def run(args: argparse.Namespace) -> int:
     bw_run = load_bw_run(args.bw_from) if args.bw_from else None
-    topo = json.loads(subprocess.run([args.mempath, "topo", "--json"], capture_output=True, text=True, check=True).stdout)
+    try:
+        topo = json.loads(subprocess.run([args.mempath, "topo", "--json"], capture_output=True, text=True,
+                                         check=True).stdout)
+    except (OSError, subprocess.CalledProcessError, json.JSONDecodeError) as error:
+        raise BadInput(f"'{args.mempath} topo --json' failed ({str(error).strip().splitlines()[0]}); "
+                       "valid: --mempath path of a mempath build")
     placements = [resolve_placement(p, topo, args.gpu) + (p,) for p in args.placement.split(",")]
     # A file that lacks a placement's path fails before the model is built, not after an hour.
     paths = {name: path_from_run(bw_run, args.gpu, a, mem) for a, mem, skip, name in placements

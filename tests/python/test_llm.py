@@ -58,7 +58,8 @@ def test_placements_on_an_x86_node_and_on_gh200(mempath_bin: Path) -> None:
 
 
 def test_bad_input_is_one_line() -> None:
-    for args in (["--model", "gpt-5"], ["--dtype", "fp8"], ["--new-tokens", "1"], ["--decode", "lazy"]):
+    for args in (["--model", "gpt-5"], ["--dtype", "fp8"], ["--new-tokens", "1"], ["--decode", "lazy"],
+                 ["--mempath", "/nonexistent/mempath"]):
         proc = subprocess.run([sys.executable, str(SCRIPT), *args], capture_output=True, text=True, timeout=60)
         assert proc.returncode == 2 and len(proc.stderr.strip().splitlines()) == 1 and "valid" in proc.stderr
 
