@@ -231,5 +231,6 @@ def test_decode_mode_and_bw_from_are_recorded(mempath_bin: Path, tmp_path: Path)
     assert (graph["decode_mode"], graph["decode_fallback"], graph["cuda_graph"]) == ("graph", "", 1), graph
     assert (eager["decode_mode"], eager["decode_fallback"], eager["cuda_graph"]) == ("eager", "", 0)
     assert graph["verified"] == 1 and graph["status"] == "ok"
-    assert (graph["path_source"], graph["path_GBps"]) == ("path.h5", 2500.0) and graph["path_case"].startswith("bw read gpu0")
+    assert (graph["path_source"], graph["path_GBps"]) == ("path.h5", 2500.0)
+    assert graph["path_case"].startswith("bw read gpu0")
     assert eager["path_source"] == "measured" and eager["path_case"] == ""
