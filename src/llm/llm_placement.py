@@ -256,6 +256,8 @@ class Decoder:
             with torch.cuda.graph(graph, stream=side):
                 self.step()
         except Exception as error:  # noqa: BLE001  any refusal (allocator, kernel, driver) means eager
+            while error.__context__ is not None:  # the op that broke the capture, not capture_end's complaint
+                error = error.__context__
             torch.cuda.synchronize(self.device)
             return "CUDA graph capture failed: " + (str(error).strip().splitlines() or [type(error).__name__])[0]
         self.graph = graph
