@@ -6,9 +6,11 @@ with a KV cache, SwiGLU MLP) with random weights of a real model's shape (nothin
 downloaded), its weights allocated through mempath's allocator layer by a pluggable CUDA
 allocator (libmempath_placement.so) in each memory asked for, everything else (activations,
 KV cache) in the GPU's own memory. Greedy decoding of --new-tokens after a --prompt-tokens
-prompt, batch --batch; tokens/s from CUDA events around the decode; the memory-time bound
-from the GPU's measured read bandwidth of the placed weights (each decode step reads every
-weight once at batch 1). Writes /llm/cases and /llm/samples (docs/schema.md).
+prompt, batch --batch, each decode step replayed from a CUDA graph (eager where capture
+fails, with the reason), so that the time is the GPU's and not Python's launches; tokens/s
+from CUDA events around the decode; the memory-time bound from the GPU's read bandwidth of
+the placed weights, measured here or taken from a mempath run (--bw-from; each decode step
+reads every weight once at batch 1). Writes /llm/cases and /llm/samples (docs/schema.md).
 """
 from __future__ import annotations
 
@@ -33,6 +35,7 @@ CONFIGS = {
     "llama-3.1-8b": dict(hidden=4096, layers=32, heads=32, kv_heads=8, intermediate=14336, vocab=128256, tied=False),
 }
 DTYPES = ("bf16", "fp16")
+DECODE_MODES = ("graph", "eager")
 
 
 class BadInput(Exception):
@@ -110,16 +113,257 @@ CASE_COLUMNS = {"case_id": int, "model": str, "params": int, "weight_bytes": int
                 "weight_alloc": str, "weight_mem": str, "weight_placement": str, "gpu": int, "batch": int,
                 "prompt_tokens": int, "new_tokens": int, "cuda_graph": int, "status": str, "reason": str, "reps": int,
                 "median_tokens_per_s": float, "best_tokens_per_s": float, "path_GBps": float, "path_source": str,
-                "bound_tokens_per_s": float, "fraction_of_bound": float, "verified": int}
+                "bound_tokens_per_s": float, "fraction_of_bound": float, "verified": int, "decode_mode": str,
+                "decode_fallback": str, "path_case": str}
 SAMPLE_COLUMNS = {"case_id": int, "rep": int, "time_s": float, "tokens_per_s": float}
 
 
-def run(args: argparse.Namespace) -> int:
+def load_torch():
+    """Import PyTorch into this module's globals (--help, bad input and --bw-from checks need none)."""
+    global torch, F
     try:
-        import torch
-        import torch.nn.functional as F
+        import torch as torch_module
+        import torch.nn.functional as functional
     except ImportError as error:
         raise BadInput(f"PyTorch is needed ({error}); valid: a Python with torch and CUDA")
+    torch, F = torch_module, functional
+    return torch
+
+
+torch = F = None  # set by load_torch()
+
+
+def make_weights(c: dict, dtype, device, seed: int) -> dict:
+    """Every weight of the model, seeded per tensor: the same weights in every memory."""
+    head_dim = c["hidden"] // c["heads"]
+    g = torch.Generator(device=device)
+    shapes = {"embed": (c["vocab"], c["hidden"]), "norm": (c["hidden"],)}
+    if not c["tied"]:
+        shapes["head"] = (c["vocab"], c["hidden"])
+    kv = c["kv_heads"] * head_dim
+    for i in range(c["layers"]):
+        shapes.update({f"{i}.q": (c["hidden"], c["hidden"]), f"{i}.k": (kv, c["hidden"]), f"{i}.v": (kv, c["hidden"]),
+                       f"{i}.o": (c["hidden"], c["hidden"]), f"{i}.gate": (c["intermediate"], c["hidden"]),
+                       f"{i}.up": (c["intermediate"], c["hidden"]), f"{i}.down": (c["hidden"], c["intermediate"]),
+                       f"{i}.n1": (c["hidden"],), f"{i}.n2": (c["hidden"],)})
+    w: dict = {}
+    for k, (name, shape) in enumerate(shapes.items()):
+        g.manual_seed(seed + k)
+        t = torch.empty(shape, dtype=dtype, device=device)
+        if len(shape) == 1:
+            t.fill_(1.0)
+        else:
+            t.normal_(0.0, 1.0 / math.sqrt(shape[1]), generator=g)
+        w[name] = t
+    return w
+
+
+def rms(x, w):
+    return (x.float() * torch.rsqrt(x.float().pow(2).mean(-1, keepdim=True) + 1e-5)).to(x.dtype) * w
+
+
+def grouped(kv, repeat: int):
+    """Each KV head repeated for its query heads (repeat_interleave on dim 1, as a view + copy)."""
+    b, h, t, d = kv.shape
+    return kv[:, :, None].expand(b, h, repeat, t, d).reshape(b, h * repeat, t, d)
+
+
+class Decoder:
+    """Greedy decode of one set of weights on their GPU with static tensors: the KV cache,
+    the current token, its position and the output tokens are allocated once, and attention
+    covers every cache slot under a mask instead of a slice, so a decode step has fixed shapes
+    and addresses and can be captured in a CUDA graph. Eager mode runs the same step op by op,
+    so both modes launch the same kernels and generate the same tokens."""
+
+    def __init__(self, c: dict, w: dict, batch: int, prompt_tokens: int, new_tokens: int, seed: int):
+        self.c, self.w, self.prompt_tokens, self.new_tokens = c, w, prompt_tokens, new_tokens
+        dev, dt = w["embed"].device, w["embed"].dtype
+        self.device = dev
+        head_dim = c["hidden"] // c["heads"]
+        total = prompt_tokens + new_tokens
+        self.inv = 1.0 / (10000 ** (torch.arange(0, head_dim, 2, device=dev, dtype=torch.float32) / head_dim))
+        self.slots = torch.arange(total, device=dev)
+        shape = (batch, c["kv_heads"], total, head_dim)
+        self.cache = [(torch.zeros(shape, dtype=dt, device=dev), torch.zeros(shape, dtype=dt, device=dev))
+                      for _ in range(c["layers"])]
+        g = torch.Generator(device=dev).manual_seed(seed)
+        self.prompt = torch.randint(0, c["vocab"], (batch, prompt_tokens), device=dev, generator=g)
+        self.token = torch.zeros(batch, 1, dtype=torch.long, device=dev)
+        self.pos = torch.zeros(1, dtype=torch.long, device=dev)
+        self.out = torch.zeros(batch, new_tokens, dtype=torch.long, device=dev)
+        self.graph = None
+
+    def rope(self, x, pos):
+        ang = pos[:, None].float() * self.inv[None, :]
+        cos, sin = ang.cos().to(x.dtype), ang.sin().to(x.dtype)
+        x1, x2 = x[..., 0::2], x[..., 1::2]
+        return torch.stack((x1 * cos - x2 * sin, x1 * sin + x2 * cos), dim=-1).flatten(-2)
+
+    def forward(self, tokens, pos):
+        """Logits of the last position; stores the keys and values of positions `pos`."""
+        c, w = self.c, self.w
+        b, t = tokens.shape
+        head_dim = c["hidden"] // c["heads"]
+        mask = self.slots[None, :] <= pos[:, None]  # causal, and hides the slots not yet written
+        x = F.embedding(tokens, w["embed"])
+        for i in range(c["layers"]):
+            h = rms(x, w[f"{i}.n1"])
+            q = F.linear(h, w[f"{i}.q"]).view(b, t, c["heads"], head_dim).transpose(1, 2)
+            k = F.linear(h, w[f"{i}.k"]).view(b, t, c["kv_heads"], head_dim).transpose(1, 2)
+            v = F.linear(h, w[f"{i}.v"]).view(b, t, c["kv_heads"], head_dim).transpose(1, 2)
+            q, k = self.rope(q, pos), self.rope(k, pos)
+            kc, vc = self.cache[i]
+            kc.index_copy_(2, pos, k)
+            vc.index_copy_(2, pos, v)
+            repeat = c["heads"] // c["kv_heads"]
+            a = F.scaled_dot_product_attention(q, grouped(kc, repeat), grouped(vc, repeat), attn_mask=mask)
+            x = x + F.linear(a.transpose(1, 2).reshape(b, t, c["hidden"]), w[f"{i}.o"])
+            h = rms(x, w[f"{i}.n2"])
+            x = x + F.linear(F.silu(F.linear(h, w[f"{i}.gate"])) * F.linear(h, w[f"{i}.up"]), w[f"{i}.down"])
+        x = rms(x[:, -1:], w["norm"])
+        return F.linear(x, w["head"] if "head" in w else w["embed"])
+
+    def prefill(self) -> None:
+        """The prompt (not timed): its cache slots, the first new token, the step's position;
+        every repetition starts from this state."""
+        first = self.forward(self.prompt, self.slots[:self.prompt_tokens]).argmax(-1)
+        self.token.copy_(first)
+        self.out[:, :1].copy_(first)
+        self.pos.fill_(self.prompt_tokens)
+
+    def step(self) -> None:
+        """One token: reads and writes only the static tensors (nothing outlives a graph replay)."""
+        nxt = self.forward(self.token, self.pos).argmax(-1)
+        self.out.index_copy_(1, self.pos - (self.prompt_tokens - 1), nxt)
+        self.token.copy_(nxt)
+        self.pos.add_(1)
+
+    def capture(self) -> str:
+        """Capture one step in a CUDA graph; '' or why it could not be (decode then runs eagerly)."""
+        try:
+            self.prefill()
+            # PyTorch's recipe: warm up on a side stream so that lazy initialisation (cuBLAS
+            # handles, workspaces) happens before capture, where it is not allowed. Capture on
+            # that same stream: cuBLAS keeps a workspace per stream, and one first allocated
+            # inside the capture would come from mempath's allocator as a graph allocation.
+            side = torch.cuda.Stream(self.device)
+            side.wait_stream(torch.cuda.current_stream(self.device))
+            with torch.cuda.stream(side):
+                for _ in range(min(3, self.new_tokens - 1)):
+                    self.step()
+            torch.cuda.current_stream(self.device).wait_stream(side)
+            graph = torch.cuda.CUDAGraph()
+            with torch.cuda.graph(graph, stream=side):
+                self.step()
+        except Exception as error:  # noqa: BLE001  any refusal (allocator, kernel, driver) means eager
+            while error.__context__ is not None:  # the op that broke the capture, not capture_end's complaint
+                error = error.__context__
+            torch.cuda.synchronize(self.device)
+            return "CUDA graph capture failed: " + (str(error).strip().splitlines() or [type(error).__name__])[0]
+        self.graph = graph
+        return ""
+
+    def generate(self, eager: bool = False):
+        """One repetition: seconds of the new_tokens - 1 decode steps (CUDA events around the
+        replays or eager steps, so every kernel of every token is inside) and the tokens."""
+        self.prefill()
+        e0, e1 = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        e0.record()
+        for _ in range(self.new_tokens - 1):
+            if self.graph is not None and not eager:
+                self.graph.replay()
+            else:
+                self.step()
+        e1.record()
+        torch.cuda.synchronize(self.device)
+        return e0.elapsed_time(e1) / 1e3, self.out.cpu()
+
+
+def read_bandwidth(w) -> float:
+    """GB/s of one multi-tensor kernel reading every weight matrix, best of 3 (a sum per
+    tensor would be launch-bound in HBM)."""
+    tensors = [t for t in w.values() if t.dim() == 2]
+    nbytes = sum(t.numel() * t.element_size() for t in tensors)
+    best = 0.0
+    for _ in range(3):
+        e0, e1 = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        e0.record()
+        s = torch.stack(torch._foreach_norm(tensors, 1)).float().sum()
+        e1.record()
+        torch.cuda.synchronize()
+        best = max(best, nbytes / (e0.elapsed_time(e1) / 1e3) / 1e9)
+    assert math.isfinite(float(s))
+    return best
+
+
+def load_bw_run(path: str):
+    """The mempath result file of --bw-from, through analysis/io.py (its checks and messages)."""
+    sys.path.insert(0, str(REPO))
+    try:
+        from analysis.io import load_run
+        from analysis.errors import InputError
+    except ImportError as error:
+        raise BadInput(f"--bw-from needs pandas and h5py ({error}); valid: the Python of the analysis")
+    try:
+        return load_run(path)
+    except InputError as error:
+        raise BadInput(f"--bw-from {error}") from None
+
+
+def gpu_reads(run, gpu: int) -> list[tuple[str, str, float, str]]:
+    """(memory, alloc, GB/s, case) of every ok way the file's gpu`gpu` read a memory: /bw
+    reads by its kernels first, then /memcpy copies into it (h2d from a host node, d2d from a
+    peer) where no kernel read that memory. Memory names as in this node's topology (GH200's
+    HBM NUMA node is its gpuN)."""
+    from analysis.cases import memory_aliases
+    aliases = memory_aliases(run.topology)
+    rows = []
+    bw = run.tables.get("bw/cases")
+    if bw is not None:
+        ok = bw[(bw["op"] == "read") & (bw["pu"] == f"gpu{gpu}") & (bw["status"] == "ok")]
+        rows += [(aliases.get(r.mem, r.mem), r.alloc, float(r.median_GBps),
+                  f"bw read {r.mem} {r.alloc} kernel={r.kernel} size={r.size_bytes}") for r in ok.itertuples()]
+    copies = run.tables.get("memcpy/cases")
+    if copies is not None:
+        ok = copies[(copies["status"] == "ok") & (copies["mode"] == "bandwidth") & (copies["all_gpus"] == 0)]
+        h2d = ok[(ok["direction"] == "h2d") & (ok["gpu"] == gpu)]
+        rows += [(f"numa{r.host_numa}", r.alloc, float(r.median_GBps),
+                  f"memcpy h2d numa{r.host_numa} {r.alloc} engine={r.engine} size={r.size_bytes}")
+                 for r in h2d.itertuples()]
+        d2d = ok[(ok["direction"] == "d2d") & (ok["dst_gpu"] == gpu) & ok["engine"].isin(["ce", "sm"])]
+        rows += [(f"gpu{r.gpu}", "device", float(r.median_GBps), f"memcpy d2d gpu{r.gpu} engine={r.engine}")
+                 for r in d2d.itertuples()]
+    return rows
+
+
+def path_from_run(run, gpu: int, alloc: str, mem: str) -> tuple[float, str]:
+    """(GB/s, case) of the GPU reading `mem`: kernel reads before copies, the weights'
+    allocator before others, then the highest median; BadInput saying what the file has."""
+    reads = gpu_reads(run, gpu)
+    kernel = [r for r in reads if r[0] == mem and r[3].startswith("bw ")]
+    mine = kernel or [r for r in reads if r[0] == mem]
+    if not mine:
+        has = sorted({f"gpu{gpu} reads {m} ({a}, {case.split()[0]})" for m, a, _, case in reads})
+        raise BadInput(f"--bw-from {run.path.name}: no ok read of {mem} by gpu{gpu} (bw read, memcpy h2d or d2d); "
+                       f"valid: a file that has it; it has: {', '.join(has) or 'no GPU read of any memory'}")
+    same = [r for r in mine if r[1] == alloc] or mine
+    best = max(same, key=lambda r: r[2])
+    return best[2], best[3]
+
+
+def run(args: argparse.Namespace) -> int:
+    bw_run = load_bw_run(args.bw_from) if args.bw_from else None
+    try:
+        topo = json.loads(subprocess.run([args.mempath, "topo", "--json"], capture_output=True, text=True,
+                                         check=True).stdout)
+    except (OSError, subprocess.CalledProcessError, json.JSONDecodeError) as error:
+        raise BadInput(f"'{args.mempath} topo --json' failed ({str(error).strip().splitlines()[0]}); "
+                       "valid: --mempath path of a mempath build")
+    placements = [resolve_placement(p, topo, args.gpu) + (p,) for p in args.placement.split(",")]
+    # A file that lacks a placement's path fails before the model is built, not after an hour.
+    paths = {name: path_from_run(bw_run, args.gpu, a, mem) for a, mem, skip, name in placements
+             if bw_run is not None and not skip}
+    load_torch()
     if not torch.cuda.is_available():
         raise BadInput("no CUDA GPU visible to PyTorch; valid: run on a GPU node")
     lib_path = Path(args.lib)
@@ -132,102 +376,11 @@ def run(args: argparse.Namespace) -> int:
     lib.mempath_last_error.restype = ctypes.c_char_p
     lib.mempath_placement_of.restype = ctypes.c_char_p
     lib.mempath_placement_of.argtypes = [ctypes.c_void_p]
-    topo = json.loads(subprocess.run([args.mempath, "topo", "--json"], capture_output=True, text=True, check=True).stdout)
-    placements = [resolve_placement(p, topo, args.gpu) + (p,) for p in args.placement.split(",")]
     torch.cuda.set_device(args.gpu)
     dev = torch.device("cuda", args.gpu)
     c = CONFIGS[args.model]
     dt = torch.bfloat16 if args.dtype == "bf16" else torch.float16
-    head_dim = c["hidden"] // c["heads"]
     n_params = param_count(c)
-
-    def make_weights() -> dict:
-        g = torch.Generator(device=dev)
-        w: dict = {}
-        shapes = {"embed": (c["vocab"], c["hidden"]), "norm": (c["hidden"],)}
-        if not c["tied"]:
-            shapes["head"] = (c["vocab"], c["hidden"])
-        for i in range(c["layers"]):
-            kv = c["kv_heads"] * head_dim
-            shapes.update({f"{i}.q": (c["hidden"], c["hidden"]), f"{i}.k": (kv, c["hidden"]), f"{i}.v": (kv, c["hidden"]),
-                           f"{i}.o": (c["hidden"], c["hidden"]), f"{i}.gate": (c["intermediate"], c["hidden"]),
-                           f"{i}.up": (c["intermediate"], c["hidden"]), f"{i}.down": (c["hidden"], c["intermediate"]),
-                           f"{i}.n1": (c["hidden"],), f"{i}.n2": (c["hidden"],)})
-        for k, (name, shape) in enumerate(shapes.items()):
-            g.manual_seed(args.seed + k)  # the same weights in every memory
-            t = torch.empty(shape, dtype=dt, device=dev)
-            if len(shape) == 1:
-                t.fill_(1.0)
-            else:
-                t.normal_(0.0, 1.0 / math.sqrt(shape[1]), generator=g)
-            w[name] = t
-        return w
-
-    inv = 1.0 / (10000 ** (torch.arange(0, head_dim, 2, device=dev, dtype=torch.float32) / head_dim))
-
-    def rope(x, pos):
-        ang = pos[:, None].float() * inv[None, :]
-        cos, sin = ang.cos().to(x.dtype), ang.sin().to(x.dtype)
-        x1, x2 = x[..., 0::2], x[..., 1::2]
-        return torch.stack((x1 * cos - x2 * sin, x1 * sin + x2 * cos), dim=-1).flatten(-2)
-
-    def rms(x, w):
-        return (x.float() * torch.rsqrt(x.float().pow(2).mean(-1, keepdim=True) + 1e-5)).to(x.dtype) * w
-
-    def forward(w, tokens, cache, start):
-        b, t = tokens.shape
-        x = F.embedding(tokens, w["embed"])
-        pos = torch.arange(start, start + t, device=dev)
-        for i in range(c["layers"]):
-            h = rms(x, w[f"{i}.n1"])
-            q = F.linear(h, w[f"{i}.q"]).view(b, t, c["heads"], head_dim).transpose(1, 2)
-            k = F.linear(h, w[f"{i}.k"]).view(b, t, c["kv_heads"], head_dim).transpose(1, 2)
-            v = F.linear(h, w[f"{i}.v"]).view(b, t, c["kv_heads"], head_dim).transpose(1, 2)
-            q, k = rope(q, pos), rope(k, pos)
-            kc, vc = cache[i]
-            kc[:, :, start:start + t], vc[:, :, start:start + t] = k, v
-            keys = kc[:, :, :start + t].repeat_interleave(c["heads"] // c["kv_heads"], dim=1)
-            vals = vc[:, :, :start + t].repeat_interleave(c["heads"] // c["kv_heads"], dim=1)
-            a = F.scaled_dot_product_attention(q, keys, vals, is_causal=t > 1)
-            x = x + F.linear(a.transpose(1, 2).reshape(b, t, c["hidden"]), w[f"{i}.o"])
-            h = rms(x, w[f"{i}.n2"])
-            x = x + F.linear(F.silu(F.linear(h, w[f"{i}.gate"])) * F.linear(h, w[f"{i}.up"]), w[f"{i}.down"])
-        x = rms(x[:, -1:], w["norm"])
-        return F.linear(x, w["head"] if "head" in w else w["embed"])
-
-    def generate(w):
-        total = args.prompt_tokens + args.new_tokens
-        cache = [(torch.zeros(args.batch, c["kv_heads"], total, head_dim, dtype=dt, device=dev),
-                  torch.zeros(args.batch, c["kv_heads"], total, head_dim, dtype=dt, device=dev)) for _ in range(c["layers"])]
-        g = torch.Generator(device=dev).manual_seed(args.seed)
-        prompt = torch.randint(0, c["vocab"], (args.batch, args.prompt_tokens), device=dev, generator=g)
-        with torch.inference_mode():
-            nxt = forward(w, prompt, cache, 0).argmax(-1)
-            out = [nxt]
-            e0, e1 = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-            e0.record()
-            for s in range(args.new_tokens - 1):
-                nxt = forward(w, nxt, cache, args.prompt_tokens + s).argmax(-1)
-                out.append(nxt)
-            e1.record()
-            torch.cuda.synchronize()
-        return e0.elapsed_time(e1) / 1e3, torch.cat(out, 1).cpu()
-
-    def read_bandwidth(w) -> float:
-        tensors = [t for t in w.values() if t.dim() == 2]
-        nbytes = sum(t.numel() * t.element_size() for t in tensors)
-        best = 0.0
-        with torch.inference_mode():
-            for _ in range(3):
-                e0, e1 = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-                e0.record()
-                # One multi-tensor kernel reads every weight (a sum per tensor would be launch-bound in HBM).
-                s = torch.stack(torch._foreach_norm(tensors, 1)).float().sum()
-                e1.record()
-                torch.cuda.synchronize()
-                best = max(best, nbytes / (e0.elapsed_time(e1) / 1e3) / 1e9)
-        assert math.isfinite(float(s))
-        return best
 
     attrs = {"schema_version": 1, "tool": "mempath", "tool_version": "0.1.0", "git_revision": git_revision(),
              "command_line": " ".join(sys.argv), "host": socket.gethostname(), "start_time": now(), "end_time": now(),
@@ -242,8 +395,10 @@ def run(args: argparse.Namespace) -> int:
                "dtype": args.dtype, "placement": name, "weight_alloc": a, "weight_mem": mem, "weight_placement": "",
                "gpu": args.gpu, "batch": args.batch, "prompt_tokens": args.prompt_tokens, "new_tokens": args.new_tokens,
                "cuda_graph": 0, "status": "ok", "reason": skip, "reps": 0, "median_tokens_per_s": math.nan,
-               "best_tokens_per_s": math.nan, "path_GBps": math.nan, "path_source": "measured",
-               "bound_tokens_per_s": math.nan, "fraction_of_bound": math.nan, "verified": 0}
+               "best_tokens_per_s": math.nan, "path_GBps": math.nan,
+               "path_source": Path(args.bw_from).name if args.bw_from else "measured",
+               "bound_tokens_per_s": math.nan, "fraction_of_bound": math.nan, "verified": 0,
+               "decode_mode": "", "decode_fallback": "", "path_case": ""}
         if skip:
             row["status"] = "skipped"
         else:
@@ -251,28 +406,40 @@ def run(args: argparse.Namespace) -> int:
                 if lib.mempath_place(a.encode(), mem.encode()) != 0:
                     raise RuntimeError(lib.mempath_last_error().decode())
                 try:
-                    w = make_weights()
+                    w = make_weights(c, dt, dev, args.seed)
                 finally:
                     lib.mempath_place(None, None)
                 row["weight_placement"] = (lib.mempath_placement_of(w["0.q"].data_ptr()) or b"").decode() or "gpu pool"
-                rates = []
-                for rep in range(args.warmup + args.reps):
-                    seconds, tokens = generate(w)
-                    if rep >= args.warmup:
-                        rate = (args.new_tokens - 1) * args.batch / seconds
-                        rates.append(rate)
-                        samples.append({"case_id": case_id, "rep": rep - args.warmup, "time_s": seconds,
-                                        "tokens_per_s": rate})
-                reference = tokens if reference is None else reference
-                row["verified"] = int(torch.equal(tokens, reference))
-                path = read_bandwidth(w)
+                with torch.inference_mode():
+                    decoder = Decoder(c, w, args.batch, args.prompt_tokens, args.new_tokens, args.seed)
+                    fallback = decoder.capture() if args.decode == "graph" else ""
+                    row.update(decode_mode="graph" if decoder.graph is not None else "eager", decode_fallback=fallback,
+                               cuda_graph=int(decoder.graph is not None))
+                    rates = []
+                    for rep in range(args.warmup + args.reps):
+                        seconds, tokens = decoder.generate()
+                        if rep >= args.warmup:
+                            rate = (args.new_tokens - 1) * args.batch / seconds
+                            rates.append(rate)
+                            samples.append({"case_id": case_id, "rep": rep - args.warmup, "time_s": seconds,
+                                            "tokens_per_s": rate})
+                    # A graph replays what was captured: its tokens must be the eager steps' own.
+                    same_as_eager = decoder.graph is None or torch.equal(tokens, decoder.generate(eager=True)[1])
+                    reference = tokens if reference is None else reference
+                    row["verified"] = int(same_as_eager and torch.equal(tokens, reference))
+                    if args.bw_from:
+                        path, row["path_case"] = paths[name]
+                    else:
+                        path = read_bandwidth(w)
                 rates.sort()
                 row.update(reps=len(rates), median_tokens_per_s=rates[len(rates) // 2], best_tokens_per_s=rates[-1],
                            path_GBps=path, bound_tokens_per_s=bound_tokens_per_s(path, n_params * 2, args.batch))
                 row["fraction_of_bound"] = row["median_tokens_per_s"] / row["bound_tokens_per_s"]
-                if not row["verified"]:
+                if not same_as_eager:
+                    row.update(status="failed", reason="CUDA graph tokens differ from the eager decode's")
+                elif not row["verified"]:
                     row.update(status="failed", reason="generated tokens differ from the first placement's")
-                del w
+                del w, decoder
                 torch.cuda.synchronize()
             except Exception as error:  # a placement that fails is recorded, the next one runs
                 row.update(status="failed", reason=str(error).splitlines()[0])
@@ -281,7 +448,7 @@ def run(args: argparse.Namespace) -> int:
         attrs["end_time"] = now()
         write_h5(out, attrs, cases, samples)
         extra = (f" tokens_per_s={row['median_tokens_per_s']:.2f} bound_tokens_per_s={row['bound_tokens_per_s']:.2f}"
-                 f" path_GBps={row['path_GBps']:.1f}" if row["status"] == "ok" else "")
+                 f" path_GBps={row['path_GBps']:.1f} decode_mode={row['decode_mode']}" if row["status"] == "ok" else "")
         reason = f' reason="{row["reason"]}"' if row["reason"] else ""
         print(f"MEMPATH llm model={args.model} placement={name} alloc={a} mem={mem} status={row['status']}{extra}{reason}",
               flush=True)
@@ -316,6 +483,11 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--seed", type=int, default=1234)
     p.add_argument("--lib", default=str(build / "libmempath_placement.so"))
     p.add_argument("--mempath", default=str(build / "mempath"))
+    p.add_argument("--decode", default="graph",
+                   help="graph (default: one CUDA graph per decode step, eager where capture fails) or eager")
+    p.add_argument("--bw-from", metavar="RUN.h5",
+                   help="take the path GB/s of each placement from this mempath result (/bw reads, /memcpy) "
+                        "instead of measuring it")
     p.add_argument("--output", default=f"mempath-llm-{socket.gethostname()}.h5")
     return p
 
@@ -327,6 +499,8 @@ def main(argv: list[str] | None = None) -> int:
             raise BadInput(f"invalid --model '{args.model}'; valid: {', '.join(CONFIGS)}")
         if args.dtype not in DTYPES:
             raise BadInput(f"invalid --dtype '{args.dtype}'; valid: {', '.join(DTYPES)}")
+        if args.decode not in DECODE_MODES:
+            raise BadInput(f"invalid --decode '{args.decode}'; valid: {', '.join(DECODE_MODES)}")
         for flag in ("prompt_tokens", "new_tokens", "batch", "reps"):
             if getattr(args, flag) < (2 if flag == "new_tokens" else 1):
                 raise BadInput(f"--{flag.replace('_', '-')} {getattr(args, flag)} is too small; valid: a positive count")

@@ -1,6 +1,7 @@
-"""src/llm/llm_placement.py: model shapes, the bound, placement names on reference nodes and
-bad input here; on a GPU with PyTorch (marked `gpu`) decoding with the weights in HBM and in
-pinned host memory, same tokens, host slower, under the bound."""
+"""src/llm/llm_placement.py: model shapes, the bound, placement names on reference nodes,
+--bw-from's choice of a mempath run's case and bad input here; on a GPU with PyTorch (marked
+`gpu`) decoding with the weights in HBM and in pinned host memory, same tokens, host slower,
+under the bound, and CUDA-graph decode generating the eager decode's tokens."""
 from __future__ import annotations
 
 import ctypes
@@ -12,6 +13,8 @@ from pathlib import Path
 
 import h5py
 import pytest
+
+from h5fixtures import case, memcpy_case, topology, write_run
 
 REPO = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO / "src" / "llm"))
@@ -55,7 +58,8 @@ def test_placements_on_an_x86_node_and_on_gh200(mempath_bin: Path) -> None:
 
 
 def test_bad_input_is_one_line() -> None:
-    for args in (["--model", "gpt-5"], ["--dtype", "fp8"], ["--new-tokens", "1"]):
+    for args in (["--model", "gpt-5"], ["--dtype", "fp8"], ["--new-tokens", "1"], ["--decode", "lazy"],
+                 ["--mempath", "/nonexistent/mempath"]):
         proc = subprocess.run([sys.executable, str(SCRIPT), *args], capture_output=True, text=True, timeout=60)
         assert proc.returncode == 2 and len(proc.stderr.strip().splitlines()) == 1 and "valid" in proc.stderr
 
@@ -113,3 +117,120 @@ def test_every_placement_of_a_tiny_model_runs_in_the_pytorch_process(mempath_bin
                            "--output", str(tmp_path / "tiny.h5")], capture_output=True, text=True, env=env, timeout=300)
     assert proc.returncode == 0 and "Fatal Python error" not in proc.stderr, proc.stderr + proc.stdout
     assert proc.stdout.count("status=ok") == 2, proc.stdout
+
+
+def fake_mempath(tmp_path: Path, node: str) -> Path:
+    """A `mempath` whose `topo --json` is a reference node's, for runs on this GPU-less machine."""
+    script = tmp_path / "mempath"
+    script.write_text(f"#!/bin/sh\ncat {REPO / 'tests' / 'python' / 'data' / f'topology_{node}.json'}\n")
+    script.chmod(0o755)
+    return script
+
+
+def x86_run(path: Path, cases: list[dict], memcpy: list[dict] | None = None) -> Path:
+    return write_run(path, cases, topology=topology("x86_h100"), memcpy=memcpy)
+
+
+def test_bw_from_takes_the_gpus_kernel_read_of_the_weights_memory_and_allocator(tmp_path: Path) -> None:
+    run = llm.load_bw_run(str(x86_run(tmp_path / "bw.h5", [
+        case(pu="gpu0", mem="gpu0", alloc="device", median_GBps=3010.0),
+        case(pu="gpu0", mem="gpu0", alloc="device", kernel="block", median_GBps=150.0),
+        case(pu="gpu0", mem="numa0", alloc="pinned", median_GBps=52.5, size_bytes=1 << 28),
+        case(pu="gpu0", mem="numa0", alloc="registered", median_GBps=55.0),  # faster, other allocator
+        case(pu="gpu0", mem="numa0", alloc="pinned", status="failed", median_GBps=900.0),
+        case(pu="gpu0", mem="numa0", alloc="pinned", op="write", median_GBps=60.0),
+        case(pu="cpu0", mem="numa0", alloc="pinned", median_GBps=70.0),
+    ], memcpy=[memcpy_case(gpu=0, host_numa=0, alloc="pinned", median_GBps=56.0)])))
+    assert llm.path_from_run(run, 0, "device", "gpu0") == (3010.0, f"bw read gpu0 device kernel=grid size={1 << 30}")
+    gbps, how = llm.path_from_run(run, 0, "pinned", "numa0")  # the kernel read, not the faster h2d copy
+    assert gbps == 52.5 and how == f"bw read numa0 pinned kernel=grid size={1 << 28}"
+    assert llm.path_from_run(run, 0, "numa", "numa0")[0] == 55.0  # no `numa` read: the best of the others
+
+
+def test_bw_from_falls_back_to_copies_into_the_gpu(tmp_path: Path) -> None:
+    run = llm.load_bw_run(str(x86_run(tmp_path / "memcpy.h5", [], memcpy=[
+        memcpy_case(gpu=0, host_numa=0, alloc="pinned", median_GBps=53.0),
+        memcpy_case(gpu=0, host_numa=0, alloc="pinned", direction="d2h", median_GBps=57.0),
+        memcpy_case(gpu=1, dst_gpu=0, host_numa=-1, alloc="device", direction="d2d", median_GBps=370.0),
+        memcpy_case(gpu=0, dst_gpu=1, host_numa=-1, alloc="device", direction="d2d", median_GBps=999.0),
+    ])))
+    assert llm.path_from_run(run, 0, "pinned", "numa0") == (53.0, f"memcpy h2d numa0 pinned engine=ce size={1 << 30}")
+    assert llm.path_from_run(run, 0, "device", "gpu1") == (370.0, "memcpy d2d gpu1 engine=ce")
+
+
+def test_bw_from_knows_gh200_hbm_by_its_numa_node(tmp_path: Path) -> None:
+    path = write_run(tmp_path / "gh.h5", [case(pu="gpu0", mem="numa1", alloc="numa", median_GBps=3700.0)],
+                     topology=topology("gh200_single"))
+    assert llm.path_from_run(llm.load_bw_run(str(path)), 0, "device", "gpu0")[0] == 3700.0
+
+
+def test_bw_from_names_what_the_file_has_when_a_placement_is_missing(tmp_path: Path) -> None:
+    path = x86_run(tmp_path / "hbm-only.h5", [case(pu="gpu0", mem="gpu0", alloc="device", median_GBps=3000.0),
+                                              case(pu="gpu0", mem="numa0", alloc="pinned", status="skipped")])
+    with pytest.raises(llm.BadInput, match=r"no ok read of numa0 by gpu0.*it has: gpu0 reads gpu0 \(device, bw\)$"):
+        llm.path_from_run(llm.load_bw_run(str(path)), 0, "pinned", "numa0")
+    proc = subprocess.run([sys.executable, str(SCRIPT), "--model", "tiny", "--placement", "hbm,host", "--bw-from",
+                           str(path), "--mempath", str(fake_mempath(tmp_path, "x86_h100")), "--output",
+                           str(tmp_path / "llm.h5")], capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 2 and proc.stdout == "", proc.stdout + proc.stderr
+    assert proc.stderr.count("\n") == 1 and "hbm-only.h5: no ok read of numa0 by gpu0" in proc.stderr
+    assert not (tmp_path / "llm.h5").exists()
+
+
+def test_bw_from_skipped_placements_need_no_case_and_bad_files_are_one_line(tmp_path: Path) -> None:
+    path = x86_run(tmp_path / "hbm.h5", [case(pu="gpu0", mem="gpu0", alloc="device", median_GBps=3000.0)])
+    mempath = str(fake_mempath(tmp_path, "x86_h100"))
+    (tmp_path / "notes.h5").write_text("not HDF5")
+    for bw_from, expect in ((tmp_path / "missing.h5", "no such file"), (tmp_path / "notes.h5", "not an HDF5 file")):
+        proc = subprocess.run([sys.executable, str(SCRIPT), "--bw-from", str(bw_from), "--mempath", mempath],
+                              capture_output=True, text=True, timeout=120)
+        assert proc.returncode == 2 and proc.stderr.count("\n") == 1 and expect in proc.stderr, proc.stderr
+    # peer is skipped on this one-GPU node: the file's HBM read is all the run needs, so what
+    # stops it here is the missing PyTorch/GPU, not --bw-from.
+    proc = subprocess.run([sys.executable, str(SCRIPT), "--placement", "hbm,peer", "--bw-from", str(path),
+                           "--mempath", mempath], capture_output=True, text=True, timeout=120)
+    assert "--bw-from" not in proc.stderr and "bw-from" not in proc.stdout, proc.stderr
+
+
+@pytest.mark.gpu
+def test_cuda_graph_decode_generates_the_eager_decodes_tokens() -> None:
+    """The graph replays the eager step's kernels on the same static tensors: every repetition
+    must give the eager tokens, and the eager ones must not depend on the graph's having run."""
+    torch = pytest.importorskip("torch")
+    llm.load_torch()
+    c = llm.CONFIGS["tiny"]
+    with torch.inference_mode():
+        w = llm.make_weights(c, torch.bfloat16, torch.device("cuda", 0), 1234)
+        decoder = llm.Decoder(c, w, batch=2, prompt_tokens=16, new_tokens=24, seed=1234)
+        seconds, eager = decoder.generate()
+        assert decoder.capture() == ""
+        replays = [decoder.generate()[1] for _ in range(3)]
+        again = decoder.generate(eager=True)[1]
+    assert seconds > 0 and eager.shape == (2, 24)
+    assert all(torch.equal(tokens, eager) for tokens in replays) and torch.equal(again, eager)
+
+
+@pytest.mark.gpu
+def test_decode_mode_and_bw_from_are_recorded(mempath_bin: Path, tmp_path: Path) -> None:
+    pytest.importorskip("torch")
+    bw = write_run(tmp_path / "path.h5", [case(pu="gpu0", mem="gpu0", alloc="device", median_GBps=2500.0)],
+                   topology=json.loads(subprocess.run([str(mempath_bin), "topo", "--json"], capture_output=True,
+                                                      text=True, check=True).stdout))
+    env = {**os.environ, "MEMPATH_BIN": str(mempath_bin)}
+    rows = {}
+    for mode, extra in (("graph", ["--bw-from", str(bw)]), ("eager", [])):
+        out = tmp_path / f"{mode}.h5"
+        proc = subprocess.run([sys.executable, str(SCRIPT), "--model", "tiny", "--placement", "hbm", "--decode", mode,
+                               *extra, "--output", str(out)], capture_output=True, text=True, env=env, timeout=300)
+        assert proc.returncode == 0, proc.stderr + proc.stdout
+        assert f"decode_mode={mode}" in proc.stdout
+        with h5py.File(out) as f:
+            g = f["llm/cases"]
+            rows[mode] = {k: (g[k].asstr()[0] if g[k].dtype.kind == "O" else g[k][0]) for k in g}
+    graph, eager = rows["graph"], rows["eager"]
+    assert (graph["decode_mode"], graph["decode_fallback"], graph["cuda_graph"]) == ("graph", "", 1), graph
+    assert (eager["decode_mode"], eager["decode_fallback"], eager["cuda_graph"]) == ("eager", "", 0)
+    assert graph["verified"] == 1 and graph["status"] == "ok"
+    assert (graph["path_source"], graph["path_GBps"]) == ("path.h5", 2500.0)
+    assert graph["path_case"].startswith("bw read gpu0")
+    assert eager["path_source"] == "measured" and eager["path_case"] == ""
