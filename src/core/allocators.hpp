@@ -15,11 +15,7 @@ namespace mempath {
 
 // Allocator names in table order (core/kinds.def), for option checks and listings.
 inline const std::vector<std::string>& allocator_names() {
-  static const std::vector<std::string> names = [] {
-    std::vector<std::string> v;
-    for (const AllocInfo& a : kAllocTable) v.push_back(a.name);
-    return v;
-  }();
+  static const std::vector<std::string> names = kind_names(kAllocTable);
   return names;
 }
 

@@ -5,6 +5,7 @@
 // helper accepts a name or a kind (x_kind(x), x_name(x)), so code holding either compiles.
 #include <array>
 #include <string>
+#include <vector>
 
 #include "core/error.hpp"
 
@@ -75,19 +76,27 @@ inline constexpr PuKindInfo kPuKindTable[] = {
 #undef MEMPATH_MEM
 #undef MEMPATH_PU
 
-namespace kinds_detail {
+// The names of a table's rows in order, as a list and as "a, b, c" for messages.
 template <class Info, size_t N>
-std::string valid_names(const Info (&table)[N]) {
+std::vector<std::string> kind_names(const Info (&table)[N]) {
+  std::vector<std::string> names;
+  for (const auto& row : table) names.push_back(row.name);
+  return names;
+}
+template <class Info, size_t N>
+std::string kind_list(const Info (&table)[N]) {
   std::string s;
   for (const auto& row : table) s += (s.empty() ? "" : ", ") + std::string(row.name);
   return s;
 }
+
+namespace kinds_detail {
 // The row of a name; UsageError (one line, the valid names) for anything else.
 template <class Info, size_t N>
 const Info& by_name(const Info (&table)[N], const std::string& name, const char* what) {
   for (const auto& row : table)
     if (name == row.name) return row;
-  throw UsageError("unknown " + std::string(what) + " '" + name + "'; valid: " + valid_names(table));
+  throw UsageError("unknown " + std::string(what) + " '" + name + "'; valid: " + kind_list(table));
 }
 }  // namespace kinds_detail
 
