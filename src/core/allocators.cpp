@@ -144,60 +144,60 @@ std::unique_ptr<Buffer> allocate(const Topology& topo, const std::string& alloc,
                         " (transparent huge pages disabled?)");
   };
   switch (a.kind) {
-  case Alloc::System: {
-    if (!on_numa) throw Unsupported("the system allocator places memory on NUMA nodes, not on " + mem);
-    void* p = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-    if (p == MAP_FAILED) throw Unsupported("mmap of " + std::to_string(bytes) + " bytes failed");
-    buf->ptr_ = p;
-    advise(p);
-    fill_from_node(topo, p, bytes, buf->numa_, fill);
-    break;
-  }
-  case Alloc::Numa:
-  case Alloc::Registered: {
-    if (!on_numa) throw Unsupported(alloc + " memory is allocated on NUMA nodes, not on " + mem);
-    void* p = numa_alloc_onnode(bytes, buf->numa_);
-    if (!p) throw Unsupported("numa_alloc_onnode(" + std::to_string(bytes) + ", " +
-                              std::to_string(buf->numa_) + ") failed");
-    buf->ptr_ = p;
-    advise(p);
-    fill_from_node(topo, p, bytes, buf->numa_, fill);
-    if (a.kind == Alloc::Registered) {
-      gpu::register_host(p, bytes);
-      buf->registered_ = true;
+    case Alloc::System: {
+      if (!on_numa) throw Unsupported("the system allocator places memory on NUMA nodes, not on " + mem);
+      void* p = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+      if (p == MAP_FAILED) throw Unsupported("mmap of " + std::to_string(bytes) + " bytes failed");
+      buf->ptr_ = p;
+      advise(p);
+      fill_from_node(topo, p, bytes, buf->numa_, fill);
+      break;
     }
-    break;
-  }
-  case Alloc::Device:
-    if (buf->gpu_ < 0) throw Unsupported("cudaMalloc memory lives on a GPU, not on " + mem);
-    buf->ptr_ = gpu::alloc_device(buf->gpu_, bytes);
-    gpu::fill(buf->gpu_, buf->ptr_, bytes, fill);
-    break;
-  case Alloc::Managed:
-    buf->ptr_ = gpu::alloc_managed(bytes);
-    if (on_numa) {
-      fill_from_node(topo, buf->ptr_, bytes, buf->numa_, fill);
-    } else {
-      gpu::prefetch_managed(buf->ptr_, bytes, buf->gpu_);
-      gpu::fill(buf->gpu_, buf->ptr_, bytes, fill);
-    }
-    break;
-  case Alloc::Pinned: {
-    if (!on_numa) throw Unsupported("pinned memory is host memory, not " + mem);
-    // cudaMallocHost pins (and so places) its pages at once: allocate from a thread whose
-    // memory policy is bound to the node.
-    std::exception_ptr error;
-    run_on_threads(1, setup_cpus(topo, buf->numa_), buf->numa_, [&](int, int) {
-      try {
-        buf->ptr_ = gpu::alloc_pinned(bytes);
-      } catch (...) {
-        error = std::current_exception();
+    case Alloc::Numa:
+    case Alloc::Registered: {
+      if (!on_numa) throw Unsupported(alloc + " memory is allocated on NUMA nodes, not on " + mem);
+      void* p = numa_alloc_onnode(bytes, buf->numa_);
+      if (!p) throw Unsupported("numa_alloc_onnode(" + std::to_string(bytes) + ", " +
+                                std::to_string(buf->numa_) + ") failed");
+      buf->ptr_ = p;
+      advise(p);
+      fill_from_node(topo, p, bytes, buf->numa_, fill);
+      if (a.kind == Alloc::Registered) {
+        gpu::register_host(p, bytes);
+        buf->registered_ = true;
       }
-    });
-    if (error) std::rethrow_exception(error);
-    fill_from_node(topo, buf->ptr_, bytes, buf->numa_, fill);
-    break;
-  }
+      break;
+    }
+    case Alloc::Device:
+      if (buf->gpu_ < 0) throw Unsupported("cudaMalloc memory lives on a GPU, not on " + mem);
+      buf->ptr_ = gpu::alloc_device(buf->gpu_, bytes);
+      gpu::fill(buf->gpu_, buf->ptr_, bytes, fill);
+      break;
+    case Alloc::Managed:
+      buf->ptr_ = gpu::alloc_managed(bytes);
+      if (on_numa) {
+        fill_from_node(topo, buf->ptr_, bytes, buf->numa_, fill);
+      } else {
+        gpu::prefetch_managed(buf->ptr_, bytes, buf->gpu_);
+        gpu::fill(buf->gpu_, buf->ptr_, bytes, fill);
+      }
+      break;
+    case Alloc::Pinned: {
+      if (!on_numa) throw Unsupported("pinned memory is host memory, not " + mem);
+      // cudaMallocHost pins (and so places) its pages at once: allocate from a thread whose
+      // memory policy is bound to the node.
+      std::exception_ptr error;
+      run_on_threads(1, setup_cpus(topo, buf->numa_), buf->numa_, [&](int, int) {
+        try {
+          buf->ptr_ = gpu::alloc_pinned(bytes);
+        } catch (...) {
+          error = std::current_exception();
+        }
+      });
+      if (error) std::rethrow_exception(error);
+      fill_from_node(topo, buf->ptr_, bytes, buf->numa_, fill);
+      break;
+    }
   }
   return buf;
 }

@@ -52,7 +52,6 @@ Op parse_op(const std::string& name) {
 std::string default_alloc(const Topology& topo, const std::string& pu, const std::string& mem) {
   const Path* path = topo.find_path(pu, mem);
   if (!path) return "";
-  // Preference order: the allocator that best represents the memory, the GPU's own first.
   for (Alloc a : {Alloc::Device, Alloc::Numa, Alloc::Registered, Alloc::Pinned, Alloc::System, Alloc::Managed})
     if (contains(path->allocs, alloc_name(a))) return alloc_name(a);
   return "";

@@ -77,7 +77,6 @@ Plan parse_plan(const Options& opts) {
     if (m != "uni" && m != "bi") throw UsageError("invalid --mode '" + m + "'; valid: uni, bi");
   p.allocs = opts.has("alloc") ? opts.list("alloc") : split_list("numa");
   for (const auto& a : p.allocs)
-    // cudaHostRegister of a buffer MPI may have registered itself is not portable.
     if (std::find(allocator_names().begin(), allocator_names().end(), a) == allocator_names().end() ||
         alloc_kind(a) == Alloc::Registered)
       throw UsageError("invalid --alloc '" + a + "'; valid: numa, system, pinned, managed, device");
