@@ -42,9 +42,6 @@ void set_gpu_field(GpuInfo* g, const std::string& key, const std::string& value)
   // Unknown keys are ignored so that newer snapshots still load.
 }
 
-// ---------------------------------------------------------------------------------------
-// Snapshots
-
 // Copies one file of the live tree (procfs files report size 0, so read, do not stat).
 void copy_live_file(const fs::path& from, const fs::path& dir) {
   const auto text = read_text(from);
