@@ -17,7 +17,7 @@
 
 #include "core/error.hpp"
 #include "core/numa_policy.hpp"
-#include "gpu/gpu_api.hpp"
+#include "core/device_runtime.hpp"
 
 namespace mempath {
 namespace {
@@ -80,17 +80,19 @@ std::vector<int> setup_cpus(const Topology& topo, int numa) {
 }
 
 Buffer::Buffer(std::string alloc, std::string mem, size_t bytes)
-    : alloc_(std::move(alloc)), mem_(std::move(mem)), bytes_(bytes) {}
+    : alloc_(std::move(alloc)), mem_(std::move(mem)), kind_(alloc_kind(alloc_)), bytes_(bytes) {}
 
 Buffer::~Buffer() {
   if (!ptr_) return;
   try {
     if (registered_) gpu::unregister_host(ptr_);
-    if (alloc_ == "system") munmap(ptr_, bytes_);
-    else if (alloc_ == "numa" || alloc_ == "registered") numa_free(ptr_, bytes_);
-    else if (alloc_ == "device") gpu::free_device(ptr_);
-    else if (alloc_ == "managed") gpu::free_managed(ptr_);
-    else if (alloc_ == "pinned") gpu::free_pinned(ptr_);
+    switch (kind_) {
+      case Alloc::System: munmap(ptr_, bytes_); break;
+      case Alloc::Numa: case Alloc::Registered: numa_free(ptr_, bytes_); break;
+      case Alloc::Device: gpu::free_device(ptr_); break;
+      case Alloc::Managed: gpu::free_managed(ptr_); break;
+      case Alloc::Pinned: gpu::free_pinned(ptr_); break;
+    }
   } catch (...) {
     // Freeing must not throw out of a destructor; the process is ending the case anyway.
   }
@@ -100,14 +102,15 @@ std::unique_ptr<Buffer> allocate(const Topology& topo, const std::string& alloc,
                                  const std::string& mem, size_t bytes, uint8_t fill,
                                  bool huge_pages) {
   auto buf = std::make_unique<Buffer>(alloc, mem, bytes);
+  const AllocInfo& a = alloc_info(buf->kind());
   if (mem == "interleave") {
     // Pages alternate over every host NUMA node with CPUs (numactl --interleave), first
     // touched by those nodes' cores.
-    if (alloc != "numa") throw Unsupported("interleaved pages come from numa_alloc_interleaved: use the numa allocator");
+    if (a.kind != Alloc::Numa) throw Unsupported("interleaved pages come from numa_alloc_interleaved: use the numa allocator");
     bitmask* nodes = numa_allocate_nodemask();
     std::vector<int> cpus;
     for (const auto& n : topo.numa_nodes) {
-      if (n.kind != "host" || n.cpus.empty()) continue;
+      if (mem_kind(n.kind) != MemKind::Host || n.cpus.empty()) continue;
       numa_bitmask_setbit(nodes, static_cast<unsigned>(n.id));
       cpus.insert(cpus.end(), n.cpus.begin(), n.cpus.end());
     }
@@ -132,7 +135,7 @@ std::unique_ptr<Buffer> allocate(const Topology& topo, const std::string& alloc,
     return s;
   }());
   const bool on_numa = buf->numa_ >= 0;
-  if (huge_pages && alloc != "system" && alloc != "numa")
+  if (huge_pages && !a.pageable)
     throw Unsupported("huge pages are requested with madvise for system and numa memory, not " + alloc);
   // Before the first touch, so the fault handler can hand out huge pages.
   auto advise = [&](void* p) {
@@ -140,53 +143,61 @@ std::unique_ptr<Buffer> allocate(const Topology& topo, const std::string& alloc,
       throw Unsupported(std::string("madvise(MADV_HUGEPAGE) failed: ") + std::strerror(errno) +
                         " (transparent huge pages disabled?)");
   };
-  if (alloc == "system") {
-    if (!on_numa) throw Unsupported("the system allocator places memory on NUMA nodes, not on " + mem);
-    void* p = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-    if (p == MAP_FAILED) throw Unsupported("mmap of " + std::to_string(bytes) + " bytes failed");
-    buf->ptr_ = p;
-    advise(p);
-    fill_from_node(topo, p, bytes, buf->numa_, fill);
-  } else if (alloc == "numa" || alloc == "registered") {
-    if (!on_numa) throw Unsupported(alloc + " memory is allocated on NUMA nodes, not on " + mem);
-    void* p = numa_alloc_onnode(bytes, buf->numa_);
-    if (!p) throw Unsupported("numa_alloc_onnode(" + std::to_string(bytes) + ", " +
-                              std::to_string(buf->numa_) + ") failed");
-    buf->ptr_ = p;
-    advise(p);
-    fill_from_node(topo, p, bytes, buf->numa_, fill);
-    if (alloc == "registered") {
-      gpu::register_host(p, bytes);
-      buf->registered_ = true;
+  switch (a.kind) {
+    case Alloc::System: {
+      if (!on_numa) throw Unsupported("the system allocator places memory on NUMA nodes, not on " + mem);
+      void* p = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+      if (p == MAP_FAILED) throw Unsupported("mmap of " + std::to_string(bytes) + " bytes failed");
+      buf->ptr_ = p;
+      advise(p);
+      fill_from_node(topo, p, bytes, buf->numa_, fill);
+      break;
     }
-  } else if (alloc == "device") {
-    if (buf->gpu_ < 0) throw Unsupported("cudaMalloc memory lives on a GPU, not on " + mem);
-    buf->ptr_ = gpu::alloc_device(buf->gpu_, bytes);
-    gpu::fill(buf->gpu_, buf->ptr_, bytes, fill);
-  } else if (alloc == "managed") {
-    buf->ptr_ = gpu::alloc_managed(bytes);
-    if (on_numa) {
-      fill_from_node(topo, buf->ptr_, bytes, buf->numa_, fill);
-    } else {
-      gpu::prefetch_managed(buf->ptr_, bytes, buf->gpu_);
-      gpu::fill(buf->gpu_, buf->ptr_, bytes, fill);
-    }
-  } else if (alloc == "pinned") {
-    if (!on_numa) throw Unsupported("pinned memory is host memory, not " + mem);
-    // cudaMallocHost pins (and so places) its pages at once: allocate from a thread whose
-    // memory policy is bound to the node.
-    std::exception_ptr error;
-    run_on_threads(1, setup_cpus(topo, buf->numa_), buf->numa_, [&](int, int) {
-      try {
-        buf->ptr_ = gpu::alloc_pinned(bytes);
-      } catch (...) {
-        error = std::current_exception();
+    case Alloc::Numa:
+    case Alloc::Registered: {
+      if (!on_numa) throw Unsupported(alloc + " memory is allocated on NUMA nodes, not on " + mem);
+      void* p = numa_alloc_onnode(bytes, buf->numa_);
+      if (!p) throw Unsupported("numa_alloc_onnode(" + std::to_string(bytes) + ", " +
+                                std::to_string(buf->numa_) + ") failed");
+      buf->ptr_ = p;
+      advise(p);
+      fill_from_node(topo, p, bytes, buf->numa_, fill);
+      if (a.kind == Alloc::Registered) {
+        gpu::register_host(p, bytes);
+        buf->registered_ = true;
       }
-    });
-    if (error) std::rethrow_exception(error);
-    fill_from_node(topo, buf->ptr_, bytes, buf->numa_, fill);
-  } else {
-    throw UsageError("unknown allocator '" + alloc + "'; valid: system, numa, device, managed, pinned, registered");
+      break;
+    }
+    case Alloc::Device:
+      if (buf->gpu_ < 0) throw Unsupported("cudaMalloc memory lives on a GPU, not on " + mem);
+      buf->ptr_ = gpu::alloc_device(buf->gpu_, bytes);
+      gpu::fill(buf->gpu_, buf->ptr_, bytes, fill);
+      break;
+    case Alloc::Managed:
+      buf->ptr_ = gpu::alloc_managed(bytes);
+      if (on_numa) {
+        fill_from_node(topo, buf->ptr_, bytes, buf->numa_, fill);
+      } else {
+        gpu::prefetch_managed(buf->ptr_, bytes, buf->gpu_);
+        gpu::fill(buf->gpu_, buf->ptr_, bytes, fill);
+      }
+      break;
+    case Alloc::Pinned: {
+      if (!on_numa) throw Unsupported("pinned memory is host memory, not " + mem);
+      // cudaMallocHost pins (and so places) its pages at once: allocate from a thread whose
+      // memory policy is bound to the node.
+      std::exception_ptr error;
+      run_on_threads(1, setup_cpus(topo, buf->numa_), buf->numa_, [&](int, int) {
+        try {
+          buf->ptr_ = gpu::alloc_pinned(bytes);
+        } catch (...) {
+          error = std::current_exception();
+        }
+      });
+      if (error) std::rethrow_exception(error);
+      fill_from_node(topo, buf->ptr_, bytes, buf->numa_, fill);
+      break;
+    }
   }
   return buf;
 }
@@ -214,7 +225,7 @@ std::string format_placement(const std::vector<int>& status) {
 
 double huge_page_fraction(const Buffer& buffer) {
   const double nan = std::numeric_limits<double>::quiet_NaN();
-  if (buffer.alloc() == "device") return nan;
+  if (alloc_info(buffer.kind()).gpu_owned) return nan;
   std::ifstream smaps("/proc/self/smaps");
   if (!smaps) return nan;
   const uint64_t begin = reinterpret_cast<uintptr_t>(buffer.data()), end = begin + buffer.bytes();
@@ -235,7 +246,7 @@ double huge_page_fraction(const Buffer& buffer) {
 }
 
 std::string placement(const Buffer& buffer) {
-  if (buffer.alloc() == "device") return "gpu" + std::to_string(buffer.gpu());
+  if (alloc_info(buffer.kind()).gpu_owned) return "gpu" + std::to_string(buffer.gpu());
   const size_t page = static_cast<size_t>(sysconf(_SC_PAGESIZE));
   const size_t pages = std::max<size_t>(1, buffer.bytes() / page);
   const size_t samples = std::min<size_t>(pages, 512);

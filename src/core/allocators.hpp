@@ -8,13 +8,14 @@
 #include <string>
 #include <vector>
 
+#include "core/kinds.hpp"
 #include "core/topology.hpp"
 
 namespace mempath {
 
+// Allocator names in table order (core/kinds.def), for option checks and listings.
 inline const std::vector<std::string>& allocator_names() {
-  static const std::vector<std::string> names = {"system", "numa",   "device",
-                                                 "managed", "pinned", "registered"};
+  static const std::vector<std::string> names = kind_names(kAllocTable);
   return names;
 }
 
@@ -28,6 +29,7 @@ class Buffer {
   void* data() const { return ptr_; }
   size_t bytes() const { return bytes_; }
   const std::string& alloc() const { return alloc_; }
+  Alloc kind() const { return kind_; }
   const std::string& mem() const { return mem_; }
   int numa() const { return numa_; }
   int gpu() const { return gpu_; }
@@ -36,6 +38,7 @@ class Buffer {
   friend std::unique_ptr<Buffer> allocate(const Topology&, const std::string&,
                                           const std::string&, size_t, uint8_t, bool);
   std::string alloc_, mem_;
+  Alloc kind_;
   size_t bytes_;
   void* ptr_ = nullptr;
   int numa_ = -1;  // memory numaN
@@ -45,7 +48,8 @@ class Buffer {
 
 // Allocates `bytes` of memory `mem` (numaN or gpuN) with allocator `alloc`, first
 // touched (filled with `fill` bytes) so that its pages land on that memory. Throws
-// Unsupported for a combination the node or build cannot do. `huge_pages` asks for
+// Unsupported for a combination the node or build cannot do, UsageError for an unknown
+// allocator or memory. `huge_pages` asks for
 // transparent huge pages (madvise before first touch; system and numa memory only).
 std::unique_ptr<Buffer> allocate(const Topology& topo, const std::string& alloc,
                                  const std::string& mem, size_t bytes, uint8_t fill,

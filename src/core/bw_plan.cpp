@@ -1,4 +1,5 @@
 #include "core/bw_plan.hpp"
+#include "core/kinds.hpp"
 
 #include <algorithm>
 #include <set>
@@ -32,7 +33,7 @@ void require_mem(const Topology& topo, const std::string& mem) {
 }
 
 std::string local_memory(const Topology& topo, const Processor& p) {
-  if (p.kind == "gpu") return "gpu" + std::to_string(p.gpu);
+  if (pu_kind(p.kind) == PuKind::Gpu) return "gpu" + std::to_string(p.gpu);
   if (p.numa >= 0) return "numa" + std::to_string(p.numa);
   for (const auto& n : topo.numa_nodes)  // `cpus`: the first CPU node's memory
     if (!n.cpus.empty() && n.mem_total_bytes > 0) return "numa" + std::to_string(n.id);
@@ -51,8 +52,8 @@ Op parse_op(const std::string& name) {
 std::string default_alloc(const Topology& topo, const std::string& pu, const std::string& mem) {
   const Path* path = topo.find_path(pu, mem);
   if (!path) return "";
-  for (const char* a : {"device", "numa", "registered", "pinned", "system", "managed"})
-    if (contains(path->allocs, a)) return a;
+  for (Alloc a : {Alloc::Device, Alloc::Numa, Alloc::Registered, Alloc::Pinned, Alloc::System, Alloc::Managed})
+    if (contains(path->allocs, alloc_name(a))) return alloc_name(a);
   return "";
 }
 
@@ -76,7 +77,7 @@ std::vector<int> thread_sweep(int cores) {
 
 std::vector<int> pick_cpus(const Topology& topo, const std::string& pu, int threads) {
   const Processor& p = require_pu(topo, pu);
-  if (p.kind != "cpu") throw UsageError("--threads applies to CPU processors; " + pu + " is a GPU");
+  if (pu_kind(p.kind) != PuKind::Cpu) throw UsageError("--threads applies to CPU processors; " + pu + " is a GPU");
   if (threads < 1 || threads > static_cast<int>(p.cpus.size()))
     throw UsageError(pu + " has " + std::to_string(p.cores) + " cores (" +
                      std::to_string(p.cpus.size()) + " hardware threads); valid --threads: 1.." +
@@ -130,7 +131,7 @@ BwCase make_case(const Topology& topo, Op op, std::string pu, std::string mem, s
     c.skip_reason = alloc_problem(topo, pu, dst_mem, c.dst_alloc);
   }
 
-  if (p.kind == "cpu") {
+  if (pu_kind(p.kind) == PuKind::Cpu) {
     if (!kernel.empty()) throw UsageError("--kernel applies to GPU processors; " + pu + " is a CPU");
     c.threads = threads > 0 ? threads : static_cast<int>(p.cores > 0 ? std::min<size_t>(p.cores, p.cpus.size()) : p.cpus.size());
     c.cpus = pick_cpus(topo, pu, c.threads);
@@ -158,7 +159,8 @@ std::vector<BwCase> all_cases(const Topology& topo, const BwFilters& filters, co
   for (const auto& pu : filters.pus) require_pu(topo, pu);
   for (const auto& m : filters.mems) require_mem(topo, m);
   for (const auto& k : filters.pu_kinds)
-    if (k != "cpu" && k != "gpu") throw UsageError("invalid --pu-kind '" + k + "'; valid: cpu, gpu");
+    if (!contains(kind_names(kPuKindTable), k))
+      throw UsageError("invalid --pu-kind '" + k + "'; valid: " + kind_list(kPuKindTable));
   for (const auto& k : filters.kernels)
     if (k != "grid" && k != "block") throw UsageError("invalid --kernel '" + k + "'; valid: grid, block");
   for (const auto& a : filters.allocs)
@@ -175,17 +177,17 @@ std::vector<BwCase> all_cases(const Topology& topo, const BwFilters& filters, co
     for (const auto& p : topo.processors) {
       if (!passes(filters.pus, p.name) || !passes(filters.pu_kinds, p.kind)) continue;
       std::vector<std::string> kernels = {""};
-      if (p.kind == "gpu") kernels = filters.kernels.empty() ? std::vector<std::string>{"grid", "block"} : filters.kernels;
+      if (pu_kind(p.kind) == PuKind::Gpu) kernels = filters.kernels.empty() ? std::vector<std::string>{"grid", "block"} : filters.kernels;
       const int all_cores = static_cast<int>(std::min<size_t>(p.cores > 0 ? p.cores : p.cpus.size(), p.cpus.size()));
       if (op == Op::Copy) {
         // Every source x destination pair with the paths' default allocators.
         for (const auto& src : topo.memories) {
           for (const auto& dst : topo.memories) {
             if (!passes(filters.mems, src.name)) continue;
-            if (default_alloc(topo, p.name, src.name) == "managed" ||
-                default_alloc(topo, p.name, dst.name) == "managed")
+            if (default_alloc(topo, p.name, src.name) == alloc_name(Alloc::Managed) ||
+                default_alloc(topo, p.name, dst.name) == alloc_name(Alloc::Managed))
               continue;  // managed-only paths migrate pages: measured by read/write, not copy
-            add(op, p.name, src.name, dst.name, "", p.kind == "cpu" ? all_cores : -1,
+            add(op, p.name, src.name, dst.name, "", pu_kind(p.kind) == PuKind::Cpu ? all_cores : -1,
                 kernels.front().empty() ? "" : kernels.front());
           }
         }
@@ -200,7 +202,7 @@ std::vector<BwCase> all_cases(const Topology& topo, const BwFilters& filters, co
         for (const auto& a : allocs) {
           if (!passes(filters.allocs, a) || !alloc_fits_memory(m, a)) continue;
           const bool runs = contains(path->allocs, a);
-          if (p.kind == "cpu") {
+          if (pu_kind(p.kind) == PuKind::Cpu) {
             const bool sweep = filters.thread_sweep && runs && a == default_alloc(topo, p.name, m.name);
             for (int t : sweep ? thread_sweep(all_cores) : std::vector<int>{all_cores})
               add(op, p.name, m.name, "", a, t, "");
@@ -224,7 +226,7 @@ NoiseSpec parse_noise(const Topology& topo, const std::string& text, const std::
   require_mem(topo, n.mem);
   const Processor* measured = topo.find_pu(measured_pu);
   bool overlap = n.pu == measured_pu;
-  if (measured && p.kind == "cpu" && measured->kind == "cpu") {
+  if (measured && pu_kind(p.kind) == PuKind::Cpu && pu_kind(measured->kind) == PuKind::Cpu) {
     std::set<int> a(p.cpus.begin(), p.cpus.end());
     for (int c : measured->cpus) overlap = overlap || a.count(c);
   }

@@ -1,4 +1,5 @@
 #include "core/chase_plan.hpp"
+#include "core/kinds.hpp"
 
 #include <algorithm>
 
@@ -24,7 +25,7 @@ uint64_t gpu_l1_bytes(const std::string& cc) {
 }
 
 std::string own_memory(const Processor& p) {
-  return p.kind == "gpu" ? "gpu" + std::to_string(p.gpu) : "numa" + std::to_string(p.numa);
+  return pu_kind(p.kind) == PuKind::Gpu ? "gpu" + std::to_string(p.gpu) : "numa" + std::to_string(p.numa);
 }
 
 ChaseCase with_path(const Topology& topo, ChaseCase c) {
@@ -61,22 +62,22 @@ ChaseCase make_chase_case(const Topology& topo, std::string pu, int cpu, std::st
   }
   if (pu.empty()) {
     for (const auto& p : topo.processors)
-      if (p.kind == "cpu" && p.name != "cpus") { pu = p.name; break; }
+      if (pu_kind(p.kind) == PuKind::Cpu && p.name != "cpus") { pu = p.name; break; }
     if (pu.empty()) throw UsageError("this node shows no CPU node to chase from; use --pu gpuN");
   }
   if (pu == "cpus") throw UsageError("a chase is one thread: use --pu cpuN (a NUMA node's core) or gpuN");
   const Processor* p = topo.find_pu(pu);
   if (!p) throw UsageError("unknown processor '" + pu + "'; valid: " + join(topo.pu_names()));
-  if (p->kind == "gpu" && cpu >= 0) throw UsageError("--cpu applies to CPU processors; " + pu + " is a GPU");
+  if (pu_kind(p->kind) == PuKind::Gpu && cpu >= 0) throw UsageError("--cpu applies to CPU processors; " + pu + " is a GPU");
   if (mem.empty()) mem = own_memory(*p);
   if (!topo.find_mem(mem)) throw UsageError("unknown memory '" + mem + "'; valid: " + join(topo.mem_names()));
   if (!alloc.empty() && std::find(allocator_names().begin(), allocator_names().end(), alloc) == allocator_names().end())
     throw UsageError("invalid --alloc '" + alloc + "'; valid: " + join(allocator_names()));
-  if (p->kind == "cpu" && p->cpus.empty()) throw UsageError(pu + " has no CPUs");
+  if (pu_kind(p->kind) == PuKind::Cpu && p->cpus.empty()) throw UsageError(pu + " has no CPUs");
   ChaseCase c;
   c.pu = pu;
   c.pu_kind = p->kind;
-  c.cpu = p->kind == "cpu" ? (cpu >= 0 ? cpu : p->cpus.front()) : -1;
+  c.cpu = pu_kind(p->kind) == PuKind::Cpu ? (cpu >= 0 ? cpu : p->cpus.front()) : -1;
   c.mem = mem;
   c.alloc = alloc;
   return with_path(topo, c);
@@ -95,13 +96,13 @@ std::vector<ChaseCase> all_chase_cases(const Topology& topo, const std::vector<s
       throw UsageError("invalid --alloc '" + a + "'; valid: all or " + join(allocator_names()));
   std::vector<ChaseCase> out;
   for (const auto& p : topo.processors) {
-    if (p.name == "cpus" || !listed(pus, p.name) || (p.kind == "cpu" && p.cpus.empty())) continue;
+    if (p.name == "cpus" || !listed(pus, p.name) || (pu_kind(p.kind) == PuKind::Cpu && p.cpus.empty())) continue;
     for (const auto& m : topo.memories) {
       if (!listed(mems, m.name)) continue;
       ChaseCase base;
       base.pu = p.name;
       base.pu_kind = p.kind;
-      base.cpu = p.kind == "cpu" ? p.cpus.front() : -1;
+      base.cpu = pu_kind(p.kind) == PuKind::Cpu ? p.cpus.front() : -1;
       base.mem = m.name;
       if (allocs.empty()) {
         out.push_back(with_path(topo, base));
@@ -119,7 +120,7 @@ std::vector<ChaseCase> all_chase_cases(const Topology& topo, const std::vector<s
 
 std::vector<CacheInfo> chase_caches(const Topology& topo, const ChaseCase& c, const std::string& sysfs_root) {
   std::vector<CacheInfo> out;
-  if (c.pu_kind == "cpu") {
+  if (pu_kind(c.pu_kind) == PuKind::Cpu) {
     for (const auto& l : cpu_caches(sysfs_root, c.cpu))
       out.push_back({c.pu, "L" + std::to_string(l.level) + (l.level == 1 ? "d" : ""),
                      static_cast<uint64_t>(l.bytes), "sysfs"});

@@ -1,4 +1,5 @@
 #include "core/memcpy_plan.hpp"
+#include "core/kinds.hpp"
 
 #include <algorithm>
 #include <cmath>
@@ -57,7 +58,7 @@ std::vector<std::string> checked(const std::vector<std::string>& given, const st
 
 static int first_host_node(const Topology& topo) {
   for (const auto& n : topo.numa_nodes)
-    if (n.kind == "host" && n.mem_total_bytes > 0) return n.id;
+    if (mem_kind(n.kind) == MemKind::Host && n.mem_total_bytes > 0) return n.id;
   for (const auto& n : topo.numa_nodes)
     if (!n.cpus.empty()) return n.id;
   return topo.numa_nodes.empty() ? 0 : topo.numa_nodes.front().id;
@@ -113,7 +114,7 @@ std::vector<int> host_numa_list(const Topology& topo, const std::vector<std::str
   for (const auto& text : mems) {
     if (text == "all") {
       for (const auto& n : topo.numa_nodes)
-        if (n.kind == "host" && n.mem_total_bytes > 0) nodes.push_back(n.id);
+        if (mem_kind(n.kind) == MemKind::Host && n.mem_total_bytes > 0) nodes.push_back(n.id);
       continue;
     }
     nodes.push_back(parse_host_numa(topo, text));
@@ -174,7 +175,8 @@ int parse_host_numa(const Topology& topo, const std::string& text) {
 // done, so they cannot wait behind the spin kernel: they are timed on the host. (Managed:
 // seen on the H100 box, 2026-11-22, where queued copies held the spin kernel to its timeout.)
 bool host_blocking_copy(const std::string& alloc, const std::string& engine) {
-  return engine == "ce" && (alloc == "system" || alloc == "managed");
+  const Alloc a = alloc_kind(alloc);
+  return engine == "ce" && (a == Alloc::System || a == Alloc::Managed);
 }
 
 std::string memcpy_skip_reason(const Topology& topo, int gpu, int host_numa, const std::string& alloc,
@@ -182,10 +184,10 @@ std::string memcpy_skip_reason(const Topology& topo, int gpu, int host_numa, con
   const NumaNode* node = topo.find_numa(host_numa);
   const GpuInfo* g = topo.find_gpu(gpu);
   if (!node || !g) return "GPU " + std::to_string(gpu) + " or NUMA node " + std::to_string(host_numa) + " is missing";
-  if ((alloc == "pinned" || alloc == "registered") && node->kind != "host")
+  if (alloc_info(alloc).page_locked && mem_kind(node->kind) != MemKind::Host)
     return alloc + " memory is host memory with CPU page tables; numa" + std::to_string(host_numa) +
            " is not a host node" + (node->gpu >= 0 ? " (it is GPU " + std::to_string(node->gpu) + "'s HBM)" : "");
-  if (alloc == "system" && engine == "sm" && !g->pageable_access)
+  if (alloc_kind(alloc) == Alloc::System && engine == "sm" && !g->pageable_access)
     return "GPU " + std::to_string(gpu) + " cannot access pageable memory (no ATS/HMM): an SM copy needs it, "
            "a copy-engine copy (--engine ce) does not";
   if (host_blocking_copy(alloc, engine) && (direction == "bidir" || all_gpus))

@@ -1,4 +1,5 @@
 #include "core/pingpong_plan.hpp"
+#include "core/kinds.hpp"
 
 #include <algorithm>
 
@@ -33,22 +34,22 @@ std::vector<PingPongCase> pingpong_cases(const Topology& topo, const std::vector
   std::vector<Agent> agents;
   for (const auto& p : topo.processors) {
     if (p.name == "cpus" || !listed(pus, p.name)) continue;
-    Agent a{p.name, p.kind, p.kind == "cpu" && !p.cpus.empty() ? p.cpus.front() : -1, p.gpu};
+    Agent a{p.name, p.kind, pu_kind(p.kind) == PuKind::Cpu && !p.cpus.empty() ? p.cpus.front() : -1, p.gpu};
     agents.push_back(a);
   }
-  std::stable_partition(agents.begin(), agents.end(), [](const Agent& a) { return a.kind == "cpu"; });
+  std::stable_partition(agents.begin(), agents.end(), [](const Agent& a) { return pu_kind(a.kind) == PuKind::Cpu; });
 
   std::vector<PingPongCase> out;
   for (size_t i = 0; i < agents.size(); ++i) {
     for (size_t j = i; j < agents.size(); ++j) {
       Agent a = agents[i], b = agents[j];
       std::string pair_problem;
-      if (i == j && a.kind == "cpu") {
+      if (i == j && pu_kind(a.kind) == PuKind::Cpu) {
         const Processor* p = topo.find_pu(a.name);
         if (p->cpus.size() < 2) pair_problem = a.name + " has one CPU; a ping-pong within it needs two";
         else b.cpu = p->cpus[1];  // the next physical core (cpus list physical cores first)
       }
-      if (a.kind == "cpu" && a.cpu < 0) pair_problem = a.name + " has no CPUs";
+      if (pu_kind(a.kind) == PuKind::Cpu && a.cpu < 0) pair_problem = a.name + " has no CPUs";
       for (const auto& m : topo.memories) {
         if (!listed(mems, m.name)) continue;
         for (const auto& alloc : allocs.empty() ? pingpong_allocators() : allocs) {

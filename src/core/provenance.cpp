@@ -9,7 +9,7 @@
 #include <sstream>
 
 #include "build_info.hpp"
-#include "gpu/gpu_api.hpp"
+#include "core/device_runtime.hpp"
 
 namespace mempath {
 namespace {

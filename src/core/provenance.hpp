@@ -5,7 +5,7 @@
 
 #include "core/results.hpp"
 #include "core/topology.hpp"
-#include "gpu/gpu_api.hpp"
+#include "core/device_runtime.hpp"
 
 namespace mempath {
 

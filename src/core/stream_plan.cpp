@@ -1,4 +1,5 @@
 #include "core/stream_plan.hpp"
+#include "core/kinds.hpp"
 
 #include <algorithm>
 #include <cmath>
@@ -24,13 +25,13 @@ int cores_of(const Topology& topo, const std::string& pu) {
   if (const Processor* p = topo.find_pu(pu)) return cores_of(*p);
   int n = 0;
   if (pu == "cpus")
-    for (const auto& p : topo.processors) n += p.kind == "cpu" ? cores_of(p) : 0;
+    for (const auto& p : topo.processors) n += pu_kind(p.kind) == PuKind::Cpu ? cores_of(p) : 0;
   return n;
 }
 
 std::string first_cpu(const Topology& topo) {
   for (const auto& p : topo.processors)
-    if (p.kind == "cpu" && p.name != "cpus" && !p.cpus.empty()) return p.name;
+    if (pu_kind(p.kind) == PuKind::Cpu && p.name != "cpus" && !p.cpus.empty()) return p.name;
   return "cpus";
 }
 
@@ -46,11 +47,11 @@ std::vector<int> threads_of(const Topology& topo, const std::string& pu, const s
 std::vector<StreamCase> interleave_cases(const Topology& topo, const std::vector<int>& threads,
                                          const BwSettings& settings, int sweep) {
   int host_nodes = 0;
-  for (const auto& n : topo.numa_nodes) host_nodes += n.kind == "host" && !n.cpus.empty();
+  for (const auto& n : topo.numa_nodes) host_nodes += mem_kind(n.kind) == MemKind::Host && !n.cpus.empty();
   std::vector<StreamCase> out;
   for (int t : threads) {
     StreamCase c;
-    c.bw.pu = "cpus", c.bw.pu_kind = "cpu", c.bw.mem = kInterleave, c.bw.alloc = "numa";
+    c.bw.pu = "cpus", c.bw.pu_kind = pu_kind_name(PuKind::Cpu), c.bw.mem = kInterleave, c.bw.alloc = alloc_name(Alloc::Numa);
     c.bw.via = "interleave", c.bw.threads = t;
     c.bw.size = settings.size ? settings.size : default_size(topo, "cpus");
     c.bw.in_cache = settings.in_cache;
@@ -70,7 +71,7 @@ std::vector<StreamCase> interleave_cases(const Topology& topo, const std::vector
 
 }  // namespace
 
-const std::vector<StreamKernelInfo>& stream_kernels(const std::string& pu_kind) {
+const std::vector<StreamKernelInfo>& stream_kernels(const std::string& kind) {
   static const std::vector<StreamKernelInfo> cpu = {{StreamKernel::Copy, "copy", 2},
                                                     {StreamKernel::Scale, "scale", 2},
                                                     {StreamKernel::Add, "add", 3},
@@ -80,7 +81,7 @@ const std::vector<StreamKernelInfo>& stream_kernels(const std::string& pu_kind) 
                                                     {StreamKernel::Add, "add", 3},
                                                     {StreamKernel::Triad, "triad", 3},
                                                     {StreamKernel::Dot, "dot", 2}};
-  return pu_kind == "gpu" ? gpu : cpu;
+  return pu_kind(kind) == PuKind::Gpu ? gpu : cpu;
 }
 
 StreamValues stream_values_after(int repetitions) {
@@ -107,9 +108,9 @@ std::vector<StreamCase> stream_cases(const Topology& topo, const StreamRequest& 
       const BwCase& c = cases[i];
       const auto same = [&](size_t j) {
         return j < cases.size() && cases[j].pu == c.pu && cases[j].mem == c.mem && cases[j].alloc == c.alloc &&
-               cases[j].pu_kind == "cpu";
+               pu_kind(cases[j].pu_kind) == PuKind::Cpu;
       };
-      const bool in_sweep = c.pu_kind == "cpu" && (same(i + 1) || (i > 0 && same(i - 1)));
+      const bool in_sweep = pu_kind(c.pu_kind) == PuKind::Cpu && (same(i + 1) || (i > 0 && same(i - 1)));
       if (in_sweep && !(i > 0 && same(i - 1))) ++sweep;
       out.push_back({c, in_sweep ? sweep : -1});
     }
@@ -126,8 +127,8 @@ std::vector<StreamCase> stream_cases(const Topology& topo, const StreamRequest& 
     const bool only_interleave = !f.mems.empty() && mems.empty();
     f.mems = mems;
     if (!only_interleave) append(all_cases(topo, f, r.settings));
-    if (passes(r.filters.mems, kInterleave) && passes(r.filters.pu_kinds, "cpu") &&
-        passes(r.filters.pus, "cpus") && passes(r.filters.allocs, "numa")) {
+    if (passes(r.filters.mems, kInterleave) && passes(r.filters.pu_kinds, pu_kind_name(PuKind::Cpu)) &&
+        passes(r.filters.pus, "cpus") && passes(r.filters.allocs, alloc_name(Alloc::Numa))) {
       auto more = interleave_cases(topo, r.filters.thread_sweep ? threads_of(topo, "cpus", "sweep")
                                                                  : threads_of(topo, "cpus", "all"),
                                    r.settings, ++sweep);
@@ -138,7 +139,7 @@ std::vector<StreamCase> stream_cases(const Topology& topo, const StreamRequest& 
   if (r.mem == kInterleave) {
     if (!r.pu.empty() && r.pu != "cpus")
       throw UsageError("--mem interleave is read by the cores of every CPU node; valid: --pu cpus or no --pu");
-    if (!r.alloc.empty() && r.alloc != "numa")
+    if (!r.alloc.empty() && r.alloc != alloc_name(Alloc::Numa))
       throw UsageError("--mem interleave is allocated with numa_alloc_interleaved; valid: --alloc numa or no --alloc");
     return interleave_cases(topo, threads_of(topo, "cpus", r.threads), r.settings, 0);
   }

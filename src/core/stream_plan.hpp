@@ -18,7 +18,7 @@ struct StreamKernelInfo {
   std::string name;  // CPU: copy, scale, add, triad (STREAM); GPU: copy, mul, add, triad, dot (BabelStream)
   int arrays;        // arrays counted per element: 2 for copy/scale/dot, 3 for add/triad
 };
-const std::vector<StreamKernelInfo>& stream_kernels(const std::string& pu_kind);
+const std::vector<StreamKernelInfo>& stream_kernels(const std::string& kind);
 
 // BabelStream's start values and scalar: each repetition (copy, scale, add, triad) maps
 // a to 0.96 a, so any number of repetitions stays finite and exactly predictable.

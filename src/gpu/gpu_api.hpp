@@ -7,37 +7,14 @@
 #include <string>
 #include <vector>
 
+#include "core/device_runtime.hpp"
 #include "core/op.hpp"
 
 namespace mempath::gpu {
 
-bool built_with_cuda();
-int device_count();  // 0 without CUDA or without a GPU
-int driver_version();
-int runtime_version();
-std::string clocks_json();  // [{"gpu":0,"sm_clock_khz":..,"mem_clock_khz":..}]
-// Each GPU's 16-byte UUID (cudaDeviceProp::uuid) in device order: what names a GPU across
-// reboots and renumbering, so a fleet's history follows the board, not the index. Empty
-// without CUDA or GPUs; a GPU whose properties cannot be read gives 16 zero bytes.
-using Uuid = std::array<unsigned char, 16>;
-std::vector<Uuid> device_uuids();
-// Free and total bytes of a GPU's device memory.
-void mem_info(int gpu, size_t* free_bytes, size_t* total_bytes);
+// Runtime facts, allocation and fills: declared by core (core/device_runtime.hpp), which
+// needs them and must not include gpu/.
 
-// Allocation. Host allocations take the calling thread's NUMA memory policy.
-void* alloc_device(int gpu, size_t bytes);
-void* alloc_managed(size_t bytes);
-void* alloc_pinned(size_t bytes);
-void register_host(void* ptr, size_t bytes);
-void unregister_host(void* ptr);
-void free_device(void* ptr);
-void free_managed(void* ptr);
-void free_pinned(void* ptr);
-// Moves managed pages to GPU `gpu`, or to the host when gpu < 0, and waits.
-void prefetch_managed(void* ptr, size_t bytes, int gpu);
-
-// Byte pattern fill and verification run by GPU `gpu` on memory it can access.
-void fill(int gpu, void* ptr, size_t bytes, uint8_t value);
 // Number of 8-byte words in [ptr, ptr+bytes) that differ from `word`.
 uint64_t count_mismatches(int gpu, const void* ptr, size_t bytes, uint64_t word);
 

@@ -13,6 +13,8 @@
 #include <string>
 
 #include "core/allocators.hpp"
+#include "core/error.hpp"
+#include "core/kinds.hpp"
 #include "core/topology.hpp"
 
 namespace {
@@ -41,10 +43,10 @@ int mempath_place(const char* alloc, const char* mem) {
     return -1;
   }
   if (!a.empty()) {
-    bool known = false;
-    for (const auto& n : mempath::allocator_names()) known = known || n == a;
-    if (!known) {
-      last_error = "unknown allocator '" + a + "'; valid: system, numa, device, managed, pinned, registered";
+    try {
+      mempath::alloc_kind(a);  // the table's one-line message names the valid allocators
+    } catch (const mempath::UsageError& e) {
+      last_error = e.what();
       return -1;
     }
     if (!topology().find_mem(m)) {

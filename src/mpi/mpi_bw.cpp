@@ -11,6 +11,7 @@
 #include <optional>
 
 #include "core/allocators.hpp"
+#include "core/kinds.hpp"
 #include "core/error.hpp"
 #include "core/numa_policy.hpp"
 #include "core/options.hpp"
@@ -76,7 +77,8 @@ Plan parse_plan(const Options& opts) {
     if (m != "uni" && m != "bi") throw UsageError("invalid --mode '" + m + "'; valid: uni, bi");
   p.allocs = opts.has("alloc") ? opts.list("alloc") : split_list("numa");
   for (const auto& a : p.allocs)
-    if (std::find(allocator_names().begin(), allocator_names().end(), a) == allocator_names().end() || a == "registered")
+    if (std::find(allocator_names().begin(), allocator_names().end(), a) == allocator_names().end() ||
+        alloc_kind(a) == Alloc::Registered)
       throw UsageError("invalid --alloc '" + a + "'; valid: numa, system, pinned, managed, device");
   if (opts.has("min-size")) p.min_size = parse_size(*opts.get("min-size"));
   if (opts.has("max-size")) p.max_size = parse_size(*opts.get("max-size"));
@@ -111,7 +113,7 @@ struct RankPlace {
 RankPlace place_rank(const Job& job, const Topology& topo) {
   std::vector<int> host_nodes;
   for (const auto& n : topo.numa_nodes)
-    if (n.kind == "host" && !n.cpus.empty()) host_nodes.push_back(n.id);
+    if (mem_kind(n.kind) == MemKind::Host && !n.cpus.empty()) host_nodes.push_back(n.id);
   RankPlace place;
   place.numa = rank_numa(job.local, host_nodes);
   const NumaNode* node = topo.find_numa(place.numa);
@@ -254,7 +256,7 @@ void record_case(ResultFile& file, const CaseRow& c, const std::vector<double>& 
                  {"bytes", static_cast<int64_t>(bytes)}, {"time_s", seconds[k]}, {"bandwidth_GBps", gbps[k]}});
   const Summary sum = summarize(gbps);
   file.table("mpi_bw/cases", kCaseColumns)
-      .append({{"case_id", c.id}, {"mode", c.mode}, {"alloc", c.alloc}, {"mem", c.alloc == "device" ? "gpu" : "numa"},
+      .append({{"case_id", c.id}, {"mode", c.mode}, {"alloc", c.alloc}, {"mem", alloc_info(c.alloc).gpu_owned ? "gpu" : "numa"},
                {"ppn", static_cast<int64_t>(c.ppn)}, {"pairs", static_cast<int64_t>(c.pairs)},
                {"size_bytes", static_cast<int64_t>(c.size)}, {"window", static_cast<int64_t>(kMpiWindow)},
                {"windows", static_cast<int64_t>(windows)}, {"status", c.status}, {"reason", c.reason},
@@ -344,9 +346,10 @@ int cmd_bw(const std::vector<std::string>& args, const std::vector<std::string>&
   for (const auto& alloc : plan.allocs) {
     // One send and one receive buffer per rank for every size: messages of a window
     // share them, as in OSU's osu_bw.
-    std::string reason = alloc == "device" ? cuda_aware_problem() : "";
+    const bool on_gpu = alloc_info(alloc).gpu_owned;
+    std::string reason = on_gpu ? cuda_aware_problem() : "";
     std::unique_ptr<Buffer> send, recv;
-    const std::string mem = alloc == "device" ? "gpu" + std::to_string(job.local) : "numa" + std::to_string(place.numa);
+    const std::string mem = on_gpu ? "gpu" + std::to_string(job.local) : "numa" + std::to_string(place.numa);
     if (reason.empty()) {
       try {
         send = allocate(topo, alloc, mem, plan.max_size, 0x5a);
@@ -368,7 +371,7 @@ int cmd_bw(const std::vector<std::string>& args, const std::vector<std::string>&
         if (reason.empty()) {
           // Device memory is not checked: the host cannot fill or read it here.
           const Exchange x{peer, mode == "bi", job.node == 0, static_cast<char*>(send->data()),
-                           static_cast<char*>(recv->data()), alloc != "device"};
+                           static_cast<char*>(recv->data()), !on_gpu};
           result = run_case(job, x, size, plan.reps, "bw " + mode + " " + alloc + " " + format_size(size));
           row.status = result.failure.empty() ? "ok" : "failed";
           row.reason = result.failure;

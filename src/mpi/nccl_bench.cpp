@@ -13,6 +13,7 @@
 #include <sstream>
 
 #include "core/allocators.hpp"
+#include "core/kinds.hpp"
 #include "core/error.hpp"
 #include "core/options.hpp"
 #include "core/provenance.hpp"
@@ -143,7 +144,7 @@ CaseResult run_case(const Gpu& g, const Collective& c, Buffer& in, Buffer& out, 
   };
   for (int k = 0; k < warmup; ++k) run();
   const size_t out_bytes = c.out_elements() * sizeof(float);
-  if (out.alloc() == "device" || out.alloc() == "managed") {
+  if (alloc_info(out.kind()).gpu_memory) {
     cuda_ok(cudaMemsetAsync(out.data(), 0, out_bytes, g.stream), "cudaMemsetAsync (output)");
   } else {
     // Host memory is cleared by the host: cudaMemset may not reach pageable memory (no

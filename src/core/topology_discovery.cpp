@@ -1,0 +1,311 @@
+// Discovery: the NUMA nodes, processors and memories of a sysfs tree plus GPU facts
+// (docs/topology.md). The same code reads the live node ("/") and snapshots.
+#include "core/topology.hpp"
+#include "core/topology_detail.hpp"
+
+#include <sys/utsname.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <filesystem>
+#include <map>
+#include <set>
+#include <sstream>
+#include <utility>
+
+#include "core/error.hpp"
+#include "core/kinds.hpp"
+
+namespace mempath {
+namespace fs = std::filesystem;
+
+namespace topology_detail {
+
+std::vector<int> cpu_node_ids(const Topology& t) {
+  std::vector<int> ids;
+  for (const auto& n : t.numa_nodes)
+    if (!n.cpus.empty()) ids.push_back(n.id);
+  return ids;
+}
+}  // namespace topology_detail
+
+using namespace topology_detail;
+
+namespace {
+
+// Orders a node's CPUs one per physical core first, then the SMT siblings, so that
+// "the first k CPUs" of a processor are k distinct cores. Returns the number of cores.
+int order_by_core(const Tree& t, std::vector<int>* cpus) {
+  std::set<std::pair<long long, long long>> seen;
+  std::vector<int> first, siblings;
+  for (int c : *cpus) {
+    const auto core = read_int(t.cpu(c) / "topology/core_id");
+    const auto pkg = read_int(t.cpu(c) / "topology/physical_package_id");
+    // Without topology files every logical CPU counts as its own core.
+    const auto key = core && pkg ? std::make_pair(*pkg, *core) : std::make_pair(-1LL, -1LL - c);
+    (seen.insert(key).second ? first : siblings).push_back(c);
+  }
+  *cpus = first;
+  cpus->insert(cpus->end(), siblings.begin(), siblings.end());
+  return static_cast<int>(first.size());
+}
+
+// The largest data/unified cache of one CPU: its size and the CPUs sharing it.
+struct LastLevelCache {
+  int64_t bytes = 0;
+  std::vector<int> shared;
+};
+
+LastLevelCache last_level_cache(const Tree& t, int cpu) {
+  LastLevelCache best;
+  const auto levels = cpu_caches(t.root.string(), cpu);
+  if (!levels.empty()) best = {levels.back().bytes, levels.back().shared};
+  return best;
+}
+
+// "Node 0 MemTotal:  123 kB": the named field in bytes; the line must be there.
+int64_t meminfo_bytes(const std::string& meminfo, int id, const std::string& field) {
+  const std::string prefix = "Node " + std::to_string(id) + " " + field + ":";
+  std::istringstream in(meminfo);
+  for (std::string line; std::getline(in, line);) {
+    if (trim(line).rfind(prefix, 0) != 0) continue;
+    std::istringstream rest(trim(line).substr(prefix.size()));
+    std::string value, unit;
+    rest >> value >> unit;
+    if (all_digits(value) && value.size() <= 15 && (unit == "kB" || unit.empty()))
+      return std::stoll(value) * (unit == "kB" ? 1024 : 1);
+    break;
+  }
+  throw UsageError("no '" + prefix + " <n> kB' line; valid: the node's meminfo as sysfs writes it");
+}
+
+// A SLIT row: one distance per online node, 10 to itself, up to 255 (unreachable).
+std::vector<int> parse_distances(const std::string& text, size_t nodes) {
+  std::vector<int> row;
+  std::istringstream in(text);
+  for (std::string word; in >> word;) {
+    if (!all_digits(word) || word.size() > 3 || std::stoi(word) > 255)
+      throw UsageError("distance " + shown(word) + " is not a SLIT value; valid: integers 10..255, one per online node");
+    row.push_back(std::stoi(word));
+  }
+  if (row.size() != nodes)
+    throw UsageError(std::to_string(row.size()) + " distances for " + std::to_string(nodes) +
+                     " online nodes; valid: one integer 10..255 per online node, e.g. '10 80'");
+  return row;
+}
+
+NumaNode read_node(const Tree& t, int id, size_t online) {
+  NumaNode n;
+  n.id = id;
+  const fs::path cpulist = t.node(id) / "cpulist", meminfo = t.node(id) / "meminfo", distance = t.node(id) / "distance";
+  // An empty cpulist is valid: GH200 HBM and MIG placeholder nodes have no CPUs.
+  n.cpus = parse_file(cpulist, required_text(cpulist), parse_cpulist);
+  n.cores = order_by_core(t, &n.cpus);
+  const std::string mem = required_text(meminfo);
+  n.mem_total_bytes = parse_file(meminfo, mem, [&](const std::string& s) { return meminfo_bytes(s, id, "MemTotal"); });
+  n.mem_free_bytes = parse_file(meminfo, mem, [&](const std::string& s) { return meminfo_bytes(s, id, "MemFree"); });
+  n.distances = parse_file(distance, required_text(distance), [&](const std::string& s) { return parse_distances(s, online); });
+  if (!n.cpus.empty()) n.llc_bytes = last_level_cache(t, n.cpus.front()).bytes;
+  return n;
+}
+
+// Number of last-level cache instances among a node's CPUs (several on AMD CCDs or
+// sub-NUMA clusters), from the first CPU's shared_cpu_list: a buffer has to exceed all
+// of them together.
+int llc_instances(const Tree& t, const NumaNode& n) {
+  if (n.cpus.empty()) return 0;
+  const auto shared = last_level_cache(t, n.cpus.front()).shared;
+  size_t in_node = 0;
+  for (int c : shared) in_node += contains(n.cpus, c);
+  if (in_node == 0) return 1;
+  return static_cast<int>((n.cpus.size() + in_node - 1) / in_node);
+}
+
+std::string cpuinfo_value(const std::string& cpuinfo, const std::string& key) {
+  std::istringstream in(cpuinfo);
+  std::string line;
+  while (std::getline(in, line)) {
+    const auto colon = line.find(':');
+    if (colon != std::string::npos && trim(line.substr(0, colon)) == key) return trim(line.substr(colon + 1));
+  }
+  return "";
+}
+
+// aarch64 kernels print no model name, only the implementer's part number.
+std::string arm_part_name(const std::string& part) {
+  static const std::map<std::string, std::string> names = {
+      {"0xd4f", "NVIDIA Grace (Neoverse V2)"},
+      {"0xd40", "Arm Neoverse V1"},
+      {"0xd0c", "Arm Neoverse N1"},
+      {"0xd49", "Arm Neoverse N2"},
+  };
+  const auto it = names.find(part);
+  return it == names.end() ? "unknown" : it->second;
+}
+
+std::string cpu_model(const std::string& cpuinfo) {
+  const std::string model = cpuinfo_value(cpuinfo, "model name");
+  if (!model.empty()) return model;
+  const std::string part = cpuinfo_value(cpuinfo, "CPU part");
+  return part.empty() ? "unknown" : arm_part_name(part);
+}
+
+std::string live_arch() {
+  utsname u{};
+  return uname(&u) == 0 ? u.machine : "unknown";
+}
+
+// SLIT distance from `from` to node `to`; rows list the online nodes in order, which need
+// not be 0..N-1. 0 when unknown.
+int slit_distance(const Topology& t, const NumaNode& from, int to) {
+  for (size_t i = 0; i < t.numa_nodes.size() && i < from.distances.size(); ++i)
+    if (t.numa_nodes[i].id == to) return from.distances[i];
+  return 0;
+}
+
+// GH200 SLIT (NVIDIA, kernel): Grace local 10, other Grace 40, its own GPU's HBM 80, another
+// GPU's HBM 120; GPU memory nodes are 255 from the other nodes of the same GPU (MIG
+// placeholders) and 120 from other GPUs'. Host memory, CPU-less (CXL, memory-only) or not,
+// sits at most 40 from some CPU node on the machines we know.
+inline constexpr int kGpuMemoryCpuDistance = 80;    // nearest CPU node at least this far
+inline constexpr int kGpuMemoryOtherDistance = 120;  // other CPU-less nodes at least this far
+
+// A CPU-less node with memory that no GPU fact names, whose distances are those of GPU
+// memory: HBM of a GPU we cannot see (CPU-only build, driver not loaded).
+bool looks_like_gpu_memory(const Topology& t, const NumaNode& n) {
+  int nearest_cpu = 0;
+  for (const auto& other : t.numa_nodes) {
+    if (other.id == n.id) continue;
+    const int d = slit_distance(t, n, other.id);
+    if (d <= 0) return false;  // no SLIT: no evidence
+    if (!other.cpus.empty()) nearest_cpu = nearest_cpu == 0 ? d : std::min(nearest_cpu, d);
+    else if (d < kGpuMemoryOtherDistance) return false;
+  }
+  return nearest_cpu >= kGpuMemoryCpuDistance;
+}
+
+// Classifies each node once the GPUs are known: a CPU-less node holding a GPU's HBM, by
+// the GPU facts, else by its distances (then gpu -1: whose HBM it is stays unknown).
+void classify_nodes(Topology* t) {
+  for (auto& n : t->numa_nodes) {
+    n.kind = mem_kind_name(n.mem_total_bytes <= 0 ? MemKind::Empty : MemKind::Host);
+    if (n.mem_total_bytes <= 0 || !n.cpus.empty()) continue;
+    for (const auto& g : t->gpus)
+      if (g.hbm_numa == n.id) {
+        n.kind = mem_kind_name(MemKind::Hbm);
+        n.gpu = g.id;
+      }
+  }
+  for (auto& n : t->numa_nodes)
+    if (mem_kind(n.kind) == MemKind::Host && n.cpus.empty() && looks_like_gpu_memory(*t, n))
+      n.kind = mem_kind_name(MemKind::Hbm);
+}
+
+// The host node of a GPU as the paths need it. Drivers report -1 where the platform has
+// one node (sysfs numa_node = -1), so fill the gap: the only CPU node, else the CPU node
+// nearest to the GPU's HBM node by SLIT distance.
+void resolve_host_nodes(Topology* t) {
+  const auto cpu_nodes = cpu_node_ids(*t);
+  for (auto& g : t->gpus) {
+    if (g.host_numa >= 0 || cpu_nodes.empty()) continue;
+    if (cpu_nodes.size() == 1) {
+      g.host_numa = cpu_nodes.front();
+      continue;
+    }
+    const NumaNode* hbm = t->find_numa(g.hbm_numa);
+    if (!hbm) continue;
+    int best = -1, best_dist = 0;
+    for (int c : cpu_nodes) {
+      const int d = slit_distance(*t, *hbm, c);
+      if (d > 0 && (best < 0 || d < best_dist)) {
+        best = c;
+        best_dist = d;
+      }
+    }
+    g.host_numa = best;
+  }
+}
+
+void add_processors(Topology* t, const Tree& tree) {
+  std::vector<const NumaNode*> cpu_nodes;
+  for (const auto& n : t->numa_nodes)
+    if (!n.cpus.empty()) cpu_nodes.push_back(&n);
+  Processor all;
+  all.name = "cpus";
+  all.kind = pu_kind_name(PuKind::Cpu);
+  for (const NumaNode* n : cpu_nodes) {
+    Processor p;
+    p.name = "cpu" + std::to_string(n->id);
+    p.kind = pu_kind_name(PuKind::Cpu);
+    p.numa = n->id;
+    p.cpus = n->cpus;
+    p.cores = n->cores;
+    p.cache_bytes = n->llc_bytes * llc_instances(tree, *n);
+    all.cpus.insert(all.cpus.end(), p.cpus.begin(), p.cpus.end());
+    all.cores += p.cores;
+    all.cache_bytes += p.cache_bytes;
+    t->processors.push_back(std::move(p));
+  }
+  if (cpu_nodes.size() > 1) t->processors.push_back(std::move(all));
+  for (const auto& g : t->gpus) {
+    Processor p;
+    p.name = "gpu" + std::to_string(g.id);
+    p.kind = pu_kind_name(PuKind::Gpu);
+    p.gpu = g.id;
+    p.cache_bytes = g.l2_bytes;
+    t->processors.push_back(std::move(p));
+  }
+}
+
+void add_memories(Topology* t) {
+  for (const auto& n : t->numa_nodes) {
+    if (mem_kind(n.kind) == MemKind::Empty) continue;
+    Memory m;
+    m.name = "numa" + std::to_string(n.id);
+    m.kind = n.kind;
+    m.numa = n.id;
+    m.gpu = n.gpu;
+    m.bytes = n.mem_total_bytes;
+    m.free_bytes = n.mem_free_bytes;
+    t->memories.push_back(std::move(m));
+  }
+  for (const auto& g : t->gpus) {
+    Memory m;
+    m.name = "gpu" + std::to_string(g.id);
+    m.kind = mem_kind_name(MemKind::Device);
+    m.gpu = g.id;
+    m.numa = g.hbm_numa;
+    m.bytes = g.memory_bytes;
+    t->memories.push_back(std::move(m));
+  }
+}
+}  // namespace
+
+Topology build_topology(const std::string& root, const std::vector<GpuInfo>& gpus,
+                        const std::string& source) {
+  const Tree tree{root};
+  Topology t;
+  t.source = source;
+  const std::string cpuinfo = read_text(tree.cpuinfo()).value_or("");
+  t.cpu_model = cpu_model(cpuinfo);
+  // A snapshot may come from another architecture: Arm kernels print "CPU part".
+  t.arch = source == "live" ? live_arch()
+                            : (cpuinfo_value(cpuinfo, "CPU part").empty() ? "x86_64" : "aarch64");
+  const std::vector<int> online = online_nodes(tree);
+  for (int id : online) t.numa_nodes.push_back(read_node(tree, id, online.size()));
+  t.gpus = gpus;
+  classify_nodes(&t);
+  resolve_host_nodes(&t);
+  add_processors(&t, tree);
+  add_memories(&t);
+  add_paths(&t);
+  return t;
+}
+
+Topology discover() {
+  Topology t = build_topology("/", query_gpus(), "live");
+  char name[256] = {};
+  t.host = gethostname(name, sizeof name - 1) == 0 ? name : "unknown";
+  return t;
+}
+}  // namespace mempath

@@ -1,0 +1,192 @@
+// Path rules: which link a processor crosses to a memory and which allocators can place
+// memory there (the two tables at the end of docs/topology.md).
+#include "core/topology.hpp"
+#include "core/topology_detail.hpp"
+
+#include <algorithm>
+#include <sstream>
+
+#include "core/kinds.hpp"
+
+namespace mempath {
+
+namespace topology_detail {
+
+std::string gpu_str(int g) { return "GPU " + std::to_string(g); }
+std::string hbm_owner(int g) { return g < 0 ? "the HBM of a GPU this node's facts do not show" : gpu_str(g) + "'s HBM"; }
+
+std::vector<std::string> via_links(const std::string& via) {
+  std::vector<std::string> links;
+  std::stringstream in(via);
+  for (std::string link; std::getline(in, link, '+');)
+    if (!link.empty()) links.push_back(link);
+  return links;
+}
+
+std::string join_via(const std::vector<std::string>& links) {
+  std::string via;
+  for (const auto& l : links) via += (via.empty() ? "" : "+") + l;
+  return via;
+}
+
+}  // namespace topology_detail
+
+using namespace topology_detail;
+
+namespace {
+
+class PathRules {
+ public:
+  explicit PathRules(const Topology& t) : t_(t), cpu_nodes_(cpu_node_ids(t)) {}
+
+  Path make(const Processor& pu, const Memory& mem) const {
+    Path p;
+    p.pu = pu.name;
+    p.mem = mem.name;
+    const bool cpu = pu_kind(pu.kind) == PuKind::Cpu;
+    const MemKind kind = mem_kind(mem.kind);
+    p.via = cpu ? cpu_via(pu, mem) : gpu_via(gpu(pu.gpu), mem);
+    for (const AllocInfo& a : kAllocTable) {
+      const std::string reason = cpu ? cpu_problem(a, mem, kind) : gpu_problem(a, gpu(pu.gpu), mem, kind);
+      if (reason.empty()) p.allocs.push_back(a.name);
+      else p.skipped.push_back({a.name, reason});
+    }
+    return p;
+  }
+
+ private:
+  const GpuInfo& gpu(int id) const { return *t_.find_gpu(id); }
+  int host_of(int gpu_id) const {
+    const GpuInfo* g = t_.find_gpu(gpu_id);
+    return g ? g->host_numa : -1;
+  }
+  // `cpus` has threads on every CPU node, so a memory is near some of them and behind the
+  // socket interconnect for the others: the links all of them cross, then "spread".
+  std::string cpu_via(const Processor& pu, const Memory& mem) const {
+    if (pu.numa >= 0) return node_via(pu.numa, mem);
+    std::vector<std::vector<std::string>> routes;
+    for (int n : cpu_nodes_) routes.push_back(via_links(node_via(n, mem)));
+    if (std::all_of(routes.begin(), routes.end(), [&](const auto& r) { return r == routes.front(); }))
+      return join_via(routes.front());
+    std::vector<std::string> common;
+    for (const auto& link : routes.front()) {
+      const bool everywhere = std::all_of(routes.begin(), routes.end(), [&](const auto& r) {
+        return std::find(r.begin(), r.end(), link) != r.end();
+      });
+      if (everywhere && link != "local") common.push_back(link);
+    }
+    common.push_back("spread");
+    return join_via(common);
+  }
+
+  // From the CPUs of node `node`.
+  std::string node_via(int node, const Memory& mem) const {
+    if (mem_kind(mem.kind) == MemKind::Host) return mem.numa == node ? "local" : "interconnect";
+    if (mem.gpu < 0) return "unknown";  // HBM recognised by distance: its link is not known
+    const int host = host_of(mem.gpu);
+    const bool near = host < 0 || host == node;
+    const std::string link = mem_kind(mem.kind) == MemKind::Hbm ? "c2c" : gpu(mem.gpu).link_type;
+    // A PCIe GPU behind the other socket is reached over the socket link first.
+    return near ? link : link + "+interconnect";
+  }
+
+  // From GPU g to host node `node` through g's own link (and the socket link if needed).
+  std::string host_route(const GpuInfo& g, int node) const {
+    const bool near = g.host_numa < 0 || node < 0 || g.host_numa == node;
+    return near ? g.link_type : g.link_type + "+interconnect";
+  }
+
+  std::string gpu_via(const GpuInfo& g, const Memory& mem) const {
+    if (mem_kind(mem.kind) == MemKind::Host) return host_route(g, mem.numa);
+    if (mem.gpu < 0) return "unknown";  // HBM of a GPU without facts: which link is unknown
+    if (mem.gpu == g.id) return "local";
+    if (contains(g.nvlink_peers, mem.gpu)) return "nvlink";
+    if (contains(g.peers, mem.gpu)) return "peer";
+    return host_route(g, host_of(mem.gpu));  // no peer access: only through the hosts
+  }
+
+  // Why a CPU cannot use allocator `a` on `mem`, "" when it can.
+  std::string cpu_problem(const AllocInfo& a, const Memory& mem, MemKind kind) const {
+    if (kind == MemKind::Device) {
+      if (!a.gpu_memory) return not_on_gpu_memory();
+      if (a.gpu_owned) return "cudaMalloc memory is not mapped for CPU access";
+      return "";  // managed: prefetched to the GPU first
+    }
+    if (a.gpu_owned) return device_not_numa();
+    if (a.pageable) return "";
+    if (kind == MemKind::Hbm && a.host_touched) return hbm_problem(a, mem);
+    return a.needs_cuda && t_.gpus.empty() ? "no CUDA GPU on this node" : "";
+  }
+
+  // Why GPU g cannot use allocator `a` on `mem`, "" when it can.
+  std::string gpu_problem(const AllocInfo& a, const GpuInfo& g, const Memory& mem, MemKind kind) const {
+    if (kind == MemKind::Device) {
+      if (!a.gpu_memory) return not_on_gpu_memory();
+      const bool reachable = mem.gpu == g.id || contains(g.peers, mem.gpu);
+      return reachable ? "" : "no peer access from " + gpu_str(g.id) + " to " + gpu_str(mem.gpu);
+    }
+    if (a.gpu_owned) return device_not_numa();
+    if (a.pageable)
+      return g.pageable_access ? ""
+                               : gpu_str(g.id) + " cannot access pageable memory (no ATS/HMM)";
+    return kind == MemKind::Hbm && a.host_touched ? hbm_problem(a, mem) : "";
+  }
+
+  // pinned/registered/managed buffers on a NUMA node are host pages first touched (or
+  // pinned) by the node's CPUs; an HBM node has none.
+  std::string hbm_problem(const AllocInfo& a, const Memory& mem) const {
+    const std::string whose = mem.name + " is " + hbm_owner(mem.gpu);
+    if (mem.gpu < 0) return "pinned, registered and managed buffers are host memory; " + whose;
+    if (a.kind == Alloc::Managed)
+      return "managed buffers are first touched by a host node's CPUs; " + whose +
+             " (use gpu" + std::to_string(mem.gpu) + " for managed memory prefetched to the GPU)";
+    return "pinned and registered buffers are host memory; " + whose;
+  }
+
+  // The allocator places memory on the other kind of memory: the same sentence for every
+  // path, so listings group them.
+  static std::string device_not_numa() {
+    return "cudaMalloc memory is GPU memory, not a NUMA node";
+  }
+  static std::string not_on_gpu_memory() {
+    return "system, numa, pinned and registered buffers are NUMA-node memory, not cudaMalloc memory";
+  }
+
+  const Topology& t_;
+  std::vector<int> cpu_nodes_;
+};
+}  // namespace
+
+void topology_detail::add_paths(Topology* t) {
+  const PathRules rules(*t);
+  for (const auto& pu : t->processors)
+    for (const auto& mem : t->memories) t->paths.push_back(rules.make(pu, mem));
+}
+
+std::string route_via(const Topology& topo, const std::string& pu, const std::string& src, const std::string& dst) {
+  const Path* from = topo.find_path(pu, src);
+  const Path* to = topo.find_path(pu, dst);
+  if (!from || !to) return "";
+  std::vector<std::string> links;
+  for (const Path* p : {from, to})
+    for (const auto& link : via_links(p->via))
+      if (link != "local" && std::find(links.begin(), links.end(), link) == links.end()) links.push_back(link);
+  return links.empty() ? "local" : join_via(links);
+}
+
+std::string alloc_problem(const Topology& topo, const std::string& pu, const std::string& mem,
+                          const std::string& alloc) {
+  const Path* path = topo.find_path(pu, mem);
+  if (!path) return "no path from " + pu + " to " + mem;
+  for (const auto& a : path->allocs)
+    if (a == alloc) return "";
+  for (const auto& s : path->skipped)
+    if (s.alloc == alloc) return s.reason;
+  return "allocator " + alloc + " cannot place memory on " + mem;
+}
+
+bool alloc_fits_memory(const Memory& m, const std::string& alloc) {
+  const AllocInfo& a = alloc_info(alloc);
+  return mem_kind(m.kind) == MemKind::Device ? a.gpu_memory : !a.gpu_owned;
+}
+}  // namespace mempath

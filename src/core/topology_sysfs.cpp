@@ -1,0 +1,181 @@
+// Reading sysfs/procfs text below a root folder: the small parsers every part of the
+// topology shares, cpulists and the caches of a CPU (docs/topology.md).
+#include "core/topology.hpp"
+#include "core/topology_detail.hpp"
+
+#include <algorithm>
+#include <cctype>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <set>
+#include <sstream>
+
+#include "core/error.hpp"
+
+namespace mempath {
+namespace fs = std::filesystem;
+
+namespace topology_detail {
+
+std::string trim(const std::string& s) {
+  const auto b = s.find_first_not_of(" \t\r\n");
+  if (b == std::string::npos) return "";
+  const auto e = s.find_last_not_of(" \t\r\n");
+  return s.substr(b, e - b + 1);
+}
+
+// Whole file, or nothing when it cannot be read (a missing file is normal: older kernels,
+// hand-written fixtures).
+std::optional<std::string> read_text(const fs::path& p) {
+  std::ifstream in(p, std::ios::binary);
+  if (!in) return std::nullopt;
+  std::ostringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+std::optional<long long> read_int(const fs::path& p) {
+  const auto text = read_text(p);
+  if (!text) return std::nullopt;
+  try {
+    return std::stoll(trim(*text));
+  } catch (...) {
+    return std::nullopt;
+  }
+}
+
+std::optional<long long> to_int(const std::string& s) {
+  try {
+    size_t used = 0;
+    const long long v = std::stoll(trim(s), &used);
+    return used == trim(s).size() ? std::optional<long long>(v) : std::nullopt;
+  } catch (...) {
+    return std::nullopt;
+  }
+}
+
+std::string join_ints(const std::vector<int>& v, const char* sep) {
+  std::string out;
+  for (size_t i = 0; i < v.size(); ++i) out += (i ? sep : "") + std::to_string(v[i]);
+  return out;
+}
+
+// Bad input is echoed inside a one-line message: control characters would break the line
+// and a huge file would drown it.
+std::string shown(const std::string& text) {
+  constexpr size_t kShown = 40;
+  std::string out;
+  for (char c : text.substr(0, kShown)) out += static_cast<unsigned char>(c) < 0x20 ? '?' : c;
+  return "'" + out + (text.size() > kShown ? "...'" : "'");
+}
+
+// A file every NUMA node has in sysfs: missing means a broken snapshot, not an old kernel.
+std::string required_text(const fs::path& p) {
+  const auto text = read_text(p);
+  if (!text)
+    throw UsageError(p.string() + " is missing; valid: a snapshot written by `mempath topo --save DIR` "
+                     "(each nodeN folder holds cpulist, meminfo and distance)");
+  return *text;
+}
+
+bool all_digits(const std::string& s) {
+  return !s.empty() && std::all_of(s.begin(), s.end(), [](unsigned char c) { return std::isdigit(c) != 0; });
+}
+
+// Cache sizes as sysfs writes them: "116736K", "32M", "1G" (plain bytes accepted too).
+int64_t parse_cache_size(const std::string& text) {
+  std::string digits = trim(text);
+  int64_t unit = 1;
+  if (!digits.empty()) {
+    switch (digits.back()) {
+      case 'K': case 'k': unit = 1LL << 10; digits.pop_back(); break;
+      case 'M': case 'm': unit = 1LL << 20; digits.pop_back(); break;
+      case 'G': case 'g': unit = 1LL << 30; digits.pop_back(); break;
+      default: break;
+    }
+  }
+  // Nine digits already exceed any cache; the bound also keeps the product in range.
+  if (!all_digits(digits) || digits.size() > 9)
+    throw UsageError("cache size " + shown(trim(text)) + " is not <n>K, <n>M or <n>G; valid: e.g. 116736K");
+  return std::stoll(digits) * unit;
+}
+
+std::string format_bytes(int64_t bytes) {
+  const char* units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
+  double v = static_cast<double>(bytes);
+  int u = 0;
+  while (v >= 1024.0 && u < 4) {
+    v /= 1024.0;
+    ++u;
+  }
+  char buf[32];
+  std::snprintf(buf, sizeof buf, u == 0 ? "%.0f %s" : "%.1f %s", v, units[u]);
+  return buf;
+}
+
+// Online nodes from node/online; without that file (non-NUMA kernels, partial snapshots)
+// the nodeN folders that exist.
+std::vector<int> online_nodes(const Tree& t) {
+  const fs::path online = t.node_dir() / "online";
+  if (const auto text = read_text(online)) return parse_file(online, *text, parse_cpulist);
+  std::vector<int> ids;
+  std::error_code ec;
+  for (const auto& e : fs::directory_iterator(t.node_dir(), ec)) {
+    const std::string name = e.path().filename().string();
+    if (name.rfind("node", 0) == 0)
+      if (const auto id = to_int(name.substr(4))) ids.push_back(static_cast<int>(*id));
+  }
+  std::sort(ids.begin(), ids.end());
+  return ids;
+}
+}  // namespace topology_detail
+
+using namespace topology_detail;
+
+std::vector<CacheLevel> cpu_caches(const std::string& root, int cpu) {
+  std::vector<CacheLevel> levels;
+  std::error_code ec;
+  for (const auto& e : fs::directory_iterator(Tree{root}.cpu(cpu) / "cache", ec)) {
+    if (e.path().filename().string().rfind("index", 0) != 0) continue;
+    const auto level = read_int(e.path() / "level");
+    const std::string type = trim(read_text(e.path() / "type").value_or(""));
+    if (!level || type == "Instruction") continue;
+    // Some kernels list a cache without its size or sharing: unknown, not wrong.
+    const fs::path size = e.path() / "size", shared = e.path() / "shared_cpu_list";
+    const auto size_text = read_text(size), shared_text = read_text(shared);
+    levels.push_back({static_cast<int>(*level), size_text ? parse_file(size, *size_text, parse_cache_size) : 0,
+                      shared_text ? parse_file(shared, *shared_text, parse_cpulist) : std::vector<int>{}});
+  }
+  std::sort(levels.begin(), levels.end(), [](const CacheLevel& a, const CacheLevel& b) {
+    return a.level != b.level ? a.level < b.level : a.bytes < b.bytes;
+  });
+  return levels;
+}
+
+std::vector<int> parse_cpulist(const std::string& text) {
+  // Checked before expanding: "0-99999999" must not become 10^8 ints.
+  auto fail = [&](const std::string& why) {
+    return UsageError(shown(trim(text)) + " is not a Linux cpulist (" + why +
+                      "); valid: ids and ascending ranges in 0.." + std::to_string(kMaxCpulistId) +
+                      ", comma-separated, e.g. 0-71 or 0-31,64-95, or empty");
+  };
+  auto id = [&](const std::string& digits) {
+    if (!all_digits(digits)) throw fail(shown(digits) + " is not a number");
+    if (digits.size() > 5 || std::stoi(digits) > kMaxCpulistId) throw fail(digits + " is above the bound");
+    return std::stoi(digits);
+  };
+  std::set<int> ids;
+  std::stringstream in(trim(text));
+  for (std::string item; std::getline(in, item, ',');) {
+    item = trim(item);
+    if (item.empty()) throw fail("empty item");
+    const auto dash = item.find('-');
+    const int lo = id(item.substr(0, dash));
+    const int hi = dash == std::string::npos ? lo : id(item.substr(dash + 1));
+    if (hi < lo) throw fail("range " + item + " is reversed");
+    for (int i = lo; i <= hi; ++i) ids.insert(i);
+  }
+  return {ids.begin(), ids.end()};
+}
+}  // namespace mempath

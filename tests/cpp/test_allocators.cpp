@@ -1,0 +1,50 @@
+// The allocator layer decides by the kinds table: an unknown allocator is a one-line
+// UsageError before anything is allocated, huge pages only for pageable allocators, and
+// a host buffer knows its kind and where its pages are.
+#include <gtest/gtest.h>
+
+#include <string>
+
+#include "core/allocators.hpp"
+#include "core/error.hpp"
+#include "core/topology.hpp"
+
+namespace mempath {
+namespace {
+
+TEST(Allocators, UnknownAllocatorIsAUsageErrorNamingTheValidOnes) {
+  const Topology topo = discover();
+  for (const std::string& mem : {"numa" + std::to_string(topo.numa_nodes.front().id), std::string("interleave")}) {
+    try {
+      allocate(topo, "malloc", mem, 4096, 0);
+      FAIL() << "no error for " << mem;
+    } catch (const UsageError& e) {
+      EXPECT_STREQ(e.what(), "unknown allocator 'malloc'; valid: system, numa, device, managed, pinned, registered");
+    }
+  }
+}
+
+TEST(Allocators, HugePagesOnlyForPageableAllocators) {
+  const Topology topo = discover();
+  try {
+    allocate(topo, "pinned", "numa" + std::to_string(topo.numa_nodes.front().id), 4096, 0, true);
+    FAIL() << "no error";
+  } catch (const Unsupported& e) {
+    EXPECT_STREQ(e.what(), "huge pages are requested with madvise for system and numa memory, not pinned");
+  }
+}
+
+TEST(Allocators, HostBufferKnowsItsKindAndPlacement) {
+  const Topology topo = discover();
+  const int node = topo.numa_nodes.front().id;
+  for (const char* alloc : {"system", "numa"}) {
+    auto buf = allocate(topo, alloc, "numa" + std::to_string(node), 1 << 20, 0x5a);
+    EXPECT_EQ(buf->kind(), alloc_kind(std::string(alloc)));
+    EXPECT_EQ(static_cast<unsigned char*>(buf->data())[(1 << 20) - 1], 0x5a);
+    const std::string where = placement(*buf);
+    EXPECT_TRUE(where == "numa" + std::to_string(node) || where == "unknown") << where;
+  }
+}
+
+}  // namespace
+}  // namespace mempath
