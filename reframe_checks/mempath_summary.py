@@ -65,7 +65,7 @@ def parse_line(line: str) -> SummaryLine | None:
     MalformedLine for a tagged line that has no benchmark, an unclosed quote, a field
     without `=`, a field twice or no `status`."""
     text = line.strip()
-    if not text.startswith(_TAG):
+    if not (text + ' ').startswith(_TAG):
         return None
     match = _LINE_RE.match(text)
     if not match:
