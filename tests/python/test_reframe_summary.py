@@ -177,3 +177,36 @@ def test_the_tables_give_the_checks_of_before(every_feature: Path) -> None:
            for d in described}
     assert got == {name: (tags, LIMITS[limit], [systems])
                    for name, (tags, limit, systems) in CHECKS_BEFORE_TABLES.items()}
+
+
+def test_rows_and_flags_make_one_command_form(every_feature: Path, tmp_path: Path) -> None:
+    """`SUBCOMMAND CASE_OPTIONS FLAGS --output FILE EXTRA` for the families whose command
+    lines no other test file pins: booleans give the flag alone, set variables their
+    flag, unset ones nothing, and extra options come last."""
+    report = tmp_path / 'report.json'
+    out = reframe('-C', str(every_feature), '-c', str(CHECKS), '--dry-run',
+                  '--prefix', str(tmp_path / 'rfm'), '--report-file', str(report),
+                  '-n', 'MempathBandwidth%op=read%pu_kind=cpu', '-n', 'MempathUnifiedMemory',
+                  '-n', 'MempathAllocatorMatrix', '-n', 'MempathMpiBandwidth%ranks_per_node=2',
+                  '-n', 'MempathNccl',
+                  '-S', 'MempathBandwidth.quick=true', '-S', 'MempathBandwidth.in_cache=true',
+                  '-S', 'MempathBandwidth.size=8MiB', '-S', 'MempathBandwidth.pus=cpu0',
+                  '-S', 'MempathUnifiedMemory.size=64MiB', '-S', 'MempathUnifiedMemory.reps=3',
+                  '-S', 'MempathMpiBandwidth.max_size=1MiB',
+                  '-S', 'MempathNccl.extra_options=--warmup,2')
+    assert out.returncode == 0, out.stdout + out.stderr
+    commands = {}
+    for tc in json.loads(report.read_text())['runs'][0]['testcases']:
+        if tc['stagedir'] and not tc['name'].startswith('MempathBuild'):
+            script = Path(tc['stagedir']) / 'rfm_job.sh'
+            line = next(l for l in script.read_text().splitlines() if '/mempath' in l)
+            commands[tc['name']] = line.split(' ', 1)[1]
+    assert commands == {
+        'MempathBandwidth %op=read %pu_kind=cpu':
+            'bw --all --op read --pu-kind cpu --size 8MiB --pu cpu0 --in-cache '
+            '--threads all --kernel grid --output bw.h5',
+        'MempathUnifiedMemory': 'um --size 64MiB --reps 3 --output um.h5',
+        'MempathAllocatorMatrix': 'allocmatrix --output allocmatrix.h5',
+        'MempathMpiBandwidth %ranks_per_node=2': 'bw --max-size 1MiB --ppn 2 --output mpi_bw.h5',
+        'MempathNccl': 'nccl --placement device,host,peer --output nccl.h5 --warmup 2',
+    }
