@@ -12,27 +12,34 @@ extra_options.
 """
 from __future__ import annotations
 
-import os
-
 import reframe as rfm
-import reframe.utility.sanity as sn
-import reframe.utility.typecheck as typ
-from reframe.core.builtins import (fixture, parameter, run_after, run_before,
-                                   sanity_function, variable)
+from reframe.core.builtins import parameter, run_after, variable
 
 import mempath_run
 import mempath_summary
 import references
-from mempath_build import MempathBuild
 
 #: Which partitions can run each kind of processor: GPU cases need an NVIDIA GPU (CUDA).
 VALID_SYSTEMS = {'cpu': ['*'], 'gpu': ['+nvgpu']}
 #: The nightly subset; every check is also tagged `full`.
 ACCEPTANCE_OPS = ('read', 'copy')
+#: No thread sweep and only the full-GPU kernel: what a nightly acceptance run on a large
+#: node (quad GH200: ~1,800 cases) wants.
+QUICK_OPTIONS = ('--threads', 'all', '--kernel', 'grid')
+
+
+class BandwidthMetric:
+    """One variable per path (mempath_summary.perf_cases): the median the binary printed
+    for the case with the most threads."""
+
+    @staticmethod
+    def values(lines: list[mempath_summary.SummaryLine]) -> dict[str, tuple[float, str]]:
+        cases = mempath_summary.perf_cases(map(mempath_summary.bw_case, lines))
+        return {name: (case.median_GBps, 'GB/s') for name, case in sorted(cases.items())}
 
 
 @rfm.simple_test
-class MempathBandwidth(rfm.RunOnlyRegressionTest, mempath_run.WholeNode):
+class MempathBandwidth(mempath_run.MempathCommand, mempath_run.WholeNode):
     """`mempath bw --all --op OP --pu-kind KIND --output bw.h5`."""
 
     op = parameter(['read', 'write', 'copy'])
@@ -48,23 +55,18 @@ class MempathBandwidth(rfm.RunOnlyRegressionTest, mempath_run.WholeNode):
     pus = variable(str, value='')
     mems = variable(str, value='')
     allocs = variable(str, value='')
-    #: No thread sweep and only the full-GPU kernel (`--threads all --kernel grid`): what a
-    #: nightly acceptance run on a large node (quad GH200: ~1,800 cases) wants.
+    #: `--threads all --kernel grid` (QUICK_OPTIONS).
     quick = variable(bool, value=False)
-    #: Any further `mempath bw` options.
-    extra_options = variable(typ.List[str], value=[])
 
+    subcommand = 'bw'
+    case_options = ['--all']
+    flags = (('--op', 'op'), ('--pu-kind', 'pu_kind'), ('--size', 'size'), ('--reps', 'reps'),
+             ('--pu', 'pus'), ('--mem', 'mems'), ('--alloc', 'allocs'),
+             ('--in-cache', 'in_cache'), (QUICK_OPTIONS, 'quick'))
     output_file = 'bw.h5'
-    valid_prog_environs = ['*']
-    num_tasks = 1
-    num_tasks_per_node = 1
-    exclusive_access = True
-    keep_files = [output_file]
-    maintainers = ['mempath']
+    metric = BandwidthMetric()
     # Every case is in the full suite (read and copy in acceptance as well): the longer limit.
     time_limit = mempath_run.FULL_TIME_LIMIT
-
-    mempath = fixture(MempathBuild, scope='environment')
 
     @run_after('init')
     def set_scope(self):
@@ -74,34 +76,5 @@ class MempathBandwidth(rfm.RunOnlyRegressionTest, mempath_run.WholeNode):
         if self.op in ACCEPTANCE_OPS:
             self.tags.add('acceptance')
 
-    @run_before('run')
-    def set_command(self):
-        self.executable = self.mempath.executable_path
-        opts = ['bw', '--all', '--op', self.op, '--pu-kind', self.pu_kind,
-                '--output', self.output_file]
-        for flag, value in (('--size', self.size), ('--reps', self.reps),
-                            ('--pu', self.pus), ('--mem', self.mems),
-                            ('--alloc', self.allocs)):
-            if value not in ('', None):
-                opts += [flag, str(value)]
-        if self.in_cache:
-            opts.append('--in-cache')
-        if self.quick:
-            opts += ['--threads', 'all', '--kernel', 'grid']
-        self.executable_opts = opts + list(self.extra_options)
-
-    @sanity_function
-    def cases_ran(self):
-        return mempath_run.ran_ok(self, 'bw', self.output_file)
-
-    @run_before('performance')
-    def set_perf_variables(self):
-        stdout = os.path.join(self.stagedir, str(self.stdout))   # hooks run elsewhere
-        lines = sn.evaluate(sn.extractall(mempath_summary.LINE_PATTERN, stdout, 0))
-        cases = mempath_summary.perf_cases(mempath_summary.parse_bw_lines(lines))
-        # One variable per path: the median the binary printed for that case.
-        self.perf_variables = {
-            name: sn.make_performance_function(sn.defer(case.median_GBps), 'GB/s')
-            for name, case in sorted(cases.items())
-        }
-        self.reference = references.resolve(self.op, self.perf_variables)
+    def resolve_references(self, perf_variables):
+        return references.resolve(self.op, perf_variables)

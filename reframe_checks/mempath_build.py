@@ -19,9 +19,11 @@ import reframe.utility.sanity as sn
 import reframe.utility.typecheck as typ
 from reframe.core.builtins import run_before, sanity_function, variable
 
-import mempath_run
-
 REPO_ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), '..'))
+
+
+#: Wall-clock limit of building mempath or nccl-tests in a job (issue 12: never hang a job).
+BUILD_TIME_LIMIT = '1h'
 
 
 def _git_dir(repo: str) -> str | None:
@@ -43,7 +45,7 @@ class MempathBuild(rfm.CompileOnlyRegressionTest):
     # Build in a job on the partition: it sees the run's uenv/modules (Alps mounts a uenv
     # per job), and the compilers of the nodes measured.
     build_locally = False
-    build_time_limit = mempath_run.BUILD_TIME_LIMIT
+    build_time_limit = BUILD_TIME_LIMIT
 
     #: Extra CMake configure options.
     cmake_options = variable(typ.List[str],

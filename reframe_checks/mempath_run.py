@@ -1,12 +1,26 @@
-"""What every mempath check does around the binary: one task with the whole node, and the
-same sanity on the binary's summary lines and result file."""
+"""What every mempath check does around the binary: the base class of a check that runs
+one `mempath` (or `mempath-mpi`) command, the sanity on its summary lines and result file,
+one task with the whole node, and the table that turns a family's rows into checks.
+
+A family file (bandwidth.py, latency.py, ...) holds a base class with the family's
+variables and the rows of its table (`Row`); `define` makes one ReFrame check per row.
+"""
 from __future__ import annotations
 
 import os
+from dataclasses import dataclass, field
+from typing import Any, Callable, Iterable, Union
 
+import reframe as rfm
 import reframe.utility.sanity as sn
-from reframe.core.builtins import run_before
+import reframe.utility.typecheck as typ
+from reframe.core.builtins import fixture, run_after, run_before, sanity_function, variable
+from reframe.core.exceptions import SanityError
+from reframe.core.meta import make_test
 from reframe.core.pipeline import RegressionTestPlugin
+
+import mempath_summary
+from mempath_build import BUILD_TIME_LIMIT, MempathBuild  # noqa: F401 (one place for limits)
 
 # Wall-clock limits of the checks' jobs, per family (ReFrame's `time_limit`, and
 # `build_time_limit` for the build fixtures). Generous on purpose: only a hung run reaches
@@ -17,10 +31,12 @@ from reframe.core.pipeline import RegressionTestPlugin
 ACCEPTANCE_TIME_LIMIT = '20m'
 #: Full sweeps (sizes, thread counts, every allocator) and checks that run both scopes.
 FULL_TIME_LIMIT = '2h'
-#: Multi-node MPI / NCCL jobs.
+#: Multi-node MPI / NCCL jobs. (Builds: mempath_build.BUILD_TIME_LIMIT, also here.)
 SCALEOUT_TIME_LIMIT = '20m'
-#: Building mempath or nccl-tests in a job.
-BUILD_TIME_LIMIT = '1h'
+
+#: Statuses a summary line may have in a passing run of a check that asks for it
+#: (skipped: the node cannot run that case).
+PASSING_STATUSES = ('ok', 'skipped')
 
 
 class WholeNode(RegressionTestPlugin):
@@ -37,16 +53,195 @@ class WholeNode(RegressionTestPlugin):
             self.job.launcher.options += ['--cpu-bind=none']
 
 
-def ran_ok(test, bench: str, output_file: str):
-    """Exit code 0, at least one `MEMPATH <bench> ... status=ok` line, none failed, and the
-    HDF5 file written."""
-    return sn.all([
+@sn.deferrable
+def summary_sane(path: str, bench: str, only_passing: bool = False) -> bool:
+    """At least one `MEMPATH <bench> ... status=ok` line, none failed, every tagged line
+    readable; with `only_passing`, every status ok or skipped."""
+    try:
+        statuses = [s.status for s in mempath_summary.read_summary(path, bench)]
+    except mempath_summary.MalformedLine as err:
+        raise SanityError(f'unreadable summary line: {err}') from None
+    if 'ok' not in statuses:
+        raise SanityError(f'no case finished (status=ok) among {len(statuses)} '
+                          f'MEMPATH {bench} line(s)')
+    if 'failed' in statuses:
+        raise SanityError(f'a case failed (status=failed): {statuses.count("failed")} '
+                          f'MEMPATH {bench} line(s)')
+    odd = sorted(set(statuses) - set(PASSING_STATUSES)) if only_passing else []
+    if odd:
+        raise SanityError(f'MEMPATH {bench} lines with status {", ".join(odd)} '
+                          f'(only {" and ".join(PASSING_STATUSES)} pass)')
+    return True
+
+
+def _text(value) -> str:
+    return value.decode() if isinstance(value, bytes) else str(value)
+
+
+@sn.deferrable
+def cases_verified(path: str, bench: str, stdout: str) -> bool:
+    """Every `ok` row of `/{bench}/cases` in the HDF5 file has `verified` = 1, and there
+    are as many `ok` rows as `ok` summary lines."""
+    try:
+        import h5py
+    except ImportError as err:
+        raise SanityError(f'h5py is needed to read {bench}/cases/verified '
+                          f'(pip install -r requirements.txt): {err}') from None
+    try:
+        with h5py.File(path, 'r') as f:
+            status = [_text(s) for s in f[f'{bench}/cases/status'][:]]
+            verified = [int(v) for v in f[f'{bench}/cases/verified'][:]]
+    except (OSError, KeyError) as err:
+        raise SanityError(f'cannot read {bench}/cases from {os.path.basename(path)}: '
+                          f'{err}') from None
+    ok = [i for i, s in enumerate(status) if s == 'ok']
+    unverified = [i for i in ok if i >= len(verified) or verified[i] != 1]
+    if unverified:
+        raise SanityError(f'{bench}/cases: case(s) {unverified[:10]} are ok but not '
+                          f'verified')
+    ok_lines = sum(s.status == 'ok' for s in mempath_summary.read_summary(stdout, bench))
+    if len(ok) != ok_lines:
+        raise SanityError(f'{os.path.basename(path)} holds {len(ok)} ok {bench} case(s), '
+                          f'stdout {ok_lines} ok line(s)')
+    return True
+
+
+def ran_ok(test, bench: str, output_file: str, only_passing: bool = False,
+           verified: bool = False):
+    """Exit code 0, the summary lines sane (`summary_sane`), the HDF5 file written and,
+    with `verified`, every ok case of it verified (`cases_verified`)."""
+    stdout = os.path.join(test.stagedir, str(test.stdout))
+    output = os.path.join(test.stagedir, output_file)
+    checks = [
         sn.assert_eq(test.job.exitcode, 0,
                      msg='mempath exited with {0} (1: a case failed, 2: bad input)'),
-        sn.assert_found(rf'^MEMPATH {bench} .*status=ok', test.stdout,
-                        msg='no case finished (status=ok)'),
-        sn.assert_not_found(rf'^MEMPATH {bench} .*status=failed', test.stdout,
-                            msg='a case failed (status=failed)'),
-        sn.assert_true(os.path.isfile(os.path.join(test.stagedir, output_file)),
-                       msg=f'{output_file} was not written'),
-    ])
+        summary_sane(stdout, bench, only_passing),
+        sn.assert_true(os.path.isfile(output), msg=f'{output_file} was not written'),
+    ]
+    if verified:
+        checks.append(cases_verified(output, bench, stdout))
+    return sn.all(checks)
+
+
+#: An option of a command: one word (`--size`), or several that a switch stands for.
+Flag = Union[str, tuple[str, ...]]
+
+
+def command_options(test, flags: Iterable[tuple[Flag, str]]) -> list[str]:
+    """`flag value` per (flag, variable) whose value is set: '' and None leave the flag
+    out, True gives the flag (its words) alone, False nothing."""
+    opts: list[str] = []
+    for flag, name in flags:
+        value = test.option_value(name)
+        if value is True:
+            opts += [flag] if isinstance(flag, str) else list(flag)
+        elif value not in ('', None, False):
+            opts += [flag, str(value)]
+    return opts
+
+
+class MempathCommand(rfm.RunOnlyRegressionTest):
+    """One `mempath SUBCOMMAND OPTIONS FLAGS --output FILE EXTRA` job.
+
+    A family sets `subcommand`, `bench` (the summary lines' benchmark, where it is not the
+    subcommand), `flags` (option -> variable) and `metric`; a row sets `case_options`,
+    `output_file` and the check's descr, tags, time limit and systems."""
+
+    #: The subcommand, and the benchmark its summary lines name ('' = the subcommand).
+    subcommand = ''
+    bench = ''
+    #: Options that select the cases, right after the subcommand (a row's).
+    case_options: list[str] = []
+    #: (option, variable) pairs after the case options, in this order.
+    flags: tuple[tuple[Flag, str], ...] = ()
+    output_file = ''
+    #: How summary lines become performance variables (mempath_summary.Metric or any
+    #: object with `values(lines)`); None: no variables.
+    metric: Any = None
+    #: Reference lookup for the variables (references.py); None: no references.
+    resolve_references: Callable | None = None
+    #: Sanity also asks every summary line to be ok or skipped, and every ok case of the
+    #: HDF5 file to be verified (the benchmarks that check their own results).
+    verified = False
+    #: Name of the fixture attribute's path to run (`executable_path`, `mpi_executable_path`).
+    binary = 'executable_path'
+
+    #: Any further options of the subcommand, after everything else.
+    extra_options = variable(typ.List[str], value=[])
+
+    valid_prog_environs = ['*']
+    num_tasks = 1
+    num_tasks_per_node = 1
+    exclusive_access = True
+    maintainers = ['mempath']
+    time_limit = FULL_TIME_LIMIT
+    mempath = fixture(MempathBuild, scope='environment')
+
+    @property
+    def summary_bench(self) -> str:
+        return self.bench or self.subcommand
+
+    def option_value(self, name: str):
+        """The value a flag gets from its variable (families with defaults override)."""
+        return getattr(self, name)
+
+    def command(self) -> list[str]:
+        return [self.subcommand, *self.case_options, *command_options(self, self.flags),
+                '--output', self.output_file, *self.extra_options]
+
+    @run_after('init')
+    def keep_output(self):
+        self.keep_files = [self.output_file]
+
+    @run_before('run')
+    def set_command(self):
+        self.executable = getattr(self.mempath, self.binary)
+        self.executable_opts = self.command()
+
+    @sanity_function
+    def cases_ran(self):
+        return ran_ok(self, self.summary_bench, self.output_file, self.verified,
+                      self.verified)
+
+    def perf_values(self, lines: list[mempath_summary.SummaryLine]
+                    ) -> dict[str, tuple[float, str]]:
+        return self.metric.values(lines) if self.metric else {}
+
+    @run_before('performance')
+    def set_perf_variables(self):
+        if self.is_dry_run():     # nothing ran, nothing to read (`reframe --dry-run`)
+            return
+        stdout = os.path.join(self.stagedir, str(self.stdout))   # hooks run elsewhere
+        values = self.perf_values(mempath_summary.read_summary(stdout, self.summary_bench))
+        self.perf_variables = {name: sn.make_performance_function(sn.defer(v), unit)
+                               for name, (v, unit) in sorted(values.items())}
+        if self.resolve_references:
+            self.reference = self.resolve_references(self.perf_variables)
+
+
+@dataclass(frozen=True)
+class Row:
+    """One check of a family's table: its name, the options that select its cases, its
+    result file, tags and time limit, and any other class attribute it sets (`body`:
+    variable defaults, parameters, a metric, valid_systems...)."""
+
+    name: str
+    descr: str
+    tags: frozenset[str]
+    case_options: tuple[str, ...] = ()
+    output_file: str = ''
+    time_limit: str = FULL_TIME_LIMIT
+    body: dict[str, Any] = field(default_factory=dict)
+
+
+def define(namespace: dict[str, Any], base: type, rows: Iterable[Row]) -> None:
+    """One registered ReFrame check per row, derived from `base` and put into the family
+    module's `namespace` under the row's name (so that it is importable as before)."""
+    for row in rows:
+        body = {'descr': row.descr, 'tags': set(row.tags), 'time_limit': row.time_limit,
+                'case_options': list(row.case_options), **row.body}
+        if row.output_file:
+            body['output_file'] = row.output_file
+        cls = make_test(row.name, (base,), body, module=namespace['__name__'])
+        cls.__doc__ = row.descr
+        namespace[row.name] = rfm.simple_test(cls)

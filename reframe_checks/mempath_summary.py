@@ -1,5 +1,6 @@
-"""The `MEMPATH <benchmark> key=value ...` summary lines of docs/schema.md, and the names
-the ReFrame checks give to the performance variables derived from them.
+"""The `MEMPATH <benchmark> key=value ...` summary lines of docs/schema.md: their one
+parser, and the names the ReFrame checks give to the performance variables derived from
+them.
 
 Pure Python (no ReFrame import), so that the naming scheme is shared by the checks, the
 reference tables and the tests.
@@ -18,9 +19,110 @@ import shlex
 from dataclasses import dataclass
 from typing import Iterable
 
-#: A summary line of any benchmark: the tag, the benchmark, then key=value pairs.
+# ---- the one parser of summary lines -------------------------------------------------
+#
+# Every check reads the binary's stdout through `parse_line`: sanity (statuses) and
+# performance variables see the same fields, and a line the parser cannot read fails the
+# check instead of silently losing its figures.
+
+#: A summary line: the tag, the benchmark, then key=value pairs (values may be quoted).
 LINE_PATTERN = r'^MEMPATH (?P<bench>\w+) (?P<fields>.*)$'
 _LINE_RE = re.compile(LINE_PATTERN)
+_TAG = 'MEMPATH '
+#: Values that stand for "no figure" (a skipped case prints none; `-`: an empty field).
+_NO_NUMBER = ('', 'nan', '-nan')
+
+
+class MalformedLine(ValueError):
+    """A line that starts with the `MEMPATH ` tag but is no summary line."""
+
+
+@dataclass(frozen=True)
+class SummaryLine:
+    """One `MEMPATH <bench> key=value ...` line: its benchmark and its fields in order."""
+
+    bench: str
+    fields: dict[str, str]
+
+    @property
+    def status(self) -> str:
+        return self.fields['status']
+
+    def __getitem__(self, key: str) -> str:
+        return self.fields[key]
+
+    def get(self, key: str, default: str = '') -> str:
+        return self.fields.get(key, default)
+
+    def number(self, key: str) -> float | None:
+        """The field as a number; None where the line has no figure for it."""
+        value = self.fields.get(key, '')
+        return None if value in _NO_NUMBER else float(value)
+
+
+def parse_line(line: str) -> SummaryLine | None:
+    """The SummaryLine of `line`; None for a line without the `MEMPATH ` tag. Raises
+    MalformedLine for a tagged line that has no benchmark, an unclosed quote, a field
+    without `=`, a field twice or no `status`."""
+    text = line.strip()
+    if not (text + ' ').startswith(_TAG):
+        return None
+    match = _LINE_RE.match(text)
+    if not match:
+        raise MalformedLine(f'no benchmark and fields: {text!r}')
+    try:
+        tokens = shlex.split(match['fields'])
+    except ValueError as err:
+        raise MalformedLine(f'{err}: {text!r}') from None
+    fields: dict[str, str] = {}
+    for token in tokens:
+        key, sep, value = token.partition('=')
+        if not sep or not key:
+            raise MalformedLine(f'field {token!r} is not key=value: {text!r}')
+        if key in fields:
+            raise MalformedLine(f'field {key!r} given twice: {text!r}')
+        fields[key] = '' if value == '-' else value
+    if 'status' not in fields:
+        raise MalformedLine(f'no status: {text!r}')
+    return SummaryLine(match['bench'], fields)
+
+
+def parse_lines(lines: Iterable[str], bench: str | None = None) -> list[SummaryLine]:
+    """The summary lines among `lines` (of `bench` only, where given), in order."""
+    parsed = (parse_line(line) for line in lines)
+    return [s for s in parsed if s is not None and (bench is None or s.bench == bench)]
+
+
+def read_summary(path: str, bench: str | None = None) -> list[SummaryLine]:
+    """The summary lines of a file (a check's stdout)."""
+    with open(path, errors='replace') as f:
+        return parse_lines(f, bench)
+
+
+@dataclass(frozen=True)
+class Metric:
+    """How a family turns summary lines into performance variables: one variable per
+    `name` (a str.format template over the fields), valued by the `field` of an `ok` line.
+    Where several lines give one name (a size or thread sweep), the line with the largest
+    `keep` field wins (the later one on a tie), or the largest value where `keep` is ''."""
+
+    name: str
+    field: str
+    unit: str
+    keep: str = 'size'
+
+    def values(self, lines: Iterable[SummaryLine]) -> dict[str, tuple[float, str]]:
+        chosen: dict[str, tuple[float, float]] = {}    # name -> (rank, value)
+        for s in lines:
+            value = s.number(self.field) if s.status == 'ok' else None
+            if value is None:       # skipped, failed, or a line without the figure
+                continue
+            name = self.name.format(**s.fields)
+            rank = float(s.get(self.keep) or 0) if self.keep else value
+            if name not in chosen or rank >= chosen[name][0]:
+                chosen[name] = (rank, value)
+        return {name: (value, self.unit) for name, (_, value) in sorted(chosen.items())}
+
 
 #: What a performance variable name looks like (for checks on references and listings).
 PERF_VAR_PATTERN = (r'(?P<pu>cpus|cpu\d+|gpu\d+)_(?P<mem>numa\d+|gpu\d+)'
@@ -50,31 +152,16 @@ class Case:
         return f'{self.pu}_{self.mem}{dst}_{self.alloc}_{self.kernel}'
 
 
-def parse_fields(text: str) -> dict[str, str]:
-    """`k=v k=v reason="..."` -> dict; `-` stands for an empty value."""
-    fields = {}
-    for token in shlex.split(text):
-        key, sep, value = token.partition('=')
-        if sep:
-            fields[key] = '' if value == '-' else value
-    return fields
-
-
-def parse_bw_line(line: str) -> Case | None:
-    """The Case of a `MEMPATH bw ...` line, None for any other line."""
-    match = _LINE_RE.match(line.strip())
-    if not match or match['bench'] != 'bw':
-        return None
-    f = parse_fields(match['fields'])
-    median = f.get('median_GBps')
-    return Case(op=f['op'], pu=f['pu'], mem=f['mem'], dst=f.get('dst', ''),
-                alloc=f['alloc'], kernel=f.get('kernel', ''),
-                threads=int(f.get('threads', '-1')), status=f['status'],
-                median_GBps=float(median) if median else None)
+def bw_case(s: SummaryLine) -> Case:
+    """The Case of a `MEMPATH bw ...` summary line."""
+    return Case(op=s['op'], pu=s['pu'], mem=s['mem'], dst=s.get('dst'), alloc=s['alloc'],
+                kernel=s.get('kernel'), threads=int(s.get('threads', '-1')), status=s.status,
+                median_GBps=s.number('median_GBps'))
 
 
 def parse_bw_lines(lines: Iterable[str]) -> list[Case]:
-    return [c for c in map(parse_bw_line, lines) if c is not None]
+    """The Case of every `MEMPATH bw ...` line among `lines`."""
+    return [bw_case(s) for s in parse_lines(lines, 'bw')]
 
 
 def perf_cases(cases: Iterable[Case]) -> dict[str, Case]:
@@ -128,10 +215,6 @@ def size_label(size: int) -> str:
     return f'{size}B'
 
 
-def _float(value: str | None) -> float | None:
-    return float(value) if value not in (None, '', 'nan', '-nan') else None
-
-
 @dataclass(frozen=True)
 class Transfer:
     """One summary line of `mempath memcpy`, as far as the checks need it."""
@@ -165,25 +248,22 @@ class Transfer:
         return f'{head}_bidir_{part}_{tail}'
 
 
-def parse_memcpy_line(line: str) -> Transfer | None:
-    """The Transfer of a `MEMPATH memcpy ...` line, None for any other line."""
-    match = _LINE_RE.match(line.strip())
-    if not match or match['bench'] != 'memcpy':
-        return None
-    f = parse_fields(match['fields'])
-    sat = f.get('saturation_bytes')
-    return Transfer(mode=f['mode'], gpu=f['gpu'], host_numa=int(f.get('host_numa', '-1')),
-                    alloc=f['alloc'], direction=f['direction'], engine=f['engine'],
-                    size=int(f['size']), status=f['status'],
-                    median_GBps=_float(f.get('median_GBps')),
-                    h2d_median_GBps=_float(f.get('h2d_median_GBps')),
-                    d2h_median_GBps=_float(f.get('d2h_median_GBps')),
+def transfer(s: SummaryLine) -> Transfer:
+    """The Transfer of a `MEMPATH memcpy ...` summary line."""
+    sat = s.get('saturation_bytes')
+    return Transfer(mode=s['mode'], gpu=s['gpu'], host_numa=int(s.get('host_numa', '-1')),
+                    alloc=s['alloc'], direction=s['direction'], engine=s['engine'],
+                    size=int(s['size']), status=s.status,
+                    median_GBps=s.number('median_GBps'),
+                    h2d_median_GBps=s.number('h2d_median_GBps'),
+                    d2h_median_GBps=s.number('d2h_median_GBps'),
                     saturation_bytes=int(sat) if sat else -1,
-                    median_us=_float(f.get('median_us')), p99_us=_float(f.get('p99_us')))
+                    median_us=s.number('median_us'), p99_us=s.number('p99_us'))
 
 
 def parse_memcpy_lines(lines: Iterable[str]) -> list[Transfer]:
-    return [t for t in map(parse_memcpy_line, lines) if t is not None]
+    """The Transfer of every `MEMPATH memcpy ...` line among `lines`."""
+    return [transfer(s) for s in parse_lines(lines, 'memcpy')]
 
 
 def transfer_perf_values(transfers: Iterable[Transfer], kind: str,

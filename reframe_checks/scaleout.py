@@ -18,137 +18,109 @@ Variables (`-S CHECK.NAME=VALUE`): max_size, reps, extra_options; nodes (default
 from __future__ import annotations
 
 import os
-import re
 
 import reframe as rfm
 import reframe.utility.sanity as sn
-import reframe.utility.typecheck as typ
-from reframe.core.builtins import (fixture, parameter, performance_function, run_after, run_before,
-                                   sanity_function, variable)
+from reframe.core.builtins import (fixture, parameter, performance_function, run_after,
+                                   run_before, sanity_function, variable)
+from reframe.core.exceptions import SanityError
+from reframe.core.pipeline import RegressionTestPlugin
 
 import mempath_run
 import mempath_summary
 import references
 from mempath_build import MempathBuild, REPO_ROOT
+from mempath_run import Row
+from mempath_summary import Metric
 
 
-class MpiCheck(rfm.RunOnlyRegressionTest):
-    """A job over `nodes` nodes with `ppn` ranks each; CPU binding left to mempath-mpi."""
+class MpiJob(RegressionTestPlugin):
+    """A job over `nodes` nodes with `ppn` ranks each (one per GPU with
+    `one_rank_per_gpu`); CPU binding left to the program."""
 
     nodes = variable(int, value=2)
     ppn = 1
-    valid_systems = ['+mpi']
-    valid_prog_environs = ['*']
-    exclusive_access = True
-    maintainers = ['mempath']
-    time_limit = mempath_run.SCALEOUT_TIME_LIMIT
+    one_rank_per_gpu = False
 
     @run_before('run')
     def set_tasks(self):
+        if self.one_rank_per_gpu:
+            gpus = self.current_partition.select_devices('gpu')
+            self.ppn = gpus[0].num_devices if gpus else 1
         self.num_tasks = self.nodes * self.ppn
         self.num_tasks_per_node = self.ppn
         if self.job.launcher.registered_name == 'srun':
             self.job.launcher.options += ['--cpu-bind=none']
 
 
-class MempathMpiCommand(MpiCheck):
+class MpiCheck(rfm.RunOnlyRegressionTest, MpiJob):
+    """An MPI job that is no mempath-mpi run (inventory, nccl-tests)."""
+
+    valid_systems = ['+mpi']
+    valid_prog_environs = ['*']
+    exclusive_access = True
+    maintainers = ['mempath']
+    time_limit = mempath_run.SCALEOUT_TIME_LIMIT
+
+
+class MempathMpiCommand(mempath_run.MempathCommand, MpiJob):
     """One `mempath-mpi SUBCOMMAND ... --output FILE` with the sanity of every mempath check."""
 
-    subcommand = ''
-    bench = ''
-    output_file = ''
+    binary = 'mpi_executable_path'
+    #: Largest message (`--max-size`); empty: the binary's.
     max_size = variable(str, value='')
-    extra_options = variable(typ.List[str], value=[])
-    mempath = fixture(MempathBuild, scope='environment')
-
-    @run_before('run')
-    def set_command(self):
-        self.keep_files = [self.output_file]
-        self.executable = self.mempath.mpi_executable_path
-        opts = [self.subcommand, '--output', self.output_file]
-        if self.max_size:
-            opts += ['--max-size', self.max_size]
-        self.executable_opts = opts + list(self.extra_options)
-
-    @sanity_function
-    def cases_ran(self):
-        return sn.all([
-            sn.assert_found(rf'^MEMPATH {self.bench} .*status=ok', self.stdout, msg='no case finished (status=ok)'),
-            sn.assert_not_found(rf'^MEMPATH {self.bench} .*status=failed', self.stdout, msg='a case failed'),
-            sn.assert_true(os.path.isfile(os.path.join(self.stagedir, self.output_file)),
-                           msg=f'{self.output_file} was not written'),
-        ])
-
-    def summary_fields(self) -> list[dict[str, str]]:
-        stdout = os.path.join(self.stagedir, str(self.stdout))
-        lines = sn.evaluate(sn.extractall(rf'^MEMPATH {self.bench} (.*)$', stdout, 1))
-        return [mempath_summary.parse_fields(line) for line in lines]
+    flags = (('--max-size', 'max_size'),)
+    valid_systems = ['+mpi']
+    time_limit = mempath_run.SCALEOUT_TIME_LIMIT
 
 
-def largest_ok(fields: list[dict[str, str]], key: tuple[str, ...], value: str) -> dict[str, float]:
-    """{'_'.join(key fields): value at the largest `size` with status ok}."""
-    best: dict[str, tuple[int, float]] = {}
-    for f in fields:
-        if f.get('status') != 'ok':
-            continue
-        name = '_'.join(f[k] for k in key)
-        size = int(f['size'])
-        if name not in best or size > best[name][0]:
-            best[name] = (size, float(f[value]))
-    return {name: v for name, (_, v) in best.items()}
-
-
-@rfm.simple_test
-class MempathMpiBandwidth(MempathMpiCommand):
-    """Windowed Isend/Irecv between the nodes, uni- and bidirectional."""
+class MempathMpiBandwidthCommand(MempathMpiCommand):
+    """The ranks per node are a parameter, and tell the binary what to expect (`--ppn`)."""
 
     ranks_per_node = parameter([1, 2, 4])
-    subcommand = 'bw'
-    bench = 'mpi_bw'
-    output_file = 'mpi_bw.h5'
-    descr = 'node-to-node MPI bandwidth'
+    subcommand, bench = 'bw', 'mpi_bw'
+    flags = (('--max-size', 'max_size'), ('--ppn', 'ppn'))
+    metric = Metric('{mode}_{alloc}_max', 'median_GBps', 'GB/s')
 
     @run_after('init')
     def set_ppn_and_tags(self):
         self.ppn = self.ranks_per_node
         self.tags = {'scaleout', 'mpi'} | ({'acceptance'} if self.ppn == 1 else set())
 
-    @run_before('run')
-    def expect_ppn(self):
-        self.executable_opts += ['--ppn', str(self.ppn)]
 
-    @run_before('performance')
-    def set_perf_variables(self):
-        values = largest_ok(self.summary_fields(), ('mode', 'alloc'), 'median_GBps')
-        self.perf_variables = {f'{name}_max': sn.make_performance_function(sn.defer(v), 'GB/s')
-                               for name, v in sorted(values.items())}
-
-
-@rfm.simple_test
-class MempathNccl(MempathMpiCommand):
-    """NCCL all-reduce and all-gather, one rank per GPU, buffers in device/host/peer memory."""
-
+class MempathNcclCommand(MempathMpiCommand):
     subcommand = 'nccl'
-    bench = 'nccl'
-    output_file = 'nccl.h5'
-    descr = 'NCCL collectives under buffer placement'
+    one_rank_per_gpu = True
     valid_systems = ['+mpi +nvgpu']
-    tags = {'scaleout', 'nccl'}
+    #: `--placement` list.
     placements = variable(str, value='device,host,peer')
+    flags = (('--max-size', 'max_size'), ('--placement', 'placements'))
+    metric = Metric('{coll}_{placement}_busbw', 'busbw_GBps', 'GB/s')
 
-    @run_before('run')
-    def one_rank_per_gpu(self):
-        gpus = self.current_partition.select_devices('gpu')
-        self.ppn = gpus[0].num_devices if gpus else 1
-        self.num_tasks = self.nodes * self.ppn
-        self.num_tasks_per_node = self.ppn
-        self.executable_opts += ['--placement', self.placements]
 
-    @run_before('performance')
-    def set_perf_variables(self):
-        values = largest_ok(self.summary_fields(), ('coll', 'placement'), 'busbw_GBps')
-        self.perf_variables = {f'{name}_busbw': sn.make_performance_function(sn.defer(v), 'GB/s')
-                               for name, v in sorted(values.items())}
+mempath_run.define(globals(), MempathMpiBandwidthCommand, (
+    Row('MempathMpiBandwidth', descr='node-to-node MPI bandwidth', tags=frozenset(),
+        output_file='mpi_bw.h5', time_limit=mempath_run.SCALEOUT_TIME_LIMIT),
+))
+mempath_run.define(globals(), MempathNcclCommand, (
+    Row('MempathNccl', descr='NCCL collectives under buffer placement',
+        tags=frozenset({'scaleout', 'nccl'}), output_file='nccl.h5',
+        time_limit=mempath_run.SCALEOUT_TIME_LIMIT),
+))
+
+
+@sn.deferrable
+def inventory_complete(path: str, ranks: int, nodes: int) -> bool:
+    """One `MEMPATH inventory ... status=ok` line naming every rank and node."""
+    ok = [s for s in mempath_summary.read_summary(path, 'inventory') if s.status == 'ok']
+    if len(ok) != 1:
+        raise SanityError(f'{len(ok)} MEMPATH inventory lines with status=ok, expected 1')
+    seen_ranks, hosts = int(ok[0]['ranks']), ok[0]['hosts'].split(',')
+    if seen_ranks != ranks:
+        raise SanityError(f'inventory saw {seen_ranks} ranks, expected {ranks}')
+    if len(hosts) != nodes:
+        raise SanityError(f'inventory saw {len(hosts)} hosts, expected {nodes}')
+    return True
 
 
 @rfm.simple_test
@@ -169,11 +141,8 @@ class MempathInventory(MpiCheck):
 
     @sanity_function
     def every_node_answered(self):
-        hosts = sn.extractsingle(r'^MEMPATH inventory ranks=(\d+) hosts=(\S+) .*status=ok', self.stdout, 2)
-        ranks = sn.extractsingle(r'^MEMPATH inventory ranks=(\d+) ', self.stdout, 1, int)
-        return sn.all([sn.assert_eq(ranks, self.num_tasks),
-                       sn.assert_eq(sn.len(sn.defer(sn.evaluate(hosts).split(','))), self.nodes,
-                                    msg='inventory saw {0} hosts, expected {1}')])
+        return inventory_complete(os.path.join(self.stagedir, str(self.stdout)),
+                                  self.num_tasks, self.nodes)
 
 
 class NcclTestsBuild(rfm.CompileOnlyRegressionTest):
@@ -217,14 +186,11 @@ class NcclTestsAllReduce(MpiCheck):
     valid_systems = ['+mpi +nvgpu']
     tags = {'scaleout', 'nccl'}
     max_size = variable(str, value='1G')
+    one_rank_per_gpu = True
     nccl_tests = fixture(NcclTestsBuild, scope='environment')
 
     @run_before('run')
     def set_command(self):
-        gpus = self.current_partition.select_devices('gpu')
-        self.ppn = gpus[0].num_devices if gpus else 1
-        self.num_tasks = self.nodes * self.ppn
-        self.num_tasks_per_node = self.ppn
         self.executable = os.path.join(self.nccl_tests.stagedir, 'build', 'all_reduce_perf')
         self.executable_opts = ['-b', '8', '-e', self.max_size, '-f', '2', '-g', '1']
 

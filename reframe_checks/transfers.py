@@ -32,21 +32,14 @@ sizes in bytes that get variables).
 """
 from __future__ import annotations
 
-import os
-
-import reframe as rfm
-import reframe.utility.sanity as sn
 import reframe.utility.typecheck as typ
-from reframe.core.builtins import (fixture, parameter, run_after, run_before,
-                                   sanity_function, variable)
+from reframe.core.builtins import parameter, run_after, variable
 
 import mempath_run
 import mempath_summary
 import references
-from mempath_build import MempathBuild
+from mempath_run import Row
 
-#: The binary's memcpy needs CUDA and a GPU.
-VALID_SYSTEMS = ['+nvgpu']
 #: Every allocator and engine of `mempath memcpy` (the `full` coverage).
 ALL_ALLOCS = 'pinned,registered,system,managed'
 ALL_ENGINES = 'ce,sm'
@@ -59,10 +52,14 @@ LATENCY_DIRECTIONS = 'h2d,d2h'
 #: `mempath memcpy` list options and the check variables that set them.
 LIST_OPTIONS = (('--gpu', 'gpus'), ('--mem', 'mems'), ('--alloc', 'allocs'),
                 ('--engine', 'engines'), ('--direction', 'directions'))
+LIST_VARIABLES = frozenset(name for _, name in LIST_OPTIONS)
+#: The list-variable defaults of a full-coverage check of every allocator and engine.
+FULL_BW = {'allocs': ALL_ALLOCS, 'engines': ALL_ENGINES, 'directions': BW_DIRECTIONS}
 
 
-class MempathTransferBase(rfm.RunOnlyRegressionTest, mempath_run.WholeNode):
-    """`mempath memcpy ... --output memcpy.h5`: sanity, kept file and variables."""
+class MempathTransferBase(mempath_run.MempathCommand, mempath_run.WholeNode):
+    """`mempath memcpy MODE ... --output memcpy.h5` (valid only with `+nvgpu`: the binary's
+    memcpy needs CUDA and a GPU): variables by `kind`, references of TRANSFER_REFERENCES."""
 
     #: What the variables are made of: bandwidth, sweep or latency
     #: (mempath_summary.transfer_perf_values).
@@ -83,22 +80,13 @@ class MempathTransferBase(rfm.RunOnlyRegressionTest, mempath_run.WholeNode):
     #: Timed and discarded repetitions (`--reps`, `--warmup`); None: the binary's.
     reps = variable(int, type(None), value=None)
     warmup = variable(int, type(None), value=None)
-    #: Any further `mempath memcpy` options.
-    extra_options = variable(typ.List[str], value=[])
 
+    subcommand = 'memcpy'
     output_file = 'memcpy.h5'
-    valid_systems = VALID_SYSTEMS
-    valid_prog_environs = ['*']
-    num_tasks = 1
-    num_tasks_per_node = 1
-    exclusive_access = True
-    keep_files = [output_file]
-    maintainers = ['mempath']
-    # One limit per class, also where `coverage` makes it acceptance: a hook choosing by
-    # coverage would overwrite a site's `-S time_limit=...`.
-    time_limit = mempath_run.FULL_TIME_LIMIT
-
-    mempath = fixture(MempathBuild, scope='environment')
+    valid_systems = ['+nvgpu']
+    #: The mode's own options (a row's) come first, then the lists, then reps and warmup.
+    mode_flags: tuple[tuple[str, str], ...] = ()
+    resolve_references = staticmethod(references.resolve_transfers)
 
     @property
     def scope(self) -> str:
@@ -108,135 +96,63 @@ class MempathTransferBase(rfm.RunOnlyRegressionTest, mempath_run.WholeNode):
     @run_after('init')
     def set_scope(self):
         self.tags = {self.scope, 'gpu', 'transfers'}
+        self.descr = self.descr.format(coverage=self.scope)
 
-    def list_option(self, name: str) -> str:
+    @property
+    def flags(self):
+        return (*self.mode_flags, *LIST_OPTIONS, ('--reps', 'reps'), ('--warmup', 'warmup'))
+
+    def option_value(self, name: str):
         value = getattr(self, name)
-        return self.DEFAULTS[self.scope].get(name, '') if value is None else value
-
-    def mode_options(self) -> list[str]:
-        """The options that pick the mode and sizes (`--size`, `--sweep`, `--latency`)."""
-        raise NotImplementedError
-
-    @run_before('run')
-    def set_command(self):
-        self.executable = self.mempath.executable_path
-        opts = ['memcpy', *self.mode_options()]
-        for flag, name in LIST_OPTIONS:
-            value = self.list_option(name)
-            if value:
-                opts += [flag, value]
-        for flag, value in (('--reps', self.reps), ('--warmup', self.warmup)):
-            if value is not None:
-                opts += [flag, str(value)]
-        self.executable_opts = opts + ['--output', self.output_file, *self.extra_options]
-
-    @sanity_function
-    def cases_ran(self):
-        return mempath_run.ran_ok(self, 'memcpy', self.output_file)
+        if value is None and name in LIST_VARIABLES:
+            return self.DEFAULTS[self.scope].get(name, '')
+        return value
 
     def latency_sizes(self) -> list[int] | None:
-        return None
-
-    @run_before('performance')
-    def set_perf_variables(self):
-        if self.is_dry_run():     # nothing ran, nothing to read (`reframe --dry-run`)
-            return
-        stdout = os.path.join(self.stagedir, str(self.stdout))   # hooks run elsewhere
-        lines = sn.evaluate(sn.extractall(mempath_summary.LINE_PATTERN, stdout, 0))
-        values = mempath_summary.transfer_perf_values(
-            mempath_summary.parse_memcpy_lines(lines), self.kind, self.latency_sizes())
-        self.perf_variables = {
-            name: sn.make_performance_function(sn.defer(value), unit)
-            for name, (value, unit) in values.items()
-        }
-        self.reference = references.resolve_transfers(self.perf_variables)
-
-
-@rfm.simple_test
-class MempathTransferBandwidth(MempathTransferBase):
-    """Each GPU in turn, h2d, d2h and bidir at one size (median GB/s; bidir also per
-    direction). acceptance: copy engine, pinned memory on the GPU's nearest node; full:
-    every host node, allocator and engine."""
-
-    coverage = parameter(['acceptance', 'full'])
-    kind = 'bandwidth'
-    DEFAULTS = {
-        'acceptance': {'gpus': 'all', 'allocs': 'pinned', 'engines': 'ce',
-                       'directions': BW_DIRECTIONS},
-        'full': {'gpus': 'all', 'mems': 'all', 'allocs': ALL_ALLOCS, 'engines': ALL_ENGINES,
-                 'directions': BW_DIRECTIONS},
-    }
-    #: Bytes per transfer (`--size`).
-    size = variable(str, value=ACCEPTANCE_SIZE)
-
-    @run_after('init')
-    def describe(self):
-        self.descr = f'mempath memcpy: host<->device bandwidth at one size ({self.coverage})'
-
-    def mode_options(self) -> list[str]:
-        return ['--size', self.size]
-
-
-@rfm.simple_test
-class MempathTransferAllGpus(MempathTransferBase):
-    """Every GPU to/from its own nearest host memory at once (`--all-gpus`): variables
-    `gpus_numas_...`, the sum over the GPUs."""
-
-    kind = 'bandwidth'
-    DEFAULTS = {'full': {'allocs': ALL_ALLOCS, 'engines': ALL_ENGINES,
-                         'directions': BW_DIRECTIONS}}
-    size = variable(str, value=ACCEPTANCE_SIZE)
-
-    @run_after('init')
-    def describe(self):
-        self.descr = 'mempath memcpy --all-gpus: every GPU at once'
-
-    def mode_options(self) -> list[str]:
-        return ['--all-gpus', '--size', self.size]
-
-
-@rfm.simple_test
-class MempathTransferSweep(MempathTransferBase):
-    """Transfer-size sweep 4 KiB .. max_size per GPU, allocator, direction and engine:
-    `_peak` (the largest median, GB/s) and `_sat` (the saturation size, MiB)."""
-
-    kind = 'sweep'
-    DEFAULTS = {'full': {'gpus': 'all', 'allocs': ALL_ALLOCS, 'engines': ALL_ENGINES,
-                         'directions': BW_DIRECTIONS}}
-    #: Largest size of the sweep (`--max-size`); empty: the binary's (4 GiB, or what fits).
-    max_size = variable(str, value='')
-
-    @run_after('init')
-    def describe(self):
-        self.descr = 'mempath memcpy --sweep: bandwidth against transfer size, saturation size'
-
-    def mode_options(self) -> list[str]:
-        return ['--sweep', *(['--max-size', self.max_size] if self.max_size else [])]
-
-
-@rfm.simple_test
-class MempathTransferLatency(MempathTransferBase):
-    """Small-transfer latency (cudaMemcpyAsync + synchronise as the host sees it), h2d and
-    d2h, copy engine: `_lat{size}` median and `_lat{size}_p99`, in us. acceptance: pinned
-    memory, 4 B reported; full: every allocator, every size 4 B .. 1 MiB reported."""
-
-    coverage = parameter(['acceptance', 'full'])
-    kind = 'latency'
-    DEFAULTS = {
-        'acceptance': {'gpus': 'all', 'allocs': 'pinned', 'directions': LATENCY_DIRECTIONS},
-        'full': {'gpus': 'all', 'allocs': ALL_ALLOCS, 'directions': LATENCY_DIRECTIONS},
-    }
-    #: Sizes (bytes) that get variables; None: 4 B for acceptance, every size for full.
-    report_sizes = variable(typ.List[int], type(None), value=None)
-
-    @run_after('init')
-    def describe(self):
-        self.descr = f'mempath memcpy --latency: small-transfer latency ({self.coverage})'
-
-    def mode_options(self) -> list[str]:
-        return ['--latency']
-
-    def latency_sizes(self) -> list[int] | None:
-        if self.report_sizes is not None:
+        """Sizes (bytes) that get latency variables; None: every size."""
+        if getattr(self, 'report_sizes', None) is not None:
             return list(self.report_sizes)
-        return [4] if self.coverage == 'acceptance' else None
+        return [4] if self.scope == 'acceptance' else None
+
+    def perf_values(self, lines):
+        return mempath_summary.transfer_perf_values(
+            map(mempath_summary.transfer, lines), self.kind, self.latency_sizes())
+
+
+def size_variable():
+    """Bytes per transfer (`--size`) of the one-size checks."""
+    return variable(str, value=ACCEPTANCE_SIZE)
+
+
+# One limit per class, also where `coverage` makes it acceptance: a hook choosing by
+# coverage would overwrite a site's `-S time_limit=...`.
+TRANSFER_CHECKS = (
+    Row('MempathTransferBandwidth', tags=frozenset(),
+        descr='mempath memcpy: host<->device bandwidth at one size ({coverage})',
+        body={'coverage': parameter(['acceptance', 'full']), 'kind': 'bandwidth',
+              'size': size_variable(), 'mode_flags': (('--size', 'size'),),
+              'DEFAULTS': {'acceptance': {'gpus': 'all', 'allocs': 'pinned', 'engines': 'ce',
+                                          'directions': BW_DIRECTIONS},
+                           'full': {'gpus': 'all', 'mems': 'all', **FULL_BW}}}),
+    Row('MempathTransferAllGpus', tags=frozenset(), case_options=('--all-gpus',),
+        descr='mempath memcpy --all-gpus: every GPU at once',
+        body={'kind': 'bandwidth', 'size': size_variable(), 'mode_flags': (('--size', 'size'),),
+              'DEFAULTS': {'full': FULL_BW}}),
+    Row('MempathTransferSweep', tags=frozenset(), case_options=('--sweep',),
+        descr='mempath memcpy --sweep: bandwidth against transfer size, saturation size',
+        body={'kind': 'sweep', 'mode_flags': (('--max-size', 'max_size'),),
+              # Largest size of the sweep; empty: the binary's (4 GiB, or what fits).
+              'max_size': variable(str, value=''),
+              'DEFAULTS': {'full': {'gpus': 'all', **FULL_BW}}}),
+    Row('MempathTransferLatency', tags=frozenset(), case_options=('--latency',),
+        descr='mempath memcpy --latency: small-transfer latency ({coverage})',
+        body={'coverage': parameter(['acceptance', 'full']), 'kind': 'latency',
+              # Sizes (bytes) that get variables; None: 4 B for acceptance, every size
+              # for full.
+              'report_sizes': variable(typ.List[int], type(None), value=None),
+              'DEFAULTS': {'acceptance': {'gpus': 'all', 'allocs': 'pinned',
+                                          'directions': LATENCY_DIRECTIONS},
+                           'full': {'gpus': 'all', 'allocs': ALL_ALLOCS,
+                                    'directions': LATENCY_DIRECTIONS}}}),
+)
+mempath_run.define(globals(), MempathTransferBase, TRANSFER_CHECKS)

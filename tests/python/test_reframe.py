@@ -315,6 +315,8 @@ def test_check_reports_the_largest_thread_count_per_path(tmp_path: Path):
     ([OK_LINE.format(alloc='numa', threads=2, gbps=1),
       SCHEMA_LINES[2].replace('status=ok', 'status=failed')], 0, 'status=failed'),
     ([SCHEMA_LINES[1]], 0, 'no case finished'),
+    ([OK_LINE.format(alloc='numa', threads=2, gbps=1), 'MEMPATH bw op=read reason="cut'], 0,
+     'unreadable summary line'),
 ])
 def test_check_fails_on_failed_or_missing_cases(tmp_path: Path, lines, exit_code, reason):
     case = run_with_fake_mempath(tmp_path, lines, exit_code)

@@ -14,7 +14,7 @@ REPO = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO / "reframe_checks"))
 
 import applications  # noqa: E402
-from test_reframe_latency import fields  # noqa: E402
+from test_reframe_latency import summary  # noqa: E402
 
 STREAM_LINES = [  # a CPU sweep (best at 2 threads) and a GPU case, as mempath stream prints them
     'pu=cpu0 mem=numa0 alloc=numa threads=1 kernel=triad size=268435456 status=ok best_GBps=19.68 median_GBps=19.62',
@@ -30,13 +30,13 @@ GEMM_LINES = [
 
 
 def test_stream_variables_take_the_best_thread_count() -> None:
-    values = applications.MempathStream.perf_values(applications.MempathStream, fields(STREAM_LINES))
+    values = applications.MempathStream.metric.values(summary('stream', STREAM_LINES))
     assert values == {"triad_GBps_cpu0_numa0_numa": (24.20, "GB/s"),
                       "triad_GBps_gpu0_gpu0_device": (3057.63, "GB/s")}
 
 
 def test_gemm_variables_per_type_placement_and_size() -> None:
-    values = applications.MempathGemm.perf_values(applications.MempathGemm, fields(GEMM_LINES))
+    values = applications.MempathGemm.metric.values(summary('gemm', GEMM_LINES))
     assert values == {"tflops_fp16_gpu0_device_n8192": (884.51, "TFLOP/s"),
                       "tflops_fp16_numa0_pinned_n8192": (5.62, "TFLOP/s")}
 
@@ -62,7 +62,7 @@ def test_stream_command_lines(tmp_path: Path) -> None:
             line = next(l for l in script.read_text().splitlines() if "/mempath " in l)
             commands[tc["name"]] = shlex.split(line)[1:]
     assert commands == {
-        "MempathStream": ["stream", "--all", "--threads", "all", "--alloc", "numa,device", "--output", "stream.h5",
-                          "--size", "2GiB"],
-        "MempathStreamSweep": ["stream", "--all", "--output", "stream.h5", "--size", "2GiB"],
+        "MempathStream": ["stream", "--all", "--threads", "all", "--alloc", "numa,device", "--size", "2GiB",
+                          "--output", "stream.h5"],
+        "MempathStreamSweep": ["stream", "--all", "--size", "2GiB", "--output", "stream.h5"],
     }

@@ -41,22 +41,23 @@ NCCL_LINES = [
 ]
 
 
-def fields(lines: list[str]) -> list[dict[str, str]]:
-    return [mempath_summary.parse_fields(line) for line in lines]
+def summary(bench: str, lines: list[str]) -> list[mempath_summary.SummaryLine]:
+    """`lines` (the fields of summary lines) as the one parser reads `MEMPATH bench ...`."""
+    return mempath_summary.parse_lines(f'MEMPATH {bench} {line}' for line in lines)
 
 
 def test_chase_variable_per_path_at_the_largest_size() -> None:
-    values = latency.MempathChase.perf_values(latency.MempathChase, fields(CHASE_LINES))
+    values = latency.MempathChase.metric.values(summary('chase', CHASE_LINES))
     assert values == {"latency_ns_gpu0_gpu0": (347.04, "ns"), "latency_ns_cpu0_numa0": (198.87, "ns")}
 
 
 def test_sweep_variables_name_allocator_and_pattern() -> None:
-    values = latency.MempathChaseSweep.perf_values(latency.MempathChaseSweep, fields(CHASE_LINES))
+    values = latency.MempathChaseSweep.metric.values(summary('chase', CHASE_LINES))
     assert values["latency_ns_gpu0_gpu0_device_random"] == (347.04, "ns")
 
 
 def test_pingpong_variables_skip_what_did_not_run() -> None:
-    values = latency.MempathPingPong.perf_values(latency.MempathPingPong, fields(PINGPONG_LINES))
+    values = latency.MempathPingPong.metric.values(summary('pingpong', PINGPONG_LINES))
     assert values == {"rtt_ns_cpu0_gpu0_numa0_pinned": (3039.3, "ns")}
 
 
@@ -71,8 +72,9 @@ def test_latency_references_are_upper_bounds_on_alps_only() -> None:
 
 
 def test_nccl_variables_at_the_largest_size() -> None:
-    values = scaleout.largest_ok(fields(NCCL_LINES), ("coll", "placement"), "busbw_GBps")
-    assert values == {"allreduce_device": 330.43, "allgather_host": 22.55}
+    values = scaleout.MempathNccl.metric.values(summary('nccl', NCCL_LINES))
+    assert values == {"allreduce_device_busbw": (330.43, "GB/s"),
+                      "allgather_host_busbw": (22.55, "GB/s")}
 
 
 def test_nccl_tests_reference_for_two_alps_nodes() -> None:
@@ -140,14 +142,14 @@ def pingpong_line(a='cpu0', b='gpu0', mem='numa0', alloc='pinned', status='ok',
 
 
 def test_schema_lines_become_variables_in_ns() -> None:
-    chase = latency.summary_fields('chase', SCHEMA_CHASE + ['mempath: 2 cases written'])
-    assert latency.MempathChase.perf_values(latency.MempathChase, chase) == {
+    chase = mempath_summary.parse_lines(SCHEMA_CHASE + ['mempath: 2 cases written'], 'chase')
+    assert latency.MempathChase.metric.values(chase) == {
         'latency_ns_cpu0_numa0': (98.41, 'ns'), 'latency_ns_gpu0_gpu0': (402.13, 'ns')}
-    assert latency.MempathChaseSweep.perf_values(latency.MempathChaseSweep, chase) == {
+    assert latency.MempathChaseSweep.metric.values(chase) == {
         'latency_ns_cpu0_numa0_numa_random': (98.41, 'ns'),
         'latency_ns_gpu0_gpu0_device_random': (402.13, 'ns')}
-    pingpong = latency.summary_fields('pingpong', SCHEMA_PINGPONG + SCHEMA_CHASE)
-    assert latency.MempathPingPong.perf_values(latency.MempathPingPong, pingpong) == {
+    pingpong = mempath_summary.parse_lines(SCHEMA_PINGPONG + SCHEMA_CHASE, 'pingpong')
+    assert latency.MempathPingPong.metric.values(pingpong) == {
         'rtt_ns_cpu0_gpu0_numa0_pinned': (1890.3, 'ns')}
 
 
@@ -156,8 +158,7 @@ def test_sweep_keeps_the_largest_size_per_allocator_and_pattern() -> None:
              chase_line(size=1 << 20, ns=20.0), chase_line(pattern='sequential', ns=7.5),
              chase_line(alloc='system', size=1 << 30, status='failed'),
              chase_line(alloc='pinned', size=1 << 29, ns=180.0)]
-    values = latency.MempathChaseSweep.perf_values(latency.MempathChaseSweep,
-                                                   latency.summary_fields('chase', lines))
+    values = latency.MempathChaseSweep.metric.values(mempath_summary.parse_lines(lines, 'chase'))
     assert values == {'latency_ns_cpu0_numa0_numa_random': (190.5, 'ns'),
                       'latency_ns_cpu0_numa0_numa_sequential': (7.5, 'ns'),
                       'latency_ns_cpu0_numa0_pinned_random': (180.0, 'ns')}
@@ -245,7 +246,7 @@ def dry_run_commands(config: Path, prefix: Path, *args: str) -> dict[str, list[s
 def test_commands_of_the_checks(gpu_config: Path, tmp_path: Path) -> None:
     cmds = dry_run_commands(gpu_config, tmp_path / 'rfm')
     assert cmds == {
-        'MempathChase': ['chase', '--all', '--output', 'chase.h5', '--size', '1GiB'],
+        'MempathChase': ['chase', '--all', '--size', '1GiB', '--output', 'chase.h5'],
         'MempathChaseSweep': ['chase', '--all', '--alloc', 'all', '--pattern',
                               'random,sequential', '--output', 'chase_sweep.h5'],
         'MempathPingPong': ['pingpong', '--alloc', 'pinned', '--output', 'pingpong.h5'],
@@ -259,11 +260,11 @@ def test_variables_change_the_commands(gpu_config: Path, tmp_path: Path) -> None
         '-S', 'MempathChase.pus=cpu0,gpu0', '-S', 'MempathChase.size=64MiB',
         '-S', 'MempathChase.reps=5', '-S', 'MempathPingPong.round_trips=100',
         '-S', 'MempathPingPong.timeout=3', '-S', 'MempathPingPong.mems=numa0')
-    assert cmds['MempathChase'] == ['chase', '--all', '--pu', 'cpu0,gpu0', '--output',
-                                    'chase.h5', '--size', '64MiB', '--reps', '5']
+    assert cmds['MempathChase'] == ['chase', '--all', '--pu', 'cpu0,gpu0', '--size', '64MiB',
+                                    '--reps', '5', '--output', 'chase.h5']
     assert cmds['MempathPingPong'] == ['pingpong', '--alloc', 'pinned', '--mem', 'numa0',
-                                       '--output', 'pingpong.h5', '--round-trips', '100',
-                                       '--stall-timeout', '3']
+                                       '--round-trips', '100', '--stall-timeout', '3',
+                                       '--output', 'pingpong.h5']
 
 
 # ---- the checks run by ReFrame with a stand-in binary ---------------------------------------

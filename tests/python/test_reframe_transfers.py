@@ -311,7 +311,7 @@ def lat_line(size: int, direction='h2d', us=9.5, alloc='pinned') -> str:
 
 def test_schema_lines_parse():
     t = mempath_summary.parse_memcpy_lines(SCHEMA_LINES + ['mempath: 3 cases written',
-                                                           'MEMPATH bw op=read x=1'])
+                                                           'MEMPATH bw op=read x=1 status=ok'])
     assert [x.status for x in t] == ['ok', 'ok', 'skipped']
     assert (t[0].median_GBps, t[0].h2d_median_GBps, t[0].d2h_median_GBps) == \
         (101.22, 50.61, 50.60)

@@ -25,12 +25,12 @@ MATRIX_LINES = [
 ]
 
 
-def fields(lines: list[str]) -> list[dict[str, str]]:
-    return [mempath_summary.parse_fields(line) for line in lines]
+def summary(bench: str, lines: list[str]) -> list[mempath_summary.SummaryLine]:
+    return mempath_summary.parse_lines(f'MEMPATH {bench} {line}' for line in lines)
 
 
 def test_um_variables() -> None:
-    values = unified_memory.MempathUnifiedMemory.perf_values(None, fields(UM_LINES))
+    values = unified_memory.MempathUnifiedMemory.metric.values(summary('um', UM_LINES))
     assert values["inplace_managed_first_GBps"] == (13.51, "GB/s")
     assert values["evict_pinned_evicted_GBps"] == (50.244, "GB/s")
     assert values["interleave_managed_gpu_iter_us_n256"] == (235.7, "us")
@@ -38,7 +38,7 @@ def test_um_variables() -> None:
 
 
 def test_allocmatrix_variables() -> None:
-    values = unified_memory.MempathAllocatorMatrix.perf_values(None, fields(MATRIX_LINES))
+    values = unified_memory.MempathAllocatorMatrix.metric.values(summary('allocmatrix', MATRIX_LINES))
     assert values == {"pinned_to_device": (54.93, "GB/s")}
 
 
