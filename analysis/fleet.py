@@ -10,6 +10,8 @@ It only suggests: nodes are never drained (docs/fleet.md).
 from __future__ import annotations
 
 import json
+import re
+from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -19,7 +21,7 @@ import numpy as np
 import pandas as pd
 
 from .errors import InputError
-from .fleet_table import COLUMNS, fleet_columns, load_cases_run
+from .fleet_table import COLUMNS, WORDS, fleet_columns, load_cases_run
 from .io import RunFileError, shown
 
 MAD_SCALE = 1.4826   # MAD of a normal distribution x this = its standard deviation
@@ -67,7 +69,7 @@ def load_fleet(paths: Sequence[Path], rejected: list[str], notes: list[str]) -> 
     if not parts:
         raise InputError("no usable mempath result file among RUNS; valid: .h5 files or "
                          "folders of them (docs/schema.md)")
-    table = pd.DataFrame({c: np.concatenate([p[c] for p in parts]) for c in COLUMNS})
+    table = pd.DataFrame({c: np.concatenate([p[c] for p in parts]) for c in (*COLUMNS, WORDS)})
     origin = np.repeat(np.arange(len(parts)), [len(p["value"]) for p in parts])
     return _newest(table, origin, stamps, names, notes)
 
@@ -114,6 +116,49 @@ def load_expected(path: Path) -> list[str]:
     return [s for s in (line.split("#")[0].strip() for line in lines) if s]
 
 
+_PARTS = re.compile(r"\b(?:pu|mem|dst|a|b)=([a-z]+[0-9]+)\b")
+
+
+def expected_kinds(table: pd.DataFrame) -> tuple[pd.DataFrame, dict[str, list[str]]]:
+    """Each node's kind as it should be, and the processors and memories it lacks.
+
+    A node that lost a NUMA node or a GPU reports a topology of another kind (3 sockets
+    instead of 4) and would be compared with nothing. Among nodes of one architecture and
+    GPU model, a kind whose parts (the processors and memories its paths name) are a
+    strict subset of the parts most nodes of the most common kind have is that kind with
+    parts missing: its rows are compared with that kind, and the parts it lacks are
+    returned (node -> names). A kind with parts of its own stays apart."""
+    names = {path: frozenset(_PARTS.findall(path)) for path in table["path"].unique()}
+    pairs = table[["node", "node_kind", "path"]].drop_duplicates(["node", "path"])
+    parts = {node: frozenset().union(*(names[p] for p in paths))
+             for node, paths in pairs.groupby("node")["path"]}
+    kinds = pairs.drop_duplicates("node").set_index("node")["node_kind"]
+    renamed: dict[str, str] = {}
+    lacking: dict[str, list[str]] = {}
+    family = kinds.str.replace(r"/\d+s/\d+x", "/", regex=True)  # architecture and GPU model
+    for _, members in kinds.groupby(family):
+        counts = members.value_counts()
+        if len(counts) < 2:
+            continue
+        main = str(counts.index[0])
+        main_nodes = members.index[members == main]
+        seen = Counter(n for m in main_nodes for n in parts[m])
+        common = {n for n, c in seen.items() if 2 * c > len(main_nodes)}
+        for node in members.index[members != main]:
+            if parts[node] < common:
+                renamed[node] = main
+                lacking[node] = sorted(common - parts[node], key=_part_order)
+    if renamed:
+        table = table.assign(node_kind=table["node"].map(renamed).fillna(table["node_kind"]))
+    return table, lacking
+
+
+def _part_order(name: str) -> tuple[bool, str, int]:
+    """Memories first (what the admin is told is lost), numa2 before numa12."""
+    digits = name.lstrip("abcdefghijklmnopqrstuvwxyz")
+    return not name.startswith("numa"), name[:len(name) - len(digits)], int(digits or 0)
+
+
 def score(table: pd.DataFrame, options: Options) -> pd.DataFrame:
     """Add fleet_median, mad, z, deviation and flag to every row (vectorised per group)."""
     keys = ["node_kind", "path", "metric"]
@@ -157,7 +202,8 @@ def _number(value: float, metric: str) -> str:
 
 
 def _reason(row: Mapping[str, Any]) -> str:
-    what = f"{row['component']} {row['path']}"
+    """In words, "gpu2 HBM read 3,310 GB/s = fleet median −14 %"; the path is its own column."""
+    what = row[WORDS]
     if row["flag"] in ("failed", "not run"):
         return f"{what}: {row['status']} (ran on most nodes of the fleet)"
     change = f"{row['deviation'] * 100:+.0f}".replace("-", "\u2212")
@@ -165,10 +211,19 @@ def _reason(row: Mapping[str, Any]) -> str:
     return text + (" (below the reference)" if row["flag"] == "below reference" else "")
 
 
-def verdicts(table: pd.DataFrame, expected: Sequence[str]) -> tuple[pd.DataFrame, pd.DataFrame]:
-    """(nodes, flagged): a verdict per node and one row per flagged (node, path)."""
+def verdicts(table: pd.DataFrame, expected: Sequence[str],
+             lacking: Mapping[str, Sequence[str]] | None = None) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """(nodes, flagged): a verdict per node and one row per flagged (node, path); a node
+    lacking parts of its kind (expected_kinds) is degraded, one row per part."""
     flagged = table[table["flag"] != ""].copy()
     flagged["reason"] = [_reason(r) for r in flagged.to_dict("records")]
+    lost = pd.DataFrame([{"node": node, "component": part, "path": "", "value": np.nan,
+                          "fleet_median": np.nan, "deviation": np.nan,
+                          "reason": f"{part} missing (the other nodes of its kind have it)"}
+                         for node, parts in (lacking or {}).items() for part in parts],
+                        columns=["node", "component", "path", "value", "fleet_median",
+                                 "deviation", "reason"])
+    flagged = pd.concat([flagged, lost], ignore_index=True)
     per_node = table.groupby("node", sort=True).agg(
         node_kind=("node_kind", "first"), cases=("path", "size"),
         ok=("status", lambda s: int((s == "ok").sum())))
@@ -177,13 +232,17 @@ def verdicts(table: pd.DataFrame, expected: Sequence[str]) -> tuple[pd.DataFrame
     per_node["flagged"] = counts.reindex(per_node.index, fill_value=0)
     per_node["verdict"] = np.where(all_failed, "failed",
                                    np.where(per_node["flagged"] > 0, "degraded", "healthy"))
-    lacking = sorted(set(expected) - set(per_node.index))
+    absent = sorted(set(expected) - set(per_node.index))
     missing = pd.DataFrame({"node_kind": "", "cases": 0, "ok": 0, "flagged": 0,
-                            "verdict": "missing"}, index=pd.Index(lacking, name="node"))
-    nodes = pd.concat([per_node, missing]) if lacking else per_node
+                            "verdict": "missing"}, index=pd.Index(absent, name="node"))
+    nodes = pd.concat([per_node, missing]) if absent else per_node
     nodes.index.name = "node"
     worst = flagged.assign(rank=-flagged["deviation"].abs()).sort_values(["node", "rank"])
-    nodes["reason"] = worst.groupby("node")["reason"].first().reindex(nodes.index).fillna("")
+    first = worst.groupby("node")[["reason", "path"]].first().reindex(nodes.index)
+    nodes["reason"], nodes["path"] = first["reason"].fillna(""), first["path"].fillna("")
+    for node, parts in (lacking or {}).items():
+        if node in nodes.index and nodes.at[node, "verdict"] == "degraded":
+            nodes.loc[node, ["reason", "path"]] = [f"{', '.join(parts)} missing", ""]
     nodes.loc[nodes["verdict"] == "failed", "reason"] = "every case failed"
     nodes.loc[nodes["verdict"] == "missing", "reason"] = "no result file"
     flagged["verdict"] = nodes["verdict"].reindex(flagged["node"]).to_numpy()
@@ -259,6 +318,7 @@ def run_fleet(runs: Sequence[Path], out: Path, options: Options, expected: Seque
               rejected: list[str], notes: list[str]) -> tuple[pd.DataFrame, list[Path]]:
     """The whole command; returns the nodes table and the files written (into DIR,
     created where needed, as `analysis report` does)."""
-    table = score(load_fleet(runs, rejected, notes), options)
-    nodes, flagged = verdicts(table, expected)
+    table, lacking = expected_kinds(load_fleet(runs, rejected, notes))
+    table = score(table, options)
+    nodes, flagged = verdicts(table, expected, lacking)
     return nodes, write_outputs(out, table, nodes, flagged, [*rejected, *notes])
