@@ -25,7 +25,7 @@ from .fleet_table import COLUMNS, WORDS, fleet_columns, load_cases_run
 from .io import RunFileError, shown
 
 MAD_SCALE = 1.4826   # MAD of a normal distribution x this = its standard deviation
-HEATMAP_NODES = 60   # rows of the heatmap: every flagged node, then healthy ones up to this
+HEATMAP_NODES = 60   # rows of the heatmap: the worst degraded nodes, then healthy ones
 FLAGGED_COLUMNS = ("node", "verdict", "component", "path", "value", "fleet_median",
                    "deviation", "reason")
 
@@ -286,16 +286,27 @@ def _summary(table: pd.DataFrame, nodes: pd.DataFrame, rejected: Sequence[str]) 
     return "\n".join(lines) + "\n"
 
 
+def heatmap_rows(table: pd.DataFrame, nodes: pd.DataFrame) -> tuple[list[str], int]:
+    """(rows, degraded nodes left out): the worst HEATMAP_NODES degraded nodes (largest
+    flagged deviation first; a failed or missing case counts as -100 %), then healthy ones
+    sampled evenly up to HEATMAP_NODES; thousands of rows would not be readable."""
+    flagged = table[table["flag"] != ""]
+    worst = flagged["deviation"].abs().fillna(1.0).groupby(flagged["node"]).max()
+    bad = nodes.loc[nodes["verdict"] == "degraded", "node"]
+    bad = worst.reindex(bad).fillna(1.0).sort_values(ascending=False, kind="stable").index.tolist()
+    healthy = nodes.loc[nodes["verdict"] == "healthy", "node"].tolist()
+    room = max(0, HEATMAP_NODES - len(bad))
+    step = max(1, len(healthy) // max(1, room))
+    return bad[:HEATMAP_NODES] + healthy[::step][:room], max(0, len(bad) - HEATMAP_NODES)
+
+
 def _heatmap(out: Path, table: pd.DataFrame, nodes: pd.DataFrame) -> Path:
-    """Deviation from the fleet median, nodes x paths: every flagged node and a sample of
-    healthy ones (thousands of rows would not be readable)."""
+    """Deviation from the fleet median, nodes x paths, heatmap_rows() only; the figure's
+    height follows its rows so that each row keeps a readable label."""
     import matplotlib
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
-    bad = nodes.loc[nodes["verdict"] == "degraded", "node"].tolist()
-    healthy = nodes.loc[nodes["verdict"] == "healthy", "node"].tolist()
-    step = max(1, len(healthy) // max(1, HEATMAP_NODES - len(bad)))
-    shown_nodes = bad + healthy[::step][:max(0, HEATMAP_NODES - len(bad))]
+    shown_nodes, hidden = heatmap_rows(table, nodes)
     part = table[table["node"].isin(shown_nodes)]
     sign = np.where(part["higher_is_better"].to_numpy(dtype=bool), 1.0, -1.0)
     grid = part.assign(d=sign * part["deviation"] * 100).pivot_table(
@@ -305,7 +316,10 @@ def _heatmap(out: Path, table: pd.DataFrame, nodes: pd.DataFrame) -> Path:
                       interpolation="nearest")
     ax.set_yticks(range(len(grid)), grid.index, fontsize=6)
     ax.set_xticks([])
-    ax.set_xlabel(f"{grid.shape[1]} paths (fleet_table.py path names)")
+    label = f"{grid.shape[1]} paths (fleet_table.py path names)"
+    if hidden:
+        label += f"\n{hidden} more degraded nodes not shown (nodes.csv lists every node)"
+    ax.set_xlabel(label)
     ax.set_title("Deviation from the fleet median, % (negative = worse)")
     fig.colorbar(image, ax=ax, shrink=min(1.0, 8 / max(8, len(grid) * 0.18)), pad=0.01)
     fig.tight_layout()

@@ -313,3 +313,35 @@ def test_a_kind_with_parts_of_its_own_is_not_folded_into_another(tmp_path):
                                    "bw read pu=cpu0 mem=numa0", "bw read pu=cpu5 mem=numa5"]})
     folded, lacking = expected_kinds(table)
     assert folded["node_kind"].tolist() == table["node_kind"].tolist() and lacking == {}
+
+
+def _scored(degraded: int, healthy: int) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """A scored fleet table of one path: node bN is -N/10 % off, hN on the median."""
+    names = [f"b{i:03d}" for i in range(degraded)] + [f"h{i:03d}" for i in range(healthy)]
+    deviation = [-(i + 1) / 1000 for i in range(degraded)] + [0.0] * healthy
+    table = pd.DataFrame({"node": names, "path": "p", "higher_is_better": True,
+                          "deviation": deviation,
+                          "flag": ["outlier"] * degraded + [""] * healthy})
+    nodes = pd.DataFrame({"node": names,
+                          "verdict": ["degraded"] * degraded + ["healthy"] * healthy})
+    return table, nodes
+
+
+def test_heatmap_keeps_the_worst_degraded_nodes_and_counts_the_rest(tmp_path):
+    """Hundreds of degraded nodes must not make the heatmap unreadable: the worst
+    HEATMAP_NODES rows, a line for the others, and the figure sized to its rows."""
+    import matplotlib.image
+    from analysis.fleet import HEATMAP_NODES, _heatmap, heatmap_rows
+    table, nodes = _scored(150, 20)
+    rows, hidden = heatmap_rows(table, nodes)
+    assert len(rows) == HEATMAP_NODES and hidden == 150 - HEATMAP_NODES
+    assert rows[0] == "b149" and rows[-1] == f"b{150 - HEATMAP_NODES:03d}"  # worst first
+    assert heatmap_rows(*_scored(3, 100))[0][:3] == ["b002", "b001", "b000"]
+    assert len(heatmap_rows(*_scored(3, 100))[0]) == HEATMAP_NODES
+    heights = {}
+    for count in (HEATMAP_NODES, 10):
+        out = tmp_path / str(count)
+        out.mkdir()
+        heights[count] = matplotlib.image.imread(_heatmap(out, *_scored(count, 0))).shape[0]
+    assert heights[HEATMAP_NODES] == round(100 * (0.18 * HEATMAP_NODES + 1.5))
+    assert heights[10] == round(100 * max(3, 0.18 * 10 + 1.5))
