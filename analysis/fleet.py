@@ -256,16 +256,52 @@ def verdicts(table: pd.DataFrame, expected: Sequence[str],
 
 
 def write_outputs(out: Path, table: pd.DataFrame, nodes: pd.DataFrame, flagged: pd.DataFrame,
-                  rejected: Sequence[str]) -> list[Path]:
+                  rejected: Sequence[str], slow: pd.DataFrame | None = None) -> list[Path]:
     out.mkdir(parents=True, exist_ok=True)
     nodes.to_csv(out / "nodes.csv", index=False)
     records = json.loads(flagged.to_json(orient="records"))
     (out / "flagged.json").write_text(json.dumps(records, indent=1, ensure_ascii=False))
-    (out / "summary.md").write_text(_summary(table, nodes, rejected))
+    (out / "summary.md").write_text(_summary(table, nodes, rejected, slow))
     return [out / "nodes.csv", out / "flagged.json", out / "summary.md", _heatmap(out, table, nodes)]
 
 
-def _summary(table: pd.DataFrame, nodes: pd.DataFrame, rejected: Sequence[str]) -> str:
+@dataclass
+class History:
+    """--history DB: the night is appended and the trends of the window join the report."""
+    db: Path
+    nights: int = 90
+    min_drop: float = 0.05
+
+    def __post_init__(self) -> None:  # before the night is appended
+        from .fleet_history import check_window
+        check_window(self.nights, self.min_drop)
+
+
+def add_history(out: Path, table: pd.DataFrame, history: History) -> tuple[pd.DataFrame, list[Path]]:
+    """Append the night to the history database and write its trend files into ``out``;
+    returns the slowly degrading series, worst first, each with its ``text`` in words.
+
+    The rows appended carry the node kind as it should be (expected_kinds), so that a node
+    that lost a part keeps its series. The trends are of the kind of data analysed: a
+    simulated night's come from the synthetic rows, a real night's from the real ones."""
+    from . import fleet_history
+    from .fleet_history_cli import write_trends
+    fleet_history.append(history.db, table[list(COLUMNS)])
+    synthetic = bool(table["synthetic"].all())
+    _, slow = write_trends(history.db, out, history.nights, history.min_drop, synthetic)
+    what = table.drop_duplicates("path").set_index("path")[WORDS]
+    slow = slow.assign(what=slow["path"].map(what).fillna(slow["component"]))
+    slow["text"] = [f"{r['what']} {_number(r['start'], r['metric'])} to "
+                    f"{_number(r['end'], r['metric'])} ({-r['loss'] * 100:+.0f} % over "
+                    f"{r['nights']} nights)".replace("-", "\u2212")
+                    for r in slow.to_dict("records")]
+    files = [out / name for name in ("trend.csv", "slow_degradation.csv",
+                                     "slow_degradation.json", "worst_trends.png")]
+    return slow, files
+
+
+def _summary(table: pd.DataFrame, nodes: pd.DataFrame, rejected: Sequence[str],
+             slow: pd.DataFrame | None = None) -> str:
     counts = nodes["verdict"].value_counts()
     lines = ["# Fleet report", "",
              "It only suggests: no node is drained. Verdicts: healthy, degraded (a component "
@@ -281,6 +317,13 @@ def _summary(table: pd.DataFrame, nodes: pd.DataFrame, rejected: Sequence[str]) 
     if len(bad):
         lines += ["", "| node | verdict | reason |", "|---|---|---|"]
         lines += [f"| {r.node} | {r.verdict} | {r.reason} |" for r in bad.itertuples()]
+    if slow is not None:
+        lines += ["", "## Slowly degrading (history database)", ""]
+        if slow.empty:
+            lines += ["No series lost more than the minimum drop over the window."]
+        else:
+            lines += ["| node | component | trend |", "|---|---|---|"]
+            lines += [f"| {r.node} | {r.component} | {r.text} |" for r in slow.itertuples()]
     if rejected:
         lines += ["", "Inputs left out:", ""] + [f"- {line}" for line in rejected]
     return "\n".join(lines) + "\n"
@@ -329,10 +372,18 @@ def _heatmap(out: Path, table: pd.DataFrame, nodes: pd.DataFrame) -> Path:
 
 
 def run_fleet(runs: Sequence[Path], out: Path, options: Options, expected: Sequence[str],
-              rejected: list[str], notes: list[str]) -> tuple[pd.DataFrame, list[Path]]:
+              rejected: list[str], notes: list[str],
+              history: History | None = None) -> tuple[pd.DataFrame, list[Path]]:
     """The whole command; returns the nodes table and the files written (into DIR,
     created where needed, as `analysis report` does)."""
     table, lacking = expected_kinds(load_fleet(runs, rejected, notes))
     table = score(table, options)
     nodes, flagged = verdicts(table, expected, lacking)
-    return nodes, write_outputs(out, table, nodes, flagged, [*rejected, *notes])
+    slow, trend_files = None, []
+    if history is not None:
+        out.mkdir(parents=True, exist_ok=True)
+        slow, trend_files = add_history(out, table, history)
+        worst = slow.drop_duplicates("node").set_index("node")["text"]  # worst first
+        nodes = nodes.assign(slow_trend=nodes["node"].map(worst).fillna(""))
+    files = write_outputs(out, table, nodes, flagged, [*rejected, *notes], slow)
+    return nodes, files + trend_files

@@ -182,6 +182,8 @@ def words(family: str, row: Mapping[str, Any], topo: Topo, part: str) -> str:
     if row["alloc"] not in ("numa", "device"):  # the kinds' usual allocators go unsaid
         kind += f", {row['alloc']}"
     local = row["via"] == "local"
+    if local and mem.startswith("numa") and topo.gpu_of(mem) is not None:
+        kind += f" as {mem}"  # the HBM's NUMA node, apart from its device memory
     over = "" if local else f" over {component_words(part)}"
     if family == "chase":
         return f"{pu} {kind} latency" if local else f"{pu} latency of {mem} ({kind}){over}"

@@ -279,7 +279,7 @@ def test_reason_in_words_and_path_in_its_own_column(fleet, tmp_path):
     code, out, nodes = _run_fleet(tmp_path, sim)
     hbm = next(f for f in truth["faults"] if f["kind"] == "hbm")
     reason = nodes.loc[hbm["node"], "reason"]
-    assert re.fullmatch(rf"{hbm['component']} HBM read \d{{1,3}}(,\d{{3}})* GB/s = fleet median "
+    assert re.fullmatch(rf"{hbm['component']} HBM (as numa\d+ )?read \d{{1,3}}(,\d{{3}})* GB/s = fleet median "
                         r"\u2212\d+ %", reason), reason
     assert nodes.loc[hbm["node"], "path"].startswith(f"bw read pu={hbm['component']} ")
     flagged = json.loads((out / "flagged.json").read_text())
@@ -345,3 +345,10 @@ def test_heatmap_keeps_the_worst_degraded_nodes_and_counts_the_rest(tmp_path):
         heights[count] = matplotlib.image.imread(_heatmap(out, *_scored(count, 0))).shape[0]
     assert heights[HEATMAP_NODES] == round(100 * (0.18 * HEATMAP_NODES + 1.5))
     assert heights[10] == round(100 * max(3, 0.18 * 10 + 1.5))
+
+
+def test_hbm_read_as_its_numa_node_is_told_apart_from_device_memory():
+    from analysis.fleet_table import words
+    topo = _topo()
+    row = {"op": "read", "pu": "gpu0", "mem": "numa4", "dst_mem": "", "alloc": "numa", "via": "local"}
+    assert words("bw", row, topo, "gpu0") == "gpu0 HBM as numa4 read"
