@@ -22,7 +22,7 @@
 #   VET_SIZE         bytes per buffer of bw and memcpy (default: mempath's, bw 1 GiB raised to 4x the caches); VET_IN_CACHE=1 allows sizes
 #                    below 4x the caches (bw --in-cache)
 #   VET_CHASE_SIZE   chase buffer (1GiB)
-#   VET_REPS         timed repetitions of bw and memcpy (3)
+#   VET_REPS         timed repetitions of bw and memcpy (5; the ReFrame check passes its own, 5)
 #   VET_ROUND_TRIPS  ping-pong round trips (10000)
 #   VET_TIMEOUT      per-case time limit in seconds (300; mempath --timeout)
 #   VET_PLAN         a topology snapshot (`mempath topo --save DIR`): print each file's
@@ -39,7 +39,7 @@ outdir=${1:-vetting}
 size_opt=()
 [[ -n ${VET_SIZE:-} ]] && size_opt=(--size "$VET_SIZE")
 chase_size=${VET_CHASE_SIZE:-1GiB}
-reps=${VET_REPS:-3}
+reps=${VET_REPS:-5}
 round_trips=${VET_ROUND_TRIPS:-10000}
 timeout=${VET_TIMEOUT:-300}
 plan=${VET_PLAN:-}

@@ -72,7 +72,7 @@ def planned(fixture: str) -> dict[str, int]:
 
 
 #: The quad GH200 preset, per file group: what docs/results/2026-11-24-vetting.md
-#: extrapolates to ~3 min per node (goal: < 5 min). A larger plan must update that estimate.
+#: extrapolates to ~2.4 min per node, at most ~4.1 (goal: < 5 min). A larger plan must update that estimate.
 QUAD_GH200_BUDGET = {'bw': 112, 'copy': 80, 'memcpy': 8, 'chase': 36, 'pingpong': 9}
 
 
