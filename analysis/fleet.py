@@ -212,7 +212,8 @@ def _reason(row: Mapping[str, Any]) -> str:
 
 
 def verdicts(table: pd.DataFrame, expected: Sequence[str],
-             lacking: Mapping[str, Sequence[str]] | None = None) -> tuple[pd.DataFrame, pd.DataFrame]:
+             lacking: Mapping[str, Sequence[str]] | None = None,
+             ) -> tuple[pd.DataFrame, pd.DataFrame]:
     """(nodes, flagged): a verdict per node and one row per flagged (node, path); a node
     lacking parts of its kind (expected_kinds) is degraded, one row per part."""
     flagged = table[table["flag"] != ""].copy()
@@ -277,7 +278,8 @@ class History:
         check_window(self.nights, self.min_drop)
 
 
-def add_history(out: Path, table: pd.DataFrame, history: History) -> tuple[pd.DataFrame, list[Path]]:
+def add_history(out: Path, table: pd.DataFrame,
+                history: History) -> tuple[pd.DataFrame, list[Path]]:
     """Append the night to the history database and write its trend files into ``out``;
     returns the slowly degrading series, worst first, each with its ``text`` in words.
 

@@ -263,7 +263,8 @@ def test_files_of_one_host_with_different_cases_are_merged(fleet, tmp_path, caps
     ("cpu0", "numa0", "local", "numa", "cpu0 host memory read"),
     ("gpu0", "numa0", "c2c", "pinned", "gpu0 read of numa0 (host memory, pinned) over gpu0's C2C"),
     ("gpu0", "numa12", "nvlink", "numa", "gpu0 read of numa12 (HBM) over NVLink gpu0-gpu1"),
-    ("cpu0", "numa1", "interconnect", "numa", "cpu0 read of numa1 (host memory) over socket link cpu0-cpu1"),
+    ("cpu0", "numa1", "interconnect", "numa",
+     "cpu0 read of numa1 (host memory) over socket link cpu0-cpu1"),
 ])
 def test_paths_in_words(pu, mem, via, alloc, expected):
     """The reason an admin reads names the processor, the memory kind and the operation,
@@ -294,7 +295,8 @@ def test_a_node_that_lost_a_numa_node_is_compared_with_its_kind(tmp_path):
     truth = simulate(12, "gh200_quad", "numa:1", tmp_path / "sim", seed=5)
     fault = truth["faults"][0]
     numa = "numa" + fault["component"][3:]
-    assert "/3s/" in fleet_rows(load_run(tmp_path / "sim" / f"{fault['node']}.h5"))["node_kind"].iloc[0]
+    lost = fleet_rows(load_run(tmp_path / "sim" / f"{fault['node']}.h5"))
+    assert "/3s/" in lost["node_kind"].iloc[0]
     code, out, nodes = _run_fleet(tmp_path, tmp_path / "sim")
     assert code == 0 and nodes["node_kind"].nunique() == 1
     assert nodes.loc[fault["node"], "verdict"] == "degraded"
@@ -350,5 +352,6 @@ def test_heatmap_keeps_the_worst_degraded_nodes_and_counts_the_rest(tmp_path):
 def test_hbm_read_as_its_numa_node_is_told_apart_from_device_memory():
     from analysis.fleet_table import words
     topo = _topo()
-    row = {"op": "read", "pu": "gpu0", "mem": "numa4", "dst_mem": "", "alloc": "numa", "via": "local"}
+    row = {"op": "read", "pu": "gpu0", "mem": "numa4", "dst_mem": "", "alloc": "numa",
+           "via": "local"}
     assert words("bw", row, topo, "gpu0") == "gpu0 HBM as numa4 read"

@@ -64,15 +64,17 @@ def test_vet_node_writes_every_command_into_the_host_folder(tmp_path: Path):
 
 def planned(fixture: str) -> dict[str, int]:
     """The preset's planned cases per file on a topology snapshot (VET_PLAN)."""
+    snapshot = REPO / 'tests' / 'fixtures' / fixture
     out = subprocess.run([str(VET_NODE)], capture_output=True, text=True, timeout=60, env={
-        **os.environ, 'MEMPATH': str(binary()), 'VET_PLAN': str(REPO / 'tests' / 'fixtures' / fixture)})
+        **os.environ, 'MEMPATH': str(binary()), 'VET_PLAN': str(snapshot)})
     assert out.returncode == 0 and not out.stderr, out.stderr
     return {m[1]: int(m[2]) for m in re.finditer(r'^vet_node\.sh: plan (\S+)\.h5: (\d+) cases$',
                                                   out.stdout, re.MULTILINE)}
 
 
 #: The quad GH200 preset, per file group: what docs/results/2026-11-24-vetting.md
-#: extrapolates to ~2.4 min per node, at most ~4.1 (goal: < 5 min). A larger plan must update that estimate.
+#: extrapolates to ~2.4 min per node, at most ~4.1 (goal: < 5 min). A larger plan
+#: must update that estimate.
 QUAD_GH200_BUDGET = {'bw': 112, 'copy': 80, 'memcpy': 8, 'chase': 36, 'pingpong': 9}
 
 
