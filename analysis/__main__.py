@@ -56,7 +56,8 @@ def _fleet_parsers(commands: argparse._SubParsersAction) -> None:
     fleet = commands.add_parser("fleet", help="degraded nodes of a fleet (docs/fleet.md)",
                                 description="Compare every node with the fleet of its kind: "
                                             "nodes.csv, flagged.json, summary.md, heatmap.png "
-                                            "in DIR. Exit 0 whether or not nodes are degraded; "
+                                            "in DIR (with --history also the night's trends). "
+                                            "Exit 0 whether or not nodes are degraded; "
                                             "2 on bad input (the rest is still analysed).")
     fleet.add_argument("runs", nargs="+", type=Path, metavar="RUNS", help="result files or folders")
     fleet.add_argument("-o", "--output", required=True, type=Path, metavar="DIR",
