@@ -56,7 +56,8 @@ def _fleet_parsers(commands: argparse._SubParsersAction) -> None:
     fleet = commands.add_parser("fleet", help="degraded nodes of a fleet (docs/fleet.md)",
                                 description="Compare every node with the fleet of its kind: "
                                             "nodes.csv, flagged.json, summary.md, heatmap.png "
-                                            "in DIR. Exit 0 whether or not nodes are degraded; "
+                                            "in DIR (with --history also the night's trends). "
+                                            "Exit 0 whether or not nodes are degraded; "
                                             "2 on bad input (the rest is still analysed).")
     fleet.add_argument("runs", nargs="+", type=Path, metavar="RUNS", help="result files or folders")
     fleet.add_argument("-o", "--output", required=True, type=Path, metavar="DIR",
@@ -68,6 +69,14 @@ def _fleet_parsers(commands: argparse._SubParsersAction) -> None:
     fleet.add_argument("-k", type=float, default=4.0, help="robust z threshold (default 4)")
     fleet.add_argument("--min-change", type=float, default=0.05,
                        help="smallest relative deficit flagged (default 0.05)")
+    fleet.add_argument("--history", type=Path, metavar="DB",
+                       help="append the night to this DuckDB file (created) and add per-node "
+                            "trends and slowly degrading nodes (docs/fleet_history.md)")
+    fleet.add_argument("--nights", type=int,
+                       help="with --history: trend window, nights up to the newest (default 90)")
+    fleet.add_argument("--min-drop", type=float,
+                       help="with --history: loss over the window that counts as degrading "
+                            "(default 0.05)")
     sim = commands.add_parser("simulate", help="synthetic node files for tests and benchmarks",
                               description="Write N synthetic node files (root attribute "
                                           "synthetic=1) and DIR/truth.json (docs/fleet.md).")
@@ -83,12 +92,18 @@ def _fleet_parsers(commands: argparse._SubParsersAction) -> None:
 
 
 def _fleet(args: argparse.Namespace, rejected: list[str]) -> int:
-    from .fleet import Options, load_expected, load_floors, run_fleet
+    from .fleet import History, Options, load_expected, load_floors, run_fleet
     floors = load_floors(args.reference) if args.reference else None
     expected = load_expected(args.expect_nodes) if args.expect_nodes else []
+    window = {k: v for k, v in (("nights", args.nights), ("min_drop", args.min_drop))
+              if v is not None}
+    if window and not args.history:
+        raise InputError("--nights and --min-drop are options of --history DB; valid: "
+                         "give --history DB with them, or neither")
+    history = History(args.history, **window) if args.history else None
     notes: list[str] = []
     nodes, files = run_fleet(args.runs, args.output, Options(args.k, args.min_change, floors),
-                             expected, rejected, notes)
+                             expected, rejected, notes, history)
     counts = nodes["verdict"].value_counts()
     print(f"analysis: fleet report in {shown(args.output)}: " + ", ".join(
         f"{int(counts.get(v, 0))} {v}" for v in ("healthy", "degraded", "failed", "missing")))

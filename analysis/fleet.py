@@ -10,6 +10,8 @@ It only suggests: nodes are never drained (docs/fleet.md).
 from __future__ import annotations
 
 import json
+import re
+from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -19,11 +21,11 @@ import numpy as np
 import pandas as pd
 
 from .errors import InputError
-from .fleet_table import COLUMNS, fleet_columns, load_cases_run
+from .fleet_table import COLUMNS, WORDS, fleet_columns, load_cases_run
 from .io import RunFileError, shown
 
 MAD_SCALE = 1.4826   # MAD of a normal distribution x this = its standard deviation
-HEATMAP_NODES = 60   # rows of the heatmap: every flagged node, then healthy ones up to this
+HEATMAP_NODES = 60   # rows of the heatmap: the worst degraded nodes, then healthy ones
 FLAGGED_COLUMNS = ("node", "verdict", "component", "path", "value", "fleet_median",
                    "deviation", "reason")
 
@@ -67,7 +69,7 @@ def load_fleet(paths: Sequence[Path], rejected: list[str], notes: list[str]) -> 
     if not parts:
         raise InputError("no usable mempath result file among RUNS; valid: .h5 files or "
                          "folders of them (docs/schema.md)")
-    table = pd.DataFrame({c: np.concatenate([p[c] for p in parts]) for c in COLUMNS})
+    table = pd.DataFrame({c: np.concatenate([p[c] for p in parts]) for c in (*COLUMNS, WORDS)})
     origin = np.repeat(np.arange(len(parts)), [len(p["value"]) for p in parts])
     return _newest(table, origin, stamps, names, notes)
 
@@ -114,6 +116,49 @@ def load_expected(path: Path) -> list[str]:
     return [s for s in (line.split("#")[0].strip() for line in lines) if s]
 
 
+_PARTS = re.compile(r"\b(?:pu|mem|dst|a|b)=([a-z]+[0-9]+)\b")
+
+
+def expected_kinds(table: pd.DataFrame) -> tuple[pd.DataFrame, dict[str, list[str]]]:
+    """Each node's kind as it should be, and the processors and memories it lacks.
+
+    A node that lost a NUMA node or a GPU reports a topology of another kind (3 sockets
+    instead of 4) and would be compared with nothing. Among nodes of one architecture and
+    GPU model, a kind whose parts (the processors and memories its paths name) are a
+    strict subset of the parts most nodes of the most common kind have is that kind with
+    parts missing: its rows are compared with that kind, and the parts it lacks are
+    returned (node -> names). A kind with parts of its own stays apart."""
+    names = {path: frozenset(_PARTS.findall(path)) for path in table["path"].unique()}
+    pairs = table[["node", "node_kind", "path"]].drop_duplicates(["node", "path"])
+    parts = {node: frozenset().union(*(names[p] for p in paths))
+             for node, paths in pairs.groupby("node")["path"]}
+    kinds = pairs.drop_duplicates("node").set_index("node")["node_kind"]
+    renamed: dict[str, str] = {}
+    lacking: dict[str, list[str]] = {}
+    family = kinds.str.replace(r"/\d+s/\d+x", "/", regex=True)  # architecture and GPU model
+    for _, members in kinds.groupby(family):
+        counts = members.value_counts()
+        if len(counts) < 2:
+            continue
+        main = str(counts.index[0])
+        main_nodes = members.index[members == main]
+        seen = Counter(n for m in main_nodes for n in parts[m])
+        common = {n for n, c in seen.items() if 2 * c > len(main_nodes)}
+        for node in members.index[members != main]:
+            if parts[node] < common:
+                renamed[node] = main
+                lacking[node] = sorted(common - parts[node], key=_part_order)
+    if renamed:
+        table = table.assign(node_kind=table["node"].map(renamed).fillna(table["node_kind"]))
+    return table, lacking
+
+
+def _part_order(name: str) -> tuple[bool, str, int]:
+    """Memories first (what the admin is told is lost), numa2 before numa12."""
+    digits = name.lstrip("abcdefghijklmnopqrstuvwxyz")
+    return not name.startswith("numa"), name[:len(name) - len(digits)], int(digits or 0)
+
+
 def score(table: pd.DataFrame, options: Options) -> pd.DataFrame:
     """Add fleet_median, mad, z, deviation and flag to every row (vectorised per group)."""
     keys = ["node_kind", "path", "metric"]
@@ -157,7 +202,8 @@ def _number(value: float, metric: str) -> str:
 
 
 def _reason(row: Mapping[str, Any]) -> str:
-    what = f"{row['component']} {row['path']}"
+    """In words, "gpu2 HBM read 3,310 GB/s = fleet median −14 %"; the path is its own column."""
+    what = row[WORDS]
     if row["flag"] in ("failed", "not run"):
         return f"{what}: {row['status']} (ran on most nodes of the fleet)"
     change = f"{row['deviation'] * 100:+.0f}".replace("-", "\u2212")
@@ -165,10 +211,20 @@ def _reason(row: Mapping[str, Any]) -> str:
     return text + (" (below the reference)" if row["flag"] == "below reference" else "")
 
 
-def verdicts(table: pd.DataFrame, expected: Sequence[str]) -> tuple[pd.DataFrame, pd.DataFrame]:
-    """(nodes, flagged): a verdict per node and one row per flagged (node, path)."""
+def verdicts(table: pd.DataFrame, expected: Sequence[str],
+             lacking: Mapping[str, Sequence[str]] | None = None,
+             ) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """(nodes, flagged): a verdict per node and one row per flagged (node, path); a node
+    lacking parts of its kind (expected_kinds) is degraded, one row per part."""
     flagged = table[table["flag"] != ""].copy()
     flagged["reason"] = [_reason(r) for r in flagged.to_dict("records")]
+    lost = pd.DataFrame([{"node": node, "component": part, "path": "", "value": np.nan,
+                          "fleet_median": np.nan, "deviation": np.nan,
+                          "reason": f"{part} missing (the other nodes of its kind have it)"}
+                         for node, parts in (lacking or {}).items() for part in parts],
+                        columns=["node", "component", "path", "value", "fleet_median",
+                                 "deviation", "reason"])
+    flagged = pd.concat([flagged, lost], ignore_index=True)
     per_node = table.groupby("node", sort=True).agg(
         node_kind=("node_kind", "first"), cases=("path", "size"),
         ok=("status", lambda s: int((s == "ok").sum())))
@@ -177,13 +233,17 @@ def verdicts(table: pd.DataFrame, expected: Sequence[str]) -> tuple[pd.DataFrame
     per_node["flagged"] = counts.reindex(per_node.index, fill_value=0)
     per_node["verdict"] = np.where(all_failed, "failed",
                                    np.where(per_node["flagged"] > 0, "degraded", "healthy"))
-    lacking = sorted(set(expected) - set(per_node.index))
+    absent = sorted(set(expected) - set(per_node.index))
     missing = pd.DataFrame({"node_kind": "", "cases": 0, "ok": 0, "flagged": 0,
-                            "verdict": "missing"}, index=pd.Index(lacking, name="node"))
-    nodes = pd.concat([per_node, missing]) if lacking else per_node
+                            "verdict": "missing"}, index=pd.Index(absent, name="node"))
+    nodes = pd.concat([per_node, missing]) if absent else per_node
     nodes.index.name = "node"
     worst = flagged.assign(rank=-flagged["deviation"].abs()).sort_values(["node", "rank"])
-    nodes["reason"] = worst.groupby("node")["reason"].first().reindex(nodes.index).fillna("")
+    first = worst.groupby("node")[["reason", "path"]].first().reindex(nodes.index)
+    nodes["reason"], nodes["path"] = first["reason"].fillna(""), first["path"].fillna("")
+    for node, parts in (lacking or {}).items():
+        if node in nodes.index and nodes.at[node, "verdict"] == "degraded":
+            nodes.loc[node, ["reason", "path"]] = [f"{', '.join(parts)} missing", ""]
     nodes.loc[nodes["verdict"] == "failed", "reason"] = "every case failed"
     nodes.loc[nodes["verdict"] == "missing", "reason"] = "no result file"
     flagged["verdict"] = nodes["verdict"].reindex(flagged["node"]).to_numpy()
@@ -197,16 +257,53 @@ def verdicts(table: pd.DataFrame, expected: Sequence[str]) -> tuple[pd.DataFrame
 
 
 def write_outputs(out: Path, table: pd.DataFrame, nodes: pd.DataFrame, flagged: pd.DataFrame,
-                  rejected: Sequence[str]) -> list[Path]:
+                  rejected: Sequence[str], slow: pd.DataFrame | None = None) -> list[Path]:
     out.mkdir(parents=True, exist_ok=True)
     nodes.to_csv(out / "nodes.csv", index=False)
     records = json.loads(flagged.to_json(orient="records"))
     (out / "flagged.json").write_text(json.dumps(records, indent=1, ensure_ascii=False))
-    (out / "summary.md").write_text(_summary(table, nodes, rejected))
+    (out / "summary.md").write_text(_summary(table, nodes, rejected, slow))
     return [out / "nodes.csv", out / "flagged.json", out / "summary.md", _heatmap(out, table, nodes)]
 
 
-def _summary(table: pd.DataFrame, nodes: pd.DataFrame, rejected: Sequence[str]) -> str:
+@dataclass
+class History:
+    """--history DB: the night is appended and the trends of the window join the report."""
+    db: Path
+    nights: int = 90
+    min_drop: float = 0.05
+
+    def __post_init__(self) -> None:  # before the night is appended
+        from .fleet_history import check_window
+        check_window(self.nights, self.min_drop)
+
+
+def add_history(out: Path, table: pd.DataFrame,
+                history: History) -> tuple[pd.DataFrame, list[Path]]:
+    """Append the night to the history database and write its trend files into ``out``;
+    returns the slowly degrading series, worst first, each with its ``text`` in words.
+
+    The rows appended carry the node kind as it should be (expected_kinds), so that a node
+    that lost a part keeps its series. The trends are of the kind of data analysed: a
+    simulated night's come from the synthetic rows, a real night's from the real ones."""
+    from . import fleet_history
+    from .fleet_history_cli import write_trends
+    fleet_history.append(history.db, table[list(COLUMNS)])
+    synthetic = bool(table["synthetic"].all())
+    _, slow = write_trends(history.db, out, history.nights, history.min_drop, synthetic)
+    what = table.drop_duplicates("path").set_index("path")[WORDS]
+    slow = slow.assign(what=slow["path"].map(what).fillna(slow["component"]))
+    slow["text"] = [f"{r['what']} {_number(r['start'], r['metric'])} to "
+                    f"{_number(r['end'], r['metric'])} ({-r['loss'] * 100:+.0f} % over "
+                    f"{r['nights']} nights)".replace("-", "\u2212")
+                    for r in slow.to_dict("records")]
+    files = [out / name for name in ("trend.csv", "slow_degradation.csv",
+                                     "slow_degradation.json", "worst_trends.png")]
+    return slow, files
+
+
+def _summary(table: pd.DataFrame, nodes: pd.DataFrame, rejected: Sequence[str],
+             slow: pd.DataFrame | None = None) -> str:
     counts = nodes["verdict"].value_counts()
     lines = ["# Fleet report", "",
              "It only suggests: no node is drained. Verdicts: healthy, degraded (a component "
@@ -222,21 +319,39 @@ def _summary(table: pd.DataFrame, nodes: pd.DataFrame, rejected: Sequence[str]) 
     if len(bad):
         lines += ["", "| node | verdict | reason |", "|---|---|---|"]
         lines += [f"| {r.node} | {r.verdict} | {r.reason} |" for r in bad.itertuples()]
+    if slow is not None:
+        lines += ["", "## Slowly degrading (history database)", ""]
+        if slow.empty:
+            lines += ["No series lost more than the minimum drop over the window."]
+        else:
+            lines += ["| node | component | trend |", "|---|---|---|"]
+            lines += [f"| {r.node} | {r.component} | {r.text} |" for r in slow.itertuples()]
     if rejected:
         lines += ["", "Inputs left out:", ""] + [f"- {line}" for line in rejected]
     return "\n".join(lines) + "\n"
 
 
+def heatmap_rows(table: pd.DataFrame, nodes: pd.DataFrame) -> tuple[list[str], int]:
+    """(rows, degraded nodes left out): the worst HEATMAP_NODES degraded nodes (largest
+    flagged deviation first; a failed or missing case counts as -100 %), then healthy ones
+    sampled evenly up to HEATMAP_NODES; thousands of rows would not be readable."""
+    flagged = table[table["flag"] != ""]
+    worst = flagged["deviation"].abs().fillna(1.0).groupby(flagged["node"]).max()
+    bad = nodes.loc[nodes["verdict"] == "degraded", "node"]
+    bad = worst.reindex(bad).fillna(1.0).sort_values(ascending=False, kind="stable").index.tolist()
+    healthy = nodes.loc[nodes["verdict"] == "healthy", "node"].tolist()
+    room = max(0, HEATMAP_NODES - len(bad))
+    step = max(1, len(healthy) // max(1, room))
+    return bad[:HEATMAP_NODES] + healthy[::step][:room], max(0, len(bad) - HEATMAP_NODES)
+
+
 def _heatmap(out: Path, table: pd.DataFrame, nodes: pd.DataFrame) -> Path:
-    """Deviation from the fleet median, nodes x paths: every flagged node and a sample of
-    healthy ones (thousands of rows would not be readable)."""
+    """Deviation from the fleet median, nodes x paths, heatmap_rows() only; the figure's
+    height follows its rows so that each row keeps a readable label."""
     import matplotlib
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
-    bad = nodes.loc[nodes["verdict"] == "degraded", "node"].tolist()
-    healthy = nodes.loc[nodes["verdict"] == "healthy", "node"].tolist()
-    step = max(1, len(healthy) // max(1, HEATMAP_NODES - len(bad)))
-    shown_nodes = bad + healthy[::step][:max(0, HEATMAP_NODES - len(bad))]
+    shown_nodes, hidden = heatmap_rows(table, nodes)
     part = table[table["node"].isin(shown_nodes)]
     sign = np.where(part["higher_is_better"].to_numpy(dtype=bool), 1.0, -1.0)
     grid = part.assign(d=sign * part["deviation"] * 100).pivot_table(
@@ -246,7 +361,10 @@ def _heatmap(out: Path, table: pd.DataFrame, nodes: pd.DataFrame) -> Path:
                       interpolation="nearest")
     ax.set_yticks(range(len(grid)), grid.index, fontsize=6)
     ax.set_xticks([])
-    ax.set_xlabel(f"{grid.shape[1]} paths (fleet_table.py path names)")
+    label = f"{grid.shape[1]} paths (fleet_table.py path names)"
+    if hidden:
+        label += f"\n{hidden} more degraded nodes not shown (nodes.csv lists every node)"
+    ax.set_xlabel(label)
     ax.set_title("Deviation from the fleet median, % (negative = worse)")
     fig.colorbar(image, ax=ax, shrink=min(1.0, 8 / max(8, len(grid) * 0.18)), pad=0.01)
     fig.tight_layout()
@@ -256,9 +374,18 @@ def _heatmap(out: Path, table: pd.DataFrame, nodes: pd.DataFrame) -> Path:
 
 
 def run_fleet(runs: Sequence[Path], out: Path, options: Options, expected: Sequence[str],
-              rejected: list[str], notes: list[str]) -> tuple[pd.DataFrame, list[Path]]:
+              rejected: list[str], notes: list[str],
+              history: History | None = None) -> tuple[pd.DataFrame, list[Path]]:
     """The whole command; returns the nodes table and the files written (into DIR,
     created where needed, as `analysis report` does)."""
-    table = score(load_fleet(runs, rejected, notes), options)
-    nodes, flagged = verdicts(table, expected)
-    return nodes, write_outputs(out, table, nodes, flagged, [*rejected, *notes])
+    table, lacking = expected_kinds(load_fleet(runs, rejected, notes))
+    table = score(table, options)
+    nodes, flagged = verdicts(table, expected, lacking)
+    slow, trend_files = None, []
+    if history is not None:
+        out.mkdir(parents=True, exist_ok=True)
+        slow, trend_files = add_history(out, table, history)
+        worst = slow.drop_duplicates("node").set_index("node")["text"]  # worst first
+        nodes = nodes.assign(slow_trend=nodes["node"].map(worst).fillna(""))
+    files = write_outputs(out, table, nodes, flagged, [*rejected, *notes], slow)
+    return nodes, files + trend_files

@@ -8,7 +8,6 @@ from pathlib import Path
 import pandas as pd
 
 from . import fleet_history
-from .errors import InputError
 from .fleet_table import fleet_rows
 from .io import load_runs, shown
 
@@ -45,23 +44,29 @@ def _append(args: argparse.Namespace, rejected: list[str]) -> int:
 
 
 def _trend(args: argparse.Namespace, rejected: list[str]) -> int:
-    if not 0 < args.min_drop < 1:
-        raise InputError(f"--min-drop {args.min_drop} is not a fraction; valid: 0 < MIN_DROP < 1, e.g. 0.05")
-    table = fleet_history.trend(args.db, node=args.node, nights=args.nights,
-                                include_synthetic=args.synthetic)
-    slow = fleet_history.slow_degradation(args.db, args.nights, args.min_drop, args.synthetic)
-    if args.node is not None:
-        slow = slow[slow["node"] == args.node]
-    args.output.mkdir(parents=True, exist_ok=True)
-    table.to_csv(args.output / "trend.csv", index=False)
-    slow.to_csv(args.output / "slow_degradation.csv", index=False)
-    _plot_worst(table, slow, args.output / "worst_trends.png")
-    summary = {"series": len(table), "degrading": len(slow),
-               "nodes": sorted(set(slow["node"]))}
-    (args.output / "slow_degradation.json").write_text(json.dumps(summary, indent=1))
+    table, slow = write_trends(args.db, args.output, args.nights, args.min_drop, args.synthetic,
+                               args.node)
     print(f"analysis: {len(table)} series, {len(slow)} losing more than {args.min_drop:.0%} "
           f"in {shown(args.output)}")
     return 0
+
+
+def write_trends(db: Path, out: Path, nights: int = 90, min_drop: float = 0.05,
+                 synthetic: bool = False, node: str | None = None) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """trend.csv, slow_degradation.csv/.json and worst_trends.png into ``out`` (created);
+    returns (trend, slow degradation). Shared by `fleet-history trend` and `fleet --history`."""
+    fleet_history.check_window(nights, min_drop)
+    table = fleet_history.trend(db, node=node, nights=nights, include_synthetic=synthetic)
+    slow = fleet_history.slow_degradation(db, nights, min_drop, synthetic)
+    if node is not None:
+        slow = slow[slow["node"] == node]
+    out.mkdir(parents=True, exist_ok=True)
+    table.to_csv(out / "trend.csv", index=False)
+    slow.to_csv(out / "slow_degradation.csv", index=False)
+    _plot_worst(table, slow, out / "worst_trends.png")
+    summary = {"series": len(table), "degrading": len(slow), "nodes": sorted(set(slow["node"]))}
+    (out / "slow_degradation.json").write_text(json.dumps(summary, indent=1))
+    return table, slow
 
 
 def _plot_worst(table: pd.DataFrame, slow: pd.DataFrame, path: Path, count: int = 8) -> None:

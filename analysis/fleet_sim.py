@@ -359,6 +359,17 @@ class Writer:
         table.create_dataset(value, data=samples[taken].ravel())
 
 
+def without_numa(topology: Mapping[str, Any], numa: int) -> dict[str, Any]:
+    """The topology with host NUMA node ``numa``, its socket and their paths removed."""
+    gone = {f"numa{numa}", *(p["name"] for p in topology.get("processors", [])
+                             if p.get("kind") == "cpu" and p.get("numa") == numa)}
+    return {**topology,
+            "processors": [p for p in topology.get("processors", []) if p["name"] not in gone],
+            "memories": [m for m in topology.get("memories", []) if m["name"] not in gone],
+            "paths": [p for p in topology.get("paths", [])
+                      if p["pu"] not in gone and p["mem"] not in gone]}
+
+
 def simulate(nodes: int, fixture: str, spec: str, out: Path, seed: int,
              night: str = "2026-11-24") -> dict[str, Any]:
     """Write the node files and DIR/truth.json; returns the truth."""
@@ -370,6 +381,11 @@ def simulate(nodes: int, fixture: str, spec: str, out: Path, seed: int,
     names = [f"nid{i:06d}" for i in range(1, nodes + 1)]
     writer = Writer(plan(topology), seed)
     faults = inject(names, spec, topology, writer.rng)
+    # A lost NUMA node is gone from the node's topology, as `mempath topo` would show it:
+    # the node plans none of its cases and reports another node kind (analysis.fleet
+    # must still compare it with the kind it should be).
+    lost = {f.node: Writer(plan(without_numa(topology, int(f.component[3:]))), seed + i + 1)
+            for i, f in enumerate(faults) if f.kind == "numa"}
     by_node = {f.node: f for f in faults}
     out.mkdir(parents=True, exist_ok=True)
     failed = 0
@@ -380,7 +396,7 @@ def simulate(nodes: int, fixture: str, spec: str, out: Path, seed: int,
             fault.detail = "no file" if failed % 2 == 0 else "every case failed"
             if fault.detail == "no file":
                 continue
-        writer.node(out / f"{name}.h5", name, night, fault)
+        lost.get(name, writer).node(out / f"{name}.h5", name, night, fault)
     truth = {"synthetic": True, "fixture": fixture, "seed": seed, "night": night,
              "nodes": names, "cases_per_node": len(writer.plan.cases),
              "faults": [vars(f) for f in faults]}

@@ -22,6 +22,9 @@ from .io import Run, RunFileError, _check_non_negative, _column, _decode, _open,
 
 COLUMNS = ("night", "node", "node_kind", "family", "path", "component", "metric", "value",
            "status", "higher_is_better", "synthetic", "gpu_uuids")
+#: Beside COLUMNS in fleet_columns() only (not in the shared schema nor the history): the
+#: path in words for a reason an admin reads, "gpu2 HBM read" (docs/fleet.md).
+WORDS = "what"
 #: The cases tables read and the one metric each contributes (its median).
 FAMILIES: dict[str, tuple[str, bool]] = {
     "bw": ("median_GBps", True),
@@ -51,6 +54,12 @@ class Topo:
             return int(name[3:])
         entry = self.memories.get(name, {})
         return entry.get("gpu") if entry.get("kind") in ("hbm", "device") else None
+
+    def memory_kind(self, name: str) -> str:
+        """``HBM`` (a GPU's memory, as device memory or its NUMA node) or ``host memory``."""
+        if name.startswith("gpu") or self.gpu_of(name) is not None:
+            return "HBM"
+        return "host memory" if self.memories.get(name, {}).get("kind") == "host" else name
 
     def link(self, gpu: int) -> str:
         """``link:c2c:gpuN`` or ``link:pcie:gpuN``: how GPU N reaches host memory."""
@@ -144,6 +153,46 @@ def _pingpong(row: Mapping[str, Any], topo: Topo) -> tuple[str, str]:
     return path, a if a == b else _pair("interconnect", a, b)
 
 
+_LINK_WORDS = {"c2c": "{0}'s C2C", "pcie": "{0}'s PCIe", "nvlink": "NVLink {0}",
+               "interconnect": "socket link {0}"}
+
+
+def component_words(name: str) -> str:
+    """``link:c2c:gpu0+link:interconnect:cpu0-cpu1`` -> ``gpu0's C2C + socket link cpu0-cpu1``."""
+    words = []
+    for hop in name.split("+"):
+        parts = hop.split(":")
+        known = len(parts) == 3 and parts[0] == "link" and parts[1] in _LINK_WORDS
+        words.append(_LINK_WORDS[parts[1]].format(parts[2]) if known else hop)
+    return " + ".join(words)
+
+
+def words(family: str, row: Mapping[str, Any], topo: Topo, part: str) -> str:
+    """The case in words: the processor, the memory kind and the operation; a path that is
+    not the processor's own memory also names the memory and the links it crosses."""
+    if family == "memcpy":
+        dst = int(row.get("dst_gpu", -1))
+        if dst >= 0:
+            return f"gpu{row['gpu']} to gpu{dst} copy"
+        return f"gpu{row['gpu']} {str(row['direction']).upper()} copy (numa{row['host_numa']})"
+    if family == "pingpong":
+        return f"ping-pong {row['a']}-{row['b']} ({row['mem']} {topo.memory_kind(row['mem'])})"
+    pu, mem = row["pu"], row["mem"]
+    kind = topo.memory_kind(mem)
+    if row["alloc"] not in ("numa", "device"):  # the kinds' usual allocators go unsaid
+        kind += f", {row['alloc']}"
+    local = row["via"] == "local"
+    if local and mem.startswith("numa") and topo.gpu_of(mem) is not None:
+        kind += f" as {mem}"  # the HBM's NUMA node, apart from its device memory
+    over = "" if local else f" over {component_words(part)}"
+    if family == "chase":
+        return f"{pu} {kind} latency" if local else f"{pu} latency of {mem} ({kind}){over}"
+    if row["op"] == "copy" and row["dst_mem"] and row["dst_mem"] != mem:
+        dst = row["dst_mem"]
+        return f"{pu} copy {mem} ({kind}) to {dst} ({topo.memory_kind(dst)})"
+    return f"{pu} {kind} {row['op']}" if local else f"{pu} {row['op']} of {mem} ({kind}){over}"
+
+
 NAMERS: dict[str, Callable[[Mapping[str, Any], Topo], tuple[str, str]]] = {
     "bw": _bw, "memcpy": _memcpy, "chase": _chase, "pingpong": _pingpong}
 #: The case columns the namers read (the fleet reads only these, the status and metric).
@@ -158,7 +207,7 @@ NAME_COLUMNS: dict[str, tuple[str, ...]] = {
 OPTIONAL_COLUMNS: dict[str, tuple[str, ...]] = {"bw": ("noise",), "memcpy": ("dst_gpu",)}
 # Alike nodes repeat the same cases: names are computed once per (topology, family, case).
 _TOPOS: dict[str, tuple[int, Topo]] = {}
-_NAMES: dict[tuple[Any, ...], tuple[str, str]] = {}
+_NAMES: dict[tuple[Any, ...], tuple[str, str, str]] = {}
 
 
 def node_kind(topology: Mapping[str, Any], arch: str = "") -> str:
@@ -187,14 +236,14 @@ def fleet_rows(run: Run, night: str | None = None) -> pd.DataFrame:
 
 
 def fleet_columns(run: Run, night: str | None = None) -> dict[str, np.ndarray]:
-    """fleet_rows() as one array per column: a fleet of thousands of files concatenates
-    these once instead of thousands of small DataFrames."""
+    """fleet_rows() as one array per column, and WORDS: a fleet of thousands of files
+    concatenates these once instead of thousands of small DataFrames."""
     topo = _topo(run)
     parts = [_family_columns(family, run.tables[f"{family}/cases"], topo)
              for family in FAMILIES if f"{family}/cases" in run.tables]
     columns = {name: np.concatenate([p[name] for p in parts]) if parts else
                np.array([], dtype=float if name == "value" else object)
-               for name in COLUMNS[3:10]}
+               for name in (*COLUMNS[3:10], WORDS)}
     rows = len(columns["value"])
     constants = {"night": night or night_of(run.attrs), "node": run.host,
                  "node_kind": node_kind(run.topology, str(run.attrs.get("arch", ""))),
@@ -202,7 +251,7 @@ def fleet_columns(run: Run, night: str | None = None) -> dict[str, np.ndarray]:
                  "gpu_uuids": _uuids(run.attrs.get("gpu_uuids"))}
     columns.update({name: np.full(rows, value, dtype=bool if name == "synthetic" else object)
                     for name, value in constants.items()})
-    return {name: columns[name] for name in COLUMNS}
+    return {name: columns[name] for name in (*COLUMNS, WORDS)}
 
 
 def _uuids(value: Any) -> str:
@@ -211,14 +260,17 @@ def _uuids(value: Any) -> str:
     return ",".join(map(str, value)) if isinstance(value, list) else str(value)
 
 
-def _names(family: str, cases: Mapping[str, Any], topo: tuple[int, Topo]) -> list[tuple[str, str]]:
+def _names(family: str, cases: Mapping[str, Any],
+           topo: tuple[int, Topo]) -> list[tuple[str, str, str]]:
     columns = [c for c in (*NAME_COLUMNS[family], *OPTIONAL_COLUMNS.get(family, ()))
                if c in cases]
     named = []
     for values in zip(*(cases[c].tolist() for c in columns)):
         key = (topo[0], family, values)
         if key not in _NAMES:
-            _NAMES[key] = NAMERS[family](dict(zip(columns, values)), topo[1])
+            row = dict(zip(columns, values))
+            path, part = NAMERS[family](row, topo[1])
+            _NAMES[key] = (path, part, words(family, row, topo[1], part))
         named.append(_NAMES[key])
     return named
 
@@ -232,8 +284,9 @@ def _family_columns(family: str, cases: Mapping[str, Any],
     values[status != "ok"] = np.nan
     rows = len(values)
     return {"family": np.full(rows, family, dtype=object),
-            "path": np.array([p for p, _ in named], dtype=object),
-            "component": np.array([c for _, c in named], dtype=object),
+            "path": np.array([n[0] for n in named], dtype=object),
+            "component": np.array([n[1] for n in named], dtype=object),
+            WORDS: np.array([n[2] for n in named], dtype=object),
             "metric": np.full(rows, metric, dtype=object), "value": values, "status": status,
             "higher_is_better": np.full(rows, higher, dtype=bool)}
 

@@ -1,13 +1,16 @@
 #!/usr/bin/env bash
-# The short vetting preset on this node (docs/vetting.md): every memory path's read and
-# copy bandwidth (HBM, LPDDR, C2C, PCIe, peer), H2D/D2H copies, one pointer chase over
-# every processor x memory, one ping-pong between the first CPU node and the first GPU.
-# Results go to OUTDIR/<host>/{bw,memcpy,chase,pingpong}.h5, so many nodes can share one
+# The short vetting preset on this node (docs/vetting.md): a read of every processor x
+# memory path (HBM, LPDDR, C2C, PCIe, peer, socket to socket), copies from each
+# processor's own memory to every memory, H2D/D2H copies, a pointer chase of every socket
+# x host memory and of every GPU x GPU memory and the first host memory, one ping-pong
+# between the first CPU node and the first GPU. Results go to OUTDIR/<host>/{bw,memcpy,
+# chase,chase_gpu,pingpong}.h5 and OUTDIR/<host>/copy/<pu>.h5, so many nodes can share one
 # OUTDIR (vet_fleet.sbatch, ReFrame's --distribute) and `python -m analysis fleet OUTDIR`
-# reads them all.
+# reads them all (it merges the files of one host).
 #
 #   slurm/vet_node.sh [OUTDIR]                          # default OUTDIR: ./vetting
 #   srun -N4 --ntasks-per-node=1 --cpu-bind=none slurm/vet_node.sh $SCRATCH/vet-$(date +%F)
+#   VET_PLAN=tests/fixtures/gh200_quad slurm/vet_node.sh   # count the cases, run nothing
 #
 # Every command runs even when one before failed; the script then exits with the highest
 # exit code (1: a case failed, 2: bad input) and names each failed command on stderr.
@@ -19,9 +22,11 @@
 #   VET_SIZE         bytes per buffer of bw and memcpy (default: mempath's, bw 1 GiB raised to 4x the caches); VET_IN_CACHE=1 allows sizes
 #                    below 4x the caches (bw --in-cache)
 #   VET_CHASE_SIZE   chase buffer (1GiB)
-#   VET_REPS         timed repetitions of bw and memcpy (5)
+#   VET_REPS         timed repetitions of bw and memcpy (5; the ReFrame check passes its own, 5)
 #   VET_ROUND_TRIPS  ping-pong round trips (10000)
 #   VET_TIMEOUT      per-case time limit in seconds (300; mempath --timeout)
+#   VET_PLAN         a topology snapshot (`mempath topo --save DIR`): print each file's
+#                    planned cases ("vet_node.sh: plan FILE: N cases") and run nothing
 set -uo pipefail
 
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -37,6 +42,7 @@ chase_size=${VET_CHASE_SIZE:-1GiB}
 reps=${VET_REPS:-5}
 round_trips=${VET_ROUND_TRIPS:-10000}
 timeout=${VET_TIMEOUT:-300}
+plan=${VET_PLAN:-}
 host=$(hostname -s)
 dir=$outdir/$host
 
@@ -44,27 +50,51 @@ if [[ $# -gt 1 ]]; then
   echo "vet_node.sh: one argument at most (the output folder), got $#: $*" >&2
   exit 2
 fi
-if ! topo=$("$MEMPATH" topo 2>&1); then
-  echo "vet_node.sh: '$MEMPATH topo' failed on $host (set MEMPATH to the mempath binary): $topo" >&2
+from=()
+[[ -n $plan ]] && from=(--from "$plan")
+if ! topo=$("$MEMPATH" topo "${from[@]}" 2>&1); then
+  echo "vet_node.sh: '$MEMPATH topo ${from[*]}' failed on $host (set MEMPATH to the mempath binary, VET_PLAN to a snapshot folder): ${topo%%$'\n'*}" >&2
   exit 2
 fi
-mkdir -p "$dir" || exit 1
+[[ -n $plan ]] || mkdir -p "$dir/copy" || exit 1
 
 common=(--timeout "$timeout")
 [[ ${VET_OVERWRITE:-0} == 1 ]] && common+=(--overwrite)
 in_cache=()
 [[ ${VET_IN_CACHE:-0} == 1 ]] && in_cache=(--in-cache)
-# `mempath topo` lists each GPU as a processor line "  gpuN  gpu ...".
-has_gpu=0
-grep -Eq '^ +gpu[0-9]+ +gpu ' <<<"$topo" && has_gpu=1
+timed=(--reps "$reps")
+[[ -n $plan ]] && timed=()   # `mempath list` (bw's plan) has no --reps
+
+# The node's parts, from `mempath topo`'s processor lines "  cpuN  cpu  numaM, ..." and
+# "  gpuN  gpu  ..." and memory lines "  numaN  host ...". The all-sockets processor `cpus`
+# is left out: its reads are spread over every socket, so no one part is measured.
+sockets=$(awk '$2 == "cpu" && $1 ~ /^cpu[0-9]+$/ {print $1}' <<<"$topo")
+gpus=$(awk '$2 == "gpu" && $1 ~ /^gpu[0-9]+$/ {print $1}' <<<"$topo")
+host_mems=$(awk '$2 == "host" && $1 ~ /^numa[0-9]+$/ {print $1}' <<<"$topo")
+list() { paste -sd, <<<"$1"; }
+first_mem=${host_mems%%$'\n'*}
 
 worst=0
-# run NAME ARGS...: mempath ARGS into $dir/NAME.h5, remembering the worst exit code.
+# run NAME COMMAND ARGS...: mempath COMMAND ARGS into $dir/NAME.h5, remembering the worst
+# exit code; with VET_PLAN the command's plan against the snapshot, counted (bw's plan is
+# `mempath list`, which takes bw's filters; bw gets --all here, as list refuses it).
 run() {
-  local name=$1
-  shift
-  echo "vet_node.sh: $host: mempath $*"
-  "$MEMPATH" "$@" "${common[@]}" --output "$dir/$name.h5"
+  local name=$1 command=$2
+  shift 2
+  if [[ -n $plan ]]; then
+    [[ $command == bw ]] && command=list
+    local planned
+    if ! planned=$("$MEMPATH" "$command" "$@" "${from[@]}" 2>&1); then
+      echo "vet_node.sh: plan of $name failed: ${planned%%$'\n'*}" >&2
+      worst=2
+      return 0
+    fi
+    echo "vet_node.sh: plan $name.h5: $(grep -v skip <<<"$planned" | grep -c .) cases"
+    return 0
+  fi
+  [[ $command == bw ]] && set -- --all "$@"
+  echo "vet_node.sh: $host: mempath $command $*"
+  "$MEMPATH" "$command" "$@" "${common[@]}" --output "$dir/$name.h5"
   local rc=$?
   if ((rc != 0)); then
     echo "vet_node.sh: $host: mempath $name exited with $rc" >&2
@@ -74,15 +104,32 @@ run() {
 }
 
 start=$SECONDS
-run bw bw --all --op read,copy --threads all --kernel grid --reps "$reps" "${size_opt[@]}" "${in_cache[@]}"
-if ((has_gpu)); then
-  run memcpy memcpy --gpu all --direction h2d,d2h --engine ce --reps "$reps" "${size_opt[@]}"
+bw=(--threads all --kernel grid "${timed[@]}" "${size_opt[@]}" "${in_cache[@]}")
+# Reads of every processor x memory: numa (host and HBM NUMA nodes), device (GPU memory)
+# and pinned (the one way a GPU without ATS reads host memory, over PCIe).
+run bw bw "${bw[@]}" --op read --pu "$(list "$sockets"$'\n'"$gpus")" --alloc numa,device,pinned
+# Copies from each processor's own memory to every memory, not every source x destination
+# (that was 896 of 1,200 cases on a quad GH200): every path is still written once.
+while read -r pu own; do
+  [[ -n $pu ]] && run "copy/$pu" bw "${bw[@]}" --op copy --pu "$pu" --mem "${own%,}" --alloc numa
+done < <(awk '$2 == "cpu" && $1 ~ /^cpu[0-9]+$/ {print $1, $3}' <<<"$topo")
+for gpu in $gpus; do
+  run "copy/$gpu" bw "${bw[@]}" --op copy --pu "$gpu" --mem "$gpu" --alloc device
+done
+if [[ -n $gpus ]]; then
+  run memcpy memcpy --gpu all --direction h2d,d2h --engine ce "${timed[@]}" "${size_opt[@]}"
   pingpong_pus=cpu0,gpu0
 else
-  echo "vet_node.sh: $host: no GPU, memcpy left out"
+  echo "vet_node.sh: $host: no GPU, memcpy left out (and chase_gpu)"
   pingpong_pus=cpu0
 fi
-run chase chase --all --size "$chase_size" --reps 1
+chase=(--all --size "$chase_size" --reps 1)
+run chase chase "${chase[@]}" --pu "$(list "$sockets")" --mem "$(list "$host_mems")"
+[[ -n $gpus ]] && run chase_gpu chase "${chase[@]}" --pu "$(list "$gpus")" \
+  --mem "$(list "$gpus"$'\n'"$first_mem")"
 run pingpong pingpong --pu "$pingpong_pus" --mem numa0 --round-trips "$round_trips"
+if [[ -n $plan ]]; then
+  exit "$worst"
+fi
 echo "vet_node.sh: $host: done in $((SECONDS - start)) s, exit $worst, results in $dir"
 exit "$worst"

@@ -6,6 +6,7 @@ missing node) hiding the rest of the fleet."""
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import h5py
@@ -138,7 +139,8 @@ def test_fast_reader_gives_the_same_table_as_load_run(fleet):
     sim, _ = fleet
     path = sorted(sim.glob("*.h5"))[0]
     fast = pd.DataFrame(fleet_columns(load_cases_run(path)))
-    pd.testing.assert_frame_equal(fast, fleet_rows(load_run(path)), check_dtype=False)
+    pd.testing.assert_frame_equal(fast[list(COLUMNS)], fleet_rows(load_run(path)),
+                                  check_dtype=False)
 
 
 def test_bw_and_memcpy_rows_of_the_file_layout(tmp_path):
@@ -254,3 +256,102 @@ def test_files_of_one_host_with_different_cases_are_merged(fleet, tmp_path, caps
                                 *sorted(sim.glob("*.h5"))[1:10])
     assert code == 0 and "appears again" not in capsys.readouterr().err
     assert nodes.loc[first.stem, "cases"] == len(fleet_rows(load_run(first)))
+
+
+@pytest.mark.parametrize(("pu", "mem", "via", "alloc", "expected"), [
+    ("gpu2", "gpu2", "local", "device", "gpu2 HBM read"),
+    ("cpu0", "numa0", "local", "numa", "cpu0 host memory read"),
+    ("gpu0", "numa0", "c2c", "pinned", "gpu0 read of numa0 (host memory, pinned) over gpu0's C2C"),
+    ("gpu0", "numa12", "nvlink", "numa", "gpu0 read of numa12 (HBM) over NVLink gpu0-gpu1"),
+    ("cpu0", "numa1", "interconnect", "numa",
+     "cpu0 read of numa1 (host memory) over socket link cpu0-cpu1"),
+])
+def test_paths_in_words(pu, mem, via, alloc, expected):
+    """The reason an admin reads names the processor, the memory kind and the operation,
+    not the path text (issue 11: "gpu2 HBM read 3,310 GB/s = fleet median -14 %")."""
+    from analysis.fleet_table import words
+    topo = _topo()
+    row = {"op": "read", "pu": pu, "mem": mem, "dst_mem": "", "alloc": alloc, "via": via}
+    assert words("bw", row, topo, component(topo, pu, mem, via)) == expected
+
+
+def test_reason_in_words_and_path_in_its_own_column(fleet, tmp_path):
+    sim, truth = fleet
+    code, out, nodes = _run_fleet(tmp_path, sim)
+    hbm = next(f for f in truth["faults"] if f["kind"] == "hbm")
+    reason = nodes.loc[hbm["node"], "reason"]
+    assert re.fullmatch(rf"{hbm['component']} HBM (as numa\d+ )?read \d{{1,3}}(,\d{{3}})* GB/s = fleet median "
+                        r"\u2212\d+ %", reason), reason
+    assert nodes.loc[hbm["node"], "path"].startswith(f"bw read pu={hbm['component']} ")
+    flagged = json.loads((out / "flagged.json").read_text())
+    row = next(r for r in flagged if r["node"] == hbm["node"] and r["reason"] == reason)
+    assert row["path"].startswith("bw read ") and "pu=" not in row["reason"]
+
+
+def test_a_node_that_lost_a_numa_node_is_compared_with_its_kind(tmp_path):
+    """A lost NUMA node leaves a 3-socket topology: the node must be judged as the
+    4-socket kind it should be and named degraded for what it lacks, not be a healthy
+    fleet of one."""
+    truth = simulate(12, "gh200_quad", "numa:1", tmp_path / "sim", seed=5)
+    fault = truth["faults"][0]
+    numa = "numa" + fault["component"][3:]
+    lost = fleet_rows(load_run(tmp_path / "sim" / f"{fault['node']}.h5"))
+    assert "/3s/" in lost["node_kind"].iloc[0]
+    code, out, nodes = _run_fleet(tmp_path, tmp_path / "sim")
+    assert code == 0 and nodes["node_kind"].nunique() == 1
+    assert nodes.loc[fault["node"], "verdict"] == "degraded"
+    assert nodes.loc[fault["node"], "reason"] == f"{numa}, {fault['component']} missing"
+    assert (nodes.drop(index=fault["node"])["verdict"] == "healthy").all()
+    flagged = json.loads((out / "flagged.json").read_text())
+    assert any(r["node"] == fault["node"] and r["component"] == numa for r in flagged)
+
+
+def test_a_kind_with_parts_of_its_own_is_not_folded_into_another(tmp_path):
+    """expected_kinds folds only a kind whose parts are a subset of the common kind's."""
+    from analysis.fleet import expected_kinds
+    table = pd.DataFrame({"node": ["a", "b", "c", "d"],
+                          "node_kind": ["x/2s/0xnone", "x/2s/0xnone", "x/2s/0xnone", "x/1s/0xnone"],
+                          "path": ["bw read pu=cpu0 mem=numa0", "bw read pu=cpu0 mem=numa0",
+                                   "bw read pu=cpu0 mem=numa0", "bw read pu=cpu5 mem=numa5"]})
+    folded, lacking = expected_kinds(table)
+    assert folded["node_kind"].tolist() == table["node_kind"].tolist() and lacking == {}
+
+
+def _scored(degraded: int, healthy: int) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """A scored fleet table of one path: node bN is -N/10 % off, hN on the median."""
+    names = [f"b{i:03d}" for i in range(degraded)] + [f"h{i:03d}" for i in range(healthy)]
+    deviation = [-(i + 1) / 1000 for i in range(degraded)] + [0.0] * healthy
+    table = pd.DataFrame({"node": names, "path": "p", "higher_is_better": True,
+                          "deviation": deviation,
+                          "flag": ["outlier"] * degraded + [""] * healthy})
+    nodes = pd.DataFrame({"node": names,
+                          "verdict": ["degraded"] * degraded + ["healthy"] * healthy})
+    return table, nodes
+
+
+def test_heatmap_keeps_the_worst_degraded_nodes_and_counts_the_rest(tmp_path):
+    """Hundreds of degraded nodes must not make the heatmap unreadable: the worst
+    HEATMAP_NODES rows, a line for the others, and the figure sized to its rows."""
+    import matplotlib.image
+    from analysis.fleet import HEATMAP_NODES, _heatmap, heatmap_rows
+    table, nodes = _scored(150, 20)
+    rows, hidden = heatmap_rows(table, nodes)
+    assert len(rows) == HEATMAP_NODES and hidden == 150 - HEATMAP_NODES
+    assert rows[0] == "b149" and rows[-1] == f"b{150 - HEATMAP_NODES:03d}"  # worst first
+    assert heatmap_rows(*_scored(3, 100))[0][:3] == ["b002", "b001", "b000"]
+    assert len(heatmap_rows(*_scored(3, 100))[0]) == HEATMAP_NODES
+    heights = {}
+    for count in (HEATMAP_NODES, 10):
+        out = tmp_path / str(count)
+        out.mkdir()
+        heights[count] = matplotlib.image.imread(_heatmap(out, *_scored(count, 0))).shape[0]
+    assert heights[HEATMAP_NODES] == round(100 * (0.18 * HEATMAP_NODES + 1.5))
+    assert heights[10] == round(100 * max(3, 0.18 * 10 + 1.5))
+
+
+def test_hbm_read_as_its_numa_node_is_told_apart_from_device_memory():
+    from analysis.fleet_table import words
+    topo = _topo()
+    row = {"op": "read", "pu": "gpu0", "mem": "numa4", "dst_mem": "", "alloc": "numa",
+           "via": "local"}
+    assert words("bw", row, topo, "gpu0") == "gpu0 HBM as numa4 read"

@@ -223,3 +223,44 @@ def test_cli_a_corrupt_file_among_good_ones_is_one_line(tmp_path: Path, capsys: 
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "nid9.h5" in err[0]
     assert set(stored(db)["node"]) == {"nid0", "nid1"}
+
+
+def test_fleet_history_option_appends_the_night_and_reports_the_slow_node(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """`analysis fleet --history DB` (issue 11): nine simulated nights, one GPU's HBM losing
+    1 % a night; the last night's report names the node's trend in words."""
+    from analysis.fleet_sim import simulate
+    from analysis.fleet_table import fleet_rows
+    from analysis.io import load_run
+    db = tmp_path / "fleet.duckdb"
+    for i in range(9):
+        folder = tmp_path / f"night{i}"
+        truth = simulate(8, "gh200_quad", f"hbm:1@{0.01 * (i + 1)}", folder, seed=4,
+                         night=night(i))
+        if i < 8:  # earlier nights through the history's own append
+            fh.append(db, pd.concat([fleet_rows(load_run(f)) for f in folder.glob("*.h5")]))
+    out = tmp_path / "report"
+    assert main(["fleet", str(folder), "-o", str(out), "--history", str(db)]) == 0
+    fault = truth["faults"][0]
+    assert len(stored(db)["night"].unique()) == 9
+    nodes = pd.read_csv(out / "nodes.csv", keep_default_na=False).set_index("node")
+    trend = nodes.loc[fault["node"], "slow_trend"]
+    assert trend.startswith(f"{fault['component']} HBM read ") and "over 9 nights" in trend, trend
+    assert (nodes.drop(index=fault["node"])["slow_trend"] == "").all()
+    summary = (out / "summary.md").read_text()
+    assert "## Slowly degrading" in summary and fault["node"] in summary.split("## Slowly")[1]
+    for name in ("trend.csv", "slow_degradation.csv", "worst_trends.png"):
+        assert (out / name).stat().st_size > 0
+
+
+@pytest.mark.parametrize("option", [["--nights", "0"], ["--min-drop", "5"]])
+def test_fleet_history_bad_window_is_one_line_and_writes_nothing(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str], option: list[str]) -> None:
+    from analysis.fleet_sim import simulate
+    simulate(3, "gh200_quad", "", tmp_path / "sim", seed=1)
+    db = tmp_path / "fleet.duckdb"
+    args = ["fleet", str(tmp_path / "sim"), "-o", str(tmp_path / "r"), *option]
+    assert main(args) == 2  # without --history
+    assert main([*args, "--history", str(db)]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 2 and not db.exists(), err

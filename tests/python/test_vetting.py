@@ -49,9 +49,10 @@ def vet(outdir: Path, mempath: Path, *args: str) -> subprocess.CompletedProcess[
 def test_vet_node_writes_every_command_into_the_host_folder(tmp_path: Path):
     out = vet(tmp_path, binary())
     assert out.returncode == 0, out.stdout + out.stderr
-    files = sorted(p.name for p in (tmp_path / HOST).iterdir())
+    files = sorted(str(p.relative_to(tmp_path / HOST)) for p in (tmp_path / HOST).rglob('*.h5'))
     has_gpu = 'memcpy left out' not in out.stdout
-    assert files == sorted(['bw.h5', 'chase.h5', 'pingpong.h5'] + ['memcpy.h5'] * has_gpu)
+    gpu_files = ['memcpy.h5', 'chase_gpu.h5', 'copy/gpu0.h5'] * has_gpu
+    assert files == sorted(['bw.h5', 'chase.h5', 'pingpong.h5', 'copy/cpu0.h5', *gpu_files])
     import h5py
 
     for name in files:
@@ -59,6 +60,49 @@ def test_vet_node_writes_every_command_into_the_host_folder(tmp_path: Path):
             assert f.attrs['host'] == HOST
             assert 'gpu_uuids' in f.attrs   # node identity for the fleet report
     assert not re.search(r'^MEMPATH \w+ .*status=failed', out.stdout, re.MULTILINE)
+
+
+def planned(fixture: str) -> dict[str, int]:
+    """The preset's planned cases per file on a topology snapshot (VET_PLAN)."""
+    snapshot = REPO / 'tests' / 'fixtures' / fixture
+    out = subprocess.run([str(VET_NODE)], capture_output=True, text=True, timeout=60, env={
+        **os.environ, 'MEMPATH': str(binary()), 'VET_PLAN': str(snapshot)})
+    assert out.returncode == 0 and not out.stderr, out.stderr
+    return {m[1]: int(m[2]) for m in re.finditer(r'^vet_node\.sh: plan (\S+)\.h5: (\d+) cases$',
+                                                  out.stdout, re.MULTILINE)}
+
+
+#: The quad GH200 preset, per file group: what docs/results/2026-11-24-vetting.md
+#: extrapolates to ~2.4 min per node, at most ~4.1 (goal: < 5 min). A larger plan
+#: must update that estimate.
+QUAD_GH200_BUDGET = {'bw': 112, 'copy': 80, 'memcpy': 8, 'chase': 36, 'pingpong': 9}
+
+
+def test_quad_gh200_preset_stays_within_its_time_budget():
+    counts = planned('gh200_quad')
+    group = {'bw': 'bw', 'memcpy': 'memcpy', 'chase': 'chase', 'chase_gpu': 'chase',
+             'pingpong': 'pingpong'}
+    totals = dict.fromkeys(QUAD_GH200_BUDGET, 0)
+    for name, cases in counts.items():
+        totals['copy' if name.startswith('copy/') else group[name]] += cases
+    assert totals == QUAD_GH200_BUDGET, counts
+    # Every processor copies from its own memory (8 files), and every processor x memory
+    # path is read: 4 sockets and 4 GPUs x 8 NUMA nodes, GPUs x 4 device memories, pinned.
+    assert sorted(n for n in counts if n.startswith('copy/')) == \
+        [f'copy/{pu}{i}' for pu in ('cpu', 'gpu') for i in range(4)]
+
+
+def test_preset_reads_the_pcie_path_of_a_gpu_without_ats():
+    """Pinned host memory is how an x86 GPU reads the host (no pageable access): without
+    it the preset would have no GPU<->host read on such nodes."""
+    assert planned('x86_h100') == {'bw': 4, 'copy/cpu0': 1, 'copy/gpu0': 2, 'memcpy': 2,
+                                   'chase': 1, 'chase_gpu': 2, 'pingpong': 7}
+
+
+def test_plan_of_a_bad_snapshot_is_one_line_exit_2(tmp_path: Path):
+    out = subprocess.run([str(VET_NODE)], capture_output=True, text=True, timeout=60, env={
+        **os.environ, 'MEMPATH': str(binary()), 'VET_PLAN': str(tmp_path / 'none')})
+    assert out.returncode == 2 and len(out.stderr.strip().splitlines()) == 1, out.stderr
 
 
 def test_vet_node_runs_every_command_past_a_failure(tmp_path: Path):
