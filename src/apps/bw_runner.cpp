@@ -75,16 +75,14 @@ void NoiseRunner::stop() {
   gpu_noise_ = nullptr;
 }
 
+CaseOutcome unrun_outcome(const BwCase& c, const std::string& status, const std::string& reason) {
+  return CaseOutcome{status, reason, c.pu_kind == "cpu" ? cpu::best_isa().name : c.kernel, c.threads};
+}
+
 CaseOutcome run_case(const Topology& topo, const BwCase& c, const BwSettings& settings,
                      NoiseRunner* noise) {
-  CaseOutcome out;
-  out.threads = c.threads;
-  out.kernel = c.pu_kind == "cpu" ? cpu::best_isa().name : c.kernel;
-  if (!c.skip_reason.empty()) {
-    out.status = "skipped";
-    out.reason = c.skip_reason;
-    return out;
-  }
+  if (!c.skip_reason.empty()) return unrun_outcome(c, "skipped", c.skip_reason);
+  CaseOutcome out = unrun_outcome(c, "ok", "");
   check_fits(c);
   out.passes = c.in_cache ? static_cast<int>(std::max<uint64_t>(1, (kMinBytesPerRep + c.size - 1) / c.size)) : 1;
   out.bytes_per_rep = c.size * out.passes * (c.op == Op::Copy ? 2 : 1);
