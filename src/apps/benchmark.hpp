@@ -88,7 +88,7 @@ struct Command {
   std::string name;
   std::string description;
   std::unique_ptr<Benchmark> (*benchmark)() = nullptr;
-  int (*own)(const std::vector<std::string>& args) = nullptr;
+  int (*own)(const std::vector<std::string>& args, const std::vector<std::string>& argv) = nullptr;
 };
 
 // A program's registry: its commands in the order its usage lists them.
@@ -99,6 +99,8 @@ struct Program {
 };
 
 std::string usage_text(const Program& program);
+// The command named `name`; UsageError listing the valid names for any other.
+const Command& find_command(const Program& program, const std::string& name);
 // The command of argv[1]: its exit code; help, unknown commands and the exit codes of
 // errors as docs/cli.md says (UsageError: one line, exit 2; other exceptions: exit 1).
 int dispatch(const Program& program, const std::vector<std::string>& argv);

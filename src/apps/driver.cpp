@@ -114,6 +114,15 @@ std::string usage_text(const Program& program) {
   return text + "\n'" + program.name + " <command> --help' describes each command's options.\n";
 }
 
+const Command& find_command(const Program& program, const std::string& name) {
+  std::vector<std::string> names;
+  for (const auto& c : program.commands) {
+    if (c.name == name) return c;
+    names.push_back(c.name);
+  }
+  throw UsageError("unknown command '" + name + "'; valid: " + join(names));
+}
+
 int dispatch(const Program& program, const std::vector<std::string>& argv) {
   if (argv.size() < 2 || argv[1] == "--help" || argv[1] == "-h" || argv[1] == "help") {
     std::cout << usage_text(program);
@@ -121,14 +130,8 @@ int dispatch(const Program& program, const std::vector<std::string>& argv) {
   }
   const std::vector<std::string> args(argv.begin() + 2, argv.end());
   try {
-    std::vector<std::string> names;
-    for (const auto& c : program.commands) {
-      names.push_back(c.name);
-      if (c.name != argv[1]) continue;
-      if (c.own) return c.own(args);
-      return run_benchmark(*c.benchmark(), args, argv);
-    }
-    throw UsageError("unknown command '" + argv[1] + "'; valid: " + join(names));
+    const Command& c = find_command(program, argv[1]);
+    return c.own ? c.own(args, argv) : run_benchmark(*c.benchmark(), args, argv);
   } catch (const UsageError& e) {
     std::cerr << program.name << ": error: " << e.what() << "\n";
     return kExitUsage;

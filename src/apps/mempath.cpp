@@ -24,7 +24,7 @@ std::unique_ptr<Benchmark> make_gemm();
 
 namespace {
 
-int cmd_version(const std::vector<std::string>&) {
+int cmd_version(const std::vector<std::string>&, const std::vector<std::string>&) {
   std::cout << "mempath " << mempath::build::version << " (" << mempath::build::git_revision << ")\n";
   return mempath::kExitOk;
 }
@@ -37,8 +37,10 @@ int main(int argc, char** argv) {
       "mempath",
       "usage: mempath <command> [options]\nMeasures what every memory path of this node delivers.",
       {
-          {"topo", "processors, memories and paths of this node (or of a saved snapshot)", nullptr, cmd_topo},
-          {"list", "every bandwidth case this node supports, and the skipped ones with why", nullptr, cmd_list},
+          {"topo", "processors, memories and paths of this node (or of a saved snapshot)", nullptr,
+           [](const std::vector<std::string>& args, const std::vector<std::string>&) { return cmd_topo(args); }},
+          {"list", "every bandwidth case this node supports, and the skipped ones with why", nullptr,
+           [](const std::vector<std::string>& args, const std::vector<std::string>&) { return cmd_list(args); }},
           {"bw", "read/write/copy bandwidth of processor x memory x allocator", make_bw},
           {"memcpy", "host<->device transfers: copy engine and SM copies, size sweep, latency", make_memcpy},
           {"allocmatrix", "cudaMemcpy between every source and destination allocator", make_allocmatrix},
