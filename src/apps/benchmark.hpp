@@ -85,6 +85,11 @@ class Benchmark {
 // A command of `mempath` or `mempath-mpi`: a Benchmark run by the driver, or a command of
 // its own (topo, list, version).
 struct Command {
+  Command(std::string name, std::string description,
+          int (*own)(const std::vector<std::string>& args, const std::vector<std::string>& argv))
+      : name(std::move(name)), description(std::move(description)), own(own) {}
+  // Name and usage line from the benchmark itself.
+  explicit Command(std::unique_ptr<Benchmark> (*make)());
   std::string name;
   std::string description;
   std::unique_ptr<Benchmark> (*benchmark)() = nullptr;

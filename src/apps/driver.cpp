@@ -104,6 +104,12 @@ int run_benchmark(Benchmark& bench, const std::vector<std::string>& args, const 
   return exit_code;
 }
 
+Command::Command(std::unique_ptr<Benchmark> (*make)()) : benchmark(make) {
+  const auto b = make();
+  name = b->name();
+  description = b->description();
+}
+
 std::string usage_text(const Program& program) {
   std::string text = program.usage + "\n\ncommands:\n";
   for (const auto& c : program.commands) {

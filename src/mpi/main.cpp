@@ -33,10 +33,10 @@ const mempath::Program& program() {
       "usage: srun|mpirun ... mempath-mpi <command> [options]\n"
       "The scale-out benchmarks: every rank runs the command; rank 0 writes the results.",
       {
-          {"bw", "node-to-node bandwidth: windows of MPI_Isend/MPI_Irecv, uni- and bidirectional", nullptr,
+          {"bw", "node-to-node bandwidth: windows of MPI_Isend/MPI_Irecv, uni- and bidirectional",
            mempath::mpi::cmd_bw},
-          {"nccl", "NCCL all-reduce and all-gather with the buffers in each memory", nullptr, mempath::mpi::cmd_nccl},
-          {"version", "print the version and git revision", nullptr, cmd_version},
+          {"nccl", "NCCL all-reduce and all-gather with the buffers in each memory", mempath::mpi::cmd_nccl},
+          {"version", "print the version and git revision", cmd_version},
       }};
   return p;
 }

@@ -347,9 +347,9 @@ int cmd_bw(const std::vector<std::string>& args, const std::vector<std::string>&
   for (const auto& alloc : plan.allocs) {
     // One send and one receive buffer per rank for every size: messages of a window
     // share them, as in OSU's osu_bw.
-    std::string reason = alloc == "device" ? cuda_aware_problem() : "";
+    std::string reason = alloc_kind(alloc) == Alloc::Device ? cuda_aware_problem() : "";
     std::unique_ptr<Buffer> send, recv;
-    const std::string mem = alloc == "device" ? "gpu" + std::to_string(job.local) : "numa" + std::to_string(place.numa);
+    const std::string mem = alloc_kind(alloc) == Alloc::Device ? "gpu" + std::to_string(job.local) : "numa" + std::to_string(place.numa);
     if (reason.empty()) {
       try {
         send = allocate(topo, alloc, mem, plan.max_size, 0x5a);
@@ -371,7 +371,7 @@ int cmd_bw(const std::vector<std::string>& args, const std::vector<std::string>&
         if (reason.empty()) {
           // Device memory is not checked: the host cannot fill or read it here.
           const Exchange x{peer, mode == "bi", job.node == 0, static_cast<char*>(send->data()),
-                           static_cast<char*>(recv->data()), alloc != "device"};
+                           static_cast<char*>(recv->data()), alloc_kind(alloc) != Alloc::Device};
           result = run_case(job, x, size, plan.reps, "bw " + mode + " " + alloc + " " + format_size(size));
           row.status = result.failure.empty() ? "ok" : "failed";
           row.reason = result.failure;

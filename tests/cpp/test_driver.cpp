@@ -178,8 +178,8 @@ TEST(Driver, BadOptionsAreUsageErrors) {
 TEST(Registry, UsageListsEveryCommandAndDispatchRefusesUnknownOnes) {
   static int called = 0;
   const Program p{"prog", "usage: prog <command> [options]\nDoes things.",
-                  {{"one", "the first", nullptr, [](const std::vector<std::string>&, const std::vector<std::string>&) { return ++called, 0; }},
-                   {"longername", "the second", nullptr, [](const std::vector<std::string>&, const std::vector<std::string>&) { return 3; }}}};
+                  {{"one", "the first", [](const std::vector<std::string>&, const std::vector<std::string>&) { return ++called, 0; }},
+                   {"longername", "the second", [](const std::vector<std::string>&, const std::vector<std::string>&) { return 3; }}}};
   const std::string usage = usage_text(p);
   EXPECT_NE(usage.find("  one       the first\n"), std::string::npos) << usage;
   EXPECT_NE(usage.find("  longername the second\n"), std::string::npos) << usage;
