@@ -76,7 +76,12 @@ void NoiseRunner::stop() {
 }
 
 CaseOutcome unrun_outcome(const BwCase& c, const std::string& status, const std::string& reason) {
-  return CaseOutcome{status, reason, c.pu_kind == "cpu" ? cpu::best_isa().name : c.kernel, c.threads};
+  CaseOutcome o;
+  o.status = status;
+  o.reason = reason;
+  o.kernel = c.pu_kind == "cpu" ? cpu::best_isa().name : c.kernel;
+  o.threads = c.threads;
+  return o;
 }
 
 CaseOutcome run_case(const Topology& topo, const BwCase& c, const BwSettings& settings,
@@ -138,7 +143,7 @@ CaseOutcome run_case(const Topology& topo, const BwCase& c, const BwSettings& se
     if (src) out.placement = placement(*src);
     if (dst) (c.op == Op::Write ? out.placement : out.dst_placement) = placement(*dst);
   } catch (const Unsupported& e) {
-    out = CaseOutcome{"skipped", e.what(), out.kernel, out.threads};
+    out = unrun_outcome(c, "skipped", e.what());
   } catch (const UsageError&) {
     throw;
   } catch (const std::exception& e) {

@@ -35,7 +35,6 @@ std::string describe(const Benchmark& bench, size_t i, int64_t id) {
 }
 
 Outcome run_one(Benchmark& bench, ResultRun& run, size_t i, int64_t id) {
-  Outcome o;
   const std::string skip = bench.skip_reason(i);
   if (!skip.empty()) return {"skipped", skip, {}};
   try {

@@ -190,3 +190,10 @@ TEST(Registry, UsageListsEveryCommandAndDispatchRefusesUnknownOnes) {
   EXPECT_EQ(dispatch(p, {"prog", "three"}), kExitUsage);
   EXPECT_EQ(testing::internal::GetCapturedStderr(), "prog: error: unknown command 'three'; valid: one, longername\n");
 }
+
+TEST(Registry, ABenchmarkIsListedByItsOwnNameAndLine) {
+  const Program p{"prog", "usage: prog <command> [options]\nDoes things.",
+                  {Command([]() -> std::unique_ptr<Benchmark> { return std::make_unique<Scripted>(std::vector<std::string>{}); })}};
+  EXPECT_EQ(p.commands.front().name, "fake");
+  EXPECT_NE(usage_text(p).find("  fake      scripted cases\n"), std::string::npos) << usage_text(p);
+}
