@@ -4,11 +4,10 @@
 #include <memory>
 
 #include "apps/bw_runner.hpp"
-#include "apps/commands.hpp"
+#include "apps/benchmark.hpp"
+#include "core/alloc_kind.hpp"
 #include "core/error.hpp"
 #include "core/options.hpp"
-#include "core/provenance.hpp"
-#include "core/result_run.hpp"
 #include "core/stats.hpp"
 #include "core/units.hpp"
 
@@ -47,7 +46,7 @@ std::vector<OptionSpec> bw_option_specs() {
       {"noise", "PU:MEM", "another processor reads MEM continuously during each case"},
       {"all", "", "every case this node supports; --op/--pu/--pu-kind/--mem/--alloc filter"},
   });
-  return with_run_options(specs, "bw");
+  return specs;
 }
 
 BwSettings settings_from(const Options& opts) {
@@ -125,18 +124,96 @@ const std::vector<ColumnSpec> kCaseColumns = {
 
 std::string dash(const std::string& s) { return s.empty() ? "-" : s; }
 
-void print_summary(const BwCase& c, const CaseOutcome& o, const Summary& gbps) {
-  std::printf("MEMPATH bw op=%s pu=%s mem=%s dst=%s alloc=%s kernel=%s threads=%d size=%llu via=%s placement=%s status=%s",
-              op_name(c.op), c.pu.c_str(), c.mem.c_str(), dash(c.dst_mem).c_str(), c.alloc.c_str(),
-              dash(o.kernel).c_str(), o.threads, static_cast<unsigned long long>(c.size),
-              dash(c.via).c_str(), dash(o.placement).c_str(), o.status.c_str());
-  if (o.status == "ok")
-    std::printf(" median_GBps=%.2f min_GBps=%.2f max_GBps=%.2f reps=%zu", gbps.median, gbps.min,
-                gbps.max, o.seconds.size());
-  if (!o.reason.empty()) std::printf(" reason=\"%s\"", o.reason.c_str());
-  std::printf("\n");
-  std::fflush(stdout);
-}
+class BwBenchmark : public Benchmark {
+ public:
+  std::string name() const override { return "bw"; }
+  std::string description() const override { return "read/write/copy bandwidth of processor x memory x allocator"; }
+  std::string summary() const override {
+    return "Read, write and copy bandwidth of processor x memory x allocator (docs/cli.md).";
+  }
+  std::vector<OptionSpec> options() const override { return bw_option_specs(); }
+
+  void plan(const Options& opts, const Topology& topo, bool) override {
+    topo_ = &topo;
+    settings_ = settings_from(opts);
+    cases_ = mempath::plan(topo, opts, settings_);
+    if (cases_.empty()) throw UsageError("the filters select no case on this node; see 'mempath list'");
+    if (auto spec = opts.get("noise"))
+      for (const auto& c : cases_) parse_noise(topo, *spec, c.pu);  // every case must allow it
+    noise_spec_ = opts.get_or("noise", "");
+  }
+  size_t cases() const override { return cases_.size(); }
+  PlanFields plan_fields(size_t i) const override {
+    const BwCase& c = cases_[i];
+    return {{"op", op_name(c.op)}, {"pu", c.pu}, {"mem", c.mem}, {"alloc", alloc_name(c.alloc)}};
+  }
+  std::string skip_reason(size_t i) const override { return cases_[i].skip_reason; }
+
+  void prepare() override {
+    if (noise_spec_.empty()) return;
+    const NoiseSpec n = parse_noise(*topo_, noise_spec_, cases_.front().pu);
+    noise_ = std::make_unique<NoiseRunner>(*topo_, n, default_size(*topo_, n.pu));
+  }
+  Outcome run(size_t i) override {
+    CaseOutcome o = run_case(*topo_, cases_[i], settings_, noise_.get());
+    return {o.status, o.reason, o};
+  }
+
+  TableSpec cases_table() const override { return {"bw/cases", kCaseColumns}; }
+  TableSpec samples_table() const override { return {"bw/samples", kSampleColumns}; }
+  CaseRows rows(size_t i, const Outcome& out, int64_t id) override {
+    const BwCase& c = cases_[i];
+    CaseOutcome o;
+    if (auto* measured = std::any_cast<CaseOutcome>(&out.data)) o = *measured;
+    else o = unrun_outcome(c, out.status, out.reason);
+    std::vector<double> gbps;
+    for (double t : o.seconds) gbps.push_back(static_cast<double>(o.bytes_per_rep) / t / 1e9);
+    const Summary s = o.status == "ok" ? summarize(gbps) : Summary{};
+    Row common = {{"case_id", id}, {"op", std::string(op_name(c.op))},
+                  {"pu", c.pu}, {"pu_kind", c.pu_kind}, {"mem", c.mem}, {"dst_mem", c.dst_mem},
+                  {"alloc", alloc_name(c.alloc)}, {"dst_alloc", alloc_name(c.dst_alloc)}, {"kernel", o.kernel},
+                  {"threads", static_cast<int64_t>(o.threads)},
+                  {"size_bytes", static_cast<int64_t>(c.size)},
+                  {"bytes", static_cast<int64_t>(o.bytes_per_rep)}, {"noise", noise_ ? noise_->label() : ""}};
+    CaseRows out_rows;
+    if (o.status == "ok") {
+      for (size_t r = 0; r < o.seconds.size(); ++r) {
+        Row row = common;
+        row["rep"] = static_cast<int64_t>(r);
+        row["time_s"] = o.seconds[r];
+        row["bandwidth_GBps"] = gbps[r];
+        out_rows.samples.push_back(row);
+      }
+    }
+    Row row = common;
+    row["via"] = c.via;
+    row["status"] = o.status;
+    row["reason"] = o.reason;
+    row["reps"] = static_cast<int64_t>(o.status == "ok" ? o.seconds.size() : 0);
+    row["passes"] = static_cast<int64_t>(o.passes);
+    row["median_GBps"] = s.median;
+    row["min_GBps"] = s.min;
+    row["max_GBps"] = s.max;
+    row["placement"] = o.placement;
+    row["dst_placement"] = o.dst_placement;
+    row["verified"] = static_cast<int64_t>(o.verified);
+    row["cache_resident"] = static_cast<int64_t>(c.in_cache);
+    out_rows.cases.push_back(row);
+    return out_rows;
+  }
+  std::vector<SummaryField> summary_fields(const Row&) const override {
+    return {field("op"), field("pu"), field("mem"), field("dst", "dst_mem"), field("alloc"), field("kernel"),
+            field("threads"), field("size", "size_bytes"), field("via"), field("placement"), field("status"),
+            metric("median_GBps", 2), metric("min_GBps", 2), metric("max_GBps", 2), metric("reps")};
+  }
+
+ private:
+  const Topology* topo_ = nullptr;
+  BwSettings settings_;
+  std::vector<BwCase> cases_;
+  std::string noise_spec_;
+  std::unique_ptr<NoiseRunner> noise_;
+};
 
 }  // namespace
 
@@ -155,83 +232,6 @@ int cmd_list(const std::vector<std::string>& args) {
   return 0;
 }
 
-int cmd_bw(const std::vector<std::string>& args, const std::vector<std::string>& argv) {
-  Options opts("bw", "Read, write and copy bandwidth of processor x memory x allocator (docs/cli.md).",
-               bw_option_specs());
-  if (!opts.parse(args)) return 0;
-  const Topology topo = discover();
-  const BwSettings settings = settings_from(opts);
-  const std::vector<BwCase> cases = plan(topo, opts, settings);
-  if (cases.empty()) throw UsageError("the filters select no case on this node; see 'mempath list'");
-
-  std::unique_ptr<NoiseRunner> noise;
-  if (auto spec = opts.get("noise")) {
-    for (const auto& c : cases) parse_noise(topo, *spec, c.pu);  // every case must allow it
-    const NoiseSpec n = parse_noise(topo, *spec, cases.front().pu);
-    noise = std::make_unique<NoiseRunner>(topo, n, default_size(topo, n.pu));
-  }
-
-  ResultRun run(opts, "bw", topo, argv);
-  ResultFile& file = run.file();
-  file.table("bw/samples", kSampleColumns);
-  file.table("bw/cases", kCaseColumns);
-
-  int exit_code = kExitOk;
-  const bool single = cases.size() == 1;
-  for (size_t id = 0; id < cases.size(); ++id) {
-    const BwCase& c = cases[id];
-    CaseOutcome o;
-    try {
-      Watchdog::Scope guard(run.watchdog(), "case " + std::to_string(id) + " (bw " + op_name(c.op) + " " + c.pu +
-                                                 " " + c.mem + " " + c.alloc + ")");
-      o = run_case(topo, c, settings, noise.get());
-    } catch (const UsageError& e) {
-      if (single) throw;  // one case asked for: bad input, exit 2
-      o.status = "skipped";
-      o.reason = e.what();
-      o.kernel = c.kernel;
-      o.threads = c.threads;
-    }
-    std::vector<double> gbps;
-    for (double t : o.seconds) gbps.push_back(static_cast<double>(o.bytes_per_rep) / t / 1e9);
-    const Summary s = o.status == "ok" ? summarize(gbps) : Summary{};
-    const std::string noise_label = noise ? noise->label() : "";
-    Row common = {{"case_id", static_cast<int64_t>(id)}, {"op", std::string(op_name(c.op))},
-                  {"pu", c.pu}, {"pu_kind", c.pu_kind}, {"mem", c.mem}, {"dst_mem", c.dst_mem},
-                  {"alloc", c.alloc}, {"dst_alloc", c.dst_alloc}, {"kernel", o.kernel},
-                  {"threads", static_cast<int64_t>(o.threads)},
-                  {"size_bytes", static_cast<int64_t>(c.size)},
-                  {"bytes", static_cast<int64_t>(o.bytes_per_rep)}, {"noise", noise_label}};
-    if (o.status == "ok") {
-      for (size_t r = 0; r < o.seconds.size(); ++r) {
-        Row row = common;
-        row["rep"] = static_cast<int64_t>(r);
-        row["time_s"] = o.seconds[r];
-        row["bandwidth_GBps"] = gbps[r];
-        file.table("bw/samples", kSampleColumns).append(row);
-      }
-    }
-    Row row = common;
-    row["via"] = c.via;
-    row["status"] = o.status;
-    row["reason"] = o.reason;
-    row["reps"] = static_cast<int64_t>(o.status == "ok" ? o.seconds.size() : 0);
-    row["passes"] = static_cast<int64_t>(o.passes);
-    row["median_GBps"] = s.median;
-    row["min_GBps"] = s.min;
-    row["max_GBps"] = s.max;
-    row["placement"] = o.placement;
-    row["dst_placement"] = o.dst_placement;
-    row["verified"] = static_cast<int64_t>(o.verified);
-    row["cache_resident"] = static_cast<int64_t>(c.in_cache);
-    file.table("bw/cases", kCaseColumns).append(row);
-    file.set_attribute("end_time", utc_now_iso8601());
-    file.save();
-    print_summary(c, o, s);
-    if (o.status == "failed") exit_code = kExitFailed;
-  }
-  std::cerr << "mempath: " << cases.size() << " cases written to " << file.path() << "\n";
-  return exit_code;
-}
+std::unique_ptr<Benchmark> make_bw() { return std::make_unique<BwBenchmark>(); }
 
 }  // namespace mempath

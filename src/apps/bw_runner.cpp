@@ -75,16 +75,19 @@ void NoiseRunner::stop() {
   gpu_noise_ = nullptr;
 }
 
+CaseOutcome unrun_outcome(const BwCase& c, const std::string& status, const std::string& reason) {
+  CaseOutcome o;
+  o.status = status;
+  o.reason = reason;
+  o.kernel = c.pu_kind == "cpu" ? cpu::best_isa().name : c.kernel;
+  o.threads = c.threads;
+  return o;
+}
+
 CaseOutcome run_case(const Topology& topo, const BwCase& c, const BwSettings& settings,
                      NoiseRunner* noise) {
-  CaseOutcome out;
-  out.threads = c.threads;
-  out.kernel = c.pu_kind == "cpu" ? cpu::best_isa().name : c.kernel;
-  if (!c.skip_reason.empty()) {
-    out.status = "skipped";
-    out.reason = c.skip_reason;
-    return out;
-  }
+  if (!c.skip_reason.empty()) return unrun_outcome(c, "skipped", c.skip_reason);
+  CaseOutcome out = unrun_outcome(c, "ok", "");
   check_fits(c);
   out.passes = c.in_cache ? static_cast<int>(std::max<uint64_t>(1, (kMinBytesPerRep + c.size - 1) / c.size)) : 1;
   out.bytes_per_rep = c.size * out.passes * (c.op == Op::Copy ? 2 : 1);
@@ -140,7 +143,7 @@ CaseOutcome run_case(const Topology& topo, const BwCase& c, const BwSettings& se
     if (src) out.placement = placement(*src);
     if (dst) (c.op == Op::Write ? out.placement : out.dst_placement) = placement(*dst);
   } catch (const Unsupported& e) {
-    out = CaseOutcome{"skipped", e.what(), out.kernel, out.threads};
+    out = unrun_outcome(c, "skipped", e.what());
   } catch (const UsageError&) {
     throw;
   } catch (const std::exception& e) {

@@ -42,6 +42,10 @@ class NoiseRunner {
   gpu::Noise* gpu_noise_ = nullptr;
 };
 
+// A case that did not run (skipped by the plan, or by an error before it started): the
+// kernel and threads it would have used, as run_case records them.
+CaseOutcome unrun_outcome(const BwCase& c, const std::string& status, const std::string& reason);
+
 // Throws UsageError when the buffers do not fit in the memory's free space; every other
 // problem becomes a skipped or failed outcome.
 CaseOutcome run_case(const Topology& topo, const BwCase& c, const BwSettings& settings,

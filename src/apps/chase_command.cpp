@@ -6,7 +6,8 @@
 #include <iostream>
 #include <limits>
 
-#include "apps/commands.hpp"
+#include "apps/benchmark.hpp"
+#include "core/alloc_kind.hpp"
 #include "core/allocators.hpp"
 #include "core/chase_chain.hpp"
 #include "core/chase_plan.hpp"
@@ -14,9 +15,7 @@
 #include "core/guards.hpp"
 #include "core/numa_policy.hpp"
 #include "core/options.hpp"
-#include "core/provenance.hpp"
 #include "apps/plan_print.hpp"
-#include "core/result_run.hpp"
 #include "core/stats.hpp"
 #include "core/timer.hpp"
 #include "core/units.hpp"
@@ -69,7 +68,7 @@ struct Settings {
   int reps = 3;
 };
 
-struct Outcome {
+struct Walk {
   std::string status = "ok", reason, placement;
   std::vector<double> seconds, cycles;
   uint64_t accesses = 0;
@@ -80,8 +79,8 @@ struct Outcome {
 // Default dependent loads per repetition: ~0.1-0.4 s at memory latency on each kind.
 uint64_t default_accesses(const ChaseCase& c) { return c.pu_kind == "gpu" ? 1ULL << 18 : 1ULL << 21; }
 
-Outcome run(const Topology& topo, const ChaseCase& c, uint64_t size, bool sequential, const Settings& s) {
-  Outcome o;
+Walk run(const Topology& topo, const ChaseCase& c, uint64_t size, bool sequential, const Settings& s) {
+  Walk o;
   o.accesses = s.accesses ? s.accesses : default_accesses(c);
   const uint64_t free = free_bytes(c.mem);
   if (size > free) {
@@ -121,7 +120,7 @@ Outcome run(const Topology& topo, const ChaseCase& c, uint64_t size, bool sequen
     });
   } else {
     const int g = topo.find_pu(c.pu)->gpu;
-    if (buf->gpu() >= 0 && buf->gpu() != g && c.alloc == "device") gpu::enable_peer_access(g, buf->gpu());
+    if (buf->gpu() >= 0 && buf->gpu() != g && alloc_kind(c.alloc) == Alloc::Device) gpu::enable_peer_access(g, buf->gpu());
     end = gpu::chase(g, start, warm).end;
     check_end();
     for (int r = 0; r < s.reps; ++r) {
@@ -156,21 +155,6 @@ std::vector<double> per_access(const std::vector<double>& totals, uint64_t acces
   return out;
 }
 
-void print_summary(const ChaseCase& c, const std::string& pattern, uint64_t size, const Settings& s,
-                   uint64_t locality, const Outcome& o, const Summary& ns, const Summary& cycles) {
-  std::printf("MEMPATH chase pu=%s cpu=%d mem=%s alloc=%s pattern=%s size=%llu line=%llu locality=%llu huge=%d status=%s",
-              c.pu.c_str(), c.cpu, c.mem.c_str(), c.alloc.c_str(), pattern.c_str(),
-              static_cast<unsigned long long>(size), static_cast<unsigned long long>(s.line),
-              static_cast<unsigned long long>(locality), s.huge_pages ? 1 : 0, o.status.c_str());
-  if (o.status == "ok") {
-    std::printf(" median_ns=%.2f min_ns=%.2f", ns.median, ns.min);
-    if (!std::isnan(cycles.median)) std::printf(" median_cycles=%.1f", cycles.median);
-  }
-  if (!o.reason.empty()) std::printf(" reason=\"%s\"", o.reason.c_str());
-  std::printf("\n");
-  std::fflush(stdout);
-}
-
 std::vector<uint64_t> parse_sizes(const std::string& text) {
   if (text == "sweep") return {};
   std::vector<uint64_t> sizes;
@@ -183,11 +167,17 @@ uint64_t parse_bytes_option(const Options& opts, const std::string& name, uint64
   return opts.has(name) ? parse_size(*opts.get(name)) : fallback;
 }
 
-}  // namespace
-
-int cmd_chase(const std::vector<std::string>& args, const std::vector<std::string>& argv) {
-  Options opts("chase", "Pointer-chase latency of one CPU or GPU thread over each memory (docs/cli.md).",
-               with_from_option(with_run_options({{"pu", "PU", "cpuN (one thread on a core of NUMA node N) or gpuN (one GPU thread);\n"
+class ChaseBenchmark : public Benchmark {
+ public:
+  std::string name() const override { return "chase"; }
+  std::string description() const override {
+    return "pointer-chase latency of one CPU or GPU thread over each memory, by size";
+  }
+  std::string summary() const override {
+    return "Pointer-chase latency of one CPU or GPU thread over each memory (docs/cli.md).";
+  }
+  std::vector<OptionSpec> options() const override {
+    return {{"pu", "PU", "cpuN (one thread on a core of NUMA node N) or gpuN (one GPU thread);\n"
                              "                            with --all a comma list filter"},
                 {"cpu", "N", "logical CPU the chasing thread is pinned to (default: the PU's first core)"},
                 {"mem", "MEM", "memory chased: numaN or gpuN (default: the PU's own); --all: a filter"},
@@ -205,138 +195,155 @@ int cmd_chase(const std::vector<std::string>& args, const std::vector<std::strin
                 {"accesses", "N", "timed dependent loads per repetition (default CPU 2^21, GPU 2^18)"},
                 {"reps", "N", "timed repetitions (default 3)"},
                 {"seed", "N", "seed of the random chain (default 42)"},
-                {"all", "", "every processor x memory of the node (default allocator; --alloc all: every one)"}},
-                              "chase")));
-  if (!opts.parse(args)) return kExitOk;
-  Settings s;
-  s.sizes = parse_sizes(opts.get_or("size", "sweep"));
-  s.min_size = parse_bytes_option(opts, "min-size", 4096);
-  s.max_size = parse_bytes_option(opts, "max-size", 0);
-  s.line = parse_bytes_option(opts, "line", 64);
-  s.locality = parse_bytes_option(opts, "locality", 0);
-  s.accesses = static_cast<uint64_t>(opts.integer("accesses", 0, 1, 1000000000));
-  s.reps = static_cast<int>(opts.integer("reps", 3, 1, kMaxReps));
-  s.seed = static_cast<uint64_t>(opts.integer("seed", 42, 0, std::numeric_limits<long long>::max()));
-  s.huge_pages = opts.flag("huge-pages");
-  s.patterns = opts.has("pattern") ? opts.list("pattern") : split_list("random");
-  for (const auto& p : s.patterns)
-    if (p != "random" && p != "sequential")
-      throw UsageError("invalid --pattern '" + p + "'; valid: random, sequential");
-  if (!s.sizes.empty() && (opts.has("min-size") || opts.has("max-size")))
-    throw UsageError("--min-size and --max-size bound the sweep; they do not combine with --size SIZE");
-  check_chain({std::max<uint64_t>(s.line, s.min_size - s.min_size % s.line), s.line, s.locality, false, 0});
-  if (s.max_size && s.max_size < s.min_size)
-    throw UsageError("--max-size " + format_size(s.max_size) + " is below --min-size " + format_size(s.min_size));
-
-  const bool plan_only = opts.has("from");
-  for (const auto& pu : opts.list("pu"))
-    if (!plan_only && pu.rfind("gpu", 0) == 0 && !gpu::built_with_cuda())
-      throw UsageError("this mempath build has no CUDA support: --pu " + pu + " needs a CUDA build");
-  const Topology topo = planning_topology(opts);
-  std::vector<ChaseCase> cases;
-  if (opts.flag("all")) {
-    if (opts.has("cpu")) throw UsageError("--cpu picks the core of one case; --all uses each node's first core");
-    cases = all_chase_cases(topo, opts.list("pu"), opts.list("mem"), opts.list("alloc"));
-    if (cases.empty()) throw UsageError("the filters select no processor x memory on this node");
-  } else {
-    const int cpu = static_cast<int>(opts.integer("cpu", -1, 0));
-    cases.push_back(make_chase_case(topo, opts.get_or("pu", ""), cpu, opts.get_or("mem", ""), opts.get_or("alloc", "")));
+                {"all", "", "every processor x memory of the node (default allocator; --alloc all: every one)"}};
   }
-  // Bad sizes are bad input before anything runs: each must hold a line and fit in its memory.
-  for (const auto& c : cases)
-    for (uint64_t size : s.sizes) {
-      const Memory* m = topo.find_mem(c.mem);
-      if (m && m->bytes > 0 && size > static_cast<uint64_t>(m->bytes))
-        throw UsageError("--size " + format_size(size) + " is larger than " + c.mem + " (" +
-                         format_size(m->bytes) + "); valid: up to " + format_size(m->bytes));
-      check_chain({size, s.line, s.locality, false, 0});
-    }
 
-  if (plan_only) {
-    for (const auto& c : cases)
-      for (const auto& pattern : s.patterns)
-        print_plan("chase", {{"pu", c.pu}, {"cpu", std::to_string(c.cpu)}, {"mem", c.mem}, {"alloc", c.alloc},
-                             {"via", c.via}, {"pattern", pattern},
-                             {"sizes", s.sizes.empty() ? "sweep" : std::to_string(s.sizes.size())}},
-                   c.skip_reason);
-    return kExitOk;
-  }
-  ResultRun run_out(opts, "chase", topo, argv);
-  ResultFile& file = run_out.file();
-  file.table("chase/samples", kSampleColumns);
-  file.table("chase/cases", kCaseColumns);
-  file.table("chase/caches", kCacheColumns);
-  int64_t id = 0;
-  int exit_code = kExitOk;
-  std::vector<std::string> caches_written;
-  for (const auto& c : cases) {
-    const auto caches = chase_caches(topo, c, "/");
-    const std::string cache_key = c.pu + ":" + std::to_string(c.cpu);
-    if (std::find(caches_written.begin(), caches_written.end(), cache_key) == caches_written.end()) {
-      caches_written.push_back(cache_key);
-      for (const auto& k : caches)
-        file.table("chase/caches", kCacheColumns)
-            .append({{"pu", k.pu}, {"level", k.level}, {"bytes", static_cast<int64_t>(k.bytes)}, {"source", k.source}});
+  void plan(const Options& opts, const Topology& topo, bool plan_only) override {
+    topo_ = &topo;
+    Settings& s = s_;
+    s.sizes = parse_sizes(opts.get_or("size", "sweep"));
+    s.min_size = parse_bytes_option(opts, "min-size", 4096);
+    s.max_size = parse_bytes_option(opts, "max-size", 0);
+    s.line = parse_bytes_option(opts, "line", 64);
+    s.locality = parse_bytes_option(opts, "locality", 0);
+    s.accesses = static_cast<uint64_t>(opts.integer("accesses", 0, 1, 1000000000));
+    s.reps = static_cast<int>(opts.integer("reps", 3, 1, kMaxReps));
+    s.seed = static_cast<uint64_t>(opts.integer("seed", 42, 0, std::numeric_limits<long long>::max()));
+    s.huge_pages = opts.flag("huge-pages");
+    s.patterns = opts.has("pattern") ? opts.list("pattern") : split_list("random");
+    for (const auto& p : s.patterns)
+      if (p != "random" && p != "sequential")
+        throw UsageError("invalid --pattern '" + p + "'; valid: random, sequential");
+    if (!s.sizes.empty() && (opts.has("min-size") || opts.has("max-size")))
+      throw UsageError("--min-size and --max-size bound the sweep; they do not combine with --size SIZE");
+    check_chain({std::max<uint64_t>(s.line, s.min_size - s.min_size % s.line), s.line, s.locality, false, 0});
+    if (s.max_size && s.max_size < s.min_size)
+      throw UsageError("--max-size " + format_size(s.max_size) + " is below --min-size " + format_size(s.min_size));
+
+    for (const auto& pu : opts.list("pu"))
+      if (!plan_only && pu.rfind("gpu", 0) == 0 && !gpu::built_with_cuda())
+        throw UsageError("this mempath build has no CUDA support: --pu " + pu + " needs a CUDA build");
+    if (opts.flag("all")) {
+      if (opts.has("cpu")) throw UsageError("--cpu picks the core of one case; --all uses each node's first core");
+      bases_ = all_chase_cases(topo, opts.list("pu"), opts.list("mem"), opts.list("alloc"));
+      if (bases_.empty()) throw UsageError("the filters select no processor x memory on this node");
+    } else {
+      const int cpu = static_cast<int>(opts.integer("cpu", -1, 0));
+      bases_.push_back(make_chase_case(topo, opts.get_or("pu", ""), cpu, opts.get_or("mem", ""), opts.get_or("alloc", "")));
     }
-    std::vector<uint64_t> sizes = s.sizes;
-    if (sizes.empty()) {
-      const uint64_t max = s.max_size ? s.max_size : default_max_size(caches);
-      sizes = power_of_two_sizes(std::max(s.min_size, s.line), max);
-    }
-    for (const auto& pattern : s.patterns) {
-      for (uint64_t size : sizes) {
-        const uint64_t locality = s.locality && s.locality < size ? s.locality : size;
-        Outcome o;
-        if (!c.skip_reason.empty()) {
-          o.status = "skipped", o.reason = c.skip_reason;
-        } else {
-          try {
-            Watchdog::Scope guard(run_out.watchdog(), "case " + std::to_string(id) + " (chase " + c.pu + " " + c.mem +
-                                                          " " + pattern + " " + format_size(size) + ")");
-            o = run(topo, c, size, pattern == "sequential", s);
-          } catch (const Unsupported& e) {
-            o.status = "skipped", o.reason = e.what();
-          } catch (const UsageError&) {
-            throw;
-          } catch (const std::exception& e) {
-            o.status = "failed", o.reason = e.what();
-          }
-        }
-        const auto ns = per_access(o.seconds, o.accesses, 1e9);
-        const auto cycles = per_access(o.cycles, o.accesses, 1.0);
-        const bool ok = o.status == "ok";
-        const Summary ns_sum = ok ? summarize(ns) : Summary{};
-        const Summary cycle_sum = ok ? summarize(cycles) : Summary{};
-        Row common = {{"case_id", id}, {"pu", c.pu}, {"cpu", static_cast<int64_t>(c.cpu)}, {"mem", c.mem},
-                      {"alloc", c.alloc}, {"pattern", pattern}, {"size_bytes", static_cast<int64_t>(size)},
-                      {"line_bytes", static_cast<int64_t>(s.line)}, {"locality_bytes", static_cast<int64_t>(locality)},
-                      {"huge_pages", static_cast<int64_t>(s.huge_pages)}, {"accesses", static_cast<int64_t>(o.accesses)}};
-        if (ok)
-          for (size_t r = 0; r < ns.size(); ++r) {
-            Row row = common;
-            row["rep"] = static_cast<int64_t>(r);
-            row["time_s"] = o.seconds[r];
-            row["ns_per_access"] = ns[r];
-            row["cycles_per_access"] = r < cycles.size() ? cycles[r] : kNaN;
-            file.table("chase/samples", kSampleColumns).append(row);
-          }
-        Row row = common;
-        row.insert({{"via", c.via}, {"status", o.status}, {"reason", o.reason},
-                    {"reps", static_cast<int64_t>(ok ? ns.size() : 0)}, {"median_ns", ns_sum.median},
-                    {"min_ns", ns_sum.min}, {"median_cycles", cycle_sum.median},
-                    {"huge_page_fraction", o.huge_fraction}, {"placement", o.placement},
-                    {"verified", static_cast<int64_t>(o.verified)}});
-        file.table("chase/cases", kCaseColumns).append(row);
-        file.set_attribute("end_time", utc_now_iso8601());
-        file.save();
-        print_summary(c, pattern, size, s, locality, o, ns_sum, cycle_sum);
-        if (o.status == "failed") exit_code = kExitFailed;
-        ++id;
+    // Bad sizes are bad input before anything runs: each must hold a line and fit in its memory.
+    for (const auto& c : bases_)
+      for (uint64_t size : s.sizes) {
+        const Memory* m = topo.find_mem(c.mem);
+        if (m && m->bytes > 0 && size > static_cast<uint64_t>(m->bytes))
+          throw UsageError("--size " + format_size(size) + " is larger than " + c.mem + " (" +
+                           format_size(m->bytes) + "); valid: up to " + format_size(m->bytes));
+        check_chain({size, s.line, s.locality, false, 0});
       }
+    if (plan_only) {
+      for (size_t b = 0; b < bases_.size(); ++b)
+        for (const auto& pattern : s.patterns) items_.push_back({b, pattern, 0, 0});
+      return;
+    }
+    for (size_t b = 0; b < bases_.size(); ++b) {
+      const ChaseCase& c = bases_[b];
+      const auto caches = chase_caches(topo, c, "/");
+      const std::string cache_key = c.pu + ":" + std::to_string(c.cpu);
+      if (std::find(cache_keys_.begin(), cache_keys_.end(), cache_key) == cache_keys_.end()) {
+        cache_keys_.push_back(cache_key);
+        caches_.insert(caches_.end(), caches.begin(), caches.end());
+      }
+      std::vector<uint64_t> sizes = s.sizes;
+      if (sizes.empty()) {
+        const uint64_t max = s.max_size ? s.max_size : default_max_size(caches);
+        sizes = power_of_two_sizes(std::max(s.min_size, s.line), max);
+      }
+      for (const auto& pattern : s.patterns)
+        for (uint64_t size : sizes)
+          items_.push_back({b, pattern, size, s.locality && s.locality < size ? s.locality : size});
     }
   }
-  std::cerr << "mempath: " << id << " cases written to " << file.path() << "\n";
-  return exit_code;
-}
+  size_t cases() const override { return items_.size(); }
+  PlanFields plan_fields(size_t i) const override {
+    const Item& it = items_[i];
+    const ChaseCase& c = bases_[it.base];
+    return {{"pu", c.pu}, {"cpu", std::to_string(c.cpu)}, {"mem", c.mem}, {"alloc", alloc_name(c.alloc)},
+            {"via", c.via}, {"pattern", it.pattern},
+            {"sizes", s_.sizes.empty() ? "sweep" : std::to_string(s_.sizes.size())}};
+  }
+  std::string skip_reason(size_t i) const override { return bases_[items_[i].base].skip_reason; }
+
+  void begin(ResultFile& file) override {
+    Table& table = file.table("chase/caches", kCacheColumns);
+    for (const auto& k : caches_)
+      table.append({{"pu", k.pu}, {"level", k.level}, {"bytes", static_cast<int64_t>(k.bytes)}, {"source", k.source}});
+  }
+  Outcome run(size_t i) override {
+    const Item& it = items_[i];
+    Walk w = mempath::run(*topo_, bases_[it.base], it.size, it.pattern == "sequential", s_);
+    return {w.status, w.reason, w};
+  }
+
+  TableSpec cases_table() const override { return {"chase/cases", kCaseColumns}; }
+  TableSpec samples_table() const override { return {"chase/samples", kSampleColumns}; }
+  CaseRows rows(size_t i, const Outcome& out, int64_t id) override {
+    const Item& it = items_[i];
+    const ChaseCase& c = bases_[it.base];
+    const Walk o = out.data.has_value() ? std::any_cast<Walk>(out.data) : Walk{};
+    const auto ns = per_access(o.seconds, o.accesses, 1e9);
+    const auto cycles = per_access(o.cycles, o.accesses, 1.0);
+    const bool ok = out.status == "ok";
+    const Summary ns_sum = ok ? summarize(ns) : Summary{};
+    const Summary cycle_sum = ok ? summarize(cycles) : Summary{};
+    Row common = {{"case_id", id}, {"pu", c.pu}, {"cpu", static_cast<int64_t>(c.cpu)}, {"mem", c.mem},
+                  {"alloc", alloc_name(c.alloc)}, {"pattern", it.pattern}, {"size_bytes", static_cast<int64_t>(it.size)},
+                  {"line_bytes", static_cast<int64_t>(s_.line)}, {"locality_bytes", static_cast<int64_t>(it.locality)},
+                  {"huge_pages", static_cast<int64_t>(s_.huge_pages)}, {"accesses", static_cast<int64_t>(o.accesses)}};
+    CaseRows rows;
+    if (ok)
+      for (size_t r = 0; r < ns.size(); ++r) {
+        Row row = common;
+        row["rep"] = static_cast<int64_t>(r);
+        row["time_s"] = o.seconds[r];
+        row["ns_per_access"] = ns[r];
+        row["cycles_per_access"] = r < cycles.size() ? cycles[r] : kNaN;
+        rows.samples.push_back(row);
+      }
+    Row row = common;
+    row.insert({{"via", c.via}, {"status", out.status}, {"reason", out.reason},
+                {"reps", static_cast<int64_t>(ok ? ns.size() : 0)}, {"median_ns", ns_sum.median},
+                {"min_ns", ns_sum.min}, {"median_cycles", cycle_sum.median},
+                {"huge_page_fraction", o.huge_fraction}, {"placement", o.placement},
+                {"verified", static_cast<int64_t>(o.verified)}});
+    rows.cases.push_back(row);
+    return rows;
+  }
+  std::vector<SummaryField> summary_fields(const Row& row) const override {
+    std::vector<SummaryField> f = {field("pu"), field("cpu"), field("mem"), field("alloc"), field("pattern"),
+                                   field("size", "size_bytes"), field("line", "line_bytes"),
+                                   field("locality", "locality_bytes"), field("huge", "huge_pages"), field("status"),
+                                   metric("median_ns", 2), metric("min_ns", 2)};
+    // CPU chases count no cycles.
+    if (!std::isnan(std::get<double>(row.at("median_cycles")))) f.push_back(metric("median_cycles", 1));
+    return f;
+  }
+
+ private:
+  struct Item {
+    size_t base;  // into bases_
+    std::string pattern;
+    uint64_t size, locality;
+  };
+  const Topology* topo_ = nullptr;
+  Settings s_;
+  std::vector<ChaseCase> bases_;
+  std::vector<Item> items_;
+  std::vector<std::string> cache_keys_;
+  std::vector<CacheInfo> caches_;
+};
+
+}  // namespace
+
+std::unique_ptr<Benchmark> make_chase() { return std::make_unique<ChaseBenchmark>(); }
 
 }  // namespace mempath

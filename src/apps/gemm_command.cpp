@@ -5,16 +5,15 @@
 #include <iostream>
 #include <limits>
 
-#include "apps/commands.hpp"
+#include "apps/benchmark.hpp"
+#include "apps/plan_print.hpp"
+#include "core/alloc_kind.hpp"
 #include "core/allocators.hpp"
 #include "core/bw_plan.hpp"
 #include "core/error.hpp"
 #include "core/gemm_model.hpp"
 #include "core/guards.hpp"
 #include "core/options.hpp"
-#include "core/provenance.hpp"
-#include "apps/plan_print.hpp"
-#include "core/result_run.hpp"
 #include "core/stats.hpp"
 #include "core/units.hpp"
 #include "gpu/gemm_api.hpp"
@@ -50,16 +49,16 @@ struct Placement {
   std::string mem, alloc, via, skip_reason;
 };
 
-struct Outcome {
+struct GemmOutcome {
   std::string status = "ok", reason, placement;
   std::vector<double> seconds;
   bool verified = false;
   int cublas_version = 0;
 };
 
-Outcome run(const Topology& topo, int gpu, const std::string& dtype, int64_t n, const Placement& p, int warmup,
-            int reps) {
-  Outcome o;
+GemmOutcome run(const Topology& topo, int gpu, const std::string& dtype, int64_t n, const Placement& p, int warmup,
+                int reps) {
+  GemmOutcome o;
   const uint64_t bytes = static_cast<uint64_t>(n) * n * gemm_element_bytes(dtype);
   const std::string c_mem = "gpu" + std::to_string(gpu);
   const uint64_t need_ops = p.mem == c_mem ? 3 * bytes : 2 * bytes;
@@ -117,119 +116,140 @@ std::vector<int64_t> sizes_from(const Options& opts, const std::string& dtype) {
   return out;
 }
 
+struct GemmCase {
+  Placement p;
+  std::string dtype;
+  int64_t n;
+};
+
+class GemmBenchmark : public Benchmark {
+ public:
+  std::string name() const override { return "gemm"; }
+  std::string description() const override {
+    return "cuBLAS GEMM with A and B in each memory, fp16/tf32/fp32/fp64, by size";
+  }
+  std::string summary() const override {
+    return "cuBLAS GEMM with A and B placed in each memory, C in the GPU's (docs/cli.md).";
+  }
+  std::vector<OptionSpec> options() const override {
+    return {{"gpu", "N", "the GPU that multiplies (default 0)"},
+            {"dtype", "LIST", "fp16, tf32, fp32, fp64 (default: all)"},
+            {"size", "LIST|sweep", "square sizes m = n = k (default sweep 1024 .. 16384)"},
+            {"matrix-bytes", "SIZE", "instead of --size: the square size whose matrix has SIZE bytes (e.g. 4GiB)"},
+            {"mem", "MEM", "memory of A and B: numaN or gpuN (default: the GPU's own); --all: a filter"},
+            {"alloc", "ALLOC", "allocator of A and B (default: the path's); --all: a filter"},
+            {"all", "", "A and B in every memory x allocator the GPU can read"},
+            {"reps", "N", "timed calls (default 10)"},
+            {"warmup", "N", "untimed calls first (default 2)"}};
+  }
+
+  void plan(const Options& opts, const Topology& topo, bool plan_only) override {
+    if (!plan_only && !gpu::built_with_cuda()) throw UsageError("this mempath build has no CUDA support: gemm needs a CUDA build");
+    topo_ = &topo;
+    gpu_ = static_cast<int>(opts.integer("gpu", 0, 0));
+    reps_ = static_cast<int>(opts.integer("reps", 10, 1, kMaxReps));
+    warmup_ = static_cast<int>(opts.integer("warmup", 2, 0, kMaxReps));
+    std::vector<std::string> dtypes = opts.has("dtype") ? opts.list("dtype") : split_list("fp16,tf32,fp32,fp64");
+    for (const auto& d : dtypes) gemm_element_bytes(d);
+    if (opts.has("size") && opts.has("matrix-bytes")) throw UsageError("--size and --matrix-bytes exclude each other; valid: one of them");
+    for (const auto& d : dtypes) sizes_from(opts, d);
+    pu_ = "gpu" + std::to_string(gpu_);
+    if (!topo.find_pu(pu_))
+      throw UsageError("--gpu " + std::to_string(gpu_) + ": this node has no " + pu_ + "; valid: " + join(topo.pu_names()));
+    std::vector<Placement> placements;
+    BwSettings settings;
+    settings.size = 1ULL << 30;  // placement only: sizes are GEMM's own
+    settings.in_cache = true;
+    if (opts.flag("all")) {
+      BwFilters f;
+      f.ops = {"read"}, f.kernels = {"grid"}, f.pus = {pu_};
+      f.mems = opts.list("mem"), f.allocs = opts.list("alloc");
+      for (const auto& c : all_cases(topo, f, settings))
+        placements.push_back({c.mem, alloc_name(c.alloc), c.via, c.skip_reason});
+    } else {
+      const BwCase c = make_case(topo, Op::Read, pu_, opts.get_or("mem", pu_), "", opts.get_or("alloc", ""), -1, "grid", settings);
+      placements.push_back({c.mem, alloc_name(c.alloc), c.via, c.skip_reason});
+    }
+    if (placements.empty()) throw UsageError("the filters select no memory this GPU reads");
+    for (const auto& p : placements)
+      for (const auto& dtype : dtypes) {
+        sweeps_.push_back({p.mem, p.alloc, p.via, dtype, sizes_from(opts, dtype).size(), p.skip_reason});
+        for (int64_t n : sizes_from(opts, dtype)) cases_.push_back({p, dtype, n});
+      }
+  }
+  size_t cases() const override { return cases_.size(); }
+  PlanFields plan_fields(size_t i) const override {
+    const GemmCase& c = cases_[i];
+    return {{"dtype", c.dtype}, {"n", std::to_string(c.n)}, {"mem", c.p.mem}, {"alloc", c.p.alloc}};
+  }
+  std::string skip_reason(size_t i) const override { return cases_[i].p.skip_reason; }
+  // --from lists one line per placement and dtype, its sizes counted.
+  void print_plan(size_t i) const override {
+    if (i > 0) return;
+    for (const auto& w : sweeps_)
+      mempath::print_plan("gemm", {{"gpu", pu_}, {"dtype", w.dtype}, {"mem", w.mem}, {"alloc", w.alloc}, {"via", w.via},
+                                   {"sizes", std::to_string(w.sizes)}},
+                          w.skip_reason);
+  }
+
+  void prepare() override { dev_ = gpu::gemm_device(gpu_); }
+  Outcome run(size_t i) override {
+    const GemmCase& c = cases_[i];
+    GemmOutcome o = mempath::run(*topo_, gpu_, c.dtype, c.n, c.p, warmup_, reps_);
+    return {o.status, o.reason, o};
+  }
+
+  TableSpec cases_table() const override { return {"gemm/cases", kCaseColumns}; }
+  TableSpec samples_table() const override { return {"gemm/samples", kSampleColumns}; }
+  CaseRows rows(size_t i, const Outcome& out, int64_t id) override {
+    const GemmCase& c = cases_[i];
+    const int64_t n = c.n;
+    const auto* o = std::any_cast<GemmOutcome>(&out.data);
+    const double flops = gemm_flops(n, n, n);
+    const bool ok = out.status == "ok";
+    CaseRows rows;
+    std::vector<double> tf;
+    if (o)
+      for (size_t r = 0; r < o->seconds.size(); ++r) {
+        tf.push_back(flops / o->seconds[r] / 1e12);
+        if (ok) rows.samples.push_back({{"case_id", id}, {"rep", static_cast<int64_t>(r)}, {"time_s", o->seconds[r]}, {"tflops", tf.back()}});
+      }
+    const Summary s = ok ? summarize(tf) : Summary{};
+    const double peak = gemm_peak_tflops(dev_.cc_major, dev_.cc_minor, dev_.sms, dev_.sm_clock_khz, c.dtype);
+    const int64_t bytes = n * n * gemm_element_bytes(c.dtype);
+    rows.cases.push_back(
+        {{"case_id", id}, {"gpu", static_cast<int64_t>(gpu_)}, {"dtype", c.dtype}, {"m", n}, {"n", n}, {"k", n},
+         {"a_mem", c.p.mem}, {"a_alloc", c.p.alloc}, {"b_mem", c.p.mem}, {"b_alloc", c.p.alloc}, {"c_mem", pu_},
+         {"via", c.p.via}, {"status", out.status}, {"reason", out.reason},
+         {"reps", static_cast<int64_t>(ok ? tf.size() : 0)}, {"median_TFLOPs", s.median},
+         {"best_TFLOPs", s.max}, {"min_TFLOPs", s.min}, {"peak_TFLOPs", peak},
+         {"fraction_of_peak", ok ? s.median / peak : kNaN}, {"operand_bytes", 2 * bytes},
+         {"flops", static_cast<int64_t>(flops)}, {"placement", o ? o->placement : ""},
+         {"verified", static_cast<int64_t>(o && o->verified)},
+         {"cublas_version", static_cast<int64_t>(o ? o->cublas_version : 0)}});
+    return rows;
+  }
+  std::vector<SummaryField> summary_fields(const Row&) const override {
+    return {field("gpu"), field("dtype"), field("n"), field("mem", "a_mem"), field("alloc", "a_alloc"), field("status"),
+            metric("median_TFLOPs", 2), metric("best_TFLOPs", 2), metric("fraction_of_peak", 3)};
+  }
+
+ private:
+  struct Sweep {
+    std::string mem, alloc, via, dtype;
+    size_t sizes;
+    std::string skip_reason;
+  };
+  const Topology* topo_ = nullptr;
+  int gpu_ = 0, reps_ = 10, warmup_ = 2;
+  std::string pu_;
+  gpu::GemmDevice dev_{};
+  std::vector<Sweep> sweeps_;
+  std::vector<GemmCase> cases_;
+};
+
 }  // namespace
 
-int cmd_gemm(const std::vector<std::string>& args, const std::vector<std::string>& argv) {
-  Options opts("gemm", "cuBLAS GEMM with A and B placed in each memory, C in the GPU's (docs/cli.md).",
-               with_from_option(with_run_options({{"gpu", "N", "the GPU that multiplies (default 0)"},
-                {"dtype", "LIST", "fp16, tf32, fp32, fp64 (default: all)"},
-                {"size", "LIST|sweep", "square sizes m = n = k (default sweep 1024 .. 16384)"},
-                {"matrix-bytes", "SIZE", "instead of --size: the square size whose matrix has SIZE bytes (e.g. 4GiB)"},
-                {"mem", "MEM", "memory of A and B: numaN or gpuN (default: the GPU's own); --all: a filter"},
-                {"alloc", "ALLOC", "allocator of A and B (default: the path's); --all: a filter"},
-                {"all", "", "A and B in every memory x allocator the GPU can read"},
-                {"reps", "N", "timed calls (default 10)"},
-                {"warmup", "N", "untimed calls first (default 2)"}},
-                              "gemm")));
-  if (!opts.parse(args)) return kExitOk;
-  if (!opts.has("from") && !gpu::built_with_cuda()) throw UsageError("this mempath build has no CUDA support: gemm needs a CUDA build");
-  const int gpu = static_cast<int>(opts.integer("gpu", 0, 0));
-  const int reps = static_cast<int>(opts.integer("reps", 10, 1, kMaxReps));
-  const int warmup = static_cast<int>(opts.integer("warmup", 2, 0, kMaxReps));
-  std::vector<std::string> dtypes = opts.has("dtype") ? opts.list("dtype") : split_list("fp16,tf32,fp32,fp64");
-  for (const auto& d : dtypes) gemm_element_bytes(d);
-  if (opts.has("size") && opts.has("matrix-bytes")) throw UsageError("--size and --matrix-bytes exclude each other; valid: one of them");
-  for (const auto& d : dtypes) sizes_from(opts, d);
-  const Topology topo = planning_topology(opts);
-  const std::string pu = "gpu" + std::to_string(gpu);
-  if (!topo.find_pu(pu))
-    throw UsageError("--gpu " + std::to_string(gpu) + ": this node has no " + pu + "; valid: " + join(topo.pu_names()));
-  std::vector<Placement> placements;
-  BwSettings settings;
-  settings.size = 1ULL << 30;  // placement only: sizes are GEMM's own
-  settings.in_cache = true;
-  if (opts.flag("all")) {
-    BwFilters f;
-    f.ops = {"read"}, f.kernels = {"grid"}, f.pus = {pu};
-    f.mems = opts.list("mem"), f.allocs = opts.list("alloc");
-    for (const auto& c : all_cases(topo, f, settings)) placements.push_back({c.mem, c.alloc, c.via, c.skip_reason});
-  } else {
-    const BwCase c = make_case(topo, Op::Read, pu, opts.get_or("mem", pu), "", opts.get_or("alloc", ""), -1, "grid", settings);
-    placements.push_back({c.mem, c.alloc, c.via, c.skip_reason});
-  }
-  if (placements.empty()) throw UsageError("the filters select no memory this GPU reads");
-  if (opts.has("from")) {
-    for (const auto& p : placements)
-      for (const auto& dtype : dtypes)
-        print_plan("gemm", {{"gpu", pu}, {"dtype", dtype}, {"mem", p.mem}, {"alloc", p.alloc}, {"via", p.via},
-                            {"sizes", std::to_string(sizes_from(opts, dtype).size())}},
-                   p.skip_reason);
-    return kExitOk;
-  }
-
-  ResultRun run_out(opts, "gemm", topo, argv);
-  ResultFile& file = run_out.file();
-  file.table("gemm/samples", kSampleColumns);
-  file.table("gemm/cases", kCaseColumns);
-  const gpu::GemmDevice dev = gpu::gemm_device(gpu);
-  int64_t id = 0;
-  int exit_code = kExitOk;
-  for (const auto& p : placements) {
-    for (const auto& dtype : dtypes) {
-      for (int64_t n : sizes_from(opts, dtype)) {
-        Outcome o;
-        if (!p.skip_reason.empty()) {
-          o.status = "skipped", o.reason = p.skip_reason;
-        } else {
-          try {
-            Watchdog::Scope guard(run_out.watchdog(), "case " + std::to_string(id) + " (gemm " + dtype + " " +
-                                                          std::to_string(n) + " " + p.mem + " " + p.alloc + ")");
-            o = run(topo, gpu, dtype, n, p, warmup, reps);
-          } catch (const Unsupported& e) {
-            o = Outcome{}, o.status = "skipped", o.reason = e.what();
-          } catch (const UsageError&) {
-            throw;
-          } catch (const std::exception& e) {
-            o = Outcome{}, o.status = "failed", o.reason = e.what();
-          }
-        }
-        const double flops = gemm_flops(n, n, n);
-        const bool ok = o.status == "ok";
-        std::vector<double> tf;
-        for (size_t r = 0; r < o.seconds.size(); ++r) {
-          tf.push_back(flops / o.seconds[r] / 1e12);
-          if (ok)
-            file.table("gemm/samples", kSampleColumns)
-                .append({{"case_id", id}, {"rep", static_cast<int64_t>(r)}, {"time_s", o.seconds[r]}, {"tflops", tf.back()}});
-        }
-        const Summary s = ok ? summarize(tf) : Summary{};
-        const double peak = gemm_peak_tflops(dev.cc_major, dev.cc_minor, dev.sms, dev.sm_clock_khz, dtype);
-        const int64_t bytes = n * n * gemm_element_bytes(dtype);
-        file.table("gemm/cases", kCaseColumns)
-            .append({{"case_id", id}, {"gpu", static_cast<int64_t>(gpu)}, {"dtype", dtype}, {"m", n}, {"n", n}, {"k", n},
-                     {"a_mem", p.mem}, {"a_alloc", p.alloc}, {"b_mem", p.mem}, {"b_alloc", p.alloc}, {"c_mem", pu},
-                     {"via", p.via}, {"status", o.status}, {"reason", o.reason},
-                     {"reps", static_cast<int64_t>(ok ? tf.size() : 0)}, {"median_TFLOPs", s.median},
-                     {"best_TFLOPs", s.max}, {"min_TFLOPs", s.min}, {"peak_TFLOPs", peak},
-                     {"fraction_of_peak", ok ? s.median / peak : kNaN}, {"operand_bytes", 2 * bytes},
-                     {"flops", static_cast<int64_t>(flops)}, {"placement", o.placement},
-                     {"verified", static_cast<int64_t>(o.verified)},
-                     {"cublas_version", static_cast<int64_t>(o.cublas_version)}});
-        file.set_attribute("end_time", utc_now_iso8601());
-        file.save();
-        std::printf("MEMPATH gemm gpu=%d dtype=%s n=%lld mem=%s alloc=%s status=%s", gpu, dtype.c_str(),
-                    static_cast<long long>(n), p.mem.c_str(), p.alloc.c_str(), o.status.c_str());
-        if (ok) std::printf(" median_TFLOPs=%.2f best_TFLOPs=%.2f fraction_of_peak=%.3f", s.median, s.max, s.median / peak);
-        if (!o.reason.empty()) std::printf(" reason=\"%s\"", o.reason.c_str());
-        std::printf("\n");
-        std::fflush(stdout);
-        if (o.status == "failed") exit_code = kExitFailed;
-        ++id;
-      }
-    }
-  }
-  std::cerr << "mempath: " << id << " cases written to " << file.path() << "\n";
-  return exit_code;
-}
+std::unique_ptr<Benchmark> make_gemm() { return std::make_unique<GemmBenchmark>(); }
 
 }  // namespace mempath

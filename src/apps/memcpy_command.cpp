@@ -4,14 +4,13 @@
 #include <iostream>
 #include <map>
 
-#include "apps/commands.hpp"
+#include "apps/benchmark.hpp"
+#include "apps/driver.hpp"
 #include "apps/memcpy_d2d_runner.hpp"
 #include "apps/memcpy_runner.hpp"
 #include "core/error.hpp"
 #include "core/memcpy_plan.hpp"
 #include "core/options.hpp"
-#include "core/provenance.hpp"
-#include "core/result_run.hpp"
 #include "core/stats.hpp"
 #include "core/units.hpp"
 #include "gpu/gpu_api.hpp"
@@ -23,7 +22,7 @@ constexpr int kLatencyReps = 1000;
 constexpr int kLatencyWarmup = 100;
 
 std::vector<OptionSpec> memcpy_option_specs() {
-  return with_run_options({
+  return {
       {"gpu", "LIST", "GPUs, each in turn: N or gpuN, a comma list, or all (default gpu0;\n"
                       "                            d2d: the GPUs whose pairs are measured, default all)"},
       {"all-gpus", "", "every GPU to/from its own host buffer at once"},
@@ -43,8 +42,7 @@ std::vector<OptionSpec> memcpy_option_specs() {
       {"latency", "", "host-observed cudaMemcpyAsync + cudaStreamSynchronize, 4B .. 1MiB"},
       {"reps", "N", "timed repetitions (default 10; --latency 1000)"},
       {"warmup", "N", "untimed repetitions first (default 2; --latency 100)"},
-      {"from", "DIR", "plan against a saved topology snapshot: print the cases and exit"},
-  }, "memcpy");
+  };
 }
 
 MemcpyRequest request_from(const Options& opts) {
@@ -94,6 +92,7 @@ const std::vector<ColumnSpec> kCaseColumns = {
     {"verified", ColumnType::Int, ""},
     {"dst_gpu", ColumnType::Int, ""},           {"chunk_bytes", ColumnType::Int, "bytes"},
     {"fwd_median_GBps", ColumnType::Float, "GB/s"}, {"rev_median_GBps", ColumnType::Float, "GB/s"},
+    {"gpu_label", ColumnType::String, ""},  // the GPU(s) as the MEMPATH line names them: 0, 0,1, all
 };
 
 std::string dash(const std::string& s) { return s.empty() ? "-" : s; }
@@ -162,113 +161,85 @@ Measured measure(const MemcpyCase& c, const MemcpyOutcome& o, const Row& common)
   return m;
 }
 
-struct Finished {  // a written case of the running group
-  MemcpyCase c;
-  MemcpyOutcome o;
-  Row row;
-  size_t row_index;
-};
-
-void print_summary(const MemcpyCase& c, const MemcpyOutcome& o, const Row& row, int64_t saturation) {
-  auto f = [&](const char* k) { return std::get<double>(row.at(k)); };
-  const std::string gpu = c.d2d() ? std::to_string(c.gpus.front()) : c.gpu_label();
-  std::printf("MEMPATH memcpy mode=%s gpu=%s", c.mode.c_str(), gpu.c_str());
-  if (c.d2d()) std::printf(" dst_gpu=%d", c.dst_gpu);
-  std::printf(" host_numa=%d cpu_numa=%d alloc=%s direction=%s engine=%s size=%llu "
-              "via=%s timing=%s placement=%s status=%s",
-              c.host_numa(), c.cpu_numa, c.alloc.c_str(), c.direction.c_str(),
-              c.engine.c_str(), static_cast<unsigned long long>(c.size), dash(c.via).c_str(), c.timing.c_str(),
-              dash(o.placement).c_str(), o.status.c_str());
-  if (o.status == "ok") {
-    if (c.mode == "latency") {
-      std::printf(" median_us=%.3f p99_us=%.3f min_us=%.3f max_us=%.3f", f("median_time_s") * 1e6,
-                  f("p99_time_s") * 1e6, f("min_time_s") * 1e6, f("max_time_s") * 1e6);
-    } else {
-      std::printf(" median_GBps=%.2f min_GBps=%.2f max_GBps=%.2f", f("median_GBps"), f("min_GBps"), f("max_GBps"));
-      if (c.direction == "bidir")
-        std::printf(" h2d_median_GBps=%.2f d2h_median_GBps=%.2f", f("h2d_median_GBps"), f("d2h_median_GBps"));
-      if (c.direction == "d2d-bidir")
-        std::printf(" fwd_median_GBps=%.2f rev_median_GBps=%.2f", f("fwd_median_GBps"), f("rev_median_GBps"));
-      if (c.engine == "staged") std::printf(" chunk=%llu", static_cast<unsigned long long>(c.chunk));
-      std::printf(" saturation_bytes=%lld", static_cast<long long>(saturation));
-    }
-    std::printf(" reps=%lld", static_cast<long long>(std::get<int64_t>(row.at("reps"))));
+class MemcpyBenchmark : public Benchmark {
+ public:
+  std::string name() const override { return "memcpy"; }
+  std::string description() const override {
+    return "host<->device transfers: copy engine and SM copies, size sweep, latency";
   }
-  if (!o.reason.empty()) std::printf(" reason=\"%s\"", o.reason.c_str());
-  std::printf("\n");
-  std::fflush(stdout);
-}
+  std::string summary() const override {
+    return "Host<->device transfers: copy-engine and SM copies, h2d/d2h/bidirectional, size sweep,\n"
+           "small-transfer latency; GPU<->GPU peer and staged copies (--direction d2d) (docs/cli.md).";
+  }
+  std::vector<OptionSpec> options() const override { return memcpy_option_specs(); }
 
-}  // namespace
-
-int cmd_memcpy(const std::vector<std::string>& args, const std::vector<std::string>& argv) {
-  Options opts("memcpy",
-               "Host<->device transfers: copy-engine and SM copies, h2d/d2h/bidirectional, size sweep,\n"
-               "small-transfer latency; GPU<->GPU peer and staged copies (--direction d2d) (docs/cli.md).",
-               memcpy_option_specs());
-  if (!opts.parse(args)) return kExitOk;
-  const bool plan_only = opts.has("from");
-  if (!plan_only && !gpu::built_with_cuda())
-    throw UsageError("this mempath build has no CUDA support: 'mempath memcpy' needs a CUDA build "
-                     "(rebuild where nvcc is found)");
-  const Topology topo = plan_only ? load_snapshot(*opts.get("from")) : discover();
-  const MemcpyRequest request = request_from(opts);
-  MemcpySettings settings;
-  settings.reps = static_cast<int>(opts.integer("reps", request.latency ? kLatencyReps : 10, 1, kMaxReps));
-  settings.warmup = static_cast<int>(opts.integer("warmup", request.latency ? kLatencyWarmup : 2, 0, kMaxReps));
-  const std::vector<MemcpyCase> cases = plan_memcpy(topo, request);
-
-  if (plan_only) {
-    for (const auto& c : cases) {
-      if (c.d2d()) {
-        std::printf("%-9s gpu=%-3d dst_gpu=%-3d host_numa=%-2d cpu_numa=%-2d %-6s %-9s %-6s size=%-7s", c.mode.c_str(),
-                    c.gpus.front(), c.dst_gpu, c.host_numa(), c.cpu_numa, c.alloc.c_str(), c.direction.c_str(),
-                    c.engine.c_str(), format_size(c.size).c_str());
-        if (c.engine == "staged") std::printf(" chunk=%s", format_size(c.chunk).c_str());
-        std::printf(" via=%s", dash(c.via).c_str());
-        if (!c.skip_reason.empty()) std::printf("  skipped: %s", c.skip_reason.c_str());
-        std::printf("\n");
-        continue;
-      }
+  void plan(const Options& opts, const Topology& topo, bool plan_only) override {
+    if (!plan_only && !gpu::built_with_cuda())
+      throw UsageError("this mempath build has no CUDA support: 'mempath memcpy' needs a CUDA build "
+                       "(rebuild where nvcc is found)");
+    topo_ = &topo;
+    const MemcpyRequest request = request_from(opts);
+    settings_.reps = static_cast<int>(opts.integer("reps", request.latency ? kLatencyReps : 10, 1, kMaxReps));
+    settings_.warmup = static_cast<int>(opts.integer("warmup", request.latency ? kLatencyWarmup : 2, 0, kMaxReps));
+    cases_ = plan_memcpy(topo, request);
+    // The largest size of each buffer group: a sweep allocates its buffers once.
+    for (const auto& c : cases_) capacity_[c.buffer_key()] = std::max(capacity_[c.buffer_key()], c.size);
+  }
+  size_t cases() const override { return cases_.size(); }
+  PlanFields plan_fields(size_t i) const override {
+    const MemcpyCase& c = cases_[i];
+    return {{"mode", c.mode}, {"direction", c.direction}, {"engine", c.engine}, {"alloc", c.alloc},
+            {"size", format_size(c.size)}};
+  }
+  // The runners record the plan's skips themselves (with the case's buffers and parts).
+  std::string skip_reason(size_t) const override { return ""; }
+  // --from: a table of the cases, as `mempath list` prints bw's.
+  void print_plan(size_t i) const override {
+    const MemcpyCase& c = cases_[i];
+    if (c.d2d()) {
+      std::printf("%-9s gpu=%-3d dst_gpu=%-3d host_numa=%-2d cpu_numa=%-2d %-6s %-9s %-6s size=%-7s", c.mode.c_str(),
+                  c.gpus.front(), c.dst_gpu, c.host_numa(), c.cpu_numa, c.alloc.c_str(), c.direction.c_str(),
+                  c.engine.c_str(), format_size(c.size).c_str());
+      if (c.engine == "staged") std::printf(" chunk=%s", format_size(c.chunk).c_str());
+      std::printf(" via=%s", dash(c.via).c_str());
+    } else {
       std::printf("%-9s gpu=%-3s host_numa=%-2d cpu_numa=%-2d %-10s %-5s %-2s size=%-7s via=%s", c.mode.c_str(),
                   c.gpu_label().c_str(), c.host_numa(), c.cpu_numa, c.alloc.c_str(), c.direction.c_str(),
                   c.engine.c_str(), format_size(c.size).c_str(), dash(c.via).c_str());
-      if (!c.skip_reason.empty()) std::printf("  skipped: %s", c.skip_reason.c_str());
-      std::printf("\n");
     }
-    return kExitOk;
+    if (!c.skip_reason.empty()) std::printf("  skipped: %s", c.skip_reason.c_str());
+    std::printf("\n");
   }
 
-  // The largest size of each buffer group: a sweep allocates its buffers once.
-  std::map<std::string, uint64_t> capacity;
-  for (const auto& c : cases) capacity[c.buffer_key()] = std::max(capacity[c.buffer_key()], c.size);
+  void prepare() override {
+    runner_ = std::make_unique<MemcpyRunner>(*topo_);
+    d2d_runner_ = std::make_unique<MemcpyD2dRunner>(*topo_);
+  }
+  Outcome run(size_t i) override {
+    const MemcpyCase& c = cases_[i];
+    const bool single = cases_.size() == 1;
+    MemcpyOutcome o = c.d2d() ? d2d_runner_->run(c, capacity_[c.buffer_key()], settings_, single)
+                              : runner_->run(c, capacity_[c.buffer_key()], settings_, single);
+    return {o.status, o.reason, o};
+  }
 
-  ResultRun run(opts, "memcpy", topo, argv);
-  ResultFile& file = run.file();
-  Table& samples = file.table("memcpy/samples", kSampleColumns);
-  Table& case_table = file.table("memcpy/cases", kCaseColumns);
-
-  MemcpyRunner runner(topo);
-  MemcpyD2dRunner d2d_runner(topo);
-  int exit_code = kExitOk;
-  const bool single = cases.size() == 1;
-  int64_t next_id = 0;
-  std::vector<Finished> group;
-
-  // Each case is saved when it ends; a group (the sizes of one sweep) learns its
-  // saturation size, and is printed, once all of its sizes ran.
-  auto write_case = [&](const MemcpyCase& c, MemcpyOutcome o) {
-    Row common = {{"case_id", next_id}, {"mode", c.mode}, {"cpu_numa", static_cast<int64_t>(c.cpu_numa)},
+  TableSpec cases_table() const override { return {"memcpy/cases", kCaseColumns}; }
+  TableSpec samples_table() const override { return {"memcpy/samples", kSampleColumns}; }
+  CaseRows rows(size_t i, const Outcome& out, int64_t id) override {
+    const MemcpyCase& c = cases_[i];
+    MemcpyOutcome o;
+    if (auto* ran = std::any_cast<MemcpyOutcome>(&out.data)) o = *ran;
+    o.status = out.status, o.reason = out.reason;
+    Row common = {{"case_id", id}, {"mode", c.mode}, {"cpu_numa", static_cast<int64_t>(c.cpu_numa)},
                   {"alloc", c.alloc}, {"direction", c.direction}, {"engine", c.engine},
                   {"size_bytes", static_cast<int64_t>(c.size)}, {"timing", c.timing}};
-    ++next_id;
     Measured m = measure(c, o, common);
     const Summary s = o.status == "ok" ? summarize(m.total_gbps) : Summary{};
     const Summary t = o.status == "ok" ? summarize(m.total_s) : Summary{};
     Row row = common;
-    row.erase("rep");
     row["gpu"] = static_cast<int64_t>(c.all_gpus ? -1 : c.gpus.front());
     row["gpus"] = ints(c.gpus);
+    row["gpu_label"] = c.d2d() ? std::to_string(c.gpus.front()) : c.gpu_label();
     row["all_gpus"] = static_cast<int64_t>(c.all_gpus);
     row["host_numa"] = static_cast<int64_t>(c.host_numa());
     uint64_t bytes = 0;
@@ -299,46 +270,58 @@ int cmd_memcpy(const std::vector<std::string>& args, const std::vector<std::stri
     row["fwd_median_GBps"] = o.status == "ok" && !m.fwd_gbps.empty() ? summarize(m.fwd_gbps).median : std::nan("");
     row["rev_median_GBps"] = o.status == "ok" && !m.rev_gbps.empty() ? summarize(m.rev_gbps).median : std::nan("");
     row["saturation_bytes"] = int64_t{-1};
-    for (const auto& r : m.sample_rows) samples.append(r);
-    group.push_back({c, std::move(o), row, case_table.rows()});
-    case_table.append(row);
-    file.set_attribute("end_time", utc_now_iso8601());
-    file.save();
-  };
-  auto end_group = [&] {
-    if (group.empty()) return;
-    const bool sweep = group.front().c.sweep && group.front().c.mode == "bandwidth";
+    return {{row}, m.sample_rows};
+  }
+  std::vector<SummaryField> summary_fields(const Row& row) const override {
+    auto text = [&](const char* k) { return std::get<std::string>(row.at(k)); };
+    const std::string direction = text("direction");
+    std::vector<SummaryField> f = {field("mode"), field("gpu", "gpu_label")};
+    if (is_d2d_direction(direction)) f.push_back(field("dst_gpu"));
+    f.insert(f.end(), {field("host_numa"), field("cpu_numa"), field("alloc"), field("direction"), field("engine"),
+                       field("size", "size_bytes"), field("via"), field("timing"), field("placement"), field("status")});
+    if (text("mode") == "latency") {
+      f.insert(f.end(), {metric("median_us", 3, "median_time_s", 1e6), metric("p99_us", 3, "p99_time_s", 1e6),
+                         metric("min_us", 3, "min_time_s", 1e6), metric("max_us", 3, "max_time_s", 1e6)});
+    } else {
+      f.insert(f.end(), {metric("median_GBps", 2), metric("min_GBps", 2), metric("max_GBps", 2)});
+      if (direction == "bidir") f.insert(f.end(), {metric("h2d_median_GBps", 2), metric("d2h_median_GBps", 2)});
+      if (direction == "d2d-bidir") f.insert(f.end(), {metric("fwd_median_GBps", 2), metric("rev_median_GBps", 2)});
+      if (text("engine") == "staged") f.push_back(metric("chunk", -1, "chunk_bytes"));
+      f.push_back(metric("saturation_bytes"));
+    }
+    f.push_back(metric("reps"));
+    return f;
+  }
+
+  // Each case is saved when it ends; a group (the sizes of one sweep) learns its
+  // saturation size, and is printed, once all of its sizes ran.
+  std::string group(size_t i) const override { return cases_[i].group_key(); }
+  bool end_group(Table& table, const std::vector<size_t>& rows) override {
+    const Row first = table_row(table, rows.front());
+    if (!std::get<int64_t>(first.at("sweep")) || std::get<std::string>(first.at("mode")) != "bandwidth") return false;
     std::vector<uint64_t> sizes;
     std::vector<double> medians;
-    for (const auto& f : group) sizes.push_back(f.c.size), medians.push_back(std::get<double>(f.row.at("median_GBps")));
-    const int64_t saturation = sweep ? saturation_size(sizes, medians) : -1;
-    if (sweep) {
-      for (const auto& f : group) case_table.set(f.row_index, "saturation_bytes", saturation);
-      file.save();
+    for (size_t r : rows) {
+      const Row row = table_row(table, r);
+      sizes.push_back(static_cast<uint64_t>(std::get<int64_t>(row.at("size_bytes"))));
+      medians.push_back(std::get<double>(row.at("median_GBps")));
     }
-    for (auto& f : group) {
-      f.row["saturation_bytes"] = saturation;
-      print_summary(f.c, f.o, f.row, saturation);
-      if (f.o.status == "failed") exit_code = kExitFailed;
-    }
-    group.clear();
-  };
-
-  for (size_t i = 0; i < cases.size(); ++i) {
-    const MemcpyCase& c = cases[i];
-    if (!group.empty() && group.front().c.group_key() != c.group_key()) end_group();
-    MemcpyOutcome o;
-    {
-      Watchdog::Scope guard(run.watchdog(), "case " + std::to_string(i) + " (memcpy " + c.mode + " " + c.direction +
-                                                " " + c.engine + " " + c.alloc + " " + format_size(c.size) + ")");
-      o = c.d2d() ? d2d_runner.run(c, capacity[c.buffer_key()], settings, single)
-                  : runner.run(c, capacity[c.buffer_key()], settings, single);
-    }
-    write_case(c, std::move(o));
+    const int64_t saturation = saturation_size(sizes, medians);
+    for (size_t r : rows) table.set(r, "saturation_bytes", saturation);
+    return true;
   }
-  end_group();
-  std::cerr << "mempath: " << cases.size() << " cases written to " << file.path() << "\n";
-  return exit_code;
-}
+
+ private:
+  const Topology* topo_ = nullptr;
+  MemcpySettings settings_;
+  std::vector<MemcpyCase> cases_;
+  std::map<std::string, uint64_t> capacity_;
+  std::unique_ptr<MemcpyRunner> runner_;
+  std::unique_ptr<MemcpyD2dRunner> d2d_runner_;
+};
+
+}  // namespace
+
+std::unique_ptr<Benchmark> make_memcpy() { return std::make_unique<MemcpyBenchmark>(); }
 
 }  // namespace mempath

@@ -3,6 +3,7 @@
 
 #include <algorithm>
 
+#include "core/alloc_kind.hpp"
 #include "core/error.hpp"
 #include "core/numa_policy.hpp"
 #include "core/units.hpp"
@@ -31,7 +32,7 @@ std::string MemcpyD2dRunner::ensure(const std::string& name, const std::string& 
   auto& slot = buffers_[name];
   if (slot) return slot->bytes() >= bytes ? "" : "buffers of " + format_size(bytes) + " do not fit on " + mem + " (" +
                                                      format_size(slot->bytes()) + " could be allocated)";
-  const bool host = alloc != "device";
+  const bool host = alloc_kind(alloc) != Alloc::Device;
   const uint64_t free = free_bytes(mem);
   // Host staging slots hold one chunk size; device buffers the group's largest size.
   const uint64_t size = host ? buffer_capacity(bytes, free, true, false)

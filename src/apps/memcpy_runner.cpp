@@ -5,6 +5,7 @@
 #include <atomic>
 #include <cstring>
 
+#include "core/alloc_kind.hpp"
 #include "core/error.hpp"
 #include "core/numa_policy.hpp"
 #include "core/units.hpp"
@@ -74,7 +75,7 @@ std::string MemcpyRunner::ensure(std::unique_ptr<Buffer>& slot, const MemcpyCase
     return "buffers of " + format_size(c.size) + " do not fit on " + mem + " (" + format_size(free) +
            " free); valid: a smaller --size or --max-size";
   slot = allocate(topo_, host ? c.alloc : "device", mem, size, fill);
-  if (host && c.alloc == "managed") gpu::keep_managed_on_host(slot->data(), slot->bytes(), g);
+  if (host && alloc_kind(c.alloc) == Alloc::Managed) gpu::keep_managed_on_host(slot->data(), slot->bytes(), g);
   return "";
 }
 

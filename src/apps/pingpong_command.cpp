@@ -9,16 +9,14 @@
 #include <iostream>
 #include <limits>
 
-#include "apps/commands.hpp"
+#include "apps/benchmark.hpp"
+#include "core/alloc_kind.hpp"
 #include "core/allocators.hpp"
 #include "core/cycle_counter.hpp"
 #include "core/error.hpp"
 #include "core/numa_policy.hpp"
 #include "core/options.hpp"
 #include "core/pingpong_plan.hpp"
-#include "core/provenance.hpp"
-#include "apps/plan_print.hpp"
-#include "core/result_run.hpp"
 #include "core/timer.hpp"
 #include "core/units.hpp"
 #include "cpu/latency.hpp"
@@ -50,7 +48,7 @@ struct Settings {
   double timeout_s = 10;
 };
 
-struct Outcome {
+struct PingOutcome {
   std::string status = "ok", reason, placement;
   std::vector<double> rtt_ns;
   bool verified = false;
@@ -68,13 +66,13 @@ struct Side {
 };
 constexpr Side kSideA{0, 1}, kSideB{1, 0};
 
-Outcome run(const Topology& topo, const PingPongCase& c, const Settings& s) {
-  Outcome o;
+PingOutcome run(const Topology& topo, const PingPongCase& c, const Settings& s) {
+  PingOutcome o;
   const uint64_t exchanges = s.warmup + s.round_trips + 1;
   auto buf = allocate(topo, c.alloc, c.mem, kFlagAllocation, 0);
   auto* flag = static_cast<uint8_t*>(buf->data());
   for (const Agent* x : {&c.a, &c.b})
-    if (x->kind == "gpu" && buf->gpu() >= 0 && buf->gpu() != x->gpu && c.alloc == "device")
+    if (x->kind == "gpu" && buf->gpu() >= 0 && buf->gpu() != x->gpu && alloc_kind(c.alloc) == Alloc::Device)
       gpu::enable_peer_access(x->gpu, buf->gpu());
 
   uint64_t done_a = 0, done_b = 0;
@@ -124,7 +122,7 @@ Outcome run(const Topology& topo, const PingPongCase& c, const Settings& s) {
     if (side == 0) stamps_ns = r.stamps_ns;
   }
   uint8_t final_flag = 0xff;
-  if (buf->gpu() >= 0 && c.alloc == "device")
+  if (buf->gpu() >= 0 && alloc_kind(c.alloc) == Alloc::Device)
     final_flag = gpu::count_device_byte_mismatches(buf->gpu(), flag, 1, 0) == 0 ? 0 : 1;
   else
     final_flag = __atomic_load_n(flag, __ATOMIC_ACQUIRE);
@@ -146,98 +144,89 @@ Outcome run(const Topology& topo, const PingPongCase& c, const Settings& s) {
   return o;
 }
 
-void print_summary(const PingPongCase& c, const Outcome& o, double median, double mean, double p99) {
-  std::printf("MEMPATH pingpong a=%s b=%s a_cpu=%d b_cpu=%d mem=%s alloc=%s status=%s", c.a.name.c_str(),
-              c.b.name.c_str(), c.a.cpu, c.b.cpu, c.mem.c_str(), c.alloc.c_str(), o.status.c_str());
-  if (o.status == "ok")
-    std::printf(" median_ns=%.1f mean_ns=%.1f p99_ns=%.1f round_trips=%zu", median, mean, p99, o.rtt_ns.size());
-  if (!o.reason.empty()) std::printf(" reason=\"%s\"", o.reason.c_str());
-  std::printf("\n");
-  std::fflush(stdout);
-}
-
-}  // namespace
-
-int cmd_pingpong(const std::vector<std::string>& args, const std::vector<std::string>& argv) {
-  Options opts("pingpong", "Compare-and-swap round trips between processors, the flag in each memory (docs/cli.md).",
-               with_from_option(with_run_options({{"pu", "LIST", "agents: cpuN (a core of NUMA node N), gpuN (one GPU thread) (default: all)"},
-                {"mem", "LIST", "memories the flag is placed in: numaN, gpuN (default: all)"},
-                {"alloc", "LIST", "numa, pinned, device, managed, system, registered\n"
-                                  "                            (default: numa, pinned, device, managed)"},
-                {"round-trips", "N", "timed round trips per case (default 10000)"},
-                {"warmup", "N", "untimed round trips first (default 1000)"},
-                {"stall-timeout", "SECONDS", "longest wait for the partner before a case fails (default 10)"}},
-                              "pingpong")));
-  if (!opts.parse(args)) return kExitOk;
-  Settings s;
-  // Every timed round trip keeps a sample (8 bytes each side): bounded so it fits.
-  s.round_trips = static_cast<uint64_t>(opts.integer("round-trips", 10000, 1, 100000000));
-  s.warmup = static_cast<uint64_t>(opts.integer("warmup", 1000, 0, 100000000));
-  s.timeout_s = static_cast<double>(opts.integer("stall-timeout", 10, 1, 3600));
-  const Topology topo = planning_topology(opts);
-  const auto pus = opts.list("pu");
-  for (const auto& p : pus)
-    if (!opts.has("from") && p.rfind("gpu", 0) == 0 && !gpu::built_with_cuda())
-      throw UsageError("this mempath build has no CUDA support: agent " + p + " needs a CUDA build");
-  const auto cases = pingpong_cases(topo, pus, opts.list("mem"), opts.list("alloc"));
-  if (cases.empty()) throw UsageError("the filters select no pair and memory on this node");
-  if (opts.has("from")) {
-    for (const auto& c : cases)
-      print_plan("pingpong", {{"a", c.a.name}, {"b", c.b.name}, {"mem", c.mem}, {"alloc", c.alloc}}, c.skip_reason);
-    return kExitOk;
+class PingPongBenchmark : public Benchmark {
+ public:
+  std::string name() const override { return "pingpong"; }
+  std::string description() const override {
+    return "compare-and-swap round trips between processors, flag in each memory";
+  }
+  std::string summary() const override {
+    return "Compare-and-swap round trips between processors, the flag in each memory (docs/cli.md).";
+  }
+  std::vector<OptionSpec> options() const override {
+    return {{"pu", "LIST", "agents: cpuN (a core of NUMA node N), gpuN (one GPU thread) (default: all)"},
+            {"mem", "LIST", "memories the flag is placed in: numaN, gpuN (default: all)"},
+            {"alloc", "LIST", "numa, pinned, device, managed, system, registered\n"
+                              "                            (default: numa, pinned, device, managed)"},
+            {"round-trips", "N", "timed round trips per case (default 10000)"},
+            {"warmup", "N", "untimed round trips first (default 1000)"},
+            {"stall-timeout", "SECONDS", "longest wait for the partner before a case fails (default 10)"}};
   }
 
-  ResultRun run_out(opts, "pingpong", topo, argv);
-  ResultFile& file = run_out.file();
-  file.table("pingpong/samples", kSampleColumns);
-  file.table("pingpong/cases", kCaseColumns);
-  int exit_code = kExitOk;
-  int64_t id = 0;
-  for (const auto& c : cases) {
-    Outcome o;
-    if (!c.skip_reason.empty()) {
-      o.status = "skipped", o.reason = c.skip_reason;
-    } else {
-      try {
-        Watchdog::Scope guard(run_out.watchdog(), "case " + std::to_string(id) + " (pingpong " + c.a.name + " " +
-                                                      c.b.name + " " + c.mem + " " + c.alloc + ")");
-        o = run(topo, c, s);
-      } catch (const Unsupported& e) {
-        o.status = "skipped", o.reason = e.what();
-      } catch (const UsageError&) {
-        throw;
-      } catch (const std::exception& e) {
-        o.status = "failed", o.reason = e.what();
-      }
-    }
-    std::vector<double> sorted = o.rtt_ns;
+  void plan(const Options& opts, const Topology& topo, bool plan_only) override {
+    topo_ = &topo;
+    // Every timed round trip keeps a sample (8 bytes each side): bounded so it fits.
+    s_.round_trips = static_cast<uint64_t>(opts.integer("round-trips", 10000, 1, 100000000));
+    s_.warmup = static_cast<uint64_t>(opts.integer("warmup", 1000, 0, 100000000));
+    s_.timeout_s = static_cast<double>(opts.integer("stall-timeout", 10, 1, 3600));
+    const auto pus = opts.list("pu");
+    for (const auto& p : pus)
+      if (!plan_only && p.rfind("gpu", 0) == 0 && !gpu::built_with_cuda())
+        throw UsageError("this mempath build has no CUDA support: agent " + p + " needs a CUDA build");
+    cases_ = pingpong_cases(topo, pus, opts.list("mem"), opts.list("alloc"));
+    if (cases_.empty()) throw UsageError("the filters select no pair and memory on this node");
+  }
+  size_t cases() const override { return cases_.size(); }
+  PlanFields plan_fields(size_t i) const override {
+    const auto& c = cases_[i];
+    return {{"a", c.a.name}, {"b", c.b.name}, {"mem", c.mem}, {"alloc", alloc_name(c.alloc)}};
+  }
+  std::string skip_reason(size_t i) const override { return cases_[i].skip_reason; }
+  Outcome run(size_t i) override {
+    PingOutcome o = mempath::run(*topo_, cases_[i], s_);
+    return {o.status, o.reason, o};
+  }
+
+  TableSpec cases_table() const override { return {"pingpong/cases", kCaseColumns}; }
+  TableSpec samples_table() const override { return {"pingpong/samples", kSampleColumns}; }
+  CaseRows rows(size_t i, const Outcome& out, int64_t id) override {
+    const auto& c = cases_[i];
+    const auto* o = std::any_cast<PingOutcome>(&out.data);
+    const std::vector<double> rtt = o ? o->rtt_ns : std::vector<double>{};
+    std::vector<double> sorted = rtt;
     std::sort(sorted.begin(), sorted.end());
     double mean = kNaN;
     if (!sorted.empty()) {
       mean = 0;
       for (double v : sorted) mean += v / sorted.size();
     }
-    for (size_t k = 0; k < o.rtt_ns.size(); ++k)
-      file.table("pingpong/samples", kSampleColumns)
-          .append({{"case_id", id}, {"index", static_cast<int64_t>(k)}, {"rtt_ns", o.rtt_ns[k]}});
-    const double median = percentile(sorted, 50), p99 = percentile(sorted, 99);
-    file.table("pingpong/cases", kCaseColumns)
-        .append({{"case_id", id}, {"a", c.a.name}, {"b", c.b.name}, {"a_cpu", static_cast<int64_t>(c.a.cpu)},
-                 {"b_cpu", static_cast<int64_t>(c.b.cpu)}, {"mem", c.mem}, {"alloc", c.alloc},
-                 {"flag_bytes", static_cast<int64_t>(1)}, {"round_trips", static_cast<int64_t>(o.rtt_ns.size())},
-                 {"status", o.status}, {"reason", o.reason}, {"median_ns", median}, {"mean_ns", mean},
-                 {"min_ns", sorted.empty() ? kNaN : sorted.front()}, {"p05_ns", percentile(sorted, 5)},
-                 {"p95_ns", percentile(sorted, 95)}, {"p99_ns", p99},
-                 {"max_ns", sorted.empty() ? kNaN : sorted.back()}, {"placement", o.placement},
-                 {"verified", static_cast<int64_t>(o.verified)}});
-    file.set_attribute("end_time", utc_now_iso8601());
-    file.save();
-    print_summary(c, o, median, mean, p99);
-    if (o.status == "failed") exit_code = kExitFailed;
-    ++id;
+    CaseRows rows;
+    for (size_t k = 0; k < rtt.size(); ++k)
+      rows.samples.push_back({{"case_id", id}, {"index", static_cast<int64_t>(k)}, {"rtt_ns", rtt[k]}});
+    rows.cases.push_back(
+        {{"case_id", id}, {"a", c.a.name}, {"b", c.b.name}, {"a_cpu", static_cast<int64_t>(c.a.cpu)},
+         {"b_cpu", static_cast<int64_t>(c.b.cpu)}, {"mem", c.mem}, {"alloc", alloc_name(c.alloc)},
+         {"flag_bytes", static_cast<int64_t>(1)}, {"round_trips", static_cast<int64_t>(rtt.size())},
+         {"status", out.status}, {"reason", out.reason}, {"median_ns", percentile(sorted, 50)}, {"mean_ns", mean},
+         {"min_ns", sorted.empty() ? kNaN : sorted.front()}, {"p05_ns", percentile(sorted, 5)},
+         {"p95_ns", percentile(sorted, 95)}, {"p99_ns", percentile(sorted, 99)},
+         {"max_ns", sorted.empty() ? kNaN : sorted.back()}, {"placement", o ? o->placement : ""},
+         {"verified", static_cast<int64_t>(o && o->verified)}});
+    return rows;
   }
-  std::cerr << "mempath: " << id << " cases written to " << file.path() << "\n";
-  return exit_code;
-}
+  std::vector<SummaryField> summary_fields(const Row&) const override {
+    return {field("a"), field("b"), field("a_cpu"), field("b_cpu"), field("mem"), field("alloc"), field("status"),
+            metric("median_ns", 1), metric("mean_ns", 1), metric("p99_ns", 1), metric("round_trips")};
+  }
+
+ private:
+  const Topology* topo_ = nullptr;
+  Settings s_;
+  std::vector<PingPongCase> cases_;
+};
+
+}  // namespace
+
+std::unique_ptr<Benchmark> make_pingpong() { return std::make_unique<PingPongBenchmark>(); }
 
 }  // namespace mempath

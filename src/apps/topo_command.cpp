@@ -1,6 +1,5 @@
 #include <iostream>
 
-#include "apps/commands.hpp"
 #include "core/options.hpp"
 #include "core/topology.hpp"
 

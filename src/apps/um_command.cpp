@@ -16,14 +16,13 @@
 #include <cstring>
 #include <iostream>
 
-#include "apps/commands.hpp"
+#include "apps/benchmark.hpp"
+#include "core/alloc_kind.hpp"
 #include "core/allocators.hpp"
 #include "core/error.hpp"
 #include "core/numa_policy.hpp"
 #include "core/options.hpp"
-#include "core/provenance.hpp"
 #include "apps/plan_print.hpp"
-#include "core/result_run.hpp"
 #include "core/stats.hpp"
 #include "core/timer.hpp"
 #include "core/units.hpp"
@@ -52,6 +51,12 @@ const std::vector<ColumnSpec> kCaseColumns = {
     {"mem", ColumnType::String, ""},    {"size_bytes", ColumnType::Int, "bytes"},
     {"status", ColumnType::String, ""}, {"reason", ColumnType::String, ""},
     {"verified", ColumnType::Int, ""},
+    // The figures of the MEMPATH line (NaN where the experiment has none).
+    {"first_GBps", ColumnType::Float, "GB/s"},   {"later_GBps", ColumnType::Float, "GB/s"},
+    {"cold_GBps", ColumnType::Float, "GB/s"},    {"warm_GBps", ColumnType::Float, "GB/s"},
+    {"evicted_GBps", ColumnType::Float, "GB/s"}, {"gpu_iter_us_n1", ColumnType::Float, "us"},
+    {"gpu_iter_us_nmax", ColumnType::Float, "us"}, {"max_iterations", ColumnType::Int, ""},
+    {"placement", ColumnType::String, ""},
 };
 
 struct Sample {
@@ -102,7 +107,7 @@ bool interleave(const Context& c, const std::string& alloc, std::vector<Sample>&
 }
 
 bool inplace(const Context& c, const std::string& alloc, std::vector<Sample>& out) {
-  const std::string mem = alloc == "device" ? "gpu" + std::to_string(c.gpu) : c.mem;
+  const std::string mem = alloc_kind(alloc) == Alloc::Device ? "gpu" + std::to_string(c.gpu) : c.mem;
   auto buf = allocate(c.topo, alloc, mem, c.size, kFill);
   const int runs = std::max(c.reps, 2);
   const auto seconds = gpu::inplace_update_runs(c.gpu, buf->data(), c.size, runs);
@@ -125,7 +130,7 @@ bool evict(const Context& c, const std::string& alloc, std::vector<Sample>& out)
     };
     read("cold");
     read("warm");
-    if (alloc == "managed") {
+    if (alloc_kind(alloc) == Alloc::Managed) {
       gpu::prefetch_managed(buf->data(), c.size, -1);
     } else {
       run_on_threads(1, setup_cpus(c.topo, buf->numa()), buf->numa(),
@@ -153,142 +158,155 @@ const std::vector<ExperimentSpec>& experiments() {
   return list;
 }
 
-void print_summary(const std::string& exp, const std::string& alloc, const std::string& mem, const Context& c,
-                   const std::string& status, const std::string& reason, const std::vector<Sample>& s) {
-  std::printf("MEMPATH um exp=%s alloc=%s gpu=gpu%d mem=%s size=%llu status=%s", exp.c_str(), alloc.c_str(),
-              c.gpu, mem.c_str(), static_cast<unsigned long long>(c.size), status.c_str());
-  auto median_of = [&](auto pred) {
+// The medians the MEMPATH line reports, from the samples of one case.
+Row figures(const std::string& exp, int max_iterations, const std::vector<Sample>& s) {
+  constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
+  auto gbps = [&](const std::string& state) {
     std::vector<double> v;
     for (const auto& x : s)
-      if (pred(x)) v.push_back(x.bytes / x.seconds / 1e9);
-    return summarize(v).median;
+      if (x.state == state) v.push_back(x.bytes / x.seconds / 1e9);
+    return v.empty() ? kNaN : summarize(v).median;
   };
-  if (status == "ok" && exp == "inplace")
-    std::printf(" first_GBps=%.2f later_GBps=%.2f placement=%s", median_of([](auto& x) { return x.state == "first"; }),
-                median_of([](auto& x) { return x.state == "later"; }), s.back().placement.c_str());
-  if (status == "ok" && exp == "evict")
-    for (const char* st : {"cold", "warm", "evicted"})
-      std::printf(" %s_GBps=%.3f", st, median_of([&](auto& x) { return x.state == st; }));
-  if (status == "ok" && exp == "interleave") {
-    for (int n : {1, c.max_iterations}) {
-      std::vector<double> v;
-      for (const auto& x : s)
-        if (x.phase == "gpu_memset" && x.iterations == n) v.push_back(x.seconds / n * 1e6);
-      std::printf(" gpu_iter_us_n%d=%.1f", n, summarize(v).median);
-    }
-  }
-  if (!reason.empty()) std::printf(" reason=\"%s\"", reason.c_str());
-  std::printf("\n");
-  std::fflush(stdout);
+  auto iter_us = [&](int n) {
+    std::vector<double> v;
+    for (const auto& x : s)
+      if (x.phase == "gpu_memset" && x.iterations == n) v.push_back(x.seconds / n * 1e6);
+    return v.empty() || exp != "interleave" ? kNaN : summarize(v).median;
+  };
+  return {{"first_GBps", gbps("first")},       {"later_GBps", gbps("later")},
+          {"cold_GBps", gbps("cold")},         {"warm_GBps", gbps("warm")},
+          {"evicted_GBps", gbps("evicted")},   {"gpu_iter_us_n1", iter_us(1)},
+          {"gpu_iter_us_nmax", iter_us(max_iterations)}, {"max_iterations", static_cast<int64_t>(max_iterations)},
+          {"placement", s.empty() ? std::string() : s.back().placement}};
 }
 
-}  // namespace
+struct UmCase {
+  const ExperimentSpec* spec;
+  std::string alloc, skip_reason;
+};
 
-int cmd_um(const std::vector<std::string>& args, const std::vector<std::string>& argv) {
-  Options opts("um", "Unified-memory behaviour: interleaved CPU/GPU writes, in-place updates, cold/warm/evicted reads.",
-               with_from_option(with_run_options({{"exp", "LIST", "interleave, inplace, evict (default: all)"},
-                {"gpu", "N", "CUDA device (default 0)"},
-                {"mem", "MEM", "host memory numaN (default: the GPU's nearest host node)"},
-                {"alloc", "LIST", "allocators to try (default: each experiment's set)"},
-                {"size", "SIZE", "bytes per buffer (default 256MiB)"},
-                {"reps", "N", "repetitions (default 3)"},
-                {"iters", "N", "longest GPU burst of interleave, a power of two (default 256)"}},
-                              "um")));
-  if (!opts.parse(args)) return kExitOk;
-  if (!opts.has("from") && !gpu::built_with_cuda())
-    throw UsageError("this mempath build has no CUDA support: 'mempath um' needs a CUDA build");
-  const Topology topo = planning_topology(opts);
-  const int g = static_cast<int>(opts.integer("gpu", 0, 0));
-  const GpuInfo* info = topo.find_gpu(g);
-  if (!info) throw UsageError("GPU " + std::to_string(g) + " does not exist; this node has " +
-                              std::to_string(topo.gpus.size()) + " GPUs");
-  const std::string mem = opts.get_or("mem", "numa" + std::to_string(std::max(0, info->host_numa)));
-  const Memory* m = topo.find_mem(mem);
-  if (!m || m->numa < 0) {
-    std::vector<std::string> hosts;
-    for (const auto& x : topo.memories)
-      if (x.numa >= 0) hosts.push_back(x.name);
-    throw UsageError("--mem must be a NUMA memory of this node, not '" + mem + "'; valid: " + join(hosts));
-  }
-  const long long iters = opts.integer("iters", 256, 1, 1 << 20);
-  if (iters & (iters - 1)) throw UsageError("--iters must be a power of two, got " + std::to_string(iters));
-  Context c{topo, g, mem, opts.has("size") ? parse_size(*opts.get("size")) : 256ULL << 20,
-            static_cast<int>(opts.integer("reps", 3, 1, kMaxReps)), static_cast<int>(iters)};
-  if (c.size % 4096) throw UsageError("--size must be a multiple of 4KiB");
-  if (c.size > static_cast<uint64_t>(m->free_bytes) && m->free_bytes > 0)
-    throw UsageError("--size " + format_size(c.size) + " exceeds the " + format_size(m->free_bytes) +
-                     " free on " + mem + "; valid: a smaller --size");
-  std::vector<std::string> exps = opts.has("exp") ? opts.list("exp") : split_list("interleave,inplace,evict");
-  const auto alloc_filter = opts.list("alloc");
-  for (const auto& e : exps) {
-    bool known = false;
-    for (const auto& spec : experiments()) known = known || e == spec.name;
-    if (!known) throw UsageError("invalid --exp '" + e + "'; valid: interleave, inplace, evict");
-  }
-  for (const auto& a : alloc_filter)
-    if (a != "system" && a != "managed" && a != "device" && a != "pinned")
-      throw UsageError("invalid --alloc '" + a + "' for um; valid: system, managed, device, pinned");
+struct Measured {
+  std::vector<Sample> samples;
+  bool verified = false;
+};
 
-  if (opts.has("from")) {
+class UmBenchmark : public Benchmark {
+ public:
+  std::string name() const override { return "um"; }
+  std::string description() const override {
+    return "unified memory: interleaved CPU/GPU writes, in-place updates, evictions";
+  }
+  std::string summary() const override {
+    return "Unified-memory behaviour: interleaved CPU/GPU writes, in-place updates, cold/warm/evicted reads.";
+  }
+  std::vector<OptionSpec> options() const override {
+    return {{"exp", "LIST", "interleave, inplace, evict (default: all)"},
+            {"gpu", "N", "CUDA device (default 0)"},
+            {"mem", "MEM", "host memory numaN (default: the GPU's nearest host node)"},
+            {"alloc", "LIST", "allocators to try (default: each experiment's set)"},
+            {"size", "SIZE", "bytes per buffer (default 256MiB)"},
+            {"reps", "N", "repetitions (default 3)"},
+            {"iters", "N", "longest GPU burst of interleave, a power of two (default 256)"}};
+  }
+
+  void plan(const Options& opts, const Topology& topo, bool plan_only) override {
+    if (!plan_only && !gpu::built_with_cuda())
+      throw UsageError("this mempath build has no CUDA support: 'mempath um' needs a CUDA build");
+    const int g = static_cast<int>(opts.integer("gpu", 0, 0));
+    const GpuInfo* info = topo.find_gpu(g);
+    if (!info) throw UsageError("GPU " + std::to_string(g) + " does not exist; this node has " +
+                                std::to_string(topo.gpus.size()) + " GPUs");
+    const std::string mem = opts.get_or("mem", "numa" + std::to_string(std::max(0, info->host_numa)));
+    const Memory* m = topo.find_mem(mem);
+    if (!m || m->numa < 0) {
+      std::vector<std::string> hosts;
+      for (const auto& x : topo.memories)
+        if (x.numa >= 0) hosts.push_back(x.name);
+      throw UsageError("--mem must be a NUMA memory of this node, not '" + mem + "'; valid: " + join(hosts));
+    }
+    const long long iters = opts.integer("iters", 256, 1, 1 << 20);
+    if (iters & (iters - 1)) throw UsageError("--iters must be a power of two, got " + std::to_string(iters));
+    c_ = std::make_unique<Context>(Context{topo, g, mem, opts.has("size") ? parse_size(*opts.get("size")) : 256ULL << 20,
+                                           static_cast<int>(opts.integer("reps", 3, 1, kMaxReps)), static_cast<int>(iters)});
+    if (c_->size % 4096) throw UsageError("--size must be a multiple of 4KiB");
+    if (c_->size > static_cast<uint64_t>(m->free_bytes) && m->free_bytes > 0)
+      throw UsageError("--size " + format_size(c_->size) + " exceeds the " + format_size(m->free_bytes) +
+                       " free on " + mem + "; valid: a smaller --size");
+    std::vector<std::string> exps = opts.has("exp") ? opts.list("exp") : split_list("interleave,inplace,evict");
+    const auto alloc_filter = opts.list("alloc");
+    for (const auto& e : exps) {
+      bool known = false;
+      for (const auto& spec : experiments()) known = known || e == spec.name;
+      if (!known) throw UsageError("invalid --exp '" + e + "'; valid: interleave, inplace, evict");
+    }
+    for (const auto& a : alloc_filter)
+      if (a != "system" && a != "managed" && a != "device" && a != "pinned")
+        throw UsageError("invalid --alloc '" + a + "' for um; valid: system, managed, device, pinned");
     for (const auto& spec : experiments()) {
       if (std::find(exps.begin(), exps.end(), spec.name) == exps.end()) continue;
       for (const auto& alloc : spec.allocs)
         if (alloc_filter.empty() || std::find(alloc_filter.begin(), alloc_filter.end(), alloc) != alloc_filter.end())
-          print_plan("um", {{"experiment", spec.name}, {"alloc", alloc}, {"gpu", "gpu" + std::to_string(g)}, {"mem", mem}},
-                     alloc == "device" ? "" : alloc_problem(topo, "gpu" + std::to_string(g), mem, alloc));
-    }
-    return kExitOk;
-  }
-  ResultRun run(opts, "um", topo, argv);
-  ResultFile& file = run.file();
-  file.table("um/samples", kSampleColumns);
-  file.table("um/cases", kCaseColumns);
-  int64_t id = 0;
-  int exit_code = kExitOk;
-  for (const auto& spec : experiments()) {
-    if (std::find(exps.begin(), exps.end(), spec.name) == exps.end()) continue;
-    for (const auto& alloc : spec.allocs) {
-      if (!alloc_filter.empty() && std::find(alloc_filter.begin(), alloc_filter.end(), alloc) == alloc_filter.end())
-        continue;
-      std::vector<Sample> samples;
-      std::string status = "ok", reason = alloc == "device" ? "" : alloc_problem(topo, "gpu" + std::to_string(g), mem, alloc);
-      bool verified = false;
-      if (!reason.empty()) {
-        status = "skipped";
-      } else {
-        try {
-          Watchdog::Scope guard(run.watchdog(), "case " + std::to_string(id) + " (um " + spec.name + " " + alloc + ")");
-          verified = spec.run(c, alloc, samples);
-          if (!verified) status = "failed", reason = "data check failed after the experiment";
-        } catch (const Unsupported& e) {
-          status = "skipped", reason = e.what();
-        } catch (const std::exception& e) {
-          status = "failed", reason = e.what();
-        }
-      }
-      const std::string gpu_name = "gpu" + std::to_string(g);
-      const std::string mem_used = alloc == "device" ? gpu_name : mem;  // cudaMalloc memory
-      for (const auto& s : samples)
-        file.table("um/samples", kSampleColumns)
-            .append({{"case_id", id}, {"experiment", std::string(spec.name)}, {"alloc", alloc},
-                     {"gpu", gpu_name}, {"mem", mem_used}, {"size_bytes", static_cast<int64_t>(c.size)},
-                     {"iterations", static_cast<int64_t>(s.iterations)}, {"rep", static_cast<int64_t>(s.rep)},
-                     {"run", static_cast<int64_t>(s.run)}, {"phase", s.phase}, {"preceded_by", s.preceded_by},
-                     {"state", s.state}, {"bytes", static_cast<int64_t>(s.bytes)}, {"time_s", s.seconds},
-                     {"bandwidth_GBps", s.bytes / s.seconds / 1e9}, {"placement", s.placement}});
-      file.table("um/cases", kCaseColumns)
-          .append({{"case_id", id}, {"experiment", std::string(spec.name)}, {"alloc", alloc}, {"gpu", gpu_name},
-                   {"mem", mem_used}, {"size_bytes", static_cast<int64_t>(c.size)}, {"status", status},
-                   {"reason", reason}, {"verified", static_cast<int64_t>(verified)}});
-      file.set_attribute("end_time", utc_now_iso8601());
-      file.save();
-      print_summary(spec.name, alloc, mem_used, c, status, reason, samples);
-      if (status == "failed") exit_code = kExitFailed;
-      ++id;
+          cases_.push_back({&spec, alloc, alloc_kind(alloc) == Alloc::Device ? "" : alloc_problem(topo, gpu_name(), mem, alloc)});
     }
   }
-  std::cerr << "mempath: " << id << " cases written to " << file.path() << "\n";
-  return exit_code;
-}
+  size_t cases() const override { return cases_.size(); }
+  PlanFields plan_fields(size_t i) const override {
+    return {{"experiment", cases_[i].spec->name}, {"alloc", cases_[i].alloc}, {"gpu", gpu_name()}, {"mem", c_->mem}};
+  }
+  std::string skip_reason(size_t i) const override { return cases_[i].skip_reason; }
+  Outcome run(size_t i) override {
+    Measured m;
+    m.verified = cases_[i].spec->run(*c_, cases_[i].alloc, m.samples);
+    Outcome o;
+    if (!m.verified) o.status = "failed", o.reason = "data check failed after the experiment";
+    o.data = std::move(m);
+    return o;
+  }
+
+  TableSpec cases_table() const override { return {"um/cases", kCaseColumns}; }
+  TableSpec samples_table() const override { return {"um/samples", kSampleColumns}; }
+  CaseRows rows(size_t i, const Outcome& out, int64_t id) override {
+    const UmCase& uc = cases_[i];
+    const auto* m = std::any_cast<Measured>(&out.data);
+    const std::vector<Sample> samples = m ? m->samples : std::vector<Sample>{};
+    const std::string mem_used = alloc_kind(uc.alloc) == Alloc::Device ? gpu_name() : c_->mem;  // cudaMalloc memory
+    const auto size = static_cast<int64_t>(c_->size);
+    CaseRows rows;
+    for (const auto& s : samples)
+      rows.samples.push_back({{"case_id", id}, {"experiment", std::string(uc.spec->name)}, {"alloc", uc.alloc},
+                              {"gpu", gpu_name()}, {"mem", mem_used}, {"size_bytes", size},
+                              {"iterations", static_cast<int64_t>(s.iterations)}, {"rep", static_cast<int64_t>(s.rep)},
+                              {"run", static_cast<int64_t>(s.run)}, {"phase", s.phase}, {"preceded_by", s.preceded_by},
+                              {"state", s.state}, {"bytes", static_cast<int64_t>(s.bytes)}, {"time_s", s.seconds},
+                              {"bandwidth_GBps", s.bytes / s.seconds / 1e9}, {"placement", s.placement}});
+    Row row = figures(uc.spec->name, c_->max_iterations, samples);
+    row.insert({{"case_id", id}, {"experiment", std::string(uc.spec->name)}, {"alloc", uc.alloc}, {"gpu", gpu_name()},
+                {"mem", mem_used}, {"size_bytes", size}, {"status", out.status}, {"reason", out.reason},
+                {"verified", static_cast<int64_t>(m && m->verified)}});
+    rows.cases.push_back(row);
+    return rows;
+  }
+  std::vector<SummaryField> summary_fields(const Row& row) const override {
+    std::vector<SummaryField> f = {field("exp", "experiment"), field("alloc"), field("gpu"), field("mem"),
+                                   field("size", "size_bytes"), field("status")};
+    const std::string exp = std::get<std::string>(row.at("experiment"));
+    if (exp == "inplace") f.insert(f.end(), {metric("first_GBps", 2), metric("later_GBps", 2), metric("placement")});
+    if (exp == "evict") f.insert(f.end(), {metric("cold_GBps", 3), metric("warm_GBps", 3), metric("evicted_GBps", 3)});
+    if (exp == "interleave")
+      f.insert(f.end(), {metric("gpu_iter_us_n1", 1),
+                         metric("gpu_iter_us_n" + std::to_string(std::get<int64_t>(row.at("max_iterations"))), 1,
+                                "gpu_iter_us_nmax")});
+    return f;
+  }
+
+ private:
+  std::string gpu_name() const { return "gpu" + std::to_string(c_->gpu); }
+  std::unique_ptr<Context> c_;  // refers to the topology, so made in plan()
+  std::vector<UmCase> cases_;
+};
+
+}  // namespace
+
+std::unique_ptr<Benchmark> make_um() { return std::make_unique<UmBenchmark>(); }
 
 }  // namespace mempath

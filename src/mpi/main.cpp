@@ -10,34 +10,45 @@
 #include <string>
 #include <vector>
 
+#include "apps/benchmark.hpp"
 #include "build_info.hpp"
 #include "core/error.hpp"
 #include "core/options.hpp"
 #include "mpi/mpi_commands.hpp"
 
 namespace {
-const char* kUsage =
-    "usage: srun|mpirun ... mempath-mpi <command> [options]\n"
-    "commands:\n"
-    "  bw        node-to-node bandwidth: windows of MPI_Isend/MPI_Irecv, uni- and bidirectional\n"
-    "  nccl      NCCL all-reduce and all-gather with the buffers in each memory\n"
-    "  version   print the version and git revision\n"
-    "'mempath-mpi <command> --help' describes each command's options.\n";
+
+int cmd_version(const std::vector<std::string>&, const std::vector<std::string>&) {
+  if (mempath::mpi::world_rank() == 0)
+    std::printf("mempath-mpi %s (%s)\n", mempath::build::version, mempath::build::git_revision);
+  return mempath::kExitOk;
+}
+
+// The registry of mempath-mpi (apps/benchmark.hpp): its usage and dispatch. Each command
+// runs its own rank-0 case loop (mpi_bw.cpp, nccl_bench.cpp); their lines come from
+// summary_line, as the driver's do.
+const mempath::Program& program() {
+  static const mempath::Program p{
+      "mempath-mpi",
+      "usage: srun|mpirun ... mempath-mpi <command> [options]\n"
+      "The scale-out benchmarks: every rank runs the command; rank 0 writes the results.",
+      {
+          {"bw", "node-to-node bandwidth: windows of MPI_Isend/MPI_Irecv, uni- and bidirectional",
+           mempath::mpi::cmd_bw},
+          {"nccl", "NCCL all-reduce and all-gather with the buffers in each memory", mempath::mpi::cmd_nccl},
+          {"version", "print the version and git revision", cmd_version},
+      }};
+  return p;
+}
 
 int run(const std::vector<std::string>& all, int rank) {
   const std::string command = all.size() > 1 ? all[1] : "";
   const std::vector<std::string> args(all.begin() + std::min<size_t>(2, all.size()), all.end());
   if (command.empty() || command == "--help" || command == "-h") {
-    if (rank == 0) std::fputs(kUsage, stdout);
+    if (rank == 0) std::fputs(mempath::usage_text(program()).c_str(), stdout);
     return command.empty() ? mempath::kExitUsage : mempath::kExitOk;
   }
-  if (command == "version") {
-    if (rank == 0) std::printf("mempath-mpi %s (%s)\n", mempath::build::version, mempath::build::git_revision);
-    return mempath::kExitOk;
-  }
-  if (command == "bw") return mempath::mpi::cmd_bw(args, all);
-  if (command == "nccl") return mempath::mpi::cmd_nccl(args, all);
-  throw mempath::UsageError("unknown command '" + command + "'; valid: bw, nccl, version");
+  return mempath::find_command(program(), command).own(args, all);
 }
 }  // namespace
 

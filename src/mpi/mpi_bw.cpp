@@ -10,6 +10,7 @@
 #include <memory>
 #include <optional>
 
+#include "core/alloc_kind.hpp"
 #include "core/allocators.hpp"
 #include "core/kinds.hpp"
 #include "core/error.hpp"
@@ -20,6 +21,7 @@
 #include "core/results.hpp"
 #include "core/scaleout_plan.hpp"
 #include "core/stats.hpp"
+#include "core/summary_line.hpp"
 #include "core/units.hpp"
 #include "mpi/mpi_commands.hpp"
 #if __has_include(<mpi-ext.h>)
@@ -255,19 +257,20 @@ void record_case(ResultFile& file, const CaseRow& c, const std::vector<double>& 
                  {"ppn", static_cast<int64_t>(c.ppn)}, {"size_bytes", static_cast<int64_t>(c.size)},
                  {"bytes", static_cast<int64_t>(bytes)}, {"time_s", seconds[k]}, {"bandwidth_GBps", gbps[k]}});
   const Summary sum = summarize(gbps);
-  file.table("mpi_bw/cases", kCaseColumns)
-      .append({{"case_id", c.id}, {"mode", c.mode}, {"alloc", c.alloc}, {"mem", alloc_info(c.alloc).gpu_owned ? "gpu" : "numa"},
-               {"ppn", static_cast<int64_t>(c.ppn)}, {"pairs", static_cast<int64_t>(c.pairs)},
-               {"size_bytes", static_cast<int64_t>(c.size)}, {"window", static_cast<int64_t>(kMpiWindow)},
-               {"windows", static_cast<int64_t>(windows)}, {"status", c.status}, {"reason", c.reason},
-               {"reps", static_cast<int64_t>(seconds.size())}, {"median_GBps", sum.median},
-               {"min_GBps", sum.min}, {"max_GBps", sum.max}, {"same_host", static_cast<int64_t>(c.same_host)},
-               {"verified", static_cast<int64_t>(c.verified)}});
-  std::printf("MEMPATH mpi_bw mode=%s alloc=%s ppn=%d pairs=%d size=%llu status=%s", c.mode.c_str(), c.alloc.c_str(),
-              c.ppn, c.pairs, static_cast<unsigned long long>(c.size), c.status.c_str());
-  if (c.status == "ok") std::printf(" median_GBps=%.3f min_GBps=%.3f max_GBps=%.3f", sum.median, sum.min, sum.max);
-  if (!c.reason.empty()) std::printf(" reason=\"%s\"", c.reason.c_str());
-  std::printf("\n");
+  const Row row = {{"case_id", c.id}, {"mode", c.mode}, {"alloc", c.alloc},
+                   {"mem", std::string(alloc_info(c.alloc).gpu_owned ? "gpu" : "numa")},
+                   {"ppn", static_cast<int64_t>(c.ppn)}, {"pairs", static_cast<int64_t>(c.pairs)},
+                   {"size_bytes", static_cast<int64_t>(c.size)}, {"window", static_cast<int64_t>(kMpiWindow)},
+                   {"windows", static_cast<int64_t>(windows)}, {"status", c.status}, {"reason", c.reason},
+                   {"reps", static_cast<int64_t>(seconds.size())}, {"median_GBps", sum.median},
+                   {"min_GBps", sum.min}, {"max_GBps", sum.max}, {"same_host", static_cast<int64_t>(c.same_host)},
+                   {"verified", static_cast<int64_t>(c.verified)}};
+  file.table("mpi_bw/cases", kCaseColumns).append(row);
+  std::printf("%s\n", summary_line("mpi_bw", row,
+                                    {field("mode"), field("alloc"), field("ppn"), field("pairs"),
+                                     field("size", "size_bytes"), field("status"), metric("median_GBps", 3),
+                                     metric("min_GBps", 3), metric("max_GBps", 3)})
+                           .c_str());
   std::fflush(stdout);
 }
 

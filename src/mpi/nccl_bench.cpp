@@ -17,6 +17,7 @@
 #include "core/error.hpp"
 #include "core/options.hpp"
 #include "core/provenance.hpp"
+#include "core/summary_line.hpp"
 #include "core/result_run.hpp"
 #include "core/results.hpp"
 #include "core/scaleout_plan.hpp"
@@ -177,17 +178,17 @@ struct CaseRow {
 void record_case(ResultFile& file, const CaseRow& c) {
   const double algbw = c.us > 0 ? c.size / (c.us * 1e-6) / 1e9 : std::nan("");
   const double busbw = algbw * busbw_factor(c.coll, c.ranks);
-  file.table("nccl/cases", kCaseColumns)
-      .append({{"case_id", c.id}, {"collective", c.coll}, {"placement", c.placement}, {"alloc", c.alloc},
-               {"ranks", static_cast<int64_t>(c.ranks)}, {"nodes", static_cast<int64_t>(c.hosts)},
-               {"size_bytes", static_cast<int64_t>(c.size)}, {"iters", static_cast<int64_t>(c.iters)},
-               {"status", c.status}, {"reason", c.reason}, {"time_us", c.us > 0 ? c.us : std::nan("")},
-               {"algbw_GBps", algbw}, {"busbw_GBps", busbw}, {"verified", static_cast<int64_t>(c.status == "ok")}});
-  std::printf("MEMPATH nccl coll=%s placement=%s ranks=%d nodes=%d size=%llu status=%s", c.coll.c_str(),
-              c.placement.c_str(), c.ranks, c.hosts, static_cast<unsigned long long>(c.size), c.status.c_str());
-  if (c.status == "ok") std::printf(" time_us=%.2f algbw_GBps=%.2f busbw_GBps=%.2f", c.us, algbw, busbw);
-  if (!c.reason.empty()) std::printf(" reason=\"%s\"", c.reason.c_str());
-  std::printf("\n");
+  const Row row = {{"case_id", c.id}, {"collective", c.coll}, {"placement", c.placement}, {"alloc", c.alloc},
+                   {"ranks", static_cast<int64_t>(c.ranks)}, {"nodes", static_cast<int64_t>(c.hosts)},
+                   {"size_bytes", static_cast<int64_t>(c.size)}, {"iters", static_cast<int64_t>(c.iters)},
+                   {"status", c.status}, {"reason", c.reason}, {"time_us", c.us > 0 ? c.us : std::nan("")},
+                   {"algbw_GBps", algbw}, {"busbw_GBps", busbw}, {"verified", static_cast<int64_t>(c.status == "ok")}};
+  file.table("nccl/cases", kCaseColumns).append(row);
+  std::printf("%s\n", summary_line("nccl", row,
+                                    {field("coll", "collective"), field("placement"), field("ranks"), field("nodes"),
+                                     field("size", "size_bytes"), field("status"), metric("time_us", 2),
+                                     metric("algbw_GBps", 2), metric("busbw_GBps", 2)})
+                           .c_str());
   std::fflush(stdout);
 }
 

@@ -1,0 +1,113 @@
+#pragma once
+// One benchmark of `mempath`: what it measures and how (docs/benchmarks.md). The driver
+// (apps/driver.hpp) owns everything the benchmarks share: common options, topology,
+// --from, the result file, the per-case watchdog, the skip/fail/exit rules, saving and
+// the MEMPATH lines. Cases are the benchmark's own, addressed by their plan position.
+#include <any>
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "core/options.hpp"
+#include "core/results.hpp"
+#include "core/summary_line.hpp"
+#include "core/topology.hpp"
+
+namespace mempath {
+
+// What one run produced: status and reason for the driver, the measurements (any type)
+// for the benchmark's rows(). `data` is empty when the case did not run (skipped by the
+// plan, or an exception the driver turned into skipped/failed).
+struct Outcome {
+  std::string status = "ok";  // ok, skipped, failed
+  std::string reason;
+  std::any data;
+};
+
+struct TableSpec {
+  std::string name;  // "bench/cases"
+  std::vector<ColumnSpec> columns;
+};
+
+// The rows of one case: each cases-table row gets a MEMPATH line.
+struct CaseRows {
+  std::vector<Row> cases;
+  std::vector<Row> samples;
+};
+
+using PlanFields = std::vector<std::pair<std::string, std::string>>;
+
+class Benchmark {
+ public:
+  virtual ~Benchmark() = default;
+  virtual std::string name() const = 0;
+  virtual std::string description() const = 0;  // the one line of `mempath --help`
+  virtual std::string summary() const = 0;      // the head of `mempath NAME --help`
+  // Its own options; the driver adds --output, --overwrite, --timeout and --from.
+  virtual std::vector<OptionSpec> options() const = 0;
+
+  // Plans the cases from the options and `topo` (alive until the run ends); UsageError for
+  // bad input and for filters that select nothing. `plan_only`: --from, touch no device.
+  virtual void plan(const Options& opts, const Topology& topo, bool plan_only) = 0;
+  virtual size_t cases() const = 0;
+  // The case's fields for --from's PLAN line and the watchdog's description.
+  virtual PlanFields plan_fields(size_t i) const = 0;
+  virtual std::string skip_reason(size_t i) const = 0;
+  // --from's line of case i; the PLAN line unless a benchmark prints its own table.
+  virtual void print_plan(size_t i) const;
+
+  // Before the result file is opened (start what all cases share: a noise reader).
+  virtual void prepare() {}
+  // Tables written once per run, before the cases (chase's cache sizes).
+  virtual void begin(ResultFile&) {}
+  // Runs case i. Unsupported -> skipped; UsageError -> exit 2 if it is the only case, else
+  // skipped; any other exception -> failed (the driver's rules).
+  virtual Outcome run(size_t i) = 0;
+
+  virtual TableSpec cases_table() const = 0;
+  virtual TableSpec samples_table() const = 0;
+  // The rows of case i; `first_id` is the case_id of its first cases row.
+  virtual CaseRows rows(size_t i, const Outcome& o, int64_t first_id) = 0;
+  // The MEMPATH line's fields of one written row (summary_line's rules apply).
+  virtual std::vector<SummaryField> summary_fields(const Row& row) const = 0;
+
+  // Consecutive cases with the same group (a sweep) end together: end_group may then set
+  // cells of their rows (stream's best_threads, memcpy's saturation size) and the driver
+  // prints their lines. Returns whether a cell changed (the file is saved again).
+  virtual std::string group(size_t i) const { return std::to_string(i); }
+  virtual bool end_group(Table& cases, const std::vector<size_t>& rows) {
+    (void)cases, (void)rows;
+    return false;
+  }
+};
+
+// A command of `mempath` or `mempath-mpi`: a Benchmark run by the driver, or a command of
+// its own (topo, list, version).
+struct Command {
+  Command(std::string name, std::string description,
+          int (*own)(const std::vector<std::string>& args, const std::vector<std::string>& argv))
+      : name(std::move(name)), description(std::move(description)), own(own) {}
+  // Name and usage line from the benchmark itself.
+  explicit Command(std::unique_ptr<Benchmark> (*make)());
+  std::string name;
+  std::string description;
+  std::unique_ptr<Benchmark> (*benchmark)() = nullptr;
+  int (*own)(const std::vector<std::string>& args, const std::vector<std::string>& argv) = nullptr;
+};
+
+// A program's registry: its commands in the order its usage lists them.
+struct Program {
+  std::string name;   // "mempath"
+  std::string usage;  // "usage: mempath <command> [options]\nMeasures ..."
+  std::vector<Command> commands;
+};
+
+std::string usage_text(const Program& program);
+// The command named `name`; UsageError listing the valid names for any other.
+const Command& find_command(const Program& program, const std::string& name);
+// The command of argv[1]: its exit code; help, unknown commands and the exit codes of
+// errors as docs/cli.md says (UsageError: one line, exit 2; other exceptions: exit 1).
+int dispatch(const Program& program, const std::vector<std::string>& argv);
+
+}  // namespace mempath
