@@ -20,7 +20,7 @@ from .cases import best, by_threads, ordered, unmeasured  # noqa: E402
 OPS = ("read", "write", "copy")
 
 
-def _save(fig: Figure, out: Path, stem: str) -> list[Path]:
+def save(fig: Figure, out: Path, stem: str) -> list[Path]:
     paths = [out / f"{stem}.png", out / f"{stem}.pdf"]
     for path in paths:
         fig.savefig(path, dpi=150, bbox_inches="tight")
@@ -63,10 +63,10 @@ def thread_scaling(cases: pd.DataFrame, out: Path, with_host: bool = False) -> l
         ax.grid(True, alpha=0.3)
         ax.set(title=op, xlabel="CPU threads", ylabel="GB/s (median, band min-max)")
         ax.legend(fontsize="small", ncol=1 + len(ax.lines) // 12)
-    return _save(fig, out, "thread_scaling")
+    return save(fig, out, "thread_scaling")
 
 
-def _annotate(ax: Axes, grid: np.ndarray, text: list[list[str]], label: str = "GB/s",
+def annotate(ax: Axes, grid: np.ndarray, text: list[list[str]], label: str = "GB/s",
               norm: Normalize | None = None) -> None:
     """Colour the cells (log scale where values span more than 10x, or `norm` when panels
     share one scale) and write the text."""
@@ -112,7 +112,7 @@ def copy_heatmap(cases: pd.DataFrame, out: Path, mem_order: Sequence[str] = (),
             else:
                 grid[i, j] = float(ran["median_GBps"].iloc[0])
                 text[i][j] = f"{grid[i, j]:.1f}"
-        _annotate(ax, grid, text)
+        annotate(ax, grid, text)
         ax.set_xticks(range(len(dsts)), dsts, rotation=45, ha="right")
         ax.set_yticks(range(len(srcs)), srcs)
         ax.set(xlabel="destination memory", ylabel="source memory",
@@ -120,4 +120,4 @@ def copy_heatmap(cases: pd.DataFrame, out: Path, mem_order: Sequence[str] = (),
     for ax in axes.flat[len(panels):]:
         ax.set_visible(False)
     fig.suptitle("copy: median GB/s (bytes read + written)")
-    return _save(fig, out, "copy_heatmap")
+    return save(fig, out, "copy_heatmap")

@@ -58,7 +58,7 @@ def test_cache_sizes_are_drawn_where_the_hardware_reported_them(tmp_path: Path, 
 
 def test_pingpong_matrix_is_symmetric_and_uses_medians(tmp_path: Path, monkeypatch) -> None:
     seen = []
-    monkeypatch.setattr(latency, "_annotate", lambda ax, grid, text, *a: seen.append((grid, text)))
+    monkeypatch.setattr(latency, "annotate", lambda ax, grid, text, *a: seen.append((grid, text)))
     runs = load_runs([PINGPONG])
     latency.pingpong_matrix(runs, tmp_path)
     cases = runs.table("pingpong/cases")
@@ -212,7 +212,7 @@ def synthetic(tmp_path: Path) -> Path:
 def figures(monkeypatch) -> dict[str, Any]:
     """The figures the part draws, kept open instead of written."""
     seen: dict[str, Any] = {}
-    monkeypatch.setattr(latency, "_save", lambda fig, out, stem: seen.update({stem: fig}) or [out / f"{stem}.png"])
+    monkeypatch.setattr(latency, "save", lambda fig, out, stem: seen.update({stem: fig}) or [out / f"{stem}.png"])
     return seen
 
 
@@ -284,7 +284,7 @@ def test_prefetch_figure_pairs_random_and_sequential_of_one_path_only(synthetic:
 
 def test_pingpong_matrix_cells_medians_mirrors_and_skips(synthetic: Path, tmp_path: Path, monkeypatch) -> None:
     seen = []
-    monkeypatch.setattr(latency, "_annotate", lambda ax, grid, text, *a: seen.append((ax, grid, text)))
+    monkeypatch.setattr(latency, "annotate", lambda ax, grid, text, *a: seen.append((ax, grid, text)))
     reverse = pingpong_case("gpu0", "cpu0", "numa0", "pinned", 2500.0, a_cpu=-1, b_cpu=0)
     run = write_latency_run(tmp_path / "pp.h5", pingpong=PINGPONG_ROWS + [reverse])
     latency.pingpong_matrix(load_runs([run]), tmp_path)
