@@ -3,8 +3,6 @@ from __future__ import annotations
 
 import json
 import math
-import subprocess
-import sys
 from pathlib import Path
 
 import h5py
@@ -13,15 +11,13 @@ import numpy as np
 import pandas as pd
 import pytest
 
-REPO = Path(__file__).resolve().parents[2]
-sys.path.insert(0, str(REPO))
-
-from analysis.cases import mark_placement, memory_aliases  # noqa: E402
-from analysis.errors import InputError  # noqa: E402
-from analysis.io import RunFileError, load_run, load_runs, load_table  # noqa: E402
-from analysis.peaks import PeakModel, hbm_gbps, load_overrides, pcie_gbps  # noqa: E402
-from analysis.report import write_report  # noqa: E402
-from h5fixtures import case, topology, write_run  # noqa: E402
+from analysis.cases import mark_placement, memory_aliases
+from analysis.errors import InputError
+from analysis.io import RunFileError, load_run, load_runs, load_table
+from analysis.peaks import PeakModel, hbm_gbps, load_overrides, pcie_gbps
+from analysis.report import write_report
+from conftest import analysis_cli
+from h5fixtures import case, topology, write_run
 
 SKIP_REASON = "GPU 0 cannot access pageable memory (no ATS/HMM)"
 FAIL_REASON = "verification failed: 3 words differ"
@@ -54,11 +50,6 @@ GH200_CASES = [
 ]
 REPORT_FILES = ["path_matrix.md", "path_matrix.csv", "summary.md", "index.md", "index.html", "thread_scaling.png",
                 "thread_scaling.pdf", "copy_heatmap.png", "copy_heatmap.pdf"]
-
-
-def run_cli(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "analysis", *args], cwd=REPO,
-                          capture_output=True, text=True, timeout=300)
 
 
 def matrix_cells(markdown: str, op: str) -> dict[tuple[str, str], str]:
@@ -373,7 +364,7 @@ def test_report_leaves_out_cases_whose_pages_were_elsewhere(tmp_path: Path) -> N
 def test_cli_writes_the_report(gh200_run: Path, tmp_path: Path) -> None:
     peaks = tmp_path / "peaks.json"
     peaks.write_text('{"numa0": 800}')
-    result = run_cli("report", str(gh200_run), "-o", str(tmp_path / "out"), "--peaks", str(peaks))
+    result = analysis_cli("report", str(gh200_run), "-o", str(tmp_path / "out"), "--peaks", str(peaks))
     assert result.returncode == 0, result.stderr
     assert all((tmp_path / "out" / name).is_file() for name in REPORT_FILES)
     read = matrix_cells((tmp_path / "out" / "path_matrix.md").read_text(), "read")
@@ -388,7 +379,7 @@ def test_cli_bad_input_is_one_line_and_exit_2(tmp_path: Path, gh200_run: Path, k
             "foreign": [str(tmp_path / "text.h5")],
             "peaks": [str(gh200_run), "--peaks", str(tmp_path / "nope.json")]}[kind]
     (tmp_path / "text.h5").write_text("hello")
-    result = run_cli("report", *args, "-o", str(tmp_path / "out"))
+    result = analysis_cli("report", *args, "-o", str(tmp_path / "out"))
     assert result.returncode == 2
     lines = result.stderr.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith("analysis: error: "), result.stderr

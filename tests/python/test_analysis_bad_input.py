@@ -6,25 +6,20 @@ the previous report's files it does not write again, and nothing else."""
 from __future__ import annotations
 
 import os
+from functools import partial
 import shutil
 import subprocess
-import sys
 from pathlib import Path
 
 import h5py
 import numpy as np
 import pytest
 
+from conftest import analysis_cli
 from h5fixtures import case, topology, write_run
 
-REPO = Path(__file__).resolve().parents[2]
-
-
-def cli(*args: str | Path | bytes) -> subprocess.CompletedProcess:
-    """The command line with bytes arguments, so file names need not be UTF-8."""
-    return subprocess.run([sys.executable, "-m", "analysis", *map(os.fsencode, args)], cwd=REPO,
-                          capture_output=True, timeout=300)
-
+#: Output as bytes: the file names in it need not be UTF-8.
+cli = partial(analysis_cli, text=False)
 
 def error_lines(proc: subprocess.CompletedProcess) -> list[str]:
     lines = proc.stderr.decode("utf-8").strip().splitlines()

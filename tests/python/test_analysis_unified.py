@@ -9,8 +9,8 @@ import pandas as pd
 
 from analysis import unified
 from analysis.io import RunSet, load_runs
+from conftest import DATA
 
-DATA = Path(__file__).parent / "data"
 RUNS = [DATA / "h100_allocmatrix.h5", DATA / "h100_um.h5"]
 
 

@@ -11,12 +11,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from conftest import REPO, analysis_cli
 from h5fixtures import case, topology, write_run
 
-REPO = Path(__file__).resolve().parents[2]
-sys.path.insert(0, str(REPO))
-
-from analysis.compare import mann_whitney  # noqa: E402
+from analysis.compare import mann_whitney
 
 RNG = np.random.default_rng(7)
 
@@ -38,8 +36,7 @@ def bw_run(path: Path, medians: dict[str, float], spread: float = 0.002, reps: i
 
 
 def compare(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "analysis", "compare", *args], cwd=REPO, capture_output=True,
-                          text=True, timeout=120)
+    return analysis_cli("compare", *args)
 
 
 def test_mann_whitney_matches_hand_computed_values() -> None:
