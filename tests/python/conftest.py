@@ -37,6 +37,16 @@ def summaries(stdout: str, bench: str = "bw") -> list[dict[str, str]]:
     return out
 
 
+def assert_png(path: Path) -> None:
+    """A drawn figure: a PNG of some size that is not one flat colour."""
+    import matplotlib.image  # only the analysis tests draw
+    import numpy as np
+    assert path.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    image = matplotlib.image.imread(path)
+    assert image.shape[0] > 100 and image.shape[1] > 100
+    assert float(np.std(image[..., :3])) > 0.01, f"{path.name} is blank"
+
+
 def analysis_cli(*args: str | Path | bytes, text: bool = True) -> subprocess.CompletedProcess:
     """``python -m analysis ARGS`` from the repo root; arguments may be bytes (non-UTF-8
     file names), and ``text=False`` keeps the output as bytes too."""

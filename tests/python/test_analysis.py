@@ -6,7 +6,6 @@ import math
 from pathlib import Path
 
 import h5py
-import matplotlib.image
 import numpy as np
 import pandas as pd
 import pytest
@@ -16,7 +15,7 @@ from analysis.errors import InputError
 from analysis.io import RunFileError, load_run, load_runs, load_table
 from analysis.peaks import PeakModel, hbm_gbps, load_overrides, pcie_gbps
 from analysis.report import write_report
-from conftest import analysis_cli
+from conftest import analysis_cli, assert_png
 from h5fixtures import case, topology, write_run
 
 SKIP_REASON = "GPU 0 cannot access pageable memory (no ATS/HMM)"
@@ -58,13 +57,6 @@ def matrix_cells(markdown: str, op: str) -> dict[tuple[str, str], str]:
     rows = [line.strip("|").split("|") for line in section.splitlines() if line.startswith("|")]
     mems = [m.strip() for m in rows[0][1:]]
     return {(r[0].strip(), mem): cell.strip() for r in rows[2:] for mem, cell in zip(mems, r[1:])}
-
-
-def assert_png(path: Path) -> None:
-    assert path.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
-    image = matplotlib.image.imread(path)
-    assert image.shape[0] > 100 and image.shape[1] > 100
-    assert float(np.std(image[..., :3])) > 0.01, f"{path.name} is blank"
 
 
 @pytest.fixture

@@ -15,7 +15,7 @@ import h5py
 import numpy as np
 import pytest
 
-from conftest import analysis_cli
+from conftest import DATA, analysis_cli
 from h5fixtures import case, topology, write_run
 
 #: Output as bytes: the file names in it need not be UTF-8.
@@ -229,7 +229,7 @@ def test_a_doctored_manifest_cannot_delete_outside_the_folder(tmp_path: Path) ->
     ("um", "h100_um.h5", "experiment")])
 def test_every_family_missing_a_column_is_one_line(tmp_path: Path, family: str, data: str, column: str) -> None:
     """These sections raised KeyError/AttributeError tracebacks on a cases table without the column."""
-    bad = edited(REPO / "tests" / "python" / "data" / data, tmp_path / data,
+    bad = edited(DATA / data, tmp_path / data,
                  lambda f: f[f"{family}/cases"].pop(column))
     proc = cli("report", bad, "-o", tmp_path / "out")
     assert proc.returncode == 2

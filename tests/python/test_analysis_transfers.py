@@ -7,7 +7,6 @@ import json
 from pathlib import Path
 from typing import Any
 
-import matplotlib.image
 import numpy as np
 import pandas as pd
 import pytest
@@ -17,7 +16,7 @@ from analysis.errors import InputError
 from analysis.io import load_runs
 from analysis.placement import parse_active_bytes
 from analysis.report import write_report
-from conftest import analysis_cli
+from conftest import analysis_cli, assert_png
 from h5fixtures import case, memcpy_case, topology, write_run
 
 MiB, GiB = 1 << 20, 1 << 30
@@ -95,12 +94,6 @@ def path_rows(out: Path) -> pd.DataFrame:
 
 def rules_of(out: Path) -> str:
     return (out / "path_table.md").read_text().split("### Deployment rules", 1)[1]
-
-
-def assert_png(path: Path) -> None:
-    assert path.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
-    image = matplotlib.image.imread(path)
-    assert float(np.std(image[..., :3])) > 0.01, f"{path.name} is blank"
 
 
 # --- size sweeps and latency --------------------------------------------------------------

@@ -11,7 +11,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from conftest import REPO, analysis_cli
+from conftest import DATA, REPO, analysis_cli
 from h5fixtures import case, topology, write_run
 
 from analysis.compare import mann_whitney
@@ -78,7 +78,7 @@ def test_a_change_inside_the_noise_is_not_flagged(tmp_path: Path) -> None:
 
 
 def test_lower_latency_is_an_improvement(tmp_path: Path) -> None:
-    data = REPO / "tests" / "python" / "data" / "h100_chase_cpu.h5"
+    data = DATA / "h100_chase_cpu.h5"
     import h5py
     faster = tmp_path / "faster.h5"
     faster.write_bytes(data.read_bytes())
