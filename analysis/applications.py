@@ -11,7 +11,7 @@ import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
 
-from .figures import save
+from .figures import figure_grid, save
 from .io import RunSet
 from .sections import Context, Part, ok, section
 from .tables import markdown, num
@@ -30,7 +30,7 @@ def stream_threads(runs: RunSet, out: Path) -> list[Path]:
     if cases.empty:
         return []
     panels = list(dict.fromkeys(zip(cases["host"], cases["pu"], cases["mem"], cases["alloc"])))
-    fig, axes = plt.subplots(1, len(panels), figsize=(5.5 * len(panels), 4.2), squeeze=False, layout="constrained")
+    fig, axes = figure_grid(1, len(panels), 5.5, 4.2)
     for ax, (host, pu, mem, alloc) in zip(axes[0], panels):
         mine = cases[(cases["host"] == host) & (cases["pu"] == pu) & (cases["mem"] == mem) & (cases["alloc"] == alloc)]
         best = mine.groupby(["kernel", "threads"])["best_GBps"].median()
@@ -80,7 +80,7 @@ def gemm_sweep(runs: RunSet, out: Path) -> list[Path]:
     if cases.empty:
         return []
     dtypes = list(dict.fromkeys(cases["dtype"]))
-    fig, axes = plt.subplots(1, len(dtypes), figsize=(5.5 * len(dtypes), 4.2), squeeze=False, layout="constrained")
+    fig, axes = figure_grid(1, len(dtypes), 5.5, 4.2)
     for ax, dtype in zip(axes[0], dtypes):
         mine = cases[cases["dtype"] == dtype]
         for (host, mem, alloc), part in mine.groupby(["host", "a_mem", "a_alloc"], sort=False):

@@ -28,6 +28,12 @@ def save(fig: Figure, out: Path, stem: str) -> list[Path]:
     return paths
 
 
+def figure_grid(rows: int, cols: int, width: float, height: float) -> tuple[Figure, np.ndarray]:
+    """A figure of rows x cols panels of width x height inches each (axes always 2-D)."""
+    return plt.subplots(rows, cols, figsize=(width * cols, height * rows), squeeze=False,
+                        layout="constrained")
+
+
 def _path_label(host: str, pu: str, mem: str, dst: str, with_host: bool) -> str:
     label = f"{pu} → {mem}" + (f" → {dst}" if dst else "")
     return f"{host}: {label}" if with_host else label
@@ -44,8 +50,7 @@ def thread_scaling(cases: pd.DataFrame, out: Path, with_host: bool = False) -> l
     if points.empty:
         return []
     ops = ordered(points["op"], OPS)
-    fig, axes = plt.subplots(1, len(ops), figsize=(5.5 * len(ops), 4.5), squeeze=False,
-                             layout="constrained")
+    fig, axes = figure_grid(1, len(ops), 5.5, 4.5)
     for ax, op in zip(axes[0], ops):
         part = points[points["op"] == op]
         for (host, _, pu, mem, dst), line in part.groupby(keys, sort=False):
@@ -97,8 +102,7 @@ def copy_heatmap(cases: pd.DataFrame, out: Path, mem_order: Sequence[str] = (),
     panels = list(dict.fromkeys(zip(top["host"], top["pu"])))
     ncols = min(len(panels), 3)
     nrows = math.ceil(len(panels) / ncols)
-    fig, axes = plt.subplots(nrows, ncols, figsize=(5.5 * ncols, 4.8 * nrows),
-                             squeeze=False, layout="constrained")
+    fig, axes = figure_grid(nrows, ncols, 5.5, 4.8)
     for ax, (host, pu) in zip(axes.flat, panels):
         mine = copies[(copies["host"] == host) & (copies["pu"] == pu)]
         srcs, dsts = ordered(mine["mem"], mem_order), ordered(mine["dst_mem"], mem_order)

@@ -14,7 +14,7 @@ import numpy as np
 import pandas as pd
 from matplotlib.colors import LogNorm
 
-from .figures import annotate, save
+from .figures import annotate, figure_grid, save
 from .io import RunSet
 from .scaleout import bytes_axis
 from .tables import markdown, num
@@ -50,7 +50,7 @@ def chase_latency(runs: RunSet, out: Path) -> list[Path]:
     caches = runs.table("chase/caches")
     lines = _medians(cases, CHASE_PATH)
     panels = list(dict.fromkeys(k[:3] for k in lines.index))
-    fig, axes = plt.subplots(1, len(panels), figsize=(6.5 * len(panels), 4.8), squeeze=False, layout="constrained")
+    fig, axes = figure_grid(1, len(panels), 6.5, 4.8)
     for ax, (host, pu, cpu) in zip(axes[0], panels):
         for (mem, alloc), line in lines.loc[host, pu, cpu].groupby(level=["mem", "alloc"], sort=False):
             ax.plot(line.index.get_level_values("size_bytes"), line.to_numpy(), marker=".", label=f"{mem} ({alloc})")
@@ -105,7 +105,7 @@ def pingpong_matrix(runs: RunSet, out: Path) -> list[Path]:
     flags = list(dict.fromkeys(zip(cases["host"], cases["mem"], cases["alloc"])))
     cols = min(4, len(flags))
     rows = (len(flags) + cols - 1) // cols
-    fig, axes = plt.subplots(rows, cols, figsize=(4.6 * cols, 4.2 * rows), squeeze=False, layout="constrained")
+    fig, axes = figure_grid(rows, cols, 4.6, 4.2)
     ok = cases[cases["status"] == "ok"]["median_ns"].astype(float)
     norm = LogNorm(ok.min(), max(ok.max(), 1.01 * ok.min()))  # one scale for every flag memory
     for ax in axes.flat[len(flags):]:

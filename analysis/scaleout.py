@@ -6,11 +6,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import matplotlib.pyplot as plt
 import numpy as np
 from matplotlib.ticker import FuncFormatter
 
-from .figures import save
+from .figures import figure_grid, save
 from .io import RunSet
 from .sections import Context, Part, ok, section
 from .tables import markdown
@@ -34,7 +33,7 @@ def mpi_bandwidth(runs: RunSet, out: Path) -> list[Path]:
     if cases.empty:
         return []
     modes = [m for m in ("uni", "bi") if m in set(cases["mode"])]
-    fig, axes = plt.subplots(1, len(modes), figsize=(6.5 * len(modes), 4.5), squeeze=False, layout="constrained")
+    fig, axes = figure_grid(1, len(modes), 6.5, 4.5)
     for ax, mode in zip(axes[0], modes):
         part = cases[cases["mode"] == mode]
         for (host, alloc, ppn), line in part.groupby(["host", "alloc", "ppn"]):
@@ -52,7 +51,7 @@ def nccl_bandwidth(runs: RunSet, out: Path) -> list[Path]:
     if cases.empty:
         return []
     colls = list(dict.fromkeys(cases["collective"]))
-    fig, axes = plt.subplots(2, len(colls), figsize=(6.5 * len(colls), 8.5), squeeze=False, layout="constrained")
+    fig, axes = figure_grid(2, len(colls), 6.5, 4.25)
     for col, coll in enumerate(colls):
         part = cases[cases["collective"] == coll]
         ax = axes[0][col]

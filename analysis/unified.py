@@ -9,7 +9,7 @@ import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
 
-from .figures import annotate, save
+from .figures import annotate, figure_grid, save
 from .io import RunSet
 from .sections import Context, Part, ok, section
 
@@ -28,8 +28,7 @@ def alloc_heatmap(runs: RunSet, out: Path) -> list[Path]:
     panels = [(h, n) for h, n in dict.fromkeys(zip(cases["host"], cases["node"])) if str(n).startswith("numa")]
     if not panels:
         return []
-    fig, axes = plt.subplots(1, len(panels), figsize=(6.5 * len(panels), 5.5), squeeze=False,
-                             layout="constrained")
+    fig, axes = figure_grid(1, len(panels), 6.5, 5.5)
     for ax, (host, node) in zip(axes[0], panels):
         part = cases[(cases["host"] == host) & ((cases["node"] == node) | ~cases["node"].str.startswith("numa"))]
         rows = [a for a in ALLOCS if a in set(part["src_alloc"])]
