@@ -2,6 +2,8 @@
 table read back from a `mempath bw` file and rewritten in Python has the same structure."""
 from __future__ import annotations
 
+import subprocess
+import sys
 from pathlib import Path
 
 import h5py
@@ -9,7 +11,8 @@ import numpy as np
 import pytest
 
 from analysis.h5writer import Column, column, kind_of, units_of, write_result
-from conftest import run
+from analysis.io import load_run
+from conftest import REPO, run
 
 
 def structure(path: Path) -> dict[str, object]:
@@ -100,3 +103,41 @@ def test_bad_columns_leave_no_file(tmp_path: Path) -> None:
 def test_kinds_from_numpy() -> None:
     assert kind_of(np.array([True])) is int and kind_of(np.arange(3)) is int
     assert kind_of(np.array([0.5])) is float and kind_of(np.array(["a"], dtype=object)) is str
+
+
+LLM_WRITE = """
+import sys
+sys.path[:] = [p for p in sys.path if p not in ("", ".")] + [sys.argv[1] + "/src/llm"]
+import llm_placement as llm
+case = {c: (1 if t is int else 0.5 if t is float else "x") for c, t in llm.CASE_COLUMNS.items()}
+sample = {c: (0 if t is int else 0.25) for c, t in llm.SAMPLE_COLUMNS.items()}
+llm.write_h5(llm.Path(sys.argv[2]), {"tool": "mempath", "schema_version": 1, "host": "n1"}, [case], [sample, sample])
+"""
+
+
+def test_the_llm_script_writes_through_the_python_writer_from_any_folder(tmp_path: Path) -> None:
+    """It runs as `python3 src/llm/llm_placement.py`: analysis/ is not on its path by itself."""
+    out = tmp_path / "llm.h5"
+    proc = subprocess.run([sys.executable, "-c", LLM_WRITE, str(REPO), str(out)], cwd=tmp_path,
+                          capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    run = load_run(out)
+    assert len(run.tables["llm/cases"]) == 1 and len(run.tables["llm/samples"]) == 2
+    with h5py.File(out) as f:
+        assert f["llm/cases/median_tokens_per_s"].attrs["units"] == "tokens/s"
+        assert f["llm/cases/path_GBps"].attrs["units"] == "GB/s"
+
+
+def test_inventory_appends_its_table_and_keeps_the_run(cpp_file: Path, tmp_path: Path) -> None:
+    path = tmp_path / "run.h5"
+    path.write_bytes(cpp_file.read_bytes())
+    script = ("import runpy, sys; inv = runpy.run_path(sys.argv[1]); "
+              "row = {c: 0 if c in ('rank', 'local_rank') else 'v\\x00' for c in inv['COLUMNS']}; "
+              "inv['write'](inv['Path'](sys.argv[2]), [row, {**row, 'rank': 1}])")
+    proc = subprocess.run([sys.executable, "-c", script, str(REPO / "slurm" / "inventory.py"), str(path)],
+                          cwd=tmp_path, capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    run = load_run(path)
+    assert list(run.tables["inventory/ranks"]["rank"]) == [0, 1]
+    assert set(run.tables["inventory/ranks"]["host"]) == {"v"}  # NULs dropped
+    assert len(run.tables["bw/cases"]) == 1 and run.attrs["tool_version"]  # the run is kept
