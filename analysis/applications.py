@@ -133,15 +133,15 @@ def _tables(runs: RunSet) -> list[str]:
     if not gpu.empty:
         lines += ["### GPU stream kernels under placement, best GB/s", ""]
         lines += markdown(["host", "GPU", "arrays in", *GPU_KERNELS],
-                        [[h, pu, _placement(mem, alloc), *[num(v) for v in row]]
-                         for (h, pu, mem, alloc), row in zip(gpu.index, gpu.to_numpy())])
+                          [[h, pu, _placement(mem, alloc), *[num(v) for v in row]]
+                           for (h, pu, mem, alloc), row in zip(gpu.index, gpu.to_numpy())])
     gemm = ok(runs.table("gemm/cases"))
     if not gemm.empty:
         largest = gemm.loc[gemm.groupby(["host", "dtype", "a_mem", "a_alloc"])["n"].idxmax()]
         lines += ["### GEMM at the largest size per type and placement", ""]
         lines += markdown(["host", "dtype", "n", "A, B in", "median TFLOP/s", "peak model", "fraction of peak"],
-                        [[r.host, r.dtype, int(r.n), _placement(r.a_mem, r.a_alloc), num(r.median_TFLOPs, 2),
-                          num(r.peak_TFLOPs, 0), num(r.fraction_of_peak, 3)] for r in largest.itertuples()])
+                          [[r.host, r.dtype, int(r.n), _placement(r.a_mem, r.a_alloc), num(r.median_TFLOPs, 2),
+                            num(r.peak_TFLOPs, 0), num(r.fraction_of_peak, 3)] for r in largest.itertuples()])
     llm = ok(runs.table("llm/cases"))
     if not llm.empty:
         lines += ["### LLM decode by weight placement", ""]

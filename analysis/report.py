@@ -106,12 +106,12 @@ def _node(host: str, topology: Mapping[str, Any]) -> list[str]:
         return lines + ["_The runs hold no topology._", ""]
     lines += [f"{topology.get('cpu_model', '?')} ({topology.get('arch', '?')}).", ""]
     lines += markdown(["processor", "kind", "what"],
-                    [[p["name"], p.get("kind", ""), _processor(p)]
-                     for p in topology.get("processors", [])])
+                      [[p["name"], p.get("kind", ""), _processor(p)]
+                       for p in topology.get("processors", [])])
     lines += markdown(["memory", "kind", "GiB", "GPU"],
-                    [[m["name"], m.get("kind", ""), _gib(m.get("bytes")),
-                      "" if m.get("gpu") is None else m["gpu"]]
-                     for m in topology.get("memories", [])])
+                      [[m["name"], m.get("kind", ""), _gib(m.get("bytes")),
+                        "" if m.get("gpu") is None else m["gpu"]]
+                       for m in topology.get("memories", [])])
     return lines
 
 
@@ -144,7 +144,7 @@ def _counts(cases: pd.DataFrame) -> list[str]:
     statuses = ordered({"ok", "skipped", "failed", *counts.columns}, ["ok", "skipped", "failed"])
     counts = counts.reindex(columns=statuses, fill_value=0)
     lines += markdown(["host", *statuses],
-                    [[host, *map(int, counts.loc[host])] for host in counts.index])
+                      [[host, *map(int, counts.loc[host])] for host in counts.index])
     notes = [(s, r or "no reason given") for s, r in
              cases.loc[cases["status"] != "ok", ["status", "reason"]].fillna("").itertuples(False)]
     moved = cases[(cases["status"] == "ok") & ~cases["placed"]]
@@ -153,7 +153,7 @@ def _counts(cases: pd.DataFrame) -> list[str]:
     if notes:
         reasons = pd.Series(notes).value_counts(sort=False)
         lines += markdown(["status", "reason", "cases"],
-                        [[s, r, n] for (s, r), n in reasons.items()])
+                          [[s, r, n] for (s, r), n in reasons.items()])
     return lines
 
 
