@@ -17,6 +17,13 @@ from .placement import DEFAULT_ACTIVE_BYTES, parse_active_bytes
 from .report import REQUIRED, write_report
 
 
+def _runs_and_folder(parser: argparse.ArgumentParser, metavar: str, what: str) -> None:
+    """The input files and the report folder, alike for every command that writes a report."""
+    parser.add_argument("runs", nargs="+", type=Path, metavar=metavar, help=what)
+    parser.add_argument("-o", "--output", required=True, type=Path, metavar="DIR",
+                        help="report folder (created)")
+
+
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="python -m analysis",
                                      description="Analysis of mempath HDF5 results.")
@@ -27,9 +34,7 @@ def _parser() -> argparse.ArgumentParser:
                                              "with /memcpy data also transfer_sweep and "
                                              "transfer_latency (.png/.pdf), transfers.md, "
                                              "path_table.md/.csv and placement.md/.csv.")
-    report.add_argument("runs", nargs="+", type=Path, metavar="RUN.h5", help="mempath result files")
-    report.add_argument("-o", "--output", required=True, type=Path, metavar="DIR",
-                        help="report folder (created)")
+    _runs_and_folder(report, "RUN.h5", "mempath result files")
     report.add_argument("--peaks", type=Path, metavar="FILE",
                         help="JSON peaks overriding the model, e.g. "
                              '{"numa0": 300, "link:pcie": 64}')
@@ -59,9 +64,7 @@ def _fleet_parsers(commands: argparse._SubParsersAction) -> None:
                                             "in DIR (with --history also the night's trends). "
                                             "Exit 0 whether or not nodes are degraded; "
                                             "2 on bad input (the rest is still analysed).")
-    fleet.add_argument("runs", nargs="+", type=Path, metavar="RUNS", help="result files or folders")
-    fleet.add_argument("-o", "--output", required=True, type=Path, metavar="DIR",
-                       help="report folder (created)")
+    _runs_and_folder(fleet, "RUNS", "result files or folders")
     fleet.add_argument("--reference", type=Path, metavar="FILE",
                        help='JSON floors {"NODE_KIND": {"PATH": FLOOR}}')
     fleet.add_argument("--expect-nodes", type=Path, metavar="FILE",

@@ -11,10 +11,10 @@ import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
 
-from .figures import _save
+from .figures import figure_grid, save
 from .io import RunSet
-from .transfer_report import _num, _table
-from .unified import Part, _ok
+from .sections import Context, Part, ok, section
+from .tables import markdown, num
 
 CPU_KERNELS = ("copy", "scale", "add", "triad")
 GPU_KERNELS = ("copy", "mul", "add", "triad", "dot")
@@ -25,12 +25,12 @@ def _placement(mem: str, alloc: str) -> str:
 
 
 def stream_threads(runs: RunSet, out: Path) -> list[Path]:
-    cases = _ok(runs.table("stream/cases"))
+    cases = ok(runs.table("stream/cases"))
     cases = cases[(cases["pu_kind"] == "cpu") & (cases["sweep"] == 1)] if not cases.empty else cases
     if cases.empty:
         return []
     panels = list(dict.fromkeys(zip(cases["host"], cases["pu"], cases["mem"], cases["alloc"])))
-    fig, axes = plt.subplots(1, len(panels), figsize=(5.5 * len(panels), 4.2), squeeze=False, layout="constrained")
+    fig, axes = figure_grid(1, len(panels), 5.5, 4.2)
     for ax, (host, pu, mem, alloc) in zip(axes[0], panels):
         mine = cases[(cases["host"] == host) & (cases["pu"] == pu) & (cases["mem"] == mem) & (cases["alloc"] == alloc)]
         best = mine.groupby(["kernel", "threads"])["best_GBps"].median()
@@ -47,11 +47,11 @@ def stream_threads(runs: RunSet, out: Path) -> list[Path]:
         ax.set_xscale("log", base=2)
         ax.set(title=f"{host} {pu} → {mem} ({alloc})", xlabel="threads", ylabel="best GB/s")
         ax.legend(fontsize="small")
-    return _save(fig, out, "stream_threads")
+    return save(fig, out, "stream_threads")
 
 
 def _gpu_table(runs: RunSet) -> pd.DataFrame:
-    cases = _ok(runs.table("stream/cases"))
+    cases = ok(runs.table("stream/cases"))
     cases = cases[cases["pu_kind"] == "gpu"] if not cases.empty else cases
     if cases.empty:
         return cases
@@ -72,15 +72,15 @@ def stream_gpu_placement(runs: RunSet, out: Path) -> list[Path]:
     ax.set_yscale("log")
     ax.set(ylabel="best GB/s", title="GPU stream kernels by placement of the arrays")
     ax.legend(fontsize="small", ncols=5)
-    return _save(fig, out, "stream_gpu_placement")
+    return save(fig, out, "stream_gpu_placement")
 
 
 def gemm_sweep(runs: RunSet, out: Path) -> list[Path]:
-    cases = _ok(runs.table("gemm/cases"))
+    cases = ok(runs.table("gemm/cases"))
     if cases.empty:
         return []
     dtypes = list(dict.fromkeys(cases["dtype"]))
-    fig, axes = plt.subplots(1, len(dtypes), figsize=(5.5 * len(dtypes), 4.2), squeeze=False, layout="constrained")
+    fig, axes = figure_grid(1, len(dtypes), 5.5, 4.2)
     for ax, dtype in zip(axes[0], dtypes):
         mine = cases[cases["dtype"] == dtype]
         for (host, mem, alloc), part in mine.groupby(["host", "a_mem", "a_alloc"], sort=False):
@@ -95,11 +95,11 @@ def gemm_sweep(runs: RunSet, out: Path) -> list[Path]:
         ax.set_yscale("log")
         ax.set(title=f"GEMM {dtype}: A, B placed; C in HBM", xlabel="n (m = n = k)", ylabel="TFLOP/s (median)")
         ax.legend(fontsize="small")
-    return _save(fig, out, "gemm_sweep")
+    return save(fig, out, "gemm_sweep")
 
 
 def llm_placement(runs: RunSet, out: Path) -> list[Path]:
-    cases = _ok(runs.table("llm/cases"))
+    cases = ok(runs.table("llm/cases"))
     if cases.empty:
         return []
     rows = cases.groupby(["host", "model", "placement", "weight_alloc", "weight_mem"], sort=False)[
@@ -113,12 +113,12 @@ def llm_placement(runs: RunSet, out: Path) -> list[Path]:
     ax.set_yscale("log")
     ax.set(ylabel="tokens/s (batch 1 decode)", title="LLM decode by placement of the weights")
     ax.legend(fontsize="small")
-    return _save(fig, out, "llm_placement")
+    return save(fig, out, "llm_placement")
 
 
 def _tables(runs: RunSet) -> list[str]:
     lines: list[str] = []
-    cases = _ok(runs.table("stream/cases"))
+    cases = ok(runs.table("stream/cases"))
     cpu = cases[cases["pu_kind"] == "cpu"] if not cases.empty else cases
     if not cpu.empty:
         rows = []
@@ -126,30 +126,30 @@ def _tables(runs: RunSet) -> list[str]:
             best = part.groupby("kernel")["best_GBps"].max()
             triad = part[part["kernel"] == "triad"]
             t = int(triad.loc[triad["best_GBps"].idxmax(), "threads"]) if not triad.empty else -1
-            rows.append([host, pu, mem, alloc, *[_num(best.get(k)) for k in CPU_KERNELS], t])
+            rows.append([host, pu, mem, alloc, *[num(best.get(k)) for k in CPU_KERNELS], t])
         lines += ["### STREAM (CPU), best GB/s over the thread sweep", ""]
-        lines += _table(["host", "cores", "memory", "alloc", *CPU_KERNELS, "best threads (triad)"], rows)
+        lines += markdown(["host", "cores", "memory", "alloc", *CPU_KERNELS, "best threads (triad)"], rows)
     gpu = _gpu_table(runs)
     if not gpu.empty:
         lines += ["### GPU stream kernels under placement, best GB/s", ""]
-        lines += _table(["host", "GPU", "arrays in", *GPU_KERNELS],
-                        [[h, pu, _placement(mem, alloc), *[_num(v) for v in row]]
-                         for (h, pu, mem, alloc), row in zip(gpu.index, gpu.to_numpy())])
-    gemm = _ok(runs.table("gemm/cases"))
+        lines += markdown(["host", "GPU", "arrays in", *GPU_KERNELS],
+                          [[h, pu, _placement(mem, alloc), *[num(v) for v in row]]
+                           for (h, pu, mem, alloc), row in zip(gpu.index, gpu.to_numpy())])
+    gemm = ok(runs.table("gemm/cases"))
     if not gemm.empty:
         largest = gemm.loc[gemm.groupby(["host", "dtype", "a_mem", "a_alloc"])["n"].idxmax()]
         lines += ["### GEMM at the largest size per type and placement", ""]
-        lines += _table(["host", "dtype", "n", "A, B in", "median TFLOP/s", "peak model", "fraction of peak"],
-                        [[r.host, r.dtype, int(r.n), _placement(r.a_mem, r.a_alloc), _num(r.median_TFLOPs, 2),
-                          _num(r.peak_TFLOPs, 0), _num(r.fraction_of_peak, 3)] for r in largest.itertuples()])
-    llm = _ok(runs.table("llm/cases"))
+        lines += markdown(["host", "dtype", "n", "A, B in", "median TFLOP/s", "peak model", "fraction of peak"],
+                          [[r.host, r.dtype, int(r.n), _placement(r.a_mem, r.a_alloc), num(r.median_TFLOPs, 2),
+                            num(r.peak_TFLOPs, 0), num(r.fraction_of_peak, 3)] for r in largest.itertuples()])
+    llm = ok(runs.table("llm/cases"))
     if not llm.empty:
         lines += ["### LLM decode by weight placement", ""]
-        lines += _table(["host", "model", "weights (GB)", "placement", "weights in", "tokens/s", "path GB/s",
+        lines += markdown(["host", "model", "weights (GB)", "placement", "weights in", "tokens/s", "path GB/s",
                          "bound tokens/s", "fraction of bound", "same tokens"],
-                        [[r.host, r.model, _num(r.weight_bytes / 1e9, 2), r.placement,
-                          f"{r.weight_placement or r.weight_mem} `{r.weight_alloc}`", _num(r.median_tokens_per_s, 2),
-                          _num(r.path_GBps), _num(r.bound_tokens_per_s, 2), _num(r.fraction_of_bound, 2),
+                        [[r.host, r.model, num(r.weight_bytes / 1e9, 2), r.placement,
+                          f"{r.weight_placement or r.weight_mem} `{r.weight_alloc}`", num(r.median_tokens_per_s, 2),
+                          num(r.path_GBps), num(r.bound_tokens_per_s, 2), num(r.fraction_of_bound, 2),
                           "yes" if r.verified == 1 else "no"] for r in llm.itertuples()])
     for family in ("stream", "gemm", "llm"):
         cases = runs.table(f"{family}/cases")
@@ -159,7 +159,7 @@ def _tables(runs: RunSet) -> list[str]:
                     if c in bad]
             grouped = bad.groupby(keys + ["status", "reason"], dropna=False).size().reset_index()
             lines += [f"### `{family}` cases not measured", ""]
-            lines += _table(keys + ["status", "reason"], grouped[keys + ["status", "reason"]].astype(str).values.tolist())
+            lines += markdown(keys + ["status", "reason"], grouped[keys + ["status", "reason"]].astype(str).values.tolist())
     return lines
 
 
@@ -181,3 +181,9 @@ def write(runs: RunSet, out: Path) -> Part:
                         "no LLM placement finished")
     part.lines += _tables(runs)
     return part
+
+
+@section("applications", "Applications (STREAM, GEMM, LLM)",
+         ("stream/cases", "gemm/cases", "llm/cases"), order=50)
+def _section(ctx: Context) -> Part:
+    return write(ctx.runs, ctx.out)

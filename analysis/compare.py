@@ -24,6 +24,7 @@ import pandas as pd
 
 from .errors import InputError
 from .io import RunSet, load_runs, shown
+from . import tables
 
 
 @dataclass(frozen=True)
@@ -211,14 +212,11 @@ def markdown(changes: list[Change], compared: int) -> str:
     lines = [f"# Comparison: {compared} cases compared, {len(changes)} moved, failed or missing", ""]
     if not changes:
         return "\n".join(lines + ["Nothing moved beyond its noise.", ""])
-    lines += ["| family | case | base | run | change | noise | p | verdict |", "|---|---|---:|---:|---:|---:|---:|---|"]
-    for c in changes:
-        if c.verdict in NOTED:
-            lines.append(f"| {c.family} | {c.key} | | | | | | {c.verdict}: {c.note} |")
-        else:
-            lines.append(f"| {c.family} | {c.key} | {c.base:.4g} {c.unit} | {c.run:.4g} {c.unit} | "
-                         f"{c.change * 100:+.1f} % | {c.noise * 100:.1f} % | {c.p:.1e} | {c.verdict} |")
-    return "\n".join(lines + [""])
+    rows = [[c.family, c.key, "", "", "", "", "", f"{c.verdict}: {c.note}"] if c.verdict in NOTED else
+            [c.family, c.key, f"{c.base:.4g} {c.unit}", f"{c.run:.4g} {c.unit}", f"{c.change * 100:+.1f} %",
+             f"{c.noise * 100:.1f} %", f"{c.p:.1e}", c.verdict] for c in changes]
+    return "\n".join(lines + tables.markdown(["family", "case", "base", "run", "change", "noise", "p", "verdict"],
+                                      rows, right={2, 3, 4, 5, 6}))
 
 
 def run_compare(base: Path, run: Path, alpha: float, min_change: float, output: Path | None,

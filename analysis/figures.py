@@ -20,12 +20,18 @@ from .cases import best, by_threads, ordered, unmeasured  # noqa: E402
 OPS = ("read", "write", "copy")
 
 
-def _save(fig: Figure, out: Path, stem: str) -> list[Path]:
+def save(fig: Figure, out: Path, stem: str) -> list[Path]:
     paths = [out / f"{stem}.png", out / f"{stem}.pdf"]
     for path in paths:
         fig.savefig(path, dpi=150, bbox_inches="tight")
     plt.close(fig)
     return paths
+
+
+def figure_grid(rows: int, cols: int, width: float, height: float) -> tuple[Figure, np.ndarray]:
+    """A figure of rows x cols panels of width x height inches each (axes always 2-D)."""
+    return plt.subplots(rows, cols, figsize=(width * cols, height * rows), squeeze=False,
+                        layout="constrained")
 
 
 def _path_label(host: str, pu: str, mem: str, dst: str, with_host: bool) -> str:
@@ -44,8 +50,7 @@ def thread_scaling(cases: pd.DataFrame, out: Path, with_host: bool = False) -> l
     if points.empty:
         return []
     ops = ordered(points["op"], OPS)
-    fig, axes = plt.subplots(1, len(ops), figsize=(5.5 * len(ops), 4.5), squeeze=False,
-                             layout="constrained")
+    fig, axes = figure_grid(1, len(ops), 5.5, 4.5)
     for ax, op in zip(axes[0], ops):
         part = points[points["op"] == op]
         for (host, _, pu, mem, dst), line in part.groupby(keys, sort=False):
@@ -63,10 +68,10 @@ def thread_scaling(cases: pd.DataFrame, out: Path, with_host: bool = False) -> l
         ax.grid(True, alpha=0.3)
         ax.set(title=op, xlabel="CPU threads", ylabel="GB/s (median, band min-max)")
         ax.legend(fontsize="small", ncol=1 + len(ax.lines) // 12)
-    return _save(fig, out, "thread_scaling")
+    return save(fig, out, "thread_scaling")
 
 
-def _annotate(ax: Axes, grid: np.ndarray, text: list[list[str]], label: str = "GB/s",
+def annotate(ax: Axes, grid: np.ndarray, text: list[list[str]], label: str = "GB/s",
               norm: Normalize | None = None) -> None:
     """Colour the cells (log scale where values span more than 10x, or `norm` when panels
     share one scale) and write the text."""
@@ -97,8 +102,7 @@ def copy_heatmap(cases: pd.DataFrame, out: Path, mem_order: Sequence[str] = (),
     panels = list(dict.fromkeys(zip(top["host"], top["pu"])))
     ncols = min(len(panels), 3)
     nrows = math.ceil(len(panels) / ncols)
-    fig, axes = plt.subplots(nrows, ncols, figsize=(5.5 * ncols, 4.8 * nrows),
-                             squeeze=False, layout="constrained")
+    fig, axes = figure_grid(nrows, ncols, 5.5, 4.8)
     for ax, (host, pu) in zip(axes.flat, panels):
         mine = copies[(copies["host"] == host) & (copies["pu"] == pu)]
         srcs, dsts = ordered(mine["mem"], mem_order), ordered(mine["dst_mem"], mem_order)
@@ -112,7 +116,7 @@ def copy_heatmap(cases: pd.DataFrame, out: Path, mem_order: Sequence[str] = (),
             else:
                 grid[i, j] = float(ran["median_GBps"].iloc[0])
                 text[i][j] = f"{grid[i, j]:.1f}"
-        _annotate(ax, grid, text)
+        annotate(ax, grid, text)
         ax.set_xticks(range(len(dsts)), dsts, rotation=45, ha="right")
         ax.set_yticks(range(len(srcs)), srcs)
         ax.set(xlabel="destination memory", ylabel="source memory",
@@ -120,4 +124,4 @@ def copy_heatmap(cases: pd.DataFrame, out: Path, mem_order: Sequence[str] = (),
     for ax in axes.flat[len(panels):]:
         ax.set_visible(False)
     fig.suptitle("copy: median GB/s (bytes read + written)")
-    return _save(fig, out, "copy_heatmap")
+    return save(fig, out, "copy_heatmap")

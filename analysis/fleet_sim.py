@@ -21,6 +21,7 @@ import h5py
 import numpy as np
 
 from .errors import InputError
+from .h5writer import Column, column, write_result
 from .peaks import PeakModel
 
 REPO = Path(__file__).resolve().parents[1]
@@ -316,27 +317,24 @@ class Writer:
     def _write(self, path: Path, host: str, night: str, samples: np.ndarray,
                status: np.ndarray, reason: np.ndarray) -> None:
         ok = status == "ok"
-        with h5py.File(path, "w") as handle:
-            self._attrs(handle, host, night)
-            for family, rows in self.families.items():
-                if rows:
-                    self._family(handle, family, rows, samples[rows], status[rows],
-                                 reason[rows], ok[rows])
+        tables: dict[str, list[Column]] = {}
+        for family, rows in self.families.items():
+            if rows:
+                tables.update(self._family(family, rows, samples[rows], status[rows],
+                                           reason[rows], ok[rows]))
+        write_result(path, self._attrs(host, night), tables)
 
-    def _attrs(self, handle: h5py.File, host: str, night: str) -> None:
+    def _attrs(self, host: str, night: str) -> dict[str, Any]:
         gpus = len(self.model.gpus)
-        strings = {"tool": "mempath", "tool_version": "synthetic", "git_revision": "synthetic",
-                   "command_line": "python -m analysis simulate", "host": host,
-                   "start_time": f"{night}T02:00:00Z", "end_time": f"{night}T02:04:00Z",
-                   "topology": self.topology_text, "arch": self.plan.topology.get("arch", ""),
-                   "gpu_uuids": ",".join(f"GPU-sim-{host}-{g}" for g in range(gpus))}
-        for key, value in strings.items():
-            handle.attrs.create(key, value, dtype=STR)
-        handle.attrs.create("schema_version", 1, dtype=np.int64)
-        handle.attrs.create("synthetic", 1, dtype=np.int64)
+        return {"tool": "mempath", "tool_version": "synthetic", "git_revision": "synthetic",
+                "command_line": "python -m analysis simulate", "host": host,
+                "start_time": f"{night}T02:00:00Z", "end_time": f"{night}T02:04:00Z",
+                "topology": self.topology_text, "arch": self.plan.topology.get("arch", ""),
+                "gpu_uuids": ",".join(f"GPU-sim-{host}-{g}" for g in range(gpus)),
+                "schema_version": 1, "synthetic": 1}
 
-    def _family(self, handle: h5py.File, family: str, rows: list[int], samples: np.ndarray,
-                status: np.ndarray, reason: np.ndarray, ok: np.ndarray) -> None:
+    def _family(self, family: str, rows: list[int], samples: np.ndarray, status: np.ndarray,
+                reason: np.ndarray, ok: np.ndarray) -> dict[str, list[Column]]:
         unit = METRIC[family]
         nan = np.where(ok, 1.0, np.nan)
         cases = dict(self.static[family])
@@ -347,16 +345,13 @@ class Writer:
             f"min_{unit}": samples.min(axis=1) * nan, "verified": ok.astype(np.int64)})
         if unit == "GBps":
             cases["max_GBps"] = samples.max(axis=1) * nan
-        group = handle.create_group(f"{family}/cases")
-        for name, data in cases.items():
-            group.create_dataset(name, data=data)
         taken = np.flatnonzero(ok)
         value = "bandwidth_GBps" if unit == "GBps" else ("rtt_ns" if family == "pingpong"
                                                          else "ns_per_access")
-        table = handle.create_group(f"{family}/samples")
-        table.create_dataset("case_id", data=np.repeat(taken, REPS))
-        table.create_dataset("rep", data=np.tile(np.arange(REPS), len(taken)))
-        table.create_dataset(value, data=samples[taken].ravel())
+        drawn = {"case_id": np.repeat(taken, REPS), "rep": np.tile(np.arange(REPS), len(taken)),
+                 value: samples[taken].ravel()}
+        return {f"{family}/cases": [column(name, data) for name, data in cases.items()],
+                f"{family}/samples": [column(name, data) for name, data in drawn.items()]}
 
 
 def without_numa(topology: Mapping[str, Any], numa: int) -> dict[str, Any]:

@@ -18,7 +18,7 @@ import h5py
 import numpy as np
 import pandas as pd
 
-from .io import Run, RunFileError, _check_non_negative, _column, _decode, _open, shown
+from .io import Run, RunFileError, check_non_negative, column, decode, open_result, shown
 
 COLUMNS = ("night", "node", "node_kind", "family", "path", "component", "metric", "value",
            "status", "higher_is_better", "synthetic", "gpu_uuids")
@@ -299,9 +299,9 @@ def load_cases_run(path: Any) -> Run:
     the time of a fleet of thousands; validation and the one-line errors are io's (a
     damaged file raises RunFileError)."""
     path = Path(path)
-    with _open(path) as handle:
+    with open_result(path) as handle:
         try:
-            attrs = {key: _decode(handle.attrs[key]) for key in ATTRIBUTES if key in handle.attrs}
+            attrs = {key: decode(handle.attrs[key]) for key in ATTRIBUTES if key in handle.attrs}
             tables = {f"{f}/cases": _read_columns(path, handle[f], f)
                       for f in FAMILIES if f in handle and "cases" in handle[f]}
         except (OSError, KeyError, ValueError, TypeError, RuntimeError) as error:
@@ -334,8 +334,8 @@ def _read_columns(path: Path, family_group: h5py.Group, family: str) -> dict[str
         raise RunFileError(f"{shown(path)}: table {table} lacks the column(s) "
                            f"{', '.join(lacking)}; valid: the columns of docs/schema.md")
     names = [*wanted, *(c for c in OPTIONAL_COLUMNS.get(family, ()) if c in present)]
-    columns = {name: _column(group[name]) for name in names}
+    columns = {name: column(group[name]) for name in names}
     if len({len(v) for v in columns.values()}) > 1:
         raise RunFileError(f"{shown(path)}: table {table} has columns of different lengths")
-    _check_non_negative(path, table, metric, columns[metric])
+    check_non_negative(path, table, metric, columns[metric])
     return columns

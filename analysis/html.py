@@ -8,6 +8,8 @@ import html
 import re
 from pathlib import Path
 
+from . import tables
+
 STYLE = ("body{font-family:sans-serif;max-width:1200px;margin:2em auto;padding:0 1em;line-height:1.4}"
          "table{border-collapse:collapse;margin:1em 0;font-size:90%}td,th{border:1px solid #bbb;padding:2px 6px}"
          "th{background:#eee}img{max-width:100%}code{background:#f4f4f4;padding:0 2px}")
@@ -44,12 +46,10 @@ def render(lines: list[str], folder: Path, title: str) -> str:
         elif line.startswith("|"):
             rows = []
             while i < len(lines) and lines[i].startswith("|"):
-                rows.append([c.strip().replace("\\|", "|") for c in re.split(r"(?<!\\)\|", lines[i].strip())[1:-1]])
+                rows.append(tables.parse_row(lines[i]))
                 i += 1
-            head, rest = rows[0], [r for r in rows[1:] if not all(re.fullmatch(r":?-+:?", c) for c in r)]
-            body.append("<table><tr>" + "".join(f"<th>{_inline(c, folder)}</th>" for c in head) + "</tr>"
-                        + "".join("<tr>" + "".join(f"<td>{_inline(c, folder)}</td>" for c in r) + "</tr>"
-                                  for r in rest) + "</table>")
+            body.append(tables.html(rows[0], [r for r in rows[1:] if not tables.is_rule(r)],
+                                    lambda text: _inline(text, folder)))
             continue
         elif line.startswith("- "):
             items = []

@@ -68,13 +68,14 @@ class RunSet:
         return list(dict.fromkeys(run.node for run in self.runs))
 
 
-def _decode(value: Any) -> Any:
+def decode(value: Any) -> Any:
+    """An HDF5 attribute or cell as plain Python: str for bytes, int/float for numpy scalars."""
     if isinstance(value, bytes):
         return value.decode("utf-8")
     if isinstance(value, np.generic):
         return value.item()
     if isinstance(value, np.ndarray):
-        return [_decode(v) for v in value.tolist()]
+        return [decode(v) for v in value.tolist()]
     return value
 
 
@@ -83,7 +84,7 @@ def shown(path: str | Path) -> str:
     return str(path).encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
 
 
-def _open(path: Path) -> h5py.File:
+def open_result(path: Path) -> h5py.File:
     """Open and validate: a mempath file of the schema version this package reads."""
     if not path.is_file():
         raise RunFileError(f"{shown(path)}: no such file")
@@ -96,35 +97,37 @@ def _open(path: Path) -> h5py.File:
         raise RunFileError(f"{shown(path)}: not an HDF5 file (or a truncated one); "
                            "give a mempath result file (.h5)") from None
     version = handle.attrs.get("schema_version")
-    if version is None or _decode(handle.attrs.get("tool", "mempath")) != "mempath":
+    if version is None or decode(handle.attrs.get("tool", "mempath")) != "mempath":
         handle.close()
         raise RunFileError(f"{shown(path)}: not a mempath result file (no schema_version attribute)")
-    if _decode(version) != SCHEMA_VERSION:
+    if decode(version) != SCHEMA_VERSION:
         handle.close()
-        raise RunFileError(f"{shown(path)}: schema_version {_decode(version)} is not supported; "
+        raise RunFileError(f"{shown(path)}: schema_version {decode(version)} is not supported; "
                            f"this analysis reads schema_version {SCHEMA_VERSION}")
     return handle
 
 
-def _column(dataset: h5py.Dataset) -> np.ndarray:
+def column(dataset: h5py.Dataset) -> np.ndarray:
+    """One column of a table; strings as an object array of str."""
     if h5py.check_string_dtype(dataset.dtype) is not None:
         return np.asarray(dataset.asstr()[()], dtype=object)
     return np.asarray(dataset[()])
 
 
-def _check_non_negative(path: Path, table: str, name: str, values: np.ndarray) -> None:
+def check_non_negative(path: Path, table: str, name: str, values: np.ndarray) -> None:
+    """RunFileError where a time or rate column (NON_NEGATIVE) holds a negative value."""
     if values.dtype.kind == "f" and name.endswith(NON_NEGATIVE) and (values < 0).any():
         raise RunFileError(f"{shown(path)}: column {name} of table {table} holds negative "
                            f"values ({values.min():g}); valid: times and rates >= 0 or NaN")
 
 
 def _read_table(path: Path, group: h5py.Group) -> pd.DataFrame:
-    columns = {name: _column(ds) for name, ds in group.items() if isinstance(ds, h5py.Dataset)}
+    columns = {name: column(ds) for name, ds in group.items() if isinstance(ds, h5py.Dataset)}
     lengths = {len(values) for values in columns.values()}
     if len(lengths) > 1:
         raise RunFileError(f"{shown(path)}: table {group.name} has columns of different lengths")
     for name, values in columns.items():
-        _check_non_negative(path, group.name.lstrip("/"), name, values)
+        check_non_negative(path, group.name.lstrip("/"), name, values)
     return pd.DataFrame(columns)
 
 
@@ -144,7 +147,7 @@ def _table_groups(handle: h5py.File) -> list[str]:
 def load_table(path: str | Path, name: str) -> pd.DataFrame:
     """One table of one file, e.g. ``load_table("run.h5", "bw/samples")``."""
     path = Path(path)
-    with _open(path) as handle:
+    with open_result(path) as handle:
         group = handle.get(name)
         if not isinstance(group, h5py.Group):
             raise RunFileError(f"{shown(path)}: no table {name}; tables: "
@@ -155,9 +158,9 @@ def load_table(path: str | Path, name: str) -> pd.DataFrame:
 def load_run(path: str | Path, name: str | None = None) -> Run:
     """Every table of one file with its root attributes; ``topology`` parsed from JSON."""
     path = Path(path)
-    with _open(path) as handle:
+    with open_result(path) as handle:
         try:
-            attrs = {key: _decode(value) for key, value in handle.attrs.items()}
+            attrs = {key: decode(value) for key, value in handle.attrs.items()}
             tables = {table: _read_table(path, handle[table]) for table in _table_groups(handle)}
         except (OSError, KeyError, ValueError, TypeError, RuntimeError) as error:
             # h5py reports damaged objects inside a readable file with any of these.

@@ -14,12 +14,12 @@ import numpy as np
 import pandas as pd
 from matplotlib.colors import LogNorm
 
-from .figures import _annotate, _save
+from .figures import annotate, figure_grid, save
 from .io import RunSet
-from .scaleout import _bytes_axis
-from .transfer_report import _num, _table
+from .scaleout import bytes_axis
+from .tables import markdown, num
 from .transfers import size_label
-from .unified import Part, _ok
+from .sections import Context, Part, ok, section
 
 CHASE_PATH = ["host", "pu", "cpu", "mem", "alloc"]
 NOT_OK = {"skipped": "skip", "failed": "failed"}
@@ -43,14 +43,14 @@ def _medians(cases: pd.DataFrame, keys: list[str]) -> pd.Series:
 
 
 def chase_latency(runs: RunSet, out: Path) -> list[Path]:
-    cases = _ok(runs.table("chase/cases"))
+    cases = ok(runs.table("chase/cases"))
     cases = cases[cases["pattern"] == "random"] if not cases.empty else cases
     if cases.empty:
         return []
     caches = runs.table("chase/caches")
     lines = _medians(cases, CHASE_PATH)
     panels = list(dict.fromkeys(k[:3] for k in lines.index))
-    fig, axes = plt.subplots(1, len(panels), figsize=(6.5 * len(panels), 4.8), squeeze=False, layout="constrained")
+    fig, axes = figure_grid(1, len(panels), 6.5, 4.8)
     for ax, (host, pu, cpu) in zip(axes[0], panels):
         for (mem, alloc), line in lines.loc[host, pu, cpu].groupby(level=["mem", "alloc"], sort=False):
             ax.plot(line.index.get_level_values("size_bytes"), line.to_numpy(), marker=".", label=f"{mem} ({alloc})")
@@ -60,16 +60,16 @@ def chase_latency(runs: RunSet, out: Path) -> list[Path]:
             ax.axvline(int(size), color="grey", linestyle=":", linewidth=1)
             ax.annotate(f"{level} {size_label(size)}", (int(size), 1), xycoords=("data", "axes fraction"),
                         rotation=90, va="top", ha="right", fontsize="small", color="grey")
-        _bytes_axis(ax)
+        bytes_axis(ax)
         ax.set_yscale("log")
         ax.set(title=f"{host} {_agent(pu, cpu)}: pointer chase", xlabel="buffer (bytes)",
                ylabel="ns per load (median)")
         ax.legend(fontsize="small")
-    return _save(fig, out, "chase_latency")
+    return save(fig, out, "chase_latency")
 
 
 def chase_prefetch(runs: RunSet, out: Path) -> list[Path]:
-    cases = _ok(runs.table("chase/cases"))
+    cases = ok(runs.table("chase/cases"))
     if cases.empty:
         return []
     both = cases.groupby(CHASE_PATH).filter(lambda g: set(g["pattern"]) >= {"random", "sequential"})
@@ -81,12 +81,12 @@ def chase_prefetch(runs: RunSet, out: Path) -> list[Path]:
         host, pu, cpu, mem, alloc, pattern = key
         ax.plot(line.index.get_level_values("size_bytes"), line.to_numpy(), "-" if pattern == "random" else "--",
                 marker=".", label=f"{_agent(pu, cpu)} {mem} ({alloc}) {pattern}")
-    _bytes_axis(ax)
+    bytes_axis(ax)
     ax.set_yscale("log")
     ax.set(title="Random vs sequential chain: what a prefetcher hides", xlabel="buffer (bytes)",
            ylabel="ns per load (median)")
     ax.legend(fontsize="small")
-    return _save(fig, out, "chase_prefetch")
+    return save(fig, out, "chase_prefetch")
 
 
 def _cells(part: pd.DataFrame) -> dict[tuple[str, str], tuple[float, str]]:
@@ -105,7 +105,7 @@ def pingpong_matrix(runs: RunSet, out: Path) -> list[Path]:
     flags = list(dict.fromkeys(zip(cases["host"], cases["mem"], cases["alloc"])))
     cols = min(4, len(flags))
     rows = (len(flags) + cols - 1) // cols
-    fig, axes = plt.subplots(rows, cols, figsize=(4.6 * cols, 4.2 * rows), squeeze=False, layout="constrained")
+    fig, axes = figure_grid(rows, cols, 4.6, 4.2)
     ok = cases[cases["status"] == "ok"]["median_ns"].astype(float)
     norm = LogNorm(ok.min(), max(ok.max(), 1.01 * ok.min()))  # one scale for every flag memory
     for ax in axes.flat[len(flags):]:
@@ -122,19 +122,19 @@ def pingpong_matrix(runs: RunSet, out: Path) -> list[Path]:
             # A round trip is the same both ways: mirror unless b->a was measured itself.
             for x, y in {(i, j)} | ({(j, i)} if (b, a) not in cells else set()):
                 grid[x, y], text[x][y] = value, label
-        _annotate(ax, grid, text, "round trip, ns", norm)
+        annotate(ax, grid, text, "round trip, ns", norm)
         ax.set_xticks(range(len(agents)), agents)
         ax.set_yticks(range(len(agents)), agents)
         ax.set(xlabel="b", ylabel="a (initiates)", facecolor="0.9")
         ax.set_title(f"{host}: flag in {mem} ({alloc})", fontsize="medium")
     fig.suptitle("CAS ping-pong round trip, median over runs (cpuN x cpuN: two cores of node N)")
-    return _save(fig, out, "pingpong_matrix")
+    return save(fig, out, "pingpong_matrix")
 
 
 def pingpong_distribution(runs: RunSet, out: Path) -> list[Path]:
     """One ECDF per pair and flag memory, the samples of every run of it pooled (so 100
     nightly runs draw as many lines as one), drawn through at most 1000 quantiles."""
-    cases = _ok(runs.table("pingpong/cases"))
+    cases = ok(runs.table("pingpong/cases"))
     samples = runs.table("pingpong/samples")
     if cases.empty or samples.empty:
         return []
@@ -158,28 +158,28 @@ def pingpong_distribution(runs: RunSet, out: Path) -> list[Path]:
     ax.set(title="Ping-pong round trips: distribution (o median, ^ p99)", xlabel="round trip (ns)",
            ylabel="fraction of round trips")
     ax.legend(fontsize="x-small", ncol=2)
-    return _save(fig, out, "pingpong_distribution")
+    return save(fig, out, "pingpong_distribution")
 
 
 def _tables(runs: RunSet) -> list[str]:
     lines: list[str] = []
-    ok = _ok(runs.table("chase/cases"))
-    if not ok.empty:
-        many = ok["run"].nunique() > 1
-        top = ok.loc[ok.groupby(["run", *CHASE_PATH, "pattern"], sort=False)["size_bytes"].idxmax()]
-        lines += ["### Pointer chase at the largest size", ""] + _table(
+    chased = ok(runs.table("chase/cases"))
+    if not chased.empty:
+        many = chased["run"].nunique() > 1
+        top = chased.loc[chased.groupby(["run", *CHASE_PATH, "pattern"], sort=False)["size_bytes"].idxmax()]
+        lines += ["### Pointer chase at the largest size", ""] + markdown(
             ["run"] * many + ["host", "processor", "memory", "allocator", "pattern", "size", "ns per load",
                               "GPU cycles"],
             [[r.run] * many + [r.host, _agent(r.pu, r.cpu), r.mem, r.alloc, r.pattern, size_label(r.size_bytes),
-                               _num(r.median_ns), _num(r.median_cycles, 0)] for r in top.itertuples()])
+                               num(r.median_ns), num(r.median_cycles, 0)] for r in top.itertuples()])
     pp = runs.table("pingpong/cases")
     if not pp.empty:
         many = pp["run"].nunique() > 1
-        lines += ["### Ping-pong round trips", ""] + _table(
+        lines += ["### Ping-pong round trips", ""] + markdown(
             ["run"] * many + ["host", "a", "b", "flag memory", "allocator", "median ns", "p99 ns", "mean ns",
                               "status"],
             [[r.run] * many + [r.host, _agent(r.a, r.a_cpu), _agent(r.b, r.b_cpu), r.mem, r.alloc,
-                               _num(r.median_ns, 0), _num(r.p99_ns, 0), _num(r.mean_ns, 0),
+                               num(r.median_ns, 0), num(r.p99_ns, 0), num(r.mean_ns, 0),
                                r.status + (f": {r.reason}" if r.reason else "")] for r in pp.itertuples()])
     return lines
 
@@ -195,4 +195,13 @@ def write(runs: RunSet, out: Path) -> Part:
     part.add_figure("pingpong_distribution", "Ping-pong round-trip distributions", pingpong_distribution(runs, out),
                     "no `mempath pingpong` samples of a finished case")
     part.lines += _tables(runs)
+    return part
+
+
+@section("latency", "Latency (pointer chase, ping-pong)",
+         ("chase/cases", "chase/caches", "pingpong/cases", "pingpong/samples"), order=30)
+def _section(ctx: Context) -> Part:
+    part = write(ctx.runs, ctx.out)
+    if not (part.files or part.lines):  # runs without chase or pingpong need no word about them
+        part.missing = []
     return part

@@ -15,6 +15,7 @@ import pandas as pd
 
 from .cases import SEP, best, ordered, rank, unmeasured
 from .peaks import PeakModel
+from . import tables
 
 MATRIX_OPS = ("read", "write")
 ENTRY_COLUMNS = ["host", "op", "pu", "mem", "status", "median_GBps", "min_GBps", "max_GBps",
@@ -100,12 +101,9 @@ def markdown(table: pd.DataFrame, order: Order) -> str:
                 continue
             found = {(e["pu"], e["mem"]): e for _, e in part.iterrows()}
             columns = ordered(part["mem"], mems)
-            lines += ["| PU \\ memory | " + " | ".join(columns) + " |",
-                      "|---|" + "---:|" * len(columns)]
-            for pu in ordered(part["pu"], pus):  # reasons numbered in reading order
-                cells = [_cell(found[pu, m], note) if (pu, m) in found else "" for m in columns]
-                lines.append(f"| {pu} | " + " | ".join(cells) + " |")
-            lines.append("")
+            grid = [[pu, *[_cell(found[pu, m], note) if (pu, m) in found else "" for m in columns]]
+                    for pu in ordered(part["pu"], pus)]  # reasons numbered in reading order
+            lines += tables.markdown(["PU \\ memory", *columns], grid, right=range(1, len(columns) + 1))
         if note:
             lines += ["Reasons:", ""] + [f"{n}. {reason}" for reason, n in note.items()] + [""]
     return "\n".join(lines)

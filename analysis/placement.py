@@ -16,6 +16,7 @@ import re
 import pandas as pd
 
 from .errors import InputError
+from . import tables
 
 DEFAULT_ACTIVE_BYTES = 21e9  # the dual-GH200 seed: 21 GB of active weights per token
 COLUMNS = ["host", "gpu", "placement", "measured_by", "GBps", "ms_per_token",
@@ -106,14 +107,12 @@ def markdown(frames: dict[str, tuple[pd.DataFrame, list[tuple[int, str]]]],
         if frame.empty:
             lines += ["_No placement was measured._", ""]
         else:
-            lines += ["| GPU | active weights in | measured by | GB/s | ms per token | "
-                      "tokens/s ceiling | vs HBM |", "|---|---|---|---:|---:|---:|---:|"]
-            for _, r in frame.iterrows():
-                share = "" if pd.isna(r["vs_hbm"]) else f"{100 * r['vs_hbm']:.1f}%"
-                lines.append(f"| gpu{r['gpu']} | {r['placement']} | {r['measured_by']} | "
-                             f"{r['GBps']:.1f} | {r['ms_per_token']:.2f} | "
-                             f"{r['tokens_per_s']:.2f} | {share} |")
-            lines.append("")
+            rows = [[f"gpu{r['gpu']}", r["placement"], r["measured_by"], f"{r['GBps']:.1f}",
+                     f"{r['ms_per_token']:.2f}", f"{r['tokens_per_s']:.2f}",
+                     "" if pd.isna(r["vs_hbm"]) else f"{100 * r['vs_hbm']:.1f}%"]
+                    for _, r in frame.iterrows()]
+            lines += tables.markdown(["GPU", "active weights in", "measured by", "GB/s", "ms per token",
+                               "tokens/s ceiling", "vs HBM"], rows, right={3, 4, 5, 6})
         if missing:
             lines += ["Not measured:", ""] + [f"- gpu{g}: {label}" for g, label in missing] + [""]
     return "\n".join(lines)

@@ -8,12 +8,14 @@ from typing import Any
 
 import pandas as pd
 
-from . import applications, figures, html, latency, matrix, scaleout, transfer_report, unified
+from . import figures, html, matrix
 from .cases import CASE_COLUMNS, mark_placement, memory_aliases, misplaced_note, ordered
 from .errors import InputError
 from .io import RunSet
 from .peaks import PeakModel
 from .placement import DEFAULT_ACTIVE_BYTES
+from .sections import Context, figure_lines, registry
+from .tables import markdown
 
 CASES_TABLE = "bw/cases"
 #: Columns the report needs where a file holds the table (load_runs checks each file).
@@ -78,19 +80,13 @@ def _gib(value: Any) -> str:
     return f"{int(value) / 2**30:.1f}" if value is not None else ""
 
 
-def _table(header: list[str], rows: list[list[Any]]) -> list[str]:
-    out = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
-    out += ["| " + " | ".join(str(cell).replace("|", "\\|") for cell in row) + " |" for row in rows]
-    return out + [""]
-
-
 def _provenance(runs: RunSet) -> list[str]:
     rows = [[f"`{run.name}`", run.node, run.attrs.get("tool_version", ""),
              run.attrs.get("git_revision", ""), run.attrs.get("start_time", ""),
              run.attrs.get("end_time", ""), _cuda(run.attrs.get("cuda_driver_version")),
              _cuda(run.attrs.get("cuda_runtime_version")),
              f"`{run.attrs.get('command_line', '')}`"] for run in runs.runs]
-    return ["## Runs", ""] + _table(
+    return ["## Runs", ""] + markdown(
         ["run", "host", "tool version", "git revision", "start (UTC)", "end (UTC)",
          "CUDA driver", "CUDA runtime", "command"], rows)
 
@@ -109,13 +105,13 @@ def _node(host: str, topology: Mapping[str, Any]) -> list[str]:
     if not topology:
         return lines + ["_The runs hold no topology._", ""]
     lines += [f"{topology.get('cpu_model', '?')} ({topology.get('arch', '?')}).", ""]
-    lines += _table(["processor", "kind", "what"],
-                    [[p["name"], p.get("kind", ""), _processor(p)]
-                     for p in topology.get("processors", [])])
-    lines += _table(["memory", "kind", "GiB", "GPU"],
-                    [[m["name"], m.get("kind", ""), _gib(m.get("bytes")),
-                      "" if m.get("gpu") is None else m["gpu"]]
-                     for m in topology.get("memories", [])])
+    lines += markdown(["processor", "kind", "what"],
+                      [[p["name"], p.get("kind", ""), _processor(p)]
+                       for p in topology.get("processors", [])])
+    lines += markdown(["memory", "kind", "GiB", "GPU"],
+                      [[m["name"], m.get("kind", ""), _gib(m.get("bytes")),
+                        "" if m.get("gpu") is None else m["gpu"]]
+                       for m in topology.get("memories", [])])
     return lines
 
 
@@ -136,7 +132,7 @@ def _peaks(entries: pd.DataFrame, overrides: Mapping[str, float]) -> list[str]:
              "unknown" if pd.isna(r.peak_GBps) else f"{r.peak_GBps:.1f}",
              r.peak_limit, r.peak_source, r.peak_unknown]
             for r in paths.itertuples()]
-    return lines + _table(["host", "PU", "memory", "via", "peak GB/s", "limited by",
+    return lines + markdown(["host", "PU", "memory", "via", "peak GB/s", "limited by",
                            "source", "unknown parts"], rows)
 
 
@@ -147,8 +143,8 @@ def _counts(cases: pd.DataFrame) -> list[str]:
     counts = cases.groupby(["host", "status"]).size().unstack(fill_value=0)
     statuses = ordered({"ok", "skipped", "failed", *counts.columns}, ["ok", "skipped", "failed"])
     counts = counts.reindex(columns=statuses, fill_value=0)
-    lines += _table(["host", *statuses],
-                    [[host, *map(int, counts.loc[host])] for host in counts.index])
+    lines += markdown(["host", *statuses],
+                      [[host, *map(int, counts.loc[host])] for host in counts.index])
     notes = [(s, r or "no reason given") for s, r in
              cases.loc[cases["status"] != "ok", ["status", "reason"]].fillna("").itertuples(False)]
     moved = cases[(cases["status"] == "ok") & ~cases["placed"]]
@@ -156,16 +152,9 @@ def _counts(cases: pd.DataFrame) -> list[str]:
               for row in moved.fillna({"placement": "", "dst_placement": ""}).itertuples()]
     if notes:
         reasons = pd.Series(notes).value_counts(sort=False)
-        lines += _table(["status", "reason", "cases"],
-                        [[s, r, n] for (s, r), n in reasons.items()])
+        lines += markdown(["status", "reason", "cases"],
+                          [[s, r, n] for (s, r), n in reasons.items()])
     return lines
-
-
-def _figure(name: str, title: str, files: list[Path], why_not: str) -> list[str]:
-    if files:
-        return [f"### {title}", "", f"![{title}]({name}.png)", "",
-                f"[PNG]({name}.png), [PDF]({name}.pdf)", ""]
-    return [f"### {title}", "", f"_Not drawn: {why_not}._", ""]
 
 
 def _remove_stale(out: Path, written: list[Path]) -> None:
@@ -220,22 +209,15 @@ def write_report(runs: RunSet, out: Path, overrides: Mapping[str, float] | None 
         report.missing.append(f"thread scaling not drawn: {no_cpu}")
     if not heatmap:
         report.missing.append(f"copy heatmap not drawn: {no_copy}")
-    transfer = transfer_report.write(runs, out, topologies, models, entries, cases,
-                                     active_bytes, many)
-    report.files += transfer.files
-    report.missing += transfer.missing
-    report.notes += transfer.notes
-    behaviour = unified.write(runs, out)
-    report.files += behaviour.files
-    scale = scaleout.write(runs, out)
-    report.files += scale.files
-    lat = latency.write(runs, out)
-    report.files += lat.files
-    if lat.files or lat.lines:  # runs without chase or pingpong need no word about them
-        report.missing += lat.missing
-    apps = applications.write(runs, out)
-    report.files += apps.files
-    report.missing += apps.missing
+    context = Context(runs, out, topologies, models, entries, cases, active_bytes, many)
+    sections: list[str] = []
+    for section in registry():
+        part = section.build(context)
+        report.files += part.files
+        report.missing += part.missing
+        report.notes += part.notes
+        if part.lines:
+            sections += [f"## {section.heading}", ""] + part.lines
 
     lines = ["# mempath report", "",
              f"Host(s): {', '.join(f'`{h}`' for h in hosts) or 'none'}; "
@@ -246,17 +228,9 @@ def write_report(runs: RunSet, out: Path, overrides: Mapping[str, float] | None 
     lines += ["## Results", "",
               "- [Path matrix](path_matrix.md) (processor x memory, median GB/s, % of peak), "
               "[CSV](path_matrix.csv)", ""]
-    lines += _figure("thread_scaling", "Thread scaling (CPU)", scaling, no_cpu)
-    lines += _figure("copy_heatmap", "Copy heatmap", heatmap, no_copy)
-    lines += transfer.lines
-    if behaviour.files:
-        lines += ["## Allocators and unified memory", ""] + behaviour.lines
-    if lat.files or lat.lines:
-        lines += ["## Latency (pointer chase, ping-pong)", ""] + lat.lines
-    if scale.lines:
-        lines += ["## Scale-out (MPI, NCCL)", ""] + scale.lines
-    if apps.lines:
-        lines += ["## Applications (STREAM, GEMM, LLM)", ""] + apps.lines
+    lines += figure_lines("thread_scaling", "Thread scaling (CPU)", None if scaling else no_cpu)
+    lines += figure_lines("copy_heatmap", "Copy heatmap", None if heatmap else no_copy)
+    lines += sections
     lines += _peaks(entries, overrides)
     lines += _counts(cases)
     if report.missing:

@@ -6,14 +6,13 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import matplotlib.pyplot as plt
 import numpy as np
-import pandas as pd
 from matplotlib.ticker import FuncFormatter
 
-from .figures import _save
+from .figures import figure_grid, save
 from .io import RunSet
-from .unified import Part, _ok
+from .sections import Context, Part, ok, section
+from .tables import markdown
 
 
 def _size_label(value: float, _pos=None) -> str:
@@ -24,42 +23,42 @@ def _size_label(value: float, _pos=None) -> str:
     return str(v)
 
 
-def _bytes_axis(ax) -> None:
+def bytes_axis(ax) -> None:
     ax.set_xscale("log", base=2)
     ax.xaxis.set_major_formatter(FuncFormatter(_size_label))
 
 
 def mpi_bandwidth(runs: RunSet, out: Path) -> list[Path]:
-    cases = _ok(runs.table("mpi_bw/cases"))
+    cases = ok(runs.table("mpi_bw/cases"))
     if cases.empty:
         return []
     modes = [m for m in ("uni", "bi") if m in set(cases["mode"])]
-    fig, axes = plt.subplots(1, len(modes), figsize=(6.5 * len(modes), 4.5), squeeze=False, layout="constrained")
+    fig, axes = figure_grid(1, len(modes), 6.5, 4.5)
     for ax, mode in zip(axes[0], modes):
         part = cases[cases["mode"] == mode]
         for (host, alloc, ppn), line in part.groupby(["host", "alloc", "ppn"]):
             line = line.sort_values("size_bytes")
             ax.plot(line["size_bytes"], line["median_GBps"], marker=".", label=f"{host} {alloc}, {ppn}/node")
-        _bytes_axis(ax)
+        bytes_axis(ax)
         ax.set(title=f"MPI {'unidirectional' if mode == 'uni' else 'bidirectional'} node-to-node",
                xlabel="message size (bytes)", ylabel="GB/s (median)")
         ax.legend(fontsize="small")
-    return _save(fig, out, "mpi_bandwidth")
+    return save(fig, out, "mpi_bandwidth")
 
 
 def nccl_bandwidth(runs: RunSet, out: Path) -> list[Path]:
-    cases = _ok(runs.table("nccl/cases"))
+    cases = ok(runs.table("nccl/cases"))
     if cases.empty:
         return []
     colls = list(dict.fromkeys(cases["collective"]))
-    fig, axes = plt.subplots(2, len(colls), figsize=(6.5 * len(colls), 8.5), squeeze=False, layout="constrained")
+    fig, axes = figure_grid(2, len(colls), 6.5, 4.25)
     for col, coll in enumerate(colls):
         part = cases[cases["collective"] == coll]
         ax = axes[0][col]
         for (placement, ranks, nodes), line in part.groupby(["placement", "ranks", "nodes"]):
             line = line.groupby("size_bytes")["busbw_GBps"].median()
             ax.plot(line.index, line.to_numpy(), marker=".", label=f"{placement}, {ranks} GPUs on {nodes} node(s)")
-        _bytes_axis(ax)
+        bytes_axis(ax)
         ax.set(title=f"NCCL {coll}: bus bandwidth", xlabel="buffer size (bytes)", ylabel="busbw GB/s")
         ax.legend(fontsize="small")
         ax = axes[1][col]
@@ -71,18 +70,17 @@ def nccl_bandwidth(runs: RunSet, out: Path) -> list[Path]:
                ylabel="busbw GB/s")
         ax.set_xticks(sorted(set(largest["nodes"])))
         ax.legend(fontsize="small")
-    return _save(fig, out, "nccl_bandwidth")
+    return save(fig, out, "nccl_bandwidth")
 
 
 def _inventory_lines(runs: RunSet) -> list[str]:
     inv = runs.table("inventory/ranks")
     if inv.empty:
         return []
-    lines = ["| rank | host | CPUs | MPI library | NCCL | GPU driver |", "|---:|---|---|---|---|---|"]
-    for r in inv.sort_values("rank").itertuples():
-        lines.append(f"| {r.rank} | {r.host} | {r.cpus} | {r.mpi_library} | {r.nccl_version or '-'} | "
-                     f"{r.gpu_driver or '-'} |")
-    return ["### Node inventory (mpi4py)", ""] + lines + [""]
+    rows = [[r.rank, r.host, r.cpus, r.mpi_library, r.nccl_version or "-", r.gpu_driver or "-"]
+            for r in inv.sort_values("rank").itertuples()]
+    return ["### Node inventory (mpi4py)", ""] + markdown(
+        ["rank", "host", "CPUs", "MPI library", "NCCL", "GPU driver"], rows, right={0})
 
 
 def write(runs: RunSet, out: Path) -> Part:
@@ -91,14 +89,21 @@ def write(runs: RunSet, out: Path) -> Part:
                     "no `mempath-mpi bw` case finished")
     part.add_figure("nccl_bandwidth", "NCCL collectives under placement", nccl_bandwidth(runs, out),
                     "no `mempath-mpi nccl` case finished")
-    nccl = _ok(runs.table("nccl/cases"))
+    nccl = ok(runs.table("nccl/cases"))
     if not nccl.empty:
         top = nccl[nccl["size_bytes"] == nccl["size_bytes"].max()]
-        part.lines += ["| collective | placement | GPUs | nodes | size | busbw GB/s (median of runs) |",
-                       "|---|---|---:|---:|---:|---:|"]
-        for (coll, placement, ranks, nodes, size), g in top.groupby(["collective", "placement", "ranks", "nodes", "size_bytes"]):
-            part.lines.append(f"| {coll} | {placement} | {ranks} | {nodes} | {int(size) >> 20} MiB | "
-                              f"{np.median(g['busbw_GBps']):.1f} |")
-        part.lines.append("")
+        groups = top.groupby(["collective", "placement", "ranks", "nodes", "size_bytes"])
+        part.lines += markdown(
+            ["collective", "placement", "GPUs", "nodes", "size", "busbw GB/s (median of runs)"],
+            [[coll, placement, ranks, nodes, f"{int(size) >> 20} MiB", f"{np.median(g['busbw_GBps']):.1f}"]
+             for (coll, placement, ranks, nodes, size), g in groups], right={2, 3, 4, 5})
     part.lines += _inventory_lines(runs)
     return part
+
+
+@section("scaleout", "Scale-out (MPI, NCCL)",
+         ("mpi_bw/cases", "nccl/cases", "inventory/ranks"), order=40)
+def _section(ctx: Context) -> Part:
+    part = write(ctx.runs, ctx.out)
+    # Single-node runs hold no MPI or NCCL table: their figures' misses are no news.
+    return Part(files=part.files, lines=part.lines)

@@ -11,7 +11,7 @@ from matplotlib.figure import Figure
 
 from . import transfers
 from .cases import ordered
-from .figures import _save, plt
+from .figures import save, plt
 
 SWEEP_STEM = "transfer_sweep"
 LATENCY_STEM = "transfer_latency"
@@ -124,5 +124,5 @@ def write(cases: pd.DataFrame, out: Path, with_host: bool = False) -> tuple[list
     """Write both figures where there is data; (sweep files, latency files)."""
     sweep = sweep_figure(cases, with_host)
     latency = latency_figure(cases, with_host)
-    return (_save(sweep, out, SWEEP_STEM) if sweep else [],
-            _save(latency, out, LATENCY_STEM) if latency else [])
+    return (save(sweep, out, SWEEP_STEM) if sweep else [],
+            save(latency, out, LATENCY_STEM) if latency else [])

@@ -4,7 +4,6 @@ with deployment rules (path_table.md/.csv) and the LLM decode placement table
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -14,25 +13,8 @@ from . import pathtable, placement, transfer_figures, transfers
 from .io import RunSet
 from .peaks import PeakModel
 from .rules import rules
-
-
-@dataclass
-class Section:
-    """Files written, what is missing, and the summary.md lines of the section."""
-
-    files: list[Path] = field(default_factory=list)
-    missing: list[str] = field(default_factory=list)
-    notes: list[str] = field(default_factory=list)
-    lines: list[str] = field(default_factory=list)
-
-
-def _table(header: list[str], rows: list[list[Any]]) -> list[str]:
-    return (["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
-            + ["| " + " | ".join(str(c) for c in row) + " |" for row in rows] + [""])
-
-
-def _num(value: Any, digits: int = 1) -> str:
-    return "" if value is None or pd.isna(value) else f"{float(value):.{digits}f}"
+from .sections import Context, Part, figure_lines, section
+from .tables import markdown, num
 
 
 def transfers_markdown(cases: pd.DataFrame, with_host: bool) -> str:
@@ -53,9 +35,9 @@ def transfers_markdown(cases: pd.DataFrame, with_host: bool) -> str:
                 transfers.gpu_label(first), first["direction"], first["engine"], first["alloc"],
                 transfers.group_label(first, ("host_numa",)),
                 transfers.size_label(saturated) if saturated else "",
-                _num(at.iloc[0] if len(at) else None), _num(g["median_GBps"].max()),
+                num(at.iloc[0] if len(at) else None), num(g["median_GBps"].max()),
                 transfers.size_label(g["size_bytes"].max())])
-        lines += _table((["host"] if with_host else []) + [
+        lines += markdown((["host"] if with_host else []) + [
             "GPU", "direction", "engine", "alloc", "host buffer", "saturation size",
             "GB/s there", "largest median GB/s", "largest size"], rows)
     else:
@@ -76,11 +58,11 @@ def transfers_markdown(cases: pd.DataFrame, with_host: bool) -> str:
             cells: list[Any] = [transfers.size_label(size)]
             for d in directions:
                 hit = at[at["direction"] == d]
-                cells += ([_num(hit["median_time_s"].iloc[0] * 1e6, 2),
-                           _num(hit["p99_time_s"].iloc[0] * 1e6, 2)] if not hit.empty
+                cells += ([num(hit["median_time_s"].iloc[0] * 1e6, 2),
+                           num(hit["p99_time_s"].iloc[0] * 1e6, 2)] if not hit.empty
                           else ["", ""])
             rows.append(cells)
-        lines += _table(["size"] + [f"{d} {s} µs" for d in directions
+        lines += markdown(["size"] + [f"{d} {s} µs" for d in directions
                                     for s in ("median", "p99")], rows)
     return "\n".join(lines)
 
@@ -100,10 +82,10 @@ def path_markdown(tables: Mapping[str, tuple[pd.DataFrame, list[tuple[int, str, 
         if table.empty:
             lines += ["_No GPU path was measured._", ""]
         else:
-            lines += _table(["GPU", "path", "measured by", "GB/s", "peak GB/s", "% of peak",
+            lines += markdown(["GPU", "path", "measured by", "GB/s", "peak GB/s", "% of peak",
                              "comment"],
-                            [[f"gpu{r['gpu']}", r["path"], r["how"], _num(r["GBps"]),
-                              _num(r["peak_GBps"]), _num(r["pct_of_peak"], 0), r["comment"]]
+                            [[f"gpu{r['gpu']}", r["path"], r["how"], num(r["GBps"]),
+                              num(r["peak_GBps"]), num(r["pct_of_peak"], 0), r["comment"]]
                              for _, r in table.iterrows()])
         if missing:
             lines += ["Not measured:", ""] + [f"- gpu{g}: {p}" + (f": {why}" if why else "")
@@ -116,14 +98,13 @@ def path_markdown(tables: Mapping[str, tuple[pd.DataFrame, list[tuple[int, str, 
 
 def write(runs: RunSet, out: Path, topologies: Mapping[str, Mapping[str, Any]],
           models: Mapping[str, PeakModel], entries: pd.DataFrame, bw_cases: pd.DataFrame,
-          active_bytes: float, with_host: bool) -> Section:
+          active_bytes: float, with_host: bool) -> Part:
     """Write the transfer files into ``out``; nothing but a note without /memcpy data."""
-    section = Section()
+    section = Part()
     cases, unusable = transfers.load(runs)
-    head = ["## Transfers and placement", ""]
     if unusable:
         section.notes.append(unusable)
-        section.lines = head + [f"_Not produced: {unusable}._", ""]
+        section.lines = [f"_Not produced: {unusable}._", ""]
         return section
     sweep, latency = transfer_figures.write(cases, out, with_host)
     section.files += sweep + latency
@@ -155,7 +136,7 @@ def write(runs: RunSet, out: Path, topologies: Mapping[str, Mapping[str, Any]],
                                "--latency` case")
     if all(t.empty for t, _, _ in tables.values()):
         section.missing.append("path table empty: no GPU path was measured")
-    section.lines = head + [
+    section.lines = [
         "- [Path table and deployment rules](path_table.md) ([CSV](path_table.csv))",
         f"- [LLM decode placement](placement.md) ([CSV](placement.csv)), "
         f"{active_bytes / 1e9:.3g} GB active per token",
@@ -164,7 +145,11 @@ def write(runs: RunSet, out: Path, topologies: Mapping[str, Mapping[str, Any]],
             (transfer_figures.SWEEP_STEM, "Transfer size sweep", sweep, "no size sweep"),
             (transfer_figures.LATENCY_STEM, "Small-transfer latency", latency,
              "no latency case")):
-        section.lines += ([f"### {title}", "", f"![{title}]({stem}.png)", "",
-                           f"[PNG]({stem}.png), [PDF]({stem}.pdf)", ""] if files else
-                          [f"### {title}", "", f"_Not drawn: {why}._", ""])
+        section.lines += figure_lines(stem, title, None if files else why)
     return section
+
+
+@section("transfers", "Transfers and placement", ("memcpy/cases", "bw/cases"), order=10)
+def _section(ctx: Context) -> Part:
+    return write(ctx.runs, ctx.out, ctx.topologies, ctx.models, ctx.entries, ctx.cases,
+                 ctx.active_bytes, ctx.many)

@@ -3,44 +3,24 @@
 summary, and what could not be drawn."""
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from pathlib import Path
 
 import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
 
-from .figures import _annotate, _save
+from .figures import annotate, figure_grid, save
 from .io import RunSet
+from .sections import Context, Part, ok, section
 
 ALLOCS = ("system", "numa", "pinned", "registered", "managed", "device")
 UM_STATES = (("inplace", ("first", "later")), ("evict", ("cold", "warm", "evicted")))
 
 
-@dataclass
-class Part:
-    files: list[Path] = field(default_factory=list)
-    lines: list[str] = field(default_factory=list)
-    missing: list[str] = field(default_factory=list)
-
-    def add_figure(self, stem: str, title: str, files: list[Path], why_not: str) -> None:
-        """Embed a drawn figure in the summary lines, or say why it was not drawn."""
-        self.files += files
-        if files:
-            self.lines += [f"### {title}", "", f"![{title}]({stem}.png)", "",
-                           f"[PNG]({stem}.png), [PDF]({stem}.pdf)", ""]
-        else:
-            self.missing.append(f"{title} not drawn: {why_not}")
-
-
-def _ok(table: pd.DataFrame) -> pd.DataFrame:
-    return table[table["status"] == "ok"] if "status" in table else table.iloc[0:0]
-
-
 def alloc_heatmap(runs: RunSet, out: Path) -> list[Path]:
     """Median GB/s of cudaMemcpy per (source allocator, destination allocator), one panel
     per node and host NUMA memory (device -> device, measured once, shown in each)."""
-    cases = _ok(runs.table("allocmatrix/cases"))
+    cases = ok(runs.table("allocmatrix/cases"))
     if cases.empty:
         return []
     numa = [m if str(m).startswith("numa") else d for m, d in zip(cases["src_mem"], cases["dst_mem"])]
@@ -48,8 +28,7 @@ def alloc_heatmap(runs: RunSet, out: Path) -> list[Path]:
     panels = [(h, n) for h, n in dict.fromkeys(zip(cases["host"], cases["node"])) if str(n).startswith("numa")]
     if not panels:
         return []
-    fig, axes = plt.subplots(1, len(panels), figsize=(6.5 * len(panels), 5.5), squeeze=False,
-                             layout="constrained")
+    fig, axes = figure_grid(1, len(panels), 6.5, 5.5)
     for ax, (host, node) in zip(axes[0], panels):
         part = cases[(cases["host"] == host) & ((cases["node"] == node) | ~cases["node"].str.startswith("numa"))]
         rows = [a for a in ALLOCS if a in set(part["src_alloc"])]
@@ -57,13 +36,13 @@ def alloc_heatmap(runs: RunSet, out: Path) -> list[Path]:
         grid = np.full((len(rows), len(cols)), np.nan)
         for r in part.itertuples():
             grid[rows.index(r.src_alloc), cols.index(r.dst_alloc)] = float(r.median_GBps)
-        _annotate(ax, grid, [[f"{v:.1f}" if np.isfinite(v) else "" for v in row] for row in grid])
+        annotate(ax, grid, [[f"{v:.1f}" if np.isfinite(v) else "" for v in row] for row in grid])
         mem = {a: m for a, m in zip(part["src_alloc"], part["src_mem"])}
         ax.set_yticks(range(len(rows)), [f"{a} ({mem.get(a, '')})" for a in rows])
         ax.set_xticks(range(len(cols)), cols, rotation=45, ha="right")
         ax.set(title=f"{host}, host memory {node}: cudaMemcpy median GB/s",
                xlabel="destination allocator", ylabel="source allocator")
-    return _save(fig, out, "alloc_heatmap")
+    return save(fig, out, "alloc_heatmap")
 
 
 def um_figure(runs: RunSet, out: Path) -> list[Path]:
@@ -98,7 +77,7 @@ def um_figure(runs: RunSet, out: Path) -> list[Path]:
         ax.text(0.5, 0.5, "no interleave samples", ha="center", transform=ax.transAxes)
     else:
         ax.legend(fontsize="small")
-    return _save(fig, out, "unified_memory")
+    return save(fig, out, "unified_memory")
 
 
 def write(runs: RunSet, out: Path) -> Part:
@@ -115,3 +94,12 @@ def write(runs: RunSet, out: Path) -> Part:
         part.lines += [f"- {r.get('experiment', 'allocmatrix')} {r.get('alloc', r.get('src_alloc', ''))}: "
                        f"{r['reason']}" for _, r in skipped.iterrows()] + [""]
     return part
+
+
+@section("unified", "Allocators and unified memory", ("allocmatrix/cases", "um/cases", "um/samples"),
+         order=20)
+def _section(ctx: Context) -> Part:
+    part = write(ctx.runs, ctx.out)
+    # Without a figure the section stays out of summary.md, and so do its misses: most
+    # runs measure neither allocmatrix nor um.
+    return Part(files=part.files, lines=part.lines if part.files else [])

@@ -21,6 +21,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the repo root: analysis
+
 COLUMNS = ("rank", "host", "local_rank", "cpus", "mpi_library", "mpi4py", "python", "kernel",
            "gpu_driver", "gpus", "nccl_version", "cuda_visible_devices", "topology_json")
 
@@ -67,29 +69,23 @@ def rank_facts(rank: int, mpi_library: str, mpi4py_version: str, mempath: str | 
 
 
 def write(path: Path, rows: list[dict[str, object]]) -> None:
-    import h5py  # only rank 0 writes
-    import numpy as np
+    from analysis.h5writer import Column, write_result  # only rank 0 writes
 
-    text = h5py.string_dtype("utf-8")
-    mode = "a" if path.exists() else "w"
-    with h5py.File(path, mode) as f:
-        if mode == "a" and f.attrs.get("tool") not in ("mempath", b"mempath"):
-            raise SystemExit(f"inventory: {path} is not a mempath result file; give a new path or a mempath run")
-        if mode == "w":
-            f.attrs["tool"] = "mempath"
-            f.attrs["schema_version"] = np.int64(1)
-            f.attrs["start_time"] = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
-            f.attrs["host"] = socket.gethostname()
-        if "inventory" in f:
-            del f["inventory"]  # a rerun replaces the inventory, never mixes two
-        group = f.create_group("inventory/ranks")
-        for column in COLUMNS:
-            values = [row[column] for row in rows]
-            if isinstance(values[0], int):
-                group.create_dataset(column, data=np.asarray(values, dtype=np.int64))
-            else:
-                clean = [str(v).replace("\x00", "") for v in values]  # HDF5 strings hold no NULs
-                group.create_dataset(column, data=np.asarray(clean, dtype=object), dtype=text)
+    if path.exists():
+        import h5py
+        with h5py.File(path, "r") as f:
+            if f.attrs.get("tool") not in ("mempath", b"mempath"):
+                raise SystemExit(f"inventory: {path} is not a mempath result file; give a new path or a mempath run")
+    kinds = {column: int if isinstance(rows[0][column], int) else str for column in COLUMNS}
+    # HDF5 strings hold no NULs
+    columns = [Column(c, kinds[c], "", [r[c] if kinds[c] is int else str(r[c]).replace("\x00", "") for r in rows])
+               for c in COLUMNS]
+    # A rerun replaces the inventory table, never mixes two.
+    attrs = {} if path.exists() else {
+        "tool": "mempath",
+        "start_time": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
+        "host": socket.gethostname()}
+    write_result(path, attrs, {"inventory/ranks": columns}, update=True)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -91,22 +91,14 @@ def resolve_placement(name: str, topo: dict, gpu: int) -> tuple[str, str, str]:
 
 
 def write_h5(path: Path, attrs: dict, cases: list[dict], samples: list[dict]) -> None:
-    """The results writer's layout (docs/schema.md), atomically: NAME.tmp then rename."""
-    import h5py
-    import numpy as np
-    tmp = path.with_name(path.name + ".tmp")
-    with h5py.File(tmp, "w") as f:
-        for k, v in attrs.items():
-            f.attrs.create(k, v, dtype=h5py.string_dtype("utf-8") if isinstance(v, str) else np.int64)
-        for name, rows, columns in (("llm/cases", cases, CASE_COLUMNS), ("llm/samples", samples, SAMPLE_COLUMNS)):
-            g = f.create_group(name)
-            for col, typ in columns.items():
-                values = [r[col] for r in rows]
-                if typ is str:
-                    g.create_dataset(col, data=np.array(values, dtype=object), dtype=h5py.string_dtype("utf-8"))
-                else:
-                    g.create_dataset(col, data=np.array(values, dtype=np.int64 if typ is int else np.float64))
-    os.replace(tmp, path)
+    """The results writer's layout (docs/schema.md), atomically, through analysis/h5writer.py."""
+    # The script runs as `python3 src/llm/llm_placement.py` from anywhere (ReFrame, docs/cli.md):
+    # analysis/ is found from the repo root; h5writer needs only numpy and h5py (no pandas).
+    sys.path.insert(0, str(REPO))
+    from analysis.h5writer import column, write_result
+    write_result(path, attrs, {name: [column(col, [r[col] for r in rows], typ) for col, typ in columns.items()]
+                               for name, rows, columns in (("llm/cases", cases, CASE_COLUMNS),
+                                                           ("llm/samples", samples, SAMPLE_COLUMNS))})
 
 
 CASE_COLUMNS = {"case_id": int, "model": str, "params": int, "weight_bytes": int, "dtype": str, "placement": str,

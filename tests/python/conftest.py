@@ -7,13 +7,51 @@ a GPU node with the same test command. Tests of the CI's two-node Slurm cluster 
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
 
 REPO = Path(__file__).resolve().parents[2]
+DATA = REPO / "tests" / "python" / "data"  # committed result files and topologies
+sys.path.insert(0, str(REPO))  # the analysis package, for every test file
+
+
+def run(binary: Path, *args: str, check_rc: int | None = 0) -> subprocess.CompletedProcess:
+    """A binary's run, its output as text; asserts the exit status unless check_rc is None."""
+    proc = subprocess.run([str(binary), *args], capture_output=True, text=True, timeout=600)
+    if check_rc is not None:
+        assert proc.returncode == check_rc, proc.stderr + proc.stdout
+    return proc
+
+
+def summaries(stdout: str, bench: str = "bw") -> list[dict[str, str]]:
+    """The key=value fields of every `MEMPATH <bench>` summary line."""
+    out = []
+    for m in re.finditer(rf"^MEMPATH {bench} (?P<kv>.*)$", stdout, re.M):
+        kv = dict(re.findall(r'(\w+)=("[^"]*"|\S+)', m.group("kv")))
+        out.append({k: v.strip('"') for k, v in kv.items()})
+    return out
+
+
+def assert_png(path: Path) -> None:
+    """A drawn figure: a PNG of some size that is not one flat colour."""
+    import matplotlib.image  # only the analysis tests draw
+    import numpy as np
+    assert path.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    image = matplotlib.image.imread(path)
+    assert image.shape[0] > 100 and image.shape[1] > 100
+    assert float(np.std(image[..., :3])) > 0.01, f"{path.name} is blank"
+
+
+def analysis_cli(*args: str | Path | bytes, text: bool = True) -> subprocess.CompletedProcess:
+    """``python -m analysis ARGS`` from the repo root; arguments may be bytes (non-UTF-8
+    file names), and ``text=False`` keeps the output as bytes too."""
+    return subprocess.run([sys.executable, "-m", "analysis", *map(os.fsencode, args)], cwd=REPO,
+                          capture_output=True, text=text, timeout=300)
 
 
 def _gpu_present() -> bool:
@@ -56,6 +94,12 @@ def _binary(env: str, default: Path) -> Path:
 def mempath_bin() -> Path:
     """The default build (with CUDA where nvcc was found)."""
     return _binary("MEMPATH_BIN", REPO / "build" / "mempath")
+
+
+@pytest.fixture(scope="session")
+def mpi_bin() -> Path:
+    """mempath-mpi (built where MPI was found)."""
+    return _binary("MEMPATH_MPI_BIN", REPO / "build" / "mempath-mpi")
 
 
 @pytest.fixture(scope="session")

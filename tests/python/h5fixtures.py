@@ -13,9 +13,10 @@ import math
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
+import sys
 
-import h5py
-import numpy as np
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # the repo root: analysis
+from analysis.h5writer import Column, column, write_result  # noqa: E402
 
 DATA = Path(__file__).resolve().parent / "data"
 
@@ -143,26 +144,23 @@ def samples_of(cases: Iterable[Mapping[str, Any]]) -> list[dict[str, Any]]:
     return rows
 
 
-def _write_table(group: h5py.Group, columns: Mapping[str, type],
-                 rows: Sequence[Mapping[str, Any]]) -> None:
-    for name, kind in columns.items():
-        values = [row.get(name, _MISSING[kind]) for row in rows]
-        if kind is str:
-            data = np.array(values, dtype=h5py.string_dtype("utf-8"))
-        else:
-            data = np.array(values, dtype=np.int64 if kind is int else np.float64)
-        group.create_dataset(name, data=data, shape=(len(rows),))
+def table(columns: Mapping[str, type], rows: Sequence[Mapping[str, Any]]) -> list[Column]:
+    """The columns of a table from row dicts; a value a row lacks is the schema's missing one."""
+    return [column(name, [row.get(name, _MISSING[kind]) for row in rows], kind)
+            for name, kind in columns.items()]
 
 
 def write_run(path: Path, cases: Sequence[Mapping[str, Any]],
               samples: Sequence[Mapping[str, Any]] | None = None, *,
               topology: Mapping[str, Any] | str, schema_version: int = 1,
               attrs: Mapping[str, Any] | None = None,
-              memcpy: Sequence[Mapping[str, Any]] | None = None, bw: bool = True) -> Path:
-    """Write a schema-v1 file; ``case_id`` defaults to the row index.
+              memcpy: Sequence[Mapping[str, Any]] | None = None, bw: bool = True,
+              extra: Mapping[str, Sequence[Column]] | None = None) -> Path:
+    """Write a schema-v1 file (analysis.h5writer); ``case_id`` defaults to the row index.
 
     ``memcpy``: /memcpy/cases rows (memcpy_case()), written with their samples; ``bw``
-    False leaves /bw out (a file of `mempath memcpy` alone).
+    False leaves /bw out (a file of `mempath memcpy` alone); ``extra``: more tables
+    (name -> table(...)).
     """
     rows = [{"case_id": i, **row} for i, row in enumerate(cases)]
     copies = [{"case_id": i, **row} for i, row in enumerate(memcpy or [])]
@@ -178,18 +176,12 @@ def write_run(path: Path, cases: Sequence[Mapping[str, Any]],
         "gpu_clocks": "[]", "build_type": "Release", "compiler": "GNU 12.2.0",
     }
     root.update(attrs or {})
-    with h5py.File(path, "w") as f:
-        for key, value in root.items():
-            if isinstance(value, str):
-                f.attrs.create(key, value, dtype=h5py.string_dtype("utf-8"))
-            else:
-                f.attrs.create(key, value, dtype=np.int64)
-        if bw:
-            _write_table(f.create_group("bw/cases"), CASE_COLUMNS, rows)
-            _write_table(f.create_group("bw/samples"), SAMPLE_COLUMNS,
-                         samples_of(rows) if samples is None else list(samples))
-        if memcpy is not None:
-            _write_table(f.create_group("memcpy/cases"), MEMCPY_CASE_COLUMNS, copies)
-            _write_table(f.create_group("memcpy/samples"), MEMCPY_SAMPLE_COLUMNS,
-                         memcpy_samples_of(copies))
+    tables: dict[str, list[Column]] = {}
+    if bw:
+        tables["bw/cases"] = table(CASE_COLUMNS, rows)
+        tables["bw/samples"] = table(SAMPLE_COLUMNS, samples_of(rows) if samples is None else list(samples))
+    if memcpy is not None:
+        tables["memcpy/cases"] = table(MEMCPY_CASE_COLUMNS, copies)
+        tables["memcpy/samples"] = table(MEMCPY_SAMPLE_COLUMNS, memcpy_samples_of(copies))
+    write_result(path, root, {**tables, **(extra or {})})
     return path

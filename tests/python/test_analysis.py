@@ -3,25 +3,20 @@ from __future__ import annotations
 
 import json
 import math
-import subprocess
-import sys
 from pathlib import Path
 
 import h5py
-import matplotlib.image
 import numpy as np
 import pandas as pd
 import pytest
 
-REPO = Path(__file__).resolve().parents[2]
-sys.path.insert(0, str(REPO))
-
-from analysis.cases import mark_placement, memory_aliases  # noqa: E402
-from analysis.errors import InputError  # noqa: E402
-from analysis.io import RunFileError, load_run, load_runs, load_table  # noqa: E402
-from analysis.peaks import PeakModel, hbm_gbps, load_overrides, pcie_gbps  # noqa: E402
-from analysis.report import write_report  # noqa: E402
-from h5fixtures import case, topology, write_run  # noqa: E402
+from analysis.cases import mark_placement, memory_aliases
+from analysis.errors import InputError
+from analysis.io import RunFileError, load_run, load_runs, load_table
+from analysis.peaks import PeakModel, hbm_gbps, load_overrides, pcie_gbps
+from analysis.report import write_report
+from conftest import analysis_cli, assert_png
+from h5fixtures import case, topology, write_run
 
 SKIP_REASON = "GPU 0 cannot access pageable memory (no ATS/HMM)"
 FAIL_REASON = "verification failed: 3 words differ"
@@ -56,24 +51,12 @@ REPORT_FILES = ["path_matrix.md", "path_matrix.csv", "summary.md", "index.md", "
                 "thread_scaling.pdf", "copy_heatmap.png", "copy_heatmap.pdf"]
 
 
-def run_cli(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "analysis", *args], cwd=REPO,
-                          capture_output=True, text=True, timeout=300)
-
-
 def matrix_cells(markdown: str, op: str) -> dict[tuple[str, str], str]:
     """(pu, mem) -> cell text of the first `### op` table of path_matrix.md."""
     section = markdown.split(f"### {op}\n", 1)[1].split("###", 1)[0]
     rows = [line.strip("|").split("|") for line in section.splitlines() if line.startswith("|")]
     mems = [m.strip() for m in rows[0][1:]]
     return {(r[0].strip(), mem): cell.strip() for r in rows[2:] for mem, cell in zip(mems, r[1:])}
-
-
-def assert_png(path: Path) -> None:
-    assert path.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
-    image = matplotlib.image.imread(path)
-    assert image.shape[0] > 100 and image.shape[1] > 100
-    assert float(np.std(image[..., :3])) > 0.01, f"{path.name} is blank"
 
 
 @pytest.fixture
@@ -373,7 +356,7 @@ def test_report_leaves_out_cases_whose_pages_were_elsewhere(tmp_path: Path) -> N
 def test_cli_writes_the_report(gh200_run: Path, tmp_path: Path) -> None:
     peaks = tmp_path / "peaks.json"
     peaks.write_text('{"numa0": 800}')
-    result = run_cli("report", str(gh200_run), "-o", str(tmp_path / "out"), "--peaks", str(peaks))
+    result = analysis_cli("report", str(gh200_run), "-o", str(tmp_path / "out"), "--peaks", str(peaks))
     assert result.returncode == 0, result.stderr
     assert all((tmp_path / "out" / name).is_file() for name in REPORT_FILES)
     read = matrix_cells((tmp_path / "out" / "path_matrix.md").read_text(), "read")
@@ -388,7 +371,7 @@ def test_cli_bad_input_is_one_line_and_exit_2(tmp_path: Path, gh200_run: Path, k
             "foreign": [str(tmp_path / "text.h5")],
             "peaks": [str(gh200_run), "--peaks", str(tmp_path / "nope.json")]}[kind]
     (tmp_path / "text.h5").write_text("hello")
-    result = run_cli("report", *args, "-o", str(tmp_path / "out"))
+    result = analysis_cli("report", *args, "-o", str(tmp_path / "out"))
     assert result.returncode == 2
     lines = result.stderr.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith("analysis: error: "), result.stderr

@@ -3,16 +3,14 @@
 from __future__ import annotations
 
 import re
-import subprocess
-import sys
 from pathlib import Path
 
 import h5py
 import numpy as np
 import pytest
 
-REPO = Path(__file__).resolve().parents[2]
-DATA = REPO / "tests" / "python" / "data"
+from conftest import DATA, analysis_cli
+
 RUNS = [DATA / "h100_stream_cpu.h5", DATA / "h100_stream_gpu.h5", DATA / "h100_gemm.h5", DATA / "h100_llm.h5",
         DATA / "h100_chase_gpu.h5"]
 
@@ -20,8 +18,7 @@ RUNS = [DATA / "h100_stream_cpu.h5", DATA / "h100_stream_gpu.h5", DATA / "h100_g
 @pytest.fixture(scope="module")
 def report(tmp_path_factory: pytest.TempPathFactory) -> Path:
     out = tmp_path_factory.mktemp("report")
-    proc = subprocess.run([sys.executable, "-m", "analysis", "report", *map(str, RUNS), "-o", str(out)], cwd=REPO,
-                          capture_output=True, text=True, timeout=300)
+    proc = analysis_cli("report", *RUNS, "-o", out)
     assert proc.returncode == 0, proc.stderr
     return out
 

@@ -6,25 +6,20 @@ the previous report's files it does not write again, and nothing else."""
 from __future__ import annotations
 
 import os
+from functools import partial
 import shutil
 import subprocess
-import sys
 from pathlib import Path
 
 import h5py
 import numpy as np
 import pytest
 
+from conftest import DATA, analysis_cli
 from h5fixtures import case, topology, write_run
 
-REPO = Path(__file__).resolve().parents[2]
-
-
-def cli(*args: str | Path | bytes) -> subprocess.CompletedProcess:
-    """The command line with bytes arguments, so file names need not be UTF-8."""
-    return subprocess.run([sys.executable, "-m", "analysis", *map(os.fsencode, args)], cwd=REPO,
-                          capture_output=True, timeout=300)
-
+#: Output as bytes: the file names in it need not be UTF-8.
+cli = partial(analysis_cli, text=False)
 
 def error_lines(proc: subprocess.CompletedProcess) -> list[str]:
     lines = proc.stderr.decode("utf-8").strip().splitlines()
@@ -234,7 +229,7 @@ def test_a_doctored_manifest_cannot_delete_outside_the_folder(tmp_path: Path) ->
     ("um", "h100_um.h5", "experiment")])
 def test_every_family_missing_a_column_is_one_line(tmp_path: Path, family: str, data: str, column: str) -> None:
     """These sections raised KeyError/AttributeError tracebacks on a cases table without the column."""
-    bad = edited(REPO / "tests" / "python" / "data" / data, tmp_path / data,
+    bad = edited(DATA / data, tmp_path / data,
                  lambda f: f[f"{family}/cases"].pop(column))
     proc = cli("report", bad, "-o", tmp_path / "out")
     assert proc.returncode == 2

@@ -9,16 +9,15 @@ import math
 from pathlib import Path
 from typing import Any
 
-import h5py
 import numpy as np
 import pytest
 
 from analysis import latency, scaleout
 from analysis.io import RunSet, load_runs
+from conftest import DATA
 from analysis.report import write_report
-from h5fixtures import _write_table, case, topology, write_run
+from h5fixtures import case, table, topology, write_run
 
-DATA = Path(__file__).parent / "data"
 CHASE = [DATA / "h100_chase_cpu.h5", DATA / "h100_chase_gpu.h5", DATA / "h200x2_chase_peer.h5"]
 PINGPONG = DATA / "h100_pingpong.h5"
 NCCL = DATA / "h200x2_nccl.h5"
@@ -58,7 +57,7 @@ def test_cache_sizes_are_drawn_where_the_hardware_reported_them(tmp_path: Path, 
 
 def test_pingpong_matrix_is_symmetric_and_uses_medians(tmp_path: Path, monkeypatch) -> None:
     seen = []
-    monkeypatch.setattr(latency, "_annotate", lambda ax, grid, text, *a: seen.append((grid, text)))
+    monkeypatch.setattr(latency, "annotate", lambda ax, grid, text, *a: seen.append((grid, text)))
     runs = load_runs([PINGPONG])
     latency.pingpong_matrix(runs, tmp_path)
     cases = runs.table("pingpong/cases")
@@ -160,24 +159,23 @@ def write_latency_run(path: Path, chase: list[dict[str, Any]] | None = None,
                       caches: list[dict[str, Any]] | None = None,
                       pingpong: list[dict[str, Any]] | None = None, **kwargs: Any) -> Path:
     """A file of `mempath chase` and/or `mempath pingpong` (no /bw), samples derived from the cases."""
-    write_run(path, [], topology=topology("x86_h100"), bw=False, **kwargs)
-    with h5py.File(path, "a") as f:
-        if chase is not None:
-            rows = [{"case_id": i, **r} for i, r in enumerate(chase)]
-            samples = [{**{k: r[k] for k in CHASE_SAMPLE_COLUMNS if k in r}, "rep": rep,
-                        "ns_per_access": r["median_ns"], "cycles_per_access": r["median_cycles"],
-                        "time_s": r["median_ns"] * r["accesses"] * 1e-9}
-                       for r in rows if r["status"] == "ok" for rep in range(3)]
-            _write_table(f.create_group("chase/cases"), CHASE_CASE_COLUMNS, rows)
-            _write_table(f.create_group("chase/samples"), CHASE_SAMPLE_COLUMNS, samples)
-            _write_table(f.create_group("chase/caches"), CHASE_CACHE_COLUMNS, caches or [])
-        if pingpong is not None:
-            rows = [{"case_id": i, **r} for i, r in enumerate(pingpong)]
-            samples = [{"case_id": r["case_id"], "index": i, "rtt_ns": v}
-                       for r in rows if r["status"] == "ok" for i, v in enumerate(rtts(r))]
-            _write_table(f.create_group("pingpong/cases"), PINGPONG_CASE_COLUMNS, rows)
-            _write_table(f.create_group("pingpong/samples"), PINGPONG_SAMPLE_COLUMNS, samples)
-    return path
+    extra: dict[str, Any] = {}
+    if chase is not None:
+        rows = [{"case_id": i, **r} for i, r in enumerate(chase)]
+        samples = [{**{k: r[k] for k in CHASE_SAMPLE_COLUMNS if k in r}, "rep": rep,
+                    "ns_per_access": r["median_ns"], "cycles_per_access": r["median_cycles"],
+                    "time_s": r["median_ns"] * r["accesses"] * 1e-9}
+                   for r in rows if r["status"] == "ok" for rep in range(3)]
+        extra["chase/cases"] = table(CHASE_CASE_COLUMNS, rows)
+        extra["chase/samples"] = table(CHASE_SAMPLE_COLUMNS, samples)
+        extra["chase/caches"] = table(CHASE_CACHE_COLUMNS, caches or [])
+    if pingpong is not None:
+        rows = [{"case_id": i, **r} for i, r in enumerate(pingpong)]
+        samples = [{"case_id": r["case_id"], "index": i, "rtt_ns": v}
+                   for r in rows if r["status"] == "ok" for i, v in enumerate(rtts(r))]
+        extra["pingpong/cases"] = table(PINGPONG_CASE_COLUMNS, rows)
+        extra["pingpong/samples"] = table(PINGPONG_SAMPLE_COLUMNS, samples)
+    return write_run(path, [], topology=topology("x86_h100"), bw=False, extra=extra, **kwargs)
 
 
 def cpu_ns(size: int) -> float:
@@ -212,7 +210,7 @@ def synthetic(tmp_path: Path) -> Path:
 def figures(monkeypatch) -> dict[str, Any]:
     """The figures the part draws, kept open instead of written."""
     seen: dict[str, Any] = {}
-    monkeypatch.setattr(latency, "_save", lambda fig, out, stem: seen.update({stem: fig}) or [out / f"{stem}.png"])
+    monkeypatch.setattr(latency, "save", lambda fig, out, stem: seen.update({stem: fig}) or [out / f"{stem}.png"])
     return seen
 
 
@@ -284,7 +282,7 @@ def test_prefetch_figure_pairs_random_and_sequential_of_one_path_only(synthetic:
 
 def test_pingpong_matrix_cells_medians_mirrors_and_skips(synthetic: Path, tmp_path: Path, monkeypatch) -> None:
     seen = []
-    monkeypatch.setattr(latency, "_annotate", lambda ax, grid, text, *a: seen.append((ax, grid, text)))
+    monkeypatch.setattr(latency, "annotate", lambda ax, grid, text, *a: seen.append((ax, grid, text)))
     reverse = pingpong_case("gpu0", "cpu0", "numa0", "pinned", 2500.0, a_cpu=-1, b_cpu=0)
     run = write_latency_run(tmp_path / "pp.h5", pingpong=PINGPONG_ROWS + [reverse])
     latency.pingpong_matrix(load_runs([run]), tmp_path)

@@ -4,25 +4,20 @@ schema-v1 files written by h5fixtures; a dual GH200 cut from the quad GH200 topo
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
-import matplotlib.image
 import numpy as np
 import pandas as pd
 import pytest
 
-REPO = Path(__file__).resolve().parents[2]
-sys.path.insert(0, str(REPO))
-
-from analysis import transfer_figures, transfers  # noqa: E402
-from analysis.errors import InputError  # noqa: E402
-from analysis.io import load_runs  # noqa: E402
-from analysis.placement import parse_active_bytes  # noqa: E402
-from analysis.report import write_report  # noqa: E402
-from h5fixtures import case, memcpy_case, topology, write_run  # noqa: E402
+from analysis import transfer_figures, transfers
+from analysis.errors import InputError
+from analysis.io import load_runs
+from analysis.placement import parse_active_bytes
+from analysis.report import write_report
+from conftest import analysis_cli, assert_png
+from h5fixtures import case, memcpy_case, topology, write_run
 
 MiB, GiB = 1 << 20, 1 << 30
 SKIP = "system memory cannot be queued behind a spin kernel"
@@ -92,11 +87,6 @@ def sweep(direction: str = "h2d", saturation: int = 8 * MiB, top: float = 53.0,
     return rows
 
 
-def run_cli(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "analysis", *args], cwd=REPO,
-                          capture_output=True, text=True, timeout=300)
-
-
 def path_rows(out: Path) -> pd.DataFrame:
     return pd.read_csv(out / "path_table.csv", keep_default_na=False,
                        na_values=[""]).fillna({"comment": ""})
@@ -104,12 +94,6 @@ def path_rows(out: Path) -> pd.DataFrame:
 
 def rules_of(out: Path) -> str:
     return (out / "path_table.md").read_text().split("### Deployment rules", 1)[1]
-
-
-def assert_png(path: Path) -> None:
-    assert path.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
-    image = matplotlib.image.imread(path)
-    assert float(np.std(image[..., :3])) > 0.01, f"{path.name} is blank"
 
 
 # --- size sweeps and latency --------------------------------------------------------------
@@ -267,7 +251,7 @@ def test_misplaced_host_pages_do_not_count(tmp_path: Path) -> None:
 def test_placement_tokens_per_second(tmp_path: Path, given: str | None, active: float) -> None:
     run = write_dual(tmp_path / "dual.h5")
     args = ["report", str(run), "-o", str(tmp_path / "out")]
-    result = run_cli(*args, *(["--active-bytes", given] if given else []))
+    result = analysis_cli(*args, *(["--active-bytes", given] if given else []))
     assert result.returncode == 0, result.stderr
     table = pd.read_csv(tmp_path / "out" / "placement.csv")
     assert not table.empty
@@ -319,7 +303,7 @@ def test_report_without_memcpy_says_what_is_missing(tmp_path: Path) -> None:
     assert report.notes == [note]
     summary = (tmp_path / "out" / "summary.md").read_text()
     assert f"## Transfers and placement\n\n_Not produced: {note}._" in summary
-    result = run_cli("report", str(path), "-o", str(tmp_path / "cli"))
+    result = analysis_cli("report", str(path), "-o", str(tmp_path / "cli"))
     assert result.returncode == 0 and f"analysis: note: {note}" in result.stdout
 
 
@@ -350,7 +334,7 @@ def test_memcpy_table_of_another_schema_is_left_out(tmp_path: Path) -> None:
 @pytest.mark.parametrize("value", ["abc", "0", "-5", "nan", "inf", "21XB", ""])
 def test_cli_bad_active_bytes_is_one_line_and_exit_2(tmp_path: Path, value: str) -> None:
     run = write_dual(tmp_path / "dual.h5")
-    result = run_cli("report", str(run), "-o", str(tmp_path / "out"), f"--active-bytes={value}")
+    result = analysis_cli("report", str(run), "-o", str(tmp_path / "out"), f"--active-bytes={value}")
     assert result.returncode == 2
     lines = result.stderr.strip().splitlines()
     assert len(lines) == 1, result.stderr

@@ -9,8 +9,8 @@ import pandas as pd
 
 from analysis import unified
 from analysis.io import RunSet, load_runs
+from conftest import DATA
 
-DATA = Path(__file__).parent / "data"
 RUNS = [DATA / "h100_allocmatrix.h5", DATA / "h100_um.h5"]
 
 
@@ -26,7 +26,7 @@ def test_figures_and_lines_from_real_runs(tmp_path: Path) -> None:
 def test_heatmap_cells_are_the_medians(tmp_path: Path, monkeypatch) -> None:
     runs = load_runs(RUNS[:1])
     seen = {}
-    monkeypatch.setattr(unified, "_annotate", lambda ax, grid, text: seen.update(grid=grid, text=text))
+    monkeypatch.setattr(unified, "annotate", lambda ax, grid, text: seen.update(grid=grid, text=text))
     unified.alloc_heatmap(runs, tmp_path)
     cases = runs.table("allocmatrix/cases")
     pinned_to_device = cases[(cases.src_alloc == "pinned") & (cases.dst_alloc == "device")]["median_GBps"]

@@ -14,25 +14,9 @@ import h5py
 import numpy as np
 import pytest
 
-SUMMARY = re.compile(r"^MEMPATH bw (?P<kv>.*)$", re.M)
+from conftest import run, summaries
+
 SMALL = ["--size", "16MiB", "--in-cache", "--reps", "3", "--warmup", "1"]
-
-
-def run(binary: Path, *args: str, check_rc: int | None = 0) -> subprocess.CompletedProcess:
-    proc = subprocess.run([str(binary), *args], capture_output=True, text=True, timeout=600)
-    if check_rc is not None:
-        assert proc.returncode == check_rc, proc.stderr + proc.stdout
-    return proc
-
-
-def summaries(stdout: str, bench: str = "bw") -> list[dict[str, str]]:
-    """The key=value fields of every `MEMPATH <bench>` summary line."""
-    out = []
-    pattern = SUMMARY if bench == "bw" else re.compile(rf"^MEMPATH {bench} (?P<kv>.*)$", re.M)
-    for m in pattern.finditer(stdout):
-        kv = dict(re.findall(r'(\w+)=("[^"]*"|\S+)', m.group("kv")))
-        out.append({k: v.strip('"') for k, v in kv.items()})
-    return out
 
 
 def cases_table(path: Path) -> dict[str, np.ndarray]:

@@ -11,12 +11,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from conftest import DATA, REPO, analysis_cli
 from h5fixtures import case, topology, write_run
 
-REPO = Path(__file__).resolve().parents[2]
-sys.path.insert(0, str(REPO))
-
-from analysis.compare import mann_whitney  # noqa: E402
+from analysis.compare import mann_whitney
 
 RNG = np.random.default_rng(7)
 
@@ -38,8 +36,7 @@ def bw_run(path: Path, medians: dict[str, float], spread: float = 0.002, reps: i
 
 
 def compare(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "analysis", "compare", *args], cwd=REPO, capture_output=True,
-                          text=True, timeout=120)
+    return analysis_cli("compare", *args)
 
 
 def test_mann_whitney_matches_hand_computed_values() -> None:
@@ -81,7 +78,7 @@ def test_a_change_inside_the_noise_is_not_flagged(tmp_path: Path) -> None:
 
 
 def test_lower_latency_is_an_improvement(tmp_path: Path) -> None:
-    data = REPO / "tests" / "python" / "data" / "h100_chase_cpu.h5"
+    data = DATA / "h100_chase_cpu.h5"
     import h5py
     faster = tmp_path / "faster.h5"
     faster.write_bytes(data.read_bytes())

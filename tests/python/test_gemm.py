@@ -8,7 +8,7 @@ import h5py
 import numpy as np
 import pytest
 
-from test_cli_bw import run, summaries
+from conftest import run, summaries
 
 CASE_COLUMNS = {"case_id", "gpu", "dtype", "m", "n", "k", "a_mem", "a_alloc", "b_mem", "b_alloc", "c_mem", "via",
                 "status", "reason", "reps", "median_TFLOPs", "best_TFLOPs", "min_TFLOPs", "peak_TFLOPs",

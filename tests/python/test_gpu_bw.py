@@ -8,7 +8,7 @@ from pathlib import Path
 import h5py
 import pytest
 
-from test_cli_bw import run, summaries
+from conftest import run, summaries
 
 pytestmark = pytest.mark.gpu
 GPU_SMALL = ["--size", "256MiB", "--reps", "5", "--warmup", "1"]

@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 from conftest import HAVE_GPU, REPO
-from test_cli_bw import run
+from conftest import run
 
 FIXTURES = REPO / "tests" / "fixtures"
 SUMMARY = re.compile(r"^MEMPATH memcpy (?P<kv>.*)$", re.M)

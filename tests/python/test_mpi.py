@@ -17,21 +17,12 @@ import h5py
 import numpy as np
 import pytest
 
-from conftest import REPO
-from test_cli_bw import summaries
+from conftest import REPO, summaries
 
 MPIRUN = shutil.which("mpirun")
 pytestmark = pytest.mark.skipif(MPIRUN is None, reason="no mpirun: MPI is not installed")
 ENV = {**os.environ, "OMPI_ALLOW_RUN_AS_ROOT": "1", "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM": "1",
        "OMPI_MCA_hwloc_base_binding_policy": "none", "OMPI_MCA_rmaps_base_oversubscribe": "1"}
-
-
-@pytest.fixture(scope="module")
-def mpi_bin() -> Path:
-    path = Path(os.environ.get("MEMPATH_MPI_BIN", REPO / "build" / "mempath-mpi"))
-    if not path.exists():
-        pytest.fail(f"{path} does not exist although MPI is installed: the build should have made it")
-    return path
 
 
 def mpirun(*args: str, np_: int = 2, timeout: int = 300, env: dict[str, str] | None = None

@@ -16,7 +16,7 @@ from pathlib import Path
 import h5py
 import pytest
 
-from test_cli_bw import run
+from conftest import run
 
 # A chase whose first case (4 KiB) ends at once and whose second (1 GiB, 10^8 dependent
 # loads per repetition, ~100 ns each) runs for tens of seconds: a run to cut short.

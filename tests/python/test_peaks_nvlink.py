@@ -5,15 +5,13 @@ from __future__ import annotations
 
 import json
 import shutil
-import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
-from analysis.peaks import PeakModel, nvlink_pair  # noqa: E402
-from test_cli_bw import run  # noqa: E402
+from analysis.peaks import PeakModel, nvlink_pair
+from conftest import run
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
 

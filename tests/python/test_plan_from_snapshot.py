@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from test_cli_bw import run
+from conftest import run
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
 PLAN = re.compile(r"^PLAN (\w+) (.*) status=(planned|skipped)(?: reason=\"(.*)\")?$")

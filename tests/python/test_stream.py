@@ -8,7 +8,7 @@ import h5py
 import numpy as np
 import pytest
 
-from test_cli_bw import run, summaries
+from conftest import run, summaries
 
 
 def stream(binary: Path, out: Path, *args: str, check_rc: int = 0) -> list[dict[str, str]]:

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from test_cli_bw import run
+from conftest import run
 
 SAVED = Path(__file__).resolve().parents[1] / "fixtures" / "h100_loan_saved"
 

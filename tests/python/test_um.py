@@ -6,7 +6,7 @@ from pathlib import Path
 import h5py
 import pytest
 
-from test_cli_bw import run
+from conftest import run
 
 UM_SUMMARY = "MEMPATH um "
 

@@ -1,0 +1,122 @@
+"""Write a mempath result file (docs/schema.md) from Python, as src/core/results.cpp does:
+root attributes (int64 or variable-length UTF-8 strings), one group per table
+(``bw/cases``), one contiguous 1-D dataset per column (int64, float64 or variable-length
+UTF-8 strings) with a ``units`` string attribute ("" where the column has none).
+
+Like the C++ writer the file appears whole or not at all: it is written to ``PATH.tmp``,
+synced and renamed over ``path``. Used by the LLM script, slurm/inventory.py, the fleet
+simulator and the test fixtures, so that every writer of the schema shares one reader's
+expectations (tests/python/test_h5writer.py compares it with the C++ binary's file).
+"""
+from __future__ import annotations
+
+import os
+import shutil
+from collections.abc import Iterable, Mapping, Sequence
+from pathlib import Path
+from typing import Any, NamedTuple
+
+import numpy as np
+
+SCHEMA_VERSION = 1
+KINDS = (int, float, str)
+
+
+class Column(NamedTuple):
+    """One column: its name, int, float or str, its units ("" for none) and its values."""
+
+    name: str
+    kind: type
+    units: str
+    values: Iterable[Any]
+
+
+#: Units by the end of a column's name: the convention of the C++ tables (docs/schema.md).
+UNITS = (("tokens_per_s", "tokens/s"), ("GBps", "GB/s"), ("TFLOPs", "TFLOP/s"), ("tflops", "TFLOP/s"),
+         ("flops", "FLOP"), ("bytes", "bytes"), ("cycles", "cycles"), ("cycles_per_access", "cycles"),
+         ("ns_per_access", "ns"), ("_ns", "ns"), ("_us", "us"), ("_s", "s"))
+
+
+def units_of(name: str) -> str:
+    """The units of a column named ``name`` by the schema's naming rule; "" for none."""
+    return next((units for end, units in UNITS if name.endswith(end)), "")
+
+
+def column(name: str, values: Iterable[Any], kind: type | None = None) -> Column:
+    """A Column with units from its name; ``kind`` from a numpy array's dtype where not given."""
+    return Column(name, kind or kind_of(np.asarray(values)), units_of(name), values)
+
+
+def _h5py():
+    import h5py  # here, not at import: the LLM script on a GPU node needs it only to save
+    return h5py
+
+
+def kind_of(values: np.ndarray) -> type:
+    """int, float or str for a numpy array's dtype (bool counts as int, like the C++ 0/1)."""
+    kind = np.asarray(values).dtype.kind
+    if kind in "iub":
+        return int
+    if kind == "f":
+        return float
+    return str
+
+
+def _data(column: Column) -> np.ndarray:
+    h5py = _h5py()
+    if column.kind not in KINDS:
+        raise TypeError(f"column {column.name}: kind {column.kind!r}; valid: int, float or str")
+    if column.kind is str:
+        return np.array([str(v) for v in column.values], dtype=h5py.string_dtype("utf-8"))
+    return np.asarray(list(column.values) if not isinstance(column.values, np.ndarray)
+                      else column.values, dtype=np.int64 if column.kind is int else np.float64)
+
+
+def _attribute(target: Any, name: str, value: Any) -> None:
+    h5py = _h5py()
+    if isinstance(value, str):
+        target.attrs.create(name, value, dtype=h5py.string_dtype("utf-8"))
+    elif isinstance(value, (bool, int, np.integer)):
+        target.attrs.create(name, int(value), dtype=np.int64)
+    else:
+        raise TypeError(f"attribute {name}: {type(value).__name__}; valid: int or str")
+
+
+def write_result(path: str | Path, attributes: Mapping[str, Any],
+                 tables: Mapping[str, Sequence[Column]], update: bool = False) -> Path:
+    """Write ``attributes`` (schema_version 1 added where absent) and ``tables`` to ``path``.
+
+    ``tables`` maps a table name (``"llm/cases"``) to its columns; every column of a table
+    must have the same length. ``update``: where ``path`` exists, keep its attributes and
+    tables and replace only the tables (and attributes) given, still through PATH.tmp.
+    """
+    h5py = _h5py()
+    path = Path(path)
+    tmp = path.with_name(path.name + ".tmp")
+    updating = update and path.exists()
+    try:
+        if updating:
+            shutil.copyfile(path, tmp)
+        with h5py.File(tmp, "a" if updating else "w") as handle:
+            defaults = {} if updating else {"schema_version": SCHEMA_VERSION}
+            for name, value in {**defaults, **attributes}.items():
+                if name in handle.attrs:
+                    del handle.attrs[name]
+                _attribute(handle, name, value)
+            for table, columns in tables.items():
+                if table in handle:
+                    del handle[table]
+                group = handle.require_group(table)
+                data = [(column, _data(column)) for column in columns]
+                if len({len(values) for _, values in data}) > 1:
+                    raise ValueError(f"table {table}: columns of different lengths")
+                for column, values in data:
+                    dataset = group.create_dataset(column.name, data=values, shape=(len(values),))
+                    _attribute(dataset, "units", column.units)
+        with open(tmp, "rb+") as handle:
+            os.fsync(handle.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
+    return path

@@ -1,0 +1,82 @@
+"""The report's section registry (analysis/sections.py) and its one table writer
+(analysis/tables.py)."""
+from __future__ import annotations
+
+import ast
+import re
+from pathlib import Path
+
+import pytest
+
+from analysis import html, sections, tables
+from analysis.io import load_runs
+from analysis.report import write_report
+from conftest import REPO
+from h5fixtures import case, topology, write_run
+
+SECTIONS = ["transfers", "unified", "latency", "scaleout", "applications"]
+
+
+def test_markdown_aligns_and_escapes_pipes() -> None:
+    lines = tables.markdown(["a", "b", "c"], [[1, "x | y", ""]], right={1, 2})
+    assert lines == ["| a | b | c |", "|---|---:|---:|", "| 1 | x \\| y |  |", ""]
+
+
+def test_html_is_the_same_table_and_reads_escaped_pipes_back() -> None:
+    lines = tables.markdown(["key", "reason"], [["k", "a | b <c>"]])
+    assert tables.parse_row(lines[2]) == ["k", "a | b <c>"] and tables.is_rule(tables.parse_row(lines[1]))
+    page = html.render(["# t", "", *lines], Path("."), "t")
+    assert "<table><tr><th>key</th><th>reason</th></tr><tr><td>k</td><td>a | b &lt;c&gt;</td></tr></table>" in page
+
+
+def test_num_is_blank_where_missing() -> None:
+    assert [tables.num(None), tables.num(float("nan")), tables.num(2.345, 2)] == ["", "", "2.35"]
+
+
+def test_registry_holds_every_section_in_report_order() -> None:
+    found = sections.registry()
+    assert [s.name for s in found] == SECTIONS
+    schema = (REPO / "docs" / "schema.md").read_text()
+    for section in found:
+        assert section.heading and section.tables
+        for table in section.tables:  # every table a section reads is a documented one
+            assert f"/{table}" in schema, (section.name, table)
+
+
+def test_the_report_runs_every_registered_section(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    run = write_run(tmp_path / "r.h5", [case()], topology=topology("x86_h100"))
+    seen: list[str] = []
+
+    def probe(ctx: sections.Context) -> sections.Part:
+        seen.append(ctx.out.name)
+        return sections.Part(lines=["probe line", ""], missing=["probe missing"])
+
+    monkeypatch.setitem(sections._SECTIONS, "probe", sections.Section("probe", "Probe", ("bw/cases",), 45, probe))
+    write_report(load_runs([run]), tmp_path / "out")
+    summary = (tmp_path / "out" / "summary.md").read_text()
+    assert seen == ["out"]
+    assert "## Probe\n\nprobe line" in summary and "- probe missing" in summary
+    # Its place is its order: after scale-out (40), before the applications (50) and the peaks.
+    assert summary.index("## Probe") < summary.index("## Theoretical peaks")
+
+
+def test_sections_without_data_stay_out_of_the_summary(tmp_path: Path) -> None:
+    run = write_run(tmp_path / "r.h5", [case()], topology=topology("x86_h100"))
+    write_report(load_runs([run]), tmp_path / "out")
+    headings = re.findall(r"^## (.*)$", (tmp_path / "out" / "summary.md").read_text(), re.M)
+    present = {s.heading for s in sections.registry()} & set(headings)
+    assert present == {"Transfers and placement"}  # says why it produced nothing
+
+
+def test_no_analysis_module_imports_another_ones_private_names() -> None:
+    private = []
+    for path in sorted((REPO / "analysis").glob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.ImportFrom) and node.level:
+                private += [f"{path.name}: {node.module}.{a.name}" for a in node.names if a.name.startswith("_")]
+    assert private == []
+
+
+def test_a_name_registered_twice_is_refused() -> None:
+    with pytest.raises(ValueError, match="registered twice"):
+        sections.section("latency", "Again", ("chase/cases",), 99)(lambda ctx: sections.Part())
