@@ -139,6 +139,8 @@ def test_recipe_versions_and_release_version_agree():
     numbered = sorted((v for v in versions if v[0].isdigit()),
                       key=lambda v: tuple(map(int, v.split('.'))))
     assert numbered[-1] == cmake_project_version() == '0.2.0'
+    pyproject = re.search(r'^version = "([\d.]+)"', (REPO / 'pyproject.toml').read_text(), re.MULTILINE)
+    assert pyproject and pyproject.group(1) == numbered[-1]
     cls, _ = load_recipe()
     assert cls.git.endswith('.git') and cls.git.startswith('https://')
 
