@@ -5,13 +5,13 @@
 # The git URL is a placeholder (the project has no public URL yet): change `git` below
 # when the repository is published.
 
-try:  # Spack >= 1.0: build systems live in the builtin package repository
+from spack.package import *  # noqa: F401,F403  (Spack 0.x: CMakePackage, CudaPackage too)
+
+try:  # Spack >= 1.0: the build systems live in the builtin package repository
     from spack_repo.builtin.build_systems.cmake import CMakePackage
     from spack_repo.builtin.build_systems.cuda import CudaPackage
-except ImportError:  # Spack 0.x: spack.package exports them
+except ImportError:
     pass
-
-from spack.package import *  # noqa: F401,F403
 
 
 class Mempath(CMakePackage, CudaPackage):
