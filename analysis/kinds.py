@@ -12,9 +12,16 @@ from __future__ import annotations
 import ast
 import json
 import re
+import sys
 from pathlib import Path
 
-KINDS_DEF = Path(__file__).resolve().parent.parent / "src" / "core" / "kinds.def"
+# The table in a source tree, else the copy `pip install` puts under the prefix or the
+# --target folder (pyproject.toml's data-files): the same file, never a second one.
+_HERE = Path(__file__).resolve().parent
+_CANDIDATES = (_HERE.parent / "src" / "core" / "kinds.def",
+               Path(sys.prefix) / "share" / "mempath" / "kinds.def",
+               _HERE.parent / "share" / "mempath" / "kinds.def")
+KINDS_DEF = next((p for p in _CANDIDATES if p.is_file()), _CANDIDATES[0])
 
 # Column names after the enum, in the macro's argument order (kinds.def's header says why
 # each exists).

@@ -348,6 +348,8 @@ def pip_target(tmp_path_factory) -> Path:
                     ignore=shutil.ignore_patterns('__pycache__'))
     (src / 'docs').mkdir()
     shutil.copy(REPO / 'docs' / 'analysis.md', src / 'docs')
+    (src / 'src' / 'core').mkdir(parents=True)
+    shutil.copy(REPO / 'src' / 'core' / 'kinds.def', src / 'src' / 'core')
     target = tmp / 'target'
     done = subprocess.run([python, '-m', 'pip', 'install', '-q', '--no-deps',
                            '--no-build-isolation', '--target', str(target), str(src)],
@@ -373,6 +375,13 @@ def test_pip_installs_mempath_analysis(pip_target: Path, tmp_path: Path):
     assert out.returncode == 0, out.stderr
     where, bare = out.stdout.split()
     assert Path(where).parent == package and bare == 'False', out.stdout
+    # The kinds table comes along (data-files), read from the install, not the checkout.
+    code = ('from mempath_analysis import kinds; print(kinds.KINDS_DEF); '
+            'print(kinds.load()["alloc"]["pinned"]["page_locked"])')
+    out = run_installed(pip_target, '-c', code, cwd=tmp_path)
+    assert out.returncode == 0, out.stderr
+    where, pinned = out.stdout.split()
+    assert Path(where).is_relative_to(pip_target) and pinned == 'True', out.stdout
 
 
 def test_pip_entry_points(pip_target: Path, tmp_path: Path):
