@@ -16,15 +16,20 @@ file and turn the `MEMPATH chase ...` / `MEMPATH pingpong ...` summary lines
                           of agents (CPU<->GPU among them) with the flag in pinned memory;
                           `rtt_ns_{a}_{b}_{mem}_{alloc}` (median round trip).
     MempathPingPongFull   tag full, `+nvgpu`: `pingpong`, every pair, memory, allocator.
+    MempathAtomics        tags atomics, full, gpu, `+nvgpu`: `atomics --all`, each GPU's
+                          fetch-and-add throughput on counters in every memory and
+                          allocator; `atomics_Mops_{pu}_{mem}_{alloc}_{scope}` (median
+                          Mop/s; no reference yet, and none of the latency upper bounds).
 
-All carry the tag `latency`; the ping-pong checks also `gpu` (pinned memory and GPU agents
+All but MempathAtomics (a throughput) carry the tag `latency`; the ping-pong checks also `gpu` (pinned memory and GPU agents
 need CUDA, so a node without an NVIDIA GPU does not run them). The acceptance checks are
 subsets of the full ones (1 GiB is a size of the sweep) and are not tagged `full`.
 
 Sanity (every check, mempath_run.ran_ok with `verified`): exit code 0, at least one
-`status=ok` line, every summary line `ok` or `skipped`, the HDF5 file written, and in its `/chase/cases` or `/pingpong/cases` table
+`status=ok` line, every summary line `ok` or `skipped`, the HDF5 file written, and in its `/chase/cases`, `/pingpong/cases` or `/atomics/cases` table
 every `ok` case `verified` (chase: the walk ended on the element the chain predicts;
-ping-pong: both sides made every exchange and the flag ended at its start value) and as
+ping-pong: both sides made every exchange and the flag ended at its start value; atomics:
+every counter holds exactly the increments it received) and as
 many `ok` cases as `ok` lines.
 
 Latency is lower-is-better: the references (references.py, LATENCY_REFERENCES) carry an
@@ -102,6 +107,11 @@ CHECKS = (
         case_options=('--all', '--alloc', 'all', '--pattern', 'random,sequential'),
         body={'subcommand': 'chase',
               'metric': Metric('latency_ns_{pu}_{mem}_{alloc}_{pattern}', 'median_ns', 'ns')}),
+    Row('MempathAtomics', output_file='atomics.h5', time_limit=FULL_TIME_LIMIT,
+        descr='mempath atomics --all: GPU fetch-and-add throughput, counters in every memory',
+        tags=frozenset({'atomics', 'full', 'gpu'}), case_options=('--all',),
+        body={'subcommand': 'atomics', 'valid_systems': ['+nvgpu'],
+              'metric': Metric('atomics_Mops_{pu}_{mem}_{alloc}_{scope}', 'median_Mops', 'Mop/s', keep='')}),
 )
 PINGPONG_CHECKS = (
     Row('MempathPingPong', output_file='pingpong.h5', time_limit=ACCEPTANCE_TIME_LIMIT,

@@ -20,6 +20,7 @@ std::unique_ptr<Benchmark> make_chase();
 std::unique_ptr<Benchmark> make_pingpong();
 std::unique_ptr<Benchmark> make_stream();
 std::unique_ptr<Benchmark> make_gemm();
+std::unique_ptr<Benchmark> make_atomics();
 }  // namespace mempath
 
 namespace {
@@ -49,6 +50,7 @@ int main(int argc, char** argv) {
           Command(make_pingpong),
           Command(make_stream),
           Command(make_gemm),
+          Command(make_atomics),
           {"version", "print the version and git revision", cmd_version},
       }};
   std::vector<std::string> all(argv, argv + argc);
