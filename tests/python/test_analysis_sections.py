@@ -14,7 +14,7 @@ from analysis.report import write_report
 from conftest import REPO
 from h5fixtures import case, topology, write_run
 
-SECTIONS = ["transfers", "unified", "latency", "scaleout", "applications"]
+SECTIONS = ["transfers", "unified", "latency", "atomics", "scaleout", "applications"]
 
 
 def test_markdown_aligns_and_escapes_pipes() -> None:

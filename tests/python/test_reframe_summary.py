@@ -141,6 +141,7 @@ CHECKS_BEFORE_TABLES = {
     'MempathNccl': ({'scaleout', 'nccl'}, '20m', '+mpi +nvgpu'),
     'MempathPingPong': ({'acceptance', 'gpu', 'latency'}, '20m', '+nvgpu'),
     'MempathPingPongFull': ({'full', 'gpu', 'latency'}, '2h', '+nvgpu'),
+    'MempathAtomics': ({'atomics', 'full', 'gpu'}, '2h', '+nvgpu'),
     'MempathStream': ({'applications', 'acceptance'}, '20m', '*'),
     'MempathStreamSweep': ({'full', 'applications'}, '2h', '*'),
     'MempathTransferAllGpus': ({'full', 'transfers', 'gpu'}, '2h', '+nvgpu'),
