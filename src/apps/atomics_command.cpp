@@ -112,6 +112,8 @@ class AtomicsBenchmark : public Benchmark {
     m.counters = s_.counters ? s_.counters : m.warps;
     auto buf = allocate(*topo_, c.alloc, c.mem, m.counters * gpu::kCounterStride, 0);
     if (buf->gpu() >= 0 && buf->gpu() != c.gpu) gpu::enable_peer_access(c.gpu, buf->gpu());
+    if (alloc_kind(c.alloc) == Alloc::Managed && buf->gpu() != c.gpu)
+      gpu::keep_managed_at(buf->data(), buf->bytes(), buf->gpu(), c.gpu);
     const gpu::AtomicsRun r =
         gpu::run_atomics(c.gpu, buf->data(), m.counters, s_.ops, s_.scope, s_.warmup, s_.reps, inject_fault());
     m.seconds = r.seconds;

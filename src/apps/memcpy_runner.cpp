@@ -75,7 +75,7 @@ std::string MemcpyRunner::ensure(std::unique_ptr<Buffer>& slot, const MemcpyCase
     return "buffers of " + format_size(c.size) + " do not fit on " + mem + " (" + format_size(free) +
            " free); valid: a smaller --size or --max-size";
   slot = allocate(topo_, host ? c.alloc : "device", mem, size, fill);
-  if (host && alloc_kind(c.alloc) == Alloc::Managed) gpu::keep_managed_on_host(slot->data(), slot->bytes(), g);
+  if (host && alloc_kind(c.alloc) == Alloc::Managed) gpu::keep_managed_at(slot->data(), slot->bytes(), -1, g);
   return "";
 }
 

@@ -35,6 +35,10 @@ void free_managed(void* ptr);
 void free_pinned(void* ptr);
 // Moves managed pages to GPU `gpu`, or to the host when gpu < 0, and waits.
 void prefetch_managed(void* ptr, size_t bytes, int gpu);
+// Managed pages stay at `home` (GPU index, or the host when home < 0) and are mapped for
+// `user_gpu`: its accesses then cross the path to them instead of migrating the pages to
+// itself on first fault, which would turn every managed case into a local one.
+void keep_managed_at(void* ptr, size_t bytes, int home, int user_gpu);
 
 // Byte pattern fill run by GPU `gpu` on memory it can access.
 void fill(int gpu, void* ptr, size_t bytes, uint8_t value);

@@ -293,18 +293,6 @@ std::vector<double> time_sync_copies(int gpu, CopyDir, void* dst, const void* sr
   return seconds;
 }
 
-void keep_managed_on_host(void* ptr, size_t bytes, int gpu) {
-  cudaMemLocation host{};
-  host.type = cudaMemLocationTypeHost;
-  host.id = 0;
-  cudaMemLocation dev{};
-  dev.type = cudaMemLocationTypeDevice;
-  dev.id = gpu;
-  use_device(gpu);
-  cuda_check(cudaMemAdvise(ptr, bytes, cudaMemAdviseSetPreferredLocation, host), "cudaMemAdvise(preferred host)");
-  cuda_check(cudaMemAdvise(ptr, bytes, cudaMemAdviseSetAccessedBy, dev), "cudaMemAdvise(accessed by GPU)");
-}
-
 uint64_t count_device_byte_mismatches(int gpu, const void* ptr, size_t bytes, uint8_t value) {
   use_device(gpu);
   constexpr size_t kSmall = 1 << 20;  // small buffers: copy back and compare every byte

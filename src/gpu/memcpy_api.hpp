@@ -66,10 +66,6 @@ CopyRun run_staged(const std::vector<StagedStream>& pipes, int warmup, int reps,
 std::vector<double> time_sync_copies(int gpu, CopyDir dir, void* dst, const void* src, size_t bytes,
                                      int warmup, int reps);
 
-// Managed host buffers stay where they are: preferred location host, mapped for `gpu`, so
-// that transfers cross the link instead of migrating pages.
-void keep_managed_on_host(void* ptr, size_t bytes, int gpu);
-
 // Bytes of device memory [ptr, ptr+bytes) that differ from `value` (any size, any tail).
 uint64_t count_device_byte_mismatches(int gpu, const void* ptr, size_t bytes, uint8_t value);
 // Sets device memory to `value` and waits.

@@ -90,4 +90,16 @@ void prefetch_managed(void* ptr, size_t bytes, int gpu) {
   cuda_check(cudaDeviceSynchronize(), "prefetch");
 }
 
+void keep_managed_at(void* ptr, size_t bytes, int home, int user_gpu) {
+  cudaMemLocation where{};
+  where.type = home >= 0 ? cudaMemLocationTypeDevice : cudaMemLocationTypeHost;
+  where.id = home >= 0 ? home : 0;
+  cudaMemLocation user{};
+  user.type = cudaMemLocationTypeDevice;
+  user.id = user_gpu;
+  use_device(user_gpu);
+  cuda_check(cudaMemAdvise(ptr, bytes, cudaMemAdviseSetPreferredLocation, where), "cudaMemAdvise(preferred location)");
+  cuda_check(cudaMemAdvise(ptr, bytes, cudaMemAdviseSetAccessedBy, user), "cudaMemAdvise(accessed by GPU)");
+}
+
 }  // namespace mempath::gpu

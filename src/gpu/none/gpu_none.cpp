@@ -22,6 +22,7 @@ void free_device(void*) { no_cuda(); }
 void free_managed(void*) { no_cuda(); }
 void free_pinned(void*) { no_cuda(); }
 void prefetch_managed(void*, size_t, int) { no_cuda(); }
+void keep_managed_at(void*, size_t, int, int) { no_cuda(); }
 void fill(int, void*, size_t, uint8_t) { no_cuda(); }
 uint64_t count_mismatches(int, const void*, size_t, uint64_t) { no_cuda(); }
 KernelRun run_bw(int, Op, const void*, void*, size_t, int, bool, int, int, uint64_t) { no_cuda(); }

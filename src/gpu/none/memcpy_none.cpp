@@ -9,7 +9,6 @@ namespace {
 
 CopyRun run_copies(const std::vector<CopyStream>&, int, int, int) { no_cuda(); }
 std::vector<double> time_sync_copies(int, CopyDir, void*, const void*, size_t, int, int) { no_cuda(); }
-void keep_managed_on_host(void*, size_t, int) { no_cuda(); }
 uint64_t count_device_byte_mismatches(int, const void*, size_t, uint8_t) { no_cuda(); }
 void set_device_bytes(int, void*, size_t, uint8_t) { no_cuda(); }
 void enable_peer_access(int, int) { no_cuda(); }
