@@ -197,11 +197,19 @@ def markdown(changes: list[Change], compared: int) -> str:
     lines = [f"# Comparison: {compared} cases compared, {len(changes)} moved, failed or missing", ""]
     if not changes:
         return "\n".join(lines + ["Nothing moved beyond its noise.", ""])
-    rows = [[c.family, c.key, "", "", "", "", "", f"{c.verdict}: {c.note}"] if c.verdict in NOTED else
-            [c.family, c.key, f"{c.base:.4g} {c.unit}", f"{c.run:.4g} {c.unit}", f"{c.change * 100:+.1f} %",
-             f"{c.noise * 100:.1f} %", f"{c.p:.1e}", c.verdict] for c in changes]
-    return "\n".join(lines + tables.markdown(["family", "case", "base", "run", "change", "noise", "p", "verdict"],
-                                      rows, right={2, 3, 4, 5, 6}))
+    moved = table(changes)
+    noted = moved["verdict"].isin(NOTED)
+
+    def shown(column: str, fmt: str, suffix: str | pd.Series = "") -> pd.Series:
+        return (moved[column].map(lambda v: format(v, fmt)) + suffix).where(~noted, "")
+
+    cells = pd.DataFrame({
+        "family": moved["family"], "case": moved["case"],
+        "base": shown("base", ".4g", " " + moved["unit"]), "run": shown("run", ".4g", " " + moved["unit"]),
+        "change": shown("change_pct", "+.1f", " %"), "noise": shown("noise_pct", ".1f", " %"),
+        "p": shown("p", ".1e"),
+        "verdict": moved["verdict"].where(~noted, moved["verdict"] + ": " + moved["note"])})
+    return "\n".join(lines + tables.markdown(cells, right={2, 3, 4, 5, 6}))
 
 
 def run_compare(base: Path, run: Path, alpha: float, min_change: float, output: Path | None,
