@@ -1,18 +1,25 @@
 """The report's index page: the Markdown the report writes (headings, paragraphs, pipe
 tables, images, links, lists, code spans) as one static HTML file that opens from disk,
-every PNG figure embedded as a data URI, nothing fetched from anywhere."""
+every PNG figure embedded as a data URI, nothing fetched from anywhere. The page is
+templates/report.html.j2 (jinja2, autoescaped) over the blocks parsed here."""
 from __future__ import annotations
 
 import base64
 import html
 import re
 from pathlib import Path
+from typing import Any
+
+import jinja2
+from markupsafe import Markup
 
 from . import tables
 
-STYLE = ("body{font-family:sans-serif;max-width:1200px;margin:2em auto;padding:0 1em;line-height:1.4}"
-         "table{border-collapse:collapse;margin:1em 0;font-size:90%}td,th{border:1px solid #bbb;padding:2px 6px}"
-         "th{background:#eee}img{max-width:100%}code{background:#f4f4f4;padding:0 2px}")
+#: The page's template; autoescaping on, so a text reaches the page escaped unless it went
+#: through _inline (which escapes it before adding its own markup).
+_PAGE = jinja2.Environment(
+    loader=jinja2.FileSystemLoader(Path(__file__).parent / "templates"), autoescape=True,
+    trim_blocks=True, lstrip_blocks=True, undefined=jinja2.StrictUndefined).get_template("report.html.j2")
 
 
 def slug(title: str) -> str:
@@ -20,49 +27,55 @@ def slug(title: str) -> str:
     return re.sub(r"[^a-z0-9 -]", "", title.lower()).strip().replace(" ", "-")
 
 
-def _inline(text: str, folder: Path) -> str:
-    out = html.escape(text, quote=False)
+def _inline(text: Any, folder: Path) -> Markup:
+    out = html.escape(str(text), quote=False)
 
     def image(m: re.Match) -> str:
-        path = folder / m[2]
+        path = folder / html.unescape(m[2])
         if path.suffix == ".png" and path.is_file():
             data = base64.b64encode(path.read_bytes()).decode()
-            return f'<img alt="{m[1]}" src="data:image/png;base64,{data}">'
+            return f'<img alt="{_attribute(m[1])}" src="data:image/png;base64,{data}">'
         return f"[{m[1]}: {m[2]} not found]"
 
     out = re.sub(r"!\[([^\]]*)\]\(([^)]+)\)", image, out)
-    out = re.sub(r"\[([^\]]+)\]\(([^)]+)\)", r'<a href="\2">\1</a>', out)
-    return re.sub(r"`([^`]+)`", r"<code>\1</code>", out)
+    out = re.sub(r"\[([^\]]+)\]\(([^)]+)\)", lambda m: f'<a href="{_attribute(m[2])}">{m[1]}</a>', out)
+    return Markup(re.sub(r"`([^`]+)`", r"<code>\1</code>", out))
 
 
-def render(lines: list[str], folder: Path, title: str) -> str:
-    body: list[str] = []
+def _attribute(escaped: str) -> str:
+    """Text already escaped for the body, made safe inside a double-quoted attribute."""
+    return escaped.replace('"', "&quot;")
+
+
+def _blocks(lines: list[str]) -> list[dict[str, Any]]:
+    """The Markdown the report writes as the page's blocks: heading, table, list, paragraph."""
+    blocks: list[dict[str, Any]] = []
     i = 0
     while i < len(lines):
         line = lines[i]
         if m := re.match(r"(#{1,6}) (.*)", line):
-            level = len(m[1])
-            body.append(f'<h{level} id="{slug(m[2])}">{_inline(m[2], folder)}</h{level}>')
+            blocks.append({"kind": "heading", "level": len(m[1]), "id": slug(m[2]), "text": m[2]})
         elif line.startswith("|"):
-            rows = []
+            start = i
             while i < len(lines) and lines[i].startswith("|"):
-                rows.append(tables.parse_row(lines[i]))
                 i += 1
-            body.append(tables.html(rows[0], [r for r in rows[1:] if not tables.is_rule(r)],
-                                    lambda text: _inline(text, folder)))
+            blocks.append({"kind": "table", "frame": tables.parse(lines[start:i])})
             continue
         elif line.startswith("- "):
             items = []
             while i < len(lines) and lines[i].startswith("- "):
-                items.append(f"<li>{_inline(lines[i][2:], folder)}</li>")
+                items.append(lines[i][2:])
                 i += 1
-            body.append("<ul>" + "".join(items) + "</ul>")
+            blocks.append({"kind": "list", "entries": items})
             continue
         elif line.strip():
-            body.append(f"<p>{_inline(line, folder)}</p>")
+            blocks.append({"kind": "paragraph", "text": line})
         i += 1
-    return (f"<!DOCTYPE html>\n<html><head><meta charset=\"utf-8\"><title>{html.escape(title)}</title>"
-            f"<style>{STYLE}</style></head><body>\n" + "\n".join(body) + "\n</body></html>\n")
+    return blocks
+
+
+def render(lines: list[str], folder: Path, title: str) -> str:
+    return _PAGE.render(title=title, blocks=_blocks(lines), inline=lambda text: _inline(text, folder)) + "\n"
 
 
 def index_lines(lines: list[str]) -> list[str]:

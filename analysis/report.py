@@ -81,14 +81,16 @@ def _gib(value: Any) -> str:
 
 
 def _provenance(runs: RunSet) -> list[str]:
-    rows = [[f"`{run.name}`", run.node, run.attrs.get("tool_version", ""),
-             run.attrs.get("git_revision", ""), run.attrs.get("start_time", ""),
-             run.attrs.get("end_time", ""), _cuda(run.attrs.get("cuda_driver_version")),
-             _cuda(run.attrs.get("cuda_runtime_version")),
-             f"`{run.attrs.get('command_line', '')}`"] for run in runs.runs]
-    return ["## Runs", ""] + markdown(
-        ["run", "host", "tool version", "git revision", "start (UTC)", "end (UTC)",
-         "CUDA driver", "CUDA runtime", "command"], rows)
+    runs_table = pd.DataFrame({
+        "run": [f"`{run.name}`" for run in runs.runs],
+        "host": [run.node for run in runs.runs],
+        **{name: [run.attrs.get(attr, "") for run in runs.runs] for name, attr in
+           (("tool version", "tool_version"), ("git revision", "git_revision"),
+            ("start (UTC)", "start_time"), ("end (UTC)", "end_time"))},
+        "CUDA driver": [_cuda(run.attrs.get("cuda_driver_version")) for run in runs.runs],
+        "CUDA runtime": [_cuda(run.attrs.get("cuda_runtime_version")) for run in runs.runs],
+        "command": [f"`{run.attrs.get('command_line', '')}`" for run in runs.runs]}, dtype=object)
+    return ["## Runs", ""] + markdown(runs_table)
 
 
 def _processor(p: Mapping[str, Any]) -> str:
@@ -105,13 +107,15 @@ def _node(host: str, topology: Mapping[str, Any]) -> list[str]:
     if not topology:
         return lines + ["_The runs hold no topology._", ""]
     lines += [f"{topology.get('cpu_model', '?')} ({topology.get('arch', '?')}).", ""]
-    lines += markdown(["processor", "kind", "what"],
-                      [[p["name"], p.get("kind", ""), _processor(p)]
-                       for p in topology.get("processors", [])])
-    lines += markdown(["memory", "kind", "GiB", "GPU"],
-                      [[m["name"], m.get("kind", ""), _gib(m.get("bytes")),
-                        "" if m.get("gpu") is None else m["gpu"]]
-                       for m in topology.get("memories", [])])
+    processors = topology.get("processors", [])
+    memories = topology.get("memories", [])
+    lines += markdown(pd.DataFrame({"processor": [p["name"] for p in processors],
+                                    "kind": [p.get("kind", "") for p in processors],
+                                    "what": [_processor(p) for p in processors]}, dtype=object))
+    lines += markdown(pd.DataFrame({"memory": [m["name"] for m in memories],
+                                    "kind": [m.get("kind", "") for m in memories],
+                                    "GiB": [_gib(m.get("bytes")) for m in memories],
+                                    "GPU": [m.get("gpu") for m in memories]}, dtype=object))
     return lines
 
 
@@ -128,12 +132,10 @@ def _peaks(entries: pd.DataFrame, overrides: Mapping[str, float]) -> list[str]:
         return lines + ["_No read or write path to give a peak for._", ""]
     paths = entries.drop_duplicates(["host", "pu", "mem"]).fillna(
         {"peak_limit": "", "peak_source": "", "peak_unknown": ""})
-    rows = [[r.host, r.pu, r.mem, r.via,
-             "unknown" if pd.isna(r.peak_GBps) else f"{r.peak_GBps:.1f}",
-             r.peak_limit, r.peak_source, r.peak_unknown]
-            for r in paths.itertuples()]
-    return lines + markdown(["host", "PU", "memory", "via", "peak GB/s", "limited by",
-                           "source", "unknown parts"], rows)
+    shown = paths.assign(peak_GBps=paths["peak_GBps"].map(lambda v: "unknown" if pd.isna(v) else f"{v:.1f}"))
+    return lines + markdown(shown[["host", "pu", "mem", "via", "peak_GBps", "peak_limit", "peak_source",
+                                   "peak_unknown"]].set_axis(["host", "PU", "memory", "via", "peak GB/s",
+                                                              "limited by", "source", "unknown parts"], axis=1))
 
 
 def _counts(cases: pd.DataFrame) -> list[str]:
@@ -143,17 +145,15 @@ def _counts(cases: pd.DataFrame) -> list[str]:
     counts = cases.groupby(["host", "status"]).size().unstack(fill_value=0)
     statuses = ordered({"ok", "skipped", "failed", *counts.columns}, ["ok", "skipped", "failed"])
     counts = counts.reindex(columns=statuses, fill_value=0)
-    lines += markdown(["host", *statuses],
-                      [[host, *map(int, counts.loc[host])] for host in counts.index])
+    lines += markdown(counts.rename_axis(index="host", columns=None).reset_index())
     notes = [(s, r or "no reason given") for s, r in
              cases.loc[cases["status"] != "ok", ["status", "reason"]].fillna("").itertuples(False)]
     moved = cases[(cases["status"] == "ok") & ~cases["placed"]]
     notes += [("ok, pages elsewhere", misplaced_note(row))
               for row in moved.fillna({"placement": "", "dst_placement": ""}).itertuples()]
     if notes:
-        reasons = pd.Series(notes).value_counts(sort=False)
-        lines += markdown(["status", "reason", "cases"],
-                          [[s, r, n] for (s, r), n in reasons.items()])
+        reasons = pd.DataFrame(notes, columns=["status", "reason"]).groupby(["status", "reason"], sort=False)
+        lines += markdown(reasons.size().rename("cases").reset_index())
     return lines
 
 

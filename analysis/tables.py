@@ -1,14 +1,17 @@
-"""The one writer of report tables: a header, rows of cells and the right-aligned
-columns, as Markdown (summary.md and the section files) or HTML (index.html).
+"""The one writer of report tables: a DataFrame (its columns the header, its rows the
+cells) and the right-aligned columns, as Markdown (summary.md and the section files); the
+HTML of index.html is the report template's ``table`` macro over the DataFrame that
+``parse`` reads back from that Markdown, so both show the same cells.
 
-Cells are formatted by the caller (``num`` for numbers that may be missing); a ``|`` in
-a cell is escaped so that a reason or a command line cannot split a Markdown row.
+Cells are formatted by the caller (``num`` for numbers that may be missing); a missing
+cell (None, NaN) is blank, and a ``|`` in a cell is escaped so that a reason or a command
+line cannot split a Markdown row.
 """
 from __future__ import annotations
 
-import html as _html
+import math
 import re
-from collections.abc import Callable, Collection, Sequence
+from collections.abc import Collection, Sequence
 from typing import Any
 
 import pandas as pd
@@ -19,16 +22,29 @@ def num(value: Any, digits: int = 1) -> str:
     return "" if value is None or pd.isna(value) else f"{float(value):.{digits}f}"
 
 
+def frame(header: Sequence[Any], rows: Sequence[Sequence[Any]]) -> pd.DataFrame:
+    """Rows of cells as a DataFrame; object columns, so that an int column with a blank
+    cell stays ints (not floats) and every cell prints as the caller made it."""
+    return pd.DataFrame([list(r) for r in rows], columns=list(header), dtype=object)
+
+
 def _cell(value: Any) -> str:
+    if value is None or (isinstance(value, float) and math.isnan(value)):
+        return ""
     return str(value).replace("|", "\\|")
 
 
-def markdown(header: Sequence[Any], rows: Sequence[Sequence[Any]],
+def markdown(table: pd.DataFrame | Sequence[Any], rows: Sequence[Sequence[Any]] | None = None,
              right: Collection[int] = ()) -> list[str]:
-    """A pipe table and the blank line after it; columns numbered in ``right`` align right."""
-    rule = "|" + "".join("---:|" if i in right else "---|" for i in range(len(header)))
-    return (["| " + " | ".join(map(_cell, header)) + " |", rule]
-            + ["| " + " | ".join(map(_cell, row)) + " |" for row in rows] + [""])
+    """A pipe table and the blank line after it; columns numbered in ``right`` align right.
+
+    ``table`` is a DataFrame, or a header with its ``rows`` (made into one by ``frame``)."""
+    if not isinstance(table, pd.DataFrame):
+        table = frame(table, rows if rows is not None else [])
+    rule = "|" + "".join("---:|" if i in right else "---|" for i in range(table.shape[1]))
+    return (["| " + " | ".join(map(_cell, table.columns)) + " |", rule]
+            + ["| " + " | ".join(map(_cell, row)) + " |" for row in table.itertuples(index=False, name=None)]
+            + [""])
 
 
 def parse_row(line: str) -> list[str]:
@@ -52,10 +68,7 @@ def is_rule(cells: Sequence[str]) -> bool:
     return bool(cells) and all(re.fullmatch(r":?-+:?", c) for c in cells)
 
 
-def html(header: Sequence[Any], rows: Sequence[Sequence[Any]],
-         inline: Callable[[str], str] = lambda text: _html.escape(text, quote=False)) -> str:
-    """The same table as one HTML ``<table>``; ``inline`` renders each cell's text."""
-    head = "".join(f"<th>{inline(str(c))}</th>" for c in header)
-    body = "".join("<tr>" + "".join(f"<td>{inline(str(c))}</td>" for c in row) + "</tr>"
-                   for row in rows)
-    return f"<table><tr>{head}</tr>{body}</table>"
+def parse(lines: Sequence[str]) -> pd.DataFrame:
+    """The DataFrame of a Markdown table's lines (header, rule, rows): markdown's inverse."""
+    rows = [parse_row(line) for line in lines]
+    return frame(rows[0], [r for r in rows[1:] if not is_rule(r)])

@@ -84,13 +84,13 @@ class AllocMatrixBenchmark : public Benchmark {
   std::string name() const override { return "allocmatrix"; }
   std::string description() const override { return "cudaMemcpy between every source and destination allocator"; }
   std::string summary() const override {
-    return "cudaMemcpy between every source and destination allocator: host memory on --mem,\n"
+    return "cudaMemcpy between every source and destination allocator: host memory on --mem, "
            "device memory on --gpu (the paper's Figure 5).";
   }
   std::vector<OptionSpec> options() const override {
     return {{"gpu", "N", "GPU of the device buffers and of the CUDA calls (default 0)"},
-            {"mem", "LIST", "NUMA nodes of host buffers, one matrix each: numaN, a comma list, or all\n"
-                            "                            (default: the GPU's nearest host node)"},
+            {"mem", "LIST", "NUMA nodes of host buffers, one matrix each: numaN, a comma list, or all "
+                            "(default: the GPU's nearest host node)"},
             {"alloc", "LIST", "allocators (default: system, numa, pinned, registered, managed, device)"},
             {"size", "SIZE", "bytes per copy (default 256MiB)"},
             {"reps", "N", "timed repetitions (default 10)"},

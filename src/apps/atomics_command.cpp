@@ -75,8 +75,8 @@ class AtomicsBenchmark : public Benchmark {
             {"alloc", "LIST", "system, numa, device, managed, pinned, registered (default: the path's)"},
             {"all", "", "every allocator of each path, not only its default one"},
             {"scope", "SCOPE", "device (atomicAdd, default) or system (atomicAdd_system)"},
-            {"counters", "N", "counters, each on its own 128-byte line (default: one per warp;\n"
-                              "                            1: every thread on one counter, contention)"},
+            {"counters", "N", "counters, each on its own 128-byte line (default: one per warp; "
+                              "1: every thread on one counter, contention)"},
             {"ops", "N", "atomic adds per thread per launch (default 64)"},
             {"reps", "N", "timed launches (default 10)"},
             {"warmup", "N", "untimed launches first (default 1)"}};

@@ -23,10 +23,10 @@ std::vector<OptionSpec> filter_option_specs() {
       {"mem", "MEM", "memory read or written, the source of a copy: numaN or gpuN"},
       {"dst-mem", "MEM", "destination memory of a copy (default: --mem)"},
       {"alloc", "ALLOC", "system, numa, device, managed, pinned, registered"},
-      {"threads", "N|sweep", "CPU threads (default: all cores of the PU), or sweep 1,2,4..all;\n"
-                               "                            with --all: sweep (default) or all (no sweep)"},
-      {"kernel", "grid|block", "GPU kernel: all SMs (default) or one block of 1024 threads\n"
-                               "                            (with --all a filter; default both)"},
+      {"threads", "N|sweep", "CPU threads (default: all cores of the PU), or sweep 1,2,4..all; "
+                               "with --all: sweep (default) or all (no sweep)"},
+      {"kernel", "grid|block", "GPU kernel: all SMs (default) or one block of 1024 threads "
+                               "(with --all a filter; default both)"},
       {"size", "SIZE", "bytes per buffer (default 1GiB, raised to 4x the caches on the path)"},
       {"in-cache", "", "allow buffers smaller than 4x the caches (cache bandwidth)"},
   };

@@ -177,20 +177,21 @@ class ChaseBenchmark : public Benchmark {
     return "Pointer-chase latency of one CPU or GPU thread over each memory (docs/cli.md).";
   }
   std::vector<OptionSpec> options() const override {
-    return {{"pu", "PU", "cpuN (one thread on a core of NUMA node N) or gpuN (one GPU thread);\n"
-                             "                            with --all a comma list filter"},
+    return {{"pu", "PU", "cpuN (one thread on a core of NUMA node N) or gpuN (one GPU thread); "
+                             "with --all a comma list filter"},
                 {"cpu", "N", "logical CPU the chasing thread is pinned to (default: the PU's first core)"},
                 {"mem", "MEM", "memory chased: numaN or gpuN (default: the PU's own); --all: a filter"},
-                {"alloc", "ALLOC", "system, numa, device, managed, pinned, registered (default: the path's);\n"
-                                   "                            with --all a comma list, or all"},
-                {"size", "SIZE|sweep", "buffer size(s), comma list, or sweep (default): powers of two\n"
-                                       "                            from --min-size to --max-size"},
+                {"alloc", "ALLOC", "system, numa, device, managed, pinned, registered (default: the path's); "
+                                   "with --all a comma list, or all"},
+                {"size", "SIZE|sweep", "buffer size(s), comma list, or sweep (default): powers of two "
+                                       "from --min-size to --max-size"},
                 {"min-size", "SIZE", "sweep from the first power of two >= SIZE (default 4KiB)"},
-                {"max-size", "SIZE", "sweep up to the last power of two <= SIZE\n                            (default: max(1GiB, 4 x the largest cache))"},
+                {"max-size", "SIZE", "sweep up to the last power of two <= SIZE "
+                                     "(default: max(1GiB, 4 x the largest cache))"},
                 {"pattern", "LIST", "random (default), sequential, or both: random,sequential"},
                 {"line", "BYTES", "bytes between chain elements (default 64)"},
-                {"locality", "BYTES", "keep the random order within groups of this size (multichase -T;\n"
-                                      "                            default: the whole buffer)"},
+                {"locality", "BYTES", "keep the random order within groups of this size (multichase -T; "
+                                      "default: the whole buffer)"},
                 {"huge-pages", "", "ask for transparent huge pages (system and numa memory)"},
                 {"accesses", "N", "timed dependent loads per repetition (default CPU 2^21, GPU 2^18)"},
                 {"reps", "N", "timed repetitions (default 3)"},

@@ -23,18 +23,18 @@ constexpr int kLatencyWarmup = 100;
 
 std::vector<OptionSpec> memcpy_option_specs() {
   return {
-      {"gpu", "LIST", "GPUs, each in turn: N or gpuN, a comma list, or all (default gpu0;\n"
-                      "                            d2d: the GPUs whose pairs are measured, default all)"},
+      {"gpu", "LIST", "GPUs, each in turn: N or gpuN, a comma list, or all (default gpu0; "
+                      "d2d: the GPUs whose pairs are measured, default all)"},
       {"all-gpus", "", "every GPU to/from its own host buffer at once"},
-      {"mem", "LIST", "host buffer's NUMA node: numaN, a comma list, or all host nodes\n"
-                      "                            (default: each GPU's nearest host node; d2d staged:\n"
-                      "                            the staging node, default the source GPU's nearest)"},
+      {"mem", "LIST", "host buffer's NUMA node: numaN, a comma list, or all host nodes "
+                      "(default: each GPU's nearest host node; d2d staged: "
+                      "the staging node, default the source GPU's nearest)"},
       {"cpu-numa", "N", "bind the issuing thread to NUMA node N (default: the GPU's nearest host node)"},
       {"alloc", "LIST", "host buffer: pinned (default), registered, system (pageable), managed"},
-      {"direction", "LIST", "h2d, d2h, bidir (both at once on two streams); default all three;\n"
-                            "                            or GPU<->GPU: d2d (every ordered pair), d2d-bidir (both ways)"},
-      {"engine", "LIST", "ce (cudaMemcpyAsync, copy engines), sm (a copy kernel); default both;\n"
-                         "                            d2d also staged (through pinned host memory), default all"},
+      {"direction", "LIST", "h2d, d2h, bidir (both at once on two streams); default all three; "
+                            "or GPU<->GPU: d2d (every ordered pair), d2d-bidir (both ways)"},
+      {"engine", "LIST", "ce (cudaMemcpyAsync, copy engines), sm (a copy kernel); default both; "
+                         "d2d also staged (through pinned host memory), default all"},
       {"chunk", "SIZE", "d2d staged: bytes per pipeline chunk (default 16MiB)"},
       {"size", "SIZE", "bytes per transfer (default 512MiB)"},
       {"sweep", "", "transfer sizes 4KiB .. --max-size (powers of two) and the saturation size"},
@@ -168,7 +168,7 @@ class MemcpyBenchmark : public Benchmark {
     return "host<->device transfers: copy engine and SM copies, size sweep, latency";
   }
   std::string summary() const override {
-    return "Host<->device transfers: copy-engine and SM copies, h2d/d2h/bidirectional, size sweep,\n"
+    return "Host<->device transfers: copy-engine and SM copies, h2d/d2h/bidirectional, size sweep, "
            "small-transfer latency; GPU<->GPU peer and staged copies (--direction d2d) (docs/cli.md).";
   }
   std::vector<OptionSpec> options() const override { return memcpy_option_specs(); }

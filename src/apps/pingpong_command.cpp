@@ -156,8 +156,8 @@ class PingPongBenchmark : public Benchmark {
   std::vector<OptionSpec> options() const override {
     return {{"pu", "LIST", "agents: cpuN (a core of NUMA node N), gpuN (one GPU thread) (default: all)"},
             {"mem", "LIST", "memories the flag is placed in: numaN, gpuN (default: all)"},
-            {"alloc", "LIST", "numa, pinned, device, managed, system, registered\n"
-                              "                            (default: numa, pinned, device, managed)"},
+            {"alloc", "LIST", "numa, pinned, device, managed, system, registered "
+                              "(default: numa, pinned, device, managed)"},
             {"round-trips", "N", "timed round trips per case (default 10000)"},
             {"warmup", "N", "untimed round trips first (default 1000)"},
             {"stall-timeout", "SECONDS", "longest wait for the partner before a case fails (default 10)"}};

@@ -12,8 +12,8 @@
 namespace mempath {
 
 inline std::vector<OptionSpec> with_from_option(std::vector<OptionSpec> specs) {
-  specs.push_back({"from", "DIR", "plan against a saved topology snapshot (`mempath topo --save DIR`):\n"
-                                  "                            print the cases and exit"});
+  specs.push_back({"from", "DIR", "plan against a saved topology snapshot (`mempath topo --save DIR`): "
+                                  "print the cases and exit"});
   return specs;
 }
 

@@ -112,8 +112,8 @@ class StreamBenchmark : public Benchmark {
   std::vector<OptionSpec> options() const override {
     return {{"pu", "PU", "cpuN, cpus or gpuN (default: the first CPU node); with --all a filter"},
             {"pu-kind", "KIND", "with --all: cpu or gpu only"},
-            {"mem", "MEM", "memory of the three arrays: numaN, gpuN or interleave (pages over\n"
-                           "                            every host NUMA node; read by cpus); with --all a filter"},
+            {"mem", "MEM", "memory of the three arrays: numaN, gpuN or interleave (pages over "
+                           "every host NUMA node; read by cpus); with --all a filter"},
             {"alloc", "ALLOC", "system, numa, device, managed, pinned, registered (default: the path's)"},
             {"threads", "N|sweep|all", "CPU threads (default sweep: 1, 2, 4 .. all cores, best reported)"},
             {"size", "SIZE", "bytes per array (default 1GiB, raised to 4x the caches on the path)"},

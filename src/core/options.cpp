@@ -1,5 +1,10 @@
 #include "core/options.hpp"
 
+#include <sys/ioctl.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdlib>
 #include <iostream>
 #include <sstream>
 
@@ -110,16 +115,60 @@ std::vector<std::string> Options::list(const std::string& name) const {
   return items;
 }
 
-std::string Options::help_text() const {
+size_t Options::help_width() {
+  if (const char* columns = std::getenv("COLUMNS")) {
+    char* end = nullptr;
+    const long value = std::strtol(columns, &end, 10);
+    if (end != columns && *end == '\0' && value > 0) return static_cast<size_t>(value);
+  }
+  winsize size{};
+  if (isatty(STDOUT_FILENO) && ioctl(STDOUT_FILENO, TIOCGWINSZ, &size) == 0 && size.ws_col > 0)
+    return size.ws_col;
+  return 80;
+}
+
+std::string Options::help_text(size_t width) const {
+  // Below this the help column would hold a word or two per line: wider lines read better.
+  width = std::max(width, kHelpColumn + 32);
   std::ostringstream out;
-  out << "usage: " << g_program << " " << command_ << " [options]\n" << summary_ << "\n\noptions:\n";
+  out << "usage: " << g_program << " " << command_ << " [options]\n" << wrap(summary_, width, 0)
+      << "\n\noptions:\n";
   for (const auto& spec : specs_) {
     std::string left = "  --" + spec.name + (spec.value_name.empty() ? "" : " " + spec.value_name);
-    if (left.size() < 28) left.resize(28, ' ');
-    else left += "\n" + std::string(28, ' ');
-    out << left << spec.help << "\n";
+    if (left.size() < kHelpColumn) left.resize(kHelpColumn, ' ');
+    else left += "\n" + std::string(kHelpColumn, ' ');
+    out << left << wrap(spec.help, width, kHelpColumn, kHelpColumn) << "\n";
   }
   return out.str();
+}
+
+std::string wrap(const std::string& text, size_t width, size_t indent, size_t first_column) {
+  std::string out;
+  size_t column = first_column;
+  bool line_empty = true;
+  auto new_line = [&] {
+    out += "\n" + std::string(indent, ' ');
+    column = indent;
+    line_empty = true;
+  };
+  std::istringstream lines(text);
+  std::string line;
+  for (bool first = true; std::getline(lines, line); first = false) {
+    if (!first) new_line();
+    std::istringstream words(line);
+    std::string word;
+    while (words >> word) {
+      if (!line_empty && column + 1 + word.size() > width) new_line();
+      if (!line_empty) {
+        out += ' ';
+        ++column;
+      }
+      out += word;
+      column += word.size();
+      line_empty = false;
+    }
+  }
+  return out;
 }
 
 int thread_count(const std::string& text) {

@@ -11,7 +11,7 @@ namespace mempath {
 struct OptionSpec {
   std::string name;       // without the leading "--"
   std::string value_name; // empty for a flag
-  std::string help;
+  std::string help;       // plain sentences: help_text wraps and indents them
 };
 
 class Options {
@@ -38,7 +38,12 @@ class Options {
   // A comma list; an option given with no item in it ("", ",,,") is an error, not "all".
   std::vector<std::string> list(const std::string& name) const;
   static constexpr long long kIntMax = 2147483647;
-  std::string help_text() const;
+  // Help columns: the option's name and value, then its help from kHelpColumn, wrapped to
+  // `width` with every continuation line starting at kHelpColumn.
+  static constexpr size_t kHelpColumn = 28;
+  std::string help_text(size_t width = help_width()) const;
+  // The terminal's width where stdout is one (COLUMNS first, as shells export it), else 80.
+  static size_t help_width();
 
  private:
   const OptionSpec* find(const std::string& name) const;
@@ -52,6 +57,11 @@ inline constexpr long long kMaxReps = 1000000;
 
 // --threads N: a whole number of at least 1 (0 and negatives do not mean "all cores").
 int thread_count(const std::string& text);
+
+// `text` as lines of at most `width` columns, broken at spaces (a longer word stands on a
+// line of its own), every line after the first prefixed by `indent` spaces; a newline
+// in `text` starts a new line.
+std::string wrap(const std::string& text, size_t width, size_t indent, size_t first_column = 0);
 
 // "a,b,c" -> {"a","b","c"} (empty items dropped).
 std::vector<std::string> split_list(const std::string& text, char sep = ',');

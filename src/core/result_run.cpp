@@ -5,11 +5,11 @@
 namespace mempath {
 
 std::vector<OptionSpec> with_run_options(std::vector<OptionSpec> specs, const std::string& bench) {
-  specs.push_back({"output", "FILE", "HDF5 result file (default mempath-" + bench + "-HOST-TIME-PID.h5);\n"
-                                     "                            an existing file is refused unless --overwrite"});
+  specs.push_back({"output", "FILE", "HDF5 result file (default mempath-" + bench + "-HOST-TIME-PID.h5); "
+                                     "an existing file is refused unless --overwrite"});
   specs.push_back({"overwrite", "", "replace an existing --output (once the first case has finished)"});
-  specs.push_back({"timeout", "SECONDS", "longest one case may run before the run ends with the\n"
-                                         "                            finished cases saved (default 900; 0: no limit)"});
+  specs.push_back({"timeout", "SECONDS", "longest one case may run before the run ends with the "
+                                         "finished cases saved (default 900; 0: no limit)"});
   return specs;
 }
 

@@ -379,3 +379,34 @@ def test_cli_bad_input_is_one_line_and_exit_2(tmp_path: Path, gh200_run: Path, k
                 "foreign": "not an HDF5 file", "peaks": "cannot read the peaks file"}[kind]
     assert expected in lines[0]
     assert not (tmp_path / "out" / "summary.md").exists()
+
+
+def test_index_page_escapes_names_from_the_files(tmp_path: Path) -> None:
+    """Host names, reasons and command lines come from HDF5 files: the page shows them as
+    text (the template autoescapes), never as markup a browser would run."""
+    attack = '<script>alert("x")</script>'
+    topo = {**topology("x86_h100"), "host": f"node{attack}"}
+    run = write_run(tmp_path / "r.h5", [case(), case(mem="numa1", status="failed", reason=f"bad {attack}")],
+                    topology=topo, attrs={"command_line": f"mempath bw --pu '{attack}'"})
+    write_report(load_runs([run]), tmp_path / "out")
+    page = (tmp_path / "out" / "index.html").read_text()
+    assert "<script" not in page and "alert(" in page
+    assert "node&lt;script&gt;" in page  # the host in the text, its heading and the runs table
+    assert "<td>bad &lt;script&gt;alert(\"x\")&lt;/script&gt;</td>" in page
+    # What the template prints without _inline (the title) is escaped by autoescaping alone.
+    from analysis import html
+    assert "<title>&lt;script&gt;x</title>" in html.render([f"# {attack}"], tmp_path, "<script>x")
+
+
+def test_tables_take_a_dataframe_and_read_it_back() -> None:
+    from analysis import tables
+    frame = pd.DataFrame({"host": ["a|b", "c"], "GPU": [0, None], "GB/s": [tables.num(1.234), tables.num(None)]},
+                         dtype=object)
+    lines = tables.markdown(frame, right={2})
+    # A missing cell is blank, an int stays an int (not 0.0), a pipe is escaped.
+    assert lines == ["| host | GPU | GB/s |", "|---|---|---:|", "| a\\|b | 0 | 1.2 |", "| c |  |  |", ""]
+    back = tables.parse(lines[:-1])
+    assert list(back.columns) == ["host", "GPU", "GB/s"] and back.values.tolist() == [["a|b", "0", "1.2"],
+                                                                                         ["c", "", ""]]
+    # A header and rows are the same table as their DataFrame.
+    assert tables.markdown(["host", "GPU", "GB/s"], [["a|b", 0, "1.2"], ["c", None, ""]], right={2}) == lines

@@ -39,17 +39,41 @@ def compare(*args: str) -> subprocess.CompletedProcess:
     return analysis_cli("compare", *args)
 
 
-def test_mann_whitney_matches_hand_computed_values() -> None:
-    # x = 1,2,3 ; y = 4,5,6: ranks of x 1+2+3, U = 6 - 6 = 0; sigma^2 = 9*7/12 = 5.25;
-    # z = (|0 - 4.5| - 0.5) / sqrt(5.25) = 1.7457, p = erfc(z / sqrt 2) = 0.0809.
-    u, p = mann_whitney(np.array([1.0, 2, 3]), np.array([4.0, 5, 6]))
-    assert u == 0 and p == pytest.approx(math.erfc(4 / math.sqrt(5.25) / math.sqrt(2)), rel=1e-12)
-    assert p == pytest.approx(0.0809, abs=1e-4)
+def test_mann_whitney_is_exact_at_small_n() -> None:
+    # Separated samples, one side of at most 8: U = 0 and p = 2 / C(n1 + n2, n1), the two
+    # arrangements as extreme as this one among all equally likely ones (3 vs 3: 0.1, where
+    # the normal approximation would say 0.081).
+    for n1, n2 in ((3, 3), (4, 6), (5, 5), (3, 8), (8, 30)):
+        u, p = mann_whitney(np.arange(n1, dtype=float), np.arange(n1, n1 + n2, dtype=float))
+        assert u == 0 and p == pytest.approx(2 / math.comb(n1 + n2, n1), rel=1e-9), (n1, n2)
+
+
+def test_mann_whitney_is_tie_and_continuity_corrected_otherwise() -> None:
     # Ties: x = 1,2,2 ; y = 2,3,4: ranks 1, 3, 3 | 3, 5, 6 -> U = 7 - 6 = 1; tie term 3^3-3 = 24.
     u, p = mann_whitney(np.array([1.0, 2, 2]), np.array([2.0, 3, 4]))
     var = 9 / 12 * (7 - 24 / 30)
     assert u == 1 and p == pytest.approx(math.erfc((3.5 - 0.5) / math.sqrt(var) / math.sqrt(2)), rel=1e-12)
+    # Both sides over 8: x = 0..9, y = 20..29, U = 0, sigma^2 = 100 * 21 / 12 = 175.
+    u, p = mann_whitney(np.arange(10.0), np.arange(20.0, 30.0))
+    assert u == 0 and p == pytest.approx(math.erfc((50 - 0.5) / math.sqrt(175) / math.sqrt(2)), rel=1e-12)
     assert mann_whitney(np.full(5, 2.0), np.full(5, 2.0))[1] == 1.0  # all tied: no evidence
+    assert mann_whitney(np.full(12, 2.0), np.full(12, 2.0))[1] == 1.0
+
+
+def test_five_against_five_reaches_alpha_only_when_the_samples_separate(tmp_path: Path) -> None:
+    """The exact test: 5 against 5 can reach p < 0.01 (2/252), so the test decides there, not
+    the median alone: a 10 % drop with every sample lower moves, one with overlap does not."""
+    base = bw_run(tmp_path / "base.h5", {"numa0": 450.0}, spread=0.002, reps=5)
+    run = bw_run(tmp_path / "run.h5", {"numa0": 405.0}, spread=0.002, reps=5)
+    proc = compare(str(base), str(run))
+    assert proc.returncode == 1 and "p=7.9e-03" in proc.stderr, proc.stdout + proc.stderr
+    import h5py
+    with h5py.File(run, "r+") as f:  # one RUN sample above all of BASE: U = 1, p = 4/252 = 0.016
+        values = f["bw/samples/bandwidth_GBps"][()]
+        values[0] = 495.0
+        f["bw/samples/bandwidth_GBps"][...] = values
+    proc = compare(str(base), str(run))
+    assert proc.returncode == 0 and "1 cases compared, 0 moved" in proc.stdout, proc.stdout + proc.stderr
 
 
 def test_identical_runs_move_nothing(tmp_path: Path) -> None:
