@@ -20,6 +20,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from . import tables
 from .errors import InputError
 from .fleet_table import COLUMNS, WORDS, fleet_columns, load_cases_run
 from .io import RunFileError, shown
@@ -307,28 +308,27 @@ def _summary(table: pd.DataFrame, nodes: pd.DataFrame, rejected: Sequence[str],
     counts = nodes["verdict"].value_counts()
     lines = ["# Fleet report", "",
              "It only suggests: no node is drained. Verdicts: healthy, degraded (a component "
-             "flagged), failed (every case failed), missing (expected, no file).", "",
-             "| node kind | nodes | paths |", "|---|---|---|"]
-    for kind, part in table.groupby("node_kind"):
-        lines.append(f"| {kind} | {part['node'].nunique()} | {part['path'].nunique()} |")
-    lines += ["", "| verdict | nodes |", "|---|---|"]
-    lines += [f"| {v} | {int(counts.get(v, 0))} |" for v in ("healthy", "degraded", "failed", "missing")]
+             "flagged), failed (every case failed), missing (expected, no file).", ""]
+    lines += tables.markdown(["node kind", "nodes", "paths"],
+                             [[kind, part["node"].nunique(), part["path"].nunique()]
+                              for kind, part in table.groupby("node_kind")])
+    lines += tables.markdown(["verdict", "nodes"],
+                             [[v, int(counts.get(v, 0))] for v in ("healthy", "degraded", "failed", "missing")])
     if bool(table["synthetic"].any()):
-        lines += ["", "**Synthetic data** (simulator output) is among the inputs."]
+        lines += ["**Synthetic data** (simulator output) is among the inputs.", ""]
     bad = nodes[nodes["verdict"] != "healthy"]
     if len(bad):
-        lines += ["", "| node | verdict | reason |", "|---|---|---|"]
-        lines += [f"| {r.node} | {r.verdict} | {r.reason} |" for r in bad.itertuples()]
+        lines += tables.markdown(bad[["node", "verdict", "reason"]])
     if slow is not None:
-        lines += ["", "## Slowly degrading (history database)", ""]
+        lines += ["## Slowly degrading (history database)", ""]
         if slow.empty:
-            lines += ["No series lost more than the minimum drop over the window."]
+            lines += ["No series lost more than the minimum drop over the window.", ""]
         else:
-            lines += ["| node | component | trend |", "|---|---|---|"]
-            lines += [f"| {r.node} | {r.component} | {r.text} |" for r in slow.itertuples()]
+            lines += tables.markdown(["node", "component", "trend"],
+                                     [[r.node, r.component, r.text] for r in slow.itertuples()])
     if rejected:
-        lines += ["", "Inputs left out:", ""] + [f"- {line}" for line in rejected]
-    return "\n".join(lines) + "\n"
+        lines += ["Inputs left out:", ""] + [f"- {line}" for line in rejected]
+    return "\n".join(lines).rstrip("\n") + "\n"
 
 
 def heatmap_rows(table: pd.DataFrame, nodes: pd.DataFrame) -> tuple[list[str], int]:
