@@ -95,7 +95,7 @@ class Progress {
 };
 
 std::vector<OptionSpec> with_progress_options(std::vector<OptionSpec> specs) {
-  specs.push_back({"progress", "", "show [case/total] and the time left on stderr (default: when it is a terminal)"});
+  specs.push_back({"progress", "", "[case/total] and time left on stderr (default: if a terminal)"});
   specs.push_back({"no-progress", "", "never show the progress counter"});
   return specs;
 }

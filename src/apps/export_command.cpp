@@ -142,8 +142,8 @@ std::string without_h5(const std::string& path) {
 }  // namespace
 
 int cmd_export(const std::vector<std::string>& args) {
-  Options opts("export", "Writes a result file's tables as CSV or JSON (docs/cli.md).\n"
-                         "usage: mempath export RUN.h5 [--format csv|json] [--table NAME] [-o FILE|-]",
+  Options opts("export", "Writes the tables of a result file, its first argument, as CSV or JSON:\n"
+                         "  mempath export RUN.h5 [--format csv|json] [--table NAME] [-o FILE|-] (docs/cli.md)",
                export_option_specs());
   std::vector<std::string> rest;
   std::string input;

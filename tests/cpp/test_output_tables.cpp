@@ -99,3 +99,56 @@ TEST(ResultReader, BadFilesAreUsageErrors) {
   std::filesystem::remove(text);
   EXPECT_THROW(read_run(std::filesystem::temp_directory_path().string()), UsageError);
 }
+
+namespace {
+
+// Two cases and a table after them: the driver's hook gets the written rows, after every
+// summary line.
+class Tabled : public Benchmark {
+ public:
+  std::string name() const override { return "tabled"; }
+  std::string description() const override { return "two cases and a table"; }
+  std::string summary() const override { return "Two cases."; }
+  std::vector<OptionSpec> options() const override { return {}; }
+  void plan(const Options&, const Topology&, bool) override {}
+  size_t cases() const override { return 2; }
+  PlanFields plan_fields(size_t i) const override { return {{"what", std::to_string(i)}}; }
+  std::string skip_reason(size_t i) const override { return i == 1 ? "not here" : ""; }
+  Outcome run(size_t) override { return {"ok", "", 42.0}; }
+  TableSpec cases_table() const override {
+    return {"tabled/cases", {{"case_id", ColumnType::Int, ""}, {"status", ColumnType::String, ""},
+                             {"median_GBps", ColumnType::Float, "GB/s"}}};
+  }
+  TableSpec samples_table() const override { return {"tabled/samples", {{"case_id", ColumnType::Int, ""}}}; }
+  CaseRows rows(size_t, const Outcome& o, int64_t id) override {
+    const auto* v = std::any_cast<double>(&o.data);
+    return {{{{"case_id", id}, {"status", o.status}, {"median_GBps", v ? *v : std::nan("")}}}, {}};
+  }
+  std::vector<SummaryField> summary_fields(const Row&) const override { return {field("status")}; }
+  void print_tables(const Table& cases) const override {
+    Pivot p;
+    for (size_t r = 0; r < cases.rows(); ++r)
+      p.add("case" + std::to_string(cases.ints(0)[r]), "value", cases.strings(1)[r], cases.floats(2)[r]);
+    std::printf("%s", p.format("tabled", "case").c_str());
+  }
+};
+
+}  // namespace
+
+TEST(Driver, PrintsTheTablesAfterTheLastSummaryLine) {
+  const auto path = std::filesystem::temp_directory_path() / ("mempath-tables-" + std::to_string(getpid()) + ".h5");
+  std::filesystem::remove(path);
+  Tabled b;
+  testing::internal::CaptureStdout();
+  const int code = run_benchmark(b, {"--output", path.string(), "--timeout", "0", "--no-progress"}, {"mempath", "tabled"});
+  const std::string out = testing::internal::GetCapturedStdout();
+  std::filesystem::remove(path);
+  EXPECT_EQ(code, kExitOk);
+  EXPECT_EQ(out,
+            "MEMPATH tabled status=ok\n"
+            "MEMPATH tabled status=skipped\n"
+            "tabled\n"
+            "case   value\n"
+            "case0   42.0\n"
+            "case1      -\n");
+}
