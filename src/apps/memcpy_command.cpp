@@ -1,5 +1,4 @@
 // `mempath memcpy`: host<->device transfer bandwidth and latency (docs/cli.md).
-#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <iostream>
@@ -315,29 +314,18 @@ class MemcpyBenchmark : public Benchmark {
   // The copy engines' bandwidth per GPU and direction at the largest size measured (a
   // sweep's smaller sizes are latency-bound), the cell the best over allocators and nodes.
   void print_tables(const Table& cases) const override {
-    std::vector<Row> rows;
-    std::map<std::pair<std::string, std::string>, int64_t> largest;
-    auto key = [](const Row& row) {
-      const auto text = [&](const char* k) { return std::get<std::string>(row.at(k)); };
-      const std::string gpu = text("gpu_label"), direction = text("direction");
-      return std::make_pair(gpu == "all" ? std::string("all") : "gpu" + gpu,
-                            is_d2d_direction(direction)
-                                ? direction + ">gpu" + std::to_string(std::get<int64_t>(row.at("dst_gpu")))
-                                : direction);
-    };
-    for (size_t r = 0; r < cases.rows(); ++r) {
-      Row row = table_row(cases, r);
-      if (std::get<std::string>(row.at("mode")) != "bandwidth" || std::get<std::string>(row.at("engine")) != "ce")
-        continue;
-      int64_t& size = largest[key(row)];
-      size = std::max(size, std::get<int64_t>(row.at("size_bytes")));
-      rows.push_back(std::move(row));
-    }
     Pivot table;
-    for (const Row& row : rows)
-      if (std::get<int64_t>(row.at("size_bytes")) == largest.at(key(row)))
-        table.add(key(row).first, key(row).second, std::get<std::string>(row.at("status")),
-                  std::get<double>(row.at("median_GBps")));
+    for (size_t r = 0; r < cases.rows(); ++r) {
+      const Row row = table_row(cases, r);
+      const auto text = [&](const char* k) { return std::get<std::string>(row.at(k)); };
+      if (text("mode") != "bandwidth" || text("engine") != "ce") continue;
+      const std::string gpu = text("gpu_label"), direction = text("direction");
+      table.add(gpu == "all" ? gpu : "gpu" + gpu,
+                is_d2d_direction(direction) ? direction + ">gpu" + std::to_string(std::get<int64_t>(row.at("dst_gpu")))
+                                            : direction,
+                text("status"), std::get<double>(row.at("median_GBps")),
+                static_cast<double>(std::get<int64_t>(row.at("size_bytes"))));
+    }
     if (table.empty()) return;
     std::printf("\n%s", table.format("memcpy: median GB/s of the copy engines (ce) at the largest size, per GPU "
                                      "(row) and direction (column); - not run, fail failed",

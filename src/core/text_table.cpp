@@ -20,10 +20,13 @@ std::string fixed1(double value) {
 
 }  // namespace
 
-void Pivot::add(const std::string& row, const std::string& column, const std::string& status, double value) {
+void Pivot::add(const std::string& row, const std::string& column, const std::string& status, double value,
+                double rank) {
   remember(rows_, row);
   remember(columns_, column);
   Cell& cell = cells_[{row, column}];
+  if (rank < cell.rank) return;
+  if (rank > cell.rank) cell = Cell{false, false, 0, rank};
   if (status == "ok" && std::isfinite(value)) {
     cell.best = cell.ok ? std::max(cell.best, value) : value;
     cell.ok = true;

@@ -36,6 +36,21 @@ TEST(Pivot, BestOkValueElseFailElseDashInFirstSeenOrder) {
             "cpu0      fail  120.3\n");
 }
 
+TEST(Pivot, OnlyTheHighestRankOfACellCounts) {
+  Pivot p;  // memcpy: the sizes of a sweep, the cell the largest one
+  p.add("gpu0", "h2d", "ok", 20.0, 4096);
+  p.add("gpu0", "h2d", "ok", 55.25, 1 << 30);
+  p.add("gpu0", "h2d", "ok", 60.0, 1 << 20);  // faster at a smaller size: not the cell
+  p.add("gpu0", "d2h", "ok", 50.0, 4096);
+  p.add("gpu0", "d2h", "failed", NAN, 1 << 30);
+  p.add("gpu0", "bidir", "failed", NAN, 4096);
+  p.add("gpu0", "bidir", "skipped", NAN, 1 << 30);
+  EXPECT_EQ(p.format("memcpy", "gpu\\dir"),
+            "memcpy\n"
+            "gpu\\dir   h2d   d2h  bidir\n"
+            "gpu0     55.2  fail      -\n");
+}
+
 TEST(Pivot, EmptyUntilACellIsAdded) {
   Pivot p;
   EXPECT_TRUE(p.empty());
