@@ -20,11 +20,10 @@ namespace {
 
 std::vector<OptionSpec> export_option_specs() {
   return {
-      {"format", "csv|json", "csv (default): one file per table in a folder, or --table's one table;\n"
-                             "                            json: the attributes and the tables in one document"},
+      {"format", "csv|json", "csv (default): a file per table in a folder, or --table's one; json: one document"},
       {"table", "NAME", "only this table (bw/cases, memcpy/samples, ...)"},
-      {"output", "FILE|-", "where to write (also -o); - is stdout, the default for json and for csv\n"
-                           "                            with --table; csv of every table: a folder (default RUN_csv)"},
+      {"output", "FILE|-", "also -o; - (stdout) by default for json and one csv table; a folder (default "
+                           "RUN_csv) for every table as csv"},
       {"overwrite", "", "replace an existing output"},
   };
 }
@@ -142,8 +141,9 @@ std::string without_h5(const std::string& path) {
 }  // namespace
 
 int cmd_export(const std::vector<std::string>& args) {
-  Options opts("export", "Writes the tables of a result file, its first argument, as CSV or JSON:\n"
-                         "  mempath export RUN.h5 [--format csv|json] [--table NAME] [-o FILE|-] (docs/cli.md)",
+  Options opts("export", "Writes the tables of a result file, its first argument, as CSV or JSON\n"
+                         "(docs/cli.md):\n"
+                         "  mempath export RUN.h5 [--format csv|json] [--table NAME] [-o FILE|-]",
                export_option_specs());
   std::vector<std::string> rest;
   std::string input;
