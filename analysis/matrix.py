@@ -3,18 +3,22 @@
 One entry per (host, op, pu, mem) for read and write: the best full-width case
 (analysis.cases.best) with its % of the path's theoretical peak (analysis.peaks), or the
 status and reasons when no case ran. Copy is left to the copy heatmap: its bytes are
-read + written over two paths, so a single-path peak does not bound it.
+read + written over two paths, so a single-path peak does not bound it. The same entries
+are drawn as the report's "Path matrix heatmap" section (heatmap()).
 """
 from __future__ import annotations
 
 from collections.abc import Mapping
+from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pandas as pd
 
 from .cases import SEP, best, ordered, rank, unmeasured
+from .figures import annotate, figure_grid, save
 from .peaks import PeakModel
+from .sections import Context, Part, section
 from . import tables
 
 MATRIX_OPS = ("read", "write")
@@ -107,3 +111,66 @@ def markdown(table: pd.DataFrame, order: Order) -> str:
         if note:
             lines += ["Reasons:", ""] + [f"{n}. {reason}" for reason, n in note.items()] + [""]
     return "\n".join(lines)
+
+
+HEATMAP = "path_heatmap"
+
+
+def topology_order(topologies: Mapping[str, Mapping[str, Any]]) -> dict[str, tuple[list[str], list[str]]]:
+    """host -> the topology's processor and memory names: the rows and columns."""
+    return {host: ([p["name"] for p in t.get("processors", [])], [m["name"] for m in t.get("memories", [])])
+            for host, t in topologies.items()}
+
+
+def _heat_text(entry: pd.Series) -> str:
+    if entry["status"] != "ok":
+        return str(entry["status"])
+    value = float(entry["median_GBps"])
+    text = f"{value:.0f}" if value >= 100 else f"{value:.1f}"
+    return text + (f"\n{entry['pct_of_peak']:.0f}%" if pd.notna(entry["pct_of_peak"]) else "")
+
+
+def heatmap(table: pd.DataFrame, order: Order, out: Path, with_host: bool = False) -> list[Path]:
+    """entries() as a figure: one panel per host and op, processors x memories, cells
+    coloured by median GB/s and annotated with it and the % of the path's peak (where a
+    peak is known) or with why the path did not run. Returns the files written; none when
+    no read or write case measured a path."""
+    if table.empty or not (table["status"] == "ok").any():
+        return []
+    panels = [(host, op) for host in ordered(table["host"], list(order)) for op in MATRIX_OPS
+              if ((table["host"] == host) & (table["op"] == op)).any()]
+    widest = max(len(set(table.loc[table["host"] == h, "mem"])) for h, _ in panels)
+    tallest = max(len(set(table.loc[table["host"] == h, "pu"])) for h, _ in panels)
+    ncols = len(MATRIX_OPS) if len(panels) > 1 else 1
+    nrows = -(-len(panels) // ncols)
+    fig, axes = figure_grid(nrows, ncols, 1.1 * widest + 2.5, 0.7 * tallest + 2.0)
+    for ax, (host, op) in zip(axes.flat, panels):
+        part = table[(table["host"] == host) & (table["op"] == op)]
+        pus_order, mems_order = order.get(host, ([], []))
+        pus, mems = ordered(part["pu"], pus_order), ordered(part["mem"], mems_order)
+        grid = np.full((len(pus), len(mems)), np.nan)
+        text = [[""] * len(mems) for _ in pus]
+        for _, entry in part.iterrows():
+            i, j = pus.index(entry["pu"]), mems.index(entry["mem"])
+            text[i][j] = _heat_text(entry)
+            if entry["status"] == "ok":
+                grid[i, j] = float(entry["median_GBps"])
+        annotate(ax, grid, text)
+        ax.set_xticks(range(len(mems)), mems, rotation=45, ha="right")
+        ax.set_yticks(range(len(pus)), pus)
+        title = f"{op}: median GB/s (% of peak)"
+        ax.set(xlabel="memory", ylabel="processor", title=f"{host}: {title}" if with_host else title,
+               facecolor="0.9")
+    for ax in axes.flat[len(panels):]:
+        ax.set_visible(False)
+    return save(fig, out, HEATMAP)
+
+
+@section(HEATMAP, "Path matrix heatmap", ("bw/cases",), order=5)
+def _heatmap_section(ctx: Context) -> Part:
+    part = Part()
+    if ctx.entries.empty:
+        return part  # the report's Missing list already says the path matrix is empty
+    files = heatmap(ctx.entries, topology_order(ctx.topologies), ctx.out, ctx.many)
+    part.add_figure(HEATMAP, "Processor x memory, read and write", files, "no read or write case measured a path")
+    return part

@@ -80,6 +80,11 @@ class Benchmark {
     (void)cases, (void)rows;
     return false;
   }
+
+  // After the last case and its MEMPATH lines: tables for a person at a terminal, built
+  // from the written rows (bw --all's path matrix, memcpy's GPU x direction table; the
+  // printer is core/text_table.hpp). What is printed must not start with MEMPATH.
+  virtual void print_tables(const Table& cases) const { (void)cases; }
 };
 
 // A command of `mempath` or `mempath-mpi`: a Benchmark run by the driver, or a command of

@@ -1,14 +1,17 @@
 #include <cmath>
 #include <cstdio>
 #include <iostream>
+#include <map>
 #include <memory>
 
 #include "apps/bw_runner.hpp"
 #include "apps/benchmark.hpp"
+#include "apps/driver.hpp"
 #include "core/alloc_kind.hpp"
 #include "core/error.hpp"
 #include "core/options.hpp"
 #include "core/stats.hpp"
+#include "core/text_table.hpp"
 #include "core/units.hpp"
 
 namespace mempath {
@@ -141,6 +144,7 @@ class BwBenchmark : public Benchmark {
     if (auto spec = opts.get("noise"))
       for (const auto& c : cases_) parse_noise(topo, *spec, c.pu);  // every case must allow it
     noise_spec_ = opts.get_or("noise", "");
+    all_ = opts.flag("all");
   }
   size_t cases() const override { return cases_.size(); }
   PlanFields plan_fields(size_t i) const override {
@@ -206,8 +210,29 @@ class BwBenchmark : public Benchmark {
             field("threads"), field("size", "size_bytes"), field("via"), field("placement"), field("status"),
             metric("median_GBps", 2), metric("min_GBps", 2), metric("max_GBps", 2), metric("reps")};
   }
+  // nvbandwidth's view of `--all`: one processor x memory matrix per op, each cell the
+  // best median of the path's cases (any allocator, kernel or thread count).
+  void print_tables(const Table& cases) const override {
+    if (!all_) return;
+    std::vector<std::string> ops;
+    std::map<std::string, Pivot> matrices;
+    for (size_t r = 0; r < cases.rows(); ++r) {
+      const Row row = table_row(cases, r);
+      const auto text = [&](const char* column) { return std::get<std::string>(row.at(column)); };
+      const std::string op = text("op"), dst = text("dst_mem");
+      if (!matrices.count(op)) ops.push_back(op);
+      const std::string memory = text("mem") + (dst.empty() || dst == text("mem") ? "" : ">" + dst);
+      matrices[op].add(text("pu"), memory, text("status"), std::get<double>(row.at("median_GBps")));
+    }
+    for (const auto& op : ops)
+      std::printf("\n%s", matrices.at(op).format("bw " + op + ": median GB/s, best case per processor (row) "
+                                                     "and memory (column); - not run, fail failed",
+                                                 "pu\\mem").c_str());
+    std::fflush(stdout);
+  }
 
  private:
+  bool all_ = false;
   const Topology* topo_ = nullptr;
   BwSettings settings_;
   std::vector<BwCase> cases_;

@@ -1,5 +1,10 @@
 #include "apps/driver.hpp"
 
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <iostream>
 
@@ -25,13 +30,81 @@ Row table_row(const Table& table, size_t index) {
   return row;
 }
 
+std::string format_eta(double seconds) {
+  const long s = std::lround(std::max(seconds, 0.0));
+  if (s < 60) return std::to_string(s) + " s";
+  const long minutes = (s + 30) / 60;
+  if (minutes < 60) return std::to_string(minutes) + " min";
+  char text[32];
+  std::snprintf(text, sizeof text, "%ld h %02ld min", minutes / 60, minutes % 60);
+  return text;
+}
+
+std::string progress_line(size_t done, size_t total, const std::string& what, double eta_s) {
+  std::string line = "[" + std::to_string(done) + "/" + std::to_string(total) + "] " + what;
+  if (done < total) line += "  ETA " + (eta_s < 0 ? std::string("?") : format_eta(eta_s));
+  return line;
+}
+
 namespace {
+
+// "bw read cpu0 numa0 system": the case as the plan names it.
+std::string case_words(const Benchmark& bench, size_t i) {
+  std::string what = bench.name();
+  for (const auto& [key, value] : bench.plan_fields(i)) what += " " + value;
+  return what;
+}
 
 // "case 3 (bw read cpu0 numa0 system)": what the watchdog names when a case hangs.
 std::string describe(const Benchmark& bench, size_t i, int64_t id) {
-  std::string what = "case " + std::to_string(id) + " (" + bench.name();
-  for (const auto& [key, value] : bench.plan_fields(i)) what += " " + value;
-  return what + ")";
+  return "case " + std::to_string(id) + " (" + case_words(bench, i) + ")";
+}
+
+// The counter on stderr for a person waiting at a terminal; off where stderr is a log
+// (ReFrame, CI), where carriage returns would pile up into one unreadable line.
+class Progress {
+ public:
+  Progress(bool on, size_t total) : on_(on), total_(total) {}
+  // After case `done - 1`; `seconds` < 0 for a case that did not run (skipped).
+  void step(size_t done, const std::string& what, double seconds) {
+    if (seconds >= 0) ran_seconds_ += seconds, ++ran_;
+    if (!on_) return;
+    const double eta = ran_ ? ran_seconds_ / static_cast<double>(ran_) * static_cast<double>(total_ - done) : -1;
+    show(progress_line(done, total_, what, eta));
+  }
+  // Before other output on the terminal: the line is wiped, not overwritten half-way.
+  void clear() {
+    if (shown_ > 0) std::fprintf(stderr, "\r%s\r", std::string(shown_, ' ').c_str());
+    shown_ = 0;
+  }
+  void finish() {
+    if (on_ && shown_ > 0) std::fputc('\n', stderr);
+    shown_ = 0;
+  }
+
+ private:
+  void show(const std::string& line) {
+    // Padded over a longer previous line so that none of its tail stays on screen.
+    std::fprintf(stderr, "\r%s%s", line.c_str(), std::string(shown_ > line.size() ? shown_ - line.size() : 0, ' ').c_str());
+    std::fflush(stderr);
+    shown_ = line.size();
+  }
+  bool on_;
+  size_t total_, ran_ = 0, shown_ = 0;
+  double ran_seconds_ = 0;
+};
+
+std::vector<OptionSpec> with_progress_options(std::vector<OptionSpec> specs) {
+  specs.push_back({"progress", "", "[case/total] and time left on stderr (default: if a terminal)"});
+  specs.push_back({"no-progress", "", "never show the progress counter"});
+  return specs;
+}
+
+bool progress_wanted(const Options& opts) {
+  if (opts.flag("progress") && opts.flag("no-progress"))
+    throw UsageError("--progress and --no-progress exclude each other");
+  if (opts.flag("progress")) return true;
+  return !opts.flag("no-progress") && isatty(STDERR_FILENO);
 }
 
 Outcome run_one(Benchmark& bench, ResultRun& run, size_t i, int64_t id) {
@@ -53,9 +126,11 @@ Outcome run_one(Benchmark& bench, ResultRun& run, size_t i, int64_t id) {
 }  // namespace
 
 int run_benchmark(Benchmark& bench, const std::vector<std::string>& args, const std::vector<std::string>& argv) {
-  Options opts(bench.name(), bench.summary(), with_from_option(with_run_options(bench.options(), bench.name())));
+  Options opts(bench.name(), bench.summary(),
+               with_progress_options(with_from_option(with_run_options(bench.options(), bench.name()))));
   if (!opts.parse(args)) return kExitOk;
   const bool plan_only = opts.has("from");
+  const bool show_progress = progress_wanted(opts);
   const Topology topo = planning_topology(opts);
   bench.plan(opts, topo, plan_only);
   if (plan_only) {
@@ -74,9 +149,11 @@ int run_benchmark(Benchmark& bench, const std::vector<std::string>& args, const 
   int exit_code = kExitOk;
   int64_t next_id = 0;
   std::vector<size_t> group;  // rows of the running group, printed when it ends
+  Progress progress(show_progress, bench.cases());
   auto end_group = [&] {
     if (group.empty()) return;
     if (bench.end_group(case_rows, group)) file.save();
+    progress.clear();
     for (size_t r : group) {
       const Row row = table_row(case_rows, r);
       std::printf("%s\n", summary_line(bench.name(), row, bench.summary_fields(row)).c_str());
@@ -86,7 +163,9 @@ int run_benchmark(Benchmark& bench, const std::vector<std::string>& args, const 
   };
   for (size_t i = 0; i < bench.cases(); ++i) {
     if (i > 0 && bench.group(i) != bench.group(i - 1)) end_group();
+    const auto started = std::chrono::steady_clock::now();
     const Outcome o = run_one(bench, run, i, next_id);
+    const std::chrono::duration<double> took = std::chrono::steady_clock::now() - started;
     const CaseRows rows = bench.rows(i, o, next_id);
     for (const Row& r : rows.samples) samples.append(r);
     for (const Row& r : rows.cases) {
@@ -97,8 +176,11 @@ int run_benchmark(Benchmark& bench, const std::vector<std::string>& args, const 
     file.set_attribute("end_time", utc_now_iso8601());
     file.save();
     if (o.status == "failed") exit_code = kExitFailed;
+    progress.step(i + 1, case_words(bench, i), o.status == "skipped" ? -1 : took.count());
   }
   end_group();
+  progress.finish();
+  bench.print_tables(case_rows);
   std::cerr << "mempath: " << next_id << " cases written to " << file.path() << "\n";
   return exit_code;
 }

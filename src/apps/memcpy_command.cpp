@@ -12,6 +12,7 @@
 #include "core/memcpy_plan.hpp"
 #include "core/options.hpp"
 #include "core/stats.hpp"
+#include "core/text_table.hpp"
 #include "core/units.hpp"
 #include "gpu/gpu_api.hpp"
 
@@ -309,6 +310,27 @@ class MemcpyBenchmark : public Benchmark {
     const int64_t saturation = saturation_size(sizes, medians);
     for (size_t r : rows) table.set(r, "saturation_bytes", saturation);
     return true;
+  }
+  // The copy engines' bandwidth per GPU and direction at the largest size measured (a
+  // sweep's smaller sizes are latency-bound), the cell the best over allocators and nodes.
+  void print_tables(const Table& cases) const override {
+    Pivot table;
+    for (size_t r = 0; r < cases.rows(); ++r) {
+      const Row row = table_row(cases, r);
+      const auto text = [&](const char* k) { return std::get<std::string>(row.at(k)); };
+      if (text("mode") != "bandwidth" || text("engine") != "ce") continue;
+      const std::string gpu = text("gpu_label"), direction = text("direction");
+      table.add(gpu == "all" ? gpu : "gpu" + gpu,
+                is_d2d_direction(direction) ? direction + ">gpu" + std::to_string(std::get<int64_t>(row.at("dst_gpu")))
+                                            : direction,
+                text("status"), std::get<double>(row.at("median_GBps")),
+                static_cast<double>(std::get<int64_t>(row.at("size_bytes"))));
+    }
+    if (table.empty()) return;
+    std::printf("\n%s", table.format("memcpy: median GB/s of the copy engines (ce) at the largest size, per GPU "
+                                     "(row) and direction (column); - not run, fail failed",
+                                     "gpu\\dir").c_str());
+    std::fflush(stdout);
   }
 
  private:

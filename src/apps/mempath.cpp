@@ -12,6 +12,7 @@
 namespace mempath {
 int cmd_topo(const std::vector<std::string>& args);
 int cmd_list(const std::vector<std::string>& args);
+int cmd_export(const std::vector<std::string>& args);
 std::unique_ptr<Benchmark> make_bw();
 std::unique_ptr<Benchmark> make_memcpy();
 std::unique_ptr<Benchmark> make_allocmatrix();
@@ -51,6 +52,8 @@ int main(int argc, char** argv) {
           Command(make_stream),
           Command(make_gemm),
           Command(make_atomics),
+          {"export", "a result file's tables as CSV or JSON, for tools that do not read HDF5",
+           [](const std::vector<std::string>& args, const std::vector<std::string>&) { return cmd_export(args); }},
           {"version", "print the version and git revision", cmd_version},
       }};
   std::vector<std::string> all(argv, argv + argc);

@@ -14,6 +14,7 @@ from analysis.cases import mark_placement, memory_aliases
 from analysis.errors import InputError
 from analysis.io import RunFileError, load_run, load_runs, load_table
 from analysis.peaks import PeakModel, hbm_gbps, load_overrides, pcie_gbps
+from analysis import matrix
 from analysis.report import write_report
 from conftest import analysis_cli, assert_png
 from h5fixtures import case, topology, write_run
@@ -48,7 +49,7 @@ GH200_CASES = [
          status="skipped", reason=SKIP_REASON),
 ]
 REPORT_FILES = ["path_matrix.md", "path_matrix.csv", "summary.md", "index.md", "index.html", "thread_scaling.png",
-                "thread_scaling.pdf", "copy_heatmap.png", "copy_heatmap.pdf"]
+                "thread_scaling.pdf", "copy_heatmap.png", "copy_heatmap.pdf", "path_heatmap.png", "path_heatmap.pdf"]
 
 
 def matrix_cells(markdown: str, op: str) -> dict[tuple[str, str], str]:
@@ -251,6 +252,52 @@ def test_summary_links_figures_and_counts_cases(gh200_run: Path, tmp_path: Path)
     assert "| gh200_single | gpu0 | numa0 | c2c | 450.0 | link:c2c:gpu0 | table |" in summary
     assert "abc1234" in summary and "12.4" in summary and "NVIDIA GH200 480GB" in summary
     assert "## Missing" not in summary
+
+
+def heatmap_texts(monkeypatch: pytest.MonkeyPatch) -> dict[str, list[str]]:
+    """Panel title -> its cell texts, of each path heatmap drawn while the test runs."""
+    drawn: dict[str, list[str]] = {}
+    real = matrix.save
+
+    def record(fig, out, stem):  # type: ignore[no-untyped-def]
+        drawn.update({ax.get_title(): [t.get_text() for t in ax.texts] for ax in fig.axes if ax.texts})
+        return real(fig, out, stem)
+    monkeypatch.setattr(matrix, "save", record)
+    return drawn
+
+
+def test_path_heatmap_of_a_gh200_run(gh200_run: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    drawn = heatmap_texts(monkeypatch)
+    write_report(load_runs([gh200_run]), tmp_path)
+    assert_png(tmp_path / "path_heatmap.png")
+    assert (tmp_path / "path_heatmap.pdf").read_bytes()[:5] == b"%PDF-"
+    summary = (tmp_path / "summary.md").read_text()
+    assert "## Path matrix heatmap" in summary and "(path_heatmap.png)" in summary
+    # The path matrix's picks, with their % of peak; why a path did not run.
+    read = drawn["read: median GB/s (% of peak)"]
+    assert {"400\n80%", "3600\n90%", "3720\n93%", "failed", "skipped"} <= set(read)
+    assert "300\n60%" in drawn["write: median GB/s (% of peak)"]
+
+
+def test_path_heatmap_of_an_x86_fixture_run(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    drawn = heatmap_texts(monkeypatch)
+    run = write_run(tmp_path / "x86.h5", [case(pu="cpu0", mem="numa0", threads=8, median_GBps=85.5),
+                                          case(pu="gpu0", mem="gpu0", alloc="device", median_GBps=2900.0),
+                                          case(pu="gpu0", mem="numa0", via="pcie", median_GBps=24.0)],
+                    topology=topology("x86_h100"))
+    write_report(load_runs([run]), tmp_path / "out")
+    assert_png(tmp_path / "out" / "path_heatmap.png")
+    (read,) = drawn.values()  # read only: one panel
+    assert any(t.startswith("85.5") for t in read) and any(t.startswith("2900") for t in read)
+    assert any(t.startswith("24.0") for t in read)
+
+
+def test_path_heatmap_not_drawn_without_a_measured_path(tmp_path: Path) -> None:
+    run = write_run(tmp_path / "r.h5", [case(pu="gpu0", mem="numa0", status="skipped", reason=SKIP_REASON)],
+                    topology=topology("x86_h100"))
+    write_report(load_runs([run]), tmp_path / "out")
+    assert not (tmp_path / "out" / "path_heatmap.png").exists()
+    assert "no read or write case measured a path" in (tmp_path / "out" / "summary.md").read_text()
 
 
 def test_figures_are_drawn(gh200_run: Path, tmp_path: Path) -> None:

@@ -174,3 +174,29 @@ def test_report_from_a_real_run(mempath_cpu_bin: Path, tmp_path: Path) -> None:
                                         f["bw/cases/op"][()]) if s == b"ok" and t == b"read")
     matrix = (report / "path_matrix.md").read_text()
     assert f"{best:.1f}" in matrix  # the read cell shows the binary's median
+
+
+def test_all_prints_a_path_matrix_per_op_after_the_summary_lines(mempath_cpu_bin: Path, tmp_path: Path) -> None:
+    out = tmp_path / "all.h5"
+    proc = run(mempath_cpu_bin, "bw", "--all", "--op", "read,copy", "--threads", "all", *SMALL,
+               "--output", str(out))
+    lines = proc.stdout.splitlines()
+    last_summary = max(i for i, line in enumerate(lines) if line.startswith("MEMPATH "))
+    tail = lines[last_summary + 1:]
+    assert len(summaries(proc.stdout)) == len(cases_table(out)["status"])  # ReFrame's lines intact
+    assert not any(line.startswith("MEMPATH") for line in tail)
+    titles = [i for i, line in enumerate(tail) if re.match(r"bw (read|copy): median GB/s", line)]
+    assert [tail[i].split(":")[0] for i in titles] == ["bw read", "bw copy"]
+    table = cases_table(out)
+    for i, op in zip(titles, ["read", "copy"]):
+        header, row = tail[i + 1].split(), tail[i + 2].split()
+        assert header[0] == "pu\\mem" and row[0] == "cpu0"
+        mine = (table["op"] == op.encode()) & (table["pu"] == b"cpu0") & (table["status"] == b"ok")
+        # The cell: the best median over allocators (a copy within numa0 is named by its source).
+        best = max(table["median_GBps"][mine & (table["mem"] == b"numa0")])
+        assert row[header.index("numa0")] == f"{best:.1f}"
+
+
+def test_one_case_prints_no_matrix(mempath_cpu_bin: Path, tmp_path: Path) -> None:
+    proc = run(mempath_cpu_bin, "bw", "--threads", "1", *SMALL, "--output", str(tmp_path / "one.h5"))
+    assert all(line.startswith("MEMPATH ") for line in proc.stdout.splitlines())
