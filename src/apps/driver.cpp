@@ -192,11 +192,13 @@ Command::Command(std::unique_ptr<Benchmark> (*make)()) : benchmark(make) {
 }
 
 std::string usage_text(const Program& program) {
-  std::string text = program.usage + "\n\ncommands:\n";
+  std::string text = wrap(program.usage, Options::help_width(), 0) + "\n\ncommands:\n";
+  size_t column = 0;  // descriptions start two columns after the longest name
+  for (const auto& c : program.commands) column = std::max(column, c.name.size() + 4);
   for (const auto& c : program.commands) {
-    std::string name = "  " + c.name + " ";
-    if (name.size() < 12) name.resize(12, ' ');
-    text += name + c.description + "\n";
+    std::string name = "  " + c.name;
+    name.resize(column, ' ');
+    text += name + wrap(c.description, Options::help_width(), column, column) + "\n";
   }
   return text + "\n'" + program.name + " <command> --help' describes each command's options.\n";
 }

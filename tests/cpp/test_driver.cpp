@@ -181,8 +181,8 @@ TEST(Registry, UsageListsEveryCommandAndDispatchRefusesUnknownOnes) {
                   {{"one", "the first", [](const std::vector<std::string>&, const std::vector<std::string>&) { return ++called, 0; }},
                    {"longername", "the second", [](const std::vector<std::string>&, const std::vector<std::string>&) { return 3; }}}};
   const std::string usage = usage_text(p);
-  EXPECT_NE(usage.find("  one       the first\n"), std::string::npos) << usage;
-  EXPECT_NE(usage.find("  longername the second\n"), std::string::npos) << usage;
+  EXPECT_NE(usage.find("  one         the first\n"), std::string::npos) << usage;
+  EXPECT_NE(usage.find("  longername  the second\n"), std::string::npos) << usage;
   EXPECT_EQ(dispatch(p, {"prog", "one"}), 0);
   EXPECT_EQ(called, 1);
   EXPECT_EQ(dispatch(p, {"prog", "longername"}), 3);
@@ -195,5 +195,5 @@ TEST(Registry, ABenchmarkIsListedByItsOwnNameAndLine) {
   const Program p{"prog", "usage: prog <command> [options]\nDoes things.",
                   {Command([]() -> std::unique_ptr<Benchmark> { return std::make_unique<Scripted>(std::vector<std::string>{}); })}};
   EXPECT_EQ(p.commands.front().name, "fake");
-  EXPECT_NE(usage_text(p).find("  fake      scripted cases\n"), std::string::npos) << usage_text(p);
+  EXPECT_NE(usage_text(p).find("  fake  scripted cases\n"), std::string::npos) << usage_text(p);
 }

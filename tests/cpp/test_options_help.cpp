@@ -66,7 +66,8 @@ std::vector<std::string> commands_of(const fs::path& program) {
   for (const std::string& line : lines_of(run("'" + program.string() + "' --help"))) {
     if (line == "commands:") listing = true;
     else if (listing && line.empty()) break;
-    else if (listing) names.push_back(line.substr(2, line.find(' ', 2) - 2));
+    else if (listing && line.size() > 2 && line[2] != ' ')  // not a wrapped description's continuation
+      names.push_back(line.substr(2, line.find(' ', 2) - 2));
   }
   return names;
 }
@@ -119,6 +120,8 @@ TEST(HelpText, EveryCommandOfEveryProgramFitsAndAligns) {
     if (!fs::exists(binary)) continue;  // mempath-mpi is built only where MPI is found
     const std::vector<std::string> commands = commands_of(binary);
     ASSERT_FALSE(commands.empty()) << program << " --help lists no command";
+    for (const std::string& line : lines_of(run("env -u COLUMNS '" + binary.string() + "' --help 2>&1")))
+      EXPECT_LE(line.size(), 80u) << program << " --help: over 80 columns: " << line;
     for (const std::string& command : commands) {
       if (command == "version") continue;  // takes no options
       const std::string text = run("env -u COLUMNS '" + binary.string() + "' " + command + " --help 2>&1");

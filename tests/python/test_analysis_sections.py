@@ -14,7 +14,7 @@ from analysis.report import write_report
 from conftest import REPO
 from h5fixtures import case, topology, write_run
 
-SECTIONS = ["transfers", "unified", "latency", "atomics", "scaleout", "applications"]
+SECTIONS = ["path_heatmap", "transfers", "unified", "latency", "atomics", "scaleout", "applications"]
 
 
 def test_markdown_aligns_and_escapes_pipes() -> None:
@@ -65,7 +65,7 @@ def test_sections_without_data_stay_out_of_the_summary(tmp_path: Path) -> None:
     write_report(load_runs([run]), tmp_path / "out")
     headings = re.findall(r"^## (.*)$", (tmp_path / "out" / "summary.md").read_text(), re.M)
     present = {s.heading for s in sections.registry()} & set(headings)
-    assert present == {"Transfers and placement"}  # says why it produced nothing
+    assert present == {"Path matrix heatmap", "Transfers and placement"}  # says why it produced nothing
 
 
 def test_no_analysis_module_imports_another_ones_private_names() -> None:

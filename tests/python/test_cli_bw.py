@@ -170,8 +170,13 @@ def test_report_from_a_real_run(mempath_cpu_bin: Path, tmp_path: Path) -> None:
                  "copy_heatmap.png", "copy_heatmap.pdf"):
         assert (report / name).stat().st_size > 0, name
     with h5py.File(out) as f:
-        best = max(m for m, s, t in zip(f["bw/cases/median_GBps"][()], f["bw/cases/status"][()],
-                                        f["bw/cases/op"][()]) if s == b"ok" and t == b"read")
+        cases = [(m, n) for m, s, t, n in zip(f["bw/cases/median_GBps"][()], f["bw/cases/status"][()],
+                                              f["bw/cases/op"][()], f["bw/cases/threads"][()])
+                 if s == b"ok" and t == b"read"]
+    # The matrix shows the largest thread count (docs/analysis.md), not the fastest: on a
+    # loaded 2-core machine fewer threads can win.
+    most = max(n for _, n in cases)
+    best = max(m for m, n in cases if n == most)
     matrix = (report / "path_matrix.md").read_text()
     assert f"{best:.1f}" in matrix  # the read cell shows the binary's median
 

@@ -405,3 +405,21 @@ def test_d2d_bidirectional_reports_each_way_and_the_sum(mempath_bin: Path, tmp_p
         assert math.isclose(total, ways[(0, 1)] + ways[(1, 0)], rel_tol=1e-9)
     assert c["verified"][0] == 1 and c["bytes"][0] == 2 * (64 << 20)
     assert c["chunk_bytes"][0] == (4 << 20 if engine == "staged" else -1)
+
+
+@pytest.mark.gpu
+def test_direction_table_follows_the_summary_lines(mempath_bin: Path, tmp_path: Path) -> None:
+    out = tmp_path / "t.h5"
+    proc = run(mempath_bin, "memcpy", "--gpu", "0", *GPU_SMALL, "--output", str(out))
+    lines = proc.stdout.splitlines()
+    last = max(i for i, line in enumerate(lines) if line.startswith("MEMPATH "))
+    tail = [line for line in lines[last + 1:] if line.strip()]
+    assert tail and tail[0].startswith("memcpy: median GB/s"), proc.stdout
+    header = tail[1].split()
+    assert {"h2d", "d2h", "bidir"} <= set(header), tail
+    (row,) = [line.split() for line in tail[2:] if line.split()[0] == "gpu0"]
+    cells = dict(zip(header[1:], row[1:]))
+    ce = {s["direction"]: float(s["median_GBps"]) for s in summaries(proc.stdout)
+          if s["engine"] == "ce" and s["status"] == "ok"}
+    for direction in ("h2d", "d2h"):  # the table shows the very medians of the summary lines
+        assert float(cells[direction]) == pytest.approx(ce[direction], rel=0.01), (cells, ce)
