@@ -65,7 +65,7 @@ class MempathVerifiedCommand(mempath_run.MempathCommand, mempath_run.WholeNode):
     #: Repetitions (`--reps`); None: the binary's default.
     reps = variable(int, type(None), value=None)
     flags = PATH_FLAGS + (('--size', 'size'), ('--reps', 'reps'))
-    valid_systems = ['*']
+    valid_systems = mempath_run.CPU_NODES
 
 
 class MempathLatencyCommand(MempathVerifiedCommand):
@@ -78,7 +78,7 @@ class MempathPingPongCommand(MempathLatencyCommand):
     """`mempath pingpong`: round trips instead of sizes."""
 
     subcommand = 'pingpong'
-    valid_systems = ['+nvgpu']
+    valid_systems = mempath_run.GPU_NODES
     #: `--round-trips`, `--warmup`, `--stall-timeout` (seconds); None: the binary's
     #: (10000, 1000, 10).
     round_trips = variable(int, type(None), value=None)
@@ -110,7 +110,7 @@ CHECKS = (
     Row('MempathAtomics', output_file='atomics.h5', time_limit=FULL_TIME_LIMIT,
         descr='mempath atomics --all: GPU fetch-and-add throughput, counters in every memory',
         tags=frozenset({'atomics', 'full', 'gpu'}), case_options=('--all',),
-        body={'subcommand': 'atomics', 'valid_systems': ['+nvgpu'],
+        body={'subcommand': 'atomics', 'valid_systems': mempath_run.GPU_NODES,
               'metric': Metric('atomics_Mops_{pu}_{mem}_{alloc}_{scope}', 'median_Mops', 'Mop/s', keep='')}),
 )
 PINGPONG_CHECKS = (
