@@ -72,6 +72,32 @@ def generic_has_gpu() -> bool:
     return any('nvgpu' in p.get('features', []) for p in parts)
 
 
+def generic_variant(path: Path, features: list[str], processor: dict | None = None,
+                    devices: list[dict] | None = None) -> Path:
+    """generic.py written to `path` with its one partition given `features` (`remote`
+    added: where the checks run) and, when given, `processor` and `devices`; its
+    environment has every feature the checks ask for. A stand-in for a site's partition."""
+    part = {'features': ['remote', *features]}
+    if processor is not None:
+        part['processor'] = processor
+    if devices is not None:
+        part['devices'] = devices
+    path.write_text(
+        'import runpy\n'
+        f"site_configuration = runpy.run_path({str(CONFIGS / 'generic.py')!r})"
+        "['site_configuration']\n"
+        f"site_configuration['systems'][0]['partitions'][0].update({part!r})\n"
+        "site_configuration['environments'][0]['features'] = ['compiler', 'cuda', 'mpi']\n")
+    return path
+
+
+def gh200_variant(path: Path) -> Path:
+    """generic.py as a GH200 partition (local scheduler): its architecture's references
+    apply to a run here."""
+    return generic_variant(path, ['gpu', 'nvgpu'], {'arch': references.GH200.processor},
+                           [{'type': 'gpu', 'arch': references.GH200.gpu, 'num_devices': 1}])
+
+
 def mempath_binary() -> Path | None:
     for env, default in (('MEMPATH_CPU_ONLY_BIN', REPO / 'build-cpu' / 'mempath'),
                          ('MEMPATH_BIN', REPO / 'build' / 'mempath')):
