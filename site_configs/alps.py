@@ -84,7 +84,7 @@ def _vcluster(name: str) -> dict:
                 'devices': GH200_DEVICES,
                 'resources': [
                     # A check's num_gpus_per_node (the partition's devices) becomes this.
-                    {'name': 'gpu', 'options': ['--gpus-per-node={num_gpus_per_node}']},
+                    {'name': '_rfm_gpu', 'options': ['--gpus-per-node={num_gpus_per_node}']},
                     # Filled by an environment's `resources` (the uenv of prgenv-gnu);
                     # Slurm's uenv plugin mounts it in the batch job, builds included.
                     {'name': 'uenv', 'options': ['--uenv={image}', '--view={view}']},

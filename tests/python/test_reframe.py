@@ -547,3 +547,17 @@ def test_local_run_of_the_cpu_acceptance_check(tmp_path: Path):
         revision = revision.decode() if isinstance(revision, bytes) else str(revision)
     if (REPO / '.git').exists():  # the fixture builds a copy of src/: provenance kept
         assert revision != 'unknown'
+
+
+def test_a_gh200_job_asks_for_the_partitions_gpus_and_runs_the_given_binary(tmp_path: Path):
+    """num_gpus_per_node from the partition's devices (4 on alps.py's `normal`), and the
+    binary of `mempath_bin` (as a uenv's `mempath` on PATH would be): nothing built."""
+    out = reframe('-C', str(CONFIGS / 'alps.py'), '--system', 'daint:normal',
+                  '-c', str(CHECKS / 'bandwidth.py'), '-n', 'MempathBandwidth%op=read%pu_kind=gpu',
+                  '--dry-run', '--prefix', str(tmp_path), '-S', 'MempathBuild.mempath_bin=/opt/uenv/bin/mempath')
+    assert out.returncode == 0, out.stdout + out.stderr
+    job = next(tmp_path.glob('stage/daint/normal/prgenv-gnu/MempathBandwidth*/rfm_job.sh')).read_text()
+    assert '#SBATCH --gpus-per-node=4' in job, job
+    assert re.search(r'^srun .*/opt/uenv/bin/mempath bw --all --op read --pu-kind gpu', job, re.M), job
+    build = next(tmp_path.glob('stage/daint/normal/prgenv-gnu/MempathBuild*/rfm_build.sh')).read_text()
+    assert 'cmake' not in build, build
