@@ -5,10 +5,10 @@ The measurement is the binary's (docs/cli.md); these checks launch it, keep the 
 file and turn the `MEMPATH chase ...` / `MEMPATH pingpong ...` summary lines
 (docs/schema.md) into performance variables, in ns:
 
-    MempathChase          tag acceptance, every partition: `chase --all --size 1GiB`, one
+    MempathChase          tag acceptance, every `remote` partition: `chase --all --size 1GiB`, one
                           random chase per processor x memory with the path's default
                           allocator; `latency_ns_{pu}_{mem}` (median ns per load).
-    MempathChaseSweep     tag full, every partition: `chase --all --alloc all --pattern
+    MempathChaseSweep     tag full, every `remote` partition: `chase --all --alloc all --pattern
                           random,sequential`, the default size sweep (4 KiB .. max(1 GiB,
                           4 x the caches on the path)); `latency_ns_{pu}_{mem}_{alloc}_
                           {pattern}` at the largest size (every size stays in the file).
