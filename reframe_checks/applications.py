@@ -45,7 +45,7 @@ class MempathStreamCommand(MempathApplicationCommand):
 class MempathGemmCommand(MempathApplicationCommand):
     subcommand = 'gemm'
     output_file = 'gemm.h5'
-    valid_systems = ['+nvgpu']
+    valid_systems = mempath_run.GPU_NODES
     metric = Metric('tflops_{dtype}_{mem}_{alloc}_n{n}', 'median_TFLOPs', 'TFLOP/s', keep='')
 
     def command(self) -> list[str]:

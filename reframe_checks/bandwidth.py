@@ -2,10 +2,11 @@
 of processor.
 
 The measurement is the binary's; this check launches it, keeps the HDF5 file and turns the
-`MEMPATH bw ...` summary lines (docs/schema.md) into one performance variable per path,
-named `{pu}_{mem}[_to_{dst}]_{alloc}_{kernel}` (mempath_summary.py). A CPU thread sweep
-reports its largest thread count; every thread count stays in bw.h5. References:
-references.py.
+`MEMPATH bw ...` summary lines (docs/schema.md) into one performance variable per class
+of path, `{pu_kind}_{mem_kind}[_to_{dst_kind}]_{via}_{alloc}_min` (mempath_summary.py):
+the weakest GPU / socket of each class, at most MAX_PERF_VARS per check. A CPU thread
+sweep counts at its largest thread count; every path, kernel and thread count stays in
+bw.h5. References (floors): references.py.
 
 Variables (set with `-S NAME=VALUE`): size, reps, in_cache, quick, pus, mems, allocs,
 extra_options.
@@ -20,7 +21,7 @@ import mempath_summary
 import references
 
 #: Which partitions can run each kind of processor: GPU cases need an NVIDIA GPU (CUDA).
-VALID_SYSTEMS = {'cpu': ['*'], 'gpu': ['+nvgpu']}
+VALID_SYSTEMS = {'cpu': mempath_run.CPU_NODES, 'gpu': mempath_run.GPU_NODES}
 #: The nightly subset; every check is also tagged `full`.
 ACCEPTANCE_OPS = ('read', 'copy')
 #: No thread sweep and only the full-GPU kernel: what a nightly acceptance run on a large
@@ -29,12 +30,13 @@ QUICK_OPTIONS = ('--threads', 'all', '--kernel', 'grid')
 
 
 class BandwidthMetric:
-    """One variable per path (mempath_summary.perf_cases): the median the binary printed
-    for the case with the most threads."""
+    """One variable per class of path (mempath_summary.class_minima): the smallest median
+    of its paths, so a floor on it holds for every GPU and socket. Every path stays in
+    bw.h5."""
 
     @staticmethod
     def values(lines: list[mempath_summary.SummaryLine]) -> dict[str, tuple[float, str]]:
-        cases = mempath_summary.perf_cases(map(mempath_summary.bw_case, lines))
+        cases = mempath_summary.class_minima(map(mempath_summary.bw_case, lines))
         return {name: (case.median_GBps, 'GB/s') for name, case in sorted(cases.items())}
 
 
@@ -76,5 +78,5 @@ class MempathBandwidth(mempath_run.MempathCommand, mempath_run.WholeNode):
         if self.op in ACCEPTANCE_OPS:
             self.tags.add('acceptance')
 
-    def resolve_references(self, perf_variables):
-        return references.resolve(self.op, perf_variables)
+    def resolve_references(self, perf_variables, partition=None):
+        return references.resolve(self.op, perf_variables, partition)

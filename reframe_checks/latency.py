@@ -5,10 +5,10 @@ The measurement is the binary's (docs/cli.md); these checks launch it, keep the 
 file and turn the `MEMPATH chase ...` / `MEMPATH pingpong ...` summary lines
 (docs/schema.md) into performance variables, in ns:
 
-    MempathChase          tag acceptance, every partition: `chase --all --size 1GiB`, one
+    MempathChase          tag acceptance, every `remote` partition: `chase --all --size 1GiB`, one
                           random chase per processor x memory with the path's default
                           allocator; `latency_ns_{pu}_{mem}` (median ns per load).
-    MempathChaseSweep     tag full, every partition: `chase --all --alloc all --pattern
+    MempathChaseSweep     tag full, every `remote` partition: `chase --all --alloc all --pattern
                           random,sequential`, the default size sweep (4 KiB .. max(1 GiB,
                           4 x the caches on the path)); `latency_ns_{pu}_{mem}_{alloc}_
                           {pattern}` at the largest size (every size stays in the file).
@@ -65,7 +65,7 @@ class MempathVerifiedCommand(mempath_run.MempathCommand, mempath_run.WholeNode):
     #: Repetitions (`--reps`); None: the binary's default.
     reps = variable(int, type(None), value=None)
     flags = PATH_FLAGS + (('--size', 'size'), ('--reps', 'reps'))
-    valid_systems = ['*']
+    valid_systems = mempath_run.CPU_NODES
 
 
 class MempathLatencyCommand(MempathVerifiedCommand):
@@ -78,7 +78,7 @@ class MempathPingPongCommand(MempathLatencyCommand):
     """`mempath pingpong`: round trips instead of sizes."""
 
     subcommand = 'pingpong'
-    valid_systems = ['+nvgpu']
+    valid_systems = mempath_run.GPU_NODES
     #: `--round-trips`, `--warmup`, `--stall-timeout` (seconds); None: the binary's
     #: (10000, 1000, 10).
     round_trips = variable(int, type(None), value=None)
@@ -110,7 +110,7 @@ CHECKS = (
     Row('MempathAtomics', output_file='atomics.h5', time_limit=FULL_TIME_LIMIT,
         descr='mempath atomics --all: GPU fetch-and-add throughput, counters in every memory',
         tags=frozenset({'atomics', 'full', 'gpu'}), case_options=('--all',),
-        body={'subcommand': 'atomics', 'valid_systems': ['+nvgpu'],
+        body={'subcommand': 'atomics', 'valid_systems': mempath_run.GPU_NODES,
               'metric': Metric('atomics_Mops_{pu}_{mem}_{alloc}_{scope}', 'median_Mops', 'Mop/s', keep='')}),
 )
 PINGPONG_CHECKS = (

@@ -1,4 +1,6 @@
-"""Build fixture: compiles the mempath binary from this repository's src/ with CMake.
+"""Build fixture: the installed mempath when there is one (uenv, Spack, `cmake --install`:
+`mempath` on PATH, or the variable `mempath_bin`), else the binary compiled from this
+repository's src/ with CMake.
 
 Used with scope 'environment' so that it is built once per partition and programming
 environment and shared by every check that runs there.
@@ -12,12 +14,14 @@ from __future__ import annotations
 
 import os
 import shlex
+import shutil
 import subprocess
 
 import reframe as rfm
 import reframe.utility.sanity as sn
 import reframe.utility.typecheck as typ
-from reframe.core.builtins import run_before, sanity_function, variable
+from reframe.core.builtins import run_after, run_before, sanity_function, variable
+from reframe.core.pipeline import RegressionTestPlugin
 
 REPO_ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), '..'))
 
@@ -35,8 +39,30 @@ def _git_dir(repo: str) -> str | None:
     return out.stdout.strip() if out.returncode == 0 else None
 
 
-class MempathBuild(rfm.CompileOnlyRegressionTest):
-    """CMake build of src/; the binary is `<stagedir>/<builddir>/mempath`."""
+class Prebuilt(RegressionTestPlugin):
+    """A build fixture that builds nothing where its program is installed already: a
+    centre's checks run the binary its uenv or Spack installed (what was vetted), and an
+    installed tree has no sources to build. The subclass's variable `prebuilt_var` names
+    the program's path ('' = build it)."""
+
+    prebuilt_var = ''
+
+    @property
+    def prebuilt(self) -> str:
+        return getattr(self, self.prebuilt_var)
+
+    @run_after('init')
+    def use_prebuilt(self):
+        if self.prebuilt:
+            self.sourcesdir = None
+            self.build_locally = True
+            self.build_system = 'CustomBuild'
+            self.build_system.commands = ['true']
+
+
+class MempathBuild(rfm.CompileOnlyRegressionTest, Prebuilt):
+    """`mempath_bin` when set (default: `mempath` on PATH), else a CMake build of src/
+    whose binary is `<stagedir>/<builddir>/mempath`."""
 
     descr = 'Build mempath (CMake)'
     build_system = 'CMake'
@@ -46,6 +72,10 @@ class MempathBuild(rfm.CompileOnlyRegressionTest):
     # per job), and the compilers of the nodes measured.
     build_locally = False
     build_time_limit = BUILD_TIME_LIMIT
+
+    #: The installed binary to run instead of building one; mempath-mpi beside it.
+    mempath_bin = variable(str, value=shutil.which('mempath') or '')
+    prebuilt_var = 'mempath_bin'
 
     #: Extra CMake configure options.
     cmake_options = variable(typ.List[str],
@@ -57,6 +87,8 @@ class MempathBuild(rfm.CompileOnlyRegressionTest):
 
     @run_before('compile')
     def configure(self):
+        if self.prebuilt:
+            return
         self.build_system.builddir = self.builddir
         self.build_system.max_concurrency = self.build_jobs
         # The C++ unit tests live outside src/ and are not part of the staged copy.
@@ -66,6 +98,8 @@ class MempathBuild(rfm.CompileOnlyRegressionTest):
 
     @run_before('compile')
     def describe_the_repository(self):
+        if self.prebuilt:
+            return
         # The build records `git describe` of its sources (provenance); the staged copy of
         # src/ is no repository, so point git at the one it was copied from.
         git_dir = _git_dir(REPO_ROOT)
@@ -75,11 +109,13 @@ class MempathBuild(rfm.CompileOnlyRegressionTest):
 
     @property
     def executable_path(self) -> str:
-        return os.path.join(self.stagedir, self.builddir, 'mempath')
+        return self.prebuilt or os.path.join(self.stagedir, self.builddir, 'mempath')
 
     @property
     def mpi_executable_path(self) -> str:
         """mempath-mpi, built where CMake found MPI (scale-out checks)."""
+        if self.prebuilt:
+            return os.path.join(os.path.dirname(self.prebuilt), 'mempath-mpi')
         return os.path.join(self.stagedir, self.builddir, 'mempath-mpi')
 
     @sanity_function

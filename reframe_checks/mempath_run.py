@@ -34,6 +34,32 @@ FULL_TIME_LIMIT = '2h'
 #: Multi-node MPI / NCCL jobs. (Builds: mempath_build.BUILD_TIME_LIMIT, also here.)
 SCALEOUT_TIME_LIMIT = '20m'
 
+#: Partitions a check may run on, by feature (as centres write them, e.g. CSCS's): `remote`
+#: marks the partitions whose jobs land on compute nodes, never `*` (that includes login
+#: nodes); `nvgpu` an NVIDIA GPU, `mpi` a launcher that starts MPI ranks across nodes.
+CPU_NODES = ['+remote']
+GPU_NODES = ['+remote +nvgpu']
+MPI_NODES = ['+remote +mpi']
+MPI_GPU_NODES = ['+remote +mpi +nvgpu']
+
+
+def environs_for(valid_systems: Iterable[str]) -> list[str]:
+    """The environments a check on these partitions needs, by feature: a C++ compiler
+    (`compiler`: the build fixture's fallback), `cuda` on GPU partitions, `mpi` for ranks."""
+    features = ['+compiler']
+    spec = ' '.join(valid_systems)
+    if '+nvgpu' in spec:
+        features.append('+cuda')
+    if '+mpi' in spec:
+        features.append('+mpi')
+    return [' '.join(features)]
+
+
+def gpus_per_node(partition) -> int:
+    """GPUs of a node of `partition` (its `devices`); 0 where it declares none."""
+    return sum(d.num_devices or 0 for d in partition.select_devices('gpu'))
+
+
 #: Statuses a summary line may have in a passing run of a check that asks for it
 #: (skipped: the node cannot run that case).
 PASSING_STATUSES = ('ok', 'skipped')
@@ -51,6 +77,10 @@ class WholeNode(RegressionTestPlugin):
             self.num_cpus_per_task = num_cpus
         if self.job.launcher.registered_name == 'srun':
             self.job.launcher.options += ['--cpu-bind=none']
+        # The whole node, its GPUs included (Slurm hands a job none unless it asks).
+        gpus = gpus_per_node(self.current_partition)
+        if gpus:
+            self.num_gpus_per_node = gpus
 
 
 @sn.deferrable
@@ -158,7 +188,8 @@ class MempathCommand(rfm.RunOnlyRegressionTest):
     #: How summary lines become performance variables (mempath_summary.Metric or any
     #: object with `values(lines)`); None: no variables.
     metric: Any = None
-    #: Reference lookup for the variables (references.py); None: no references.
+    #: Reference lookup, (variables, current partition) -> reference (references.py);
+    #: None: no references.
     resolve_references: Callable | None = None
     #: Sanity also asks every summary line to be ok or skipped, and every ok case of the
     #: HDF5 file to be verified (the benchmarks that check their own results).
@@ -169,7 +200,7 @@ class MempathCommand(rfm.RunOnlyRegressionTest):
     #: Any further options of the subcommand, after everything else.
     extra_options = variable(typ.List[str], value=[])
 
-    valid_prog_environs = ['*']
+    valid_systems = CPU_NODES
     num_tasks = 1
     num_tasks_per_node = 1
     exclusive_access = True
@@ -192,6 +223,10 @@ class MempathCommand(rfm.RunOnlyRegressionTest):
     @run_after('init')
     def keep_output(self):
         self.keep_files = [self.output_file]
+
+    @run_after('init', always_last=True)   # after a family's hooks set valid_systems
+    def match_environments(self):
+        self.valid_prog_environs = environs_for(self.valid_systems)
 
     @run_before('run')
     def set_command(self):
@@ -216,7 +251,8 @@ class MempathCommand(rfm.RunOnlyRegressionTest):
         self.perf_variables = {name: sn.make_performance_function(sn.defer(v), unit)
                                for name, (v, unit) in sorted(values.items())}
         if self.resolve_references:
-            self.reference = self.resolve_references(self.perf_variables)
+            self.reference = self.resolve_references(self.perf_variables,
+                                                     self.current_partition)
 
 
 @dataclass(frozen=True)

@@ -145,6 +145,12 @@ class Case:
     threads: int
     status: str
     median_GBps: float | None
+    via: str = ''     # the links of the path (`local`, `c2c`, `c2c+interconnect`, ...)
+
+    @property
+    def path(self) -> tuple[str, str, str, str]:
+        """The path whatever the kernel and threads: processor, memory, destination, allocator."""
+        return (self.pu, self.mem, self.dst, self.alloc)
 
     @property
     def perf_var(self) -> str:
@@ -156,7 +162,7 @@ def bw_case(s: SummaryLine) -> Case:
     """The Case of a `MEMPATH bw ...` summary line."""
     return Case(op=s['op'], pu=s['pu'], mem=s['mem'], dst=s.get('dst'), alloc=s['alloc'],
                 kernel=s.get('kernel'), threads=int(s.get('threads', '-1')), status=s.status,
-                median_GBps=s.number('median_GBps'))
+                median_GBps=s.number('median_GBps'), via=s.get('via'))
 
 
 def parse_bw_lines(lines: Iterable[str]) -> list[Case]:
@@ -175,6 +181,54 @@ def perf_cases(cases: Iterable[Case]) -> dict[str, Case]:
         if best is None or c.threads > best.threads:
             chosen[c.perf_var] = c
     return chosen
+
+
+# ---- classes of paths: what a check reports of a large node ------------------------------
+#
+# A quad-GH200 node has ~1,300 bandwidth paths; a centre's dashboard wants a few numbers per
+# check, and the detail is in the HDF5 file. Paths fall into classes by the fields of their
+# summary lines: the kind of processor (`cpu`, `cpus`: every CPU node, `gpu`), the kind of
+# each memory by name (`numa`, `gpu`), the links (`via`) and the allocator. A class reports
+# its weakest member (the minimum over GPUs / sockets of each path's best kernel), named
+#
+#     {pu_kind}_{mem_kind}[_to_{dst_kind}]_{via}_{alloc}_min     e.g. gpu_numa_c2c_pinned_min
+#
+# (`via` with `+` written `_`: `cpu_numa_c2c_interconnect_numa_min`).
+
+#: The most performance variables one check reports.
+MAX_PERF_VARS = 30
+
+CLASS_VAR_PATTERN = (r'(?P<pu_kind>cpus|cpu|gpu)_(?P<mem_kind>numa|gpu)'
+                     r'(?:_to_(?P<dst_kind>numa|gpu))?_(?P<via>[a-z0-9_]+?)'
+                     r'_(?P<alloc>system|numa|device|managed|pinned|registered)_min')
+CLASS_VAR_RE = re.compile(CLASS_VAR_PATTERN)
+
+
+def _kind(name: str) -> str:
+    return name if name == 'cpus' else name.rstrip('0123456789')
+
+
+def path_class(c: Case) -> str:
+    """The class variable a bandwidth case counts in (CLASS_VAR_PATTERN)."""
+    dst = f'_to_{_kind(c.dst)}' if c.dst else ''
+    via = re.sub(r'[^a-z0-9]+', '_', (c.via or 'unknown').lower()).strip('_')
+    return f'{_kind(c.pu)}_{_kind(c.mem)}{dst}_{via}_{c.alloc}_min'
+
+
+def class_minima(cases: Iterable[Case]) -> dict[str, Case]:
+    """Class variable -> its weakest path (the case of the smallest median), each path
+    counted at its best kernel and largest thread count (`perf_cases`)."""
+    best: dict[tuple[str, str, str, str], Case] = {}
+    for c in perf_cases(cases).values():
+        held = best.get(c.path)
+        if held is None or c.median_GBps > held.median_GBps:
+            best[c.path] = c
+    weakest: dict[str, Case] = {}
+    for c in best.values():
+        name = path_class(c)
+        if name not in weakest or c.median_GBps < weakest[name].median_GBps:
+            weakest[name] = c
+    return weakest
 
 
 # ---- `mempath memcpy`: host<->device transfers (docs/schema.md, "/memcpy summary lines") --

@@ -1,22 +1,25 @@
 """Reference values of the mempath checks (bandwidths, transfers, latencies), kept apart
 from the test logic; one lookup for every table (`resolve_in`).
 
-    REFERENCES[op]['system:partition'][pattern] = (reference, lower, upper, unit)
+    REFERENCES[op][key][pattern] = (reference, lower, upper, unit)
 
-`pattern` is a shell-style glob (fnmatch) over the performance variable names of
-mempath_summary.py (`{pu}_{mem}[_to_{dst}]_{alloc}_{kernel}`); the CPU kernel is the ISA
-the binary chose at run time (`sve`, `neon`, `avx2`, ...), so CPU patterns end in `_*`.
-`lower`/`upper` are ReFrame's fractional thresholds around `reference`. A variable that no
+`key` is an `Arch` (a processor architecture and GPU architecture, as a partition's
+`processor.arch` and `devices` declare them: the table applies on any system with such
+nodes, whatever the centre names it) or a `'system:partition'` string (one system's own
+figures, which win over its architecture's). `pattern` is a shell-style glob (fnmatch)
+over the check's performance variable names (mempath_summary.py). A variable that no
 pattern matches is reported without a reference (never a failure).
 
-Seeds (alps:gh200, quad GH200 node): published GH200 read figures, each entered as the
-published range and widened by SLACK on both sides. Writes and copies have no published
-figure to seed from yet: fill them from measured runs (docs/results/).
+Bandwidths are floors (`upper` None: faster always passes), latencies ceilings (`lower`
+None). Seeds (quad GH200): published GH200 read figures, the low end of each published
+range less SLACK. Writes and copies have no published figure to seed from yet: fill them
+from measured runs (docs/results/).
 """
 from __future__ import annotations
 
 import fnmatch
-from typing import Iterable
+from dataclasses import dataclass
+from typing import Iterable, Union
 
 #: (reference, lower, upper, unit); a bound that is None is not checked (a floor only, or,
 #: for latencies, an upper bound only).
@@ -26,15 +29,41 @@ Reference = tuple[float, float | None, float | None, str]
 SLACK = 0.05
 
 
+@dataclass(frozen=True)
+class Arch:
+    """Nodes of a processor architecture with GPUs of a GPU architecture ('' = any or
+    none), as ReFrame's partition `processor.arch` and `devices[].arch` name them."""
+
+    processor: str
+    gpu: str = ''
+
+    def matches(self, partition) -> bool:
+        if partition is None or (partition.processor.arch or '') != self.processor:
+            return False
+        return not self.gpu or any(d.arch == self.gpu
+                                   for d in partition.select_devices('gpu'))
+
+    def __str__(self) -> str:
+        return f'{self.processor}+{self.gpu}' if self.gpu else self.processor
+
+
+#: Grace (Neoverse V2) with Hopper (sm_90): every GH200 system, one to four superchips.
+GH200 = Arch('neoverse_v2', 'sm_90')
+
+#: A table's key: an architecture, or 'system:partition'.
+Key = Union[Arch, str]
+
+
 def published_range(low: float, high: float, slack: float = SLACK) -> Reference:
-    """A ReFrame reference tuple accepting [low * (1 - slack), high * (1 + slack)] GB/s."""
+    """A floor: ReFrame's reference tuple accepting anything from low * (1 - slack) GB/s up
+    (`high` only places the reference at the middle of the published range)."""
     ref = (low + high) / 2
-    return (ref, round(low * (1 - slack) / ref - 1, 4), round(high * (1 + slack) / ref - 1, 4),
-            'GB/s')
+    return (ref, round(low * (1 - slack) / ref - 1, 4), None, 'GB/s')
 
 
-# ---- Alps quad GH200: Grace socket s = NUMA s (0-3), GPU g attached to socket g, -------
-# ---- GPU g's HBM = NUMA 4 + 8 g; every path below is a read. ---------------------------
+# ---- GH200, by class of path (mempath_summary.path_class: the weakest GPU / socket) -----
+# Quad GH200 (Alps): Grace socket s = NUMA s, GPU g attached to socket g, GPU g's HBM =
+# NUMA 4 + 8 g; every figure below is a read.
 ALPS_SOCKETS = range(4)
 
 
@@ -49,54 +78,61 @@ GRACE_C2C_HBM = published_range(300, 360)        # Grace reading its Hopper's HB
 PEER_SUPERCHIP = published_range(75, 125)        # Grace reading another superchip's memory
 
 
-def _alps_gh200_read() -> dict[str, Reference]:
-    refs: dict[str, Reference] = {}
-    for g in ALPS_SOCKETS:
-        refs[f'gpu{g}_gpu{g}_device_grid'] = HOPPER_HBM
-        refs[f'gpu{g}_numa{alps_hbm(g)}_numa_grid'] = HOPPER_HBM
-        for alloc in ('numa', 'pinned', 'registered'):
-            refs[f'gpu{g}_numa{g}_{alloc}_grid'] = HOPPER_C2C_LPDDR
-    for s in ALPS_SOCKETS:
-        refs[f'cpu{s}_numa{s}_numa_*'] = GRACE_LPDDR
-        refs[f'cpu{s}_numa{alps_hbm(s)}_numa_*'] = GRACE_C2C_HBM
-        for t in ALPS_SOCKETS:
-            if t != s:
-                refs[f'cpu{s}_numa{t}_numa_*'] = PEER_SUPERCHIP
-                refs[f'cpu{s}_numa{alps_hbm(t)}_numa_*'] = PEER_SUPERCHIP
+def _gh200_read() -> dict[str, Reference]:
+    refs: dict[str, Reference] = {
+        'gpu_gpu_local_device_min': HOPPER_HBM,
+        'gpu_numa_local_numa_min': HOPPER_HBM,         # the HBM's NUMA node
+        'cpu_numa_local_numa_min': GRACE_LPDDR,
+        'cpu_numa_c2c_numa_min': GRACE_C2C_HBM,
+        'cpu_numa_interconnect_numa_min': PEER_SUPERCHIP,
+        'cpu_numa_c2c_interconnect_numa_min': PEER_SUPERCHIP,
+    }
+    for alloc in ('numa', 'pinned', 'registered'):
+        refs[f'gpu_numa_c2c_{alloc}_min'] = HOPPER_C2C_LPDDR
     return refs
 
 
 REFERENCES: dict[str, dict[str, dict[str, Reference]]] = {
-    'read': {'alps:gh200': _alps_gh200_read()},
+    'read': {GH200: _gh200_read()},
     'write': {},
     'copy': {},
 }
 
 
-def resolve_in(tables: dict[str, dict[str, Reference]],
-               perf_vars: Iterable[str]) -> dict[str, dict[str, Reference]]:
-    """ReFrame's `reference` for the given variables from `tables`
-    (`{'system:partition': {pattern: reference}}`): for each system:partition, every
+def resolve_in(tables: dict[Key, dict[str, Reference]], perf_vars: Iterable[str],
+               partition=None) -> dict[str, dict[str, Reference]]:
+    """ReFrame's `reference` for the given variables from `tables`: per key, every
     variable that a pattern matches (first pattern wins; a name without glob characters
-    matches only itself). Partitions where nothing matches are left out. The one lookup
-    of every reference table below."""
+    matches only itself). A 'system:partition' key stays as it is; an `Arch` key becomes
+    `partition`'s full name where the partition has that architecture (unless the
+    partition has its own table), or stays the Arch where no partition is given (to read
+    the table). Keys where nothing matches are left out. The one lookup of every table."""
     names = list(perf_vars)
-    resolved: dict[str, dict[str, Reference]] = {}
-    for syspart, patterns in tables.items():
+
+    def matched(patterns: dict[str, Reference]) -> dict[str, Reference]:
         table: dict[str, Reference] = {}
         for name in names:
             for pattern, ref in patterns.items():
                 if fnmatch.fnmatchcase(name, pattern):
                     table[name] = ref
                     break
+        return table
+
+    resolved: dict = {}
+    for key, patterns in sorted(tables.items(), key=lambda kv: isinstance(kv[0], Arch)):
+        if isinstance(key, Arch) and partition is not None:
+            if not key.matches(partition) or partition.fullname in resolved:
+                continue
+            key = partition.fullname
+        table = matched(patterns)
         if table:
-            resolved[syspart] = table
+            resolved[key] = table
     return resolved
 
 
-def resolve(op: str, perf_vars: Iterable[str]) -> dict[str, dict[str, Reference]]:
+def resolve(op: str, perf_vars: Iterable[str], partition=None) -> dict[str, dict[str, Reference]]:
     """ReFrame's `reference` for the given variables of an `op` check (REFERENCES[op])."""
-    return resolve_in(REFERENCES.get(op, {}), perf_vars)
+    return resolve_in(REFERENCES.get(op, {}), perf_vars, partition)
 
 
 # ---- host<->device transfers (`mempath memcpy`, reframe_checks/transfers.py) -------------
@@ -143,28 +179,29 @@ def _alps_gh200_transfers() -> dict[str, Reference]:
 
 
 TRANSFER_REFERENCES: dict[str, dict[str, Reference]] = {
-    'alps:gh200': _alps_gh200_transfers(),
+    GH200: _alps_gh200_transfers(),
 }
 
 
-def resolve_transfers(perf_vars: Iterable[str]) -> dict[str, dict[str, Reference]]:
+def resolve_transfers(perf_vars: Iterable[str], partition=None) -> dict[str, dict[str, Reference]]:
     """ReFrame's `reference` for the given variables of a transfer check
     (TRANSFER_REFERENCES)."""
-    return resolve_in(TRANSFER_REFERENCES, perf_vars)
+    return resolve_in(TRANSFER_REFERENCES, perf_vars, partition)
 
 
 # ---- nccl-tests all_reduce_perf busbw at the largest size (NcclTestsAllReduce) ------------
 # CSCS publishes about 150 GB/s all-reduce busbw at 1 GiB on 2 nodes x 4 GH200 (Slingshot
 # between the nodes); kept as a floor with 20 % slack, no upper bound.
-NCCL_ALLREDUCE_BUSBW: dict[str, dict[tuple[int, int], Reference]] = {
-    'alps:gh200': {(2, 4): (150.0, -0.2, None, 'GB/s')},
+NCCL_ALLREDUCE_BUSBW: dict[Key, dict[tuple[int, int], Reference]] = {
+    GH200: {(2, 4): (150.0, -0.2, None, 'GB/s')},
 }
 
 
-def resolve_nccl(nodes: int, ranks_per_node: int) -> dict[str, dict[str, Reference]]:
+def resolve_nccl(nodes: int, ranks_per_node: int, partition=None) -> dict[str, dict[str, Reference]]:
     """ReFrame's `reference` for NcclTestsAllReduce's `busbw` on `nodes` x `ranks_per_node`."""
-    return {syspart: {'busbw': table[(nodes, ranks_per_node)]}
-            for syspart, table in NCCL_ALLREDUCE_BUSBW.items() if (nodes, ranks_per_node) in table}
+    tables = {key: {'busbw': table[(nodes, ranks_per_node)]}
+              for key, table in NCCL_ALLREDUCE_BUSBW.items() if (nodes, ranks_per_node) in table}
+    return resolve_in(tables, ['busbw'], partition)
 
 
 # ---- Latency (reframe_checks/latency.py): lower is better, so an upper bound only -------
@@ -211,13 +248,13 @@ def _alps_gh200_latency() -> dict[str, Reference]:
     return refs
 
 
-LATENCY_REFERENCES: dict[str, dict[str, Reference]] = {'alps:gh200': _alps_gh200_latency()}
+LATENCY_REFERENCES: dict[Key, dict[str, Reference]] = {GH200: _alps_gh200_latency()}
 
 
-def resolve_latency(perf_vars: Iterable[str]) -> dict[str, dict[str, Reference]]:
+def resolve_latency(perf_vars: Iterable[str], partition=None) -> dict[str, dict[str, Reference]]:
     """ReFrame's `reference` for the given variables of a latency check
     (LATENCY_REFERENCES)."""
-    return resolve_in(LATENCY_REFERENCES, perf_vars)
+    return resolve_in(LATENCY_REFERENCES, perf_vars, partition)
 
 
 # ---- Applications (issue 6): STREAM, GEMM, LLM decode. No published figure of these tools
@@ -226,6 +263,6 @@ def resolve_latency(perf_vars: Iterable[str]) -> dict[str, dict[str, Reference]]
 APPLICATION_REFERENCES: dict[str, dict[str, Reference]] = {}
 
 
-def resolve_applications(perf_vars: Iterable[str]) -> dict[str, dict[str, Reference]]:
-    return resolve_in(APPLICATION_REFERENCES, perf_vars)
+def resolve_applications(perf_vars: Iterable[str], partition=None) -> dict[str, dict[str, Reference]]:
+    return resolve_in(APPLICATION_REFERENCES, perf_vars, partition)
 

@@ -18,6 +18,7 @@ Variables (`-S CHECK.NAME=VALUE`): max_size, reps, extra_options; nodes (default
 from __future__ import annotations
 
 import os
+import shutil
 
 import reframe as rfm
 import reframe.utility.sanity as sn
@@ -29,7 +30,7 @@ from reframe.core.pipeline import RegressionTestPlugin
 import mempath_run
 import mempath_summary
 import references
-from mempath_build import MempathBuild, REPO_ROOT
+from mempath_build import MempathBuild, Prebuilt, REPO_ROOT
 from mempath_run import Row
 from mempath_summary import Metric
 
@@ -44,9 +45,11 @@ class MpiJob(RegressionTestPlugin):
 
     @run_before('run')
     def set_tasks(self):
+        gpus = mempath_run.gpus_per_node(self.current_partition)
+        if gpus:
+            self.num_gpus_per_node = gpus
         if self.one_rank_per_gpu:
-            gpus = self.current_partition.select_devices('gpu')
-            self.ppn = gpus[0].num_devices if gpus else 1
+            self.ppn = gpus or 1
         self.num_tasks = self.nodes * self.ppn
         self.num_tasks_per_node = self.ppn
         if self.job.launcher.registered_name == 'srun':
@@ -56,8 +59,8 @@ class MpiJob(RegressionTestPlugin):
 class MpiCheck(rfm.RunOnlyRegressionTest, MpiJob):
     """An MPI job that is no mempath-mpi run (inventory, nccl-tests)."""
 
-    valid_systems = ['+mpi']
-    valid_prog_environs = ['*']
+    valid_systems = mempath_run.MPI_NODES
+    valid_prog_environs = mempath_run.environs_for(valid_systems)
     exclusive_access = True
     maintainers = ['mempath']
     time_limit = mempath_run.SCALEOUT_TIME_LIMIT
@@ -70,7 +73,7 @@ class MempathMpiCommand(mempath_run.MempathCommand, MpiJob):
     #: Largest message (`--max-size`); empty: the binary's.
     max_size = variable(str, value='')
     flags = (('--max-size', 'max_size'),)
-    valid_systems = ['+mpi']
+    valid_systems = mempath_run.MPI_NODES
     time_limit = mempath_run.SCALEOUT_TIME_LIMIT
 
 
@@ -91,7 +94,7 @@ class MempathMpiBandwidthCommand(MempathMpiCommand):
 class MempathNcclCommand(MempathMpiCommand):
     subcommand = 'nccl'
     one_rank_per_gpu = True
-    valid_systems = ['+mpi +nvgpu']
+    valid_systems = mempath_run.MPI_GPU_NODES
     #: `--placement` list.
     placements = variable(str, value='device,host,peer')
     flags = (('--max-size', 'max_size'), ('--placement', 'placements'))
@@ -145,21 +148,26 @@ class MempathInventory(MpiCheck):
                                   self.num_tasks, self.nodes)
 
 
-class NcclTestsBuild(rfm.CompileOnlyRegressionTest):
+class NcclTestsBuild(rfm.CompileOnlyRegressionTest, Prebuilt):
     """nccl-tests with MPI: `make MPI=1`; MPI_HOME, NCCL_HOME and CUDA_HOME from the
     environment of the same names when set."""
 
     #: Source: the upstream repository (ReFrame clones it), or a local folder.
     nccl_tests_src = variable(str, value=os.environ.get('MEMPATH_NCCL_TESTS_SRC',
                                                         'https://github.com/NVIDIA/nccl-tests.git'))
+    #: An installed all_reduce_perf (default: on PATH) to run instead of building one.
+    all_reduce_perf = variable(str, value=shutil.which('all_reduce_perf') or '')
+    prebuilt_var = 'all_reduce_perf'
     build_system = 'Make'
     build_locally = False
     build_time_limit = mempath_run.BUILD_TIME_LIMIT
-    valid_systems = ['+mpi +nvgpu']
-    valid_prog_environs = ['*']
+    valid_systems = mempath_run.MPI_GPU_NODES
+    valid_prog_environs = mempath_run.environs_for(valid_systems)
 
     @run_before('compile')
     def configure(self):
+        if self.prebuilt:
+            return
         self.sourcesdir = self.nccl_tests_src
         opts = ['MPI=1']
         for var in ('MPI_HOME', 'NCCL_HOME', 'CUDA_HOME'):
@@ -168,9 +176,13 @@ class NcclTestsBuild(rfm.CompileOnlyRegressionTest):
         self.build_system.options = opts
         self.build_system.max_concurrency = 8
 
+    @property
+    def executable_path(self) -> str:
+        return self.prebuilt or os.path.join(self.stagedir, 'build', 'all_reduce_perf')
+
     @sanity_function
     def built(self):
-        return sn.assert_true(os.path.isfile(os.path.join(self.stagedir, 'build', 'all_reduce_perf')),
+        return sn.assert_true(os.path.isfile(self.executable_path),
                               msg='nccl-tests all_reduce_perf was not built')
 
 
@@ -183,7 +195,8 @@ class NcclTestsAllReduce(MpiCheck):
     """NVIDIA's all_reduce_perf, one rank per GPU, 8 B to `max_size`: the anchor for MempathNccl."""
 
     descr = 'nccl-tests all_reduce_perf'
-    valid_systems = ['+mpi +nvgpu']
+    valid_systems = mempath_run.MPI_GPU_NODES
+    valid_prog_environs = mempath_run.environs_for(valid_systems)
     tags = {'scaleout', 'nccl'}
     max_size = variable(str, value='1G')
     one_rank_per_gpu = True
@@ -191,7 +204,7 @@ class NcclTestsAllReduce(MpiCheck):
 
     @run_before('run')
     def set_command(self):
-        self.executable = os.path.join(self.nccl_tests.stagedir, 'build', 'all_reduce_perf')
+        self.executable = self.nccl_tests.executable_path
         self.executable_opts = ['-b', '8', '-e', self.max_size, '-f', '2', '-g', '1']
 
     @sanity_function
@@ -205,4 +218,4 @@ class NcclTestsAllReduce(MpiCheck):
 
     @run_before('performance')
     def set_reference(self):
-        self.reference = references.resolve_nccl(self.nodes, self.ppn)
+        self.reference = references.resolve_nccl(self.nodes, self.ppn, self.current_partition)

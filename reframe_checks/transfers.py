@@ -83,7 +83,7 @@ class MempathTransferBase(mempath_run.MempathCommand, mempath_run.WholeNode):
 
     subcommand = 'memcpy'
     output_file = 'memcpy.h5'
-    valid_systems = ['+nvgpu']
+    valid_systems = mempath_run.GPU_NODES
     #: The mode's own options (a row's) come first, then the lists, then reps and warmup.
     mode_flags: tuple[tuple[str, str], ...] = ()
     resolve_references = staticmethod(references.resolve_transfers)

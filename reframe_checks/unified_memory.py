@@ -43,7 +43,7 @@ class MempathGpuCommand(mempath_run.MempathCommand, mempath_run.WholeNode):
     #: Repetitions (`--reps`); None: the binary's default.
     reps = variable(int, type(None), value=None)
     flags = (('--size', 'size'), ('--reps', 'reps'))
-    valid_systems = ['+nvgpu']
+    valid_systems = mempath_run.GPU_NODES
 
 
 TAGS = frozenset({'full', 'gpu'})

@@ -81,8 +81,8 @@ class MempathVetting(rfm.RunOnlyRegressionTest, mempath_run.WholeNode):
     in_cache = variable(bool, value=False)
 
     descr = 'mempath vetting preset (slurm/vet_node.sh) on one node'
-    valid_systems = ['*']
-    valid_prog_environs = ['*']
+    valid_systems = mempath_run.CPU_NODES
+    valid_prog_environs = mempath_run.environs_for(valid_systems)
     tags = {'vetting'}
     num_tasks = 1
     num_tasks_per_node = 1

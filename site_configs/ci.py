@@ -11,6 +11,8 @@ itself:
 
 Both nodes share the machine's cores (`num_cpus` below is this machine's): timings from
 this system are functional only. No GPU: the partition has no `gpu`/`nvgpu` feature.
+Features as a centre declares them: the partition `remote` (Slurm compute nodes) and `mpi`,
+the environment `compiler` and `mpi`; the checks select by feature only.
 
 Environment variables (read when the configuration loads):
   MEMPATH_CI_PARTITION  Slurm partition to submit to (default: `ci`, cluster.sh's)
@@ -73,7 +75,7 @@ site_configuration = {
                     'time_limit': '10m',
                     'environs': ['builtin'],
                     'max_jobs': 1,
-                    'features': ['mpi'],
+                    'features': ['remote', 'mpi'],
                     # WholeNode (mempath_run.py) gives the one task every core.
                     'processor': {'num_cpus': _NUM_CPUS} if _NUM_CPUS else {},
                     'env_vars': [
@@ -93,6 +95,7 @@ site_configuration = {
         {
             'name': 'builtin',
             'target_systems': ['ci'],
+            'features': ['compiler', 'mpi'],
             'cc': 'cc',
             'cxx': 'c++',
             'ftn': '',

@@ -6,7 +6,12 @@ partition, one environment.
 The processor topology is left to ReFrame's auto-detection (done on this host, cached in
 ~/.reframe/topology). GPUs are detected here, when the configuration loads, cheaply
 (`nvidia-smi -L`, else /dev/nvidia0): only then does the partition get the `gpu` and
-`nvgpu` features that the GPU checks ask for.
+`nvgpu` features that the GPU checks ask for (and its environment `cuda` where nvcc is on
+PATH).
+
+Features as centres declare them: the one partition is `remote` because on a lone box the
+checks' jobs run on the node measured (ReFrame's `remote` marks a partition of compute
+nodes, which the checks ask for); the environment offers a `compiler` (the build fixture).
 """
 from __future__ import annotations
 
@@ -30,12 +35,13 @@ def _nvidia_gpus() -> int:
 
 def _gpu_entries(count: int) -> dict:
     if count == 0:
-        return {'features': [], 'devices': []}
+        return {'features': ['remote'], 'devices': []}
     devices = [{'type': 'gpu', 'num_devices': count}] if count > 0 else []
-    return {'features': ['gpu', 'nvgpu'], 'devices': devices}
+    return {'features': ['remote', 'gpu', 'nvgpu'], 'devices': devices}
 
 
 _GPU = _gpu_entries(_nvidia_gpus())
+_NVCC = shutil.which('nvcc')
 
 site_configuration = {
     'systems': [
@@ -47,7 +53,7 @@ site_configuration = {
             'partitions': [
                 {
                     'name': 'default',
-                    'descr': 'This host' + (' (NVIDIA GPU)' if _GPU['features'] else ''),
+                    'descr': 'This host' + (' (NVIDIA GPU)' if _GPU['devices'] or 'nvgpu' in _GPU['features'] else ''),
                     'scheduler': 'local',
                     'launcher': 'local',
                     'environs': ['builtin'],
@@ -62,11 +68,12 @@ site_configuration = {
         {
             'name': 'builtin',
             'target_systems': ['linux'],
+            'features': ['compiler'] + (['cuda'] if _NVCC else []),
             'cc': 'cc',
             'cxx': 'c++',
             'ftn': '',
             # Empty: CMake looks for CUDA itself (PATH, CUDA_PATH, /usr/local/cuda).
-            'nvcc': shutil.which('nvcc') or '',
+            'nvcc': _NVCC or '',
         },
     ],
 }

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import ast
 import importlib.util
+import json
 import os
 import re
 import shutil
@@ -263,15 +264,21 @@ def test_installed_checks_list_without_a_build_tree(installed: Path, tmp_path: P
 
 
 @pytest.mark.slow
-@pytest.mark.xfail(strict=False, reason='the checks build mempath from ../src with the '
-                   'MempathBuild fixture; taking the binary from PATH when installed is '
-                   'issue 13 item 3 (reframe_checks restructure, not yet merged)')
 def test_installed_check_runs_the_binary_from_path(installed: Path, tmp_path: Path):
+    report = tmp_path / 'report.json'
     out = installed_reframe(installed, '-r', '-n', 'MempathBandwidth%op=read%pu_kind=cpu',
                             '-S', 'MempathBandwidth.size=8MiB',
                             '-S', 'MempathBandwidth.in_cache=true', '-S', 'MempathBandwidth.reps=3',
-                            '--prefix', str(tmp_path / 'rfm'), cwd=tmp_path)
+                            '--prefix', str(tmp_path / 'rfm'), '--report-file', str(report),
+                            cwd=tmp_path)
     assert out.returncode == 0, out.stdout[-5000:] + out.stderr
+    cases = json.loads(report.read_text())['runs'][0]['testcases']
+    ran = [tc for tc in cases if tc['name'].startswith('MempathBandwidth')]
+    assert ran and ran[0]['result'] == 'pass', ran
+    # The job ran the installed binary, and nothing was built.
+    build = [tc for tc in cases if tc['name'].startswith('MempathBuild')]
+    assert build and 'cmake' not in (Path(build[0]['outputdir']) / 'rfm_build.sh').read_text()
+    assert str(installed / 'bin' / 'mempath') in (Path(ran[0]['outputdir']) / 'rfm_job.sh').read_text()
 
 
 # --- a wanted feature that is missing fails the configure with one line ------------------

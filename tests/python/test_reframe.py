@@ -23,6 +23,7 @@ CHECKS = REPO / 'reframe_checks'
 CONFIGS = REPO / 'site_configs'
 sys.path.insert(0, str(CHECKS))
 
+import mempath_run  # noqa: E402
 import mempath_summary  # noqa: E402
 import references  # noqa: E402
 
@@ -71,6 +72,32 @@ def generic_has_gpu() -> bool:
     return any('nvgpu' in p.get('features', []) for p in parts)
 
 
+def generic_variant(path: Path, features: list[str], processor: dict | None = None,
+                    devices: list[dict] | None = None) -> Path:
+    """generic.py written to `path` with its one partition given `features` (`remote`
+    added: where the checks run) and, when given, `processor` and `devices`; its
+    environment has every feature the checks ask for. A stand-in for a site's partition."""
+    part = {'features': ['remote', *features]}
+    if processor is not None:
+        part['processor'] = processor
+    if devices is not None:
+        part['devices'] = devices
+    path.write_text(
+        'import runpy\n'
+        f"site_configuration = runpy.run_path({str(CONFIGS / 'generic.py')!r})"
+        "['site_configuration']\n"
+        f"site_configuration['systems'][0]['partitions'][0].update({part!r})\n"
+        "site_configuration['environments'][0]['features'] = ['compiler', 'cuda', 'mpi']\n")
+    return path
+
+
+def gh200_variant(path: Path) -> Path:
+    """generic.py as a GH200 partition (local scheduler): its architecture's references
+    apply to a run here."""
+    return generic_variant(path, ['gpu', 'nvgpu'], {'arch': references.GH200.processor},
+                           [{'type': 'gpu', 'arch': references.GH200.gpu, 'num_devices': 1}])
+
+
 def mempath_binary() -> Path | None:
     for env, default in (('MEMPATH_CPU_ONLY_BIN', REPO / 'build-cpu' / 'mempath'),
                          ('MEMPATH_BIN', REPO / 'build' / 'mempath')):
@@ -101,19 +128,37 @@ def test_acceptance_tag_selects_read_and_copy():
 
 
 def test_alps_config_lists_gpu_checks_on_gh200():
-    names = bandwidth_checks(listed('alps.py', '--system', 'alps:gh200'))
+    names = bandwidth_checks(listed('alps.py', '--system', 'daint:normal'))
     assert sorted(names) == sorted(check_name(op, k) for op in OPS for k in ('cpu', 'gpu'))
 
 
-def test_alps_config_shows():
-    out = reframe('-C', str(CONFIGS / 'alps.py'), '--system', 'alps:gh200',
-                  '--show-config=systems/0/partitions/0')
+def alps_partitions(system: str = 'daint') -> dict[str, dict]:
+    out = reframe('-C', str(CONFIGS / 'alps.py'), '--system', system,
+                  '--show-config=systems/0/partitions')
     assert out.returncode == 0, out.stderr
-    part = json.loads(out.stdout[out.stdout.index('{'):])
-    assert part['name'] == 'gh200'
-    assert {'gpu', 'nvgpu', 'mpi', 'uenv'} <= set(part['features'])
-    assert part['processor']['num_cpus'] == 288
-    assert part['devices'][0]['num_devices'] == 4
+    return {p['name']: p for p in json.loads(out.stdout[out.stdout.index('['):])}
+
+
+@pytest.mark.parametrize('vcluster', ['daint', 'clariden', 'santis'])
+def test_alps_config_is_shaped_like_the_centres(vcluster):
+    """Each vCluster: a login partition with no compute feature, and `normal` with the
+    features the checks select by and the node's processor and GPUs."""
+    parts = alps_partitions(vcluster)
+    assert set(parts) == {'login', 'normal'}
+    assert parts['login']['scheduler'] == 'local'
+    assert not {'remote', 'gpu', 'nvgpu', 'mpi'} & set(parts['login'].get('features', []))
+    normal = parts['normal']
+    assert normal['scheduler'] == 'slurm'
+    assert {'remote', 'gpu', 'nvgpu', 'mpi', 'uenv'} <= set(normal['features'])
+    assert normal['processor']['num_cpus'] == 288
+    assert normal['processor']['arch'] == references.GH200.processor
+    assert normal['devices'] == [{'type': 'gpu', 'arch': references.GH200.gpu, 'num_devices': 4}]
+    # The GPUs are asked for through num_gpus_per_node, not hard-coded in the access line.
+    assert not any('gpus' in a for a in normal['access'])
+
+
+def test_no_check_lands_on_a_login_partition():
+    assert listed('alps.py', '--system', 'daint:login') == []
 
 
 def alps_access(**env: str) -> list[str]:
@@ -140,6 +185,26 @@ def test_ci_config_lists_cpu_and_mpi_checks_only():
     others = {n.split(' %')[0] for n in names} - {'MempathBandwidth'}
     assert others == {'MempathChase', 'MempathChaseSweep', 'MempathMpiBandwidth', 'MempathInventory',
                       'MempathStream', 'MempathStreamSweep', 'MempathVetting'}
+
+
+def check_source_lines() -> list[str]:
+    return [line for path in sorted(CHECKS.glob('*.py'))
+            for line in path.read_text().splitlines()]
+
+
+def test_checks_select_partitions_and_environments_by_feature_only():
+    """A `*` lands on login nodes (and on any environment): centres select by feature."""
+    lines = [l for l in check_source_lines() if 'valid_systems' in l or 'valid_prog_environs' in l]
+    assert lines
+    assert not [l for l in lines if "'*'" in l or '"*"' in l]
+
+
+def test_environments_follow_the_partitions_features():
+    assert mempath_run.environs_for(mempath_run.CPU_NODES) == ['+compiler']
+    assert mempath_run.environs_for(mempath_run.GPU_NODES) == ['+compiler +cuda']
+    assert mempath_run.environs_for(mempath_run.MPI_GPU_NODES) == ['+compiler +cuda +mpi']
+    for spec in (mempath_run.CPU_NODES, mempath_run.GPU_NODES, mempath_run.MPI_NODES):
+        assert '+remote' in spec[0]
 
 
 # ---- summary lines and performance variable names ------------------------------------
@@ -194,78 +259,148 @@ def test_references_follow_the_naming_scheme():
     assert set(references.REFERENCES) == set(OPS)
     partitions = defined_partitions()
     for op, table in references.REFERENCES.items():
-        for syspart, patterns in table.items():
-            assert syspart in partitions, f'{op}: {syspart} is no configured partition'
+        for key, patterns in table.items():
+            if not isinstance(key, references.Arch):
+                assert key in partitions, f'{op}: {key} is no configured partition'
             for pattern, ref in patterns.items():
-                expansions = [pattern.replace('*', k) for k in CPU_KERNELS] \
-                    if pattern.endswith('_*') else [pattern]
-                assert '*' not in pattern[:-1], pattern
-                assert all(mempath_summary.PERF_VAR_RE.fullmatch(e) for e in expansions), \
-                    f'{op} {syspart}: {pattern} does not follow the naming scheme'
+                assert mempath_summary.CLASS_VAR_RE.fullmatch(pattern), \
+                    f'{op} {key}: {pattern} does not follow the naming scheme'
                 value, lower, upper, unit = ref
-                assert unit == 'GB/s' and value > 0 and -1 <= lower < 0 < upper, (pattern, ref)
+                # Bandwidths are floors: no upper bound.
+                assert unit == 'GB/s' and value > 0 and -1 <= lower < 0 and upper is None, \
+                    (pattern, ref)
 
 
-def test_reference_bands_hold_the_published_ranges():
+def test_reference_floors_hold_the_published_ranges_and_anything_faster():
     from reframe.utility import sanity as sn
     from reframe.core.exceptions import SanityError
-
     for (low, high), ref in (((3700, 3870), references.HOPPER_HBM),
                              ((75, 125), references.PEER_SUPERCHIP),
                              ((440, 500), references.GRACE_LPDDR)):
         value, lower, upper, _ = ref
-        for inside in (low, high, (low + high) / 2):
+        for inside in (low, high, (low + high) / 2, high * 10):
             assert sn.evaluate(sn.assert_reference(inside, value, lower, upper))
-        for outside in (low * 0.9, high * 1.1):
-            with pytest.raises(SanityError):
-                sn.evaluate(sn.assert_reference(outside, value, lower, upper))
+        with pytest.raises(SanityError):
+            sn.evaluate(sn.assert_reference(low * 0.9, value, lower, upper))
 
 
-def test_resolve_gives_alps_references_per_variable():
-    names = ['gpu2_gpu2_device_grid', 'gpu2_numa20_numa_grid', 'gpu1_numa1_pinned_grid',
-             'cpu0_numa0_numa_sve', 'cpu3_numa28_numa_sve', 'cpu0_numa12_numa_sve',
-             'cpu0_numa1_numa_neon', 'cpus_numa0_numa_sve', 'gpu0_gpu0_device_block']
-    table = references.resolve('read', names)['alps:gh200']
-    assert table['gpu2_gpu2_device_grid'] == references.HOPPER_HBM
-    assert table['gpu2_numa20_numa_grid'] == references.HOPPER_HBM
-    assert table['gpu1_numa1_pinned_grid'] == references.HOPPER_C2C_LPDDR
-    assert table['cpu0_numa0_numa_sve'] == references.GRACE_LPDDR
-    assert table['cpu3_numa28_numa_sve'] == references.GRACE_C2C_HBM
-    assert table['cpu0_numa12_numa_sve'] == references.PEER_SUPERCHIP
-    assert table['cpu0_numa1_numa_neon'] == references.PEER_SUPERCHIP
-    assert 'cpus_numa0_numa_sve' not in table and 'gpu0_gpu0_device_block' not in table
+def test_resolve_gives_gh200_references_per_class():
+    names = ['gpu_gpu_local_device_min', 'gpu_numa_local_numa_min', 'gpu_numa_c2c_pinned_min',
+             'cpu_numa_local_numa_min', 'cpu_numa_c2c_numa_min',
+             'cpu_numa_c2c_interconnect_numa_min', 'cpus_numa_spread_numa_min',
+             'gpu_numa_c2c_system_min']
+    table = references.resolve('read', names)[references.GH200]
+    assert table['gpu_gpu_local_device_min'] == references.HOPPER_HBM
+    assert table['gpu_numa_local_numa_min'] == references.HOPPER_HBM
+    assert table['gpu_numa_c2c_pinned_min'] == references.HOPPER_C2C_LPDDR
+    assert table['cpu_numa_local_numa_min'] == references.GRACE_LPDDR
+    assert table['cpu_numa_c2c_numa_min'] == references.GRACE_C2C_HBM
+    assert table['cpu_numa_c2c_interconnect_numa_min'] == references.PEER_SUPERCHIP
+    assert 'cpus_numa_spread_numa_min' not in table and 'gpu_numa_c2c_system_min' not in table
     assert references.resolve('write', names) == {}
 
 
-def quad_gh200_read_vars(binary: Path) -> set[str]:
-    """Performance variable names a quad-GH200 node gives (its topology snapshot), with
-    `sve` for the CPU kernel that the binary picks only when it runs."""
-    out = subprocess.run([str(binary), 'list', '--from', str(QUAD_GH200), '--op', 'read'],
-                         capture_output=True, text=True, check=True)
-    names = set()
-    for line in out.stdout.splitlines():
+class FakePartition:
+    """What the reference lookup reads of ReFrame's partition."""
+
+    def __init__(self, fullname: str, arch: str | None, gpu_archs: tuple[str, ...]):
+        self.fullname = fullname
+        self.processor = type('Processor', (), {'arch': arch})()
+        self._gpus = [type('Device', (), {'arch': a, 'num_devices': 1})() for a in gpu_archs]
+
+    def select_devices(self, kind: str):
+        return self._gpus if kind == 'gpu' else []
+
+
+def test_references_follow_the_architecture_whatever_the_system_is_called():
+    names = ['cpu_numa_local_numa_min']
+    for fullname in ('daint:normal', 'santis:normal', 'mylab:gh200'):
+        part = FakePartition(fullname, 'neoverse_v2', ('sm_90',))
+        assert references.resolve('read', names, part) == {
+            fullname: {'cpu_numa_local_numa_min': references.GRACE_LPDDR}}
+    for other in (FakePartition('x86:h100', 'zen4', ('sm_90',)),
+                  FakePartition('grace:cpu', 'neoverse_v2', ()),
+                  FakePartition('linux:default', None, ())):
+        assert references.resolve('read', names, other) == {}
+
+
+def test_a_systems_own_references_win_over_its_architectures():
+    own = (1.0, -0.5, None, 'GB/s')
+    tables = {references.GH200: {'x': references.GRACE_LPDDR}, 'daint:normal': {'x': own}}
+    part = FakePartition('daint:normal', 'neoverse_v2', ('sm_90',))
+    assert references.resolve_in(tables, ['x'], part) == {'daint:normal': {'x': own}}
+    other = FakePartition('santis:normal', 'neoverse_v2', ('sm_90',))
+    assert references.resolve_in(tables, ['x'], other) == {
+        'daint:normal': {'x': own}, 'santis:normal': {'x': references.GRACE_LPDDR}}
+
+
+def quad_gh200_lines(binary: Path, op: str, pu_kind: str) -> list[str]:
+    """The summary lines a quad-GH200 node would print for `bw --all --op OP --pu-kind
+    KIND` (its topology snapshot's plan; `via` as the binary routes it: the links of
+    processor -> source and -> destination; made-up bandwidths), `sve` for the CPU kernel
+    that the binary picks only when it runs."""
+    topo = json.loads(subprocess.run([str(binary), 'topo', '--json', '--from', str(QUAD_GH200)],
+                                     capture_output=True, text=True, check=True).stdout)
+    vias = {(p['pu'], p['mem']): p['via'] for p in topo['paths']}
+    out = subprocess.run([str(binary), 'list', '--from', str(QUAD_GH200), '--op', op,
+                          '--pu-kind', pu_kind], capture_output=True, text=True, check=True)
+    lines = []
+    for i, line in enumerate(out.stdout.splitlines()):
         fields = line.split()
-        if len(fields) < 6 or 'skipped:' in line:
+        if len(fields) < 7 or 'skipped' in line:
             continue
-        op, pu, mem, dst, alloc, kernel = fields[:6]
-        kernel = 'sve' if kernel == '-' else kernel
-        dst = '' if dst == '-' else dst
-        names.add(mempath_summary.Case(op, pu, mem, dst, alloc, kernel, 0, 'ok', 0.0).perf_var)
-    return names
+        op_, pu, mem, dst, alloc, kernel, threads = fields[:7]
+        links = [l for m in (mem, dst) if m != '-' for l in vias[(pu, m)].split('+')]
+        via = '+'.join(dict.fromkeys(l for l in links if l != 'local')) or 'local'
+        lines.append(f'MEMPATH bw op={op_} pu={pu} mem={mem} dst={dst} alloc={alloc} '
+                     f'kernel={"sve" if kernel == "-" else kernel} {threads} size=1 via={via} '
+                     f'placement=- status=ok median_GBps={100 + i % 97} min_GBps=1 '
+                     f'max_GBps=2 reps=3')
+    return lines
 
 
-def test_alps_reference_patterns_name_real_quad_gh200_paths():
+def built_binary() -> Path:
     binary = mempath_binary()
     if binary is None:
         pytest.skip('no mempath binary built (tests/run_tests.sh builds it)')
-    names = quad_gh200_read_vars(binary)
-    assert 'gpu3_numa28_numa_grid' in names
-    patterns = references.REFERENCES['read']['alps:gh200']
+    return binary
+
+
+@pytest.mark.parametrize('op', OPS)
+@pytest.mark.parametrize('pu_kind', ['cpu', 'gpu'])
+def test_a_quad_gh200_check_reports_at_most_30_variables(op, pu_kind):
+    """~1,344 paths on a quad GH200 today: a check reports the weakest of each class."""
+    lines = quad_gh200_lines(built_binary(), op, pu_kind)
+    assert len(lines) > 100
+    import bandwidth
+    values = bandwidth.BandwidthMetric.values(mempath_summary.parse_lines(lines, 'bw'))
+    assert 3 <= len(values) <= mempath_summary.MAX_PERF_VARS, sorted(values)
+    for name in values:
+        assert mempath_summary.CLASS_VAR_RE.fullmatch(name), name
+
+
+def test_a_class_reports_its_weakest_gpu_at_its_best_kernel():
+    line = ('MEMPATH bw op=read pu={pu} mem={mem} dst=- alloc=device kernel={k} threads=1 '
+            'size=1 via={via} placement=- status=ok median_GBps={v} min_GBps=1 max_GBps=2 reps=3')
+    lines = [line.format(pu='gpu0', mem='gpu0', k='grid', via='local', v=3000),
+             line.format(pu='gpu0', mem='gpu0', k='block', via='local', v=50),  # one block
+             line.format(pu='gpu1', mem='gpu1', k='grid', via='local', v=2900),
+             line.format(pu='gpu0', mem='gpu1', k='grid', via='nvlink', v=120)]
+    cases = mempath_summary.class_minima(map(mempath_summary.bw_case,
+                                             mempath_summary.parse_lines(lines, 'bw')))
+    assert {n: c.median_GBps for n, c in cases.items()} == {
+        'gpu_gpu_local_device_min': 2900, 'gpu_gpu_nvlink_device_min': 120}
+    assert cases['gpu_gpu_local_device_min'].pu == 'gpu1'
+
+
+def test_gh200_reference_patterns_name_real_quad_gh200_classes():
+    binary = built_binary()
+    names = {name for op in ('read',) for kind in ('cpu', 'gpu')
+             for name in __import__('bandwidth').BandwidthMetric.values(
+                 mempath_summary.parse_lines(quad_gh200_lines(binary, op, kind), 'bw'))}
+    patterns = references.REFERENCES['read'][references.GH200]
     for pattern in patterns:
-        assert fnmatch.filter(names, pattern), f'{pattern} names no quad-GH200 path'
-    for name in names:
-        hits = [p for p in patterns if fnmatch.fnmatchcase(name, p)]
-        assert len(hits) <= 1, f'{name} has several references: {hits}'
+        assert fnmatch.filter(names, pattern), f'{pattern} names no quad-GH200 class'
 
 
 # ---- the check's logic with a stand-in binary -------------------------------------------
@@ -306,7 +441,7 @@ def test_check_reports_the_largest_thread_count_per_path(tmp_path: Path):
     case = run_with_fake_mempath(tmp_path, lines, 0)
     assert case['result'] == 'pass', case['fail_reason']
     values = {k.split(':')[-1]: v[0] for k, v in case['perfvalues'].items()}
-    assert values == {'cpu0_numa0_numa_avx2': 20.25, 'cpu0_numa0_system_avx2': 19}
+    assert values == {'cpu_numa_local_numa_min': 20.25, 'cpu_numa_local_system_min': 19}
 
 
 @pytest.mark.parametrize('lines, exit_code, reason', [
@@ -335,7 +470,7 @@ import reframe.core.config as config
 import reframe.core.runtime as runtime
 from reframe.frontend.loader import RegressionCheckLoader
 site = config.load_config(sys.argv[1])
-site.select_subconfig('alps:gh200')
+site.select_subconfig('daint:normal')
 runtime.init_runtime(site)
 print(json.dumps([
     {'name': c.display_name,
@@ -371,7 +506,7 @@ def test_every_check_and_fixture_has_a_time_limit():
 
 def test_a_site_changes_the_time_limit_with_set_var():
     """The limits are class defaults, not set in hooks, so `-S` still wins."""
-    out = reframe('-C', str(CONFIGS / 'alps.py'), '--system', 'alps:gh200', '-c', str(CHECKS),
+    out = reframe('-C', str(CONFIGS / 'alps.py'), '--system', 'daint:normal', '-c', str(CHECKS),
                   '--describe', '-S', 'time_limit=3h')
     assert out.returncode == 0, out.stdout + out.stderr
     limits = {c['name']: c['time_limit'] for c in json.loads(out.stdout)}
@@ -398,7 +533,8 @@ def test_local_run_of_the_cpu_acceptance_check(tmp_path: Path):
     assert cases[name]['result'] == 'pass', text
     assert sum(tc['result'] == 'pass' for tc in cases.values()) == len(cases) == 2, text
     perf = cases[name]['perfvalues']
-    assert any(re.fullmatch(r'linux:default:cpu0_numa0_numa_\w+', k) for k in perf), perf
+    assert 'linux:default:cpu_numa_local_numa_min' in perf, perf
+    assert len(perf) <= mempath_summary.MAX_PERF_VARS, perf
     assert all(v[0] > 0 and v[4] == 'GB/s' for v in perf.values()), perf
 
     kept = Path(cases[name]['outputdir']) / 'bw.h5'
@@ -411,3 +547,17 @@ def test_local_run_of_the_cpu_acceptance_check(tmp_path: Path):
         revision = revision.decode() if isinstance(revision, bytes) else str(revision)
     if (REPO / '.git').exists():  # the fixture builds a copy of src/: provenance kept
         assert revision != 'unknown'
+
+
+def test_a_gh200_job_asks_for_the_partitions_gpus_and_runs_the_given_binary(tmp_path: Path):
+    """num_gpus_per_node from the partition's devices (4 on alps.py's `normal`), and the
+    binary of `mempath_bin` (as a uenv's `mempath` on PATH would be): nothing built."""
+    out = reframe('-C', str(CONFIGS / 'alps.py'), '--system', 'daint:normal',
+                  '-c', str(CHECKS / 'bandwidth.py'), '-n', 'MempathBandwidth%op=read%pu_kind=gpu',
+                  '--dry-run', '--prefix', str(tmp_path), '-S', 'MempathBuild.mempath_bin=/opt/uenv/bin/mempath')
+    assert out.returncode == 0, out.stdout + out.stderr
+    job = next(tmp_path.glob('stage/daint/normal/prgenv-gnu/MempathBandwidth*/rfm_job.sh')).read_text()
+    assert '#SBATCH --gpus-per-node=4' in job, job
+    assert re.search(r'^srun .*/opt/uenv/bin/mempath bw --all --op read --pu-kind gpu', job, re.M), job
+    build = next(tmp_path.glob('stage/daint/normal/prgenv-gnu/MempathBuild*/rfm_build.sh')).read_text()
+    assert 'cmake' not in build, build

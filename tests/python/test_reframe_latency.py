@@ -13,7 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from test_reframe import CHECKS, CONFIGS, generic_has_gpu, listed, reframe
+from test_reframe import (CHECKS, CONFIGS, generic_has_gpu, generic_variant, gh200_variant,
+                          listed, reframe)
 
 REPO = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO / "reframe_checks"))
@@ -63,11 +64,11 @@ def test_pingpong_variables_skip_what_did_not_run() -> None:
 
 def test_latency_references_are_upper_bounds_on_alps_only() -> None:
     refs = references.resolve_latency(["latency_ns_gpu0_gpu0", "latency_ns_cpu1_numa1", "latency_ns_cpu0_numa12"])
-    assert set(refs) == {"alps:gh200"}
-    ref = refs["alps:gh200"]["latency_ns_gpu0_gpu0"]
+    assert set(refs) == {references.GH200}
+    ref = refs[references.GH200]["latency_ns_gpu0_gpu0"]
     assert ref[0] == 344 and ref[1] is None and ref[2] > 0 and ref[3] == "ns"
-    assert refs["alps:gh200"]["latency_ns_cpu1_numa1"][0] == 170
-    assert "latency_ns_cpu0_numa12" not in refs["alps:gh200"]  # remote HBM: no published seed
+    assert refs[references.GH200]["latency_ns_cpu1_numa1"][0] == 170
+    assert "latency_ns_cpu0_numa12" not in refs[references.GH200]  # remote HBM: no published seed
     assert references.resolve_latency(["latency_ns_gpu0_gpu0"].copy()) and not references.resolve_latency(["x"])
 
 
@@ -78,7 +79,7 @@ def test_nccl_variables_at_the_largest_size() -> None:
 
 
 def test_nccl_tests_reference_for_two_alps_nodes() -> None:
-    assert references.resolve_nccl(2, 4) == {"alps:gh200": {"busbw": (150.0, -0.2, None, "GB/s")}}
+    assert references.resolve_nccl(2, 4) == {references.GH200: {"busbw": (150.0, -0.2, None, "GB/s")}}
     assert references.resolve_nccl(1, 2) == {}
 
 
@@ -91,7 +92,7 @@ def test_nccl_tests_row_pattern_reads_out_of_place_busbw(text: str, busbw: float
 
 
 def test_where_the_checks_are_listed() -> None:
-    alps = set(listed("alps.py", "--system", "alps:gh200"))
+    alps = set(listed("alps.py", "--system", "daint:normal"))
     assert {"MempathChase", "MempathChaseSweep", "MempathPingPong", "MempathPingPongFull"} <= alps
     ci = set(listed("ci.py", "--system", "ci"))
     assert {"MempathChase", "MempathInventory"} <= ci and "MempathPingPong" not in ci
@@ -169,11 +170,11 @@ def test_latency_references_share_the_one_resolver() -> None:
              'latency_ns_cpu0_numa1', 'rtt_ns_cpu0_gpu0_numa0_pinned']
     assert references.resolve_latency(names) == references.resolve_in(
         references.LATENCY_REFERENCES, names)
-    table = references.resolve_latency(names)['alps:gh200']
+    table = references.resolve_latency(names)[references.GH200]
     assert table == {'latency_ns_gpu3_numa28': references.GH200_HOPPER_HBM_NS,
                      'latency_ns_cpu2_numa20': references.GH200_GRACE_HBM_NS,
                      'latency_ns_gpu1_numa1': references.GH200_HOPPER_LPDDR_NS}
-    for name, (value, lower, upper, unit) in references.LATENCY_REFERENCES['alps:gh200'].items():
+    for name, (value, lower, upper, unit) in references.LATENCY_REFERENCES[references.GH200].items():
         assert re.fullmatch(r'latency_ns_(cpu|gpu)\d_(numa|gpu)\d+', name), name
         assert lower is None and upper == references.LATENCY_SEED_SLACK and unit == 'ns'
     # The published figures (Fusco et al. 2024), each the reference of its upper bound.
@@ -196,15 +197,14 @@ def test_latency_references_are_upper_bounds() -> None:
 # ---- listings and tags ---------------------------------------------------------------------
 
 @pytest.fixture
+def gh200_config(tmp_path: Path) -> Path:
+    return gh200_variant(tmp_path / 'gh200.py')
+
+
+@pytest.fixture
 def gpu_config(tmp_path: Path) -> Path:
     """generic.py with the features of a GPU partition, whatever this host has."""
-    path = tmp_path / 'generic_gpu.py'
-    path.write_text(
-        'import runpy\n'
-        f"site_configuration = runpy.run_path({str(CONFIGS / 'generic.py')!r})"
-        "['site_configuration']\n"
-        "site_configuration['systems'][0]['partitions'][0]['features'] = ['gpu', 'nvgpu']\n")
-    return path
+    return generic_variant(tmp_path / 'generic_gpu.py', ['gpu', 'nvgpu'])
 
 
 def latency_checks(names: list[str]) -> set[str]:
@@ -221,7 +221,7 @@ def test_generic_lists_pingpong_only_with_a_gpu(gpu_config: Path) -> None:
 @pytest.mark.parametrize('tag', ['acceptance', 'full', 'latency', 'gpu'],
                          ids=lambda tag: f'tag_{tag}')
 def test_tags_select_the_latency_checks(tag: str) -> None:
-    names = latency_checks(listed('alps.py', '--system', 'alps:gh200', '--tag', tag))
+    names = latency_checks(listed('alps.py', '--system', 'daint:normal', '--tag', tag))
     assert names == {n for n, tags in LATENCY_CHECKS.items() if tag in tags}
 
 
@@ -393,13 +393,13 @@ def test_sanity_fails_when_the_file_misses_ok_cases(tmp_path: Path, gpu_config: 
 
 
 @pytest.mark.parametrize('hbm_ns, result', [(347.0, 'pass'), (12.0, 'pass'), (500.0, 'fail')])
-def test_alps_references_bound_the_latency_from_above(tmp_path: Path, local_alps_config: Path,
+def test_alps_references_bound_the_latency_from_above(tmp_path: Path, gh200_config: Path,
                                                       hbm_ns: float, result: str) -> None:
     lines = [chase_line(pu='gpu1', mem='gpu1', alloc='device', ns=hbm_ns),
              chase_line(pu='cpu1', mem='numa1', ns=160.0),
              chase_line(pu='cpu1', mem='numa2', ns=5000.0)]   # no reference: anything goes
     fake_mempath(tmp_path / 'fake_src', lines)
-    case = run_checks(tmp_path, local_alps_config, 'MempathChase')['MempathChase']
+    case = run_checks(tmp_path, gh200_config, 'MempathChase')['MempathChase']
     assert case['result'] == result, case['fail_reason']
     refs = {k.split(':')[-1]: v[1:4] for k, v in case['perfvalues'].items()}
     assert refs['latency_ns_gpu1_gpu1'][0] == 344

@@ -43,6 +43,6 @@ def test_allocmatrix_variables() -> None:
 
 
 def test_listed_on_gpu_partitions_only() -> None:
-    alps = listed("alps.py", "--system", "alps:gh200")
+    alps = listed("alps.py", "--system", "daint:normal")
     assert {"MempathUnifiedMemory", "MempathAllocatorMatrix"} <= set(alps)
     assert not {"MempathUnifiedMemory", "MempathAllocatorMatrix"} & set(listed("ci.py"))

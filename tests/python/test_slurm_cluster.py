@@ -177,3 +177,47 @@ def test_sbatch_vets_both_nodes_into_one_folder(tmp_path: Path) -> None:
     assert vetted_hosts(files) == ["n1"] * 3 + ["n2"] * 3
     nodes = (tmp_path / "fleet" / "nodes.csv").read_text()
     assert "n1" in nodes and "n2" in nodes, nodes
+
+
+# ---- issue 13: a centre-style configuration (features only) runs the acceptance checks ----
+
+#: The acceptance checks the CI partition (`+remote +mpi`, no GPU) selects, as before issue 13.
+CI_ACCEPTANCE = {"MempathStream", "MempathBandwidth %op=read %pu_kind=cpu",
+                 "MempathBandwidth %op=copy %pu_kind=cpu", "MempathChase",
+                 "MempathMpiBandwidth %ranks_per_node=1", "MempathInventory"}
+
+
+def test_features_only_config_runs_the_acceptance_checks(tmp_path: Path) -> None:
+    """site_configs/ci.py declares features only; the checks select by them, run the
+    installed binary (`MempathBuild.mempath_bin`, as a uenv's would be: nothing is built)
+    through Slurm, and each reports at most MAX_PERF_VARS performance variables."""
+    import json
+    import sys
+
+    sys.path.insert(0, str(REPO / "reframe_checks"))
+    import mempath_summary
+
+    binary = vet_binary()
+    assert (binary.parent / "mempath-mpi").is_file(), "mempath-mpi not built beside mempath"
+    small = ["-S", "MempathBandwidth.size=8MiB", "-S", "MempathBandwidth.in_cache=true",
+             "-S", "MempathBandwidth.reps=2", "-S", "MempathBandwidth.quick=true",
+             "-S", "MempathChase.size=1MiB", "-S", "MempathChase.reps=2",
+             "-S", "MempathStream.size=8MiB", "-S", "MempathStream.reps=2",
+             "-S", "MempathStream.extra_options=--in-cache",
+             "-S", "MempathMpiBandwidth.max_size=64KiB"]
+    prefix, report = tmp_path / "rfm", tmp_path / "report.json"
+    text = on_cluster("env", f"PATH={Path(sys.executable).parent}:/usr/local/bin:/usr/bin:/bin",
+                      "reframe", "-C", str(REPO / "site_configs" / "ci.py"),
+                      "-c", str(REPO / "reframe_checks"), "--tag", "acceptance",
+                      "-r", "--exec-policy=serial", *small,
+                      "-S", f"MempathBuild.mempath_bin={binary}", "--prefix", str(prefix),
+                      "--report-file", str(report), timeout=1200)
+    cases = {tc["name"]: tc for tc in json.loads(report.read_text())["runs"][0]["testcases"]}
+    checks = {name: tc for name, tc in cases.items() if not name.startswith("MempathBuild")}
+    assert set(checks) == CI_ACCEPTANCE, text[-4000:]
+    for name, tc in checks.items():
+        assert tc["result"] == "pass", (name, tc["fail_reason"])
+        assert (tc["system"], tc["partition"], tc["environ"]) == ("ci", "cpu", "builtin")
+        assert len(tc["perfvalues"] or {}) <= mempath_summary.MAX_PERF_VARS, (name, tc["perfvalues"])
+    build = next(tc for name, tc in cases.items() if name.startswith("MempathBuild"))
+    assert "cmake" not in (Path(build["outputdir"]) / "rfm_build.sh").read_text()
