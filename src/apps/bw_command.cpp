@@ -222,11 +222,14 @@ class BwBenchmark : public Benchmark {
       const std::string op = text("op"), dst = text("dst_mem");
       if (!matrices.count(op)) ops.push_back(op);
       const std::string memory = text("mem") + (dst.empty() || dst == text("mem") ? "" : ">" + dst);
-      matrices[op].add(text("pu"), memory, text("status"), std::get<double>(row.at("median_GBps")));
+      const bool placed = placed_as_named(*topo_, text("placement"), text("mem"), text("alloc")) &&
+                          (dst.empty() || placed_as_named(*topo_, text("dst_placement"), dst, text("dst_alloc")));
+      const std::string status = text("status") == "ok" && !placed ? "misplaced" : text("status");
+      matrices[op].add(text("pu"), memory, status, std::get<double>(row.at("median_GBps")));
     }
     for (const auto& op : ops)
       std::printf("\n%s", matrices.at(op).format("bw " + op + ": median GB/s, best case per processor (row) "
-                                                     "and memory (column); - not run, fail failed",
+                                                     "and memory (column) whose pages stayed there; - none, fail failed",
                                                  "pu\\mem").c_str());
     std::fflush(stdout);
   }

@@ -202,6 +202,18 @@ std::unique_ptr<Buffer> allocate(const Topology& topo, const std::string& alloc,
   return buf;
 }
 
+bool placed_as_named(const Topology& topo, const std::string& placement, const std::string& mem,
+                     const std::string& alloc) {
+  if (placement == mem) return true;
+  if (placement.empty() || placement == "unknown") return alloc != "managed";
+  for (const auto& g : topo.gpus) {
+    if (g.hbm_numa < 0) continue;
+    const std::string gpu = "gpu" + std::to_string(g.id), numa = "numa" + std::to_string(g.hbm_numa);
+    if ((placement == gpu && mem == numa) || (placement == numa && mem == gpu)) return true;
+  }
+  return false;
+}
+
 std::string format_placement(const std::vector<int>& status) {
   std::map<int, size_t> counts;
   size_t known = 0;

@@ -66,6 +66,12 @@ std::string placement(const Buffer& buffer);
 // The same from page-status codes of move_pages (node id >= 0, or -errno); "unknown"
 // when no page has a node. Exposed for tests.
 std::string format_placement(const std::vector<int>& status);
+// Whether a case's pages were where it names them (`mem`), the rule the report applies
+// (docs/analysis.md): a GPU's HBM NUMA node and its gpuN are one memory; a mixed placement
+// does not count; `unknown` counts except for managed memory, whose pages a GPU pulls into
+// its own HBM (3,374 GB/s "from numa0" on an H200).
+bool placed_as_named(const Topology& topo, const std::string& placement, const std::string& mem,
+                     const std::string& alloc);
 
 // Free bytes of memory `mem` (numaN: the node's free memory; gpuN: cudaMemGetInfo) now.
 uint64_t free_bytes(const std::string& mem);

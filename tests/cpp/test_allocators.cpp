@@ -46,5 +46,17 @@ TEST(Allocators, HostBufferKnowsItsKindAndPlacement) {
   }
 }
 
+TEST(Allocators, PlacedAsNamedFollowsTheReportsRule) {
+  const Topology quad = load_snapshot(std::string(MEMPATH_FIXTURES_DIR) + "/gh200_quad");
+  EXPECT_TRUE(placed_as_named(quad, "numa1", "numa1", "numa"));
+  EXPECT_TRUE(placed_as_named(quad, "numa4", "gpu0", "device"));  // gpu0's HBM is NUMA node 4
+  EXPECT_TRUE(placed_as_named(quad, "gpu0", "numa4", "numa"));
+  EXPECT_FALSE(placed_as_named(quad, "numa12", "gpu0", "device"));
+  EXPECT_FALSE(placed_as_named(quad, "numa0:0.5,numa1:0.5", "numa0", "numa"));  // mixed
+  EXPECT_TRUE(placed_as_named(quad, "unknown", "numa0", "pinned"));
+  EXPECT_FALSE(placed_as_named(quad, "unknown", "numa0", "managed"));  // pulled into a GPU
+  EXPECT_FALSE(placed_as_named(quad, "gpu0", "numa0", "managed"));
+}
+
 }  // namespace
 }  // namespace mempath
