@@ -106,19 +106,3 @@ def mpi_bin() -> Path:
 def mempath_cpu_bin() -> Path:
     """The CPU-only build (-DMEMPATH_WITH_CUDA=OFF)."""
     return _binary("MEMPATH_CPU_ONLY_BIN", REPO / "build-cpu" / "mempath")
-
-
-@pytest.fixture
-def local_alps_config(tmp_path: Path) -> Path:
-    """The generic configuration renamed `alps:gh200` (local scheduler), so that a run
-    here picks up the Alps references."""
-    path = tmp_path / 'local_alps.py'
-    path.write_text(
-        'import runpy\n'
-        f"site_configuration = runpy.run_path({str(REPO / 'site_configs' / 'generic.py')!r})"
-        "['site_configuration']\n"
-        "system = site_configuration['systems'][0]\n"
-        "system['name'] = 'alps'\n"
-        "system['partitions'][0].update(name='gh200', features=['gpu', 'nvgpu'])\n"
-        "site_configuration['environments'][0]['target_systems'] = ['alps']\n")
-    return path
