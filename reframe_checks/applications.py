@@ -4,16 +4,21 @@ under operand placement (`mempath gemm`) and LLM decode under weight placement
 
     MempathStream         tag acceptance, every partition: `stream --all --threads all
                           --alloc numa,device` (all cores of each CPU, each GPU, every
-                          memory with the path's usual allocator); `{kernel}_GBps_{pu}_
-                          {mem}_{alloc}` (best GB/s, STREAM's figure).
-    MempathStreamSweep    tag full: `stream --all`, thread sweeps and every allocator;
-                          the same variables at the best thread count.
+                          memory with the path's usual allocator); `{kernel}_GBps_
+                          {pu_kind}_{mem_kind}_{via}_{alloc}_min` for copy and triad: the
+                          slowest path of the class at its best thread count (STREAM's
+                          figure), e.g. `triad_GBps_cpu_numa_local_numa_min`.
+    MempathStreamSweep    tag full, one check per allocator (`%alloc=`; CUDA allocators
+                          on `+nvgpu`): `stream --all --alloc ALLOC`, thread sweeps; the
+                          same variables.
     MempathGemm           tags acceptance, gpu: `gemm --size 8192 --dtype fp16,fp64`,
-                          operands in the GPU's memory; `tflops_{dtype}_{mem}_{alloc}_n{n}`
-                          (median TFLOP/s).
+                          operands in the GPU's memory; `tflops_{dtype}_{mem_kind}_{via}_
+                          {alloc_class}_min` (median TFLOP/s at the largest order; the
+                          allocator's class, mempath_summary.ALLOC_CLASS).
     MempathGemmPlacement  tags full, gpu: `gemm --all --dtype fp16,fp64`, every memory the
                           GPU reads, the size sweep; the same variables.
 
+Every path, kernel, thread count and size stays in the HDF5 file.
 Sanity as the latency checks (latency.py): exit code 0, an ok line, every line ok or
 skipped, the HDF5 file written, every ok case `verified` (the arrays hold what the kernels'
 recurrence predicts). Variables: pus, mems, size, reps, extra_options.
@@ -21,12 +26,13 @@ recurrence predicts). Variables: pus, mems, size, reps, extra_options.
 from __future__ import annotations
 
 import reframe  # noqa: F401 (ReFrame loads only the files that import it)
+from reframe.core.builtins import parameter
 
 import mempath_run
 import references
 from latency import MempathVerifiedCommand
 from mempath_run import ACCEPTANCE_TIME_LIMIT, FULL_TIME_LIMIT, Row
-from mempath_summary import Metric
+from mempath_summary import ClassMetric, Metric
 
 
 class MempathApplicationCommand(MempathVerifiedCommand):
@@ -39,14 +45,20 @@ class MempathApplicationCommand(MempathVerifiedCommand):
 class MempathStreamCommand(MempathApplicationCommand):
     subcommand = 'stream'
     output_file = 'stream.h5'
-    metric = Metric('{kernel}_GBps_{pu}_{mem}_{alloc}', 'best_GBps', 'GB/s', keep='')
+    # STREAM's two headline kernels per class (scale/mul, add, dot stay in stream.h5).
+    metric = ClassMetric(Metric('{kernel}_{pu}_{mem}_{alloc}', 'best_GBps', 'GB/s', keep=''),
+                         '{kernel}_GBps_{pu_kind}_{mem_kind}_{via}_{alloc}',
+                         only=('kernel', ('copy', 'triad')))
 
 
 class MempathGemmCommand(MempathApplicationCommand):
     subcommand = 'gemm'
     output_file = 'gemm.h5'
     valid_systems = mempath_run.GPU_NODES
-    metric = Metric('tflops_{dtype}_{mem}_{alloc}_n{n}', 'median_TFLOPs', 'TFLOP/s', keep='')
+    # At the largest order; pinned/registered and system/numa in one class each
+    # (mempath_summary.ALLOC_CLASS): the SMs read them alike.
+    metric = ClassMetric(Metric('{gpu}_{dtype}_{mem}_{alloc}', 'median_TFLOPs', 'TFLOP/s', keep='n'),
+                         'tflops_{dtype}_{mem_kind}_{via}_{alloc_class}')
 
     def command(self) -> list[str]:
         if self.size:
@@ -59,9 +71,18 @@ mempath_run.define(globals(), MempathStreamCommand, (
         descr='mempath stream --all --threads all: STREAM-class bandwidth of every path',
         tags=frozenset({'applications', 'acceptance'}),
         case_options=('--all', '--threads', 'all', '--alloc', 'numa,device')),
+))
+# One check per allocator (mempath_run.PerAllocator): ~90 classes at once on a quad GH200.
+class PerAllocatorStream(MempathStreamCommand, mempath_run.PerAllocator):
+    pass
+
+
+mempath_run.define(globals(), PerAllocatorStream, (
     Row('MempathStreamSweep', time_limit=FULL_TIME_LIMIT,
-        descr='mempath stream --all: STREAM by thread count, every allocator',
-        tags=frozenset({'applications', 'full'}), case_options=('--all',)),
+        descr='mempath stream --all: STREAM by thread count, one allocator',
+        tags=frozenset({'applications', 'full'}), case_options=('--all',),
+        body={'alloc': parameter(['system', 'numa', 'pinned', 'registered', 'managed',
+                                  'device'])}),
 ))
 mempath_run.define(globals(), MempathGemmCommand, (
     Row('MempathGemm', time_limit=ACCEPTANCE_TIME_LIMIT,

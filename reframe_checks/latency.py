@@ -3,23 +3,29 @@ ping-pong (`mempath pingpong`).
 
 The measurement is the binary's (docs/cli.md); these checks launch it, keep the HDF5
 file and turn the `MEMPATH chase ...` / `MEMPATH pingpong ...` summary lines
-(docs/schema.md) into performance variables, in ns:
+(docs/schema.md) into performance variables:
 
-    MempathChase          tag acceptance, every `remote` partition: `chase --all --size 1GiB`, one
-                          random chase per processor x memory with the path's default
-                          allocator; `latency_ns_{pu}_{mem}` (median ns per load).
-    MempathChaseSweep     tag full, every `remote` partition: `chase --all --alloc all --pattern
-                          random,sequential`, the default size sweep (4 KiB .. max(1 GiB,
-                          4 x the caches on the path)); `latency_ns_{pu}_{mem}_{alloc}_
-                          {pattern}` at the largest size (every size stays in the file).
+    MempathChase          tag acceptance, every `remote` partition: `chase --all --size 1GiB`,
+                          one random chase per processor x memory with the path's default
+                          allocator.
+    MempathChaseSweep     tag full, one check per allocator (`%alloc=`; CUDA allocators
+                          on `+nvgpu`): `chase --all --pattern random,sequential --alloc
+                          ALLOC`, the default size sweep (4 KiB .. max(1 GiB, 4 x the
+                          caches on the path)), variables at the largest size.
     MempathPingPong       tag acceptance, `+nvgpu`: `pingpong --alloc pinned`, every pair
-                          of agents (CPU<->GPU among them) with the flag in pinned memory;
-                          `rtt_ns_{a}_{b}_{mem}_{alloc}` (median round trip).
-    MempathPingPongFull   tag full, `+nvgpu`: `pingpong`, every pair, memory, allocator.
+                          of agents (CPU<->GPU among them) with the flag in pinned memory.
+    MempathPingPongFull   tag full, `+nvgpu`, one check per allocator: `pingpong --alloc
+                          ALLOC`, every pair and memory.
     MempathAtomics        tags atomics, full, gpu, `+nvgpu`: `atomics --all`, each GPU's
                           fetch-and-add throughput on counters in every memory and
-                          allocator; `atomics_Mops_{pu}_{mem}_{alloc}_{scope}` (median
-                          Mop/s; no reference yet, and none of the latency upper bounds).
+                          allocator (no reference yet, and none of the latency bounds).
+
+Variables, one per class of path (mempath_summary.ClassMetric), the worst member of each:
+`latency_ns_{pu_kind}_{mem_kind}_{via}_{alloc}_{pattern}_max` (chase: the slowest GPU /
+socket, median ns per load), `rtt_ns_{a_kind}_{b_kind}_{mem_kind}_{via}_{alloc}_max`
+(ping-pong: median round trip; `via`, the links of both agents' paths to the flag) and
+`atomics_Mops_{pu_kind}_{mem_kind}_{via}_{alloc}_{scope}_min` (median Mop/s). Every path
+and size stays in the HDF5 file.
 
 All but MempathAtomics (a throughput) carry the tag `latency`; the ping-pong checks also `gpu` (pinned memory and GPU agents
 need CUDA, so a node without an NVIDIA GPU does not run them). The acceptance checks are
@@ -41,12 +47,12 @@ sweep), reps; ping-pong: round_trips, warmup, timeout (size and reps do not appl
 """
 from __future__ import annotations
 
-from reframe.core.builtins import variable
+from reframe.core.builtins import parameter, variable
 
 import mempath_run
 import references
 from mempath_run import ACCEPTANCE_TIME_LIMIT, FULL_TIME_LIMIT, Row
-from mempath_summary import Metric
+from mempath_summary import ClassMetric, Metric
 
 #: Options every processor x memory check of this family and of applications.py takes.
 PATH_FLAGS = (('--pu', 'pus'), ('--mem', 'mems'))
@@ -86,7 +92,8 @@ class MempathPingPongCommand(MempathLatencyCommand):
     timeout = variable(int, type(None), value=None)
     flags = PATH_FLAGS + (('--round-trips', 'round_trips'), ('--warmup', 'warmup'),
                           ('--stall-timeout', 'timeout'))
-    metric = Metric('rtt_ns_{a}_{b}_{mem}_{alloc}', 'median_ns', 'ns')
+    metric = ClassMetric(Metric('{a}_{b}_{mem}_{alloc}', 'median_ns', 'ns'),
+                         'rtt_ns_{a_kind}_{b_kind}_{mem_kind}_{via}_{alloc}', 'max')
 
     def command(self) -> list[str]:
         if self.size or self.reps is not None:
@@ -95,31 +102,53 @@ class MempathPingPongCommand(MempathLatencyCommand):
         return super().command()
 
 
+#: A chase's path at its largest size; its class reports the slowest path.
+CHASE_METRIC = ClassMetric(Metric('{pu}_{mem}_{alloc}_{pattern}', 'median_ns', 'ns'),
+                           'latency_ns_{pu_kind}_{mem_kind}_{via}_{alloc}_{pattern}', 'max')
+
 CHECKS = (
     Row('MempathChase', output_file='chase.h5', time_limit=ACCEPTANCE_TIME_LIMIT,
         descr='mempath chase --all: pointer-chase latency at 1 GiB of every path',
         tags=frozenset({'latency', 'acceptance'}), case_options=('--all',),
-        body={'subcommand': 'chase', 'size': '1GiB',
-              'metric': Metric('latency_ns_{pu}_{mem}', 'median_ns', 'ns')}),
-    Row('MempathChaseSweep', output_file='chase_sweep.h5', time_limit=FULL_TIME_LIMIT,
-        descr='mempath chase --all --alloc all: latency by buffer size, every allocator',
-        tags=frozenset({'latency', 'full'}),
-        case_options=('--all', '--alloc', 'all', '--pattern', 'random,sequential'),
-        body={'subcommand': 'chase',
-              'metric': Metric('latency_ns_{pu}_{mem}_{alloc}_{pattern}', 'median_ns', 'ns')}),
+        body={'subcommand': 'chase', 'size': '1GiB', 'metric': CHASE_METRIC}),
     Row('MempathAtomics', output_file='atomics.h5', time_limit=FULL_TIME_LIMIT,
         descr='mempath atomics --all: GPU fetch-and-add throughput, counters in every memory',
         tags=frozenset({'atomics', 'full', 'gpu'}), case_options=('--all',),
         body={'subcommand': 'atomics', 'valid_systems': mempath_run.GPU_NODES,
-              'metric': Metric('atomics_Mops_{pu}_{mem}_{alloc}_{scope}', 'median_Mops', 'Mop/s', keep='')}),
+              'metric': ClassMetric(Metric('{pu}_{mem}_{alloc}_{scope}', 'median_Mops', 'Mop/s',
+                                           keep=''),
+                                    'atomics_Mops_{pu_kind}_{mem_kind}_{via}_{alloc}_{scope}')}),
 )
 PINGPONG_CHECKS = (
     Row('MempathPingPong', output_file='pingpong.h5', time_limit=ACCEPTANCE_TIME_LIMIT,
         descr='mempath pingpong --alloc pinned: CAS round trips, flag in pinned memory',
         tags=frozenset({'latency', 'acceptance', 'gpu'}), case_options=('--alloc', 'pinned')),
-    Row('MempathPingPongFull', output_file='pingpong_full.h5', time_limit=FULL_TIME_LIMIT,
-        descr='mempath pingpong: CAS round trips, every pair, memory and allocator',
-        tags=frozenset({'latency', 'full', 'gpu'})),
 )
 mempath_run.define(globals(), MempathLatencyCommand, CHECKS)
 mempath_run.define(globals(), MempathPingPongCommand, PINGPONG_CHECKS)
+
+# The full sweeps, one check per allocator (mempath_run.PerAllocator): every allocator at
+# once would give ~70 (chase) and ~40 (ping-pong) classes on a quad GH200.
+class PerAllocatorChase(MempathLatencyCommand, mempath_run.PerAllocator):
+    pass
+
+
+mempath_run.define(globals(), PerAllocatorChase, (
+    Row('MempathChaseSweep', output_file='chase_sweep.h5', time_limit=FULL_TIME_LIMIT,
+        descr='mempath chase --all: latency by buffer size, one allocator',
+        tags=frozenset({'latency', 'full'}),
+        case_options=('--all', '--pattern', 'random,sequential'),
+        body={'subcommand': 'chase', 'metric': CHASE_METRIC,
+              'alloc': parameter(['system', 'numa', 'pinned', 'registered', 'managed',
+                                  'device'])}),
+))
+class PerAllocatorPingPong(MempathPingPongCommand, mempath_run.PerAllocator):
+    pass
+
+
+mempath_run.define(globals(), PerAllocatorPingPong, (
+    Row('MempathPingPongFull', output_file='pingpong_full.h5', time_limit=FULL_TIME_LIMIT,
+        descr='mempath pingpong: CAS round trips, every pair and memory, one allocator',
+        tags=frozenset({'latency', 'full', 'gpu'}),
+        body={'alloc': parameter(['numa', 'pinned', 'managed', 'device'])}),
+))

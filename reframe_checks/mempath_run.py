@@ -83,6 +83,22 @@ class WholeNode(RegressionTestPlugin):
             self.num_gpus_per_node = gpus
 
 
+#: Allocators that need CUDA: a check of one of them runs on `+nvgpu` partitions only.
+CUDA_ALLOCATORS = ('pinned', 'registered', 'managed', 'device')
+
+
+class PerAllocator(RegressionTestPlugin):
+    """A check split by allocator (its `alloc` parameter, `%alloc=`), so that a sweep over
+    every allocator of a large node still reports a few variables per check: the command
+    gets `--alloc ALLOC`, and an allocator that needs CUDA only GPU partitions."""
+
+    @run_after('init')
+    def select_allocator(self):
+        self.case_options = [*self.case_options, '--alloc', self.alloc]
+        if self.alloc in CUDA_ALLOCATORS:
+            self.valid_systems = GPU_NODES
+
+
 @sn.deferrable
 def summary_sane(path: str, bench: str, only_passing: bool = False) -> bool:
     """At least one `MEMPATH <bench> ... status=ok` line, none failed, every tagged line

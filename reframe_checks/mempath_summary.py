@@ -5,12 +5,9 @@ them.
 Pure Python (no ReFrame import), so that the naming scheme is shared by the checks, the
 reference tables and the tests.
 
-Naming scheme (one performance variable per path, the largest thread count of a CPU
-thread sweep):
-
-    {pu}_{mem}[_to_{dst}]_{alloc}_{kernel}
-
-e.g. `gpu0_gpu0_device_grid`, `cpu0_numa4_numa_sve`, `cpu0_numa0_to_numa1_numa_avx2`.
+Performance variables are per class of path (a few per check, however large the node;
+every path stays in the HDF5 file): the bandwidth classes below (`class_minima`), the
+ClassMetric of the other families and the transfer classes (`transfer_perf_values`).
 """
 from __future__ import annotations
 
@@ -111,8 +108,9 @@ class Metric:
     unit: str
     keep: str = 'size'
 
-    def values(self, lines: Iterable[SummaryLine]) -> dict[str, tuple[float, str]]:
-        chosen: dict[str, tuple[float, float]] = {}    # name -> (rank, value)
+    def chosen(self, lines: Iterable[SummaryLine]) -> dict[str, tuple[float, SummaryLine]]:
+        """Name -> (value, the line it came from), by the rule above."""
+        chosen: dict[str, tuple[float, float, SummaryLine]] = {}    # name -> (rank, value, line)
         for s in lines:
             value = s.number(self.field) if s.status == 'ok' else None
             if value is None:       # skipped, failed, or a line without the figure
@@ -120,8 +118,11 @@ class Metric:
             name = self.name.format(**s.fields)
             rank = float(s.get(self.keep) or 0) if self.keep else value
             if name not in chosen or rank >= chosen[name][0]:
-                chosen[name] = (rank, value)
-        return {name: (value, self.unit) for name, (_, value) in sorted(chosen.items())}
+                chosen[name] = (rank, value, s)
+        return {name: (value, s) for name, (_, value, s) in sorted(chosen.items())}
+
+    def values(self, lines: Iterable[SummaryLine]) -> dict[str, tuple[float, str]]:
+        return {name: (value, self.unit) for name, (value, _) in self.chosen(lines).items()}
 
 
 #: What a performance variable name looks like (for checks on references and listings).
@@ -199,7 +200,9 @@ def perf_cases(cases: Iterable[Case]) -> dict[str, Case]:
 MAX_PERF_VARS = 30
 
 CLASS_VAR_PATTERN = (r'(?P<pu_kind>cpus|cpu|gpu)_(?P<mem_kind>numa|gpu)'
-                     r'(?:_to_(?P<dst_kind>numa|gpu))?_(?P<via>[a-z0-9_]+?)'
+                     r'(?:_to_(?P<dst_kind>numa|gpu))?'
+                     r'_(?P<via>(?:local|unknown|c2c|pcie|nvlink|interconnect|spread|interleave)'
+                     r'(?:_(?:c2c|pcie|nvlink|interconnect|spread))*)'
                      r'_(?P<alloc>system|numa|device|managed|pinned|registered)_min')
 CLASS_VAR_RE = re.compile(CLASS_VAR_PATTERN)
 
@@ -208,11 +211,28 @@ def _kind(name: str) -> str:
     return name if name == 'cpus' else name.rstrip('0123456789')
 
 
+def _via_name(via: str) -> str:
+    return re.sub(r'[^a-z0-9]+', '_', (via or 'unknown').lower()).strip('_')
+
+
 def path_class(c: Case) -> str:
     """The class variable a bandwidth case counts in (CLASS_VAR_PATTERN)."""
     dst = f'_to_{_kind(c.dst)}' if c.dst else ''
-    via = re.sub(r'[^a-z0-9]+', '_', (c.via or 'unknown').lower()).strip('_')
-    return f'{_kind(c.pu)}_{_kind(c.mem)}{dst}_{via}_{c.alloc}_min'
+    return f'{_kind(c.pu)}_{_kind(c.mem)}{dst}_{_via_name(c.via)}_{c.alloc}_min'
+
+
+def class_extremes(items: Iterable[tuple[str, float, object]], worst: str = 'min'
+                   ) -> dict[str, tuple[float, object]]:
+    """Class name -> (value, item) of its worst member among (class, value, item) triples:
+    the smallest value (`min`: throughputs) or the largest (`max`: latencies)."""
+    if worst not in ('min', 'max'):
+        raise ValueError(f'worst is min or max, not {worst!r}')
+    better = (lambda a, b: a < b) if worst == 'min' else (lambda a, b: a > b)
+    out: dict[str, tuple[float, object]] = {}
+    for name, value, item in items:
+        if name not in out or better(value, out[name][0]):
+            out[name] = (value, item)
+    return dict(sorted(out.items()))
 
 
 def class_minima(cases: Iterable[Case]) -> dict[str, Case]:
@@ -223,37 +243,82 @@ def class_minima(cases: Iterable[Case]) -> dict[str, Case]:
         held = best.get(c.path)
         if held is None or c.median_GBps > held.median_GBps:
             best[c.path] = c
-    weakest: dict[str, Case] = {}
-    for c in best.values():
-        name = path_class(c)
-        if name not in weakest or c.median_GBps < weakest[name].median_GBps:
-            weakest[name] = c
-    return weakest
+    weakest = class_extremes((path_class(c), c.median_GBps, c) for c in best.values())
+    return {name: c for name, (_, c) in weakest.items()}
+
+
+#: Allocators by what a copy engine sees of them (ClassMetric's `{alloc}_class` fields).
+ALLOC_CLASS = {'system': 'pageable', 'numa': 'pageable', 'pinned': 'pagelocked',
+               'registered': 'pagelocked', 'device': 'device', 'managed': 'managed'}
+
+
+def class_fields(fields: dict[str, str]) -> dict[str, str]:
+    """A line's fields and what class names are made of: `{key}_kind` of every field
+    (`gpu3` -> `gpu`, `numa12` -> `numa`; `cpus` stays), `{key}_class` of an allocator
+    field (ALLOC_CLASS), and `via` with its links joined by `_` (`c2c_interconnect`)."""
+    out = dict(fields)
+    for key, value in fields.items():
+        out[f'{key}_kind'] = _kind(value)
+        if key.endswith('alloc'):
+            out[f'{key}_class'] = ALLOC_CLASS.get(value, value)
+    out['via'] = _via_name(fields.get('via', ''))
+    return out
+
+
+@dataclass(frozen=True)
+class ClassMetric:
+    """One performance variable per class of path, for the families whose summary lines
+    name a processor, a memory and their links: `path` (a Metric) gives each path its
+    value (a size or thread sweep collapsing by its rule), `name` (a template over
+    `class_fields`) the class the path counts in, and the class reports its worst path
+    (`worst`: `min` for throughputs, `max` for latencies), named `{name}_{worst}`."""
+
+    path: Metric
+    name: str
+    worst: str = 'min'
+    #: (field, values): only lines whose field has one of these values count (e.g. STREAM's
+    #: copy and triad); None: every line.
+    only: tuple[str, tuple[str, ...]] | None = None
+
+    @property
+    def unit(self) -> str:
+        return self.path.unit
+
+    def values(self, lines: Iterable[SummaryLine]) -> dict[str, tuple[float, str]]:
+        if self.only:
+            key, allowed = self.only
+            lines = [s for s in lines if s.get(key) in allowed]
+        members = ((f'{self.name.format(**class_fields(s.fields))}_{self.worst}', value, s)
+                   for value, s in self.path.chosen(lines).values())
+        return {name: (value, self.unit)
+                for name, (value, _) in class_extremes(members, self.worst).items()}
 
 
 # ---- `mempath memcpy`: host<->device transfers (docs/schema.md, "/memcpy summary lines") --
 #
-# Naming scheme of the transfer checks (reframe_checks/transfers.py), one variable per
-# (GPU, host node, direction, engine, allocator):
+# The transfer checks (reframe_checks/transfers.py) report classes too: one variable per
+# (links, direction, engine, allocator), the weakest GPU of it (the slowest, or for a
+# latency the largest):
 #
-#     {gpu}_{mem}_{direction}_{engine}_{alloc}[_{metric}]
+#     {gpu}_numa_{via}_{direction}_{engine}_{alloc}[_{metric}]_{min|max}
 #
-#   gpu        gpuN, or `gpus` for an --all-gpus case (every GPU at once, `gpu=all`)
-#   mem        numaN: the host buffer's node; `numas` when the GPUs of an --all-gpus case
-#              use several nodes (host_numa=-1: by default each GPU its nearest)
+#   gpu        `gpu`: each GPU on its own, `gpus`: an --all-gpus case (every GPU at once)
+#   via        the links between the host node and the GPU (`c2c`, `c2c_interconnect`,
+#              `pcie`, `pcie_interconnect`): the GPU's own node and the others apart
 #   direction  h2d, d2h, bidir (the sum of both streams), bidir_h2d / bidir_d2h (each
-#              direction while both run)
-#   metric     none: median GB/s at the check's one size; `peak`: the largest median of a
-#              size sweep (GB/s); `sat`: the sweep's saturation size (MiB); `lat{size}`:
-#              latency median at that size (us), `lat{size}_p99` its 99th percentile
+#              direction while both run; one-size checks at acceptance coverage only)
+#   metric     none: median GB/s at the check's one size (`_min`); `peak`: the largest
+#              median of each GPU's size sweep (`_min`); `lat{size}`: latency median at
+#              that size (us, `_max`), `lat{size}_p99` its 99th percentile
 #
-# e.g. `gpu0_numa0_h2d_ce_pinned`, `gpu0_numa1_bidir_d2h_sm_registered`,
-# `gpus_numas_d2h_ce_pinned`, `gpu3_numa3_h2d_ce_pinned_peak`, `gpu0_numa0_d2h_ce_pinned_lat4B`.
+# e.g. `gpu_numa_c2c_h2d_ce_pinned_min`, `gpu_numa_c2c_interconnect_bidir_sm_system_min`,
+# `gpus_numa_c2c_d2h_ce_pinned_min`, `gpu_numa_c2c_h2d_ce_pinned_peak_min`,
+# `gpu_numa_c2c_d2h_ce_pinned_lat4B_max`. Every GPU, node and size stays in memcpy.h5.
 
-TRANSFER_VAR_PATTERN = (r'(?P<gpu>gpu\d+|gpus)_(?P<mem>numa\d+|numas)'
+TRANSFER_VAR_PATTERN = (r'(?P<gpu>gpus?)_numa_(?P<via>[a-z0-9_]+?)'
                         r'_(?P<direction>h2d|d2h|bidir(?:_h2d|_d2h)?)'
                         r'_(?P<engine>ce|sm)_(?P<alloc>pinned|registered|system|managed)'
-                        r'(?:_(?P<metric>peak|sat|lat\d+(?:B|KiB|MiB|GiB)(?:_p99)?))?')
+                        r'(?:_(?P<metric>peak|lat\d+(?:B|KiB|MiB|GiB)(?:_p99)?))?_(?:min|max)')
 TRANSFER_VAR_RE = re.compile(TRANSFER_VAR_PATTERN)
 
 #: Units of the transfer variables.
@@ -288,17 +353,22 @@ class Transfer:
     median_us: float | None = None
     p99_us: float | None = None
 
+    via: str = ''
+
     @property
-    def perf_var(self) -> str:
-        """The base name `{gpu}_{mem}_{direction}_{engine}_{alloc}`."""
-        gpu = 'gpus' if self.gpu == 'all' else f'gpu{self.gpu}'
-        mem = 'numas' if self.host_numa < 0 else f'numa{self.host_numa}'
-        return f'{gpu}_{mem}_{self.direction}_{self.engine}_{self.alloc}'
+    def group(self) -> tuple:
+        """What a size sweep varies over: the GPU, node, direction, engine, allocator."""
+        return (self.gpu, self.host_numa, self.direction, self.engine, self.alloc)
+
+    @property
+    def class_var(self) -> str:
+        """The class base name `{gpu}_numa_{via}_{direction}_{engine}_{alloc}`."""
+        gpu = 'gpus' if self.gpu == 'all' else 'gpu'
+        return f'{gpu}_numa_{_via_name(self.via)}_{self.direction}_{self.engine}_{self.alloc}'
 
     def part_var(self, part: str) -> str:
-        """A bidir case's variable for one of its directions (`part` = h2d or d2h)."""
-        base = self.perf_var
-        head, _, tail = base.partition('_bidir_')
+        """A bidir case's class for one of its directions (`part` = h2d or d2h)."""
+        head, _, tail = self.class_var.partition('_bidir_')
         return f'{head}_bidir_{part}_{tail}'
 
 
@@ -312,7 +382,8 @@ def transfer(s: SummaryLine) -> Transfer:
                     h2d_median_GBps=s.number('h2d_median_GBps'),
                     d2h_median_GBps=s.number('d2h_median_GBps'),
                     saturation_bytes=int(sat) if sat else -1,
-                    median_us=s.number('median_us'), p99_us=s.number('p99_us'))
+                    median_us=s.number('median_us'), p99_us=s.number('p99_us'),
+                    via=s.get('via'))
 
 
 def parse_memcpy_lines(lines: Iterable[str]) -> list[Transfer]:
@@ -321,45 +392,42 @@ def parse_memcpy_lines(lines: Iterable[str]) -> list[Transfer]:
 
 
 def transfer_perf_values(transfers: Iterable[Transfer], kind: str,
-                         latency_sizes: Iterable[int] | None = None
+                         latency_sizes: Iterable[int] | None = None, parts: bool = True
                          ) -> dict[str, tuple[float, str]]:
-    """Performance variable name -> (value, unit) of a transfer check; finished (`ok`)
-    cases only, the first line of a name where several give it.
+    """Class variable -> (value, unit) of a transfer check, `ok` cases only.
 
-    kind: `bandwidth` (one size: median GB/s, bidir also per direction), `sweep` (per
-    sweep group: `_peak` GB/s, and `_sat` MiB where a saturation size was found) or
-    `latency` (`_lat{size}` and `_lat{size}_p99` in us, for `latency_sizes` or every size).
+    kind: `bandwidth` (one size: the slowest GPU's median GB/s per class, with `parts` also
+    each direction of a bidir case), `sweep` (each GPU's largest median over the sizes, then
+    the class's slowest: `_peak_min`) or `latency` (`_lat{size}_max` and
+    `_lat{size}_p99_max` in us, for `latency_sizes` or every size).
     """
     if kind not in ('bandwidth', 'sweep', 'latency'):
         raise ValueError(f'unknown transfer check kind {kind!r}')
     sizes = None if latency_sizes is None else set(latency_sizes)
-    values: dict[str, tuple[float, str]] = {}
-
-    def put(name: str, value: float | None, unit: str) -> None:
-        if value is not None and name not in values:
-            values[name] = (value, unit)
-
-    peaks: dict[str, float] = {}
+    slowest: list[tuple[str, float, Transfer]] = []     # GB/s: the class's minimum
+    largest: list[tuple[str, float, Transfer]] = []     # us: the class's maximum
+    peaks: dict[tuple, tuple[float, Transfer]] = {}
     for t in transfers:
         if t.status != 'ok':
             continue
         if kind == 'latency':
             if t.mode != 'latency' or (sizes is not None and t.size not in sizes):
                 continue
-            name = f'{t.perf_var}_lat{size_label(t.size)}'
-            put(name, t.median_us, US)
-            put(f'{name}_p99', t.p99_us, US)
+            name = f'{t.class_var}_lat{size_label(t.size)}'
+            largest += [(f'{n}_max', v, t) for n, v in ((name, t.median_us),
+                                                       (f'{name}_p99', t.p99_us))
+                        if v is not None]
         elif t.mode != 'bandwidth' or t.median_GBps is None:
             continue
         elif kind == 'bandwidth':
-            put(t.perf_var, t.median_GBps, GBPS)
-            if t.direction == 'bidir':
-                put(t.part_var('h2d'), t.h2d_median_GBps, GBPS)
-                put(t.part_var('d2h'), t.d2h_median_GBps, GBPS)
-        else:
-            peaks[t.perf_var] = max(peaks.get(t.perf_var, 0.0), t.median_GBps)
-            if t.saturation_bytes > 0:
-                put(f'{t.perf_var}_sat', t.saturation_bytes / (1 << 20), MIB)
-    for name, peak in peaks.items():
-        put(f'{name}_peak', peak, GBPS)
+            slowest.append((f'{t.class_var}_min', t.median_GBps, t))
+            if parts and t.direction == 'bidir':
+                slowest += [(f'{t.part_var(p)}_min', v, t) for p, v in
+                            (('h2d', t.h2d_median_GBps), ('d2h', t.d2h_median_GBps))
+                            if v is not None]
+        elif t.group not in peaks or t.median_GBps > peaks[t.group][0]:
+            peaks[t.group] = (t.median_GBps, t)
+    slowest += [(f'{t.class_var}_peak_min', v, t) for v, t in peaks.values()]
+    values = {name: (v, GBPS) for name, (v, _) in class_extremes(slowest, 'min').items()}
+    values.update({name: (v, US) for name, (v, _) in class_extremes(largest, 'max').items()})
     return dict(sorted(values.items()))

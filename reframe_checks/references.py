@@ -61,16 +61,7 @@ def published_range(low: float, high: float, slack: float = SLACK) -> Reference:
     return (ref, round(low * (1 - slack) / ref - 1, 4), None, 'GB/s')
 
 
-# ---- GH200, by class of path (mempath_summary.path_class: the weakest GPU / socket) -----
-# Quad GH200 (Alps): Grace socket s = NUMA s, GPU g attached to socket g, GPU g's HBM =
-# NUMA 4 + 8 g; every figure below is a read.
-ALPS_SOCKETS = range(4)
-
-
-def alps_hbm(gpu: int) -> int:
-    return 4 + 8 * gpu
-
-
+# ---- GH200, by class of path (mempath_summary.path_class: the weakest GPU / socket); reads
 HOPPER_HBM = published_range(3700, 3870)         # Hopper reading its own HBM
 HOPPER_C2C_LPDDR = published_range(390, 450)     # Hopper reading its Grace's LPDDR (~420)
 GRACE_LPDDR = published_range(440, 500)          # Grace reading its LPDDR (~480)
@@ -139,9 +130,9 @@ def resolve(op: str, perf_vars: Iterable[str], partition=None) -> dict[str, dict
 #
 #     TRANSFER_REFERENCES['system:partition'][pattern] = (reference, lower, upper, unit)
 #
-# over the transfer variable names of mempath_summary.py
-# (`{gpu}_{mem}_{direction}_{engine}_{alloc}[_{metric}]`), one table for every transfer
-# check (the metric suffix keeps the checks' names apart).
+# over the transfer class names of mempath_summary.py
+# (`{gpu}_numa_{via}_{direction}_{engine}_{alloc}[_{metric}]_{min|max}`), one table for
+# every transfer check (the metric suffix keeps the checks' names apart).
 #
 # SEEDS, not measurements of an Alps node: published figures of a dual-GH200 workstation
 # (copy engine, pinned host memory, the issuing thread and buffer on the GPU's own Grace):
@@ -163,23 +154,22 @@ GH200_REMOTE_SOCKET = published_range(133, 133, TRANSFER_REMOTE_SEED_SLACK)
 PAGE_LOCKED = ('pinned', 'registered')
 
 
-def _alps_gh200_transfers() -> dict[str, Reference]:
+def _gh200_transfers() -> dict[str, Reference]:
+    """By class (mempath_summary.transfer_perf_values): the slowest GPU to or from its own
+    Grace's LPDDR (`c2c`), and from any other superchip's (`c2c_interconnect`)."""
     refs: dict[str, Reference] = {}
-    for g in ALPS_SOCKETS:
-        for alloc in PAGE_LOCKED:
-            # One size, and the top of the size sweep (which runs on the nearest node only).
-            for suffix in ('', '_peak'):
-                refs[f'gpu{g}_numa{g}_h2d_ce_{alloc}{suffix}'] = GH200_H2D_C2C
-                refs[f'gpu{g}_numa{g}_d2h_ce_{alloc}{suffix}'] = GH200_D2H_C2C
-            for s in ALPS_SOCKETS:
-                if s != g:
-                    for direction in ('h2d', 'd2h'):
-                        refs[f'gpu{g}_numa{s}_{direction}_ce_{alloc}'] = GH200_REMOTE_SOCKET
+    for alloc in PAGE_LOCKED:
+        # One size, and the top of each GPU's size sweep (which runs on the nearest node only).
+        for suffix in ('', '_peak'):
+            refs[f'gpu_numa_c2c_h2d_ce_{alloc}{suffix}_min'] = GH200_H2D_C2C
+            refs[f'gpu_numa_c2c_d2h_ce_{alloc}{suffix}_min'] = GH200_D2H_C2C
+        for direction in ('h2d', 'd2h'):
+            refs[f'gpu_numa_c2c_interconnect_{direction}_ce_{alloc}_min'] = GH200_REMOTE_SOCKET
     return refs
 
 
 TRANSFER_REFERENCES: dict[str, dict[str, Reference]] = {
-    GH200: _alps_gh200_transfers(),
+    GH200: _gh200_transfers(),
 }
 
 
@@ -208,10 +198,11 @@ def resolve_nccl(nodes: int, ranks_per_node: int, partition=None) -> dict[str, d
 #
 #     LATENCY_REFERENCES['system:partition'][name] = (reference, None, upper, 'ns')
 #
-# over the variable names of the latency checks: `latency_ns_{pu}_{mem}` (MempathChase,
-# median ns per load of a random chase over 1 GiB with the path's default allocator) and
-# `rtt_ns_{a}_{b}_{mem}_{alloc}` (MempathPingPong). `lower` is None: a latency may be as
-# low as it likes; `upper` is the fraction above the reference that still passes.
+# over the class names of the latency checks: `latency_ns_{pu_kind}_{mem_kind}_{via}_
+# {alloc}_{pattern}_max` (MempathChase, MempathChaseSweep: the slowest path of the class,
+# median ns per load at the largest size) and `rtt_ns_{a_kind}_{b_kind}_{mem_kind}_{via}_
+# {alloc}_max` (the ping-pong checks). `lower` is None: a latency may be as low as it
+# likes; `upper` is the fraction above the reference that still passes.
 #
 # SEEDS, not measurements of ours: published GH200 pointer-chase latencies of a quad-GH200
 # Alps node (Fusco et al. 2024, "Understanding Data Movement in Tightly Coupled
@@ -237,18 +228,21 @@ GH200_GRACE_LPDDR_NS = upper_bound(170)     # Grace reading its own LPDDR
 GH200_GRACE_HBM_NS = upper_bound(800)       # Grace reading its Hopper's HBM over C2C
 
 
-def _alps_gh200_latency() -> dict[str, Reference]:
-    refs: dict[str, Reference] = {}
-    for s in ALPS_SOCKETS:
-        refs[f'latency_ns_gpu{s}_gpu{s}'] = GH200_HOPPER_HBM_NS             # cudaMalloc
-        refs[f'latency_ns_gpu{s}_numa{alps_hbm(s)}'] = GH200_HOPPER_HBM_NS  # HBM NUMA node
-        refs[f'latency_ns_gpu{s}_numa{s}'] = GH200_HOPPER_LPDDR_NS
-        refs[f'latency_ns_cpu{s}_numa{s}'] = GH200_GRACE_LPDDR_NS
-        refs[f'latency_ns_cpu{s}_numa{alps_hbm(s)}'] = GH200_GRACE_HBM_NS
+def _gh200_latency() -> dict[str, Reference]:
+    """By class (latency.CHASE_METRIC: the slowest GPU / socket of a random chase at its
+    largest size), for the allocators that keep the pages where they were put."""
+    refs: dict[str, Reference] = {
+        'latency_ns_gpu_gpu_local_device_random_max': GH200_HOPPER_HBM_NS,   # cudaMalloc
+        'latency_ns_gpu_numa_local_numa_random_max': GH200_HOPPER_HBM_NS,    # HBM NUMA node
+        'latency_ns_cpu_numa_local_numa_random_max': GH200_GRACE_LPDDR_NS,
+        'latency_ns_cpu_numa_c2c_numa_random_max': GH200_GRACE_HBM_NS,
+    }
+    for alloc in ('system', 'numa', 'pinned', 'registered'):
+        refs[f'latency_ns_gpu_numa_c2c_{alloc}_random_max'] = GH200_HOPPER_LPDDR_NS
     return refs
 
 
-LATENCY_REFERENCES: dict[Key, dict[str, Reference]] = {GH200: _alps_gh200_latency()}
+LATENCY_REFERENCES: dict[Key, dict[str, Reference]] = {GH200: _gh200_latency()}
 
 
 def resolve_latency(perf_vars: Iterable[str], partition=None) -> dict[str, dict[str, Reference]]:

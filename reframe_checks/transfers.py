@@ -2,14 +2,14 @@
 
 The measurement is the binary's (docs/cli.md, docs/methodology.md); these checks launch
 it, keep the HDF5 file and turn the `MEMPATH memcpy ...` summary lines (docs/schema.md)
-into one performance variable per (GPU, host node, direction, engine, allocator), named
-`{gpu}_{mem}_{direction}_{engine}_{alloc}[_{metric}]` (mempath_summary.py). References:
-references.py (TRANSFER_REFERENCES).
+into one performance variable per class of transfer (links, direction, engine, allocator:
+the weakest GPU of it), named `{gpu}_numa_{via}_{direction}_{engine}_{alloc}[_{metric}]_
+{min|max}` (mempath_summary.py). References: references.py (TRANSFER_REFERENCES).
 
     MempathTransferBandwidth %coverage=acceptance   (tag acceptance)
         --gpu all --alloc pinned --engine ce --size 1GiB: h2d, d2h, bidir per GPU
     MempathTransferLatency %coverage=acceptance     (tag acceptance)
-        --gpu all --alloc pinned --latency: variables at 4 B
+        --gpu all --alloc pinned --latency
     MempathTransferBandwidth %coverage=full         (tag full)
         --gpu all --mem all, every allocator and engine, 1 GiB
     MempathTransferAllGpus                          (tag full)
@@ -17,7 +17,7 @@ references.py (TRANSFER_REFERENCES).
     MempathTransferSweep                            (tag full)
         --gpu all --sweep (4 KiB .. 4 GiB), every allocator and engine
     MempathTransferLatency %coverage=full           (tag full)
-        --gpu all --latency, every allocator, variables at every size (4 B .. 1 MiB)
+        --gpu all --latency, every allocator (4 B .. 1 MiB)
 
 Each check also has the tags `gpu` and `transfers`. Directions: `--direction h2d,d2h,bidir`
 (bidir: both at once), latency `h2d,d2h`, named explicitly (GPU<->GPU directions are
@@ -28,7 +28,8 @@ Variables (set with `-S CHECK.NAME=VALUE`): gpus, mems, allocs, engines, directi
 `--gpu`, `--mem`, `--alloc`, `--engine`, `--direction` lists; unset: the check's default
 above, empty: the option left out, i.e. the binary's default), reps, warmup,
 extra_options; size (bandwidth, all-GPUs), max_size (sweep), report_sizes (latency: the
-sizes in bytes that get variables).
+sizes in bytes that get variables; 4 B unless set). A full check reports a bidir case's sum
+only, a sweep each class's slowest peak (the saturation sizes are in memcpy.h5).
 """
 from __future__ import annotations
 
@@ -109,14 +110,17 @@ class MempathTransferBase(mempath_run.MempathCommand, mempath_run.WholeNode):
         return value
 
     def latency_sizes(self) -> list[int] | None:
-        """Sizes (bytes) that get latency variables; None: every size."""
+        """Sizes (bytes) that get latency variables: `report_sizes`, else 4 B."""
         if getattr(self, 'report_sizes', None) is not None:
             return list(self.report_sizes)
-        return [4] if self.scope == 'acceptance' else None
+        return [4]
 
     def perf_values(self, lines):
+        # The two directions of a bidir case only where the check is small (acceptance):
+        # a full check's classes stay few, every direction stays in memcpy.h5.
         return mempath_summary.transfer_perf_values(
-            map(mempath_summary.transfer, lines), self.kind, self.latency_sizes())
+            map(mempath_summary.transfer, lines), self.kind, self.latency_sizes(),
+            parts=self.scope == 'acceptance')
 
 
 def size_variable():
@@ -139,7 +143,7 @@ TRANSFER_CHECKS = (
         body={'kind': 'bandwidth', 'size': size_variable(), 'mode_flags': (('--size', 'size'),),
               'DEFAULTS': {'full': FULL_BW}}),
     Row('MempathTransferSweep', tags=frozenset(), case_options=('--sweep',),
-        descr='mempath memcpy --sweep: bandwidth against transfer size, saturation size',
+        descr='mempath memcpy --sweep: bandwidth against transfer size',
         body={'kind': 'sweep', 'mode_flags': (('--max-size', 'max_size'),),
               # Largest size of the sweep; empty: the binary's (4 GiB, or what fits).
               'max_size': variable(str, value=''),
@@ -147,8 +151,8 @@ TRANSFER_CHECKS = (
     Row('MempathTransferLatency', tags=frozenset(), case_options=('--latency',),
         descr='mempath memcpy --latency: small-transfer latency ({coverage})',
         body={'coverage': parameter(['acceptance', 'full']), 'kind': 'latency',
-              # Sizes (bytes) that get variables; None: 4 B for acceptance, every size
-              # for full.
+              # Sizes (bytes) that get variables; None: 4 B (every size stays in
+              # memcpy.h5).
               'report_sizes': variable(typ.List[int], type(None), value=None),
               'DEFAULTS': {'acceptance': {'gpus': 'all', 'allocs': 'pinned',
                                           'directions': LATENCY_DIRECTIONS},

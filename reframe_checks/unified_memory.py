@@ -5,7 +5,10 @@ The binary measures; these checks launch it, keep the HDF5 file and turn its sum
 lines into performance variables:
     MempathUnifiedMemory     `{exp}_{alloc}_{metric}`, e.g. `inplace_managed_first_GBps`,
                              `evict_managed_cold_GBps`, `interleave_managed_gpu_iter_us_n1`
-    MempathAllocatorMatrix   `{src_alloc}_to_{dst_alloc}` (median GB/s of cudaMemcpy)
+    MempathAllocatorMatrix   `{src_class}_to_{dst_class}_min`: the slowest cudaMemcpy
+                             (median GB/s) between allocators of these classes
+                             (mempath_summary.ALLOC_CLASS: pageable, pagelocked,
+                             managed, device), e.g. `pagelocked_to_device_min`
 No references yet: these record behaviour (migrations, evictions) to compare runs with.
 Variables (`-S CHECK.NAME=VALUE`): size, reps, extra_options.
 """
@@ -15,7 +18,7 @@ from reframe.core.builtins import variable
 
 import mempath_run
 from mempath_run import Row
-from mempath_summary import Metric, SummaryLine
+from mempath_summary import ClassMetric, Metric, SummaryLine
 
 
 class UnifiedMemoryMetrics:
@@ -54,6 +57,8 @@ CHECKS = (
     Row('MempathAllocatorMatrix', tags=TAGS, output_file='allocmatrix.h5',
         descr='cudaMemcpy between every pair of allocators',
         body={'subcommand': 'allocmatrix',
-              'metric': Metric('{src_alloc}_to_{dst_alloc}', 'median_GBps', 'GB/s')}),
+              'metric': ClassMetric(Metric('{src_alloc}_{src_mem}_to_{dst_alloc}_{dst_mem}',
+                                           'median_GBps', 'GB/s'),
+                                    '{src_alloc_class}_to_{dst_alloc_class}')}),
 )
 mempath_run.define(globals(), MempathGpuCommand, CHECKS)

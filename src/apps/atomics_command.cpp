@@ -165,7 +165,7 @@ class AtomicsBenchmark : public Benchmark {
     return rows;
   }
   std::vector<SummaryField> summary_fields(const Row&) const override {
-    return {field("pu"), field("mem"), field("alloc"), field("scope"), field("counters"), field("status"),
+    return {field("pu"), field("mem"), field("alloc"), field("via"), field("scope"), field("counters"), field("status"),
             metric("median_Mops", 2), metric("host_native_atomics")};
   }
 

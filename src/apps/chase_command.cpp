@@ -320,7 +320,7 @@ class ChaseBenchmark : public Benchmark {
     return rows;
   }
   std::vector<SummaryField> summary_fields(const Row& row) const override {
-    std::vector<SummaryField> f = {field("pu"), field("cpu"), field("mem"), field("alloc"), field("pattern"),
+    std::vector<SummaryField> f = {field("pu"), field("cpu"), field("mem"), field("alloc"), field("via"), field("pattern"),
                                    field("size", "size_bytes"), field("line", "line_bytes"),
                                    field("locality", "locality_bytes"), field("huge", "huge_pages"), field("status"),
                                    metric("median_ns", 2), metric("min_ns", 2)};

@@ -230,7 +230,7 @@ class GemmBenchmark : public Benchmark {
     return rows;
   }
   std::vector<SummaryField> summary_fields(const Row&) const override {
-    return {field("gpu"), field("dtype"), field("n"), field("mem", "a_mem"), field("alloc", "a_alloc"), field("status"),
+    return {field("gpu"), field("dtype"), field("n"), field("mem", "a_mem"), field("alloc", "a_alloc"), field("via"), field("status"),
             metric("median_TFLOPs", 2), metric("best_TFLOPs", 2), metric("fraction_of_peak", 3)};
   }
 

@@ -36,7 +36,7 @@ const std::vector<ColumnSpec> kSampleColumns = {
 const std::vector<ColumnSpec> kCaseColumns = {
     {"case_id", ColumnType::Int, ""},    {"a", ColumnType::String, ""},       {"b", ColumnType::String, ""},
     {"a_cpu", ColumnType::Int, ""},      {"b_cpu", ColumnType::Int, ""},      {"mem", ColumnType::String, ""},
-    {"alloc", ColumnType::String, ""},   {"flag_bytes", ColumnType::Int, "bytes"},
+    {"alloc", ColumnType::String, ""},   {"via", ColumnType::String, ""},     {"flag_bytes", ColumnType::Int, "bytes"},
     {"round_trips", ColumnType::Int, ""}, {"status", ColumnType::String, ""}, {"reason", ColumnType::String, ""},
     {"median_ns", ColumnType::Float, "ns"}, {"mean_ns", ColumnType::Float, "ns"}, {"min_ns", ColumnType::Float, "ns"},
     {"p05_ns", ColumnType::Float, "ns"}, {"p95_ns", ColumnType::Float, "ns"},  {"p99_ns", ColumnType::Float, "ns"},
@@ -179,7 +179,7 @@ class PingPongBenchmark : public Benchmark {
   size_t cases() const override { return cases_.size(); }
   PlanFields plan_fields(size_t i) const override {
     const auto& c = cases_[i];
-    return {{"a", c.a.name}, {"b", c.b.name}, {"mem", c.mem}, {"alloc", alloc_name(c.alloc)}};
+    return {{"a", c.a.name}, {"b", c.b.name}, {"mem", c.mem}, {"alloc", alloc_name(c.alloc)}, {"via", c.via}};
   }
   std::string skip_reason(size_t i) const override { return cases_[i].skip_reason; }
   Outcome run(size_t i) override {
@@ -206,7 +206,7 @@ class PingPongBenchmark : public Benchmark {
     rows.cases.push_back(
         {{"case_id", id}, {"a", c.a.name}, {"b", c.b.name}, {"a_cpu", static_cast<int64_t>(c.a.cpu)},
          {"b_cpu", static_cast<int64_t>(c.b.cpu)}, {"mem", c.mem}, {"alloc", alloc_name(c.alloc)},
-         {"flag_bytes", static_cast<int64_t>(1)}, {"round_trips", static_cast<int64_t>(rtt.size())},
+         {"via", c.via}, {"flag_bytes", static_cast<int64_t>(1)}, {"round_trips", static_cast<int64_t>(rtt.size())},
          {"status", out.status}, {"reason", out.reason}, {"median_ns", percentile(sorted, 50)}, {"mean_ns", mean},
          {"min_ns", sorted.empty() ? kNaN : sorted.front()}, {"p05_ns", percentile(sorted, 5)},
          {"p95_ns", percentile(sorted, 95)}, {"p99_ns", percentile(sorted, 99)},
@@ -215,8 +215,8 @@ class PingPongBenchmark : public Benchmark {
     return rows;
   }
   std::vector<SummaryField> summary_fields(const Row&) const override {
-    return {field("a"), field("b"), field("a_cpu"), field("b_cpu"), field("mem"), field("alloc"), field("status"),
-            metric("median_ns", 1), metric("mean_ns", 1), metric("p99_ns", 1), metric("round_trips")};
+    return {field("a"), field("b"), field("a_cpu"), field("b_cpu"), field("mem"), field("alloc"), field("via"),
+            field("status"), metric("median_ns", 1), metric("mean_ns", 1), metric("p99_ns", 1), metric("round_trips")};
   }
 
  private:

@@ -201,7 +201,7 @@ class StreamBenchmark : public Benchmark {
     return rows;
   }
   std::vector<SummaryField> summary_fields(const Row&) const override {
-    return {field("pu"), field("mem"), field("alloc"), field("threads"), field("kernel"), field("size", "array_bytes"),
+    return {field("pu"), field("mem"), field("alloc"), field("via"), field("threads"), field("kernel"), field("size", "array_bytes"),
             field("status"), metric("best_GBps", 2), metric("median_GBps", 2)};
   }
 

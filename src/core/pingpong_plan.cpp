@@ -54,7 +54,7 @@ std::vector<PingPongCase> pingpong_cases(const Topology& topo, const std::vector
         if (!listed(mems, m.name)) continue;
         for (const auto& alloc : allocs.empty() ? pingpong_allocators() : allocs) {
           if (!alloc_fits_memory(m, alloc)) continue;
-          PingPongCase c{a, b, m.name, alloc, pair_problem};
+          PingPongCase c{a, b, m.name, alloc, pair_via(topo, a.name, b.name, m.name), pair_problem};
           if (c.skip_reason.empty()) c.skip_reason = alloc_problem(topo, a.name, m.name, alloc);
           if (c.skip_reason.empty()) c.skip_reason = alloc_problem(topo, b.name, m.name, alloc);
           out.push_back(c);

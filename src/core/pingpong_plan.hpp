@@ -19,6 +19,7 @@ struct Agent {
 struct PingPongCase {
   Agent a, b;  // a initiates and times
   std::string mem, alloc;
+  std::string via;  // pair_via: the links between the two agents and the flag
   std::string skip_reason;
 };
 

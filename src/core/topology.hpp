@@ -89,6 +89,9 @@ std::string alloc_problem(const Topology& topo, const std::string& pu, const std
 // "local" only when neither leaves the processor's own memory; "" when a path is missing.
 // Every planner names its cases with it (docs/topology.md, "Path names").
 std::string route_via(const Topology& topo, const std::string& pu, const std::string& src, const std::string& dst);
+// The `via` of a case in which processors `a` and `b` both reach memory `mem` (a ping-pong
+// flag): the links of both agents' paths to it, each once, `a`'s first; "" when one is missing.
+std::string pair_via(const Topology& topo, const std::string& a, const std::string& b, const std::string& mem);
 
 // Allocators that can give memory of this kind at all: combinations outside these
 // (cudaMalloc on a NUMA node, pinned on a GPU) are not cases, so planners leave them out.

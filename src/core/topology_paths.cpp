@@ -163,15 +163,29 @@ void topology_detail::add_paths(Topology* t) {
     for (const auto& mem : t->memories) t->paths.push_back(rules.make(pu, mem));
 }
 
-std::string route_via(const Topology& topo, const std::string& pu, const std::string& src, const std::string& dst) {
-  const Path* from = topo.find_path(pu, src);
-  const Path* to = topo.find_path(pu, dst);
-  if (!from || !to) return "";
+namespace {
+
+// The links of `paths`, each once and in order; "local" when none leaves its processor.
+std::string joined_links(std::initializer_list<const Path*> paths) {
   std::vector<std::string> links;
-  for (const Path* p : {from, to})
+  for (const Path* p : paths)
     for (const auto& link : via_links(p->via))
       if (link != "local" && std::find(links.begin(), links.end(), link) == links.end()) links.push_back(link);
   return links.empty() ? "local" : join_via(links);
+}
+
+}  // namespace
+
+std::string route_via(const Topology& topo, const std::string& pu, const std::string& src, const std::string& dst) {
+  const Path* from = topo.find_path(pu, src);
+  const Path* to = topo.find_path(pu, dst);
+  return from && to ? joined_links({from, to}) : "";
+}
+
+std::string pair_via(const Topology& topo, const std::string& a, const std::string& b, const std::string& mem) {
+  const Path* from_a = topo.find_path(a, mem);
+  const Path* from_b = topo.find_path(b, mem);
+  return from_a && from_b ? joined_links({from_a, from_b}) : "";
 }
 
 std::string alloc_problem(const Topology& topo, const std::string& pu, const std::string& mem,

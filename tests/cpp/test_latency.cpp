@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <map>
 #include <set>
 #include <string>
 #include <thread>
@@ -206,6 +207,16 @@ TEST(PingPongPlan, GraceHopperAgentsShareMemoryThroughAts) {
   const auto cases = pingpong_cases(t, {"cpu0", "gpu1"}, {"numa0"}, {"numa"});
   ASSERT_EQ(cases.size(), 3u);
   for (const auto& c : cases) EXPECT_TRUE(c.skip_reason.empty()) << c.a.name << "-" << c.b.name << ": " << c.skip_reason;
+  // Each case is named by the links of both agents' paths to the flag (pair_via).
+  std::map<std::string, std::string> via;
+  for (const auto& c : cases) via[c.a.name + "-" + c.b.name] = c.via;
+  EXPECT_EQ(via["cpu0-cpu0"], "local");
+  EXPECT_EQ(via["cpu0-gpu1"], "c2c+interconnect");  // gpu1 reaches numa0 through its C2C, then the fabric
+  EXPECT_EQ(via["gpu1-gpu1"], "c2c+interconnect");
+  EXPECT_EQ(pair_via(t, "gpu0", "gpu1", "gpu0"), "nvlink");
+  EXPECT_EQ(pair_via(t, "cpu0", "gpu0", "numa0"), "c2c");
+  EXPECT_EQ(pair_via(t, "cpu0", "cpu1", "numa0"), "interconnect");
+  EXPECT_EQ(pair_via(t, "cpu0", "gpu0", "nothing"), "");
   EXPECT_THROW(pingpong_cases(t, {"cpu9"}, {}, {}), UsageError);
   EXPECT_THROW(pingpong_cases(t, {}, {"numa99"}, {}), UsageError);
   EXPECT_THROW(pingpong_cases(t, {}, {}, {"magic"}), UsageError);

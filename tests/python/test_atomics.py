@@ -178,4 +178,6 @@ def test_schema_documents_every_column_and_the_reframe_row_reads_its_summary_lin
         assert f"`{name}`" in part, name
     line = next(l for l in part.splitlines() if l.startswith("MEMPATH atomics "))
     lines = mempath_summary.parse_lines([line], "atomics")
-    assert latency.MempathAtomics.metric.values(lines) == {"atomics_Mops_gpu0_numa0_pinned_device": (812.44, "Mop/s")}
+    # The class of the path (any GPU, host memory over PCIe), its slowest member.
+    assert latency.MempathAtomics.metric.values(lines) == {
+        "atomics_Mops_gpu_numa_pcie_pinned_device_min": (812.44, "Mop/s")}

@@ -87,12 +87,15 @@ def test_cpu_pingpong_between_two_cores(mempath_cpu_bin: Path, tmp_path: Path) -
     lines = summaries(proc.stdout, "pingpong")
     ok = [l for l in lines if l["status"] == "ok"]
     assert ok and all(l["a"] == "cpu0" and l["a_cpu"] != l["b_cpu"] for l in ok), lines
+    # Two cores of one node, the flag in that node: nothing leaves the socket.
+    assert all(l["via"] == "local" for l in ok if l["mem"] == "numa0"), lines
     skipped = [l for l in lines if l["status"] == "skipped"]
     assert all(l["reason"] for l in skipped)  # pinned/managed without a GPU: said why
     with h5py.File(out) as f:
         cases = f["pingpong/cases"]
         first = int(np.flatnonzero(cases["status"][()] == b"ok")[0])
         assert cases["verified"][first] == 1 and cases["round_trips"][first] == 20000
+        assert cases["via"][first].decode() == lines[first]["via"]
         rtt = f["pingpong/samples/rtt_ns"][()][f["pingpong/samples/case_id"][()] == first]
         assert len(rtt) == 20000 and (rtt >= 0).all()
         # The mean of the stored round trips is the total time over their count.

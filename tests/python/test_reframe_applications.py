@@ -1,59 +1,183 @@
-"""ReFrame application checks (applications.py): their performance variables from real
-summary lines (H100, 2026-11-22), where they are listed with which tags, and their
-command lines."""
+"""ReFrame application checks (applications.py): their performance variables (one per
+class of path, issue 13) from summary lines as the binary prints them (H100, 2026-11-22,
+with `via`) and from the plans of a quad GH200, where they are listed with which tags,
+and their command lines."""
 from __future__ import annotations
 
 import json
+import re
 import shlex
 import sys
 from pathlib import Path
 
-from test_reframe import listed, reframe, CHECKS, CONFIGS
+import pytest
+
+from conftest import planned_summary_lines
+from test_reframe import CHECKS, QUAD_GH200, generic_variant, listed, reframe
 
 REPO = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO / "reframe_checks"))
 
 import applications  # noqa: E402
-from test_reframe_latency import summary  # noqa: E402
+import mempath_summary  # noqa: E402
 
-STREAM_LINES = [  # a CPU sweep (best at 2 threads) and a GPU case, as mempath stream prints them
-    'pu=cpu0 mem=numa0 alloc=numa threads=1 kernel=triad size=268435456 status=ok best_GBps=19.68 median_GBps=19.62',
-    'pu=cpu0 mem=numa0 alloc=numa threads=2 kernel=triad size=268435456 status=ok best_GBps=24.20 median_GBps=24.12',
-    'pu=gpu0 mem=gpu0 alloc=device threads=134217728 kernel=triad size=1073741824 status=ok best_GBps=3057.63 median_GBps=3053.22',
-    'pu=gpu0 mem=numa0 alloc=numa threads=-1 kernel=triad size=1073741824 status=skipped reason="GPU 0 cannot access pageable memory (no ATS/HMM)"',
+ALLOCS = ("system", "numa", "pinned", "registered", "managed", "device")
+
+STREAM_LINES = [  # CPU sweeps (cpu0 best at 2 threads), a remote node, a GPU case, as mempath stream prints them
+    'pu=cpu0 mem=numa0 alloc=numa via=local threads=1 kernel=triad size=268435456 status=ok best_GBps=19.68 median_GBps=19.62',
+    'pu=cpu0 mem=numa0 alloc=numa via=local threads=2 kernel=triad size=268435456 status=ok best_GBps=24.20 median_GBps=24.12',
+    'pu=cpu0 mem=numa0 alloc=numa via=local threads=2 kernel=copy size=268435456 status=ok best_GBps=22.10 median_GBps=22.00',
+    'pu=cpu0 mem=numa0 alloc=numa via=local threads=2 kernel=scale size=268435456 status=ok best_GBps=21.00 median_GBps=20.90',
+    'pu=cpu0 mem=numa0 alloc=numa via=local threads=2 kernel=dot size=268435456 status=ok best_GBps=1.00 median_GBps=0.90',
+    'pu=cpu1 mem=numa1 alloc=numa via=local threads=2 kernel=triad size=268435456 status=ok best_GBps=23.50 median_GBps=23.40',
+    'pu=cpu0 mem=numa1 alloc=numa via=interconnect threads=2 kernel=triad size=268435456 status=ok best_GBps=11.30 median_GBps=11.20',
+    'pu=gpu0 mem=gpu0 alloc=device via=local threads=134217728 kernel=triad size=1073741824 status=ok best_GBps=3057.63 median_GBps=3053.22',
+    'pu=gpu0 mem=numa0 alloc=numa via=c2c threads=-1 kernel=triad size=1073741824 status=skipped reason="GPU 0 cannot access pageable memory (no ATS/HMM)"',
 ]
 GEMM_LINES = [
-    'gpu=0 dtype=fp16 n=8192 mem=gpu0 alloc=device status=ok median_TFLOPs=884.51 best_TFLOPs=898.43 fraction_of_peak=0.826',
-    'gpu=0 dtype=fp16 n=8192 mem=numa0 alloc=pinned status=ok median_TFLOPs=5.62 best_TFLOPs=5.70 fraction_of_peak=0.005',
-    'gpu=0 dtype=fp16 n=1024 mem=gpu0 alloc=device status=failed reason="timed kernel (27.5 us) is within 10x of an empty launch (38.1 us); raise --size"',
+    'gpu=0 dtype=fp16 n=8192 mem=gpu0 alloc=device via=local status=ok median_TFLOPs=884.51 best_TFLOPs=898.43 fraction_of_peak=0.826',
+    'gpu=1 dtype=fp16 n=8192 mem=gpu1 alloc=device via=local status=ok median_TFLOPs=870.00 best_TFLOPs=880.00 fraction_of_peak=0.813',
+    'gpu=0 dtype=fp16 n=1024 mem=gpu0 alloc=device via=local status=failed reason="timed kernel (27.5 us) is within 10x of an empty launch (38.1 us); raise --size"',
+    'gpu=0 dtype=fp16 n=1024 mem=gpu1 alloc=device via=nvlink status=ok median_TFLOPs=640.00 best_TFLOPs=650.00 fraction_of_peak=0.598',
+    'gpu=0 dtype=fp16 n=8192 mem=gpu1 alloc=device via=nvlink status=ok median_TFLOPs=600.00 best_TFLOPs=610.00 fraction_of_peak=0.561',
+    'gpu=0 dtype=fp16 n=8192 mem=numa0 alloc=pinned via=c2c status=ok median_TFLOPs=5.62 best_TFLOPs=5.70 fraction_of_peak=0.005',
+    'gpu=0 dtype=fp16 n=8192 mem=numa0 alloc=registered via=c2c status=ok median_TFLOPs=5.40 best_TFLOPs=5.50 fraction_of_peak=0.005',
+    'gpu=0 dtype=fp64 n=8192 mem=numa0 alloc=numa via=c2c status=ok median_TFLOPs=3.10 best_TFLOPs=3.20 fraction_of_peak=0.046',
 ]
 
 
-def test_stream_variables_take_the_best_thread_count() -> None:
+def summary(bench: str, lines: list[str]) -> list[mempath_summary.SummaryLine]:
+    """`lines` (the fields of summary lines) as the one parser reads `MEMPATH bench ...`."""
+    return mempath_summary.parse_lines(f'MEMPATH {bench} {line}' for line in lines)
+
+
+def test_stream_classes_report_copy_and_triad_of_their_slowest_path_at_its_best_thread_count() -> None:
+    """cpu0's triad counts at 2 threads (24.20, not 19.68 at 1), the class takes cpu1's
+    23.50; scale and dot stay in stream.h5; a skipped case gives no class."""
     values = applications.MempathStream.metric.values(summary('stream', STREAM_LINES))
-    assert values == {"triad_GBps_cpu0_numa0_numa": (24.20, "GB/s"),
-                      "triad_GBps_gpu0_gpu0_device": (3057.63, "GB/s")}
+    assert values == {"copy_GBps_cpu_numa_local_numa_min": (22.10, "GB/s"),
+                      "triad_GBps_cpu_numa_local_numa_min": (23.50, "GB/s"),
+                      "triad_GBps_cpu_numa_interconnect_numa_min": (11.30, "GB/s"),
+                      "triad_GBps_gpu_gpu_local_device_min": (3057.63, "GB/s")}
 
 
-def test_gemm_variables_per_type_placement_and_size() -> None:
+@pytest.mark.parametrize("alloc", ALLOCS)
+def test_stream_sweep_checks_share_the_stream_classes(alloc: str) -> None:
+    check = applications.MempathStreamSweep
+    assert check.metric == applications.MempathStream.metric
+    values = check.metric.values(summary('stream', [l.replace("alloc=numa", f"alloc={alloc}")
+                                                    for l in STREAM_LINES if "alloc=numa" in l]))
+    assert values == {f"copy_GBps_cpu_numa_local_{alloc}_min": (22.10, "GB/s"),
+                      f"triad_GBps_cpu_numa_local_{alloc}_min": (23.50, "GB/s"),
+                      f"triad_GBps_cpu_numa_interconnect_{alloc}_min": (11.30, "GB/s")}
+
+
+def test_gemm_classes_take_the_largest_order_and_allocator_classes() -> None:
+    """gpu1's HBM over NVLink counts at n=8192 (600, not the better 640 at 1024); pinned and
+    registered are one class (`pagelocked`), numa is `pageable`; the slowest GPU wins."""
     values = applications.MempathGemm.metric.values(summary('gemm', GEMM_LINES))
-    assert values == {"tflops_fp16_gpu0_device_n8192": (884.51, "TFLOP/s"),
-                      "tflops_fp16_numa0_pinned_n8192": (5.62, "TFLOP/s")}
+    assert values == {"tflops_fp16_gpu_local_device_min": (870.00, "TFLOP/s"),
+                      "tflops_fp16_gpu_nvlink_device_min": (600.00, "TFLOP/s"),
+                      "tflops_fp16_numa_c2c_pagelocked_min": (5.40, "TFLOP/s"),
+                      "tflops_fp64_numa_c2c_pageable_min": (3.10, "TFLOP/s")}
+    assert applications.MempathGemmPlacement.metric == applications.MempathGemm.metric
 
+
+# ---- a quad GH200: each check reports a few classes (issue 13) ----------------------------
+
+STREAM_VAR = re.compile(r"(?P<kernel>copy|triad)_GBps_(?P<pu>cpus|cpu|gpu)_(?P<mem>numa|gpu|interleave)"
+                        r"_(?P<via>[a-z0-9_]+?)_(?P<alloc>system|numa|pinned|registered|managed|device)_min")
+GEMM_VAR = re.compile(r"tflops_(?P<dtype>fp16|fp64)_(?P<mem>numa|gpu)_(?P<via>[a-z0-9_]+?)"
+                      r"_(?P<alloc>pageable|pagelocked|managed|device)_min")
+#: (check, the command's arguments after the subcommand, the allocators its names may carry)
+QUAD_CHECKS = [
+    ("MempathStream", ("stream", "--all", "--threads", "all", "--alloc", "numa,device"), {"numa", "device"}),
+    *((f"MempathStreamSweep %alloc={a}", ("stream", "--all", "--alloc", a), {a}) for a in ALLOCS),
+    ("MempathGemm", ("gemm", "--size", "8192", "--dtype", "fp16,fp64"), {"device"}),
+    ("MempathGemmPlacement", ("gemm", "--all", "--dtype", "fp16,fp64"),
+     {"pageable", "pagelocked", "managed", "device"}),
+]
+
+
+def kind(name: str) -> str:
+    """`gpu3` -> `gpu`, `numa12` -> `numa`; `cpus` and `interleave` stay."""
+    return re.sub(r"\d+$", "", name)
+
+
+def class_minima(lines: list[mempath_summary.SummaryLine]) -> dict[str, float]:
+    """The classes' values worked out by hand from `ok` lines: STREAM (copy and triad) at
+    each path's best thread count, gemm at each path's largest order, then each class's
+    slowest path."""
+    paths: dict[tuple, tuple[float, float, str]] = {}     # path -> (rank, value, class)
+    for s in lines:
+        if s.status != "ok":
+            continue
+        via = s["via"].replace("+", "_")
+        if s.bench == "stream":
+            if s["kernel"] not in ("copy", "triad"):
+                continue
+            path, value = (s["kernel"], s["pu"], s["mem"], s["alloc"]), s.number("best_GBps")
+            rank, pu, mem = value, kind(s["pu"]), kind(s["mem"])
+            name = f'{s["kernel"]}_GBps_{pu}_{mem}_{via}_{s["alloc"]}_min'
+        else:
+            path, value = (s["gpu"], s["dtype"], s["mem"], s["alloc"]), s.number("median_TFLOPs")
+            rank, mem, alloc = int(s["n"]), kind(s["mem"]), mempath_summary.ALLOC_CLASS[s["alloc"]]
+            name = f'tflops_{s["dtype"]}_{mem}_{via}_{alloc}_min'
+        if path not in paths or rank >= paths[path][0]:
+            paths[path] = (rank, value, name)
+    out: dict[str, float] = {}
+    for _, value, name in paths.values():
+        out[name] = min(value, out.get(name, value))
+    return out
+
+
+@pytest.mark.parametrize("check, command, allocs", QUAD_CHECKS, ids=[c[0] for c in QUAD_CHECKS])
+def test_a_quad_gh200_application_check_reports_at_most_30_variables(
+        mempath_cpu_bin: Path, check: str, command: tuple[str, ...], allocs: set[str]) -> None:
+    lines = planned_summary_lines(mempath_cpu_bin, QUAD_GH200, *command)
+    assert len(lines) >= 4
+    parsed = mempath_summary.parse_lines(lines, command[0])
+    metric = getattr(applications, check.split(" ")[0]).metric
+    values = metric.values(parsed)
+    assert 1 <= len(values) <= mempath_summary.MAX_PERF_VARS, sorted(values)
+    pattern = STREAM_VAR if command[0] == "stream" else GEMM_VAR
+    names = {name: pattern.fullmatch(name) for name in values}
+    assert all(names.values()), sorted(n for n, m in names.items() if not m)
+    assert {m["alloc"] for m in names.values()} == allocs
+    # Each class is its slowest path (a path: STREAM's best thread count, gemm's largest order).
+    assert values == {name: (value, metric.unit) for name, value in class_minima(parsed).items()}
+    if command[0] == "stream":
+        assert {m["kernel"] for m in names.values()} == {"copy", "triad"}
+    else:
+        assert {m["dtype"] for m in names.values()} == {"fp16", "fp64"}
+    if check == "MempathGemm":          # operands in HBM: each GPU's own and its peers'
+        assert sorted(values) == ["tflops_fp16_gpu_local_device_min", "tflops_fp64_gpu_local_device_min"]
+
+
+# ---- listings and command lines --------------------------------------------------------------
 
 def test_application_checks_are_listed_with_their_tags() -> None:
-    assert {"MempathStream", "MempathStreamSweep"} <= set(listed("alps.py", "--system", "daint:normal"))
-    assert set(listed("generic.py", "--tag", "acceptance")) >= {"MempathStream"}
-    assert "MempathStreamSweep" not in set(listed("generic.py", "--tag", "acceptance"))
     alps = set(listed("alps.py", "--system", "daint:normal"))
+    assert {"MempathStream", *(f"MempathStreamSweep %alloc={a}" for a in ALLOCS)} <= alps
+    assert "MempathStreamSweep" not in alps          # split per allocator, no unsplit check
+    acceptance = set(listed("generic.py", "--tag", "acceptance"))
+    assert "MempathStream" in acceptance
+    assert not {n for n in acceptance if n.startswith("MempathStreamSweep")}
     assert {"MempathGemm", "MempathGemmPlacement"} <= alps
-    assert not {"MempathGemm", "MempathGemmPlacement"} & set(listed("ci.py", "--system", "ci"))  # no GPUs
+    ci = set(listed("ci.py", "--system", "ci"))  # no GPUs: no gemm, STREAM's host allocators only
+    assert not {"MempathGemm", "MempathGemmPlacement"} & ci
+    assert {n for n in ci if n.startswith("MempathStream")} == {
+        "MempathStream", "MempathStreamSweep %alloc=system", "MempathStreamSweep %alloc=numa"}
 
 
 def test_stream_command_lines(tmp_path: Path) -> None:
+    """The acceptance check's allocators in its row; each sweep check its own `--alloc`
+    after the case options."""
+    config = generic_variant(tmp_path / "generic_gpu.py", ["gpu", "nvgpu"])
     report = tmp_path / "report.json"
-    out = reframe("-C", str(CONFIGS / "generic.py"), "-c", str(CHECKS / "applications.py"), "--dry-run",
-                  "--prefix", str(tmp_path / "rfm"), "--report-file", str(report), "-S", "size=2GiB")
+    out = reframe("-C", str(config), "-c", str(CHECKS / "applications.py"), "--dry-run",
+                  "--prefix", str(tmp_path / "rfm"), "--report-file", str(report),
+                  "-n", "MempathStream", "-S", "size=2GiB")
     assert out.returncode == 0, out.stdout + out.stderr
     commands = {}
     for tc in json.loads(report.read_text())["runs"][0]["testcases"]:
@@ -64,5 +188,6 @@ def test_stream_command_lines(tmp_path: Path) -> None:
     assert commands == {
         "MempathStream": ["stream", "--all", "--threads", "all", "--alloc", "numa,device", "--size", "2GiB",
                           "--output", "stream.h5"],
-        "MempathStreamSweep": ["stream", "--all", "--size", "2GiB", "--output", "stream.h5"],
+        **{f"MempathStreamSweep %alloc={a}": ["stream", "--all", "--alloc", a, "--size", "2GiB",
+                                             "--output", "stream.h5"] for a in ALLOCS},
     }

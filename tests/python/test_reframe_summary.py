@@ -1,6 +1,8 @@
 """The one parser of `MEMPATH` summary lines (reframe_checks/mempath_summary.py), the
+classes of paths the checks report (class_fields, class_extremes, ClassMetric), the
 sanity built on it (mempath_run.summary_sane), and the family tables: every row becomes
-the check it was before the tables (names, tags, result files)."""
+the check it was before the tables (names, tags, result files), the full sweeps split per
+allocator."""
 from __future__ import annotations
 
 import json
@@ -15,7 +17,7 @@ from test_reframe import CHECKS, CONFIGS, generic_variant, reframe
 sys.path.insert(0, str(CHECKS))
 
 import mempath_summary as ms  # noqa: E402
-from mempath_summary import MalformedLine, Metric  # noqa: E402
+from mempath_summary import ClassMetric, MalformedLine, Metric  # noqa: E402
 
 SKIPPED = ('MEMPATH chase pu=gpu0 cpu=-1 mem=numa0 alloc=numa pattern=random size=4096 '
            'status=skipped reason="GPU 0 cannot access pageable memory (no ATS/HMM): x=1"')
@@ -90,6 +92,130 @@ def test_metric_without_keep_takes_the_best_value() -> None:
     assert Metric('x_{pu}', 'median_ns', 'ns', keep='').values(lines) == {'x_cpu0': (7.0, 'ns')}
 
 
+# ---- classes of paths: class_fields, class_extremes, ClassMetric -------------------------
+
+def test_class_fields_give_kinds_allocator_classes_and_a_joined_via() -> None:
+    fields = {'pu': 'gpu3', 'mem': 'numa12', 'alloc': 'pinned', 'via': 'c2c+interconnect',
+              'src_alloc': 'system', 'dst_alloc': 'registered', 'a': 'cpus', 'b': 'cpu10'}
+    out = ms.class_fields(fields)
+    assert {k: out[k] for k in fields if k != 'via'} == {k: v for k, v in fields.items()
+                                                         if k != 'via'}     # kept as given
+    assert (out['pu_kind'], out['mem_kind'], out['a_kind'], out['b_kind']) == \
+        ('gpu', 'numa', 'cpus', 'cpu')
+    assert (out['alloc_class'], out['src_alloc_class'], out['dst_alloc_class']) == \
+        ('pagelocked', 'pageable', 'pagelocked')
+    assert out['via'] == 'c2c_interconnect'
+    assert 'pu_class' not in out and 'via_class' not in out     # only allocator fields
+
+
+@pytest.mark.parametrize('alloc, alloc_class', [
+    ('system', 'pageable'), ('numa', 'pageable'), ('pinned', 'pagelocked'),
+    ('registered', 'pagelocked'), ('device', 'device'), ('managed', 'managed'),
+    ('hugetlb', 'hugetlb'),                 # an allocator no class knows stays itself
+])
+def test_allocator_classes(alloc: str, alloc_class: str) -> None:
+    assert ms.class_fields({'alloc': alloc})['alloc_class'] == alloc_class
+
+
+@pytest.mark.parametrize('via, name', [
+    ('local', 'local'), ('c2c+interconnect', 'c2c_interconnect'), ('NVLink', 'nvlink'),
+    ('pcie+interconnect+', 'pcie_interconnect'), ('', 'unknown'), (None, 'unknown'),
+])
+def test_class_fields_normalise_via(via, name) -> None:
+    fields = {'pu': 'cpu0'} if via is None else {'pu': 'cpu0', 'via': via}
+    assert ms.class_fields(fields)['via'] == name
+
+
+ITEMS = [('a', 5.0, 'a5'), ('b', 1.0, 'b1'), ('a', 2.0, 'a2'), ('a', 9.0, 'a9'),
+         ('b', 1.0, 'b1 again'), ('b', 3.0, 'b3')]
+
+
+def test_class_extremes_min_keeps_each_class_smallest_and_its_item() -> None:
+    got = ms.class_extremes(ITEMS)
+    assert got == {'a': (2.0, 'a2'), 'b': (1.0, 'b1')}      # a tie keeps the first
+    assert list(got) == ['a', 'b']
+    assert ms.class_extremes(reversed(ITEMS), 'min') == {'a': (2.0, 'a2'), 'b': (1.0, 'b1 again')}
+
+
+def test_class_extremes_max_keeps_each_class_largest() -> None:
+    assert ms.class_extremes(ITEMS, 'max') == {'a': (9.0, 'a9'), 'b': (3.0, 'b3')}
+    assert ms.class_extremes([], 'max') == {}
+
+
+@pytest.mark.parametrize('worst', ['median', 'MIN', '', 'mean'])
+def test_class_extremes_refuses_other_worsts(worst: str) -> None:
+    with pytest.raises(ValueError, match='worst is min or max'):
+        ms.class_extremes(ITEMS, worst)
+
+
+def chase_line(pu: str, mem: str, via: str, size: int, ns: float | None,
+               status: str = 'ok') -> ms.SummaryLine:
+    figure = f' median_ns={ns}' if ns is not None else ''
+    return ms.parse_line(f'MEMPATH chase pu={pu} mem={mem} alloc=numa via={via} '
+                         f'pattern=random size={size} status={status}{figure}')
+
+
+LATENCY = ClassMetric(Metric('{pu}_{mem}_{alloc}_{pattern}', 'median_ns', 'ns'),
+                      'lat_{pu_kind}_{mem_kind}_{via}_{alloc}', 'max')
+
+
+def test_a_size_sweep_collapses_on_keep_before_the_class_takes_its_worst() -> None:
+    """Each path at its largest size, then the class's slowest path: the small sizes'
+    figures (an outlier of 300 ns at 4 KiB) never reach the class."""
+    lines = [chase_line('cpu0', 'numa0', 'local', 4096, 300.0),
+             chase_line('cpu0', 'numa0', 'local', 1 << 30, 120.0),
+             chase_line('cpu1', 'numa1', 'local', 1 << 30, 130.0),
+             chase_line('cpu1', 'numa1', 'local', 4096, 2.0),
+             chase_line('cpu0', 'numa1', 'interconnect', 1 << 30, 250.0),
+             chase_line('cpu1', 'numa0', 'interconnect', 1 << 30, 240.0),
+             chase_line('cpu1', 'numa0', 'interconnect', 1 << 31, 999.0, 'failed'),
+             chase_line('gpu0', 'numa0', 'c2c', 1 << 30, None, 'skipped')]
+    assert LATENCY.values(lines) == {'lat_cpu_numa_local_numa_max': (130.0, 'ns'),
+                                     'lat_cpu_numa_interconnect_numa_max': (250.0, 'ns')}
+    assert LATENCY.unit == 'ns'
+
+
+def stream_line(pu: str, mem: str, kernel: str, threads: int, gbps: float) -> ms.SummaryLine:
+    return ms.parse_line(f'MEMPATH stream pu={pu} mem={mem} alloc=numa via=local '
+                         f'threads={threads} kernel={kernel} size=1 status=ok '
+                         f'best_GBps={gbps} median_GBps=1')
+
+
+STREAM = [stream_line('cpu0', 'numa0', 'triad', 1, 10.0),   # cpu0's sweep: best 50 at 72
+          stream_line('cpu0', 'numa0', 'triad', 72, 50.0),
+          stream_line('cpu1', 'numa1', 'triad', 72, 40.0),
+          stream_line('cpu1', 'numa1', 'triad', 36, 45.0),  # cpu1's best: 45
+          stream_line('cpu0', 'numa0', 'copy', 72, 30.0),
+          stream_line('cpu0', 'numa0', 'scale', 72, 5.0),
+          stream_line('cpu0', 'numa0', 'dot', 72, 6.0)]
+THROUGHPUT = Metric('{kernel}_{pu}_{mem}_{alloc}', 'best_GBps', 'GB/s', keep='')
+
+
+def test_a_thread_sweep_collapses_to_its_best_before_the_class_takes_its_minimum() -> None:
+    metric = ClassMetric(THROUGHPUT, '{kernel}_{pu_kind}_{mem_kind}_{via}_{alloc}')
+    assert metric.values(STREAM) == {'copy_cpu_numa_local_numa_min': (30.0, 'GB/s'),
+                                     'dot_cpu_numa_local_numa_min': (6.0, 'GB/s'),
+                                     'scale_cpu_numa_local_numa_min': (5.0, 'GB/s'),
+                                     'triad_cpu_numa_local_numa_min': (45.0, 'GB/s')}
+
+
+def test_only_keeps_the_lines_whose_field_has_an_allowed_value() -> None:
+    metric = ClassMetric(THROUGHPUT, '{kernel}_{pu_kind}_{mem_kind}_{via}_{alloc}',
+                         only=('kernel', ('copy', 'triad')))
+    assert metric.values(iter(STREAM)) == {'copy_cpu_numa_local_numa_min': (30.0, 'GB/s'),
+                                           'triad_cpu_numa_local_numa_min': (45.0, 'GB/s')}
+    nothing = ClassMetric(THROUGHPUT, '{kernel}_{pu_kind}', only=('kernel', ('add',)))
+    assert nothing.values(STREAM) == {}
+
+
+@pytest.mark.parametrize('worst', ['min', 'max'])
+def test_class_names_end_in_their_worst(worst: str) -> None:
+    metric = ClassMetric(THROUGHPUT, '{kernel}_{pu_kind}', worst)
+    values = metric.values(STREAM)
+    assert sorted(values) == [f'{k}_cpu_{worst}' for k in ('copy', 'dot', 'scale', 'triad')]
+    assert values[f'triad_cpu_{worst}'] == ((45.0 if worst == 'min' else 50.0), 'GB/s')
+
+
 # ---- summary_sane: the sanity every check shares ----------------------------------------
 
 @pytest.mark.parametrize('lines, only_passing, error', [
@@ -120,9 +246,12 @@ def test_summary_sanity(tmp_path: Path, lines, only_passing, error) -> None:
 
 # ---- the family tables -------------------------------------------------------------------
 
-#: Every check, its tags, time limit and systems as `reframe --describe` gave them before
-#: the family tables (commit baabb0b), on a partition with every feature (nvgpu, mpi).
-CHECKS_BEFORE_TABLES = {
+#: Every check, its tags, time limit and systems as `reframe --describe` gives them, on a
+#: partition with every feature (nvgpu, mpi): the checks of before the family tables
+#: (commit baabb0b), except that the full sweeps of chase, ping-pong and STREAM are split
+#: per allocator (issue 13, mempath_run.PerAllocator: `%alloc=`), the CUDA allocators on
+#: GPU partitions only. `*`: every compute partition.
+CHECKS_OF_THE_TABLES = {
     'MempathAllocatorMatrix': ({'full', 'gpu'}, '2h', '+nvgpu'),
     'MempathBandwidth %op=copy %pu_kind=cpu': ({'full', 'acceptance', 'cpu'}, '2h', '*'),
     'MempathBandwidth %op=copy %pu_kind=gpu': ({'full', 'acceptance', 'gpu'}, '2h', '+nvgpu'),
@@ -131,7 +260,12 @@ CHECKS_BEFORE_TABLES = {
     'MempathBandwidth %op=write %pu_kind=cpu': ({'full', 'cpu'}, '2h', '*'),
     'MempathBandwidth %op=write %pu_kind=gpu': ({'full', 'gpu'}, '2h', '+nvgpu'),
     'MempathChase': ({'acceptance', 'latency'}, '20m', '*'),
-    'MempathChaseSweep': ({'full', 'latency'}, '2h', '*'),
+    'MempathChaseSweep %alloc=system': ({'full', 'latency'}, '2h', '*'),
+    'MempathChaseSweep %alloc=numa': ({'full', 'latency'}, '2h', '*'),
+    'MempathChaseSweep %alloc=pinned': ({'full', 'latency'}, '2h', '+nvgpu'),
+    'MempathChaseSweep %alloc=registered': ({'full', 'latency'}, '2h', '+nvgpu'),
+    'MempathChaseSweep %alloc=managed': ({'full', 'latency'}, '2h', '+nvgpu'),
+    'MempathChaseSweep %alloc=device': ({'full', 'latency'}, '2h', '+nvgpu'),
     'MempathGemm': ({'applications', 'acceptance', 'gpu'}, '20m', '+nvgpu'),
     'MempathGemmPlacement': ({'full', 'applications', 'gpu'}, '2h', '+nvgpu'),
     'MempathInventory': ({'acceptance', 'mpi', 'scaleout'}, '20m', '+mpi'),
@@ -140,10 +274,19 @@ CHECKS_BEFORE_TABLES = {
     'MempathMpiBandwidth %ranks_per_node=4': ({'mpi', 'scaleout'}, '20m', '+mpi'),
     'MempathNccl': ({'scaleout', 'nccl'}, '20m', '+mpi +nvgpu'),
     'MempathPingPong': ({'acceptance', 'gpu', 'latency'}, '20m', '+nvgpu'),
-    'MempathPingPongFull': ({'full', 'gpu', 'latency'}, '2h', '+nvgpu'),
+    # Ping-pong needs CUDA whatever the flag's allocator: every one on GPU partitions.
+    'MempathPingPongFull %alloc=numa': ({'full', 'gpu', 'latency'}, '2h', '+nvgpu'),
+    'MempathPingPongFull %alloc=pinned': ({'full', 'gpu', 'latency'}, '2h', '+nvgpu'),
+    'MempathPingPongFull %alloc=managed': ({'full', 'gpu', 'latency'}, '2h', '+nvgpu'),
+    'MempathPingPongFull %alloc=device': ({'full', 'gpu', 'latency'}, '2h', '+nvgpu'),
     'MempathAtomics': ({'atomics', 'full', 'gpu'}, '2h', '+nvgpu'),
     'MempathStream': ({'applications', 'acceptance'}, '20m', '*'),
-    'MempathStreamSweep': ({'full', 'applications'}, '2h', '*'),
+    'MempathStreamSweep %alloc=system': ({'full', 'applications'}, '2h', '*'),
+    'MempathStreamSweep %alloc=numa': ({'full', 'applications'}, '2h', '*'),
+    'MempathStreamSweep %alloc=pinned': ({'full', 'applications'}, '2h', '+nvgpu'),
+    'MempathStreamSweep %alloc=registered': ({'full', 'applications'}, '2h', '+nvgpu'),
+    'MempathStreamSweep %alloc=managed': ({'full', 'applications'}, '2h', '+nvgpu'),
+    'MempathStreamSweep %alloc=device': ({'full', 'applications'}, '2h', '+nvgpu'),
     'MempathTransferAllGpus': ({'full', 'transfers', 'gpu'}, '2h', '+nvgpu'),
     'MempathTransferBandwidth %coverage=acceptance': ({'acceptance', 'gpu', 'transfers'}, '2h', '+nvgpu'),
     'MempathTransferBandwidth %coverage=full': ({'full', 'transfers', 'gpu'}, '2h', '+nvgpu'),
@@ -155,6 +298,14 @@ CHECKS_BEFORE_TABLES = {
     'NcclTestsAllReduce': ({'scaleout', 'nccl'}, '20m', '+mpi +nvgpu'),
 }
 LIMITS = {'2h': 7200.0, '20m': 1200.0}
+#: The checks split per allocator, their allocators, and the options before `--alloc`.
+PER_ALLOCATOR = {
+    'MempathChaseSweep': (('system', 'numa', 'pinned', 'registered', 'managed', 'device'),
+                          ['--all', '--pattern', 'random,sequential']),
+    'MempathPingPongFull': (('numa', 'pinned', 'managed', 'device'), []),
+    'MempathStreamSweep': (('system', 'numa', 'pinned', 'registered', 'managed', 'device'),
+                           ['--all']),
+}
 
 
 @pytest.fixture
@@ -163,14 +314,38 @@ def every_feature(tmp_path: Path) -> Path:
     return generic_variant(tmp_path / 'generic_all.py', ['gpu', 'nvgpu', 'mpi'])
 
 
-def test_the_tables_give_the_checks_of_before(every_feature: Path) -> None:
-    out = reframe('-C', str(every_feature), '-c', str(CHECKS), '--describe')
+@pytest.fixture(scope='module')
+def described(tmp_path_factory: pytest.TempPathFactory) -> dict[str, dict]:
+    """`reframe --describe` of every check on a partition with every feature, by name."""
+    config = generic_variant(tmp_path_factory.mktemp('describe') / 'generic_all.py',
+                             ['gpu', 'nvgpu', 'mpi'])
+    out = reframe('-C', str(config), '-c', str(CHECKS), '--describe')
     assert out.returncode == 0, out.stdout + out.stderr
-    described = json.loads(out.stdout[out.stdout.index('['):out.stdout.rindex(']') + 1])
-    got = {d['display_name']: (set(d['tags']), d['time_limit'], d['valid_systems'])
-           for d in described}
+    checks = json.loads(out.stdout[out.stdout.index('['):out.stdout.rindex(']') + 1])
+    return {d['display_name']: d for d in checks}
+
+
+def test_the_tables_give_every_check_its_tags_limit_and_systems(described) -> None:
+    got = {name: (set(d['tags']), d['time_limit'], d['valid_systems'])
+           for name, d in described.items()}
     assert got == {name: (tags, LIMITS[limit], [BY_FEATURE[systems]])
-                   for name, (tags, limit, systems) in CHECKS_BEFORE_TABLES.items()}
+                   for name, (tags, limit, systems) in CHECKS_OF_THE_TABLES.items()}
+
+
+@pytest.mark.parametrize('check', sorted(PER_ALLOCATOR))
+def test_a_per_allocator_check_runs_its_allocator_where_it_can(described, check) -> None:
+    """`--alloc ALLOC` after the row's case options; a CUDA allocator asks for a GPU
+    partition and the `cuda` environment, system and numa for neither (chase, STREAM)."""
+    allocs, options = PER_ALLOCATOR[check]
+    split = {name: d for name, d in described.items() if name.split(' ')[0] == check}
+    assert sorted(split) == sorted(f'{check} %alloc={a}' for a in allocs)
+    for alloc in allocs:
+        d = split[f'{check} %alloc={alloc}']
+        assert d['alloc'] == alloc
+        assert d['case_options'] == [*options, '--alloc', alloc]
+        gpu = alloc in ('pinned', 'registered', 'managed', 'device') or check == 'MempathPingPongFull'
+        assert d['valid_systems'] == ['+remote +nvgpu' if gpu else '+remote'], alloc
+        assert d['valid_prog_environs'] == ['+compiler +cuda' if gpu else '+compiler'], alloc
 
 
 #: Issue 13: the same partitions, selected by feature as centres write it (`*` would land

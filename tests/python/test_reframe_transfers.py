@@ -1,8 +1,11 @@
 """ReFrame host<->device transfer checks (reframe_checks/transfers.py): listing on every
 site configuration (GPU partitions only), tags, the command lines against the real
-`mempath memcpy` planner, the summary-line parser and variable naming, the reference
-tables, and the checks themselves run by ReFrame with a stand-in `mempath` on a copy of
-the generic configuration that claims a GPU (no GPU is needed for any of this).
+`mempath memcpy` planner, the summary-line parser and the class variables (one per links,
+direction, engine and allocator: the weakest GPU of it), the reference tables (keyed by
+class), and the checks themselves run by ReFrame with a stand-in `mempath` on a copy of the
+generic configuration that claims a GPU (no GPU is needed for any of this).
+
+ReFrame exits 0 when a test file fails to load, so listings are judged by their content.
 
 ReFrame exits 0 when a test file fails to load, so listings are judged by their content.
 """
@@ -29,6 +32,8 @@ sys.path.insert(0, str(CHECKS))
 
 import mempath_summary  # noqa: E402
 import references  # noqa: E402
+import transfers  # noqa: E402
+from conftest import planned_summary_lines  # noqa: E402
 from test_reframe import generic_variant, gh200_variant  # noqa: E402
 
 ACCEPTANCE = ('MempathTransferBandwidth %coverage=acceptance',
@@ -37,6 +42,9 @@ FULL = ('MempathTransferBandwidth %coverage=full', 'MempathTransferAllGpus',
         'MempathTransferSweep', 'MempathTransferLatency %coverage=full')
 ALL = ACCEPTANCE + FULL
 ALLOCS = ('pinned', 'registered', 'system', 'managed')
+DIRECTIONS = ('h2d', 'd2h', 'bidir')
+#: The links between a quad GH200's Grace nodes and a GPU: its own (C2C), any other's.
+QUAD_VIAS = ('c2c', 'c2c_interconnect')
 
 
 def reframe_exe() -> str:
@@ -172,6 +180,11 @@ def test_commands_of_the_checks(gpu_config: Path, tmp_path: Path):
     assert '--all-gpus' in cmds['MempathTransferAllGpus']
     assert '--gpu' not in cmds['MempathTransferAllGpus']
     assert option(cmds['MempathTransferLatency %coverage=full'], '--alloc') == ','.join(ALLOCS)
+    # Each list option is the check's DEFAULTS for its coverage, absent where it has none.
+    for name, argv in cmds.items():
+        defaults = check_class(name).DEFAULTS[coverage(name)]
+        for flag, variable in transfers.LIST_OPTIONS:
+            assert option(argv, flag) == (defaults.get(variable) or None), (name, flag)
 
 
 def test_variables_change_the_commands(gpu_config: Path, tmp_path: Path):
@@ -189,82 +202,136 @@ def test_variables_change_the_commands(gpu_config: Path, tmp_path: Path):
     assert (option(sweep, '--max-size'), option(sweep, '--engine')) == ('1GiB', 'ce')
 
 
-def planned(binary: Path, argv: list[str], snapshot: str) -> list[mempath_summary.Transfer]:
-    """The cases `mempath memcpy ARGV --from SNAPSHOT` plans, as Transfers that finished."""
-    out = subprocess.run([str(binary), *argv, '--from', str(FIXTURES / snapshot)],
-                         capture_output=True, text=True)
-    assert out.returncode == 0, f'{argv}: {out.stderr}'
-    cases = []
-    for line in out.stdout.splitlines():
-        fields = line.split()
-        if len(fields) < 7 or 'skipped:' in line:
-            continue
-        kv = dict(f.split('=', 1) for f in fields if '=' in f)
-        mode, alloc, direction, engine = fields[0], *fields[4:7]
-        size = kv['size']
-        units = {'B': 1, 'KiB': 1 << 10, 'MiB': 1 << 20, 'GiB': 1 << 30}
-        number, unit = re.fullmatch(r'(\d+)(B|KiB|MiB|GiB)', size).groups()
-        cases.append(mempath_summary.Transfer(
-            mode=mode, gpu=kv['gpu'], host_numa=int(kv['host_numa']), alloc=alloc,
-            direction=direction, engine=engine, size=int(number) * units[unit], status='ok',
-            median_GBps=1.0, h2d_median_GBps=1.0, d2h_median_GBps=1.0,
-            saturation_bytes=1 << 20, median_us=1.0, p99_us=2.0))
-    return cases
+def check_class(name: str) -> type:
+    """The check class of a check name (`MempathTransferLatency %coverage=full` -> its class)."""
+    return getattr(transfers, name.split()[0])
+
+
+def coverage(name: str) -> str:
+    return 'acceptance' if name in ACCEPTANCE else 'full'
+
+
+class CheckValues:
+    """What a transfer check's `perf_values` reads of the check (its kind, coverage and
+    `report_sizes`, unset unless given), with that very method: the variables the check
+    reports of summary lines, without ReFrame running it."""
+
+    perf_values = transfers.MempathTransferBase.perf_values
+    latency_sizes = transfers.MempathTransferBase.latency_sizes
+
+    def __init__(self, name: str, report_sizes: list[int] | None = None):
+        self.kind = check_class(name).kind
+        self.scope = coverage(name)
+        self.report_sizes = report_sizes
 
 
 @pytest.fixture(scope='module')
 def quad_gh200_names(tmp_path_factory) -> dict[str, set[str]]:
-    """Check name -> the variables its command gives on a quad GH200 (topology fixture)."""
+    """Check name -> the variables its default command (the check's DEFAULTS, as the dry
+    run writes it) gives on a quad GH200 (topology fixture), every planned case finished
+    with made-up figures (conftest.planned_summary_lines, which reads no `skipped:` mark of
+    a memcpy plan: the classes here are every planned one, the most a run can report)."""
     binary = mempath_binary()
     if binary is None:
         pytest.skip('no mempath binary built (tests/run_tests.sh builds it)')
     tmp = tmp_path_factory.mktemp('transfers')
     config = generic_variant(tmp / 'generic_gpu.py', ['gpu', 'nvgpu'])
-    kinds = {'MempathTransferSweep': 'sweep', 'MempathTransferLatency': 'latency'}
     names = {}
     for check, argv in dry_run_commands(config, tmp / 'rfm').items():
         argv = [a for a in argv if a not in ('--output', 'memcpy.h5')]
-        kind = kinds.get(check.split()[0], 'bandwidth')
-        sizes = [4] if check == 'MempathTransferLatency %coverage=acceptance' else None
-        names[check] = set(mempath_summary.transfer_perf_values(
-            planned(binary, argv, 'gh200_quad'), kind, sizes))
+        lines = planned_summary_lines(binary, FIXTURES / 'gh200_quad', *argv)
+        assert lines, f'{check}: nothing planned'
+        names[check] = set(CheckValues(check).perf_values(
+            mempath_summary.parse_lines(lines, 'memcpy')))
     return names
 
 
+#: Allocators whose copies the copy engines cannot queue (no bidir, no --all-gpus).
+PAGEABLE = ('system', 'managed')
+
+
+def classes(gpu: str, vias, directions, engines, allocs, tail: str = '') -> set[str]:
+    """Every class variable `{gpu}_numa_{via}_{direction}_{engine}_{alloc}{tail}`."""
+    return {f'{gpu}_numa_{v}_{d}_{e}_{a}{tail}' for v in vias for d in directions
+            for e in engines for a in allocs}
+
+
 def test_commands_plan_on_a_quad_gh200(quad_gh200_names: dict[str, set[str]]):
+    assert sorted(quad_gh200_names) == sorted(ALL)
+    # Acceptance: four GPUs, each on its own Grace node over C2C, make one class per
+    # direction; the two directions of a bidir case are classes of their own here only.
     acceptance = quad_gh200_names['MempathTransferBandwidth %coverage=acceptance']
-    assert acceptance == {f'gpu{g}_numa{g}_{d}_ce_pinned' for g in range(4)
-                          for d in ('h2d', 'd2h', 'bidir', 'bidir_h2d', 'bidir_d2h')}
+    assert acceptance == classes('gpu', ['c2c'], ('h2d', 'd2h', 'bidir', 'bidir_h2d',
+                                                  'bidir_d2h'), ['ce'], ['pinned'], '_min')
+    # Latency at 4 B only, by default, in both coverages (every size stays in memcpy.h5).
     latency = quad_gh200_names['MempathTransferLatency %coverage=acceptance']
-    assert latency == {f'gpu{g}_numa{g}_{d}_ce_pinned_lat4B{p}' for g in range(4)
-                       for d in ('h2d', 'd2h') for p in ('', '_p99')}
-    full = quad_gh200_names['MempathTransferBandwidth %coverage=full']
-    assert acceptance < full and 'gpu0_numa3_d2h_sm_managed' in full
-    assert 'gpus_numas_bidir_ce_pinned' in quad_gh200_names['MempathTransferAllGpus']
-    sweep = quad_gh200_names['MempathTransferSweep']
-    assert {'gpu2_numa2_h2d_ce_pinned_peak', 'gpu2_numa2_h2d_ce_pinned_sat'} <= sweep
+    assert latency == classes('gpu', ['c2c'], ('h2d', 'd2h'), ['ce'], ['pinned'],
+                              '_lat4B_max') | classes('gpu', ['c2c'], ('h2d', 'd2h'), ['ce'],
+                                                      ['pinned'], '_lat4B_p99_max')
     lat_full = quad_gh200_names['MempathTransferLatency %coverage=full']
-    assert {'gpu1_numa1_d2h_ce_managed_lat1MiB', 'gpu1_numa1_h2d_ce_system_lat512KiB_p99'} \
-        <= lat_full
+    assert lat_full == classes('gpu', ['c2c'], ('h2d', 'd2h'), ['ce'], ALLOCS, '_lat4B_max') \
+        | classes('gpu', ['c2c'], ('h2d', 'd2h'), ['ce'], ALLOCS, '_lat4B_p99_max')
+    # Full: every node of every GPU (own C2C, or C2C and the socket fabric), no bidir parts.
+    # Copy-engine bidir needs page-locked memory: system and managed skip it (no class).
+    full = quad_gh200_names['MempathTransferBandwidth %coverage=full']
+    assert full == classes('gpu', QUAD_VIAS, DIRECTIONS, ('ce', 'sm'), ALLOCS, '_min') \
+        - classes('gpu', QUAD_VIAS, ['bidir'], ['ce'], PAGEABLE, '_min')
+    assert acceptance - full == {'gpu_numa_c2c_bidir_h2d_ce_pinned_min',
+                                 'gpu_numa_c2c_bidir_d2h_ce_pinned_min'}
+    # Every GPU at once, each with its nearest node.
+    # (--all-gpus queues copies on every GPU at once: page-locked memory for the engines.)
+    assert quad_gh200_names['MempathTransferAllGpus'] == \
+        classes('gpus', ['c2c'], DIRECTIONS, ('ce', 'sm'), ALLOCS, '_min') \
+        - classes('gpus', ['c2c'], DIRECTIONS, ['ce'], PAGEABLE, '_min')
+    # The sweep: each class's slowest peak only (the saturation sizes stay in memcpy.h5).
+    assert quad_gh200_names['MempathTransferSweep'] == \
+        classes('gpu', ['c2c'], DIRECTIONS, ('ce', 'sm'), ALLOCS, '_peak_min') \
+        - classes('gpu', ['c2c'], ['bidir'], ['ce'], PAGEABLE, '_peak_min')
     for names in quad_gh200_names.values():
         for name in names:
             assert mempath_summary.TRANSFER_VAR_RE.fullmatch(name), name
+
+
+def test_quad_gh200_checks_report_few_variables(quad_gh200_names: dict[str, set[str]]):
+    full = 'MempathTransferBandwidth %coverage=full'
+    for check, names in quad_gh200_names.items():
+        if check == full:
+            continue
+        assert 0 < len(names) <= mempath_summary.MAX_PERF_VARS, (check, sorted(names))
+    # The one full check above the limit (documented): 2 links x 3 directions x 2 engines
+    # x 4 allocators, less copy-engine bidir of system and managed memory (skipped).
+    assert len(quad_gh200_names[full]) == 44 > mempath_summary.MAX_PERF_VARS
+    assert len(QUAD_VIAS) * len(DIRECTIONS) * 2 * len(ALLOCS) - len(QUAD_VIAS) * 2 == 44
 
 
 def test_alps_reference_patterns_name_real_quad_gh200_variables(
         quad_gh200_names: dict[str, set[str]]):
     every = set().union(*quad_gh200_names.values())
     patterns = references.TRANSFER_REFERENCES[references.GH200]
+    assert patterns == references._gh200_transfers()
     for pattern in patterns:
         assert fnmatch.filter(every, pattern), f'{pattern} names no quad-GH200 variable'
     for name in every:
         hits = [p for p in patterns if fnmatch.fnmatchcase(name, p)]
         assert len(hits) <= 1, f'{name} has several references: {hits}'
-    # The acceptance variables of the copy engine one way have references; bidir none yet.
+    # The acceptance classes of the copy engine one way have references; bidir none yet.
     resolved = references.resolve_transfers(
         quad_gh200_names['MempathTransferBandwidth %coverage=acceptance'])[references.GH200]
-    assert set(resolved) == {f'gpu{g}_numa{g}_{d}_ce_pinned' for g in range(4)
-                             for d in ('h2d', 'd2h')}
+    assert resolved == {'gpu_numa_c2c_h2d_ce_pinned_min': references.GH200_H2D_C2C,
+                        'gpu_numa_c2c_d2h_ce_pinned_min': references.GH200_D2H_C2C}
+    # Full: page-locked memory by the copy engine, to the own node and any other one.
+    resolved = references.resolve_transfers(
+        quad_gh200_names['MempathTransferBandwidth %coverage=full'])[references.GH200]
+    assert set(resolved) == classes('gpu', QUAD_VIAS, ('h2d', 'd2h'), ['ce'],
+                                    references.PAGE_LOCKED, '_min')
+    # The sweep (nearest node only): the peaks of the same classes.
+    resolved = references.resolve_transfers(
+        quad_gh200_names['MempathTransferSweep'])[references.GH200]
+    assert resolved == {
+        **{f'gpu_numa_c2c_h2d_ce_{a}_peak_min': references.GH200_H2D_C2C
+           for a in references.PAGE_LOCKED},
+        **{f'gpu_numa_c2c_d2h_ce_{a}_peak_min': references.GH200_D2H_C2C
+           for a in references.PAGE_LOCKED}}
 
 
 # ---- summary lines and naming -----------------------------------------------------------
@@ -285,23 +352,34 @@ SCHEMA_LINES = [  # docs/schema.md, "/memcpy summary lines"
 
 
 def bw_line(gpu='0', numa=0, alloc='pinned', direction='h2d', engine='ce', size=1 << 30,
-            status='ok', gbps=50.0, sat=-1) -> str:
+            status='ok', gbps=50.0, sat=-1, via='c2c', h2d=None, d2h=None) -> str:
+    """A `mempath memcpy` bandwidth line; a bidir one's directions are gbps / 2 +- 1 unless
+    given (h2d, d2h)."""
     line = (f'MEMPATH memcpy mode=bandwidth gpu={gpu} host_numa={numa} cpu_numa=0 '
-            f'alloc={alloc} direction={direction} engine={engine} size={size} via=pcie '
+            f'alloc={alloc} direction={direction} engine={engine} size={size} via={via} '
             f'timing=events placement=numa0 status={status}')
     if status != 'ok':
         return line + ' reason="it broke"'
     line += f' median_GBps={gbps} min_GBps={gbps - 1} max_GBps={gbps + 1}'
     if direction == 'bidir':
-        line += f' h2d_median_GBps={gbps / 2 + 1} d2h_median_GBps={gbps / 2 - 1}'
+        h2d = gbps / 2 + 1 if h2d is None else h2d
+        d2h = gbps / 2 - 1 if d2h is None else d2h
+        line += f' h2d_median_GBps={h2d} d2h_median_GBps={d2h}'
     return line + f' saturation_bytes={sat} reps=10'
 
 
-def lat_line(size: int, direction='h2d', us=9.5, alloc='pinned') -> str:
-    return (f'MEMPATH memcpy mode=latency gpu=0 host_numa=0 cpu_numa=0 alloc={alloc} '
-            f'direction={direction} engine=ce size={size} via=pcie timing=host '
-            f'placement=numa0 status=ok median_us={us} p99_us={us * 2} min_us=1 max_us=99 '
-            'reps=1000')
+def lat_line(size: int, direction='h2d', us=9.5, alloc='pinned', gpu='0', numa=0,
+             via='c2c', p99=None) -> str:
+    p99 = us * 2 if p99 is None else p99
+    return (f'MEMPATH memcpy mode=latency gpu={gpu} host_numa={numa} cpu_numa=0 '
+            f'alloc={alloc} direction={direction} engine=ce size={size} via={via} '
+            f'timing=host placement=numa0 status=ok median_us={us} p99_us={p99} min_us=1 '
+            'max_us=99 reps=1000')
+
+
+def values_of(lines: list[str], kind: str, *args, **kwargs) -> dict[str, tuple[float, str]]:
+    return mempath_summary.transfer_perf_values(mempath_summary.parse_memcpy_lines(lines),
+                                                kind, *args, **kwargs)
 
 
 def test_schema_lines_parse():
@@ -312,58 +390,105 @@ def test_schema_lines_parse():
         (101.22, 50.61, 50.60)
     assert (t[1].mode, t[1].size, t[1].median_us, t[1].p99_us) == ('latency', 4, 9.812, 12.4)
     assert t[2].median_GBps is None
+    assert [x.via for x in t] == ['pcie'] * 3
+    assert (t[0].class_var, t[0].part_var('d2h'), t[1].class_var) == \
+        ('gpu_numa_pcie_bidir_ce_pinned', 'gpu_numa_pcie_bidir_d2h_ce_pinned',
+         'gpu_numa_pcie_h2d_ce_pinned')
     assert all(re.match(mempath_summary.LINE_PATTERN, line) for line in SCHEMA_LINES)
     assert mempath_summary.parse_bw_lines(SCHEMA_LINES) == []
 
 
-def test_bandwidth_variables():
-    lines = SCHEMA_LINES + [bw_line(), bw_line(direction='d2h', gbps=40),
-                            bw_line(numa=1, engine='sm', alloc='registered', gbps=30),
-                            bw_line(gpu='all', numa=-1, gbps=200), bw_line(gpu='all', numa=2),
-                            bw_line(direction='d2h', status='failed')]
-    values = mempath_summary.transfer_perf_values(
-        mempath_summary.parse_memcpy_lines(lines), 'bandwidth')
-    assert values == {
-        'gpu0_numa0_bidir_ce_pinned': (101.22, 'GB/s'),
-        'gpu0_numa0_bidir_h2d_ce_pinned': (50.61, 'GB/s'),
-        'gpu0_numa0_bidir_d2h_ce_pinned': (50.60, 'GB/s'),
-        'gpu0_numa0_h2d_ce_pinned': (50.0, 'GB/s'),
-        'gpu0_numa0_d2h_ce_pinned': (40.0, 'GB/s'),
-        'gpu0_numa1_h2d_sm_registered': (30.0, 'GB/s'),
-        'gpus_numas_h2d_ce_pinned': (200.0, 'GB/s'),
-        'gpus_numa2_h2d_ce_pinned': (50.0, 'GB/s'),
+def test_transfer_classes_by_links_and_gpus():
+    lines = [bw_line(via='c2c+interconnect'), bw_line(gpu='all', numa=-1),
+             bw_line(gpu='3', numa=3, via='PCIe'), bw_line(gpu='1', numa=1, via='')]
+    assert [t.class_var for t in mempath_summary.parse_memcpy_lines(lines)] == [
+        'gpu_numa_c2c_interconnect_h2d_ce_pinned', 'gpus_numa_c2c_h2d_ce_pinned',
+        'gpu_numa_pcie_h2d_ce_pinned', 'gpu_numa_unknown_h2d_ce_pinned']
+
+
+def test_bandwidth_classes_report_their_slowest_gpu():
+    lines = SCHEMA_LINES + [
+        bw_line(gbps=50.0), bw_line(gpu='1', numa=1, gbps=45.0),     # slowest GPU: 45
+        bw_line(gpu='2', numa=2, gbps=10.0, status='failed'),          # no figure
+        bw_line(direction='d2h', gbps=40.0),
+        bw_line(numa=1, via='c2c+interconnect', gbps=30.0),
+        bw_line(gpu='1', numa=0, via='c2c+interconnect', gbps=31.0),
+        bw_line(numa=1, via='c2c+interconnect', engine='sm', alloc='registered', gbps=20.0),
+        # Each direction of a bidir case is a class of its own: gpu0's h2d, gpu1's d2h.
+        bw_line(direction='bidir', gbps=90.0, h2d=46.0, d2h=44.0),
+        bw_line(gpu='1', numa=1, direction='bidir', gbps=100.0, h2d=60.0, d2h=40.0),
+        bw_line(gpu='all', numa=-1, gbps=200.0)]
+    assert values_of(lines, 'bandwidth') == {
+        'gpu_numa_pcie_bidir_ce_pinned_min': (101.22, 'GB/s'),
+        'gpu_numa_pcie_bidir_h2d_ce_pinned_min': (50.61, 'GB/s'),
+        'gpu_numa_pcie_bidir_d2h_ce_pinned_min': (50.60, 'GB/s'),
+        'gpu_numa_c2c_h2d_ce_pinned_min': (45.0, 'GB/s'),
+        'gpu_numa_c2c_d2h_ce_pinned_min': (40.0, 'GB/s'),
+        'gpu_numa_c2c_bidir_ce_pinned_min': (90.0, 'GB/s'),
+        'gpu_numa_c2c_bidir_h2d_ce_pinned_min': (46.0, 'GB/s'),
+        'gpu_numa_c2c_bidir_d2h_ce_pinned_min': (40.0, 'GB/s'),
+        'gpu_numa_c2c_interconnect_h2d_ce_pinned_min': (30.0, 'GB/s'),
+        'gpu_numa_c2c_interconnect_h2d_sm_registered_min': (20.0, 'GB/s'),
+        'gpus_numa_c2c_h2d_ce_pinned_min': (200.0, 'GB/s'),
     }
-    assert all(mempath_summary.TRANSFER_VAR_RE.fullmatch(n) for n in values)
-
-
-def test_sweep_variables_are_the_peak_and_the_saturation_size():
-    lines = [bw_line(size=4096 << i, gbps=g, sat=1 << 20)
-             for i, g in enumerate((5.0, 20.0, 48.0, 51.0, 50.5))]
-    lines += [bw_line(direction='d2h', size=4096, gbps=3.0, sat=-1),
-              bw_line(direction='d2h', size=8192, status='skipped')]
-    values = mempath_summary.transfer_perf_values(
-        mempath_summary.parse_memcpy_lines(lines), 'sweep')
-    assert values == {'gpu0_numa0_h2d_ce_pinned_peak': (51.0, 'GB/s'),
-                      'gpu0_numa0_h2d_ce_pinned_sat': (1.0, 'MiB'),
-                      'gpu0_numa0_d2h_ce_pinned_peak': (3.0, 'GB/s')}
-
-
-def test_latency_variables_per_size():
-    lines = [lat_line(4), lat_line(4, 'd2h', 11.0), lat_line(1024, us=12.0),
-             lat_line(1 << 20, us=40.0), bw_line()]
-    cases = mempath_summary.parse_memcpy_lines(lines)
-    only4 = mempath_summary.transfer_perf_values(cases, 'latency', [4])
-    assert only4 == {'gpu0_numa0_h2d_ce_pinned_lat4B': (9.5, 'us'),
-                     'gpu0_numa0_h2d_ce_pinned_lat4B_p99': (19.0, 'us'),
-                     'gpu0_numa0_d2h_ce_pinned_lat4B': (11.0, 'us'),
-                     'gpu0_numa0_d2h_ce_pinned_lat4B_p99': (22.0, 'us')}
-    every = mempath_summary.transfer_perf_values(cases, 'latency')
-    assert every['gpu0_numa0_h2d_ce_pinned_lat1KiB'] == (12.0, 'us')
-    assert every['gpu0_numa0_h2d_ce_pinned_lat1MiB_p99'] == (80.0, 'us')
-    assert len(every) == 8
-    assert all(mempath_summary.TRANSFER_VAR_RE.fullmatch(n) for n in every)
+    # Without `parts` (a full-coverage check), a bidir case reports its sum only.
+    whole = values_of(lines, 'bandwidth', parts=False)
+    assert whole == {n: v for n, v in values_of(lines, 'bandwidth').items()
+                     if '_bidir_h2d_' not in n and '_bidir_d2h_' not in n}
+    assert len(whole) == 7 and 'gpu_numa_c2c_bidir_ce_pinned_min' in whole
+    assert all(mempath_summary.TRANSFER_VAR_RE.fullmatch(n) for n in whole)
     with pytest.raises(ValueError):
-        mempath_summary.transfer_perf_values(cases, 'chase')
+        values_of(lines, 'chase')
+
+
+def test_sweep_classes_report_the_slowest_peak_only():
+    lines = [bw_line(size=4096 << i, gbps=g, sat=1 << 20)
+             for i, g in enumerate((5.0, 20.0, 48.0, 51.0, 50.5))]               # gpu0: 51
+    lines += [bw_line(gpu='1', numa=1, size=4096 << i, gbps=g, sat=1 << 22)
+              for i, g in enumerate((4.0, 49.0, 47.0))]                         # gpu1: 49
+    lines += [bw_line(direction='d2h', size=4096, gbps=3.0, sat=-1),
+              bw_line(direction='d2h', size=8192, status='skipped'),
+              bw_line(gpu='2', numa=2, direction='d2h', size=8192, status='failed')]
+    values = values_of(lines, 'sweep')
+    # No saturation size (in memcpy.h5), no one-size variable: `_peak_min` only.
+    assert values == {'gpu_numa_c2c_h2d_ce_pinned_peak_min': (49.0, 'GB/s'),
+                      'gpu_numa_c2c_d2h_ce_pinned_peak_min': (3.0, 'GB/s')}
+    assert all(mempath_summary.TRANSFER_VAR_RE.fullmatch(n)['metric'] == 'peak'
+               for n in values)
+
+
+def test_latency_classes_report_the_slowest_gpu_at_the_chosen_sizes():
+    lines = [lat_line(4), lat_line(4, gpu='1', numa=1, us=12.0, p99=15.0),
+             lat_line(4, gpu='2', numa=2, us=8.0, p99=30.0),    # best median, worst p99
+             lat_line(4, 'd2h', 11.0), lat_line(1024, us=12.0), lat_line(1 << 20, us=40.0),
+             lat_line(4, numa=1, via='c2c+interconnect', us=14.0), bw_line()]
+    only4 = values_of(lines, 'latency', [4])
+    assert only4 == {'gpu_numa_c2c_h2d_ce_pinned_lat4B_max': (12.0, 'us'),
+                     'gpu_numa_c2c_h2d_ce_pinned_lat4B_p99_max': (30.0, 'us'),
+                     'gpu_numa_c2c_d2h_ce_pinned_lat4B_max': (11.0, 'us'),
+                     'gpu_numa_c2c_d2h_ce_pinned_lat4B_p99_max': (22.0, 'us'),
+                     'gpu_numa_c2c_interconnect_h2d_ce_pinned_lat4B_max': (14.0, 'us'),
+                     'gpu_numa_c2c_interconnect_h2d_ce_pinned_lat4B_p99_max': (28.0, 'us')}
+    # None: every size (a check asks for 4 B unless `report_sizes` says otherwise).
+    every = values_of(lines, 'latency')
+    assert every['gpu_numa_c2c_h2d_ce_pinned_lat1KiB_max'] == (12.0, 'us')
+    assert every['gpu_numa_c2c_h2d_ce_pinned_lat1MiB_p99_max'] == (80.0, 'us')
+    assert len(every) == 10 and only4.items() <= every.items()
+    assert all(mempath_summary.TRANSFER_VAR_RE.fullmatch(n) for n in every)
+
+
+@pytest.mark.parametrize('name, report_sizes, sizes', [
+    ('MempathTransferLatency %coverage=acceptance', None, [4]),
+    ('MempathTransferLatency %coverage=full', None, [4]),
+    ('MempathTransferLatency %coverage=full', [4, 1024], [4, 1024]),
+])
+def test_latency_checks_report_4_bytes_by_default(name: str, report_sizes, sizes):
+    check = CheckValues(name, report_sizes)
+    assert check.latency_sizes() == sizes
+    lines = mempath_summary.parse_lines([lat_line(4), lat_line(1024), lat_line(1 << 20)])
+    labels = {mempath_summary.size_label(s) for s in sizes}
+    assert {mempath_summary.TRANSFER_VAR_RE.fullmatch(n)['metric'].split('_')[0][3:]
+            for n in check.perf_values(lines)} == labels
 
 
 @pytest.mark.parametrize('size, label', [(4, '4B'), (512, '512B'), (1024, '1KiB'),
@@ -373,9 +498,19 @@ def test_size_labels(size: int, label: str):
 
 
 def test_transfer_names_do_not_collide_with_bandwidth_names():
-    names = ['gpu0_numa0_h2d_ce_pinned', 'gpus_numas_bidir_d2h_sm_managed_peak']
-    assert all(not mempath_summary.PERF_VAR_RE.fullmatch(n) for n in names)
-    assert not mempath_summary.TRANSFER_VAR_RE.fullmatch('gpu0_gpu0_device_grid')
+    transfer_names = ['gpu_numa_c2c_h2d_ce_pinned_min', 'gpus_numa_c2c_bidir_sm_managed_min',
+                      'gpu_numa_c2c_interconnect_bidir_d2h_ce_registered_min',
+                      'gpu_numa_c2c_d2h_sm_system_peak_min',
+                      'gpu_numa_pcie_h2d_ce_pinned_lat4B_p99_max']
+    assert all(mempath_summary.TRANSFER_VAR_RE.fullmatch(n) for n in transfer_names)
+    assert all(not mempath_summary.PERF_VAR_RE.fullmatch(n) for n in transfer_names)
+    bandwidth_names = ['gpu_numa_c2c_pinned_min', 'cpu_numa_c2c_interconnect_numa_min',
+                       'gpu_gpu_local_device_min', 'gpu0_gpu0_device_grid']
+    assert not any(mempath_summary.TRANSFER_VAR_RE.fullmatch(n) for n in bandwidth_names)
+    # No bandwidth reference applies to a transfer variable, nor the other way round.
+    for op in references.REFERENCES:
+        assert references.resolve(op, transfer_names) == {}, op
+    assert references.resolve_transfers(bandwidth_names) == {}
 
 
 # ---- references --------------------------------------------------------------------------
@@ -388,21 +523,32 @@ def defined_partitions() -> set[str]:
     return names
 
 
-def test_transfer_references_follow_the_naming_scheme():
+def test_transfer_references_are_keyed_by_class():
     partitions = defined_partitions()
     assert references.TRANSFER_REFERENCES, 'no transfer references at all'
+    assert references.TRANSFER_REFERENCES[references.GH200] == references._gh200_transfers()
     for key, patterns in references.TRANSFER_REFERENCES.items():
         assert isinstance(key, references.Arch) or key in partitions, \
             f'{key} is no configured partition'
         for pattern, ref in patterns.items():
-            assert mempath_summary.TRANSFER_VAR_RE.fullmatch(pattern), pattern
+            match = mempath_summary.TRANSFER_VAR_RE.fullmatch(pattern)
+            assert match, pattern
+            # A class names no GPU and no node (the weakest GPU of the class reports).
+            assert not re.search(r'(gpu|numa)\d', pattern), pattern
             value, lower, upper, unit = ref
-            metric = mempath_summary.TRANSFER_VAR_RE.fullmatch(pattern)['metric'] or ''
-            expected = 'us' if metric.startswith('lat') else 'MiB' if metric == 'sat' \
-                else 'GB/s'
+            metric = match['metric'] or ''
+            latency = metric.startswith('lat')
+            assert unit == ('us' if latency else 'GB/s'), (pattern, ref)
+            assert pattern.endswith('_max' if latency else '_min'), pattern
             # Bandwidths are floors (no upper bound).
-            assert unit == expected and value > 0 and -1 <= lower < 0, (pattern, ref)
+            assert value > 0 and -1 <= lower < 0, (pattern, ref)
             assert upper is None or unit != 'GB/s', (pattern, ref)
+    # Page-locked memory by the copy engine, one way: C2C to the own Grace (one size and
+    # the sweep's peak), or on to another superchip's (one size).
+    assert set(references._gh200_transfers()) == {
+        f'gpu_numa_{via}_{d}_ce_{a}{peak}_min' for a in references.PAGE_LOCKED
+        for d in ('h2d', 'd2h') for via, peak in (('c2c', ''), ('c2c', '_peak'),
+                                                  ('c2c_interconnect', ''))}
     # The bandwidth references stay apart: their table is unchanged in shape.
     assert set(references.REFERENCES) == {'read', 'write', 'copy'}
 
@@ -423,22 +569,28 @@ def test_seed_bands_hold_the_published_gh200_figures_widely():
                 sn.evaluate(sn.assert_reference(outside, value, lower, upper))
 
 
-def test_resolve_transfers_on_alps():
-    names = ['gpu2_numa2_h2d_ce_pinned', 'gpu2_numa2_d2h_ce_registered',
-             'gpu2_numa0_h2d_ce_pinned', 'gpu0_numa3_d2h_ce_pinned',
-             'gpu0_numa3_d2h_ce_pinned_peak',
-             'gpu1_numa1_h2d_ce_pinned_peak', 'gpu1_numa1_h2d_ce_pinned_sat',
-             'gpu0_numa0_h2d_sm_pinned', 'gpu0_numa0_h2d_ce_system',
-             'gpu0_numa0_bidir_ce_pinned', 'gpu0_numa0_h2d_ce_pinned_lat4B']
+def test_resolve_transfers_on_gh200_by_class():
+    names = ['gpu_numa_c2c_h2d_ce_pinned_min', 'gpu_numa_c2c_d2h_ce_registered_min',
+             'gpu_numa_c2c_interconnect_h2d_ce_pinned_min',
+             'gpu_numa_c2c_interconnect_d2h_ce_registered_min',
+             'gpu_numa_c2c_interconnect_d2h_ce_pinned_peak_min',   # sweeps: own node only
+             'gpu_numa_c2c_h2d_ce_pinned_peak_min', 'gpu_numa_c2c_d2h_ce_registered_peak_min',
+             'gpu_numa_c2c_h2d_sm_pinned_min', 'gpu_numa_c2c_h2d_ce_system_min',
+             'gpu_numa_c2c_bidir_ce_pinned_min', 'gpu_numa_c2c_bidir_h2d_ce_pinned_min',
+             'gpus_numa_c2c_h2d_ce_pinned_min', 'gpu_numa_c2c_h2d_ce_pinned_lat4B_max',
+             'gpu_numa_pcie_h2d_ce_pinned_min',
+             # The per-path names of before get nothing.
+             'gpu2_numa2_h2d_ce_pinned', 'gpu1_numa1_h2d_ce_pinned_peak']
     table = references.resolve_transfers(names)[references.GH200]
     assert table == {
-        'gpu2_numa2_h2d_ce_pinned': references.GH200_H2D_C2C,
-        'gpu2_numa2_d2h_ce_registered': references.GH200_D2H_C2C,
-        'gpu2_numa0_h2d_ce_pinned': references.GH200_REMOTE_SOCKET,
-        'gpu0_numa3_d2h_ce_pinned': references.GH200_REMOTE_SOCKET,
-        'gpu1_numa1_h2d_ce_pinned_peak': references.GH200_H2D_C2C,
+        'gpu_numa_c2c_h2d_ce_pinned_min': references.GH200_H2D_C2C,
+        'gpu_numa_c2c_d2h_ce_registered_min': references.GH200_D2H_C2C,
+        'gpu_numa_c2c_interconnect_h2d_ce_pinned_min': references.GH200_REMOTE_SOCKET,
+        'gpu_numa_c2c_interconnect_d2h_ce_registered_min': references.GH200_REMOTE_SOCKET,
+        'gpu_numa_c2c_h2d_ce_pinned_peak_min': references.GH200_H2D_C2C,
+        'gpu_numa_c2c_d2h_ce_registered_peak_min': references.GH200_D2H_C2C,
     }
-    assert references.resolve_transfers(['gpu0_gpu0_device_grid']) == {}
+    assert references.resolve_transfers(['gpu_gpu_local_device_min']) == {}
 
 
 # ---- the checks' logic with a stand-in binary ---------------------------------------------
@@ -484,37 +636,49 @@ def perf(case: dict) -> dict[str, tuple[float, str]]:
     return {k.split(':')[-1]: (v[0], v[4]) for k, v in case['perfvalues'].items()}
 
 
-def test_checks_report_their_variables_and_keep_the_hdf5(tmp_path: Path, gpu_config: Path):
-    bandwidth = [bw_line(), bw_line(direction='d2h', gbps=45.5),
+def test_checks_report_their_classes_and_keep_the_hdf5(tmp_path: Path, gpu_config: Path):
+    bandwidth = [bw_line(), bw_line(gpu='1', numa=1, gbps=48.0),     # the class: gpu1's
+                 bw_line(direction='d2h', gbps=45.5),
                  bw_line(direction='bidir', gbps=90.0), SCHEMA_LINES[2]]
-    sweep = [bw_line(size=4096, gbps=2.0, sat=1 << 23), bw_line(size=1 << 23, gbps=49.0,
-                                                                 sat=1 << 23)]
-    latency = [lat_line(4), lat_line(4, 'd2h', 10.25), lat_line(8, us=9.75)]
+    sweep = [bw_line(size=4096, gbps=2.0, sat=1 << 23),
+             bw_line(size=1 << 23, gbps=49.0, sat=1 << 23),
+             bw_line(gpu='1', numa=1, size=1 << 23, gbps=52.0, sat=1 << 22)]
+    latency = [lat_line(4), lat_line(4, gpu='1', numa=1, us=9.0, p99=25.0),
+               lat_line(4, 'd2h', 10.25), lat_line(8, us=9.75)]
     fake_mempath(tmp_path / 'fake_src', bandwidth, sweep, latency)
-    cases = run_checks(tmp_path, gpu_config, 'MempathTransferBandwidth%coverage=acceptance',
-                       'MempathTransferLatency%coverage=acceptance', 'MempathTransferSweep')
-    for name in ('MempathTransferBandwidth %coverage=acceptance', 'MempathTransferSweep',
-                 'MempathTransferLatency %coverage=acceptance'):
+    cases = run_checks(tmp_path, gpu_config, 'MempathTransferBandwidth', 'MempathTransferSweep',
+                       'MempathTransferLatency')
+    for name in ('MempathTransferBandwidth %coverage=acceptance',
+                 'MempathTransferBandwidth %coverage=full', 'MempathTransferSweep',
+                 'MempathTransferLatency %coverage=acceptance',
+                 'MempathTransferLatency %coverage=full'):
         assert cases[name]['result'] == 'pass', cases[name]['fail_reason']
         kept = Path(cases[name]['outputdir'])
         assert (kept / 'memcpy.h5').is_file(), f'memcpy.h5 not kept in {kept}'
+    one_size = {
+        'gpu_numa_c2c_h2d_ce_pinned_min': (48.0, 'GB/s'),
+        'gpu_numa_c2c_d2h_ce_pinned_min': (45.5, 'GB/s'),
+        'gpu_numa_c2c_bidir_ce_pinned_min': (90.0, 'GB/s'),
+    }
+    # The directions of a bidir case at acceptance coverage only.
     assert perf(cases['MempathTransferBandwidth %coverage=acceptance']) == {
-        'gpu0_numa0_h2d_ce_pinned': (50.0, 'GB/s'),
-        'gpu0_numa0_d2h_ce_pinned': (45.5, 'GB/s'),
-        'gpu0_numa0_bidir_ce_pinned': (90.0, 'GB/s'),
-        'gpu0_numa0_bidir_h2d_ce_pinned': (46.0, 'GB/s'),
-        'gpu0_numa0_bidir_d2h_ce_pinned': (44.0, 'GB/s'),
+        **one_size,
+        'gpu_numa_c2c_bidir_h2d_ce_pinned_min': (46.0, 'GB/s'),
+        'gpu_numa_c2c_bidir_d2h_ce_pinned_min': (44.0, 'GB/s'),
     }
-    assert perf(cases['MempathTransferSweep']) == {
-        'gpu0_numa0_h2d_ce_pinned_peak': (49.0, 'GB/s'),
-        'gpu0_numa0_h2d_ce_pinned_sat': (8.0, 'MiB'),
+    assert perf(cases['MempathTransferBandwidth %coverage=full']) == one_size
+    assert perf(cases['MempathTransferSweep']) == {   # gpu0's peak; no saturation size
+        'gpu_numa_c2c_h2d_ce_pinned_peak_min': (49.0, 'GB/s'),
     }
-    assert perf(cases['MempathTransferLatency %coverage=acceptance']) == {  # 4 B only
-        'gpu0_numa0_h2d_ce_pinned_lat4B': (9.5, 'us'),
-        'gpu0_numa0_h2d_ce_pinned_lat4B_p99': (19.0, 'us'),
-        'gpu0_numa0_d2h_ce_pinned_lat4B': (10.25, 'us'),
-        'gpu0_numa0_d2h_ce_pinned_lat4B_p99': (20.5, 'us'),
+    at_4_bytes = {
+        'gpu_numa_c2c_h2d_ce_pinned_lat4B_max': (9.5, 'us'),
+        'gpu_numa_c2c_h2d_ce_pinned_lat4B_p99_max': (25.0, 'us'),
+        'gpu_numa_c2c_d2h_ce_pinned_lat4B_max': (10.25, 'us'),
+        'gpu_numa_c2c_d2h_ce_pinned_lat4B_p99_max': (20.5, 'us'),
     }
+    # 4 B only, whatever the coverage (every size stays in memcpy.h5).
+    assert perf(cases['MempathTransferLatency %coverage=acceptance']) == at_4_bytes
+    assert perf(cases['MempathTransferLatency %coverage=full']) == at_4_bytes
 
 
 @pytest.mark.parametrize('lines, exit_code, write_h5, reason', [
@@ -535,20 +699,24 @@ def test_check_fails_on_failed_or_missing_cases(tmp_path: Path, gpu_config: Path
 
 
 @pytest.mark.parametrize('h2d, result', [(398.0, 'pass'), (50.0, 'fail')])
-def test_alps_references_judge_the_variables(tmp_path: Path, gh200_config: Path,
-                                             h2d: float, result: str):
-    lines = [bw_line(gpu='1', numa=1, gbps=h2d), bw_line(gpu='1', numa=1, direction='d2h',
-                                                          gbps=300.0),
+def test_gh200_references_judge_the_weakest_gpu_of_a_class(tmp_path: Path, gh200_config: Path,
+                                                           h2d: float, result: str):
+    lines = [bw_line(gpu='0', numa=0, gbps=420.0),       # the other GPU is always fast
+             bw_line(gpu='1', numa=1, gbps=h2d),
+             bw_line(gpu='1', numa=1, direction='d2h', gbps=300.0),
              bw_line(gpu='1', numa=1, direction='bidir', gbps=1.0)]   # no reference: any
     fake_mempath(tmp_path / 'fake_src', lines, [], [])
     name = 'MempathTransferBandwidth %coverage=acceptance'
     case = run_checks(tmp_path, gh200_config,
                       'MempathTransferBandwidth%coverage=acceptance')[name]
     assert case['result'] == result, case['fail_reason']
+    assert perf(case)['gpu_numa_c2c_h2d_ce_pinned_min'] == (h2d, 'GB/s')
     refs = {k.split(':')[-1]: v[1] for k, v in case['perfvalues'].items()}
-    assert refs['gpu1_numa1_h2d_ce_pinned'] == references.GH200_H2D_C2C[0]
-    assert refs['gpu1_numa1_d2h_ce_pinned'] == references.GH200_D2H_C2C[0]
-    assert refs['gpu1_numa1_bidir_ce_pinned'] == 0
+    assert refs == {'gpu_numa_c2c_h2d_ce_pinned_min': references.GH200_H2D_C2C[0],
+                    'gpu_numa_c2c_d2h_ce_pinned_min': references.GH200_D2H_C2C[0],
+                    'gpu_numa_c2c_bidir_ce_pinned_min': 0,
+                    'gpu_numa_c2c_bidir_h2d_ce_pinned_min': 0,
+                    'gpu_numa_c2c_bidir_d2h_ce_pinned_min': 0}
     if result == 'fail':
         assert case['fail_phase'] == 'performance'
-        assert 'gpu1_numa1_h2d_ce_pinned' in case['fail_reason']
+        assert 'gpu_numa_c2c_h2d_ce_pinned_min' in case['fail_reason']
