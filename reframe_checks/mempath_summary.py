@@ -147,6 +147,20 @@ class Case:
     status: str
     median_GBps: float | None
     via: str = ''     # the links of the path (`local`, `c2c`, `c2c+interconnect`, ...)
+    placement: str = ''   # where the pages were after the case (`numaN`, mixes, `unknown`)
+
+    @property
+    def placed_as_named(self) -> bool:
+        """The pages stayed in the memory the case names (the report's rule, C++
+        placed_as_named): managed memory counts only where the run saw its pages there; a GPU
+        memory may show as a NUMA node (GH200 HBM). A managed read that pulled host pages
+        into HBM would otherwise put HBM speed in a host-memory class."""
+        where = self.placement
+        if where == self.mem:
+            return True
+        if where in ('', 'unknown'):
+            return self.alloc != 'managed'
+        return self.mem.startswith('gpu') and re.fullmatch(r'numa\d+', where) is not None
 
     @property
     def path(self) -> tuple[str, str, str, str]:
@@ -163,7 +177,8 @@ def bw_case(s: SummaryLine) -> Case:
     """The Case of a `MEMPATH bw ...` summary line."""
     return Case(op=s['op'], pu=s['pu'], mem=s['mem'], dst=s.get('dst'), alloc=s['alloc'],
                 kernel=s.get('kernel'), threads=int(s.get('threads', '-1')), status=s.status,
-                median_GBps=s.number('median_GBps'), via=s.get('via'))
+                median_GBps=s.number('median_GBps'), via=s.get('via'),
+                placement=s.get('placement'))
 
 
 def parse_bw_lines(lines: Iterable[str]) -> list[Case]:
@@ -237,9 +252,10 @@ def class_extremes(items: Iterable[tuple[str, float, object]], worst: str = 'min
 
 def class_minima(cases: Iterable[Case]) -> dict[str, Case]:
     """Class variable -> its weakest path (the case of the smallest median), each path
-    counted at its best kernel and largest thread count (`perf_cases`)."""
+    counted at its best kernel and largest thread count (`perf_cases`), where its pages
+    stayed in the memory it names (`Case.placed_as_named`)."""
     best: dict[tuple[str, str, str, str], Case] = {}
-    for c in perf_cases(cases).values():
+    for c in perf_cases(c for c in cases if c.placed_as_named).values():
         held = best.get(c.path)
         if held is None or c.median_GBps > held.median_GBps:
             best[c.path] = c

@@ -393,6 +393,27 @@ def test_a_class_reports_its_weakest_gpu_at_its_best_kernel():
     assert cases['gpu_gpu_local_device_min'].pu == 'gpu1'
 
 
+def test_a_class_counts_a_path_only_where_its_pages_stayed():
+    """An H100 run (device, 2026-11-25): managed memory on numa0 read by the GPU migrated
+    into HBM and ran at 3,083 GB/s with placement unknown; it must not become the host
+    memory class's figure (the report's matrix follows the same rule)."""
+    line = ('MEMPATH bw op=read pu=gpu0 mem={mem} dst=- alloc={alloc} kernel=grid threads=1 '
+            'size=1 via={via} placement={where} status=ok median_GBps={v} min_GBps=1 '
+            'max_GBps=2 reps=3')
+    lines = [line.format(mem='numa0', alloc='managed', via='pcie', where='unknown', v=3083),
+             line.format(mem='numa0', alloc='managed', via='c2c', where='numa4', v=3900),
+             line.format(mem='numa0', alloc='managed', via='nvlink', where='numa0', v=400),
+             line.format(mem='numa0', alloc='pinned', via='pcie', where='numa0', v=51),
+             line.format(mem='numa0', alloc='registered', via='pcie', where='-', v=50),
+             line.format(mem='gpu0', alloc='managed', via='local', where='numa4', v=3800),
+             line.format(mem='numa1', alloc='numa', via='pcie', where='numa1:0.5,numa0:0.5', v=9)]
+    cases = mempath_summary.class_minima(map(mempath_summary.bw_case,
+                                             mempath_summary.parse_lines(lines, 'bw')))
+    assert {n: c.median_GBps for n, c in cases.items()} == {
+        'gpu_numa_nvlink_managed_min': 400, 'gpu_numa_pcie_pinned_min': 51,
+        'gpu_numa_pcie_registered_min': 50, 'gpu_gpu_local_managed_min': 3800}
+
+
 def test_gh200_reference_patterns_name_real_quad_gh200_classes():
     binary = built_binary()
     names = {name for op in ('read',) for kind in ('cpu', 'gpu')
