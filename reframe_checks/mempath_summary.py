@@ -133,6 +133,15 @@ PERF_VAR_PATTERN = (r'(?P<pu>cpus|cpu\d+|gpu\d+)_(?P<mem>numa\d+|gpu\d+)'
 PERF_VAR_RE = re.compile(PERF_VAR_PATTERN)
 
 
+def stayed(s: SummaryLine) -> bool:
+    """The line's pages stayed in the memory it names: its `placed` field (the binary's
+    rule, C++ placed_as_named, the report's too) is not 0. A managed buffer that a GPU
+    pulled into HBM, or a CPU into host memory, would otherwise give a class the other
+    memory's figure (3,083 GB/s as "host memory over PCIe" on an H100). Lines without
+    the field (older binaries, families that keep their pages) count."""
+    return s.get('placed') != '0'
+
+
 @dataclass(frozen=True)
 class Case:
     """One summary line of `mempath bw`, as far as the checks need it."""
@@ -147,20 +156,7 @@ class Case:
     status: str
     median_GBps: float | None
     via: str = ''     # the links of the path (`local`, `c2c`, `c2c+interconnect`, ...)
-    placement: str = ''   # where the pages were after the case (`numaN`, mixes, `unknown`)
-
-    @property
-    def placed_as_named(self) -> bool:
-        """The pages stayed in the memory the case names (the report's rule, C++
-        placed_as_named): managed memory counts only where the run saw its pages there; a GPU
-        memory may show as a NUMA node (GH200 HBM). A managed read that pulled host pages
-        into HBM would otherwise put HBM speed in a host-memory class."""
-        where = self.placement
-        if where == self.mem:
-            return True
-        if where in ('', 'unknown'):
-            return self.alloc != 'managed'
-        return self.mem.startswith('gpu') and re.fullmatch(r'numa\d+', where) is not None
+    placed: bool = True   # the pages stayed in `mem` (`stayed`)
 
     @property
     def path(self) -> tuple[str, str, str, str]:
@@ -177,8 +173,7 @@ def bw_case(s: SummaryLine) -> Case:
     """The Case of a `MEMPATH bw ...` summary line."""
     return Case(op=s['op'], pu=s['pu'], mem=s['mem'], dst=s.get('dst'), alloc=s['alloc'],
                 kernel=s.get('kernel'), threads=int(s.get('threads', '-1')), status=s.status,
-                median_GBps=s.number('median_GBps'), via=s.get('via'),
-                placement=s.get('placement'))
+                median_GBps=s.number('median_GBps'), via=s.get('via'), placed=stayed(s))
 
 
 def parse_bw_lines(lines: Iterable[str]) -> list[Case]:
@@ -253,9 +248,9 @@ def class_extremes(items: Iterable[tuple[str, float, object]], worst: str = 'min
 def class_minima(cases: Iterable[Case]) -> dict[str, Case]:
     """Class variable -> its weakest path (the case of the smallest median), each path
     counted at its best kernel and largest thread count (`perf_cases`), where its pages
-    stayed in the memory it names (`Case.placed_as_named`)."""
+    stayed in the memory it names (`stayed`)."""
     best: dict[tuple[str, str, str, str], Case] = {}
-    for c in perf_cases(c for c in cases if c.placed_as_named).values():
+    for c in perf_cases(c for c in cases if c.placed).values():
         held = best.get(c.path)
         if held is None or c.median_GBps > held.median_GBps:
             best[c.path] = c
@@ -287,7 +282,8 @@ class ClassMetric:
     name a processor, a memory and their links: `path` (a Metric) gives each path its
     value (a size or thread sweep collapsing by its rule), `name` (a template over
     `class_fields`) the class the path counts in, and the class reports its worst path
-    (`worst`: `min` for throughputs, `max` for latencies), named `{name}_{worst}`."""
+    (`worst`: `min` for throughputs, `max` for latencies), named `{name}_{worst}`. A line
+    counts only where its pages stayed (`stayed`)."""
 
     path: Metric
     name: str
@@ -304,6 +300,7 @@ class ClassMetric:
         if self.only:
             key, allowed = self.only
             lines = [s for s in lines if s.get(key) in allowed]
+        lines = [s for s in lines if stayed(s)]
         members = ((f'{self.name.format(**class_fields(s.fields))}_{self.worst}', value, s)
                    for value, s in self.path.chosen(lines).values())
         return {name: (value, self.unit)

@@ -11,7 +11,9 @@ the weakest GPU of it), named `{gpu}_numa_{via}_{direction}_{engine}_{alloc}[_{m
     MempathTransferLatency %coverage=acceptance     (tag acceptance)
         --gpu all --alloc pinned --latency
     MempathTransferBandwidth %coverage=full         (tag full)
-        --gpu all --mem all, every allocator and engine, 1 GiB
+        --gpu all --mem all, every allocator, copy engines, 1 GiB
+    MempathTransferSmBandwidth                      (tag full)
+        --gpu all --mem all, every allocator, SM copy kernels, 1 GiB
     MempathTransferAllGpus                          (tag full)
         --all-gpus, every allocator and engine, 1 GiB
     MempathTransferSweep                            (tag full)
@@ -137,7 +139,13 @@ TRANSFER_CHECKS = (
               'size': size_variable(), 'mode_flags': (('--size', 'size'),),
               'DEFAULTS': {'acceptance': {'gpus': 'all', 'allocs': 'pinned', 'engines': 'ce',
                                           'directions': BW_DIRECTIONS},
-                           'full': {'gpus': 'all', 'mems': 'all', **FULL_BW}}}),
+                           # Copy engines only: with the SM copies (their own check
+                           # below) a quad GH200 would give 44 classes in one check.
+                           'full': {'gpus': 'all', 'mems': 'all', **FULL_BW, 'engines': 'ce'}}}),
+    Row('MempathTransferSmBandwidth', tags=frozenset(),
+        descr='mempath memcpy --engine sm: host<->device bandwidth of SM copy kernels',
+        body={'kind': 'bandwidth', 'size': size_variable(), 'mode_flags': (('--size', 'size'),),
+              'DEFAULTS': {'full': {'gpus': 'all', 'mems': 'all', **FULL_BW, 'engines': 'sm'}}}),
     Row('MempathTransferAllGpus', tags=frozenset(), case_options=('--all-gpus',),
         descr='mempath memcpy --all-gpus: every GPU at once',
         body={'kind': 'bandwidth', 'size': size_variable(), 'mode_flags': (('--size', 'size'),),

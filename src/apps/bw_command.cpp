@@ -121,7 +121,8 @@ const std::vector<ColumnSpec> kCaseColumns = {
     {"reps", ColumnType::Int, ""},           {"passes", ColumnType::Int, ""},
     {"median_GBps", ColumnType::Float, "GB/s"}, {"min_GBps", ColumnType::Float, "GB/s"},
     {"max_GBps", ColumnType::Float, "GB/s"}, {"placement", ColumnType::String, ""},
-    {"dst_placement", ColumnType::String, ""}, {"verified", ColumnType::Int, ""},
+    {"dst_placement", ColumnType::String, ""}, {"placed", ColumnType::Int, ""},
+    {"verified", ColumnType::Int, ""},
     {"cache_resident", ColumnType::Int, ""},
 };
 
@@ -200,6 +201,8 @@ class BwBenchmark : public Benchmark {
     row["max_GBps"] = s.max;
     row["placement"] = o.placement;
     row["dst_placement"] = o.dst_placement;
+    row["placed"] = placed_column(o.status, placed_as_named(*topo_, o.placement, c.mem, c.alloc) &&
+                                                (c.dst_mem.empty() || placed_as_named(*topo_, o.dst_placement, c.dst_mem, c.dst_alloc)));
     row["verified"] = static_cast<int64_t>(o.verified);
     row["cache_resident"] = static_cast<int64_t>(c.in_cache);
     out_rows.cases.push_back(row);
@@ -207,8 +210,8 @@ class BwBenchmark : public Benchmark {
   }
   std::vector<SummaryField> summary_fields(const Row&) const override {
     return {field("op"), field("pu"), field("mem"), field("dst", "dst_mem"), field("alloc"), field("kernel"),
-            field("threads"), field("size", "size_bytes"), field("via"), field("placement"), field("status"),
-            metric("median_GBps", 2), metric("min_GBps", 2), metric("max_GBps", 2), metric("reps")};
+            field("threads"), field("size", "size_bytes"), field("via"), field("placement"), field("placed"),
+            field("status"), metric("median_GBps", 2), metric("min_GBps", 2), metric("max_GBps", 2), metric("reps")};
   }
   // nvbandwidth's view of `--all`: one processor x memory matrix per op, each cell the
   // best median of the path's cases (any allocator, kernel or thread count).
@@ -222,8 +225,7 @@ class BwBenchmark : public Benchmark {
       const std::string op = text("op"), dst = text("dst_mem");
       if (!matrices.count(op)) ops.push_back(op);
       const std::string memory = text("mem") + (dst.empty() || dst == text("mem") ? "" : ">" + dst);
-      const bool placed = placed_as_named(*topo_, text("placement"), text("mem"), text("alloc")) &&
-                          (dst.empty() || placed_as_named(*topo_, text("dst_placement"), dst, text("dst_alloc")));
+      const bool placed = std::get<int64_t>(row.at("placed")) == 1;
       const std::string status = text("status") == "ok" && !placed ? "misplaced" : text("status");
       matrices[op].add(text("pu"), memory, status, std::get<double>(row.at("median_GBps")));
     }

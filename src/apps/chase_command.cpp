@@ -52,7 +52,7 @@ const std::vector<ColumnSpec> kCaseColumns = {
     {"reps", ColumnType::Int, ""},           {"median_ns", ColumnType::Float, "ns"},
     {"min_ns", ColumnType::Float, "ns"},     {"median_cycles", ColumnType::Float, "cycles"},
     {"huge_page_fraction", ColumnType::Float, ""}, {"placement", ColumnType::String, ""},
-    {"verified", ColumnType::Int, ""},
+    {"placed", ColumnType::Int, ""},         {"verified", ColumnType::Int, ""},
 };
 const std::vector<ColumnSpec> kCacheColumns = {
     {"pu", ColumnType::String, ""}, {"level", ColumnType::String, ""},
@@ -315,6 +315,7 @@ class ChaseBenchmark : public Benchmark {
                 {"reps", static_cast<int64_t>(ok ? ns.size() : 0)}, {"median_ns", ns_sum.median},
                 {"min_ns", ns_sum.min}, {"median_cycles", cycle_sum.median},
                 {"huge_page_fraction", o.huge_fraction}, {"placement", o.placement},
+                {"placed", placed_column(out.status, placed_as_named(*topo_, o.placement, c.mem, alloc_name(c.alloc)))},
                 {"verified", static_cast<int64_t>(o.verified)}});
     rows.cases.push_back(row);
     return rows;
@@ -322,7 +323,8 @@ class ChaseBenchmark : public Benchmark {
   std::vector<SummaryField> summary_fields(const Row& row) const override {
     std::vector<SummaryField> f = {field("pu"), field("cpu"), field("mem"), field("alloc"), field("via"), field("pattern"),
                                    field("size", "size_bytes"), field("line", "line_bytes"),
-                                   field("locality", "locality_bytes"), field("huge", "huge_pages"), field("status"),
+                                   field("locality", "locality_bytes"), field("huge", "huge_pages"), field("placement"),
+                                   field("placed"), field("status"),
                                    metric("median_ns", 2), metric("min_ns", 2)};
     // CPU chases count no cycles.
     if (!std::isnan(std::get<double>(row.at("median_cycles")))) f.push_back(metric("median_cycles", 1));

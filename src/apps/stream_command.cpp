@@ -42,7 +42,7 @@ const std::vector<ColumnSpec> kCaseColumns = {
     {"best_GBps", ColumnType::Float, "GB/s"}, {"median_GBps", ColumnType::Float, "GB/s"},
     {"min_GBps", ColumnType::Float, "GB/s"}, {"max_GBps", ColumnType::Float, "GB/s"},
     {"verified", ColumnType::Int, ""},      {"placement", ColumnType::String, ""},
-    {"sweep", ColumnType::Int, ""},         {"best_threads", ColumnType::Int, ""},
+    {"placed", ColumnType::Int, ""},        {"sweep", ColumnType::Int, ""},         {"best_threads", ColumnType::Int, ""},
 };
 
 struct Measured {
@@ -195,14 +195,17 @@ class StreamBenchmark : public Benchmark {
                             {"reps", static_cast<int64_t>(ok ? gbps.size() : 0)}, {"best_GBps", sum.max},
                             {"median_GBps", sum.median}, {"min_GBps", sum.min}, {"max_GBps", sum.max},
                             {"verified", static_cast<int64_t>(m && m->verified)},
-                            {"placement", m ? m->placement : ""}, {"sweep", static_cast<int64_t>(sc.sweep >= 0)},
+                            {"placement", m ? m->placement : ""},
+                            {"placed", placed_column(out.status, m && placed_as_named(*topo_, m->placement, c.mem,
+                                                                                       alloc_name(c.alloc)))},
+                            {"sweep", static_cast<int64_t>(sc.sweep >= 0)},
                             {"best_threads", static_cast<int64_t>(-1)}});
     }
     return rows;
   }
   std::vector<SummaryField> summary_fields(const Row&) const override {
     return {field("pu"), field("mem"), field("alloc"), field("via"), field("threads"), field("kernel"), field("size", "array_bytes"),
-            field("status"), metric("best_GBps", 2), metric("median_GBps", 2)};
+            field("placement"), field("placed"), field("status"), metric("best_GBps", 2), metric("median_GBps", 2)};
   }
 
   // A thread sweep's rows learn its best thread count (the one whose triad, STREAM's

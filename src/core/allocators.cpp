@@ -204,7 +204,7 @@ std::unique_ptr<Buffer> allocate(const Topology& topo, const std::string& alloc,
 
 bool placed_as_named(const Topology& topo, const std::string& placement, const std::string& mem,
                      const std::string& alloc) {
-  if (placement == mem) return true;
+  if (placement == mem || mem == "interleave") return true;
   if (placement.empty() || placement == "unknown") return alloc != "managed";
   for (const auto& g : topo.gpus) {
     if (g.hbm_numa < 0) continue;

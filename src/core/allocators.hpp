@@ -69,9 +69,15 @@ std::string format_placement(const std::vector<int>& status);
 // Whether a case's pages were where it names them (`mem`), the rule the report applies
 // (docs/analysis.md): a GPU's HBM NUMA node and its gpuN are one memory; a mixed placement
 // does not count; `unknown` counts except for managed memory, whose pages a GPU pulls into
-// its own HBM (3,374 GB/s "from numa0" on an H200).
+// its own HBM (3,374 GB/s "from numa0" on an H200); an interleaved buffer (`interleave`)
+// is a mix by design.
 bool placed_as_named(const Topology& topo, const std::string& placement, const std::string& mem,
                      const std::string& alloc);
+// The `placed` column of a case (bw, chase, stream): 1 when its pages stayed where it names
+// them, 0 when not (its figure is another memory's), -1 for a case that did not run.
+inline int64_t placed_column(const std::string& status, bool placed) {
+  return status == "ok" ? (placed ? 1 : 0) : -1;
+}
 
 // Free bytes of memory `mem` (numaN: the node's free memory; gpuN: cudaMemGetInfo) now.
 uint64_t free_bytes(const std::string& mem);

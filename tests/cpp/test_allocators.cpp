@@ -56,6 +56,10 @@ TEST(Allocators, PlacedAsNamedFollowsTheReportsRule) {
   EXPECT_TRUE(placed_as_named(quad, "unknown", "numa0", "pinned"));
   EXPECT_FALSE(placed_as_named(quad, "unknown", "numa0", "managed"));  // pulled into a GPU
   EXPECT_FALSE(placed_as_named(quad, "gpu0", "numa0", "managed"));
+  EXPECT_TRUE(placed_as_named(quad, "numa0:0.5,numa1:0.5", "interleave", "numa"));  // spread by design
+  EXPECT_EQ(placed_column("ok", true), 1);
+  EXPECT_EQ(placed_column("ok", false), 0);
+  EXPECT_EQ(placed_column("skipped", true), -1);  // a case that did not run says nothing
 }
 
 }  // namespace

@@ -16,6 +16,9 @@ from test_reframe import CHECKS, CONFIGS, generic_variant, reframe
 
 sys.path.insert(0, str(CHECKS))
 
+import applications  # noqa: E402
+import latency  # noqa: E402
+import mempath_summary  # noqa: E402
 import mempath_summary as ms  # noqa: E402
 from mempath_summary import ClassMetric, MalformedLine, Metric  # noqa: E402
 
@@ -287,6 +290,7 @@ CHECKS_OF_THE_TABLES = {
     'MempathStreamSweep %alloc=registered': ({'full', 'applications'}, '2h', '+nvgpu'),
     'MempathStreamSweep %alloc=managed': ({'full', 'applications'}, '2h', '+nvgpu'),
     'MempathStreamSweep %alloc=device': ({'full', 'applications'}, '2h', '+nvgpu'),
+    'MempathTransferSmBandwidth': ({'full', 'transfers', 'gpu'}, '2h', '+nvgpu'),
     'MempathTransferAllGpus': ({'full', 'transfers', 'gpu'}, '2h', '+nvgpu'),
     'MempathTransferBandwidth %coverage=acceptance': ({'acceptance', 'gpu', 'transfers'}, '2h', '+nvgpu'),
     'MempathTransferBandwidth %coverage=full': ({'full', 'transfers', 'gpu'}, '2h', '+nvgpu'),
@@ -385,3 +389,27 @@ def test_rows_and_flags_make_one_command_form(every_feature: Path, tmp_path: Pat
         'MempathMpiBandwidth %ranks_per_node=2': 'bw --max-size 1MiB --ppn 2 --output mpi_bw.h5',
         'MempathNccl': 'nccl --placement device,host,peer --output nccl.h5 --warmup 2',
     }
+
+
+def test_a_class_counts_a_line_only_where_its_pages_stayed():
+    """H100, 2026-11-25: a CPU chase of managed memory on gpu0 ran at host latency
+    (155 ns: the pages had moved to numa0); the binary marks such a line `placed=0`, and
+    it counts in no class. Lines without the field (older binaries) count as before."""
+    chase = ('MEMPATH chase pu={pu} cpu=0 mem={mem} alloc={alloc} via={via} pattern=random '
+             'size=1 line=64 locality=1 huge=0 {placed}status=ok median_ns={ns}')
+    lines = mempath_summary.parse_lines([
+        chase.format(pu='cpu0', mem='gpu0', alloc='managed', via='pcie', placed='placed=0 ', ns=155),
+        chase.format(pu='cpu0', mem='numa0', alloc='numa', via='local', placed='placed=1 ', ns=120),
+        chase.format(pu='cpu1', mem='numa1', alloc='numa', via='local', placed='placed=0 ', ns=300),
+        chase.format(pu='gpu0', mem='gpu0', alloc='managed', via='local', placed='placed=1 ', ns=700),
+        chase.format(pu='gpu1', mem='gpu1', alloc='device', via='local', placed='', ns=650)])
+    assert latency.CHASE_METRIC.values(lines) == {
+        'latency_ns_cpu_numa_local_numa_random_max': (120.0, 'ns'),
+        'latency_ns_gpu_gpu_local_managed_random_max': (700.0, 'ns'),
+        'latency_ns_gpu_gpu_local_device_random_max': (650.0, 'ns')}
+    stream = ('MEMPATH stream pu=cpus mem=interleave alloc=numa via=interleave threads=8 '
+              'kernel=triad size=1 placement=numa0:0.5,numa1:0.5 placed=1 status=ok '
+              'best_GBps=90 median_GBps=80')
+    assert applications.MempathStreamCommand.metric.values(
+        mempath_summary.parse_lines([stream])) == {
+        'triad_GBps_cpus_interleave_interleave_numa_min': (90.0, 'GB/s')}
