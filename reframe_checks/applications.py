@@ -72,6 +72,8 @@ mempath_run.define(globals(), MempathStreamCommand, (
         tags=frozenset({'applications', 'acceptance'}),
         case_options=('--all', '--threads', 'all', '--alloc', 'numa,device')),
 ))
+
+
 # One check per allocator (mempath_run.PerAllocator): ~90 classes at once on a quad GH200.
 class PerAllocatorStream(MempathStreamCommand, mempath_run.PerAllocator):
     pass
@@ -81,8 +83,7 @@ mempath_run.define(globals(), PerAllocatorStream, (
     Row('MempathStreamSweep', time_limit=FULL_TIME_LIMIT,
         descr='mempath stream --all: STREAM by thread count, one allocator',
         tags=frozenset({'applications', 'full'}), case_options=('--all',),
-        body={'alloc': parameter(['system', 'numa', 'pinned', 'registered', 'managed',
-                                  'device'])}),
+        body={'alloc': parameter(mempath_run.ALLOCATORS)}),
 ))
 mempath_run.define(globals(), MempathGemmCommand, (
     Row('MempathGemm', time_limit=ACCEPTANCE_TIME_LIMIT,

@@ -139,8 +139,7 @@ mempath_run.define(globals(), PerAllocatorChase, (
         tags=frozenset({'latency', 'full'}),
         case_options=('--all', '--pattern', 'random,sequential'),
         body={'subcommand': 'chase', 'metric': CHASE_METRIC,
-              'alloc': parameter(['system', 'numa', 'pinned', 'registered', 'managed',
-                                  'device'])}),
+              'alloc': parameter(mempath_run.ALLOCATORS)}),
 ))
 class PerAllocatorPingPong(MempathPingPongCommand, mempath_run.PerAllocator):
     pass
@@ -150,5 +149,6 @@ mempath_run.define(globals(), PerAllocatorPingPong, (
     Row('MempathPingPongFull', output_file='pingpong_full.h5', time_limit=FULL_TIME_LIMIT,
         descr='mempath pingpong: CAS round trips, every pair and memory, one allocator',
         tags=frozenset({'latency', 'full', 'gpu'}),
+        # mempath pingpong's allocators (core/pingpong_plan.hpp).
         body={'alloc': parameter(['numa', 'pinned', 'managed', 'device'])}),
 ))

@@ -85,6 +85,8 @@ class WholeNode(RegressionTestPlugin):
 
 #: Allocators that need CUDA: a check of one of them runs on `+nvgpu` partitions only.
 CUDA_ALLOCATORS = ('pinned', 'registered', 'managed', 'device')
+#: Every allocator of mempath, host-only ones first (the `%alloc=` values of a full sweep).
+ALLOCATORS = ('system', 'numa', *CUDA_ALLOCATORS)
 
 
 class PerAllocator(RegressionTestPlugin):
