@@ -40,13 +40,18 @@ def _placed(placement: str, wanted: str, alloc: str, aliases: Mapping[str, str])
 def mark_placement(cases: pd.DataFrame, aliases: Mapping[str, Mapping[str, str]]) -> pd.DataFrame:
     """Add the column ``placed``: the pages were on the memories the case names.
 
-    ``aliases`` maps a host to its memory_aliases(); a mixed placement does not count.
+    Files of 0.2.0 on carry the binary's own verdict (``placed`` 1/0, -1 for a case that did
+    not run; C++ placed_as_named); for older files the same rule is applied here: ``aliases``
+    maps a host to its memory_aliases(), a mixed placement does not count.
     """
     rows = cases.fillna({"placement": "", "dst_placement": "", "dst_mem": ""})
     dst_allocs = cases["dst_alloc"].fillna("") if "dst_alloc" in cases else cases["alloc"]
     placed = [_placed(r.placement, r.mem, r.alloc, aliases.get(r.host, {}))
               and _placed(r.dst_placement, r.dst_mem, dst_alloc or r.alloc, aliases.get(r.host, {}))
               for r, dst_alloc in zip(rows.itertuples(), dst_allocs)]
+    if "placed" in cases:
+        recorded = pd.to_numeric(cases["placed"], errors="coerce").fillna(-1)
+        placed = [bool(r == 1) if r >= 0 else p for r, p in zip(recorded, placed)]
     return cases.assign(placed=pd.Series(placed, index=cases.index, dtype=bool))
 
 

@@ -377,6 +377,18 @@ def test_placement_decides_whether_a_case_stands_for_its_path() -> None:
                                                                False, True]
 
 
+def test_the_binarys_placed_column_wins_over_the_rule_here() -> None:
+    """0.2.0 files say themselves whether a case's pages stayed (`placed`); older files
+    (no column, or -1: did not run) get the rule applied here."""
+    aliases = {"n": memory_aliases(topology("gh200_single"))}
+    rows = [case(mem="numa0", placement="numa0", placed=0),           # the binary says moved
+            case(mem="numa0", alloc="managed", placement="unknown", placed=1),
+            case(mem="numa0", placement="numa0", placed=-1),          # not run: the rule
+            case(mem="numa0", alloc="managed", placement="unknown", placed=-1)]
+    cases = pd.DataFrame(rows).assign(host="n", dst_mem="")
+    assert list(mark_placement(cases, aliases)["placed"]) == [False, True, True, False]
+
+
 def test_report_leaves_out_cases_whose_pages_were_elsewhere(tmp_path: Path) -> None:
     rows = [case(pu="cpu0", mem="gpu0", via="pcie", alloc="managed", threads=16,
                  placement="numa0", median_GBps=128.0),    # migrated to the host on access
