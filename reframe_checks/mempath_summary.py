@@ -335,7 +335,7 @@ TRANSFER_VAR_PATTERN = (r'(?P<gpu>gpus?)_numa_(?P<via>[a-z0-9_]+?)'
 TRANSFER_VAR_RE = re.compile(TRANSFER_VAR_PATTERN)
 
 #: Units of the transfer variables.
-GBPS, US, MIB = 'GB/s', 'us', 'MiB'
+GBPS, US = 'GB/s', 'us'
 
 
 def size_label(size: int) -> str:
@@ -362,11 +362,9 @@ class Transfer:
     median_GBps: float | None = None
     h2d_median_GBps: float | None = None
     d2h_median_GBps: float | None = None
-    saturation_bytes: int = -1
     median_us: float | None = None
     p99_us: float | None = None
-
-    via: str = ''
+    via: str = ''             # the links between the host node and the GPU
 
     @property
     def group(self) -> tuple:
@@ -387,14 +385,12 @@ class Transfer:
 
 def transfer(s: SummaryLine) -> Transfer:
     """The Transfer of a `MEMPATH memcpy ...` summary line."""
-    sat = s.get('saturation_bytes')
     return Transfer(mode=s['mode'], gpu=s['gpu'], host_numa=int(s.get('host_numa', '-1')),
                     alloc=s['alloc'], direction=s['direction'], engine=s['engine'],
                     size=int(s['size']), status=s.status,
                     median_GBps=s.number('median_GBps'),
                     h2d_median_GBps=s.number('h2d_median_GBps'),
                     d2h_median_GBps=s.number('d2h_median_GBps'),
-                    saturation_bytes=int(sat) if sat else -1,
                     median_us=s.number('median_us'), p99_us=s.number('p99_us'),
                     via=s.get('via'))
 
