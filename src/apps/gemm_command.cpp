@@ -41,7 +41,8 @@ const std::vector<ColumnSpec> kCaseColumns = {
     {"best_TFLOPs", ColumnType::Float, "TFLOP/s"}, {"min_TFLOPs", ColumnType::Float, "TFLOP/s"},
     {"peak_TFLOPs", ColumnType::Float, "TFLOP/s"}, {"fraction_of_peak", ColumnType::Float, ""},
     {"operand_bytes", ColumnType::Int, "bytes"}, {"flops", ColumnType::Int, "FLOP"},
-    {"placement", ColumnType::String, ""},      {"verified", ColumnType::Int, ""},
+    {"placement", ColumnType::String, ""},      {"placed", ColumnType::Int, ""},
+    {"verified", ColumnType::Int, ""},
     {"cublas_version", ColumnType::Int, ""},
 };
 
@@ -225,12 +226,14 @@ class GemmBenchmark : public Benchmark {
          {"best_TFLOPs", s.max}, {"min_TFLOPs", s.min}, {"peak_TFLOPs", peak},
          {"fraction_of_peak", ok ? s.median / peak : kNaN}, {"operand_bytes", 2 * bytes},
          {"flops", static_cast<int64_t>(flops)}, {"placement", o ? o->placement : ""},
+         {"placed", placed_column(out.status, o && placed_as_named(*topo_, o->placement, c.p.mem, c.p.alloc))},
          {"verified", static_cast<int64_t>(o && o->verified)},
          {"cublas_version", static_cast<int64_t>(o ? o->cublas_version : 0)}});
     return rows;
   }
   std::vector<SummaryField> summary_fields(const Row&) const override {
-    return {field("gpu"), field("dtype"), field("n"), field("mem", "a_mem"), field("alloc", "a_alloc"), field("via"), field("status"),
+    return {field("gpu"), field("dtype"), field("n"), field("mem", "a_mem"), field("alloc", "a_alloc"), field("via"),
+            field("placement"), field("placed"), field("status"),
             metric("median_TFLOPs", 2), metric("best_TFLOPs", 2), metric("fraction_of_peak", 3)};
   }
 

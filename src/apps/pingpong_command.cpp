@@ -40,7 +40,8 @@ const std::vector<ColumnSpec> kCaseColumns = {
     {"round_trips", ColumnType::Int, ""}, {"status", ColumnType::String, ""}, {"reason", ColumnType::String, ""},
     {"median_ns", ColumnType::Float, "ns"}, {"mean_ns", ColumnType::Float, "ns"}, {"min_ns", ColumnType::Float, "ns"},
     {"p05_ns", ColumnType::Float, "ns"}, {"p95_ns", ColumnType::Float, "ns"},  {"p99_ns", ColumnType::Float, "ns"},
-    {"max_ns", ColumnType::Float, "ns"}, {"placement", ColumnType::String, ""}, {"verified", ColumnType::Int, ""},
+    {"max_ns", ColumnType::Float, "ns"}, {"placement", ColumnType::String, ""}, {"placed", ColumnType::Int, ""},
+    {"verified", ColumnType::Int, ""},
 };
 
 struct Settings {
@@ -211,12 +212,13 @@ class PingPongBenchmark : public Benchmark {
          {"min_ns", sorted.empty() ? kNaN : sorted.front()}, {"p05_ns", percentile(sorted, 5)},
          {"p95_ns", percentile(sorted, 95)}, {"p99_ns", percentile(sorted, 99)},
          {"max_ns", sorted.empty() ? kNaN : sorted.back()}, {"placement", o ? o->placement : ""},
+         {"placed", placed_column(out.status, o && placed_as_named(*topo_, o->placement, c.mem, alloc_name(c.alloc)))},
          {"verified", static_cast<int64_t>(o && o->verified)}});
     return rows;
   }
   std::vector<SummaryField> summary_fields(const Row&) const override {
     return {field("a"), field("b"), field("a_cpu"), field("b_cpu"), field("mem"), field("alloc"), field("via"),
-            field("status"), metric("median_ns", 1), metric("mean_ns", 1), metric("p99_ns", 1), metric("round_trips")};
+            field("placement"), field("placed"), field("status"), metric("median_ns", 1), metric("mean_ns", 1), metric("p99_ns", 1), metric("round_trips")};
   }
 
  private:

@@ -73,7 +73,7 @@ std::string format_placement(const std::vector<int>& status);
 // is a mix by design.
 bool placed_as_named(const Topology& topo, const std::string& placement, const std::string& mem,
                      const std::string& alloc);
-// The `placed` column of a case (bw, chase, stream): 1 when its pages stayed where it names
+// The `placed` column of a case (bw, chase, stream, pingpong, gemm): 1 when its pages stayed where it names
 // them, 0 when not (its figure is another memory's), -1 for a case that did not run.
 inline int64_t placed_column(const std::string& status, bool placed) {
   return status == "ok" ? (placed ? 1 : 0) : -1;

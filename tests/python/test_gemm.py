@@ -12,7 +12,7 @@ from conftest import run, summaries
 
 CASE_COLUMNS = {"case_id", "gpu", "dtype", "m", "n", "k", "a_mem", "a_alloc", "b_mem", "b_alloc", "c_mem", "via",
                 "status", "reason", "reps", "median_TFLOPs", "best_TFLOPs", "min_TFLOPs", "peak_TFLOPs",
-                "fraction_of_peak", "operand_bytes", "flops", "placement", "verified", "cublas_version"}
+                "fraction_of_peak", "operand_bytes", "flops", "placement", "placed", "verified", "cublas_version"}
 
 
 def test_a_cpu_only_build_says_gemm_needs_cuda(mempath_cpu_bin: Path, tmp_path: Path) -> None:
@@ -45,6 +45,7 @@ def test_gemm_on_device_memory_is_verified_and_below_the_peak(mempath_bin: Path,
         cases = f["gemm/cases"]
         assert set(cases) == CASE_COLUMNS
         assert (cases["verified"][()] == 1).all() and (cases["cublas_version"][()] > 0).all()
+        assert (cases["placed"][()] == 1).all()  # the operands stayed in the GPU's memory
         samples = f["gemm/samples"]
         np.testing.assert_allclose(samples["tflops"][()], 2 * 8192.0**3 / samples["time_s"][()] / 1e12)
 
