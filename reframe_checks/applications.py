@@ -20,7 +20,7 @@ under operand placement (`mempath gemm`) and LLM decode under weight placement
 
 Every path, kernel, thread count and size stays in the HDF5 file.
 Sanity as the latency checks (latency.py): exit code 0, an ok line, every line ok or
-skipped, the HDF5 file written, every ok case `verified` (the arrays hold what the kernels'
+skipped, the HDF5 file written, every ok line `verified=1` (the arrays hold what the kernels'
 recurrence predicts). Variables: pus, mems, size, reps, extra_options.
 """
 from __future__ import annotations

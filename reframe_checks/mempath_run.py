@@ -122,42 +122,26 @@ def summary_sane(path: str, bench: str, only_passing: bool = False) -> bool:
     return True
 
 
-def _text(value) -> str:
-    return value.decode() if isinstance(value, bytes) else str(value)
-
-
 @sn.deferrable
-def cases_verified(path: str, bench: str, stdout: str) -> bool:
-    """Every `ok` row of `/{bench}/cases` in the HDF5 file has `verified` = 1, and there
-    are as many `ok` rows as `ok` summary lines."""
-    try:
-        import h5py
-    except ImportError as err:
-        raise SanityError(f'h5py is needed to read {bench}/cases/verified '
-                          f'(pip install -r requirements.txt): {err}') from None
-    try:
-        with h5py.File(path, 'r') as f:
-            status = [_text(s) for s in f[f'{bench}/cases/status'][:]]
-            verified = [int(v) for v in f[f'{bench}/cases/verified'][:]]
-    except (OSError, KeyError) as err:
-        raise SanityError(f'cannot read {bench}/cases from {os.path.basename(path)}: '
-                          f'{err}') from None
-    ok = [i for i, s in enumerate(status) if s == 'ok']
-    unverified = [i for i in ok if i >= len(verified) or verified[i] != 1]
+def cases_verified(stdout: str, bench: str) -> bool:
+    """Every `ok` summary line of `bench` says `verified=1` (the binary checked what the
+    case wrote or read). Read from the job's output alone: a centre's ReFrame has no HDF5
+    reader beside it, and the line is printed from the row the HDF5 file holds."""
+    lines = [s for s in mempath_summary.read_summary(stdout, bench) if s.status == 'ok']
+    unmarked = [i for i, s in enumerate(lines) if 'verified' not in s.fields]
+    if unmarked:
+        raise SanityError(f'{len(unmarked)} ok MEMPATH {bench} line(s) carry no verified= '
+                          f'(a binary older than the verified field of the summary line)')
+    unverified = [i for i, s in enumerate(lines) if s.fields['verified'] != '1']
     if unverified:
-        raise SanityError(f'{bench}/cases: case(s) {unverified[:10]} are ok but not '
-                          f'verified')
-    ok_lines = sum(s.status == 'ok' for s in mempath_summary.read_summary(stdout, bench))
-    if len(ok) != ok_lines:
-        raise SanityError(f'{os.path.basename(path)} holds {len(ok)} ok {bench} case(s), '
-                          f'stdout {ok_lines} ok line(s)')
+        raise SanityError(f'MEMPATH {bench}: ok case(s) {unverified[:10]} are not verified')
     return True
 
 
 def ran_ok(test, bench: str, output_file: str, only_passing: bool = False,
            verified: bool = False):
     """Exit code 0, the summary lines sane (`summary_sane`), the HDF5 file written and,
-    with `verified`, every ok case of it verified (`cases_verified`)."""
+    with `verified`, every ok case verified (`cases_verified`, from stdout)."""
     stdout = os.path.join(test.stagedir, str(test.stdout))
     output = os.path.join(test.stagedir, output_file)
     checks = [
@@ -167,7 +151,7 @@ def ran_ok(test, bench: str, output_file: str, only_passing: bool = False,
         sn.assert_true(os.path.isfile(output), msg=f'{output_file} was not written'),
     ]
     if verified:
-        checks.append(cases_verified(output, bench, stdout))
+        checks.append(cases_verified(stdout, bench))
     return sn.all(checks)
 
 

@@ -87,6 +87,22 @@ class Scripted : public Benchmark {
   bool grouped_;
 };
 
+// Rows with a `verified` column, as every self-checking benchmark has.
+class Verifying : public Scripted {
+ public:
+  using Scripted::Scripted;
+  TableSpec cases_table() const override {
+    TableSpec spec = Scripted::cases_table();
+    spec.columns.push_back({"verified", ColumnType::Int, ""});
+    return spec;
+  }
+  CaseRows rows(size_t i, const Outcome& o, int64_t id) override {
+    CaseRows r = Scripted::rows(i, o, id);
+    for (Row& row : r.cases) row["verified"] = static_cast<int64_t>(o.status == "ok");
+    return r;
+  }
+};
+
 struct Result {
   int code;
   std::string out;
@@ -98,7 +114,7 @@ std::string temp_output() {
   return p.string();
 }
 
-Result run(Scripted& b) {
+Result run(Benchmark& b) {
   const std::string path = temp_output();
   testing::internal::CaptureStdout();
   int code = -1;
@@ -148,6 +164,15 @@ TEST(Driver, PrintsTheLineOfEachWrittenRow) {
     EXPECT_EQ(printed[i], summary_line("fake", b.written[i], b.summary_fields(b.written[i])));
   EXPECT_EQ(printed[0], "MEMPATH fake what=ok status=ok value=1.5 best=-1");
   EXPECT_EQ(printed[2], "MEMPATH fake what=skip status=skipped best=-1 reason=\"not on this node\"");
+}
+
+// The ReFrame checks take the verdict from stdout, with no HDF5 reader (issue 19).
+TEST(Driver, ALineCarriesVerifiedWhereTheRowHasIt) {
+  Verifying b({"ok", "fail"});
+  const auto printed = lines(run(b).out);
+  ASSERT_EQ(printed.size(), 2u);
+  EXPECT_EQ(printed[0], "MEMPATH fake what=ok status=ok value=1.5 best=-1 verified=1");
+  EXPECT_EQ(printed[1], "MEMPATH fake what=fail status=failed best=-1 verified=0 reason=\"data check\"");
 }
 
 TEST(Driver, AllOkOrSkippedExitsZero) {
