@@ -4,6 +4,12 @@
 #   MEMPATH_BUILD_DIR   build folder (default: build)
 #   MEMPATH_CMAKE_ARGS  extra CMake options (e.g. -DMEMPATH_WITH_CUDA=OFF)
 #   MEMPATH_NO_APT=1    never call apt-get (clusters provide compilers/HDF5/libnuma as modules)
+#   MEMPATH_PYTHON      the Python 3.11+ that makes the environment (default: python3)
+#   MEMPATH_VENV        the Python environment (default: .venv); prepare it once on a login
+#                       node, on a file system the compute nodes see (docs/install.md)
+#   MEMPATH_WHEELHOUSE  install from this folder of wheels only, never from an index
+#   MEMPATH_NO_PIP=1    never call pip (compute nodes without internet): use MEMPATH_VENV as
+#                       it is, or the Python of MEMPATH_PYTHON when it has the packages
 # Sourcing changes only PATH, MEMPATH_BIN and the mempath_* names: the caller's shell
 # options (errexit, nounset, pipefail) and working directory stay as they were, so a
 # script's own `set -e` keeps guarding what it runs next (issue 12). Scripts that need the
@@ -25,12 +31,51 @@ mempath_system_packages() {
   apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${missing[@]}" >/dev/null
 }
 
+# What the suite and the tests import; the pinned versions are in requirements.txt.
+mempath_python_modules=(reframe h5py numpy pandas matplotlib scipy jinja2)
+
+# Python 3.11 or newer: the oldest the pinned numpy, pandas and scipy install on.
+mempath_python_ok() {
+  "$1" -c 'import sys; sys.exit(sys.version_info < (3, 11))' 2>/dev/null
+}
+
+mempath_has_modules() {
+  local python=$1 code="import importlib.util, sys; missing = [m for m in sys.argv[1:] if importlib.util.find_spec(m) is None]; print(' '.join(missing)); sys.exit(bool(missing))"
+  "$python" -c "$code" "${mempath_python_modules[@]}"
+}
+
 mempath_python_env() {
-  local venv="$mempath_root/.venv" stamp="$mempath_root/.venv/.requirements"
-  [ -x "$venv/bin/python" ] || python3 -m venv "$venv" || return 1
+  local python="${MEMPATH_PYTHON:-python3}" venv="${MEMPATH_VENV:-$mempath_root/.venv}"
+  local stamp="$venv/.requirements" missing
+  if [ "${MEMPATH_NO_PIP:-0}" = 1 ]; then
+    # Offline: whatever is prepared is used as it is, and nothing is installed.
+    if [ -x "$venv/bin/python" ]; then
+      missing=$(mempath_has_modules "$venv/bin/python") || {
+        echo "mempath: MEMPATH_NO_PIP=1, and $venv lacks $missing: prepare it on a node with internet (docs/install.md)" >&2
+        return 1; }
+      export PATH="$venv/bin:$PATH"
+      return 0
+    fi
+    mempath_python_ok "$python" || {
+      echo "mempath: MEMPATH_NO_PIP=1 and no environment at $venv; $python is not Python 3.11+ (set MEMPATH_VENV or MEMPATH_PYTHON)" >&2
+      return 1; }
+    missing=$(mempath_has_modules "$python") || {
+      echo "mempath: MEMPATH_NO_PIP=1, no environment at $venv, and $python lacks $missing (set MEMPATH_VENV to one prepared on a login node; docs/install.md)" >&2
+      return 1; }
+    export PATH="$(dirname "$(command -v "$python")"):$PATH"
+    return 0
+  fi
+  if [ ! -x "$venv/bin/python" ]; then
+    mempath_python_ok "$python" || {
+      echo "mempath: Python 3.11 or newer is needed ($python is $("$python" -V 2>&1 || echo missing)); set MEMPATH_PYTHON=/path/to/python3.11" >&2
+      return 1; }
+    "$python" -m venv "$venv" || return 1
+  fi
   if ! cmp -s "$mempath_root/requirements.txt" "$stamp"; then
-    "$venv/bin/python" -m pip install -q --upgrade pip &&
-      "$venv/bin/python" -m pip install -q -r "$mempath_root/requirements.txt" &&
+    local from=()
+    [ -n "${MEMPATH_WHEELHOUSE:-}" ] && from=(--no-index --find-links "$MEMPATH_WHEELHOUSE")
+    { [ ${#from[@]} -gt 0 ] || "$venv/bin/python" -m pip install -q --upgrade pip; } &&
+      "$venv/bin/python" -m pip install -q "${from[@]}" -r "$mempath_root/requirements.txt" &&
       cp "$mempath_root/requirements.txt" "$stamp" || return 1
   fi
   export PATH="$venv/bin:$PATH"
