@@ -134,11 +134,15 @@ class MempathInventory(MpiCheck):
     tags = {'scaleout', 'acceptance', 'mpi'}
     mempath = fixture(MempathBuild, scope='environment')
     output_file = 'inventory.h5'
+    #: The job's Python: it needs mpi4py and h5py, which ReFrame's own Python need not have
+    #: (the environment site_configs/setup_env.sh prepares, MEMPATH_VENV, where set).
+    python = variable(str, value=(os.path.join(os.environ['MEMPATH_VENV'], 'bin', 'python')
+                                  if os.environ.get('MEMPATH_VENV') else 'python3'))
 
     @run_before('run')
     def set_command(self):
         self.keep_files = [self.output_file]
-        self.executable = 'python3'
+        self.executable = self.python
         self.executable_opts = [os.path.join(REPO_ROOT, 'slurm', 'inventory.py'), '--output', self.output_file,
                                 '--mempath', self.mempath.executable_path]
 
