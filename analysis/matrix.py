@@ -17,14 +17,14 @@ import pandas as pd
 
 from .cases import SEP, best, ordered, rank, unmeasured
 from .figures import annotate, figure_grid, save
-from .peaks import PeakModel
+from .peaks import ASSUMED_NOTE, PeakModel, pct_text
 from .sections import Context, Part, section
 from . import tables
 
 MATRIX_OPS = ("read", "write")
 ENTRY_COLUMNS = ["host", "op", "pu", "mem", "status", "median_GBps", "min_GBps", "max_GBps",
                  "pct_of_peak", "peak_GBps", "peak_source", "peak_limit", "peak_unknown",
-                 "via", "alloc", "kernel", "threads", "size_bytes", "run", "case_id", "reason"]
+                 "peak_citation", "peak_assumed", "via", "alloc", "kernel", "threads", "size_bytes", "run", "case_id", "reason"]
 KEYS = ["host", "op", "pu", "mem"]
 
 
@@ -57,7 +57,8 @@ def entries(cases: pd.DataFrame, models: Mapping[str, PeakModel], order: Order) 
         via = str(group["via"].iloc[0])
         peak = models[host].path(pu, mem, via or None)
         row.update(via=via, peak_GBps=peak.gbps, peak_source=peak.source, peak_limit=peak.limit,
-                   peak_unknown=", ".join(peak.unknown))
+                   peak_unknown=", ".join(peak.unknown), peak_citation=peak.citation or "",
+                   peak_assumed=peak.assumed)
         if key in ran.index:
             case = ran.loc[key]
             row.update(status="ok", **{c: case[c] for c in (
@@ -71,10 +72,14 @@ def entries(cases: pd.DataFrame, models: Mapping[str, PeakModel], order: Order) 
     return _sorted(pd.DataFrame(rows).reindex(columns=ENTRY_COLUMNS), order)
 
 
+def _pct(entry: pd.Series) -> str:
+    return pct_text(entry["pct_of_peak"], bool(entry["peak_assumed"]))
+
+
 def _cell(entry: pd.Series, note: dict[str, int]) -> str:
     if entry["status"] == "ok":
         text = f"{entry['median_GBps']:.1f}"
-        return text + (f" ({entry['pct_of_peak']:.0f}%)" if pd.notna(entry["pct_of_peak"]) else "")
+        return text + (f" ({_pct(entry)})" if pd.notna(entry["pct_of_peak"]) else "")
     marks = [note.setdefault(reason, len(note) + 1) for reason in str(entry["reason"]).split(SEP)]
     return f"{entry['status']} [{','.join(map(str, marks))}]"
 
@@ -110,6 +115,8 @@ def markdown(table: pd.DataFrame, order: Order) -> str:
             lines += tables.markdown(["PU \\ memory", *columns], grid, right=range(1, len(columns) + 1))
         if note:
             lines += ["Reasons:", ""] + [f"{n}. {reason}" for reason, n in note.items()] + [""]
+        if (rows["status"].eq("ok") & rows["pct_of_peak"].notna() & rows["peak_assumed"].eq(True)).any():
+            lines += [ASSUMED_NOTE, ""]
     return "\n".join(lines)
 
 
@@ -127,7 +134,7 @@ def _heat_text(entry: pd.Series) -> str:
         return str(entry["status"])
     value = float(entry["median_GBps"])
     text = f"{value:.0f}" if value >= 100 else f"{value:.1f}"
-    return text + (f"\n{entry['pct_of_peak']:.0f}%" if pd.notna(entry["pct_of_peak"]) else "")
+    return text + (f"\n{_pct(entry)}" if pd.notna(entry["pct_of_peak"]) else "")
 
 
 def heatmap(table: pd.DataFrame, order: Order, out: Path, with_host: bool = False) -> list[Path]:
@@ -158,7 +165,7 @@ def heatmap(table: pd.DataFrame, order: Order, out: Path, with_host: bool = Fals
         annotate(ax, grid, text)
         ax.set_xticks(range(len(mems)), mems, rotation=45, ha="right")
         ax.set_yticks(range(len(pus)), pus)
-        title = f"{op}: median GB/s (% of peak)"
+        title = f"{op}: median GB/s (% of peak; † assumed peak)"
         ax.set(xlabel="memory", ylabel="processor", title=f"{host}: {title}" if with_host else title,
                facecolor="0.9")
     for ax in axes.flat[len(panels):]:

@@ -19,7 +19,7 @@ direction vs one-way).
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
@@ -28,10 +28,10 @@ import pandas as pd
 from . import transfers
 from .cases import best as best_case
 from .cases import memory_aliases
-from .peaks import Capacity, Peak, PeakModel
+from .peaks import Capacity, Peak, PeakModel, pct_text
 
 COLUMNS = ["host", "gpu", "kind", "role", "memory", "path", "how", "alloc", "size_bytes",
-           "GBps", "peak_GBps", "pct_of_peak", "peak_limit", "h2d_GBps", "d2h_GBps",
+           "GBps", "peak_GBps", "pct_of_peak", "peak_limit", "peak_assumed", "h2d_GBps", "d2h_GBps",
            "h2d_oneway_GBps", "d2h_oneway_GBps", "comment"]
 KIND_ORDER = ("hbm-read", "hbm-write", "host-read", "host-write", "h2d", "d2h", "bidir",
               "peer-read", "peer-write", "gpu-copy", "d2d", "d2d-bidir")
@@ -100,7 +100,7 @@ def bidir_peak(model: PeakModel, pu: str, mem: str, via: str | None) -> Peak:
     if not candidates:
         return Peak(None, None, None, unknown)
     gbps, part = min(candidates, key=lambda c: c[0])
-    return Peak(gbps, part.source, part.name, unknown)
+    return Peak.of(part, unknown, gbps)
 
 
 def _row(host: str, gpu: int, kind: str, node: Node, memory: str, path: str, how: str,
@@ -109,7 +109,7 @@ def _row(host: str, gpu: int, kind: str, node: Node, memory: str, path: str, how
     return {"host": host, "gpu": gpu, "kind": kind, "role": node.role(gpu, memory),
             "memory": node.aliases.get(memory, memory), "path": path, "how": how,
             "GBps": float(gbps), "peak_GBps": peak.gbps, "pct_of_peak": pct,
-            "peak_limit": peak.limit or "", **extra}
+            "peak_limit": peak.limit or "", "peak_assumed": peak.assumed, **extra}
 
 
 def _is_gpu(names: pd.Series) -> pd.Series:
@@ -133,7 +133,7 @@ def _bw_rows(host: str, node: Node, entries: pd.DataFrame) -> list[dict[str, Any
         where = "its HBM" if role == "HBM" else f"{mem} ({role})" if "host" in role \
             else f"{mem} memory"
         peak = Peak(None if pd.isna(top["peak_GBps"]) else float(top["peak_GBps"]),
-                    top["peak_source"], top["peak_limit"] or None)
+                    top["peak_source"], top["peak_limit"] or None, citation=top["peak_citation"] or None)
         rows.append(_row(host, gpu, f"{kind}-{op}", node, mem, f"{pu} {verb} {where}",
                          f"kernel ({top['kernel']}, {top['alloc']}), /bw",
                          float(top["median_GBps"]), peak, alloc=top["alloc"],
@@ -258,7 +258,7 @@ def _d2d_rows(host: str, node: Node, cases: pd.DataFrame,
             how += f" numa{int(top['host_numa'])}"
         peak = _d2d_peak(model, top, src, dst)
         if top["direction"] == "d2d-bidir" and peak.gbps:
-            peak = Peak(2 * peak.gbps, peak.source, peak.limit, peak.unknown)
+            peak = replace(peak, gbps=2 * peak.gbps)
         rows.append(_row(host, owner, str(top["direction"]), node, f"gpu{other}",
                          transfers.gpu_label(top),
                          f"{how}, {transfers.size_label(top['size_bytes'])}, /memcpy",
@@ -295,12 +295,14 @@ def comment(row: pd.Series, rows: pd.DataFrame, model: PeakModel) -> str:
     what = limit_text(row["peak_limit"], model)
     if row["kind"] == "bidir" and str(row["peak_limit"]).startswith("link:"):
         what = f"both directions of {what}"
+    pct = "" if pd.isna(row["pct_of_peak"]) else pct_text(row["pct_of_peak"], bool(row["peak_assumed"]))
+    assumed = ", assumed" if row["peak_assumed"] else ""
     if pd.isna(row["pct_of_peak"]):
         text = "no theoretical peak known for this path"
     elif row["pct_of_peak"] >= LIMITED:
-        text = f"limited by {what}: {row['pct_of_peak']:.0f}% of its {row['peak_GBps']:.0f} GB/s"
+        text = f"limited by {what}: {pct} of its {row['peak_GBps']:.0f} GB/s{assumed}"
     else:
-        text = f"{row['pct_of_peak']:.0f}% of {what} ({row['peak_GBps']:.0f} GB/s)"
+        text = f"{pct} of {what} ({row['peak_GBps']:.0f} GB/s{assumed})"
     gpu, kind, gbps = row["gpu"], row["kind"], row["GBps"]
     notes = []
     if row["role"] == "remote host":

@@ -4,7 +4,8 @@ A path (processor, memory) is classified by ``via`` (docs/topology.md). Its peak
 minimum over the capacities of the memory and of the links that ``via`` names; each
 capacity is one direction, decimal GB/s, and carries where it came from:
 ``discovered`` (from topology facts, e.g. PCIe generation and width read from sysfs),
-``table`` (the model tables below) or ``user`` (a ``--peaks`` JSON file).
+``table`` (the model tables below) or ``user`` (a ``--peaks`` JSON file). Every table and
+discovered figure also carries its ``citation``; one no source confirms is "assumed".
 
 A capacity that is not known (x86 socket memory, UPI) is left out of the minimum and
 named in ``Peak.unknown``: the peak then bounds only the known parts, so a measured
@@ -22,16 +23,61 @@ from typing import Any
 
 from .errors import InputError
 
+# Where each figure comes from: a document (and URL) someone on the project read. A figure no
+# source confirms starts its citation with ASSUMED and is shown as assumed wherever it or a
+# % of peak built on it appears (docs/analysis.md lists them all).
+ASSUMED = "assumed"
+ALPS_PAPER = ("Fusco et al., Understanding Data Movement in Tightly Coupled Heterogeneous Systems: "
+              "A Case Study with the Grace Hopper Superchip, https://arxiv.org/html/2408.11556v1")
+CSCS_ALPS = ("CSCS Alps hardware docs, GH200 node schematic (github.com/eth-cscs/cscs-docs "
+             "docs/alps/hardware.md, docs/images/alps/gh200-schematic.svg)")
+GH200_DATASHEET = ("NVIDIA GH200 Grace Hopper Superchip data sheet, https://nvdam.widen.net/s/rrgqqnpbz8/"
+                   "grace-datasheet-gh200-grace-hopper-superchip-3773000 (table as transcribed in "
+                   "github.com/atineoSE/coding-model-seeks-gpu pipeline/pipeline/sources/gh200_specs.md)")
+JUPITER = "JSC, JUPITER configuration, https://apps.fz-juelich.de/jsc/hps/jupiter/configuration.html"
+H100_PCIE_BRIEF = ("NVIDIA H100 PCIe GPU product brief PB-11133-001_v02: memory bandwidth greater than "
+                   "2,000 GB/s, https://manuals.plus/m/d4b5dc21484df3ba8fbe84918338461cc074a3fcebcc13423eadc2b10ac3bda4")
+H100_NVL_SPECS = "AI Mining Co, H100 NVL specs, https://www.aiminingco.com/gpu/h100-nvl/specs"
+H200_ANANDTECH = ("AnandTech, NVIDIA at SC23: H200 accelerator with HBM3e (spec table: 4.8TB/sec), "
+                  "http://m.anandtech.com/Show/Index/21136?cPage=2&all=False&sort=0&page=1&slug="
+                  "nvidia-at-sc23-h200-accelerator-with-hbm3e-and-jupiter-supercomputer-for-2024")
+PCIE_RATES = ("PCIe rates and encodings per generation (gen5 x16 63.0 GB/s), "
+              "https://hpc-notes.pages.dev/reference/pcie")
+
+
+# Marks a % of a peak whose limiting figure is assumed, wherever one is shown.
+ASSUMED_MARK = "†"
+ASSUMED_NOTE = (f"{ASSUMED_MARK} % of an assumed peak: no published source confirms the figure "
+                "that limits it (summary.md lists the peaks and their citations).")
+
+
+def pct_text(pct: float, assumed: bool) -> str:
+    """'45%', or '45%†' when the peak is assumed."""
+    return f"{pct:.0f}%" + (ASSUMED_MARK if assumed else "")
+
+
+@dataclass(frozen=True)
+class Figure:
+    """A table figure, GB/s one direction, and where it comes from."""
+
+    gbps: float
+    citation: str
+
+    @property
+    def assumed(self) -> bool:
+        return self.citation.startswith(ASSUMED)
+
+
 # HBM bandwidth by GPU model name (upper-cased substrings, first match wins; "GH200"
-# contains "H200", so the GH200 rows come first). NVIDIA data sheets.
-HBM_GBPS: tuple[tuple[tuple[str, ...], float], ...] = (
-    (("GH200", "144G"), 4900.0),   # GH200 144GB HBM3e
-    (("GH200", "HBM3E"), 4900.0),
-    (("GH200",), 4000.0),          # GH200 96GB HBM3 ("GH200 480GB", "GH200 120GB")
-    (("H200",), 4800.0),           # H200 141GB HBM3e
-    (("H100", "PCIE"), 2000.0),    # H100 PCIe 80GB HBM2e
-    (("H100", "NVL"), 3900.0),     # H100 NVL 94GB HBM3
-    (("H100",), 3350.0),           # H100 SXM5 80GB HBM3
+# contains "H200", so the GH200 rows come first).
+HBM: tuple[tuple[tuple[str, ...], Figure], ...] = (
+    (("GH200", "144G"), Figure(4900.0, f"GH200 144GB HBM3e 4.9 TB/s: {ALPS_PAPER}, Table I; {GH200_DATASHEET}")),
+    (("GH200", "HBM3E"), Figure(4900.0, f"GH200 144GB HBM3e 4.9 TB/s: {ALPS_PAPER}, Table I; {GH200_DATASHEET}")),
+    (("GH200",), Figure(4000.0, f"GH200 96GB HBM3 4 TB/s: {ALPS_PAPER}, Table I; {CSCS_ALPS}; {GH200_DATASHEET}")),
+    (("H200",), Figure(4800.0, f"H200 141GB HBM3e 4.8 TB/s: {H200_ANANDTECH}")),
+    (("H100", "PCIE"), Figure(2000.0, f"H100 PCIe 80GB HBM2e 2 TB/s: {ALPS_PAPER}, Table I; {H100_PCIE_BRIEF}")),
+    (("H100", "NVL"), Figure(3900.0, f"H100 NVL 94GB HBM3 3.9 TB/s: {H100_NVL_SPECS}")),
+    (("H100",), Figure(3350.0, f"H100 SXM 80GB HBM3 3.35 TB/s: {ALPS_PAPER}, Table I")),
 )
 # NVLink between two GPUs, per direction: links per pair x 25 GB/s (NVLink 4, Hopper). A
 # Hopper SXM GPU or GH200 has 18 links; how many join one pair depends on the wiring, which
@@ -44,19 +90,39 @@ HBM_GBPS: tuple[tuple[tuple[str, ...], float], ...] = (
 # - H100 PCIe and H100 NVL: NVLink bridges, 600 GB/s both ways, 300 per direction.
 NVLINK4_LINK_GBPS = 25.0
 NVLINK4_LINKS_PER_GPU = 18
-NVLINK_BRIDGE_GBPS = 300.0
+NVLINK4_CITATION = (f"Hopper: 18 NVLink 4 links at 25 GB/s per direction each, 450 GB/s per direction: "
+                    f"{ALPS_PAPER}, sec. II-A3")
+NVLINK_MESH_CITATION = (f"quad GH200: the 18 links split equally over 3 peers, 150 GB/s per direction per "
+                        f"pair: {ALPS_PAPER}, sec. II-A4; {CSCS_ALPS} ('GPU All2all: 3x6 P2P NVLink "
+                        f"150GB/s per direction'); {JUPITER}")
+NVLINK_BRIDGE = Figure(300.0, f"H100 NVL/PCIe NVLink bridge, 600 GB/s both ways: {H100_NVL_SPECS}")
 NVLINK_BRIDGED: tuple[tuple[str, ...], ...] = (("H100", "PCIE"), ("H100", "NVL"))
 NVLINK_DIRECT_MESH: tuple[tuple[str, ...], ...] = (("GH200",),)
 NVLINK_SWITCHED: tuple[tuple[str, ...], ...] = (("H200",), ("H100",))
-C2C_GBPS = 450.0             # NVLink-C2C: 900 GB/s both ways, 450 per direction
-GRACE_LPDDR5X_GBPS = 500.0   # per Grace socket (data sheet: up to 500-512 GB/s)
-# Assumption: the coherent Grace-to-Grace links between the superchips of a quad GH200
-# node (CSCS Alps) carry about 150 GB/s per direction, the figure quoted for GH200
-# chip-to-chip traffic in the node's documentation; not checked against a data sheet or a
-# measurement. Override it with {"link:interconnect": ...} when known.
-GRACE_INTERCONNECT_GBPS = 150.0
-# PCIe: GT/s per lane by generation; 8b/10b encoding for gen 1-2, 128b/130b after.
+C2C = Figure(450.0, f"NVLink-C2C 900 GB/s both ways, 450 GB/s per direction: {ALPS_PAPER}, sec. II-A1; "
+                    f"{CSCS_ALPS}; {GH200_DATASHEET}")
+# Grace LPDDR5X per socket. The data sheet gives two figures by module: up to 512 GB/s for
+# 120/240 GB, up to 384 GB/s for 480 GB; the Alps paper and CSCS quote 500 for the 120 GB
+# module. A node of more than LPDDR_480_BYTES is the 480 GB module.
+GRACE_LPDDR5X = Figure(500.0, f"Grace LPDDR5X up to 500 GB/s: {ALPS_PAPER}, sec. II-A2; {CSCS_ALPS} "
+                              f"('<=500GB/s'); the data sheet gives up to 512 for 120/240 GB modules")
+GRACE_LPDDR5X_480 = Figure(384.0, f"Grace 480 GB LPDDR5X up to 384 GB/s: {GH200_DATASHEET}; {JUPITER} "
+                                  f"(login node: '480 GB LPDDR5X memory at 384 GB/s')")
+LPDDR_480_BYTES = 300 * 2**30
+# The coherent Grace-to-Grace links between the superchips. Quad GH200 (CSCS Alps, four
+# Grace sockets): CSCS's node schematic gives ~75 GB/s per direction (JSC's JUPITER page,
+# another quad GH200 design, gives 100; override with {"link:interconnect": ...}). Other
+# Grace nodes (dual GH200 workstation): no source found; 150 is kept as an assumption.
+GRACE_QUAD_SOCKETS = 4
+GRACE_INTERCONNECT_QUAD = Figure(75.0, f"quad GH200 Grace Interconnect ~75 GB/s per direction: {CSCS_ALPS} "
+                                       f"('CPU All2all Grace Interconnect ~75GB/s per direction'); "
+                                       f"{JUPITER} gives 100 GB/s per direction for its quad GH200 nodes")
+GRACE_INTERCONNECT_OTHER = Figure(150.0, f"{ASSUMED}: no published Grace-Grace figure for this node "
+                                         f"(the dual GH200 blog measured 112-133 GB/s across its superchips)")
+# PCIe: GT/s per lane by generation; 8b/10b encoding for gen 1-2, 128b/130b after. Gen 6
+# uses FLIT encoding, approximated by 128b/130b and so assumed.
 PCIE_GTS = {1: 2.5, 2: 5.0, 3: 8.0, 4: 16.0, 5: 32.0, 6: 64.0}
+PCIE_GEN6_CITATION = f"{ASSUMED}: PCIe gen 6 FLIT encoding approximated by 128b/130b"
 
 LINK_KINDS = ("pcie", "c2c", "nvlink", "interconnect")
 _OVERRIDE_KEY = re.compile(r"(numa|gpu)\d+|link:(pcie|c2c|nvlink|interconnect)(:gpu\d+)?")
@@ -64,21 +130,41 @@ _OVERRIDE_KEY = re.compile(r"(numa|gpu)\d+|link:(pcie|c2c|nvlink|interconnect)(:
 
 @dataclass(frozen=True)
 class Capacity:
-    """One memory or link: ``gbps`` is None when unknown (then ``source`` is None)."""
+    """One memory or link: ``gbps`` is None when unknown (then ``source`` is None).
+
+    ``source`` is the kind (discovered, table, user); ``citation`` the document behind the
+    figure (None for user figures), starting with "assumed" where no source confirms it."""
 
     name: str
     gbps: float | None
     source: str | None
+    citation: str | None = None
+
+    @property
+    def assumed(self) -> bool:
+        return (self.citation or "").startswith(ASSUMED)
 
 
 @dataclass(frozen=True)
 class Peak:
-    """Peak of a path: the limiting capacity, its source and the unknown parts."""
+    """Peak of a path: the limiting capacity, its source and citation, the unknown parts.
+
+    ``assumed``: the limiting figure is an assumption, so is any % of this peak."""
 
     gbps: float | None
     source: str | None
     limit: str | None
     unknown: tuple[str, ...] = ()
+    citation: str | None = None
+
+    @property
+    def assumed(self) -> bool:
+        return (self.citation or "").startswith(ASSUMED)
+
+    @classmethod
+    def of(cls, limit: Capacity, unknown: tuple[str, ...], gbps: float | None = None) -> "Peak":
+        """The peak ``limit`` sets (``gbps`` where a rule scales its figure)."""
+        return cls(limit.gbps if gbps is None else gbps, limit.source, limit.name, unknown, limit.citation)
 
 
 def pcie_gbps(gen: int, width: int) -> float | None:
@@ -89,13 +175,18 @@ def pcie_gbps(gen: int, width: int) -> float | None:
     return PCIE_GTS[gen] * width * encoding / 8
 
 
-def _by_model(table: tuple[tuple[tuple[str, ...], float], ...], model: str) -> float | None:
+def pcie_citation(gen: int) -> str:
+    return PCIE_GEN6_CITATION if gen == 6 else PCIE_RATES
+
+
+def hbm_figure(model: str) -> Figure | None:
     upper = model.upper()
-    return next((gbps for keys, gbps in table if all(k in upper for k in keys)), None)
+    return next((fig for keys, fig in HBM if all(k in upper for k in keys)), None)
 
 
 def hbm_gbps(model: str) -> float | None:
-    return _by_model(HBM_GBPS, model)
+    fig = hbm_figure(model)
+    return fig.gbps if fig else None
 
 
 @dataclass(frozen=True)
@@ -105,6 +196,7 @@ class NvlinkPair:
     links: int | None
     gbps: float | None
     assumption: str
+    citation: str | None = None
 
 
 def _matches(groups: tuple[tuple[str, ...], ...], model: str) -> bool:
@@ -115,14 +207,20 @@ def _matches(groups: tuple[tuple[str, ...], ...], model: str) -> bool:
 def nvlink_pair(model: str, nvlink_peers: int) -> NvlinkPair:
     """NVLink per GPU pair of GPU ``model`` with ``nvlink_peers`` NVLink peers (module notes)."""
     if _matches(NVLINK_BRIDGED, model):
-        return NvlinkPair(None, NVLINK_BRIDGE_GBPS, "NVLink bridge, 600 GB/s both ways")
+        return NvlinkPair(None, NVLINK_BRIDGE.gbps, "NVLink bridge, 600 GB/s both ways",
+                          NVLINK_BRIDGE.citation)
     if _matches(NVLINK_DIRECT_MESH, model) and nvlink_peers > 0:
         links = NVLINK4_LINKS_PER_GPU // nvlink_peers
+        # Published for the quad node (3 peers); other peer counts split the links alike.
+        citation = NVLINK_MESH_CITATION if nvlink_peers == 3 else (
+            f"{ASSUMED}: {NVLINK4_LINKS_PER_GPU} links split over {nvlink_peers} peers; {NVLINK4_CITATION}")
         return NvlinkPair(links, links * NVLINK4_LINK_GBPS,
-                          f"direct links: {NVLINK4_LINKS_PER_GPU} links over {nvlink_peers} peers")
+                          f"direct links: {NVLINK4_LINKS_PER_GPU} links over {nvlink_peers} peers", citation)
     if _matches(NVLINK_SWITCHED + NVLINK_DIRECT_MESH, model):
+        # The per-GPU figure is published; all of it between one pair only through NVSwitch,
+        # an upper bound where the wiring is not known.
         return NvlinkPair(NVLINK4_LINKS_PER_GPU, NVLINK4_LINKS_PER_GPU * NVLINK4_LINK_GBPS,
-                          f"assumed NVSwitch: all {NVLINK4_LINKS_PER_GPU} links per pair")
+                          f"assumed NVSwitch: all {NVLINK4_LINKS_PER_GPU} links per pair", NVLINK4_CITATION)
     return NvlinkPair(None, None, f"unknown NVLink of {model or 'an unnamed GPU'}")
 
 
@@ -160,12 +258,18 @@ class PeakModel:
         self.memories = {m["name"]: m for m in topology.get("memories", [])}
         self.gpus = {p["gpu"]: p for p in self.processors.values() if p.get("kind") == "gpu"}
         self.vias = {(p["pu"], p["mem"]): p["via"] for p in topology.get("paths", [])}
+        self.sockets = sum(1 for p in self.processors.values()
+                           if p.get("kind") == "cpu" and p.get("numa") is not None)
 
     def _user(self, *keys: str) -> Capacity | None:
         for key in keys:
             if key in self.overrides:
                 return Capacity(key, self.overrides[key], "user")
         return None
+
+    @staticmethod
+    def _table(name: str, fig: Figure | None, source: str = "table") -> Capacity:
+        return Capacity(name, fig.gbps, source, fig.citation) if fig else Capacity(name, None, None)
 
     def memory(self, name: str) -> Capacity:
         """Capacity of memory ``name`` (numaN or gpuN); HBM by the model of its GPU."""
@@ -178,12 +282,11 @@ class PeakModel:
         user = self._user(name, alias)
         if user:
             return user
-        if kind == "host":
-            return Capacity(name, GRACE_LPDDR5X_GBPS if self.grace else None,
-                            "table" if self.grace else None)
+        if kind == "host" and self.grace:
+            big = int(entry.get("bytes") or 0) > LPDDR_480_BYTES
+            return self._table(name, GRACE_LPDDR5X_480 if big else GRACE_LPDDR5X)
         if kind in ("hbm", "device") and gpu in self.gpus:
-            gbps = hbm_gbps(str(self.gpus[gpu].get("model", "")))
-            return Capacity(name, gbps, "table" if gbps else None)
+            return self._table(name, hbm_figure(str(self.gpus[gpu].get("model", ""))))
         return Capacity(name, None, None)
 
     def link(self, kind: str, gpu: int | None = None) -> Capacity:
@@ -194,38 +297,50 @@ class PeakModel:
             return user
         facts = self.gpus.get(gpu, {})
         model, link = str(facts.get("model", "")), facts.get("link") or {}
-        gbps: float | None = None
-        source = "table"
-        if kind == "interconnect":
-            gbps = GRACE_INTERCONNECT_GBPS if self.grace else None
-        elif kind == "c2c" and (gpu is None or link.get("type") == "c2c"):
-            gbps = C2C_GBPS
-        elif kind == "nvlink":
-            gbps = nvlink_gbps(model, len(facts.get("nvlink_peers") or []))
-        elif kind == "pcie":
-            gbps = pcie_gbps(int(link.get("gen") or 0), int(link.get("width") or 0))
-            source = "discovered"
-        return Capacity(name, gbps, source if gbps else None)
+        if kind == "interconnect" and self.grace:
+            quad = self.sockets == GRACE_QUAD_SOCKETS
+            return self._table(name, GRACE_INTERCONNECT_QUAD if quad else GRACE_INTERCONNECT_OTHER)
+        if kind == "c2c" and (gpu is None or link.get("type") == "c2c"):
+            return self._table(name, C2C)
+        if kind == "nvlink":
+            pair = nvlink_pair(model, len(facts.get("nvlink_peers") or []))
+            return self._table(name, Figure(pair.gbps, pair.citation or "") if pair.gbps else None)
+        if kind == "pcie":
+            gen = int(link.get("gen") or 0)
+            gbps = pcie_gbps(gen, int(link.get("width") or 0))
+            return self._table(name, Figure(gbps, pcie_citation(gen)) if gbps else None, "discovered")
+        return Capacity(name, None, None)
 
     def _gpu_of(self, name: str) -> int | None:
         """The GPU a processor is, or whose memory a memory is."""
         entry = self.processors.get(name) or self.memories.get(name) or {}
         return entry.get("gpu") if entry.get("kind") in ("gpu", "hbm", "device") else None
 
+    def _c2c_gpu_of_node(self, mem: str) -> int | None:
+        """The GPU whose NVLink-C2C joins host memory ``mem``'s node (a GH200's Hopper)."""
+        numa = self.memories.get(mem, {}).get("numa")
+        return next((g for g, p in self.gpus.items()
+                     if p.get("host_numa") == numa and (p.get("link") or {}).get("type") == "c2c"), None)
+
     def capacities(self, pu: str, mem: str, via: str | None = None) -> list[Capacity]:
-        """The links ``via`` names (each GPU on the path contributes its own) and the memory."""
+        """The links ``via`` names (each GPU on the path contributes its own) and the memory.
+
+        A GPU reaching a peer superchip's host memory (``nvlink+c2c``) crosses NVLink to the
+        peer GPU, then the peer's C2C: both GPUs' NVLink, the peer's C2C only."""
         via = via or self.vias.get((pu, mem), "")
+        tokens = [t for t in via.split("+") if t and t != "local"]
         ends = (self._gpu_of(pu), self._gpu_of(mem))
         gpus = list(dict.fromkeys(g for g in ends if g is not None))
+        peer = self._c2c_gpu_of_node(mem) if "nvlink" in tokens and ends[1] is None else None
+        on_way = {"nvlink": list(dict.fromkeys([*gpus, peer])), "c2c": [peer]} if peer is not None else {}
         result: list[Capacity] = []
-        for token in filter(None, via.split("+")):
-            if token == "local":
-                continue
+        for token in tokens:
             kind = "pcie" if token == "peer" else token
-            if kind == "interconnect" or not gpus:
+            owners = on_way.get(kind, gpus)
+            if kind == "interconnect" or not owners:
                 result.append(self.link(kind))
             else:
-                result.extend(self.link(kind, g) for g in gpus)
+                result.extend(self.link(kind, g) for g in owners)
         return [*result, self.memory(mem)]
 
     def path(self, pu: str, mem: str, via: str | None = None) -> Peak:
@@ -235,5 +350,4 @@ class PeakModel:
         unknown = tuple(c.name for c in parts if c.gbps is None)
         if not known:
             return Peak(None, None, None, unknown)
-        limit = min(known, key=lambda c: c.gbps or 0.0)
-        return Peak(limit.gbps, limit.source, limit.name, unknown)
+        return Peak.of(min(known, key=lambda c: c.gbps or 0.0), unknown)

@@ -123,7 +123,8 @@ def _peaks(entries: pd.DataFrame, overrides: Mapping[str, float]) -> list[str]:
     lines = ["## Theoretical peaks", "",
              "Peak of a path = the slowest of its links and its memory (docs/analysis.md); "
              "source `discovered` (topology facts such as PCIe gen and width), `table` "
-             "(model tables) or `user` (--peaks). Where a part is unknown the peak bounds "
+             "(model tables) or `user` (--peaks), with the document behind the figure (citation; "
+             "`assumed` where no source confirms it). Where a part is unknown the peak bounds "
              "the known parts only. % of peak is given for read and write; copy moves "
              "bytes over two paths and is shown in GB/s only.", ""]
     if overrides:
@@ -131,11 +132,11 @@ def _peaks(entries: pd.DataFrame, overrides: Mapping[str, float]) -> list[str]:
     if entries.empty:
         return lines + ["_No read or write path to give a peak for._", ""]
     paths = entries.drop_duplicates(["host", "pu", "mem"]).fillna(
-        {"peak_limit": "", "peak_source": "", "peak_unknown": ""})
+        {"peak_limit": "", "peak_source": "", "peak_unknown": "", "peak_citation": ""})
     shown = paths.assign(peak_GBps=paths["peak_GBps"].map(lambda v: "unknown" if pd.isna(v) else f"{v:.1f}"))
     return lines + markdown(shown[["host", "pu", "mem", "via", "peak_GBps", "peak_limit", "peak_source",
-                                   "peak_unknown"]].set_axis(["host", "PU", "memory", "via", "peak GB/s",
-                                                              "limited by", "source", "unknown parts"], axis=1))
+                                   "peak_unknown", "peak_citation"]].set_axis(
+        ["host", "PU", "memory", "via", "peak GB/s", "limited by", "source", "unknown parts", "citation"], axis=1))
 
 
 def _counts(cases: pd.DataFrame) -> list[str]:

@@ -11,7 +11,7 @@ import pandas as pd
 
 from . import pathtable, placement, transfer_figures, transfers
 from .io import RunSet
-from .peaks import PeakModel
+from .peaks import ASSUMED_MARK, ASSUMED_NOTE, PeakModel
 from .rules import rules
 from .sections import Context, Part, figure_lines, section
 from .tables import markdown, num
@@ -67,6 +67,10 @@ def transfers_markdown(cases: pd.DataFrame, with_host: bool) -> str:
     return "\n".join(lines)
 
 
+def _pct(row: pd.Series) -> str:
+    return num(row["pct_of_peak"], 0) + (ASSUMED_MARK if pd.notna(row["pct_of_peak"]) and row["peak_assumed"] else "")
+
+
 def path_markdown(tables: Mapping[str, tuple[pd.DataFrame, list[tuple[int, str, str]],
                                              list[str]]]) -> str:
     lines = ["# Path table", "",
@@ -85,8 +89,10 @@ def path_markdown(tables: Mapping[str, tuple[pd.DataFrame, list[tuple[int, str, 
             lines += markdown(["GPU", "path", "measured by", "GB/s", "peak GB/s", "% of peak",
                              "comment"],
                             [[f"gpu{r['gpu']}", r["path"], r["how"], num(r["GBps"]),
-                              num(r["peak_GBps"]), num(r["pct_of_peak"], 0), r["comment"]]
+                              num(r["peak_GBps"]), _pct(r), r["comment"]]
                              for _, r in table.iterrows()])
+            if (table["pct_of_peak"].notna() & table["peak_assumed"].eq(True)).any():
+                lines += [ASSUMED_NOTE, ""]
         if missing:
             lines += ["Not measured:", ""] + [f"- gpu{g}: {p}" + (f": {why}" if why else "")
                                               for g, p, why in missing] + [""]

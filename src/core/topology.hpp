@@ -49,6 +49,7 @@ struct Memory {
   int gpu = -1;
   int64_t bytes = 0;
   int64_t free_bytes = 0;
+  bool offline = false;  // an HBM NUMA node a GPU names but the driver has not onlined (no memory)
 };
 
 struct SkippedAlloc {
@@ -103,6 +104,9 @@ Topology discover();
 Topology load_snapshot(const std::string& dir);
 // Writes the files of the live node that load_snapshot reads, plus gpus.txt.
 void save_snapshot(const std::string& dir);
+// The same from the tree under `root` (a snapshot) with these GPU facts: the same writer,
+// so a node that cannot be had here (an offline GH200 HBM) is round-tripped in tests.
+void save_snapshot(const std::string& dir, const std::string& root, const std::vector<GpuInfo>& gpus);
 
 // Shared by both: read the sysfs tree under `root` and derive processors/memories/paths.
 Topology build_topology(const std::string& root, const std::vector<GpuInfo>& gpus,

@@ -189,7 +189,8 @@ bool looks_like_gpu_memory(const Topology& t, const NumaNode& n) {
 void classify_nodes(Topology* t) {
   for (auto& n : t->numa_nodes) {
     n.kind = mem_kind_name(n.mem_total_bytes <= 0 ? MemKind::Empty : MemKind::Host);
-    if (n.mem_total_bytes <= 0 || !n.cpus.empty()) continue;
+    if (!n.cpus.empty()) continue;
+    // A GPU's HBM node stays its HBM while offline (no memory), so its paths say why not.
     for (const auto& g : t->gpus)
       if (g.hbm_numa == n.id) {
         n.kind = mem_kind_name(MemKind::Hbm);
@@ -267,6 +268,7 @@ void add_memories(Topology* t) {
     m.gpu = n.gpu;
     m.bytes = n.mem_total_bytes;
     m.free_bytes = n.mem_free_bytes;
+    m.offline = n.mem_total_bytes <= 0;
     t->memories.push_back(std::move(m));
   }
   for (const auto& g : t->gpus) {

@@ -47,7 +47,8 @@ class PathRules {
     const MemKind kind = mem_kind(mem.kind);
     p.via = cpu ? cpu_via(pu, mem) : gpu_via(gpu(pu.gpu), mem);
     for (const AllocInfo& a : kAllocTable) {
-      const std::string reason = cpu ? cpu_problem(a, mem, kind) : gpu_problem(a, gpu(pu.gpu), mem, kind);
+      const std::string reason = mem.offline ? offline_problem(mem)
+                                 : cpu ? cpu_problem(a, mem, kind) : gpu_problem(a, gpu(pu.gpu), mem, kind);
       if (reason.empty()) p.allocs.push_back(a.name);
       else p.skipped.push_back({a.name, reason});
     }
@@ -86,14 +87,28 @@ class PathRules {
     const int host = host_of(mem.gpu);
     const bool near = host < 0 || host == node;
     const std::string link = mem_kind(mem.kind) == MemKind::Hbm ? "c2c" : gpu(mem.gpu).link_type;
-    // A PCIe GPU behind the other socket is reached over the socket link first.
-    return near ? link : link + "+interconnect";
+    // Links in the order the data crosses them: a GPU behind another socket (Grace -> peer
+    // HBM on a quad GH200) is reached over the socket interconnect, then that GPU's link.
+    return near ? link : "interconnect+" + link;
   }
 
-  // From GPU g to host node `node` through g's own link (and the socket link if needed).
+  // From GPU g to host node `node`. On GH200 nodes whose superchips are joined by NVLink
+  // (CSCS Alps), "Hopper traffic is routed through NVLink" (Fusco et al., arXiv:2408.11556,
+  // sec. II-A5): to the Grace of the peer superchip, then over that superchip's C2C. Without
+  // such a peer (dual GH200 workstation: no GPU peer access), g's own link, then the Graces'.
   std::string host_route(const GpuInfo& g, int node) const {
     const bool near = g.host_numa < 0 || node < 0 || g.host_numa == node;
-    return near ? g.link_type : g.link_type + "+interconnect";
+    if (near) return g.link_type;
+    if (c2c_peer_of(g, node) >= 0) return "nvlink+c2c";
+    return g.link_type + "+interconnect";
+  }
+
+  // The NVLink peer of GPU g whose own C2C link reaches host node `node`, else -1.
+  int c2c_peer_of(const GpuInfo& g, int node) const {
+    if (g.link_type != "c2c") return -1;
+    for (const auto& h : t_.gpus)
+      if (h.host_numa == node && h.link_type == "c2c" && contains(g.nvlink_peers, h.id)) return h.id;
+    return -1;
   }
 
   std::string gpu_via(const GpuInfo& g, const Memory& mem) const {
@@ -141,6 +156,12 @@ class PathRules {
       return "managed buffers are first touched by a host node's CPUs; " + whose +
              " (use gpu" + std::to_string(mem.gpu) + " for managed memory prefetched to the GPU)";
     return "pinned and registered buffers are host memory; " + whose;
+  }
+
+  // A GH200 whose driver has not onlined the HBM shows its NUMA node with no memory: nothing
+  // can be placed there, but the GPU still has its cudaMalloc memory (gpuN).
+  static std::string offline_problem(const Memory& mem) {
+    return mem.name + " is " + hbm_owner(mem.gpu) + ", offline (the NUMA node has no memory: the driver has not onlined it)";
   }
 
   // The allocator places memory on the other kind of memory: the same sentence for every
@@ -196,6 +217,8 @@ std::string alloc_problem(const Topology& topo, const std::string& pu, const std
     if (a == alloc) return "";
   for (const auto& s : path->skipped)
     if (s.alloc == alloc) return s.reason;
+  // No allocator at all (an offline HBM node): the path's own reason says why.
+  if (path->allocs.empty() && !path->skipped.empty()) return path->skipped.front().reason;
   return "allocator " + alloc + " cannot place memory on " + mem;
 }
 

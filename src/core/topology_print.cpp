@@ -56,13 +56,16 @@ void print_path_matrix(const Topology& t, std::ostream& out) {
   }
 }
 
-std::string gpu_line(const GpuInfo& g) {
+std::string gpu_line(const Topology& t, const GpuInfo& g) {
   std::string s = g.model + ", cc " + g.cc + ", " + std::to_string(g.sm_count) + " SMs, L2 " +
                   format_bytes(g.l2_bytes) + ", " + g.link_type;
   if (g.link_type == "pcie" && g.pcie_gen > 0)
     s += " gen" + std::to_string(g.pcie_gen) + " x" + std::to_string(g.pcie_width);
   s += ", host " + opt_id(g.host_numa, "numa");
-  if (g.hbm_numa >= 0) s += ", HBM numa" + std::to_string(g.hbm_numa);
+  if (g.hbm_numa >= 0) {
+    const Memory* hbm = t.find_mem("numa" + std::to_string(g.hbm_numa));
+    s += ", HBM numa" + std::to_string(g.hbm_numa) + (hbm && hbm->offline ? " (offline)" : "");
+  }
   s += g.pageable_access ? (g.host_page_tables ? ", pageable (ATS)" : ", pageable (HMM)") : ", no pageable access";
   if (!g.peers.empty()) s += ", peers " + join_ints(g.peers);
   if (!g.nvlink_peers.empty()) s += " (nvlink " + join_ints(g.nvlink_peers) + ")";
@@ -109,7 +112,7 @@ std::string Topology::to_json() const {
   for (const auto& m : memories) {
     w.begin_object().field("name", m.name).field("kind", m.kind);
     if (mem_kind(m.kind) == MemKind::Device) w.field("gpu", m.gpu).field("bytes", m.bytes).key("numa").id_or_null(m.numa);
-    else w.field("numa", m.numa).field("bytes", m.bytes).key("gpu").id_or_null(m.gpu);
+    else w.field("numa", m.numa).field("bytes", m.bytes).key("gpu").id_or_null(m.gpu).field("offline", m.offline);
     w.end_object();
   }
   w.end_array();
@@ -137,7 +140,7 @@ std::string Topology::to_text() const {
       out << "cpu  " << (p.numa >= 0 ? "numa" + std::to_string(p.numa) : "all CPU nodes") << ", " << p.cores
           << " cores, " << p.cpus.size() << " threads, LLC " << format_bytes(p.cache_bytes) << "\n";
     } else if (const GpuInfo* g = find_gpu(p.gpu)) {
-      out << "gpu  " << gpu_line(*g) << "\n";
+      out << "gpu  " << gpu_line(*this, *g) << "\n";
     }
   }
 
@@ -145,7 +148,7 @@ std::string Topology::to_text() const {
   for (const auto& m : memories) {
     out << "  " << pad(m.name, 7) << pad(m.kind, 7) << pad(format_bytes(m.bytes), 12);
     if (mem_kind(m.kind) == MemKind::Device) out << "GPU " << m.gpu << (m.numa >= 0 ? ", also numa" + std::to_string(m.numa) : "");
-    else if (mem_kind(m.kind) == MemKind::Hbm) out << hbm_owner(m.gpu);
+    else if (mem_kind(m.kind) == MemKind::Hbm) out << hbm_owner(m.gpu) << (m.offline ? ", offline" : "");
     else out << format_bytes(m.free_bytes) << " free";
     out << "\n";
   }

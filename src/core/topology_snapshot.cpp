@@ -42,11 +42,12 @@ void set_gpu_field(GpuInfo* g, const std::string& key, const std::string& value)
   // Unknown keys are ignored so that newer snapshots still load.
 }
 
-// Copies one file of the live tree (procfs files report size 0, so read, do not stat).
-void copy_live_file(const fs::path& from, const fs::path& dir) {
+// Copies one file of the tree under `root` to the same place below `dir` (procfs files
+// report size 0, so read, do not stat).
+void copy_live_file(const fs::path& root, const fs::path& from, const fs::path& dir) {
   const auto text = read_text(from);
   if (!text) return;  // optional on this kernel: the loader treats it as missing too
-  const fs::path to = dir / from.relative_path();
+  const fs::path to = dir / from.lexically_relative(root);
   std::error_code ec;
   fs::create_directories(to.parent_path(), ec);
   std::ofstream out(to, std::ios::binary);
@@ -67,10 +68,11 @@ void check_snapshot(const Topology& t, const std::string& dir) {
   for (const auto& g : t.gpus) {
     if (g.hbm_numa < 0) continue;
     const NumaNode* n = t.find_numa(g.hbm_numa);
-    if (!n || n->mem_total_bytes <= 0)
+    // An online node without memory is the HBM the driver has not onlined: kept, offline.
+    if (!n)
       throw UsageError((fs::path(dir) / "gpus.txt").string() + ": GPU " + std::to_string(g.id) + " has hbm_numa=" +
                        std::to_string(g.hbm_numa) + ", but node" + std::to_string(g.hbm_numa) +
-                       (n ? " has no memory" : " is not online") + "; valid: an online node with memory, or -1");
+                       " is not online; valid: an online node, or -1");
   }
 }
 }  // namespace
@@ -90,28 +92,30 @@ Topology load_snapshot(const std::string& dir) {
   return t;
 }
 
-void save_snapshot(const std::string& dir) {
+void save_snapshot(const std::string& dir) { save_snapshot(dir, "/", query_gpus()); }
+
+void save_snapshot(const std::string& dir, const std::string& root, const std::vector<GpuInfo>& gpus) {
   std::error_code ec;
   fs::create_directories(dir, ec);
   if (!fs::is_directory(dir))
     throw UsageError("cannot create snapshot folder '" + dir + "': " + ec.message());
-  const Tree live{"/"};
-  copy_live_file(live.node_dir() / "online", dir);
-  copy_live_file(live.cpuinfo(), dir);
+  const Tree live{root};
+  copy_live_file(root, live.node_dir() / "online", dir);
+  copy_live_file(root, live.cpuinfo(), dir);
   for (int id : online_nodes(live)) {
-    for (const char* f : {"cpulist", "meminfo", "distance"}) copy_live_file(live.node(id) / f, dir);
+    for (const char* f : {"cpulist", "meminfo", "distance"}) copy_live_file(root, live.node(id) / f, dir);
     const auto cpus = parse_cpulist(read_text(live.node(id) / "cpulist").value_or(""));
     for (int c : cpus)
       for (const char* f : {"topology/core_id", "topology/physical_package_id"})
-        copy_live_file(live.cpu(c) / f, dir);
+        copy_live_file(root, live.cpu(c) / f, dir);
     if (cpus.empty()) continue;
     // Caches of the node's first CPU: the only ones the loader reads.
     for (const auto& e : fs::directory_iterator(live.cpu(cpus.front()) / "cache", ec))
       if (e.path().filename().string().rfind("index", 0) == 0)
-        for (const char* f : {"level", "type", "size", "shared_cpu_list"}) copy_live_file(e.path() / f, dir);
+        for (const char* f : {"level", "type", "size", "shared_cpu_list"}) copy_live_file(root, e.path() / f, dir);
   }
   std::ofstream out(fs::path(dir) / "gpus.txt");
-  out << format_gpus_txt(query_gpus());
+  out << format_gpus_txt(gpus);
   if (!out) throw UsageError("cannot write " + (fs::path(dir) / "gpus.txt").string());
 }
 

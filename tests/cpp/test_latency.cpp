@@ -211,8 +211,8 @@ TEST(PingPongPlan, GraceHopperAgentsShareMemoryThroughAts) {
   std::map<std::string, std::string> via;
   for (const auto& c : cases) via[c.a.name + "-" + c.b.name] = c.via;
   EXPECT_EQ(via["cpu0-cpu0"], "local");
-  EXPECT_EQ(via["cpu0-gpu1"], "c2c+interconnect");  // gpu1 reaches numa0 through its C2C, then the fabric
-  EXPECT_EQ(via["gpu1-gpu1"], "c2c+interconnect");
+  EXPECT_EQ(via["cpu0-gpu1"], "nvlink+c2c");  // gpu1 reaches numa0 over NVLink to gpu0, then gpu0's C2C
+  EXPECT_EQ(via["gpu1-gpu1"], "nvlink+c2c");
   EXPECT_EQ(pair_via(t, "gpu0", "gpu1", "gpu0"), "nvlink");
   EXPECT_EQ(pair_via(t, "cpu0", "gpu0", "numa0"), "c2c");
   EXPECT_EQ(pair_via(t, "cpu0", "cpu1", "numa0"), "interconnect");

@@ -69,7 +69,8 @@ TEST(D2dPlan, QuadGh200RunsEveryOrderedPairOnEveryEngine) {
     ASSERT_EQ(c.host_numas.size(), 1u);
     EXPECT_EQ(c.host_numas[0], c.gpus[0]);
     EXPECT_EQ(c.cpu_numa, c.gpus[0]);
-    EXPECT_EQ(c.via, "c2c>numa" + std::to_string(c.gpus[0]) + ">c2c+interconnect");
+    // The destination GPU reaches the source's Grace over NVLink, then that superchip's C2C.
+    EXPECT_EQ(c.via, "c2c>numa" + std::to_string(c.gpus[0]) + ">nvlink+c2c");
   }
 }
 

@@ -188,7 +188,7 @@ TEST(MemcpyPlan, RemoteHostNodeAndIssuingThreadElsewhere) {
   EXPECT_EQ(cases[0].gpus, std::vector<int>{2});
   EXPECT_EQ(cases[0].host_numa(), 0);
   EXPECT_EQ(cases[0].cpu_numa, 1);
-  EXPECT_EQ(cases[0].via, "c2c+interconnect");
+  EXPECT_EQ(cases[0].via, "nvlink+c2c");  // over NVLink to gpu0, then gpu0's C2C to numa0
 }
 
 TEST(MemcpyPlan, GpuAllRunsEachGpuInTurn) {

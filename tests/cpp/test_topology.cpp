@@ -272,7 +272,7 @@ TEST(TopologyFixture, X86TwoSocketsFourGpus) {
   EXPECT_EQ(path(t, "cpus", "numa1").via, "spread");
   EXPECT_EQ(path(t, "cpus", "gpu2").via, "pcie+spread");
   EXPECT_EQ(path(t, "cpu0", "gpu0").via, "pcie");
-  EXPECT_EQ(path(t, "cpu0", "gpu2").via, "pcie+interconnect");
+  EXPECT_EQ(path(t, "cpu0", "gpu2").via, "interconnect+pcie");  // links in the order crossed
   EXPECT_EQ(path(t, "gpu0", "numa0").via, "pcie");
   EXPECT_EQ(path(t, "gpu0", "numa1").via, "pcie+interconnect");
   EXPECT_EQ(path(t, "gpu2", "numa1").via, "pcie");
@@ -344,7 +344,7 @@ TEST(TopologyFixture, Gh200Dual) {
   const Path& hbm = path(t, "gpu0", "numa10");
   EXPECT_EQ(hbm.via, "c2c+interconnect");
   EXPECT_EQ(hbm.allocs, (Names{"system", "numa"}));
-  EXPECT_EQ(path(t, "cpu1", "numa2").via, "c2c+interconnect");
+  EXPECT_EQ(path(t, "cpu1", "numa2").via, "interconnect+c2c");
   EXPECT_EQ(path(t, "cpu1", "numa10").via, "c2c");
   EXPECT_EQ(path(t, "cpus", "numa10").via, "c2c+spread");
   EXPECT_EQ(path(t, "gpu1", "numa0").via, "c2c+interconnect");
@@ -383,15 +383,19 @@ TEST(TopologyFixture, Gh200QuadAlps) {
   const Path& local_hbm = path(t, "cpu0", "numa4");
   EXPECT_EQ(local_hbm.via, "c2c");
   EXPECT_EQ(local_hbm.allocs, (Names{"system", "numa"}));
-  EXPECT_EQ(path(t, "cpu0", "numa12").via, "c2c+interconnect");
+  // Grace traffic to a peer superchip crosses the Grace interconnect, then the peer's C2C.
+  EXPECT_EQ(path(t, "cpu0", "numa12").via, "interconnect+c2c");
   EXPECT_EQ(path(t, "cpu0", "numa1").via, "interconnect");
-  EXPECT_EQ(path(t, "cpu0", "gpu1").via, "c2c+interconnect");
+  EXPECT_EQ(path(t, "cpu0", "gpu1").via, "interconnect+c2c");
 
   const Path& g_host = path(t, "gpu0", "numa0");
   EXPECT_EQ(g_host.via, "c2c");
   EXPECT_TRUE(has(g_host.allocs, "system"));
   EXPECT_TRUE(has(g_host.allocs, "numa"));
-  EXPECT_EQ(path(t, "gpu0", "numa3").via, "c2c+interconnect");
+  // Hopper traffic to a peer superchip's LPDDR: NVLink to gpu3, then gpu3's C2C (Alps paper).
+  for (int g = 0; g < 4; ++g)
+    for (int n = 0; n < 4; ++n)
+      EXPECT_EQ(path(t, "gpu" + std::to_string(g), "numa" + std::to_string(n)).via, g == n ? "c2c" : "nvlink+c2c");
 
   const Path& peer = path(t, "gpu0", "gpu1");
   EXPECT_EQ(peer.via, "nvlink");
@@ -423,6 +427,62 @@ TEST(TopologyFixture, Gh200HbmWithoutGpuFactsIsHbmOfAnUnknownGpu) {
   // Host memory keeps its kind: x86 sockets are 21 apart.
   const Topology x86 = build_topology(std::string(MEMPATH_FIXTURES_DIR) + "/x86_2s_4gpu", {}, "snapshot");
   EXPECT_EQ(x86.find_numa(1)->kind, "host");
+}
+
+// The real quad GH200 SLIT (numactl/numactl#224) puts every GPU node 255 from every other
+// GPU node, other GPUs' HBM included. 255 is a distance like any other here: the GPUs still
+// reach each other's HBM over NVLink, and the distances still find each GPU's Grace.
+TEST(TopologyFixture, Gh200QuadSlit255BetweenGpuNodesKeepsRoutesAndHostNodes) {
+  const Topology t = fixture("gh200_quad");
+  EXPECT_EQ(t.find_numa(4)->distances[12], 255);
+  EXPECT_EQ(t.find_numa(12)->distances[28], 255);
+  EXPECT_EQ(t.find_numa(0)->distances[4], 80);
+  EXPECT_EQ(t.find_numa(0)->distances[12], 120);
+  for (int g = 0; g < 4; ++g)
+    for (int h = 0; h < 4; ++h) {
+      if (g == h) continue;
+      const Path& p = path(t, "gpu" + std::to_string(g), "numa" + std::to_string(4 + 8 * h));
+      EXPECT_EQ(p.via, "nvlink");
+      EXPECT_EQ(p.allocs, (Names{"system", "numa"}));
+    }
+  // Without host nodes from the driver, each GPU's Grace is the CPU node nearest its HBM.
+  auto gpus = t.gpus;
+  for (auto& g : gpus) g.host_numa = -1;
+  const Topology guessed = build_topology(std::string(MEMPATH_FIXTURES_DIR) + "/gh200_quad", gpus, "snapshot");
+  for (int g = 0; g < 4; ++g) EXPECT_EQ(guessed.find_gpu(g)->host_numa, g);
+}
+
+// A GH200 whose driver has not onlined the HBM: node 1 is online with no memory. `topo
+// --save` writes it and every --from command reads it back: the GPU keeps its memory, the
+// HBM node is offline and every allocator on it is skipped with the reason.
+TEST(TopologyFixture, Gh200OfflineHbmRoundTripsAndIsSkipped) {
+  const Topology t = fixture("gh200_single_hbm_offline");
+  const Memory* hbm = t.find_mem("numa1");
+  ASSERT_NE(hbm, nullptr);
+  EXPECT_EQ(hbm->kind, "hbm");
+  EXPECT_EQ(hbm->gpu, 0);
+  EXPECT_TRUE(hbm->offline);
+  EXPECT_EQ(t.find_mem("gpu0")->bytes, 102005473280LL);
+  EXPECT_FALSE(t.find_mem("numa0")->offline);
+  for (const char* pu : {"cpu0", "gpu0"}) {
+    const Path& p = path(t, pu, "numa1");
+    EXPECT_TRUE(p.allocs.empty()) << pu;
+    EXPECT_NE(reason(p, "numa").find("numa1 is GPU 0's HBM, offline"), std::string::npos) << reason(p, "numa");
+    EXPECT_NE(alloc_problem(t, pu, "numa1", "none").find("offline"), std::string::npos);
+  }
+  EXPECT_EQ(path(t, "gpu0", "gpu0").allocs, (Names{"device", "managed"}));
+  EXPECT_NE(t.to_json().find("\"name\":\"numa1\",\"kind\":\"hbm\",\"numa\":1,\"bytes\":0,\"gpu\":0,\"offline\":true"),
+            std::string::npos);
+  EXPECT_NE(t.to_text().find("HBM numa1 (offline)"), std::string::npos);
+
+  const fs::path dir = fs::temp_directory_path() / ("mempath_topo_offline_" + std::to_string(getpid()));
+  fs::remove_all(dir);
+  save_snapshot(dir.string(), std::string(MEMPATH_FIXTURES_DIR) + "/gh200_single_hbm_offline", t.gpus);
+  const Topology back = load_snapshot(dir.string());
+  fs::remove_all(dir);
+  EXPECT_TRUE(back.find_mem("numa1")->offline);
+  EXPECT_EQ(back.find_gpu(0)->hbm_numa, 1);
+  EXPECT_EQ(back.mem_names(), t.mem_names());
 }
 
 // Issue #12 (path names): a copy case is named by the route from source to destination,
@@ -466,7 +526,7 @@ TEST(Topology, JsonHasTheDocumentedShape) {
         "\"cpu_model\":\"NVIDIA Grace (Neoverse V2)\"", "\"numa_nodes\":[", "\"kind\":\"empty\"",
         "\"llc_bytes\":119537664", "\"processors\":[", "{\"name\":\"gpu0\",\"kind\":\"gpu\",\"gpu\":0",
         "\"link\":{\"type\":\"c2c\",\"gen\":0,\"width\":0}", "\"hbm_numa\":4", "\"nvlink_peers\":[1,2,3]",
-        "\"memories\":[", "{\"name\":\"numa4\",\"kind\":\"hbm\",\"numa\":4,\"bytes\":102005473280,\"gpu\":0}",
+        "\"memories\":[", "{\"name\":\"numa4\",\"kind\":\"hbm\",\"numa\":4,\"bytes\":102005473280,\"gpu\":0,\"offline\":false}",
         "{\"name\":\"gpu0\",\"kind\":\"device\",\"gpu\":0,\"bytes\":102005473280,\"numa\":4}",
         "\"paths\":[", "{\"pu\":\"gpu0\",\"mem\":\"gpu1\",\"via\":\"nvlink\",\"allocs\":[\"device\",\"managed\"]",
         "\"skipped\":[{\"alloc\":"})
