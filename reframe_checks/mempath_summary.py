@@ -155,7 +155,7 @@ class Case:
     threads: int
     status: str
     median_GBps: float | None
-    via: str = ''     # the links of the path (`local`, `c2c`, `c2c+interconnect`, ...)
+    via: str = ''     # the links of the path (`local`, `c2c`, `nvlink+c2c`, ...)
     placed: bool = True   # the pages stayed in `mem` (`stayed`)
 
     @property

@@ -76,7 +76,8 @@ def _gh200_read() -> dict[str, Reference]:
         'cpu_numa_local_numa_min': GRACE_LPDDR,
         'cpu_numa_c2c_numa_min': GRACE_C2C_HBM,
         'cpu_numa_interconnect_numa_min': PEER_SUPERCHIP,
-        'cpu_numa_c2c_interconnect_numa_min': PEER_SUPERCHIP,
+        # Grace reading another superchip's HBM: the Grace link, then that superchip's C2C.
+        'cpu_numa_interconnect_c2c_numa_min': PEER_SUPERCHIP,
     }
     for alloc in ('numa', 'pinned', 'registered'):
         refs[f'gpu_numa_c2c_{alloc}_min'] = HOPPER_C2C_LPDDR
@@ -156,7 +157,10 @@ PAGE_LOCKED = ('pinned', 'registered')
 
 def _gh200_transfers() -> dict[str, Reference]:
     """By class (mempath_summary.transfer_perf_values): the slowest GPU to or from its own
-    Grace's LPDDR (`c2c`), and from any other superchip's (`c2c_interconnect`)."""
+    Grace's LPDDR (`c2c`), and from the other superchip's of a dual GH200 without GPU peer
+    access (`c2c_interconnect`, the workstation's published figure). On a quad GH200 a peer
+    superchip's LPDDR is reached over NVLink and that superchip's C2C (`nvlink_c2c`): no
+    published figure yet, so no reference."""
     refs: dict[str, Reference] = {}
     for alloc in PAGE_LOCKED:
         # One size, and the top of each GPU's size sweep (which runs on the nearest node only).
