@@ -122,9 +122,11 @@ def dry_run(reframe: list[str], config: str, tag: str, prefix: Path, extra: list
 
 
 def program_index(command: list[str]) -> int:
-    """Where the measured program stands in a job's command (after any launcher)."""
+    """Where the measured program stands in a job's command (after any launcher); not a
+    path handed to another program as an option's value (`inventory.py --mempath PATH`)."""
     for i, word in enumerate(command):
-        if Path(word).name in ('mempath', *NOT_MODELLED):
+        given_to_option = i > 0 and command[i - 1].startswith('--') and '=' not in command[i - 1]
+        if Path(word).name in ('mempath', *NOT_MODELLED) and not given_to_option:
             return i
     return -1
 
