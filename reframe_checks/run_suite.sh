@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The suite on this machine (README, first command): builds mempath, runs the ReFrame
 # checks with the generic site configuration (local scheduler; CPU checks everywhere,
-# GPU checks where a GPU is found), then writes the report from the HDF5 files.
+# GPU checks where a GPU is found), then writes the report from the HDF5 files. Before
+# the checks run it prints their expected duration on this node (expected_duration.py).
 #   MEMPATH_TAG     ReFrame tag to run (default: full; acceptance = the nightly subset)
 #   MEMPATH_REPORT  report folder (default: report/HOST-DATE)
 set -euo pipefail
@@ -13,6 +14,9 @@ report="${MEMPATH_REPORT:-$mempath_root/report/$stamp}"
 prefix="$mempath_root/output/$stamp"
 mkdir -p "$report"
 "$MEMPATH_BIN" topo | tee "$report/topology.txt"
+# The modelled duration of what is about to run (a factor of ~2); never stops the suite.
+python3 "$mempath_root/reframe_checks/expected_duration.py" --mempath "$MEMPATH_BIN" \
+  --config site_configs/generic.py --tag "$tag" -- "$@" || true
 set +e
 reframe -C site_configs/generic.py -c reframe_checks --tag "$tag" -r \
   --prefix "$prefix" --exec-policy=serial "$@"

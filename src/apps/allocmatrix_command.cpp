@@ -10,6 +10,7 @@
 #include <iostream>
 
 #include "apps/benchmark.hpp"
+#include "core/duration_model.hpp"
 #include "core/alloc_kind.hpp"
 #include "core/allocators.hpp"
 #include "core/error.hpp"
@@ -144,6 +145,22 @@ class AllocMatrixBenchmark : public Benchmark {
     return {{"gpu", "gpu" + std::to_string(g_)}, {"src_alloc", c.src_alloc}, {"dst_alloc", c.dst_alloc}, {"host", c.host}};
   }
   std::string skip_reason(size_t) const override { return ""; }
+  // Modelled: two buffers set up, warm-up and timed copies (pageable or managed memory at
+  // the pageable rate, device to device at HBM's, else over a PCIe-like link), the
+  // destination cleared and checked.
+  double expected_seconds(size_t i) const override {
+    const MatrixCase& c = cases_[i];
+    const auto pagelocked = [](const std::string& a) {
+      return alloc_kind(a) == Alloc::Pinned || alloc_kind(a) == Alloc::Registered || alloc_kind(a) == Alloc::Device;
+    };
+    const bool on_gpu = alloc_kind(c.src_alloc) == Alloc::Device && alloc_kind(c.dst_alloc) == Alloc::Device;
+    const double gbps = on_gpu ? model::kGpuLocalGBps
+                        : pagelocked(c.src_alloc) && pagelocked(c.dst_alloc) ? model::kPcieGBps
+                                                                             : model::kPageableCopyGBps;
+    const double size = static_cast<double>(size_);
+    return model::kCaseOverheadS + model::setup_s(3 * size) + model::verify_s(size) +
+           model::seconds((warmup_ + reps_) * size, gbps);
+  }
 
   Outcome run(size_t i) override {
     const MatrixCase& c = cases_[i];

@@ -6,6 +6,7 @@
 #include <limits>
 
 #include "apps/benchmark.hpp"
+#include "core/duration_model.hpp"
 #include "core/allocators.hpp"
 #include "core/atomics_plan.hpp"
 #include "core/error.hpp"
@@ -104,6 +105,11 @@ class AtomicsBenchmark : public Benchmark {
     return {{"pu", c.pu}, {"mem", c.mem}, {"alloc", c.alloc}, {"via", c.via}, {"scope", s_.scope_name}};
   }
   std::string skip_reason(size_t i) const override { return cases_[i].skip_reason; }
+  // Modelled: every launch a large GPU's threads x --ops fetch-and-adds at the model's rate.
+  double expected_seconds(size_t) const override {
+    const double launch = model::kAtomicsThreads * static_cast<double>(s_.ops) / model::kAtomicsOpsPerS;
+    return model::kCaseOverheadS + (s_.warmup + s_.reps) * launch;
+  }
 
   Outcome run(size_t i) override {
     const AtomicsCase& c = cases_[i];

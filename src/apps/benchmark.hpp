@@ -56,6 +56,12 @@ class Benchmark {
   virtual std::string skip_reason(size_t i) const = 0;
   // --from's line of case i; the PLAN line unless a benchmark prints its own table.
   virtual void print_plan(size_t i) const;
+  // Modelled seconds case i takes (core/duration_model.hpp, constants there only): what
+  // the case does, at the model's rates. Asked only for cases the plan runs.
+  virtual double expected_seconds(size_t i) const = 0;
+  // The plan skips case i (it takes no time): skip_reason's, for benchmarks whose
+  // runners record the plan's skips themselves.
+  virtual bool plan_skips(size_t i) const { return !skip_reason(i).empty(); }
 
   // Before the result file is opened (start what all cases share: a noise reader).
   virtual void prepare() {}

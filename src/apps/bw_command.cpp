@@ -8,6 +8,7 @@
 #include "apps/benchmark.hpp"
 #include "apps/driver.hpp"
 #include "core/alloc_kind.hpp"
+#include "core/duration_model.hpp"
 #include "core/error.hpp"
 #include "core/options.hpp"
 #include "core/stats.hpp"
@@ -98,6 +99,20 @@ std::vector<BwCase> plan(const Topology& topo, const Options& opts, const BwSett
   return cases;
 }
 
+// Modelled (core/duration_model.hpp): its buffers set up, warm-up and timed repetitions
+// at the path's rate (a CPU's limited by its threads, a GPU block's by one block), the
+// destination checked.
+double bw_case_seconds(const BwCase& c, const BwSettings& s) {
+  const double size = static_cast<double>(c.size);
+  const int buffers = c.op == Op::Copy ? 2 : 1;
+  double gbps = model::path_gbps(c.pu_kind, c.via);
+  if (c.pu_kind == "cpu") gbps = std::min(gbps, model::kCpuCoreGBps * std::max(c.threads, 1));
+  if (c.kernel == "block") gbps = std::min(gbps, model::kGpuBlockGBps);
+  const double timed = model::seconds((s.warmup + s.reps) * bw_passes(c) * buffers * size, gbps);
+  const double check = c.op == Op::Read ? 0 : model::verify_s(size);
+  return model::kCaseOverheadS + model::setup_s(buffers * size) + timed + check;
+}
+
 const std::vector<ColumnSpec> kSampleColumns = {
     {"case_id", ColumnType::Int, ""},      {"rep", ColumnType::Int, ""},
     {"op", ColumnType::String, ""},        {"pu", ColumnType::String, ""},
@@ -153,6 +168,7 @@ class BwBenchmark : public Benchmark {
     return {{"op", op_name(c.op)}, {"pu", c.pu}, {"mem", c.mem}, {"alloc", alloc_name(c.alloc)}};
   }
   std::string skip_reason(size_t i) const override { return cases_[i].skip_reason; }
+  double expected_seconds(size_t i) const override { return bw_case_seconds(cases_[i], settings_); }
 
   void prepare() override {
     if (noise_spec_.empty()) return;

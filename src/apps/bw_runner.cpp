@@ -75,6 +75,10 @@ void NoiseRunner::stop() {
   gpu_noise_ = nullptr;
 }
 
+int bw_passes(const BwCase& c) {
+  return c.in_cache ? static_cast<int>(std::max<uint64_t>(1, (kMinBytesPerRep + c.size - 1) / c.size)) : 1;
+}
+
 CaseOutcome unrun_outcome(const BwCase& c, const std::string& status, const std::string& reason) {
   CaseOutcome o;
   o.status = status;
@@ -89,7 +93,7 @@ CaseOutcome run_case(const Topology& topo, const BwCase& c, const BwSettings& se
   if (!c.skip_reason.empty()) return unrun_outcome(c, "skipped", c.skip_reason);
   CaseOutcome out = unrun_outcome(c, "ok", "");
   check_fits(c);
-  out.passes = c.in_cache ? static_cast<int>(std::max<uint64_t>(1, (kMinBytesPerRep + c.size - 1) / c.size)) : 1;
+  out.passes = bw_passes(c);
   out.bytes_per_rep = c.size * out.passes * (c.op == Op::Copy ? 2 : 1);
   try {
     // src: what is read (read, copy); dst: what is written (write, copy).

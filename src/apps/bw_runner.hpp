@@ -46,6 +46,9 @@ class NoiseRunner {
 // kernel and threads it would have used, as run_case records them.
 CaseOutcome unrun_outcome(const BwCase& c, const std::string& status, const std::string& reason);
 
+// Sweeps of the buffer per repetition: 1, or enough for 256 MiB when it is in cache.
+int bw_passes(const BwCase& c);
+
 // Throws UsageError when the buffers do not fit in the memory's free space; every other
 // problem becomes a skipped or failed outcome.
 CaseOutcome run_case(const Topology& topo, const BwCase& c, const BwSettings& settings,

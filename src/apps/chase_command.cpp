@@ -7,6 +7,7 @@
 #include <limits>
 
 #include "apps/benchmark.hpp"
+#include "core/duration_model.hpp"
 #include "core/alloc_kind.hpp"
 #include "core/allocators.hpp"
 #include "core/chase_chain.hpp"
@@ -242,25 +243,24 @@ class ChaseBenchmark : public Benchmark {
         check_chain({size, s.line, s.locality, false, 0});
       }
     if (plan_only) {
-      for (size_t b = 0; b < bases_.size(); ++b)
+      // The snapshot's caches bound each sweep, as the live node's do: the model needs its sizes.
+      for (size_t b = 0; b < bases_.size(); ++b) {
+        model_caches_.push_back(chase_caches(topo, bases_[b], *opts.get("from")));
         for (const auto& pattern : s.patterns) items_.push_back({b, pattern, 0, 0});
+      }
       return;
     }
     for (size_t b = 0; b < bases_.size(); ++b) {
       const ChaseCase& c = bases_[b];
       const auto caches = chase_caches(topo, c, "/");
+      model_caches_.push_back(caches);
       const std::string cache_key = c.pu + ":" + std::to_string(c.cpu);
       if (std::find(cache_keys_.begin(), cache_keys_.end(), cache_key) == cache_keys_.end()) {
         cache_keys_.push_back(cache_key);
         caches_.insert(caches_.end(), caches.begin(), caches.end());
       }
-      std::vector<uint64_t> sizes = s.sizes;
-      if (sizes.empty()) {
-        const uint64_t max = s.max_size ? s.max_size : default_max_size(caches);
-        sizes = power_of_two_sizes(std::max(s.min_size, s.line), max);
-      }
       for (const auto& pattern : s.patterns)
-        for (uint64_t size : sizes)
+        for (uint64_t size : sizes_of(b))
           items_.push_back({b, pattern, size, s.locality && s.locality < size ? s.locality : size});
     }
   }
@@ -273,6 +273,25 @@ class ChaseBenchmark : public Benchmark {
             {"sizes", s_.sizes.empty() ? "sweep" : std::to_string(s_.sizes.size())}};
   }
   std::string skip_reason(size_t i) const override { return bases_[items_[i].base].skip_reason; }
+  // Modelled, per size (--from: an item is its whole sweep): the chain built, the buffer
+  // set up, a warm-up pass and the timed loads, each a cache hit while the buffer fits
+  // the largest cache, else a miss of the processor's kind.
+  double expected_seconds(size_t i) const override {
+    const Item& it = items_[i];
+    const ChaseCase& c = bases_[it.base];
+    uint64_t largest = 0;
+    for (const auto& k : model_caches_[it.base]) largest = std::max(largest, k.bytes);
+    const double accesses = static_cast<double>(s_.accesses ? s_.accesses : default_accesses(c));
+    double total = 0;
+    for (uint64_t size : it.size ? std::vector<uint64_t>{it.size} : sizes_of(it.base)) {
+      const double elements = static_cast<double>(size / s_.line);
+      const double load = size <= largest ? model::kCacheLoadS
+                          : c.pu_kind == "gpu" ? model::kGpuMemoryLoadS : model::kCpuMemoryLoadS;
+      total += model::kCaseOverheadS + model::setup_s(static_cast<double>(size)) + elements * model::kChainElementS +
+               (std::min(elements, accesses) + s_.reps * accesses) * load;
+    }
+    return total;
+  }
 
   void begin(ResultFile& file) override {
     Table& table = file.table("chase/caches", kCacheColumns);
@@ -342,6 +361,13 @@ class ChaseBenchmark : public Benchmark {
   std::vector<ChaseCase> bases_;
   std::vector<Item> items_;
   std::vector<std::string> cache_keys_;
+  std::vector<std::vector<CacheInfo>> model_caches_;  // per base: its sweep's bound
+  // The sizes base b runs: --size's, or its sweep up to the largest cache's bound.
+  std::vector<uint64_t> sizes_of(size_t b) const {
+    if (!s_.sizes.empty()) return s_.sizes;
+    const uint64_t max = s_.max_size ? s_.max_size : default_max_size(model_caches_[b]);
+    return power_of_two_sizes(std::max(s_.min_size, s_.line), max);
+  }
   std::vector<CacheInfo> caches_;
 };
 

@@ -9,6 +9,7 @@
 #include <iostream>
 
 #include "apps/plan_print.hpp"
+#include "core/duration_model.hpp"
 #include "core/error.hpp"
 #include "core/provenance.hpp"
 #include "core/result_run.hpp"
@@ -134,18 +135,34 @@ Outcome run_one(Benchmark& bench, ResultRun& run, size_t i, int64_t id) {
   }
 }
 
+// The model's view of the plan: cases it runs and their summed modelled seconds.
+struct Expectation {
+  size_t planned = 0;
+  double seconds = 0;
+};
+
+Expectation expectation(const Benchmark& bench) {
+  Expectation e;
+  for (size_t i = 0; i < bench.cases(); ++i)
+    if (!bench.plan_skips(i)) ++e.planned, e.seconds += bench.expected_seconds(i);
+  return e;
+}
+
 }  // namespace
 
 int run_benchmark(Benchmark& bench, const std::vector<std::string>& args, const std::vector<std::string>& argv) {
   Options opts(bench.name(), bench.summary(),
                with_progress_options(with_from_option(with_run_options(bench.options(), bench.name()))));
   if (!opts.parse(args)) return kExitOk;
+  const auto run_start = std::chrono::steady_clock::now();
   const bool plan_only = opts.has("from");
   const bool show_progress = progress_wanted(opts);
   const Topology topo = planning_topology(opts);
   bench.plan(opts, topo, plan_only);
   if (plan_only) {
     for (size_t i = 0; i < bench.cases(); ++i) bench.print_plan(i);
+    const Expectation e = expectation(bench);
+    std::printf("%s\n", model::expect_line(bench.name(), bench.cases(), e.planned, e.seconds).c_str());
     return kExitOk;
   }
   bench.prepare();
@@ -156,6 +173,10 @@ int run_benchmark(Benchmark& bench, const std::vector<std::string>& args, const 
   Table& samples = file.table(sample_spec.name, sample_spec.columns);
   Table& case_rows = file.table(case_spec.name, case_spec.columns);
   bench.begin(file);
+  // Said before the first case, so a log shows how long the run should take while it runs.
+  const Expectation expected = expectation(bench);
+  std::printf("%s\n", model::expect_line(bench.name(), bench.cases(), expected.planned, expected.seconds).c_str());
+  std::fflush(stdout);
 
   int exit_code = kExitOk;
   int64_t next_id = 0;
@@ -192,6 +213,9 @@ int run_benchmark(Benchmark& bench, const std::vector<std::string>& args, const 
   end_group();
   progress.finish();
   bench.print_tables(case_rows);
+  const std::chrono::duration<double> elapsed = std::chrono::steady_clock::now() - run_start;
+  std::printf("%s\n", model::elapsed_line(bench.name(), bench.cases(), elapsed.count(), expected.seconds).c_str());
+  std::fflush(stdout);
   std::cerr << "mempath: " << next_id << " cases written to " << file.path() << "\n";
   return exit_code;
 }

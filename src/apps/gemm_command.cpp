@@ -7,6 +7,7 @@
 
 #include "apps/benchmark.hpp"
 #include "apps/plan_print.hpp"
+#include "core/duration_model.hpp"
 #include "core/alloc_kind.hpp"
 #include "core/allocators.hpp"
 #include "core/bw_plan.hpp"
@@ -184,6 +185,16 @@ class GemmBenchmark : public Benchmark {
     return {{"dtype", c.dtype}, {"n", std::to_string(c.n)}, {"mem", c.p.mem}, {"alloc", c.p.alloc}};
   }
   std::string skip_reason(size_t i) const override { return cases_[i].p.skip_reason; }
+  // Modelled: three matrices set up and C checked; per call 2 n^3 flops at the dtype's
+  // rate plus A and B read once over the path.
+  double expected_seconds(size_t i) const override {
+    const GemmCase& c = cases_[i];
+    const double n = static_cast<double>(c.n);
+    const double matrix = n * n * static_cast<double>(gemm_element_bytes(c.dtype));
+    const double tflops = c.dtype == "fp16" || c.dtype == "tf32" ? model::kGemmTflops16 : model::kGemmTflops32;
+    const double call = 2 * n * n * n / (tflops * 1e12) + model::seconds(2 * matrix, model::path_gbps("gpu", c.p.via));
+    return model::kCaseOverheadS + model::setup_s(3 * matrix) + model::verify_s(matrix) + (warmup_ + reps_) * call;
+  }
   // --from lists one line per placement and dtype, its sizes counted.
   void print_plan(size_t i) const override {
     if (i > 0) return;

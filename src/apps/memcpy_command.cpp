@@ -8,6 +8,7 @@
 #include "apps/driver.hpp"
 #include "apps/memcpy_d2d_runner.hpp"
 #include "apps/memcpy_runner.hpp"
+#include "core/duration_model.hpp"
 #include "core/error.hpp"
 #include "core/memcpy_plan.hpp"
 #include "core/options.hpp"
@@ -194,6 +195,26 @@ class MemcpyBenchmark : public Benchmark {
   }
   // The runners record the plan's skips themselves (with the case's buffers and parts).
   std::string skip_reason(size_t) const override { return ""; }
+  bool plan_skips(size_t i) const override { return !cases_[i].skip_reason.empty(); }
+  // Modelled: a buffer group's four buffers per GPU set up by its first case; per case the
+  // destinations cleared and checked, and warm-up, timed and cool-down transfers each a
+  // call plus its bytes at the route's rate (pageable and managed memory at the pageable
+  // rate, a staged GPU<->GPU copy at half the rate: it crosses two links), the GPUs of
+  // --all-gpus at once.
+  double expected_seconds(size_t i) const override {
+    const MemcpyCase& c = cases_[i];
+    const double size = static_cast<double>(c.size), gpus = static_cast<double>(c.gpus.size());
+    const double streams = c.direction == "bidir" || c.direction == "d2d-bidir" ? 2 : 1;
+    double total = model::kCaseOverheadS + 2 * model::verify_s(gpus * streams * size);
+    if (first_of_buffer_group(i))
+      total += model::setup_s(4 * gpus * static_cast<double>(capacity_.at(c.buffer_key())));
+    double gbps = host_blocking_copy(c.alloc, c.engine) || c.alloc == "system" || c.alloc == "managed"
+                      ? model::kPageableCopyGBps
+                      : model::path_gbps("gpu", c.via);
+    if (c.engine == "staged") gbps /= 2;
+    // (Concurrent streams' few cool-down copies are left to the model's slack.)
+    return total + (settings_.warmup + settings_.reps) * (model::kCopyCallS + model::seconds(streams * size, gbps));
+  }
   // --from: a table of the cases, as `mempath list` prints bw's.
   void print_plan(size_t i) const override {
     const MemcpyCase& c = cases_[i];
@@ -340,6 +361,13 @@ class MemcpyBenchmark : public Benchmark {
   std::map<std::string, uint64_t> capacity_;
   std::unique_ptr<MemcpyRunner> runner_;
   std::unique_ptr<MemcpyD2dRunner> d2d_runner_;
+
+  // Whether case i allocates its buffers: the previous case that ran used other ones.
+  bool first_of_buffer_group(size_t i) const {
+    for (size_t j = i; j-- > 0;)
+      if (!plan_skips(j)) return cases_[j].buffer_key() != cases_[i].buffer_key();
+    return true;
+  }
 };
 
 }  // namespace

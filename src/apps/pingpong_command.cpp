@@ -10,6 +10,7 @@
 #include <limits>
 
 #include "apps/benchmark.hpp"
+#include "core/duration_model.hpp"
 #include "core/alloc_kind.hpp"
 #include "core/allocators.hpp"
 #include "core/cycle_counter.hpp"
@@ -183,6 +184,10 @@ class PingPongBenchmark : public Benchmark {
     return {{"a", c.a.name}, {"b", c.b.name}, {"mem", c.mem}, {"alloc", alloc_name(c.alloc)}, {"via", c.via}};
   }
   std::string skip_reason(size_t i) const override { return cases_[i].skip_reason; }
+  // Modelled: warm-up and timed round trips, each at the model's round-trip time.
+  double expected_seconds(size_t) const override {
+    return model::kCaseOverheadS + static_cast<double>(s_.warmup + s_.round_trips) * model::kRoundTripS;
+  }
   Outcome run(size_t i) override {
     PingOutcome o = mempath::run(*topo_, cases_[i], s_);
     return {o.status, o.reason, o};

@@ -8,6 +8,7 @@
 
 #include "apps/benchmark.hpp"
 #include "apps/driver.hpp"
+#include "core/duration_model.hpp"
 #include "core/alloc_kind.hpp"
 #include "core/allocators.hpp"
 #include "core/error.hpp"
@@ -161,6 +162,18 @@ class StreamBenchmark : public Benchmark {
             {"threads", std::to_string(c.threads)}, {"size", std::to_string(c.size)}};
   }
   std::string skip_reason(size_t i) const override { return cases_[i].bw.skip_reason; }
+  // Modelled: three arrays set up and checked, each kernel's arrays per repetition at the
+  // path's rate (a CPU's limited by its threads).
+  double expected_seconds(size_t i) const override {
+    const BwCase& c = cases_[i].bw;
+    const double size = static_cast<double>(c.size);
+    double gbps = model::path_gbps(c.pu_kind, c.via);
+    if (c.pu_kind == "cpu") gbps = std::min(gbps, model::kCpuCoreGBps * std::max(c.threads, 1));
+    int arrays = 0;
+    for (const auto& k : stream_kernels(c.pu_kind)) arrays += k.arrays;
+    return model::kCaseOverheadS + model::setup_s(3 * size) + model::verify_s(3 * size) +
+           model::seconds((warmup_ + reps_) * arrays * size, gbps);
+  }
   Outcome run(size_t i) override {
     Measured m = mempath::run(*topo_, cases_[i], warmup_, reps_);
     return {m.status, m.reason, m};

@@ -17,6 +17,7 @@
 #include <iostream>
 
 #include "apps/benchmark.hpp"
+#include "core/duration_model.hpp"
 #include "core/alloc_kind.hpp"
 #include "core/allocators.hpp"
 #include "core/error.hpp"
@@ -254,6 +255,21 @@ class UmBenchmark : public Benchmark {
     return {{"experiment", cases_[i].spec->name}, {"alloc", cases_[i].alloc}, {"gpu", gpu_name()}, {"mem", c_->mem}};
   }
   std::string skip_reason(size_t i) const override { return cases_[i].skip_reason; }
+  // Modelled: every pass over the buffer that moves pages at the migration rate (what
+  // device memory does faster counts alike), GPU bursts at HBM's rate.
+  double expected_seconds(size_t i) const override {
+    const std::string exp = cases_[i].spec->name;
+    const double size = static_cast<double>(c_->size), move = model::seconds(size, model::kMigrateGBps);
+    double s = model::kCaseOverheadS + model::setup_s(size) + model::verify_s(size);
+    if (exp == "interleave")  // bursts n = 1, 2, 4 .. iters; two CPU phases, each followed by a burst
+      for (int n = 1; n <= c_->max_iterations; n *= 2)
+        s += c_->reps * 2 * (2 * move + model::seconds(n * size, model::kGpuLocalGBps));
+    else if (exp == "inplace")
+      s += std::max(c_->reps, 2) * 2 * move;
+    else  // evict: fresh buffer, cold, warm and evicted reads, pages moved back between
+      s += c_->reps * (model::setup_s(size) + 4 * move);
+    return s;
+  }
   Outcome run(size_t i) override {
     Measured m;
     m.verified = cases_[i].spec->run(*c_, cases_[i].alloc, m.samples);

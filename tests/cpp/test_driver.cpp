@@ -48,6 +48,7 @@ class Scripted : public Benchmark {
   size_t cases() const override { return script_.size(); }
   PlanFields plan_fields(size_t i) const override { return {{"what", script_[i]}}; }
   std::string skip_reason(size_t i) const override { return script_[i] == "skip" ? "not on this node" : ""; }
+  double expected_seconds(size_t i) const override { return 2.0 * static_cast<double>(i + 1); }
   Outcome run(size_t i) override {
     ++runs;
     const std::string& s = script_[i];
@@ -137,6 +138,14 @@ std::vector<std::string> lines(const std::string& text) {
   return out;
 }
 
+// The summary lines only (EXPECT and ELAPSED frame them).
+std::vector<std::string> summary_lines(const std::string& text) {
+  std::vector<std::string> out;
+  for (const auto& l : lines(text))
+    if (l.rfind("MEMPATH ", 0) == 0) out.push_back(l);
+  return out;
+}
+
 }  // namespace
 
 TEST(Driver, SkipsUnsupportedAndPlannedSkipsAndFailsOnErrors) {
@@ -158,7 +167,7 @@ TEST(Driver, PrintsTheLineOfEachWrittenRow) {
   Scripted b({"ok", "fail", "skip"});
   const Result r = run(b);
   EXPECT_EQ(r.code, kExitFailed);
-  const auto printed = lines(r.out);
+  const auto printed = summary_lines(r.out);
   ASSERT_EQ(printed.size(), b.written.size());
   for (size_t i = 0; i < printed.size(); ++i)
     EXPECT_EQ(printed[i], summary_line("fake", b.written[i], b.summary_fields(b.written[i])));
@@ -169,10 +178,22 @@ TEST(Driver, PrintsTheLineOfEachWrittenRow) {
 // The ReFrame checks take the verdict from stdout, with no HDF5 reader (issue 19).
 TEST(Driver, ALineCarriesVerifiedWhereTheRowHasIt) {
   Verifying b({"ok", "fail"});
-  const auto printed = lines(run(b).out);
+  const auto printed = summary_lines(run(b).out);
   ASSERT_EQ(printed.size(), 2u);
   EXPECT_EQ(printed[0], "MEMPATH fake what=ok status=ok value=1.5 best=-1 verified=1");
   EXPECT_EQ(printed[1], "MEMPATH fake what=fail status=failed best=-1 verified=0 reason=\"data check\"");
+}
+
+// The model's sum over the cases the plan runs (the skipped second one costs nothing),
+// said first, and the run's wall time beside it last: neither is a summary line.
+TEST(Driver, SaysTheExpectedDurationFirstAndTheElapsedOneLast) {
+  Scripted b({"ok", "skip", "fail"});
+  const auto printed = lines(run(b).out);
+  ASSERT_EQ(printed.size(), 5u);
+  EXPECT_EQ(printed.front(), "EXPECT fake cases=3 planned=2 skipped=1 expected_s=8.0");
+  EXPECT_EQ(printed.back().rfind("ELAPSED fake cases=3 elapsed_s=", 0), 0u) << printed.back();
+  EXPECT_NE(printed.back().find(" expected_s=8.0"), std::string::npos) << printed.back();
+  EXPECT_EQ(summary_lines(run(b).out).size(), 3u);
 }
 
 TEST(Driver, AllOkOrSkippedExitsZero) {
@@ -189,7 +210,7 @@ TEST(Driver, AGroupPrintsWhenItEndsWithTheCellsItSet) {
   Scripted b({"ok", "ok", "ok"}, true);
   const Result r = run(b);
   EXPECT_EQ(r.code, kExitOk);
-  const auto printed = lines(r.out);
+  const auto printed = summary_lines(r.out);
   ASSERT_EQ(printed.size(), 3u);
   for (const auto& l : printed) EXPECT_NE(l.find(" best=3"), std::string::npos) << l;
 }

@@ -129,6 +129,7 @@ class Tabled : public Benchmark {
   size_t cases() const override { return 2; }
   PlanFields plan_fields(size_t i) const override { return {{"what", std::to_string(i)}}; }
   std::string skip_reason(size_t i) const override { return i == 1 ? "not here" : ""; }
+  double expected_seconds(size_t) const override { return 1.0; }
   Outcome run(size_t) override { return {"ok", "", 42.0}; }
   TableSpec cases_table() const override {
     return {"tabled/cases", {{"case_id", ColumnType::Int, ""}, {"status", ColumnType::String, ""},
@@ -159,7 +160,12 @@ TEST(Driver, PrintsTheTablesAfterTheLastSummaryLine) {
   const std::string out = testing::internal::GetCapturedStdout();
   std::filesystem::remove(path);
   EXPECT_EQ(code, kExitOk);
-  EXPECT_EQ(out,
+  // The ELAPSED line ends the output, after the tables; its wall time varies.
+  const size_t elapsed = out.rfind("ELAPSED tabled cases=2 elapsed_s=");
+  ASSERT_NE(elapsed, std::string::npos) << out;
+  EXPECT_EQ(out.substr(out.size() - std::string(" expected_s=1.0\n").size()), " expected_s=1.0\n") << out;
+  EXPECT_EQ(out.substr(0, elapsed),
+            "EXPECT tabled cases=2 planned=1 skipped=1 expected_s=1.0\n"
             "MEMPATH tabled status=ok\n"
             "MEMPATH tabled status=skipped\n"
             "tabled\n"

@@ -204,4 +204,6 @@ def test_all_prints_a_path_matrix_per_op_after_the_summary_lines(mempath_cpu_bin
 
 def test_one_case_prints_no_matrix(mempath_cpu_bin: Path, tmp_path: Path) -> None:
     proc = run(mempath_cpu_bin, "bw", "--threads", "1", *SMALL, "--output", str(tmp_path / "one.h5"))
-    assert all(line.startswith("MEMPATH ") for line in proc.stdout.splitlines())
+    lines = proc.stdout.splitlines()  # framed by the duration lines (docs/cli.md)
+    assert lines[0].startswith("EXPECT bw ") and lines[-1].startswith("ELAPSED bw ")
+    assert all(line.startswith("MEMPATH ") for line in lines[1:-1])

@@ -60,9 +60,16 @@ def test_help_works_in_every_build(mempath_cpu_bin: Path) -> None:
     assert "memcpy" in run(mempath_cpu_bin, "--help").stdout
 
 
+def plan_lines(stdout: str) -> list[str]:
+    """A --from plan's case lines: its table, without the EXPECT line that ends it."""
+    lines = stdout.splitlines()
+    assert lines and lines[-1].startswith("EXPECT memcpy "), stdout
+    return lines[:-1]
+
+
 def test_plan_on_the_h100_snapshot(mempath_cpu_bin: Path) -> None:
-    lines = run(mempath_cpu_bin, "memcpy", "--from", str(FIXTURES / "x86_h100"), "--alloc",
-                "pinned,system").stdout.splitlines()
+    lines = plan_lines(run(mempath_cpu_bin, "memcpy", "--from", str(FIXTURES / "x86_h100"), "--alloc",
+                "pinned,system").stdout)
     assert len(lines) == 12  # 2 allocs x 3 directions x 2 engines
     alloc = {l: l.split()[4] for l in lines}  # mode gpu= host_numa= cpu_numa= ALLOC ...
     pageable_sm = [l for l in lines if alloc[l] == "system" and " sm " in l]
@@ -71,14 +78,14 @@ def test_plan_on_the_h100_snapshot(mempath_cpu_bin: Path) -> None:
 
 
 def test_plan_all_gpus_on_a_quad_gh200(mempath_cpu_bin: Path) -> None:
-    lines = run(mempath_cpu_bin, "memcpy", "--from", str(FIXTURES / "gh200_quad"), "--all-gpus",
-                "--direction", "bidir", "--engine", "ce").stdout.splitlines()
+    lines = plan_lines(run(mempath_cpu_bin, "memcpy", "--from", str(FIXTURES / "gh200_quad"), "--all-gpus",
+                "--direction", "bidir", "--engine", "ce").stdout)
     assert len(lines) == 1 and "gpu=all" in lines[0] and "via=c2c" in lines[0]
 
 
 def test_plan_sweep_sizes(mempath_cpu_bin: Path) -> None:
-    lines = run(mempath_cpu_bin, "memcpy", "--from", str(FIXTURES / "x86_h100"), "--sweep",
-                "--max-size", "1MiB", "--direction", "h2d", "--engine", "ce").stdout.splitlines()
+    lines = plan_lines(run(mempath_cpu_bin, "memcpy", "--from", str(FIXTURES / "x86_h100"), "--sweep",
+                "--max-size", "1MiB", "--direction", "h2d", "--engine", "ce").stdout)
     assert [re.search(r"size=(\S+)", l).group(1) for l in lines] == [
         "4KiB", "8KiB", "16KiB", "32KiB", "64KiB", "128KiB", "256KiB", "512KiB", "1MiB"]
 
@@ -266,7 +273,7 @@ D2D_PLAN = re.compile(r"gpu=(?P<src>-?\d+)\s+dst_gpu=(?P<dst>-?\d+)\s+host_numa=
 def d2d_plan(binary: Path, fixture: str, *args: str) -> list[tuple[dict[str, str], str]]:
     """The planned d2d cases of `--from fixture`: (fields, line) per case."""
     rows = []
-    for line in run(binary, "memcpy", "--from", fixture, "--direction", *args).stdout.splitlines():
+    for line in plan_lines(run(binary, "memcpy", "--from", fixture, "--direction", *args).stdout):
         m = D2D_PLAN.search(line)
         assert m, line
         rows.append((m.groupdict(), line))

@@ -17,7 +17,9 @@ PLAN = re.compile(r"^PLAN (\w+) (.*) status=(planned|skipped)(?: reason=\"(.*)\"
 def plan(binary: Path, *args: str, cwd: Path) -> list[dict[str, str]]:
     proc = run(binary, *args)
     rows = []
-    for line in proc.stdout.splitlines():
+    *lines, expect = proc.stdout.splitlines()
+    assert expect.startswith(f"EXPECT {args[0]} "), expect  # the plan's modelled duration, last
+    for line in lines:
         m = PLAN.match(line)
         assert m, line
         row = dict(kv.split("=", 1) for kv in m.group(2).split())

@@ -1,0 +1,138 @@
+"""How long a run will take, said before it runs (issue 19, part 4): the binary's EXPECT
+and ELAPSED lines (docs/cli.md, "Expected duration"), the modelled sum of a tag's checks
+(reframe_checks/expected_duration.py), and the summary parser that must ignore both lines.
+The durations are a model (docs/methodology.md): these tests check the lines, their sums
+and their direction, never a number of seconds."""
+from __future__ import annotations
+
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from conftest import REPO, run
+
+sys.path.insert(0, str(REPO / "reframe_checks"))
+import mempath_summary  # noqa: E402
+
+FIXTURES = REPO / "tests" / "fixtures"
+QUICK = ["chase", "--pu", "cpu0", "--size", "4KiB,8KiB", "--accesses", "200000", "--reps", "2"]
+#: One command of every benchmark, planned on the quad-GH200 snapshot.
+EVERY_BENCHMARK = [
+    ["bw", "--all", "--op", "read"], ["memcpy", "--gpu", "all", "--sweep"], ["allocmatrix"], ["um"],
+    ["chase", "--all"], ["pingpong"], ["stream", "--all"], ["gemm", "--all"], ["atomics", "--all"],
+]
+
+
+def fields(line: str, tag: str) -> dict[str, str]:
+    words = line.split()
+    assert words[0] == tag, line
+    return {"bench": words[1], **dict(w.split("=", 1) for w in words[2:])}
+
+
+def test_a_run_says_its_expected_duration_first_and_its_elapsed_time_last(
+        mempath_cpu_bin: Path, tmp_path: Path) -> None:
+    out = run(mempath_cpu_bin, *QUICK, "--output", str(tmp_path / "run.h5")).stdout.splitlines()
+    expect, elapsed = fields(out[0], "EXPECT"), fields(out[-1], "ELAPSED")
+    assert expect == {"bench": "chase", "cases": "2", "planned": "2", "skipped": "0",
+                      "expected_s": expect["expected_s"]}
+    assert float(expect["expected_s"]) > 0
+    assert elapsed["bench"] == "chase" and elapsed["cases"] == "2"
+    assert elapsed["expected_s"] == expect["expected_s"]
+    assert float(elapsed["elapsed_s"]) >= 0
+    # Between them only the summary lines, which the parser reads as before.
+    assert all(line.startswith("MEMPATH chase ") for line in out[1:-1])
+    assert len(mempath_summary.parse_lines(out, "chase")) == 2
+
+
+@pytest.mark.parametrize("command", EVERY_BENCHMARK, ids=lambda c: c[0])
+def test_every_benchmark_plans_its_expected_duration_after_its_plan(mempath_cpu_bin: Path,
+                                                                     command: list[str]) -> None:
+    out = run(mempath_cpu_bin, *command, "--from", str(FIXTURES / "gh200_quad")).stdout.splitlines()
+    expect = fields(out[-1], "EXPECT")
+    assert expect["bench"] == command[0]
+    assert int(expect["planned"]) + int(expect["skipped"]) == int(expect["cases"])
+    assert int(expect["planned"]) > 0 and float(expect["expected_s"]) > 0
+    assert not any(line.startswith(("EXPECT", "MEMPATH")) for line in out[:-1])
+
+
+def test_a_plan_that_runs_nothing_expects_no_time(mempath_cpu_bin: Path) -> None:
+    # A GPU chasing pageable memory without ATS/HMM (the x86 H100): skipped by the plan.
+    out = run(mempath_cpu_bin, "chase", "--all", "--pu", "gpu0", "--alloc", "numa",
+              "--from", str(FIXTURES / "x86_h100")).stdout.splitlines()
+    assert fields(out[-1], "EXPECT") == {"bench": "chase", "cases": "1", "planned": "0", "skipped": "1",
+                                        "expected_s": "0.0"}
+
+
+@pytest.mark.parametrize("more", [["--reps", "40"], ["--size", "4GiB"]])
+def test_more_work_is_expected_to_take_longer(mempath_cpu_bin: Path, more: list[str]) -> None:
+    def expected(*args: str) -> float:
+        out = run(mempath_cpu_bin, "bw", "--all", "--op", "read", *args,
+                  "--from", str(FIXTURES / "gh200_quad")).stdout.splitlines()
+        return float(fields(out[-1], "EXPECT")["expected_s"])
+    assert expected(*more) > 1.5 * expected()
+
+
+def test_the_summary_parser_ignores_the_duration_lines() -> None:
+    lines = ["EXPECT bw cases=1 planned=1 skipped=0 expected_s=3.2",
+             "MEMPATH bw op=read status=ok median_GBps=1.00",
+             "ELAPSED bw cases=1 elapsed_s=2.9 expected_s=3.2"]
+    assert [s.status for s in mempath_summary.parse_lines(lines)] == ["ok"]
+
+
+# --- the suite's estimate -------------------------------------------------------------
+
+def estimate(mempath: Path, *args: str) -> subprocess.CompletedProcess:
+    reframe = REPO / ".venv" / "bin" / "reframe"
+    if not reframe.exists() and not shutil.which("reframe"):
+        pytest.skip("no reframe (make the project's .venv)")
+    return subprocess.run([sys.executable, str(REPO / "reframe_checks" / "expected_duration.py"),
+                           "--mempath", str(mempath),
+                           "--reframe", str(reframe) if reframe.exists() else "reframe", *args],
+                          capture_output=True, text=True, timeout=600)
+
+
+def check_rows(stdout: str) -> dict[str, str]:
+    """Check name -> the rest of its row."""
+    rows = {}
+    for line in stdout.splitlines()[1:-1]:
+        name, _, rest = line.strip().partition("  ")
+        rows[name] = rest.strip()
+    return rows
+
+
+def test_the_estimate_of_a_tag_on_a_snapshot_sums_its_checks(mempath_cpu_bin: Path) -> None:
+    proc = estimate(mempath_cpu_bin, "--tag", "acceptance", "--mpi", "--from", str(FIXTURES / "gh200_quad"))
+    assert proc.returncode == 0, proc.stderr
+    rows = check_rows(proc.stdout)
+    # The quad GH200's acceptance checks: GPU ones too (the snapshot has GPUs), and the
+    # scale-out ones, which mempath cannot plan, named as not modelled.
+    assert {"MempathChase", "MempathGemm", "MempathPingPong",
+            "MempathTransferBandwidth %coverage=acceptance"} <= set(rows)
+    assert "not modelled: mempath-mpi has no --from plan" in rows["MempathMpiBandwidth %ranks_per_node=1"]
+    assert "not modelled: runs python3" in rows["MempathInventory"]
+    assert "bw: " in rows["MempathBandwidth %op=read %pu_kind=gpu"]
+    # The total is the sum of the per-check figures of their own plans.
+    total = float(proc.stdout.splitlines()[-1].split("expected_s=")[1].split(")")[0])
+    plan = run(mempath_cpu_bin, "chase", "--all", "--size", "1GiB", "--from", str(FIXTURES / "gh200_quad"))
+    chase_s = float(fields(plan.stdout.splitlines()[-1], "EXPECT")["expected_s"])
+    assert total > chase_s > 0
+    assert "2 not modelled" in proc.stdout.splitlines()[-1]
+
+
+def test_a_node_without_gpus_gets_no_gpu_checks(mempath_cpu_bin: Path, tmp_path: Path) -> None:
+    snapshot = tmp_path / "node"
+    run(mempath_cpu_bin, "topo", "--save", str(snapshot))
+    proc = estimate(mempath_cpu_bin, "--tag", "acceptance", "--from", str(snapshot))
+    assert proc.returncode == 0, proc.stderr
+    rows = check_rows(proc.stdout)
+    assert "MempathChase" in rows and "MempathGemm" not in rows
+
+
+def test_no_estimate_is_one_line_and_a_failure(mempath_cpu_bin: Path, tmp_path: Path) -> None:
+    proc = estimate(mempath_cpu_bin, "--from", str(tmp_path / "no-such-snapshot"))
+    assert proc.returncode == 1 and proc.stdout == ""
+    assert len(proc.stderr.strip().splitlines()) == 1
+    assert proc.stderr.startswith("mempath: no duration estimate: ")
