@@ -17,7 +17,7 @@ import pandas as pd
 
 from .cases import SEP, best, ordered, rank, unmeasured
 from .figures import annotate, figure_grid, save
-from .peaks import ASSUMED_NOTE, PeakModel, pct_text
+from .peaks import ASSUMED_MARK, ASSUMED_NOTE, PeakModel, pct_text
 from .sections import Context, Part, section
 from . import tables
 
@@ -165,7 +165,8 @@ def heatmap(table: pd.DataFrame, order: Order, out: Path, with_host: bool = Fals
         annotate(ax, grid, text)
         ax.set_xticks(range(len(mems)), mems, rotation=45, ha="right")
         ax.set_yticks(range(len(pus)), pus)
-        title = f"{op}: median GB/s (% of peak; † assumed peak)"
+        marked = any(t.endswith(ASSUMED_MARK) for row in text for t in row)
+        title = f"{op}: median GB/s (% of peak" + (f"; {ASSUMED_MARK} assumed peak)" if marked else ")")
         ax.set(xlabel="memory", ylabel="processor", title=f"{host}: {title}" if with_host else title,
                facecolor="0.9")
     for ax in axes.flat[len(panels):]:
