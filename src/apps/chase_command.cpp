@@ -241,36 +241,43 @@ class ChaseBenchmark : public Benchmark {
                            format_size(m->bytes) + "); valid: up to " + format_size(m->bytes));
         check_chain({size, s.line, s.locality, false, 0});
       }
-    if (plan_only) {
-      for (size_t b = 0; b < bases_.size(); ++b)
-        for (const auto& pattern : s.patterns) items_.push_back({b, pattern, 0, 0});
-      return;
-    }
     for (size_t b = 0; b < bases_.size(); ++b) {
       const ChaseCase& c = bases_[b];
-      const auto caches = chase_caches(topo, c, "/");
-      const std::string cache_key = c.pu + ":" + std::to_string(c.cpu);
-      if (std::find(cache_keys_.begin(), cache_keys_.end(), cache_key) == cache_keys_.end()) {
-        cache_keys_.push_back(cache_key);
-        caches_.insert(caches_.end(), caches.begin(), caches.end());
-      }
       std::vector<uint64_t> sizes = s.sizes;
-      if (sizes.empty()) {
-        const uint64_t max = s.max_size ? s.max_size : default_max_size(caches);
-        sizes = power_of_two_sizes(std::max(s.min_size, s.line), max);
+      uint64_t max = s.max_size;
+      if (!plan_only) {  // --from: the snapshot has no cache sizes to bound a sweep with
+        const auto caches = chase_caches(topo, c, "/");
+        const std::string cache_key = c.pu + ":" + std::to_string(c.cpu);
+        if (std::find(cache_keys_.begin(), cache_keys_.end(), cache_key) == cache_keys_.end()) {
+          cache_keys_.push_back(cache_key);
+          caches_.insert(caches_.end(), caches.begin(), caches.end());
+        }
+        if (!max) max = default_max_size(caches);
       }
-      for (const auto& pattern : s.patterns)
+      // Without a bound (--from, no --max-size) a sweep stays one item per pattern, size 0.
+      if (sizes.empty() && max) sizes = power_of_two_sizes(std::max(s.min_size, s.line), max);
+      for (const auto& pattern : s.patterns) {
+        if (sizes.empty()) items_.push_back({b, pattern, 0, s.locality});
         for (uint64_t size : sizes)
           items_.push_back({b, pattern, size, s.locality && s.locality < size ? s.locality : size});
+      }
     }
   }
   size_t cases() const override { return items_.size(); }
   PlanFields plan_fields(size_t i) const override {
     const Item& it = items_[i];
     const ChaseCase& c = bases_[it.base];
-    return {{"pu", c.pu}, {"cpu", std::to_string(c.cpu)}, {"mem", c.mem}, {"alloc", alloc_name(c.alloc)},
-            {"via", c.via}, {"pattern", it.pattern},
-            {"sizes", s_.sizes.empty() ? "sweep" : std::to_string(s_.sizes.size())}};
+    // locality "-": the whole buffer (no TLB grouping) of a sweep whose sizes are not known.
+    return {{"pu", c.pu},
+            {"cpu", std::to_string(c.cpu)},
+            {"mem", c.mem},
+            {"alloc", alloc_name(c.alloc)},
+            {"via", c.via},
+            {"pattern", it.pattern},
+            {"size", it.size ? std::to_string(it.size) : "sweep"},
+            {"line", std::to_string(s_.line)},
+            {"locality", it.locality ? std::to_string(it.locality) : ""},
+            {"huge", s_.huge_pages ? "1" : "0"}};
   }
   std::string skip_reason(size_t i) const override { return bases_[items_[i].base].skip_reason; }
 

@@ -48,10 +48,12 @@ std::string progress_line(size_t done, size_t total, const std::string& what, do
 
 namespace {
 
-// "bw read cpu0 numa0 system": the case as the plan names it.
+// "bw read cpu0 numa0 system 72 1073741824 local": the case as the plan names it (values
+// that do not apply, such as a read's destination, left out).
 std::string case_words(const Benchmark& bench, size_t i) {
   std::string what = bench.name();
-  for (const auto& [key, value] : bench.plan_fields(i)) what += " " + value;
+  for (const auto& [key, value] : bench.plan_fields(i))
+    if (!value.empty()) what += " " + value;
   return what;
 }
 

@@ -173,25 +173,16 @@ class GemmBenchmark : public Benchmark {
     }
     if (placements.empty()) throw UsageError("the filters select no memory this GPU reads");
     for (const auto& p : placements)
-      for (const auto& dtype : dtypes) {
-        sweeps_.push_back({p.mem, p.alloc, p.via, dtype, sizes_from(opts, dtype).size(), p.skip_reason});
+      for (const auto& dtype : dtypes)
         for (int64_t n : sizes_from(opts, dtype)) cases_.push_back({p, dtype, n});
-      }
   }
   size_t cases() const override { return cases_.size(); }
   PlanFields plan_fields(size_t i) const override {
     const GemmCase& c = cases_[i];
-    return {{"dtype", c.dtype}, {"n", std::to_string(c.n)}, {"mem", c.p.mem}, {"alloc", c.p.alloc}};
+    return {{"gpu", pu_}, {"dtype", c.dtype}, {"n", std::to_string(c.n)}, {"mem", c.p.mem}, {"alloc", c.p.alloc},
+            {"via", c.p.via}};
   }
   std::string skip_reason(size_t i) const override { return cases_[i].p.skip_reason; }
-  // --from lists one line per placement and dtype, its sizes counted.
-  void print_plan(size_t i) const override {
-    if (i > 0) return;
-    for (const auto& w : sweeps_)
-      mempath::print_plan("gemm", {{"gpu", pu_}, {"dtype", w.dtype}, {"mem", w.mem}, {"alloc", w.alloc}, {"via", w.via},
-                                   {"sizes", std::to_string(w.sizes)}},
-                          w.skip_reason);
-  }
 
   void prepare() override { dev_ = gpu::gemm_device(gpu_); }
   Outcome run(size_t i) override {
@@ -238,16 +229,10 @@ class GemmBenchmark : public Benchmark {
   }
 
  private:
-  struct Sweep {
-    std::string mem, alloc, via, dtype;
-    size_t sizes;
-    std::string skip_reason;
-  };
   const Topology* topo_ = nullptr;
   int gpu_ = 0, reps_ = 10, warmup_ = 2;
   std::string pu_;
   gpu::GemmDevice dev_{};
-  std::vector<Sweep> sweeps_;
   std::vector<GemmCase> cases_;
 };
 
