@@ -150,9 +150,15 @@ class BwBenchmark : public Benchmark {
   size_t cases() const override { return cases_.size(); }
   PlanFields plan_fields(size_t i) const override {
     const BwCase& c = cases_[i];
-    return {{"op", op_name(c.op)}, {"pu", c.pu},       {"mem", c.mem},
-            {"dst", c.dst_mem},     {"alloc", alloc_name(c.alloc)}, {"kernel", c.kernel},
-            {"threads", std::to_string(c.threads)}, {"size", std::to_string(c.size)}, {"via", c.via}};
+    return {{"op", op_name(c.op)},
+            {"pu", c.pu},
+            {"mem", c.mem},
+            {"dst", c.dst_mem},
+            {"alloc", alloc_name(c.alloc)},
+            {"kernel", c.kernel},
+            {"threads", std::to_string(c.threads)},
+            {"size", std::to_string(c.size)},
+            {"via", c.via}};
   }
   std::string skip_reason(size_t i) const override { return cases_[i].skip_reason; }
 
