@@ -471,8 +471,8 @@ def test_report_leaves_out_cases_whose_pages_were_elsewhere(tmp_path: Path) -> N
     assert "1. managed: pages were on numa0, not gpu0" in markdown
     assert "2. cudaMalloc memory is not mapped for CPU access" in markdown
     summary = (tmp_path / "report" / "summary.md").read_text()
-    assert "| ok, pages elsewhere | managed: pages were on numa0, not gpu0 | 1 |" in summary
-    assert "| x86_h100 | 3 | 1 | 0 |" in summary
+    assert "| bw | ok, pages elsewhere | managed: pages were on numa0, not gpu0 | 1 |" in summary
+    assert "| x86_h100 | bw | 3 | 1 | 0 |" in summary
 
 
 # --- command line -------------------------------------------------------------------------
