@@ -163,7 +163,8 @@ def _tables(runs: RunSet) -> list[str]:
     return lines
 
 
-def write(runs: RunSet, out: Path) -> Part:
+def write(runs: RunSet, out: Path, gpus: bool = True) -> Part:
+    """``gpus``: a node of the runs has a GPU; else a missing GPU figure is no news."""
     part = Part()
     has_stream = not runs.table("stream/cases").empty
     has_gemm = not runs.table("gemm/cases").empty
@@ -171,8 +172,9 @@ def write(runs: RunSet, out: Path) -> Part:
     if has_stream:
         part.add_figure("stream_threads", "STREAM by thread count", stream_threads(runs, out),
                         "no CPU thread sweep of `mempath stream` finished")
-        part.add_figure("stream_gpu_placement", "GPU stream kernels by placement", stream_gpu_placement(runs, out),
-                        "no GPU case of `mempath stream` finished")
+        if gpus:
+            part.add_figure("stream_gpu_placement", "GPU stream kernels by placement", stream_gpu_placement(runs, out),
+                            "no GPU case of `mempath stream` finished")
     if has_gemm:
         part.add_figure("gemm_sweep", "GEMM TFLOP/s by size and operand placement", gemm_sweep(runs, out),
                         "no `mempath gemm` case finished")
@@ -186,4 +188,4 @@ def write(runs: RunSet, out: Path) -> Part:
 @section("applications", "Applications (STREAM, GEMM, LLM)",
          ("stream/cases", "gemm/cases", "llm/cases"), order=50)
 def _section(ctx: Context) -> Part:
-    return write(ctx.runs, ctx.out)
+    return write(ctx.runs, ctx.out, bool(ctx.gpu_hosts()))

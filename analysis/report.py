@@ -139,22 +139,39 @@ def _peaks(entries: pd.DataFrame, overrides: Mapping[str, float]) -> list[str]:
         ["host", "PU", "memory", "via", "peak GB/s", "limited by", "source", "unknown parts", "citation"], axis=1))
 
 
-def _counts(cases: pd.DataFrame) -> list[str]:
+def _families(runs: RunSet, bw: pd.DataFrame) -> dict[str, pd.DataFrame]:
+    """Every cases table of the runs by family (`bw`, `memcpy`, `stream`, ... `nccl`), bw
+    with its placement marked."""
+    tables = {name.removesuffix("/cases"): table for name, table in sorted(runs.tables.items())
+              if name.endswith("/cases") and "status" in table}
+    if "bw" in tables:
+        tables["bw"] = bw
+    return tables
+
+
+def _counts(runs: RunSet, bw: pd.DataFrame) -> list[str]:
+    """Rows of each family's cases table (a file's `N cases written`) by host and status,
+    then the reasons of those that did not run as asked."""
     lines = ["## Cases", ""]
-    if cases.empty:
+    families = {f: t for f, t in _families(runs, bw).items() if not t.empty}
+    if not families:
         return lines + ["_No case in these runs._", ""]
-    counts = cases.groupby(["host", "status"]).size().unstack(fill_value=0)
+    every = pd.concat([t[["host", "status", "reason"]].assign(family=f) for f, t in families.items()],
+                      ignore_index=True)
+    counts = every.groupby(["host", "family", "status"]).size().unstack(fill_value=0)
     statuses = ordered({"ok", "skipped", "failed", *counts.columns}, ["ok", "skipped", "failed"])
     counts = counts.reindex(columns=statuses, fill_value=0)
-    lines += markdown(counts.rename_axis(index="host", columns=None).reset_index())
-    notes = [(s, r or "no reason given") for s, r in
-             cases.loc[cases["status"] != "ok", ["status", "reason"]].fillna("").itertuples(False)]
-    moved = cases[(cases["status"] == "ok") & ~cases["placed"]]
-    notes += [("ok, pages elsewhere", misplaced_note(row))
-              for row in moved.fillna({"placement": "", "dst_placement": ""}).itertuples()]
+    lines += markdown(counts.rename_axis(columns=None).reset_index())
+    notes = [(f, s, r or "no reason given") for f, s, r in
+             every.loc[every["status"] != "ok", ["family", "status", "reason"]].fillna("").itertuples(False)]
+    if "bw" in families:
+        moved = bw[(bw["status"] == "ok") & ~bw["placed"]]
+        notes += [("bw", "ok, pages elsewhere", misplaced_note(row))
+                  for row in moved.fillna({"placement": "", "dst_placement": ""}).itertuples()]
     if notes:
-        reasons = pd.DataFrame(notes, columns=["status", "reason"]).groupby(["status", "reason"], sort=False)
-        lines += markdown(reasons.size().rename("cases").reset_index())
+        reasons = pd.DataFrame(notes, columns=["family", "status", "reason"])
+        lines += markdown(reasons.groupby(["family", "status", "reason"], sort=False).size()
+                          .rename("cases").reset_index())
     return lines
 
 
@@ -233,7 +250,7 @@ def write_report(runs: RunSet, out: Path, overrides: Mapping[str, float] | None 
     lines += figure_lines("copy_heatmap", "Copy heatmap", None if heatmap else no_copy)
     lines += sections
     lines += _peaks(entries, overrides)
-    lines += _counts(cases)
+    lines += _counts(runs, cases)
     if report.missing:
         lines += ["## Missing", ""] + [f"- {m}" for m in report.missing] + [""]
     if rejected:

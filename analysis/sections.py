@@ -62,6 +62,15 @@ class Context:
     active_bytes: float
     many: bool  # more than one node: figures and tables name the host
 
+    def gpu_hosts(self) -> list[str]:
+        """The nodes whose topology lists a GPU: only there can a hint name a GPU command
+        (`mempath memcpy` refuses a node without one)."""
+        return [host for host, topology in self.topologies.items() if has_gpu(topology)]
+
+
+def has_gpu(topology: Mapping[str, Any]) -> bool:
+    return any(p.get("kind") == "gpu" for p in topology.get("processors", []))
+
 
 @dataclass(frozen=True)
 class Section:

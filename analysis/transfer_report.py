@@ -157,5 +157,7 @@ def write(runs: RunSet, out: Path, topologies: Mapping[str, Mapping[str, Any]],
 
 @section("transfers", "Transfers and placement", ("memcpy/cases", "bw/cases"), order=10)
 def _section(ctx: Context) -> Part:
+    if "memcpy/cases" not in ctx.runs.tables and not ctx.gpu_hosts():
+        return Part()  # no GPU, no host<->device transfer to measure: nothing is missing
     return write(ctx.runs, ctx.out, ctx.topologies, ctx.models, ctx.entries, ctx.cases,
                  ctx.active_bytes, ctx.many)

@@ -89,7 +89,7 @@ run() {
       worst=2
       return 0
     fi
-    echo "vet_node.sh: plan $name.h5: $(grep -v skip <<<"$planned" | grep -c .) cases"
+    echo "vet_node.sh: plan $name.h5: $(grep -cw planned <<<"$planned") cases"
     return 0
   fi
   [[ $command == bw ]] && set -- --all "$@"

@@ -142,7 +142,8 @@ class AllocMatrixBenchmark : public Benchmark {
   size_t cases() const override { return cases_.size(); }
   PlanFields plan_fields(size_t i) const override {
     const MatrixCase& c = cases_[i];
-    return {{"gpu", "gpu" + std::to_string(g_)}, {"src_alloc", c.src_alloc}, {"dst_alloc", c.dst_alloc}, {"host", c.host}};
+    return {{"gpu", "gpu" + std::to_string(g_)}, {"src_alloc", c.src_alloc}, {"src_mem", c.src_mem},
+            {"dst_alloc", c.dst_alloc}, {"dst_mem", c.dst_mem}, {"size", std::to_string(size_)}};
   }
   std::string skip_reason(size_t) const override { return ""; }
   // Modelled: two buffers set up, warm-up and timed copies (pageable or managed memory at

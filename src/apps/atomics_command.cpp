@@ -102,7 +102,14 @@ class AtomicsBenchmark : public Benchmark {
   size_t cases() const override { return cases_.size(); }
   PlanFields plan_fields(size_t i) const override {
     const auto& c = cases_[i];
-    return {{"pu", c.pu}, {"mem", c.mem}, {"alloc", c.alloc}, {"via", c.via}, {"scope", s_.scope_name}};
+    // counters "-": one per warp, counted at launch.
+    return {{"pu", c.pu},
+            {"mem", c.mem},
+            {"alloc", c.alloc},
+            {"via", c.via},
+            {"scope", s_.scope_name},
+            {"counters", s_.counters ? std::to_string(s_.counters) : ""},
+            {"ops", std::to_string(s_.ops)}};
   }
   std::string skip_reason(size_t i) const override { return cases_[i].skip_reason; }
   // Modelled: every launch a large GPU's threads x --ops fetch-and-adds at the model's rate.

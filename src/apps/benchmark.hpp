@@ -51,10 +51,12 @@ class Benchmark {
   // bad input and for filters that select nothing. `plan_only`: --from, touch no device.
   virtual void plan(const Options& opts, const Topology& topo, bool plan_only) = 0;
   virtual size_t cases() const = 0;
-  // The case's fields for --from's PLAN line and the watchdog's description.
+  // The case's fields for --from's PLAN line and the watchdog's description: the keys of
+  // its MEMPATH line that the plan knows, enough to tell it from every other case.
   virtual PlanFields plan_fields(size_t i) const = 0;
   virtual std::string skip_reason(size_t i) const = 0;
-  // --from's line of case i; the PLAN line unless a benchmark prints its own table.
+  // --from's PLAN line of case i (a benchmark whose runner records the plan's skips itself
+  // gives the plan's reason here).
   virtual void print_plan(size_t i) const;
   // Modelled seconds case i takes (core/duration_model.hpp, constants there only): what
   // the case does, at the model's rates. Asked only for cases the plan runs.

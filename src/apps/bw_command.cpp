@@ -165,7 +165,15 @@ class BwBenchmark : public Benchmark {
   size_t cases() const override { return cases_.size(); }
   PlanFields plan_fields(size_t i) const override {
     const BwCase& c = cases_[i];
-    return {{"op", op_name(c.op)}, {"pu", c.pu}, {"mem", c.mem}, {"alloc", alloc_name(c.alloc)}};
+    return {{"op", op_name(c.op)},
+            {"pu", c.pu},
+            {"mem", c.mem},
+            {"dst", c.dst_mem},
+            {"alloc", alloc_name(c.alloc)},
+            {"kernel", c.kernel},
+            {"threads", std::to_string(c.threads)},
+            {"size", std::to_string(c.size)},
+            {"via", c.via}};
   }
   std::string skip_reason(size_t i) const override { return cases_[i].skip_reason; }
   double expected_seconds(size_t i) const override { return bw_case_seconds(cases_[i], settings_); }
@@ -268,13 +276,13 @@ int cmd_list(const std::vector<std::string>& args) {
                list_option_specs());
   if (!opts.parse(args)) return 0;
   const Topology topo = opts.has("from") ? load_snapshot(*opts.get("from")) : discover();
-  for (const auto& c : all_cases(topo, filters_from(opts), settings_from(opts))) {
-    std::printf("%-5s %-6s %-7s %-7s %-10s %-6s threads=%-4d size=%s", op_name(c.op), c.pu.c_str(),
-                c.mem.c_str(), dash(c.dst_mem).c_str(), c.alloc.c_str(), dash(c.kernel).c_str(),
-                c.threads, format_size(c.size).c_str());
-    if (!c.skip_reason.empty()) std::printf("  skipped: %s", c.skip_reason.c_str());
-    std::printf("\n");
-  }
+  std::vector<std::vector<std::string>> rows;
+  for (const auto& c : all_cases(topo, filters_from(opts), settings_from(opts)))
+    rows.push_back({op_name(c.op), c.pu, c.mem, dash(c.dst_mem), c.alloc, dash(c.kernel), std::to_string(c.threads),
+                    format_size(c.size), dash(c.via), c.skip_reason.empty() ? "planned" : "skipped", c.skip_reason});
+  std::printf("%s", format_text_table({"op", "pu", "mem", "dst", "alloc", "kernel", "threads", "size", "via",
+                                       "status", "reason"},
+                                      rows, "llllllrrlll").c_str());
   return 0;
 }
 

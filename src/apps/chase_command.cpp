@@ -242,35 +242,45 @@ class ChaseBenchmark : public Benchmark {
                            format_size(m->bytes) + "); valid: up to " + format_size(m->bytes));
         check_chain({size, s.line, s.locality, false, 0});
       }
-    if (plan_only) {
-      // The snapshot's caches bound each sweep, as the live node's do: the model needs its sizes.
-      for (size_t b = 0; b < bases_.size(); ++b) {
-        model_caches_.push_back(chase_caches(topo, bases_[b], *opts.get("from")));
-        for (const auto& pattern : s.patterns) items_.push_back({b, pattern, 0, 0});
-      }
-      return;
-    }
     for (size_t b = 0; b < bases_.size(); ++b) {
       const ChaseCase& c = bases_[b];
-      const auto caches = chase_caches(topo, c, "/");
-      model_caches_.push_back(caches);
-      const std::string cache_key = c.pu + ":" + std::to_string(c.cpu);
-      if (std::find(cache_keys_.begin(), cache_keys_.end(), cache_key) == cache_keys_.end()) {
-        cache_keys_.push_back(cache_key);
-        caches_.insert(caches_.end(), caches.begin(), caches.end());
+      if (plan_only) {
+        // The snapshot's caches bound each sweep, as the live node's do: the model needs its sizes.
+        model_caches_.push_back(chase_caches(topo, c, *opts.get("from")));
+      } else {
+        const auto caches = chase_caches(topo, c, "/");
+        model_caches_.push_back(caches);
+        const std::string cache_key = c.pu + ":" + std::to_string(c.cpu);
+        if (std::find(cache_keys_.begin(), cache_keys_.end(), cache_key) == cache_keys_.end()) {
+          cache_keys_.push_back(cache_key);
+          caches_.insert(caches_.end(), caches.begin(), caches.end());
+        }
       }
-      for (const auto& pattern : s.patterns)
-        for (uint64_t size : sizes_of(b))
+      // --from without --size or --max-size: one item per pattern, its whole sweep (size 0).
+      const bool whole_sweep = plan_only && s.sizes.empty() && !s.max_size;
+      const std::vector<uint64_t> sizes = whole_sweep ? std::vector<uint64_t>{} : sizes_of(b);
+      for (const auto& pattern : s.patterns) {
+        if (whole_sweep) items_.push_back({b, pattern, 0, s.locality});
+        for (uint64_t size : sizes)
           items_.push_back({b, pattern, size, s.locality && s.locality < size ? s.locality : size});
+      }
     }
   }
   size_t cases() const override { return items_.size(); }
   PlanFields plan_fields(size_t i) const override {
     const Item& it = items_[i];
     const ChaseCase& c = bases_[it.base];
-    return {{"pu", c.pu}, {"cpu", std::to_string(c.cpu)}, {"mem", c.mem}, {"alloc", alloc_name(c.alloc)},
-            {"via", c.via}, {"pattern", it.pattern},
-            {"sizes", s_.sizes.empty() ? "sweep" : std::to_string(s_.sizes.size())}};
+    // locality "-": the whole buffer (no TLB grouping) of a sweep whose sizes are not known.
+    return {{"pu", c.pu},
+            {"cpu", std::to_string(c.cpu)},
+            {"mem", c.mem},
+            {"alloc", alloc_name(c.alloc)},
+            {"via", c.via},
+            {"pattern", it.pattern},
+            {"size", it.size ? std::to_string(it.size) : "sweep"},
+            {"line", std::to_string(s_.line)},
+            {"locality", it.locality ? std::to_string(it.locality) : ""},
+            {"huge", s_.huge_pages ? "1" : "0"}};
   }
   std::string skip_reason(size_t i) const override { return bases_[items_[i].base].skip_reason; }
   // Modelled, per size (--from: an item is its whole sweep): the chain built, the buffer

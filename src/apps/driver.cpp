@@ -60,10 +60,12 @@ std::vector<SummaryField> line_fields(const Benchmark& bench, const Row& row) {
   return fields;
 }
 
-// "bw read cpu0 numa0 system": the case as the plan names it.
+// "bw read cpu0 numa0 system 72 1073741824 local": the case as the plan names it (values
+// that do not apply, such as a read's destination, left out).
 std::string case_words(const Benchmark& bench, size_t i) {
   std::string what = bench.name();
-  for (const auto& [key, value] : bench.plan_fields(i)) what += " " + value;
+  for (const auto& [key, value] : bench.plan_fields(i))
+    if (!value.empty()) what += " " + value;
   return what;
 }
 

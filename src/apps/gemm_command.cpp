@@ -174,34 +174,30 @@ class GemmBenchmark : public Benchmark {
     }
     if (placements.empty()) throw UsageError("the filters select no memory this GPU reads");
     for (const auto& p : placements)
-      for (const auto& dtype : dtypes) {
-        sweeps_.push_back({p.mem, p.alloc, p.via, dtype, sizes_from(opts, dtype).size(), p.skip_reason});
+      for (const auto& dtype : dtypes)
         for (int64_t n : sizes_from(opts, dtype)) cases_.push_back({p, dtype, n});
-      }
   }
   size_t cases() const override { return cases_.size(); }
   PlanFields plan_fields(size_t i) const override {
     const GemmCase& c = cases_[i];
-    return {{"dtype", c.dtype}, {"n", std::to_string(c.n)}, {"mem", c.p.mem}, {"alloc", c.p.alloc}};
+    return {{"gpu", pu_}, {"dtype", c.dtype}, {"n", std::to_string(c.n)}, {"mem", c.p.mem}, {"alloc", c.p.alloc},
+            {"via", c.p.via}};
   }
   std::string skip_reason(size_t i) const override { return cases_[i].p.skip_reason; }
   // Modelled: three matrices set up and C checked; per call 2 n^3 flops at the dtype's
-  // rate plus A and B read once over the path.
+  // rate, or, where A and B stay off the GPU and are read in place over a link, the
+  // bytes cuBLAS re-reads at that link's rate (model::gemm_in_place_s).
   double expected_seconds(size_t i) const override {
     const GemmCase& c = cases_[i];
     const double n = static_cast<double>(c.n);
     const double matrix = n * n * static_cast<double>(gemm_element_bytes(c.dtype));
-    const double tflops = c.dtype == "fp16" || c.dtype == "tf32" ? model::kGemmTflops16 : model::kGemmTflops32;
-    const double call = 2 * n * n * n / (tflops * 1e12) + model::seconds(2 * matrix, model::path_gbps("gpu", c.p.via));
+    const bool tensor16 = c.dtype == "fp16" || c.dtype == "tf32";
+    const double compute = 2 * n * n * n / ((tensor16 ? model::kGemmTflops16 : model::kGemmTflops32) * 1e12);
+    // Managed operands migrate to the GPU in the warm-up; device ones are there already.
+    const bool in_place = c.p.via != "local" && c.p.alloc != "managed" && c.p.alloc != "device";
+    const double call = in_place ? std::max(compute, model::gemm_in_place_s(n, tensor16, c.p.via))
+                                 : compute + model::seconds(2 * matrix, model::path_gbps("gpu", c.p.via));
     return model::kCaseOverheadS + model::setup_s(3 * matrix) + model::verify_s(matrix) + (warmup_ + reps_) * call;
-  }
-  // --from lists one line per placement and dtype, its sizes counted.
-  void print_plan(size_t i) const override {
-    if (i > 0) return;
-    for (const auto& w : sweeps_)
-      mempath::print_plan("gemm", {{"gpu", pu_}, {"dtype", w.dtype}, {"mem", w.mem}, {"alloc", w.alloc}, {"via", w.via},
-                                   {"sizes", std::to_string(w.sizes)}},
-                          w.skip_reason);
   }
 
   void prepare() override { dev_ = gpu::gemm_device(gpu_); }
@@ -249,16 +245,10 @@ class GemmBenchmark : public Benchmark {
   }
 
  private:
-  struct Sweep {
-    std::string mem, alloc, via, dtype;
-    size_t sizes;
-    std::string skip_reason;
-  };
   const Topology* topo_ = nullptr;
   int gpu_ = 0, reps_ = 10, warmup_ = 2;
   std::string pu_;
   gpu::GemmDevice dev_{};
-  std::vector<Sweep> sweeps_;
   std::vector<GemmCase> cases_;
 };
 

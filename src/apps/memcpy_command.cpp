@@ -8,6 +8,7 @@
 #include "apps/driver.hpp"
 #include "apps/memcpy_d2d_runner.hpp"
 #include "apps/memcpy_runner.hpp"
+#include "apps/plan_print.hpp"
 #include "core/duration_model.hpp"
 #include "core/error.hpp"
 #include "core/memcpy_plan.hpp"
@@ -96,8 +97,6 @@ const std::vector<ColumnSpec> kCaseColumns = {
     {"fwd_median_GBps", ColumnType::Float, "GB/s"}, {"rev_median_GBps", ColumnType::Float, "GB/s"},
     {"gpu_label", ColumnType::String, ""},  // the GPU(s) as the MEMPATH line names them: 0, 0,1, all
 };
-
-std::string dash(const std::string& s) { return s.empty() ? "-" : s; }
 
 std::string ints(const std::vector<int>& v) {
   std::string s;
@@ -188,10 +187,16 @@ class MemcpyBenchmark : public Benchmark {
     for (const auto& c : cases_) capacity_[c.buffer_key()] = std::max(capacity_[c.buffer_key()], c.size);
   }
   size_t cases() const override { return cases_.size(); }
+  // The keys of the case's MEMPATH line that the plan knows.
   PlanFields plan_fields(size_t i) const override {
     const MemcpyCase& c = cases_[i];
-    return {{"mode", c.mode}, {"direction", c.direction}, {"engine", c.engine}, {"alloc", c.alloc},
-            {"size", format_size(c.size)}};
+    PlanFields f = {{"mode", c.mode}, {"gpu", c.d2d() ? std::to_string(c.gpus.front()) : c.gpu_label()}};
+    if (c.d2d()) f.push_back({"dst_gpu", std::to_string(c.dst_gpu)});
+    f.insert(f.end(), {{"host_numa", std::to_string(c.host_numa())}, {"cpu_numa", std::to_string(c.cpu_numa)},
+                       {"alloc", c.alloc}, {"direction", c.direction}, {"engine", c.engine},
+                       {"size", std::to_string(c.size)}, {"via", c.via}, {"timing", c.timing}});
+    if (c.engine == "staged") f.push_back({"chunk", std::to_string(c.chunk)});
+    return f;
   }
   // The runners record the plan's skips themselves (with the case's buffers and parts).
   std::string skip_reason(size_t) const override { return ""; }
@@ -215,23 +220,7 @@ class MemcpyBenchmark : public Benchmark {
     // (Concurrent streams' few cool-down copies are left to the model's slack.)
     return total + (settings_.warmup + settings_.reps) * (model::kCopyCallS + model::seconds(streams * size, gbps));
   }
-  // --from: a table of the cases, as `mempath list` prints bw's.
-  void print_plan(size_t i) const override {
-    const MemcpyCase& c = cases_[i];
-    if (c.d2d()) {
-      std::printf("%-9s gpu=%-3d dst_gpu=%-3d host_numa=%-2d cpu_numa=%-2d %-6s %-9s %-6s size=%-7s", c.mode.c_str(),
-                  c.gpus.front(), c.dst_gpu, c.host_numa(), c.cpu_numa, c.alloc.c_str(), c.direction.c_str(),
-                  c.engine.c_str(), format_size(c.size).c_str());
-      if (c.engine == "staged") std::printf(" chunk=%s", format_size(c.chunk).c_str());
-      std::printf(" via=%s", dash(c.via).c_str());
-    } else {
-      std::printf("%-9s gpu=%-3s host_numa=%-2d cpu_numa=%-2d %-10s %-5s %-2s size=%-7s via=%s", c.mode.c_str(),
-                  c.gpu_label().c_str(), c.host_numa(), c.cpu_numa, c.alloc.c_str(), c.direction.c_str(),
-                  c.engine.c_str(), format_size(c.size).c_str(), dash(c.via).c_str());
-    }
-    if (!c.skip_reason.empty()) std::printf("  skipped: %s", c.skip_reason.c_str());
-    std::printf("\n");
-  }
+  void print_plan(size_t i) const override { mempath::print_plan(name(), plan_fields(i), cases_[i].skip_reason); }
 
   void prepare() override {
     runner_ = std::make_unique<MemcpyRunner>(*topo_);

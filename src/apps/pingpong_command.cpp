@@ -181,7 +181,13 @@ class PingPongBenchmark : public Benchmark {
   size_t cases() const override { return cases_.size(); }
   PlanFields plan_fields(size_t i) const override {
     const auto& c = cases_[i];
-    return {{"a", c.a.name}, {"b", c.b.name}, {"mem", c.mem}, {"alloc", alloc_name(c.alloc)}, {"via", c.via}};
+    return {{"a", c.a.name},
+            {"b", c.b.name},
+            {"a_cpu", std::to_string(c.a.cpu)},
+            {"b_cpu", std::to_string(c.b.cpu)},
+            {"mem", c.mem},
+            {"alloc", alloc_name(c.alloc)},
+            {"via", c.via}};
   }
   std::string skip_reason(size_t i) const override { return cases_[i].skip_reason; }
   // Modelled: warm-up and timed round trips, each at the model's round-trip time.

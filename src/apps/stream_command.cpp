@@ -201,7 +201,7 @@ class StreamBenchmark : public Benchmark {
       const Summary sum = ok ? summarize(gbps) : Summary{};
       rows.cases.push_back({{"case_id", id}, {"pu", c.pu}, {"pu_kind", c.pu_kind}, {"mem", c.mem},
                             {"alloc", alloc_name(c.alloc)}, {"via", c.via},
-                            {"threads", static_cast<int64_t>(m ? m->threads : -1)}, {"kernel", kernels[k].name},
+                            {"threads", static_cast<int64_t>(m ? m->threads : c.threads)}, {"kernel", kernels[k].name},
                             {"elements", static_cast<int64_t>(c.size / sizeof(double))},
                             {"array_bytes", static_cast<int64_t>(c.size)}, {"bytes", static_cast<int64_t>(bytes)},
                             {"status", out.status}, {"reason", out.reason},

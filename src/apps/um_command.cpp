@@ -252,7 +252,8 @@ class UmBenchmark : public Benchmark {
   }
   size_t cases() const override { return cases_.size(); }
   PlanFields plan_fields(size_t i) const override {
-    return {{"experiment", cases_[i].spec->name}, {"alloc", cases_[i].alloc}, {"gpu", gpu_name()}, {"mem", c_->mem}};
+    return {{"exp", cases_[i].spec->name}, {"alloc", cases_[i].alloc}, {"gpu", gpu_name()}, {"mem", c_->mem},
+            {"size", std::to_string(c_->size)}};
   }
   std::string skip_reason(size_t i) const override { return cases_[i].skip_reason; }
   // Modelled: every pass over the buffer that moves pages at the migration rate (what

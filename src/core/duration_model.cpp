@@ -33,6 +33,10 @@ double path_gbps(const std::string& pu_kind, const std::string& via) {
 
 double seconds(double bytes, double gbps) { return bytes / (gbps * 1e9); }
 double setup_s(double bytes) { return seconds(bytes, kSetupGBps); }
+double gemm_in_place_s(double n, bool tensor16, const std::string& via) {
+  const double flop_per_byte = tensor16 ? kGemmInPlaceFlopPerByte16 : kGemmInPlaceFlopPerByte32;
+  return seconds(2 * n * n * n / flop_per_byte, path_gbps("gpu", via));
+}
 double verify_s(double bytes) { return seconds(bytes, kVerifyGBps); }
 
 std::string expect_line(const std::string& bench, size_t cases, size_t planned, double expected_s) {

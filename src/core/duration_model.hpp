@@ -43,6 +43,12 @@ inline constexpr double kCopyCallS = 20e-6;        // one cudaMemcpyAsync + sync
 // --- compute -----------------------------------------------------------------------
 inline constexpr double kGemmTflops16 = 200;  // fp16 / tf32 tensor cores
 inline constexpr double kGemmTflops32 = 20;   // fp32 / fp64
+// A GEMM whose A and B stay in host (or peer) memory re-reads their tiles over the link:
+// flops per byte crossing it. Measured on the H100 with pinned operands over PCIe gen 5
+// (docs/results/2026-11-22-applications.md: 5.6 TFLOP/s fp16, 0.55 fp64 at ~50 GB/s),
+// rounded down.
+inline constexpr double kGemmInPlaceFlopPerByte16 = 100;
+inline constexpr double kGemmInPlaceFlopPerByte32 = 10;
 inline constexpr double kAtomicsOpsPerS = 1e9;  // fetch-and-adds of a whole GPU
 inline constexpr double kAtomicsThreads = 1 << 18;  // threads of one launch on a large GPU
 
@@ -51,6 +57,8 @@ inline constexpr double kAtomicsThreads = 1 << 18;  // threads of one launch on 
 double path_gbps(const std::string& pu_kind, const std::string& via);
 // Seconds to move `bytes` at `gbps`.
 double seconds(double bytes, double gbps);
+// Seconds of one n x n GEMM call whose operands are read in place over `via`.
+double gemm_in_place_s(double n, bool tensor16, const std::string& via);
 // Seconds to set up (allocate, touch, fill) `bytes` of buffers.
 double setup_s(double bytes);
 // Seconds to check `bytes` of a destination.

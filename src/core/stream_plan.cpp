@@ -48,8 +48,11 @@ std::vector<StreamCase> interleave_cases(const Topology& topo, const std::vector
                                          const BwSettings& settings, int sweep) {
   int host_nodes = 0;
   for (const auto& n : topo.numa_nodes) host_nodes += mem_kind(n.kind) == MemKind::Host && !n.cpus.empty();
+  const bool skipped = host_nodes < 2;
+  // A skipped case runs at no thread count: one case, not a sweep of identical skipped rows.
+  const std::vector<int> counts = skipped ? std::vector<int>{threads.back()} : threads;
   std::vector<StreamCase> out;
-  for (int t : threads) {
+  for (int t : counts) {
     StreamCase c;
     c.bw.pu = "cpus", c.bw.pu_kind = pu_kind_name(PuKind::Cpu), c.bw.mem = kInterleave, c.bw.alloc = alloc_name(Alloc::Numa);
     c.bw.via = "interleave", c.bw.threads = t;
@@ -59,11 +62,11 @@ std::vector<StreamCase> interleave_cases(const Topology& topo, const std::vector
       const std::string problem = cache_problem(c.bw.size, path_cache_bytes(topo, "cpus"), kCacheFactor);
       if (!problem.empty()) throw UsageError(problem);
     }
-    if (host_nodes < 2)
+    if (skipped)
       c.bw.skip_reason = "one host NUMA node with CPUs: there is nothing to interleave over";
     else
       c.bw.cpus = pick_cpus(topo, "cpus", t);
-    c.sweep = threads.size() > 1 ? sweep : -1;
+    c.sweep = counts.size() > 1 ? sweep : -1;
     out.push_back(c);
   }
   return out;

@@ -52,7 +52,7 @@ std::string Pivot::format(const std::string& title, const std::string& corner) c
 }
 
 std::string format_text_table(const std::vector<std::string>& header,
-                              const std::vector<std::vector<std::string>>& rows) {
+                              const std::vector<std::vector<std::string>>& rows, const std::string& align) {
   std::vector<size_t> width(header.size());
   for (size_t c = 0; c < header.size(); ++c) {
     width[c] = header[c].size();
@@ -61,11 +61,12 @@ std::string format_text_table(const std::vector<std::string>& header,
   auto line = [&](const std::vector<std::string>& cells) {
     std::string text;
     for (size_t c = 0; c < cells.size(); ++c) {
-      // The first column names the row: left-aligned, as a label; numbers right-aligned.
       const std::string pad(width[c] - cells[c].size(), ' ');
-      text += c == 0 ? cells[c] + pad : "  " + pad + cells[c];
+      const bool left = align.empty() ? c == 0 : align.at(c) == 'l';
+      text += (c == 0 ? "" : "  ") + (left ? cells[c] + pad : pad + cells[c]);
     }
-    return text + "\n";
+    // A left-aligned last column would end in padding.
+    return text.erase(text.find_last_not_of(' ') + 1) + "\n";
   };
   std::string text = line(header);
   for (const auto& row : rows) text += line(row);

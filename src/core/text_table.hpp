@@ -32,8 +32,10 @@ class Pivot {
   std::map<std::pair<std::string, std::string>, Cell> cells_;
 };
 
-// Right-aligned columns under a header, two spaces apart; `rows` as wide as `header`.
+// Columns under a header, two spaces apart; `rows` as wide as `header`. `align` has one
+// letter per column, `l` (text) or `r` (numbers); empty: the first column left (it names
+// the row), the others right.
 std::string format_text_table(const std::vector<std::string>& header,
-                              const std::vector<std::vector<std::string>>& rows);
+                              const std::vector<std::vector<std::string>>& rows, const std::string& align = "");
 
 }  // namespace mempath

@@ -51,6 +51,14 @@ TEST(Pivot, OnlyTheHighestRankOfACellCounts) {
             "gpu0     55.2  fail      -\n");
 }
 
+TEST(TextTable, AlignsTextLeftAndNumbersRightWithoutTrailingBlanks) {
+  // `mempath list`: text columns left, counts right, a last column empty on some rows.
+  EXPECT_EQ(format_text_table({"op", "threads", "reason"}, {{"read", "16", ""}, {"write", "1", "no GPU"}}, "lrl"),
+            "op     threads  reason\n"
+            "read        16\n"
+            "write        1  no GPU\n");
+}
+
 TEST(Pivot, EmptyUntilACellIsAdded) {
   Pivot p;
   EXPECT_TRUE(p.empty());

@@ -111,25 +111,11 @@ def mempath_cpu_bin() -> Path:
 
 # ---- summary lines of a node we do not have, from a topology fixture -------------------
 
-_SIZE_UNITS = {"B": 1, "KiB": 1 << 10, "MiB": 1 << 20, "GiB": 1 << 30}
 #: Every figure field a check reads, so one made-up line serves every family.
 _FIGURES = ("median_GBps", "best_GBps", "median_ns", "median_Mops", "median_TFLOPs",
             "h2d_median_GBps", "d2h_median_GBps", "median_us", "p99_us")
-#: What a plan line leaves to the run: the kernels a stream case times, gemm's orders.
-_EXPAND = {"stream": ("kernel", ("copy", "mul", "add", "triad", "dot")),
-           "gemm": ("n", ("1024", "8192"))}
-
-
-def _memcpy_plan_fields(line: str) -> dict[str, str] | None:
-    """`bandwidth gpu=0 host_numa=0 cpu_numa=0 pinned h2d ce size=512MiB via=c2c` -> fields."""
-    words = line.split()
-    if len(words) < 9 or words[0] not in ("bandwidth", "latency"):
-        return None
-    kv = dict(w.split("=", 1) for w in words if "=" in w)
-    number, unit = re.fullmatch(r"(\d+)(B|KiB|MiB|GiB)", kv["size"]).groups()
-    return {"mode": words[0], "gpu": kv["gpu"], "host_numa": kv["host_numa"], "alloc": words[4],
-            "direction": words[5], "engine": words[6], "size": str(int(number) * _SIZE_UNITS[unit]),
-            "via": kv["via"]}
+#: What a plan line leaves to the run: the kernels a stream case times.
+_EXPAND = {"stream": ("kernel", ("copy", "mul", "add", "triad", "dot"))}
 
 
 def planned_summary_lines(binary: Path, fixture: Path, subcommand: str, *args: str) -> list[str]:
@@ -139,21 +125,13 @@ def planned_summary_lines(binary: Path, fixture: Path, subcommand: str, *args: s
     out = run(binary, subcommand, *args, "--from", str(fixture)).stdout
     lines = []
     for line in out.splitlines():
-        if line.startswith("PLAN "):
-            bench, _, rest = line[5:].partition(" ")
-            fields = dict(t.split("=", 1) for t in shlex.split(rest))
-        else:
-            bench, fields = subcommand, _memcpy_plan_fields(line)
-            if fields is None:
-                continue
-            fields["status"] = "skipped" if "skipped:" in line else "planned"
-        if bench == "allocmatrix":      # the run names each end's memory, the plan the host
-            host = fields.pop("host")
-            for end in ("src", "dst"):
-                fields[f"{end}_mem"] = fields["gpu"] if fields[f"{end}_alloc"] == "device" else host
+        if not line.startswith("PLAN "):
+            continue
+        bench, _, rest = line[5:].partition(" ")
+        fields = dict(t.split("=", 1) for t in shlex.split(rest))
         status = "ok" if fields.pop("status") == "planned" else "skipped"
         fields.pop("reason", None)
-        if fields.pop("sizes", None) is not None:
+        if fields.get("size") == "sweep":   # chase: the live node's caches pick the sizes
             fields["size"] = str(1 << 30)
         key, values = _EXPAND.get(bench, ("", ("",)))
         for value in values:

@@ -277,8 +277,8 @@ def test_summary_links_figures_and_counts_cases(gh200_run: Path, tmp_path: Path)
                  "![Thread scaling (CPU)](thread_scaling.png)",
                  "![Copy heatmap](copy_heatmap.png)"):
         assert link in summary
-    assert "| gh200_single | 14 | 3 | 1 |" in summary       # ok, skipped, failed
-    assert f"| skipped | {SKIP_REASON} | 3 |" in summary
+    assert "| gh200_single | bw | 14 | 3 | 1 |" in summary       # ok, skipped, failed
+    assert f"| bw | skipped | {SKIP_REASON} | 3 |" in summary
     assert "| gh200_single | gpu0 | numa0 | c2c | 384.0 | numa0 | table |  | Grace 480 GB LPDDR5X" in summary
     assert "abc1234" in summary and "12.4" in summary and "NVIDIA GH200 480GB" in summary
     assert "## Missing" not in summary
@@ -355,6 +355,71 @@ def test_report_of_cpu_reads_only_says_what_is_missing(tmp_path: Path) -> None:
                               "copy heatmap not drawn: no copy case measured a path"]
 
 
+def cases_counts(summary: str) -> dict[tuple[str, str], dict[str, int]]:
+    """(host, family) -> {status: cases} of summary.md's "Cases" table."""
+    section = summary.split("## Cases\n\n", 1)[1].split("\n\n", 1)[0]
+    rows = [[c.strip() for c in line.strip("|").split("|")] for line in section.splitlines()]
+    header = rows[0]
+    return {(r[0], r[1]): {s: int(n) for s, n in zip(header[2:], r[2:])} for r in rows[2:]}
+
+
+def test_cases_table_counts_every_family_by_status(gh200_run: Path, tmp_path: Path) -> None:
+    data = Path(__file__).resolve().parent / "data"
+    files = [gh200_run, data / "h100_gemm.h5", data / "h100_stream_cpu.h5", data / "h100_pingpong.h5",
+             data / "h200x2_nccl.h5"]
+    expected: dict[tuple[str, str], dict[str, int]] = {}
+    for run in load_runs(files).runs:   # straight from each file: its rows per status
+        for name, table in run.tables.items():
+            if name.endswith("/cases"):
+                counts = expected.setdefault((run.node, name.split("/")[0]), {})
+                for status in table["status"]:
+                    counts[status] = counts.get(status, 0) + 1
+    write_report(load_runs(files), tmp_path / "report")
+    counts = cases_counts((tmp_path / "report" / "summary.md").read_text())
+    assert {k for k in expected} >= {("gh200_single", "bw"), ("vm", "gemm"), ("vm", "stream"), ("vm", "pingpong")}
+    assert {k: {s: n for s, n in v.items() if n} for k, v in counts.items()} == expected
+    assert counts[("vm", "gemm")]["failed"] > 0 and counts[("vm", "gemm")]["skipped"] > 0
+
+
+def cpu_only_topology() -> dict:
+    """x86_h100 without its GPU: a CPU-only node."""
+    topo = topology("x86_h100")
+    topo["host"] = "cpubox"
+    topo["processors"] = [p for p in topo["processors"] if p["kind"] != "gpu"]
+    topo["memories"] = [m for m in topo["memories"] if m["kind"] != "device"]
+    topo["paths"] = [p for p in topo["paths"] if not (p["pu"] + p["mem"]).count("gpu")]
+    return topo
+
+
+# Commands (and options) that refuse a node without a GPU, or measure nothing there.
+GPU_ONLY_HINTS = ("mempath memcpy", "mempath gemm", "mempath atomics", "mempath um", "mempath allocmatrix",
+                  "llm_placement", "mempath-mpi nccl", "--pu-kind gpu", "GPU case")
+
+
+def test_report_of_a_cpu_only_node_suggests_no_gpu_command(tmp_path: Path) -> None:
+    rows = [case(pu="cpu0", mem="numa0", kernel="avx512", threads=t, median_GBps=10.0 * t) for t in (1, 2, 4)]
+    stream = Path(__file__).resolve().parent / "data" / "h100_stream_cpu.h5"
+    import shutil
+    cpu_stream = tmp_path / "stream.h5"     # CPU stream cases, moved onto the CPU-only node
+    shutil.copy(stream, cpu_stream)
+    with h5py.File(cpu_stream, "a") as f:
+        f.attrs["topology"] = json.dumps(cpu_only_topology())
+        f.attrs["host"] = "cpubox"
+    run = write_run(tmp_path / "cpu.h5", rows, topology=cpu_only_topology())
+    out = tmp_path / "report"
+    report = write_report(load_runs([run, cpu_stream]), out)
+    texts = [*report.notes, *report.missing] + [p.read_text() for p in out.glob("*.md")]
+    for hint in GPU_ONLY_HINTS:
+        assert not [t for t in texts if hint in t], hint
+    assert "## Transfers and placement" not in (out / "summary.md").read_text()
+
+
+def test_report_of_a_gpu_node_without_memcpy_still_suggests_it(tmp_path: Path) -> None:
+    run = write_run(tmp_path / "gpu.h5", [case(pu="gpu0", mem="gpu0", alloc="device")], topology=topology("x86_h100"))
+    report = write_report(load_runs([run]), tmp_path / "report")
+    assert any("run `mempath memcpy`" in note for note in report.notes)
+
+
 def test_report_of_skipped_cases_only(tmp_path: Path) -> None:
     rows = [case(pu="gpu0", mem="numa0", via="pcie", alloc="system", status="skipped",
                  reason=SKIP_REASON),
@@ -367,7 +432,7 @@ def test_report_of_skipped_cases_only(tmp_path: Path) -> None:
     markdown = (tmp_path / "report" / "path_matrix.md").read_text()
     assert matrix_cells(markdown, "read")[("gpu0", "numa0")] == "skipped [1]"
     assert f"1. {SKIP_REASON}" in markdown
-    assert "| x86_h100 | 0 | 2 | 0 |" in (tmp_path / "report" / "summary.md").read_text()
+    assert "| x86_h100 | bw | 0 | 2 | 0 |" in (tmp_path / "report" / "summary.md").read_text()
 
 
 def test_report_of_empty_tables(tmp_path: Path) -> None:
@@ -436,8 +501,8 @@ def test_report_leaves_out_cases_whose_pages_were_elsewhere(tmp_path: Path) -> N
     assert "1. managed: pages were on numa0, not gpu0" in markdown
     assert "2. cudaMalloc memory is not mapped for CPU access" in markdown
     summary = (tmp_path / "report" / "summary.md").read_text()
-    assert "| ok, pages elsewhere | managed: pages were on numa0, not gpu0 | 1 |" in summary
-    assert "| x86_h100 | 3 | 1 | 0 |" in summary
+    assert "| bw | ok, pages elsewhere | managed: pages were on numa0, not gpu0 | 1 |" in summary
+    assert "| x86_h100 | bw | 3 | 1 | 0 |" in summary
 
 
 # --- command line -------------------------------------------------------------------------

@@ -79,23 +79,35 @@ def test_all_records_skipped_cases_with_reasons(mempath_cpu_bin: Path, tmp_path:
     assert reasons and all(reasons)
 
 
+LIST_HEADER = ["op", "pu", "mem", "dst", "alloc", "kernel", "threads", "size", "via", "status", "reason"]
+
+
+def list_rows(binary: Path, *args: str) -> list[dict[str, str]]:
+    """`mempath list`'s table: a header of column names, then one row per case."""
+    lines = run(binary, "list", *args).stdout.splitlines()
+    assert lines[0].split() == LIST_HEADER
+    width = len(LIST_HEADER) - 1  # the reason, last, may hold spaces
+    return [dict(zip(LIST_HEADER, line.split(maxsplit=width))) for line in lines[1:]]
+
+
 def test_list_shows_cases_and_skip_reasons(mempath_cpu_bin: Path) -> None:
-    proc = run(mempath_cpu_bin, "list")
-    assert re.search(r"^read\s+cpu0\s+numa0", proc.stdout, re.M)
-    assert "skipped: no CUDA GPU" in proc.stdout
+    rows = list_rows(mempath_cpu_bin)
+    assert any(r["op"] == "read" and r["pu"] == "cpu0" and r["mem"] == "numa0" for r in rows)
+    assert all((r["status"] == "skipped") == bool(r.get("reason")) for r in rows)
+    assert any(r["status"] == "skipped" and r["reason"].startswith("no CUDA GPU") for r in rows)
 
 
 def test_list_filters_on_a_quad_gh200_snapshot(mempath_cpu_bin: Path) -> None:
     fixture = str(Path(__file__).resolve().parents[1] / "fixtures" / "gh200_quad")
-    full = run(mempath_cpu_bin, "list", "--from", fixture, "--op", "read").stdout.splitlines()
-    quick = run(mempath_cpu_bin, "list", "--from", fixture, "--op", "read", "--threads", "all",
-                "--kernel", "grid").stdout.splitlines()
-    assert any("block" in line for line in full) and not any(" block " in line for line in quick)
-    threads = {int(m) for m in re.findall(r"threads=(-?\d+)", "\n".join(quick))}
+    full = list_rows(mempath_cpu_bin, "--from", fixture, "--op", "read")
+    quick = list_rows(mempath_cpu_bin, "--from", fixture, "--op", "read", "--threads", "all", "--kernel", "grid")
+    assert any(r["kernel"] == "block" for r in full) and not any(r["kernel"] == "block" for r in quick)
+    threads = {int(r["threads"]) for r in quick}
     assert threads == {-1, 72, 288}, threads  # GPUs (-1), one socket, all four sockets
-    assert any("threads=1 " in line for line in full)
+    assert any(r["threads"] == "1" for r in full)
     # Every HBM node is a memory the CPUs read over C2C.
-    assert any(re.match(r"read\s+cpu0\s+numa4\s+-\s+numa", line) for line in quick)
+    assert any((r["pu"], r["mem"], r["dst"], r["alloc"], r["via"]) == ("cpu0", "numa4", "-", "numa", "c2c")
+               for r in quick)
 
 
 BAD_INPUT = [

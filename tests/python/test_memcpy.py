@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import math
 import re
+import shlex
 from pathlib import Path
 
 import h5py
@@ -60,34 +61,34 @@ def test_help_works_in_every_build(mempath_cpu_bin: Path) -> None:
     assert "memcpy" in run(mempath_cpu_bin, "--help").stdout
 
 
-def plan_lines(stdout: str) -> list[str]:
-    """A --from plan's case lines: its table, without the EXPECT line that ends it."""
-    lines = stdout.splitlines()
-    assert lines and lines[-1].startswith("EXPECT memcpy "), stdout
-    return lines[:-1]
+def memcpy_plan(binary: Path, fixture: str | Path, *args: str) -> list[dict[str, str]]:
+    """The `PLAN memcpy key=value ... status=... [reason="..."]` lines of `--from fixture`."""
+    rows = []
+    lines = run(binary, "memcpy", "--from", str(fixture), *args).stdout.splitlines()
+    assert lines and lines[-1].startswith("EXPECT memcpy "), lines  # the plan's last line
+    for line in lines[:-1]:
+        assert line.startswith("PLAN memcpy "), line
+        rows.append(dict(word.split("=", 1) for word in shlex.split(line)[2:]))
+    return rows
 
 
 def test_plan_on_the_h100_snapshot(mempath_cpu_bin: Path) -> None:
-    lines = plan_lines(run(mempath_cpu_bin, "memcpy", "--from", str(FIXTURES / "x86_h100"), "--alloc",
-                "pinned,system").stdout)
-    assert len(lines) == 12  # 2 allocs x 3 directions x 2 engines
-    alloc = {l: l.split()[4] for l in lines}  # mode gpu= host_numa= cpu_numa= ALLOC ...
-    pageable_sm = [l for l in lines if alloc[l] == "system" and " sm " in l]
-    assert pageable_sm and all("skipped" in l and "pageable" in l for l in pageable_sm)
-    assert all("skipped" not in l for l in lines if alloc[l] == "pinned")
+    rows = memcpy_plan(mempath_cpu_bin, FIXTURES / "x86_h100", "--alloc", "pinned,system")
+    assert len(rows) == 12  # 2 allocs x 3 directions x 2 engines
+    pageable_sm = [r for r in rows if r["alloc"] == "system" and r["engine"] == "sm"]
+    assert pageable_sm and all(r["status"] == "skipped" and "pageable" in r["reason"] for r in pageable_sm)
+    assert all(r["status"] == "planned" for r in rows if r["alloc"] == "pinned")
 
 
 def test_plan_all_gpus_on_a_quad_gh200(mempath_cpu_bin: Path) -> None:
-    lines = plan_lines(run(mempath_cpu_bin, "memcpy", "--from", str(FIXTURES / "gh200_quad"), "--all-gpus",
-                "--direction", "bidir", "--engine", "ce").stdout)
-    assert len(lines) == 1 and "gpu=all" in lines[0] and "via=c2c" in lines[0]
+    rows = memcpy_plan(mempath_cpu_bin, FIXTURES / "gh200_quad", "--all-gpus", "--direction", "bidir", "--engine", "ce")
+    assert len(rows) == 1 and rows[0]["gpu"] == "all" and rows[0]["via"] == "c2c"
 
 
 def test_plan_sweep_sizes(mempath_cpu_bin: Path) -> None:
-    lines = plan_lines(run(mempath_cpu_bin, "memcpy", "--from", str(FIXTURES / "x86_h100"), "--sweep",
-                "--max-size", "1MiB", "--direction", "h2d", "--engine", "ce").stdout)
-    assert [re.search(r"size=(\S+)", l).group(1) for l in lines] == [
-        "4KiB", "8KiB", "16KiB", "32KiB", "64KiB", "128KiB", "256KiB", "512KiB", "1MiB"]
+    rows = memcpy_plan(mempath_cpu_bin, FIXTURES / "x86_h100", "--sweep", "--max-size", "1MiB", "--direction", "h2d",
+                       "--engine", "ce")
+    assert [int(r["size"]) for r in rows] == [4096 << i for i in range(9)]  # 4 KiB .. 1 MiB
 
 
 H100 = str(FIXTURES / "x86_h100")
@@ -266,51 +267,44 @@ def test_bad_input_on_the_gpu_node(mempath_bin: Path, tmp_path: Path, args: list
 # --- GPU<->GPU (--direction d2d, d2d-bidir) ---------------------------------------------
 
 DUAL = str(FIXTURES / "gh200_dual")
-D2D_PLAN = re.compile(r"gpu=(?P<src>-?\d+)\s+dst_gpu=(?P<dst>-?\d+)\s+host_numa=(?P<stage>-?\d+)\s+cpu_numa=\S+\s+"
-                      r"(?P<alloc>\S+)\s+(?P<direction>\S+)\s+(?P<engine>\S+)\s+size=")
-
-
-def d2d_plan(binary: Path, fixture: str, *args: str) -> list[tuple[dict[str, str], str]]:
-    """The planned d2d cases of `--from fixture`: (fields, line) per case."""
-    rows = []
-    for line in plan_lines(run(binary, "memcpy", "--from", fixture, "--direction", *args).stdout):
-        m = D2D_PLAN.search(line)
-        assert m, line
-        rows.append((m.groupdict(), line))
-    return rows
+def d2d_plan(binary: Path, fixture: str, *args: str) -> list[dict[str, str]]:
+    """The planned d2d cases of `--from fixture`, with src (gpu), dst (dst_gpu) and stage
+    (host_numa) named."""
+    return [{**r, "src": r["gpu"], "dst": r["dst_gpu"], "stage": r["host_numa"]}
+            for r in memcpy_plan(binary, fixture, "--direction", *args)]
 
 
 def test_d2d_plan_quad_gh200_every_ordered_pair_every_engine(mempath_cpu_bin: Path) -> None:
     rows = d2d_plan(mempath_cpu_bin, QUAD, "d2d", "--size", "64MiB")
     assert len(rows) == 12 * 3
-    assert {(r["src"], r["dst"]) for r, _ in rows} == {(str(g), str(h)) for g in range(4) for h in range(4) if g != h}
-    assert all("skipped" not in line for _, line in rows)
-    assert all("via=nvlink" in line for r, line in rows if r["engine"] in ("ce", "sm"))
-    staged = [(r, line) for r, line in rows if r["engine"] == "staged"]
-    assert all(r["stage"] == r["src"] and "chunk=16MiB" in line for r, line in staged)
+    assert {(r["src"], r["dst"]) for r in rows} == {(str(g), str(h)) for g in range(4) for h in range(4) if g != h}
+    assert all(r["status"] == "planned" for r in rows)
+    assert all(r["via"] == "nvlink" for r in rows if r["engine"] in ("ce", "sm"))
+    staged = [r for r in rows if r["engine"] == "staged"]
+    assert staged and all(r["stage"] == r["src"] and r["chunk"] == str(16 << 20) for r in staged)
 
 
 def test_d2d_plan_dual_gh200_has_no_peer_access_but_stages(mempath_cpu_bin: Path) -> None:
     rows = d2d_plan(mempath_cpu_bin, DUAL, "d2d,d2d-bidir", "--chunk", "8MiB")
     assert len(rows) == 2 * 3 + 3
-    for r, line in rows:
+    for r in rows:
         if r["engine"] == "staged":
-            assert "skipped" not in line and "chunk=8MiB" in line
+            assert r["status"] == "planned" and r["chunk"] == str(8 << 20)
         else:
-            assert line.endswith(f"skipped: no peer access from GPU {r['src']} to GPU {r['dst']}")
-    bidir = [r for r, _ in rows if r["direction"] == "d2d-bidir"]
+            assert (r["status"], r["reason"]) == ("skipped", f"no peer access from GPU {r['src']} to GPU {r['dst']}")
+    bidir = [r for r in rows if r["direction"] == "d2d-bidir"]
     assert [(r["src"], r["dst"]) for r in bidir] == [("0", "1")] * 3
 
 
 def test_d2d_plan_one_gpu_is_skipped_with_the_reason(mempath_cpu_bin: Path) -> None:
     rows = d2d_plan(mempath_cpu_bin, H100, "d2d")
     assert len(rows) == 3
-    assert all("skipped: this node has one GPU (gpu0)" in line for _, line in rows)
+    assert all(r["status"] == "skipped" and "this node has one GPU (gpu0)" in r["reason"] for r in rows)
 
 
 def test_d2d_plan_staging_node_and_gpu_list(mempath_cpu_bin: Path) -> None:
     rows = d2d_plan(mempath_cpu_bin, str(FIXTURES / "x86_2s_4gpu"), "d2d", "--engine", "staged", "--gpu", "1,3", "--mem", "numa1")
-    assert [(r["src"], r["dst"], r["stage"]) for r, _ in rows] == [("1", "3", "1"), ("3", "1", "1")]
+    assert [(r["src"], r["dst"], r["stage"]) for r in rows] == [("1", "3", "1"), ("3", "1", "1")]
 
 
 D2D_BAD_INPUT = [

@@ -53,3 +53,45 @@ def test_gemm_plan_skips_pageable_operands_without_ats(mempath_cpu_bin: Path, tm
     system = [r for r in rows if r["alloc"] == "system"]
     assert system and all(r["status"] == "skipped" and "ATS" in r["reason"] for r in system)
     assert any(r["alloc"] == "device" and r["status"] == "planned" for r in rows)
+
+
+# --- every PLAN line names its case (issue 19) ---------------------------------------------
+
+#: Invocations that together reach every kind of case each planner makes.
+PLANS = [["bw", "--all"], ["chase", "--all", "--alloc", "all", "--pattern", "random,sequential"],
+         ["chase", "--all", "--max-size", "64KiB"], ["stream", "--all"], ["stream", "--all", "--alloc", "numa"],
+         ["pingpong", "--alloc", "system,numa,pinned,registered,managed,device"], ["atomics", "--all"],
+         ["gemm", "--all"], ["um"], ["allocmatrix", "--mem", "all"], ["memcpy"], ["memcpy", "--sweep"],
+         ["memcpy", "--latency"], ["memcpy", "--all-gpus"], ["memcpy", "--direction", "d2d,d2d-bidir"]]
+#: What tells two cases of a command apart, where it applies (memcpy: dst_gpu on GPU<->GPU).
+KEYS = {"bw": {"op", "pu", "mem", "dst", "alloc", "kernel", "threads", "size", "via"},
+        "chase": {"pu", "cpu", "mem", "alloc", "via", "pattern", "size", "line", "locality", "huge"},
+        "stream": {"pu", "mem", "alloc", "via", "threads", "size"},
+        "pingpong": {"a", "b", "a_cpu", "b_cpu", "mem", "alloc", "via"},
+        "atomics": {"pu", "mem", "alloc", "via", "scope", "counters", "ops"},
+        "gemm": {"gpu", "dtype", "n", "mem", "alloc", "via"},
+        "um": {"exp", "alloc", "gpu", "mem", "size"},
+        "allocmatrix": {"gpu", "src_alloc", "src_mem", "dst_alloc", "dst_mem", "size"},
+        "memcpy": {"mode", "gpu", "host_numa", "cpu_numa", "alloc", "direction", "engine", "size", "via", "timing"}}
+SNAPSHOTS = sorted(p.name for p in FIXTURES.iterdir() if (p / "sys").is_dir())
+
+
+@pytest.mark.parametrize("fixture", SNAPSHOTS)
+def test_no_two_plan_lines_of_a_command_are_the_same_case(mempath_cpu_bin: Path, tmp_path: Path,
+                                                           fixture: str, monkeypatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    for command in PLANS:
+        rows = plan(mempath_cpu_bin, *command, "--from", str(FIXTURES / fixture), cwd=tmp_path)
+        assert rows, command
+        cases = [tuple((k, v) for k, v in r.items() if k not in ("status", "reason")) for r in rows]
+        assert len(cases) == len(set(cases)), (command, [c for c in cases if cases.count(c) > 1][:2])
+        for row in rows:
+            assert KEYS[command[0]] <= set(row), (command, KEYS[command[0]] - set(row))
+            if row.get("direction", "").startswith("d2d"):
+                assert "dst_gpu" in row, row
+            if row.get("engine") == "staged":
+                assert "chunk" in row, row
+        # A skipped case runs at no thread count: sweeping it only repeats the skip.
+        skipped = [tuple((k, v) for k, v in c if k != "threads")
+                   for c, r in zip(cases, rows) if r["status"] == "skipped"]
+        assert len(skipped) == len(set(skipped)), (command, [s for s in skipped if skipped.count(s) > 1][:1])

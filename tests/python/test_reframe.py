@@ -355,15 +355,17 @@ def quad_gh200_lines(binary: Path, op: str, pu_kind: str) -> list[str]:
     out = subprocess.run([str(binary), 'list', '--from', str(QUAD_GH200), '--op', op,
                           '--pu-kind', pu_kind], capture_output=True, text=True, check=True)
     lines = []
-    for i, line in enumerate(out.stdout.splitlines()):
+    header, *rows = out.stdout.splitlines()   # op pu mem dst alloc kernel threads ... status
+    status = header.split().index('status')
+    for i, line in enumerate(rows):
         fields = line.split()
-        if len(fields) < 7 or 'skipped' in line:
+        if fields[status] == 'skipped':
             continue
         op_, pu, mem, dst, alloc, kernel, threads = fields[:7]
         links = [l for m in (mem, dst) if m != '-' for l in vias[(pu, m)].split('+')]
         via = '+'.join(dict.fromkeys(l for l in links if l != 'local')) or 'local'
         lines.append(f'MEMPATH bw op={op_} pu={pu} mem={mem} dst={dst} alloc={alloc} '
-                     f'kernel={"sve" if kernel == "-" else kernel} {threads} size=1 via={via} '
+                     f'kernel={"sve" if kernel == "-" else kernel} threads={threads} size=1 via={via} '
                      f'placement=- status=ok median_GBps={100 + i % 97} min_GBps=1 '
                      f'max_GBps=2 reps=3')
     return lines

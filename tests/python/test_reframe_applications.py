@@ -135,7 +135,7 @@ def class_minima(lines: list[mempath_summary.SummaryLine]) -> dict[str, float]:
 def test_a_quad_gh200_application_check_reports_at_most_30_variables(
         mempath_cpu_bin: Path, check: str, command: tuple[str, ...], allocs: set[str]) -> None:
     lines = planned_summary_lines(mempath_cpu_bin, QUAD_GH200, *command)
-    assert len(lines) >= 4
+    assert len(lines) >= 2  # MempathGemm: one order (--size 8192) of two dtypes
     parsed = mempath_summary.parse_lines(lines, command[0])
     metric = getattr(applications, check.split(" ")[0]).metric
     values = metric.values(parsed)

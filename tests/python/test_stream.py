@@ -87,3 +87,18 @@ def test_gpu_stream_on_device_memory_and_pinned_host(mempath_bin: Path, tmp_path
     c = cases(out)
     assert (c["verified"] == 1).all()
     assert set(c["placement"]) <= {"gpu0", "unknown"}, set(c["placement"])
+
+
+def test_all_numa_writes_no_two_identical_rows(mempath_cpu_bin: Path, tmp_path: Path) -> None:
+    """Issue 19: `--all --alloc numa` wrote the skipped interleave case once per thread
+    count, rows equal in all but case_id. A skipped case is one case, and every row of a
+    skipped case keeps the thread count it was planned with."""
+    out = tmp_path / "a.h5"
+    stream(mempath_cpu_bin, out, "--all", "--alloc", "numa", "--pu-kind", "cpu", "--size", "4MiB", "--in-cache",
+           "--reps", "1", "--warmup", "0")
+    c = cases(out)
+    rows = [tuple(str(c[k][i]) for k in sorted(c) if k not in ("case_id", "best_threads"))
+            for i in range(len(c["case_id"]))]
+    assert len(rows) == len(set(rows)), [r for r in rows if rows.count(r) > 1]
+    if (c["status"] == "skipped").any():
+        assert (c["threads"][c["status"] == "skipped"] > 0).all()
