@@ -76,23 +76,21 @@ first_mem=${host_mems%%$'\n'*}
 
 worst=0
 # run NAME COMMAND ARGS...: mempath COMMAND ARGS into $dir/NAME.h5, remembering the worst
-# exit code; with VET_PLAN the command's plan against the snapshot, counted (bw's plan is
-# `mempath list`, which takes bw's filters; bw gets --all here, as list refuses it).
+# exit code; with VET_PLAN the command's plan against the snapshot: its PLAN lines counted.
 run() {
   local name=$1 command=$2
   shift 2
+  [[ $command == bw ]] && set -- --all "$@"
   if [[ -n $plan ]]; then
-    [[ $command == bw ]] && command=list
     local planned
     if ! planned=$("$MEMPATH" "$command" "$@" "${from[@]}" 2>&1); then
       echo "vet_node.sh: plan of $name failed: ${planned%%$'\n'*}" >&2
       worst=2
       return 0
     fi
-    echo "vet_node.sh: plan $name.h5: $(grep -cw planned <<<"$planned") cases"
+    echo "vet_node.sh: plan $name.h5: $(grep -c '^PLAN .* status=planned' <<<"$planned") cases"
     return 0
   fi
-  [[ $command == bw ]] && set -- --all "$@"
   echo "vet_node.sh: $host: mempath $command $*"
   "$MEMPATH" "$command" "$@" "${common[@]}" --output "$dir/$name.h5"
   local rc=$?

@@ -23,12 +23,12 @@ inline constexpr double kVerifyGBps = 4;
 // --- bandwidth of a path, GB/s (the slowest link of a route counts) ------------------
 inline constexpr double kCpuCoreGBps = 5;        // one CPU core streaming memory
 inline constexpr double kCpuLocalGBps = 100;     // a CPU socket on its own memory
-inline constexpr double kGpuLocalGBps = 1000;    // a GPU on its own HBM, all SMs
+inline constexpr double kGpuLocalGBps = 1500;    // a GPU on its own HBM, all SMs (A100: ~1500)
 inline constexpr double kGpuBlockGBps = 10;      // one GPU block of 1024 threads, anywhere
 inline constexpr double kC2cGBps = 100;          // Grace <-> Hopper (NVLink-C2C)
 inline constexpr double kNvlinkGBps = 100;       // GPU <-> GPU over NVLink
 inline constexpr double kInterconnectGBps = 30;  // between CPU sockets
-inline constexpr double kPcieGBps = 10;          // PCIe, a peer without NVLink, unknown links
+inline constexpr double kPcieGBps = 25;          // PCIe (gen 4 x16; gen 5 moves ~50), a peer without NVLink, unknown links
 inline constexpr double kPageableCopyGBps = 5;   // cudaMemcpy of pageable or managed memory
 inline constexpr double kMigrateGBps = 5;        // managed pages moved by faults
 

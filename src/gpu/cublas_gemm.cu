@@ -5,6 +5,7 @@
 #include <dlfcn.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cstring>
 #include <mutex>
 
@@ -146,16 +147,30 @@ GemmRun run_gemm(int gpu, const std::string& dtype, int64_t n, const void* a_hos
           "cublasGemmEx");
   };
   for (int w = 0; w < warmup; ++w) call();
-  // Calls back to back with an event between each: the GPU never waits for the host, so no
-  // launch latency falls inside an interval.
+  // A small GEMM in HBM takes microseconds, no more than an empty launch: an interval of
+  // one call would fail the timing guard. Each timed interval holds enough calls to last
+  // kGuardLaunches empty launches (from one timed call), so every size is timed, per call.
+  run.empty_launch_s = empty_launch_seconds(handle.stream);
+  {
+    Events one(2);
+    cuda_check(cudaEventRecord(one.e[0], handle.stream), "cudaEventRecord");
+    call();
+    cuda_check(cudaEventRecord(one.e[1], handle.stream), "cudaEventRecord");
+    cuda_check(cudaStreamSynchronize(handle.stream), "gemm");
+    constexpr double kGuardLaunches = 20;
+    const double need = kGuardLaunches * run.empty_launch_s / std::max(one.seconds(0, 1), 1e-9);
+    run.calls_per_rep = static_cast<int>(std::clamp(std::ceil(need), 1.0, 1024.0));
+  }
+  // Calls back to back with an event between intervals: the GPU never waits for the host,
+  // so no launch latency falls inside an interval.
   Events ev(static_cast<size_t>(reps) + 1);
   cuda_check(cudaEventRecord(ev.e[0], handle.stream), "cudaEventRecord");
   for (int r = 0; r < reps; ++r) {
-    call();
+    for (int k = 0; k < run.calls_per_rep; ++k) call();
     cuda_check(cudaEventRecord(ev.e[r + 1], handle.stream), "cudaEventRecord");
   }
   cuda_check(cudaStreamSynchronize(handle.stream), "gemm");
-  for (int r = 0; r < reps; ++r) run.seconds.push_back(ev.seconds(r, r + 1));
+  for (int r = 0; r < reps; ++r) run.seconds.push_back(ev.seconds(r, r + 1) / run.calls_per_rep);
   const size_t bytes = static_cast<size_t>(gemm_element_bytes(dtype));
   for (const auto& [i, j] : probes) {
     unsigned char raw[8] = {};
@@ -167,7 +182,6 @@ GemmRun run_gemm(int gpu, const std::string& dtype, int64_t n, const void* a_hos
     else { float f; std::memcpy(&f, raw, 4); v = f; }
     run.probes.push_back(v);
   }
-  run.empty_launch_s = empty_launch_seconds(handle.stream);
   return run;
 }
 

@@ -297,7 +297,7 @@ def test_reference_floors_hold_the_published_ranges_and_anything_faster():
 def test_resolve_gives_gh200_references_per_class():
     names = ['gpu_gpu_local_device_min', 'gpu_numa_local_numa_min', 'gpu_numa_c2c_pinned_min',
              'cpu_numa_local_numa_min', 'cpu_numa_c2c_numa_min',
-             'cpu_numa_c2c_interconnect_numa_min', 'cpus_numa_spread_numa_min',
+             'cpu_numa_interconnect_c2c_numa_min', 'cpus_numa_spread_numa_min',
              'gpu_numa_c2c_system_min']
     table = references.resolve('read', names)[references.GH200]
     assert table['gpu_gpu_local_device_min'] == references.HOPPER_HBM
@@ -305,7 +305,7 @@ def test_resolve_gives_gh200_references_per_class():
     assert table['gpu_numa_c2c_pinned_min'] == references.HOPPER_C2C_LPDDR
     assert table['cpu_numa_local_numa_min'] == references.GRACE_LPDDR
     assert table['cpu_numa_c2c_numa_min'] == references.GRACE_C2C_HBM
-    assert table['cpu_numa_c2c_interconnect_numa_min'] == references.PEER_SUPERCHIP
+    assert table['cpu_numa_interconnect_c2c_numa_min'] == references.PEER_SUPERCHIP
     assert 'cpus_numa_spread_numa_min' not in table and 'gpu_numa_c2c_system_min' not in table
     assert references.resolve('write', names) == {}
 

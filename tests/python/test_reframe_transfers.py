@@ -44,7 +44,8 @@ ALL = ACCEPTANCE + FULL
 ALLOCS = ('pinned', 'registered', 'system', 'managed')
 DIRECTIONS = ('h2d', 'd2h', 'bidir')
 #: The links between a quad GH200's Grace nodes and a GPU: its own (C2C), any other's.
-QUAD_VIAS = ('c2c', 'c2c_interconnect')
+# A GPU's own Grace over C2C; another superchip's LPDDR over NVLink, then that one's C2C.
+QUAD_VIAS = ('c2c', 'nvlink_c2c')
 
 
 def reframe(*args: str, timeout: int = 180) -> subprocess.CompletedProcess[str]:
@@ -219,25 +220,33 @@ class CheckValues:
         self.report_sizes = report_sizes
 
 
-@pytest.fixture(scope='module')
-def quad_gh200_names(tmp_path_factory) -> dict[str, set[str]]:
+def planned_names(tmp: Path, fixture: str) -> dict[str, set[str]]:
     """Check name -> the variables its default command (the check's DEFAULTS, as the dry
-    run writes it) gives on a quad GH200 (topology fixture), every planned case finished
-    with made-up figures (conftest.planned_summary_lines, which reads no `skipped:` mark of
-    a memcpy plan: the classes here are every planned one, the most a run can report)."""
+    run writes it) gives on the node of a topology fixture, every planned case finished
+    with made-up figures (conftest.planned_summary_lines: the classes here are every
+    planned one, the most a run can report)."""
     binary = mempath_binary()
     if binary is None:
         pytest.skip('no mempath binary built (tests/run_tests.sh builds it)')
-    tmp = tmp_path_factory.mktemp('transfers')
     config = generic_variant(tmp / 'generic_gpu.py', ['gpu', 'nvgpu'])
     names = {}
     for check, argv in dry_run_commands(config, tmp / 'rfm').items():
         argv = [a for a in argv if a not in ('--output', 'memcpy.h5')]
-        lines = planned_summary_lines(binary, FIXTURES / 'gh200_quad', *argv)
+        lines = planned_summary_lines(binary, FIXTURES / fixture, *argv)
         assert lines, f'{check}: nothing planned'
         names[check] = set(CheckValues(check).perf_values(
             mempath_summary.parse_lines(lines, 'memcpy')))
     return names
+
+
+@pytest.fixture(scope='module')
+def quad_gh200_names(tmp_path_factory) -> dict[str, set[str]]:
+    return planned_names(tmp_path_factory.mktemp('transfers'), 'gh200_quad')
+
+
+@pytest.fixture(scope='module')
+def dual_gh200_names(tmp_path_factory) -> dict[str, set[str]]:
+    return planned_names(tmp_path_factory.mktemp('transfers_dual'), 'gh200_dual')
 
 
 #: Allocators whose copies the copy engines cannot queue (no bidir, no --all-gpus).
@@ -299,12 +308,15 @@ def test_quad_gh200_checks_report_few_variables(quad_gh200_names: dict[str, set[
 
 
 def test_alps_reference_patterns_name_real_quad_gh200_variables(
-        quad_gh200_names: dict[str, set[str]]):
+        quad_gh200_names: dict[str, set[str]], dual_gh200_names: dict[str, set[str]]):
     every = set().union(*quad_gh200_names.values())
+    # GH200 references hold for any GH200 node: the dual workstation's cross-superchip
+    # class (c2c_interconnect, no GPU peer access) is one the quad node does not have.
+    dual = set().union(*dual_gh200_names.values())
     patterns = references.TRANSFER_REFERENCES[references.GH200]
     assert patterns == references._gh200_transfers()
     for pattern in patterns:
-        assert fnmatch.filter(every, pattern), f'{pattern} names no quad-GH200 variable'
+        assert fnmatch.filter(every | dual, pattern), f'{pattern} names no GH200 variable'
     for name in every:
         hits = [p for p in patterns if fnmatch.fnmatchcase(name, p)]
         assert len(hits) <= 1, f'{name} has several references: {hits}'
@@ -313,10 +325,15 @@ def test_alps_reference_patterns_name_real_quad_gh200_variables(
         quad_gh200_names['MempathTransferBandwidth %coverage=acceptance'])[references.GH200]
     assert resolved == {'gpu_numa_c2c_h2d_ce_pinned_min': references.GH200_H2D_C2C,
                         'gpu_numa_c2c_d2h_ce_pinned_min': references.GH200_D2H_C2C}
-    # Full: page-locked memory by the copy engine, to the own node and any other one.
+    # Full: page-locked memory by the copy engine to the own node; another superchip's
+    # (nvlink_c2c) has no published figure yet. The dual workstation's other node has one.
     resolved = references.resolve_transfers(
         quad_gh200_names['MempathTransferBandwidth %coverage=full'])[references.GH200]
-    assert set(resolved) == classes('gpu', QUAD_VIAS, ('h2d', 'd2h'), ['ce'],
+    assert set(resolved) == classes('gpu', ['c2c'], ('h2d', 'd2h'), ['ce'],
+                                    references.PAGE_LOCKED, '_min')
+    resolved = references.resolve_transfers(
+        dual_gh200_names['MempathTransferBandwidth %coverage=full'])[references.GH200]
+    assert set(resolved) == classes('gpu', ['c2c', 'c2c_interconnect'], ('h2d', 'd2h'), ['ce'],
                                     references.PAGE_LOCKED, '_min')
     # The sweep (nearest node only): the peaks of the same classes.
     resolved = references.resolve_transfers(

@@ -53,8 +53,6 @@ BROKEN: dict[str, tuple[str, str | None, str]] = {
     "missing distance": (f"{NODE}/node1/distance", None, "node1/distance"),
     "short distance row": (f"{NODE}/node1/distance", "80 10\n", "node1/distance"),
     "garbage meminfo": (f"{NODE}/node0/meminfo", "Node 0 MemTotal: lots kB\n", "node0/meminfo"),
-    "hbm node without memory": (f"{NODE}/node1/meminfo",
-                                "Node 1 MemTotal: 0 kB\nNode 1 MemFree: 0 kB\n", "gpus.txt"),
 }
 
 
@@ -85,3 +83,18 @@ def test_empty_snapshot_folder_exits_2(mempath_cpu_bin: Path, tmp_path: Path) ->
 def test_live_node_still_enumerates(mempath_cpu_bin: Path) -> None:
     doc = json.loads(run(mempath_cpu_bin, "topo", "--json").stdout)
     assert doc["source"] == "live" and doc["processors"]
+
+
+def test_an_offline_hbm_node_is_planned_around_not_refused(mempath_cpu_bin: Path, tmp_path: Path) -> None:
+    """A GH200 whose driver has not onlined its HBM (node1 with 0 bytes: issue 19) loads;
+    its HBM node is offline and every case on it skipped with why, the GPU's own memory kept."""
+    snap = tmp_path / "snap"
+    shutil.copytree(GH200_SINGLE, snap)
+    (snap / f"{NODE}/node1/meminfo").write_text("Node 1 MemTotal: 0 kB\nNode 1 MemFree: 0 kB\n")
+    topo = json.loads(run(mempath_cpu_bin, "topo", "--from", str(snap), "--json").stdout)
+    hbm = {m["name"]: m for m in topo["memories"]}["numa1"]
+    assert hbm.get("offline") is True
+    assert "gpu0" in {m["name"] for m in topo["memories"]}
+    header, *lines = run(mempath_cpu_bin, "list", "--from", str(snap)).stdout.splitlines()
+    on_hbm = [line for line in lines if " numa1 " in f" {line} "]
+    assert on_hbm and all("skipped" in line and "offline" in line for line in on_hbm), on_hbm
