@@ -152,14 +152,17 @@ GemmRun run_gemm(int gpu, const std::string& dtype, int64_t n, const void* a_hos
   // kGuardLaunches empty launches (from one timed call), so every size is timed, per call.
   run.empty_launch_s = empty_launch_seconds(handle.stream);
   {
-    Events one(2);
-    cuda_check(cudaEventRecord(one.e[0], handle.stream), "cudaEventRecord");
-    call();
-    cuda_check(cudaEventRecord(one.e[1], handle.stream), "cudaEventRecord");
+    // Per call from a few back to back (one alone is noisy and long), and a wide margin
+    // over the guard: the empty launch is measured again, and varies, when the guard runs.
+    constexpr int kProbeCalls = 8;
+    constexpr double kGuardLaunches = 50;
+    Events probe(2);
+    cuda_check(cudaEventRecord(probe.e[0], handle.stream), "cudaEventRecord");
+    for (int k = 0; k < kProbeCalls; ++k) call();
+    cuda_check(cudaEventRecord(probe.e[1], handle.stream), "cudaEventRecord");
     cuda_check(cudaStreamSynchronize(handle.stream), "gemm");
-    constexpr double kGuardLaunches = 20;
-    const double need = kGuardLaunches * run.empty_launch_s / std::max(one.seconds(0, 1), 1e-9);
-    run.calls_per_rep = static_cast<int>(std::clamp(std::ceil(need), 1.0, 1024.0));
+    const double per_call = std::max(probe.seconds(0, 1) / kProbeCalls, 1e-9);
+    run.calls_per_rep = static_cast<int>(std::clamp(std::ceil(kGuardLaunches * run.empty_launch_s / per_call), 1.0, 4096.0));
   }
   // Calls back to back with an event between intervals: the GPU never waits for the host,
   // so no launch latency falls inside an interval.

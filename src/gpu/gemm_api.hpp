@@ -20,7 +20,7 @@ void gemm_fill(int gpu, const std::string& dtype, void* p, int64_t elements, boo
 
 struct GemmRun {
   std::vector<double> seconds;  // per call: CUDA events around `calls_per_rep` calls, divided
-  int calls_per_rep = 1;        // calls per timed interval: each lasts >= 20 empty launches
+  int calls_per_rep = 1;        // calls per timed interval: each lasts about 50 empty launches
   double empty_launch_s = 0;
   int cublas_version = 0;
   std::vector<double> probes;   // C at the probe positions after the last call

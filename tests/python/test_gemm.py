@@ -12,7 +12,8 @@ from conftest import run, summaries
 
 CASE_COLUMNS = {"case_id", "gpu", "dtype", "m", "n", "k", "a_mem", "a_alloc", "b_mem", "b_alloc", "c_mem", "via",
                 "status", "reason", "reps", "median_TFLOPs", "best_TFLOPs", "min_TFLOPs", "peak_TFLOPs",
-                "fraction_of_peak", "operand_bytes", "flops", "placement", "placed", "verified", "cublas_version"}
+                "fraction_of_peak", "operand_bytes", "flops", "placement", "placed", "verified", "cublas_version",
+                "calls_per_rep"}
 
 
 def test_a_cpu_only_build_says_gemm_needs_cuda(mempath_cpu_bin: Path, tmp_path: Path) -> None:
@@ -48,6 +49,18 @@ def test_gemm_on_device_memory_is_verified_and_below_the_peak(mempath_bin: Path,
         assert (cases["placed"][()] == 1).all()  # the operands stayed in the GPU's memory
         samples = f["gemm/samples"]
         np.testing.assert_allclose(samples["tflops"][()], 2 * 8192.0**3 / samples["time_s"][()] / 1e12)
+
+
+@pytest.mark.gpu
+def test_a_small_gemm_in_hbm_is_timed_over_several_calls(mempath_bin: Path, tmp_path: Path) -> None:
+    """A 1024 fp16 GEMM takes microseconds, about an empty launch: one call per timed interval
+    failed the timing guard (the full tag's MempathGemmPlacement on an H100, issue 19)."""
+    out = tmp_path / "small.h5"
+    lines = summaries(run(mempath_bin, "gemm", "--size", "1024", "--dtype", "fp16", "--output", str(out)).stdout, "gemm")
+    assert [l["status"] for l in lines] == ["ok"], lines
+    with h5py.File(out) as f:
+        assert int(f["gemm/cases/calls_per_rep"][0]) > 1
+        assert int(f["gemm/cases/verified"][0]) == 1
 
 
 @pytest.mark.gpu
