@@ -67,7 +67,7 @@ mempath_python_env() {
   fi
   if [ ! -x "$venv/bin/python" ]; then
     mempath_python_ok "$python" || {
-      echo "mempath: Python 3.11 or newer is needed ($python is $("$python" -V 2>&1 || echo missing)); set MEMPATH_PYTHON=/path/to/python3.11" >&2
+      echo "mempath: Python 3.11 or newer is needed ($python is $("$python" -V 2>&1 | head -n 1)); set MEMPATH_PYTHON=/path/to/python3.11" >&2
       return 1; }
     "$python" -m venv "$venv" || return 1
   fi

@@ -1,4 +1,5 @@
-"""The test command and the setup it sources (issue 12, "never lose a result"):
+"""The test command and the setup it sources (issue 12, "never lose a result"; issue 19,
+compute nodes without internet):
 tests/run_tests.sh must fail when ctest or pytest fails, and sourcing
 site_configs/setup_env.sh must leave the caller's shell options and working directory
 alone (its trailing `set +e` and `cd` once made run_tests.sh exit 0 after a failed ctest).
@@ -94,3 +95,61 @@ def test_a_failed_setup_stops_a_set_e_caller_and_spares_others(tree: Path) -> No
     kept = run(tree, f"source {tree}/site_configs/setup_env.sh; echo rc=$?; false; echo went-on",
                cmake_rc=1)
     assert "rc=1" in kept.stdout and "went-on" in kept.stdout, kept.stdout + kept.stderr
+
+
+# ---- compute nodes without internet (issue 19): the environment is prepared elsewhere ----
+
+SETUP = "source {tree}/site_configs/setup_env.sh; echo rc=$?; echo PATH=$PATH"
+
+
+def calls_of(tree: Path) -> str:
+    path = tree.parent / "calls"
+    return path.read_text() if path.exists() else ""
+
+
+def test_no_pip_uses_the_prepared_environment_even_with_a_stale_stamp(tree: Path) -> None:
+    (tree / ".venv" / ".requirements").write_text("an older lock file\n")
+    out = run(tree, SETUP.format(tree=tree), mempath_no_pip=1)
+    assert "rc=0" in out.stdout, out.stdout + out.stderr
+    assert f"{tree}/.venv/bin" in out.stdout
+    assert "-m pip" not in calls_of(tree), calls_of(tree)   # only the import check ran
+
+
+def test_no_pip_names_what_the_environment_lacks_in_one_line(tree: Path) -> None:
+    # A venv whose Python finds none of the suite's modules (the check prints them).
+    executable(tree / ".venv" / "bin" / "python",
+               'echo "python $*" >> "$CALLS"; echo "reframe h5py"; exit 1\n')
+    out = run(tree, SETUP.format(tree=tree), mempath_no_pip=1)
+    assert "rc=1" in out.stdout, out.stdout + out.stderr
+    lines = [l for l in out.stderr.splitlines() if l.startswith("mempath: MEMPATH_NO_PIP=1")]
+    assert len(lines) == 1 and "lacks reframe h5py" in lines[0], out.stderr
+    assert "-m pip" not in calls_of(tree)
+
+
+def test_no_pip_without_an_environment_uses_a_python_that_has_the_packages(tree: Path) -> None:
+    shutil.rmtree(tree / ".venv")
+    executable(tree.parent / "site" / "python3", 'echo "site-python $*" >> "$CALLS"; exit 0\n')
+    out = run(tree, SETUP.format(tree=tree), mempath_no_pip=1,
+              mempath_python=str(tree.parent / "site" / "python3"))
+    assert "rc=0" in out.stdout, out.stdout + out.stderr
+    assert f":{tree.parent / 'site'}:" in out.stdout  # after the build folder
+    assert "-m venv" not in calls_of(tree) and "-m pip" not in calls_of(tree)
+
+
+def test_a_wheelhouse_installs_without_an_index(tree: Path) -> None:
+    (tree / ".venv" / ".requirements").write_text("an older lock file\n")
+    out = run(tree, SETUP.format(tree=tree), mempath_wheelhouse=str(tree.parent / "wheels"))
+    assert "rc=0" in out.stdout, out.stdout + out.stderr
+    pip = [l for l in calls_of(tree).splitlines() if "-m pip" in l]
+    assert pip == [f"python -m pip install -q --no-index --find-links {tree.parent / 'wheels'} "
+                   f"-r {tree}/requirements.txt"], pip
+
+
+def test_a_python_older_than_311_is_refused_in_one_line(tree: Path) -> None:
+    shutil.rmtree(tree / ".venv")
+    executable(tree.parent / "old" / "python3", 'echo "Python 3.10.12"; exit 1\n')
+    out = run(tree, SETUP.format(tree=tree), mempath_python=str(tree.parent / "old" / "python3"))
+    assert "rc=1" in out.stdout, out.stdout + out.stderr
+    lines = out.stderr.strip().splitlines()
+    assert len(lines) == 2 and lines[0].startswith("mempath: Python 3.11 or newer is needed ("), lines
+    assert "Python 3.10.12" in lines[0] and "setup failed in mempath_python_env" in lines[1]
