@@ -149,11 +149,11 @@ GemmRun run_gemm(int gpu, const std::string& dtype, int64_t n, const void* a_hos
   for (int w = 0; w < warmup; ++w) call();
   // A small GEMM in HBM takes microseconds, no more than an empty launch: an interval of
   // one call would fail the timing guard. Each timed interval holds enough calls to last
-  // kGuardLaunches empty launches (from one timed call), so every size is timed, per call.
+  // kGuardLaunches empty launches, so every size is timed, per call.
   run.empty_launch_s = empty_launch_seconds(handle.stream);
   {
-    // Per call from a few back to back (one alone is noisy and long), and a wide margin
-    // over the guard: the empty launch is measured again, and varies, when the guard runs.
+    // Per call from a few back to back (one alone was noisy and long: a 1024 fp16 GEMM then
+    // got too few calls), and five times the guard's 10 launches as margin.
     constexpr int kProbeCalls = 8;
     constexpr double kGuardLaunches = 50;
     Events probe(2);
