@@ -224,10 +224,6 @@ def nvlink_pair(model: str, nvlink_peers: int) -> NvlinkPair:
     return NvlinkPair(None, None, f"unknown NVLink of {model or 'an unnamed GPU'}")
 
 
-def nvlink_gbps(model: str, nvlink_peers: int = 0) -> float | None:
-    return nvlink_pair(model, nvlink_peers).gbps
-
-
 def load_overrides(path: str | Path) -> dict[str, float]:
     """A ``--peaks`` file: {"numa0": 300, "link:pcie": 64, "link:c2c:gpu1": 400, ...}."""
     path = Path(path)
