@@ -105,8 +105,7 @@ std::vector<BwCase> plan(const Topology& topo, const Options& opts, const BwSett
 double bw_case_seconds(const BwCase& c, const BwSettings& s) {
   const double size = static_cast<double>(c.size);
   const int buffers = c.op == Op::Copy ? 2 : 1;
-  double gbps = model::path_gbps(c.pu_kind, c.via);
-  if (c.pu_kind == "cpu") gbps = std::min(gbps, model::kCpuCoreGBps * std::max(c.threads, 1));
+  double gbps = model::threads_gbps(c.pu_kind, c.via, c.threads);
   if (c.kernel == "block") gbps = std::min(gbps, model::kGpuBlockGBps);
   const double timed = model::seconds((s.warmup + s.reps) * bw_passes(c) * buffers * size, gbps);
   const double check = c.op == Op::Read ? 0 : model::verify_s(size);

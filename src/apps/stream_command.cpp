@@ -167,8 +167,7 @@ class StreamBenchmark : public Benchmark {
   double expected_seconds(size_t i) const override {
     const BwCase& c = cases_[i].bw;
     const double size = static_cast<double>(c.size);
-    double gbps = model::path_gbps(c.pu_kind, c.via);
-    if (c.pu_kind == "cpu") gbps = std::min(gbps, model::kCpuCoreGBps * std::max(c.threads, 1));
+    const double gbps = model::threads_gbps(c.pu_kind, c.via, c.threads);
     int arrays = 0;
     for (const auto& k : stream_kernels(c.pu_kind)) arrays += k.arrays;
     return model::kCaseOverheadS + model::setup_s(3 * size) + model::verify_s(3 * size) +

@@ -31,6 +31,11 @@ double path_gbps(const std::string& pu_kind, const std::string& via) {
   return gbps;
 }
 
+double threads_gbps(const std::string& pu_kind, const std::string& via, int threads) {
+  const double gbps = path_gbps(pu_kind, via);
+  return pu_kind == "cpu" ? std::min(gbps, kCpuCoreGBps * std::max(threads, 1)) : gbps;
+}
+
 double seconds(double bytes, double gbps) { return bytes / (gbps * 1e9); }
 double setup_s(double bytes) { return seconds(bytes, kSetupGBps); }
 double gemm_in_place_s(double n, bool tensor16, const std::string& via) {

@@ -55,6 +55,8 @@ inline constexpr double kAtomicsThreads = 1 << 18;  // threads of one launch on 
 // GB/s of a processor of kind `pu_kind` ("cpu"/"gpu") on a route `via` (topology's
 // names joined by '+': local, c2c, nvlink, interconnect, pcie...): its slowest link.
 double path_gbps(const std::string& pu_kind, const std::string& via);
+// path_gbps of `threads` threads of a processor: a CPU's limited to kCpuCoreGBps each.
+double threads_gbps(const std::string& pu_kind, const std::string& via, int threads);
 // Seconds to move `bytes` at `gbps`.
 double seconds(double bytes, double gbps);
 // Seconds of one n x n GEMM call whose operands are read in place over `via`.
