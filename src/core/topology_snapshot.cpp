@@ -44,7 +44,7 @@ void set_gpu_field(GpuInfo* g, const std::string& key, const std::string& value)
 
 // Copies one file of the tree under `root` to the same place below `dir` (procfs files
 // report size 0, so read, do not stat).
-void copy_live_file(const fs::path& root, const fs::path& from, const fs::path& dir) {
+void copy_tree_file(const fs::path& root, const fs::path& from, const fs::path& dir) {
   const auto text = read_text(from);
   if (!text) return;  // optional on this kernel: the loader treats it as missing too
   const fs::path to = dir / from.lexically_relative(root);
@@ -100,19 +100,19 @@ void save_snapshot(const std::string& dir, const std::string& root, const std::v
   if (!fs::is_directory(dir))
     throw UsageError("cannot create snapshot folder '" + dir + "': " + ec.message());
   const Tree live{root};
-  copy_live_file(root, live.node_dir() / "online", dir);
-  copy_live_file(root, live.cpuinfo(), dir);
+  copy_tree_file(root, live.node_dir() / "online", dir);
+  copy_tree_file(root, live.cpuinfo(), dir);
   for (int id : online_nodes(live)) {
-    for (const char* f : {"cpulist", "meminfo", "distance"}) copy_live_file(root, live.node(id) / f, dir);
+    for (const char* f : {"cpulist", "meminfo", "distance"}) copy_tree_file(root, live.node(id) / f, dir);
     const auto cpus = parse_cpulist(read_text(live.node(id) / "cpulist").value_or(""));
     for (int c : cpus)
       for (const char* f : {"topology/core_id", "topology/physical_package_id"})
-        copy_live_file(root, live.cpu(c) / f, dir);
+        copy_tree_file(root, live.cpu(c) / f, dir);
     if (cpus.empty()) continue;
     // Caches of the node's first CPU: the only ones the loader reads.
     for (const auto& e : fs::directory_iterator(live.cpu(cpus.front()) / "cache", ec))
       if (e.path().filename().string().rfind("index", 0) == 0)
-        for (const char* f : {"level", "type", "size", "shared_cpu_list"}) copy_live_file(root, e.path() / f, dir);
+        for (const char* f : {"level", "type", "size", "shared_cpu_list"}) copy_tree_file(root, e.path() / f, dir);
   }
   std::ofstream out(fs::path(dir) / "gpus.txt");
   out << format_gpus_txt(gpus);
