@@ -44,16 +44,9 @@ def lone_reframe(tmp_path_factory) -> Path:
     return venv / 'bin' / 'reframe'
 
 
-def built_binary() -> Path:
-    for candidate in (os.environ.get('MEMPATH_CPU_ONLY_BIN'), REPO / 'build-cpu' / 'mempath',
-                      os.environ.get('MEMPATH_BIN'), REPO / 'build' / 'mempath'):
-        if candidate and Path(candidate).is_file():
-            return Path(candidate)
-    pytest.fail('no mempath binary: build it first (tests/run_tests.sh does)')
-
-
 @pytest.mark.slow
-def test_acceptance_checks_pass_under_a_lone_reframe(lone_reframe: Path, tmp_path: Path):
+def test_acceptance_checks_pass_under_a_lone_reframe(lone_reframe: Path, mempath_cpu_bin: Path,
+                                                      tmp_path: Path):
     """Every CPU acceptance check, on this node, with the binary that was built: bandwidth,
     chase and STREAM (the last two read `verified` in sanity, from HDF5 until issue 19)."""
     report = tmp_path / 'report.json'
@@ -63,7 +56,7 @@ def test_acceptance_checks_pass_under_a_lone_reframe(lone_reframe: Path, tmp_pat
     out = subprocess.run(
         [str(lone_reframe), '-C', str(CONFIGS / 'generic.py'), '-c', str(CHECKS), '-r',
          '--tag', 'acceptance',
-         '-S', f'MempathBuild.mempath_bin={built_binary()}',
+         '-S', f'MempathBuild.mempath_bin={mempath_cpu_bin}',
          '-S', 'MempathBandwidth.size=8MiB', '-S', 'MempathBandwidth.in_cache=true',
          '-S', 'MempathBandwidth.reps=3', '-S', 'MempathChase.size=1MiB',
          '-S', 'MempathChase.reps=3', '-S', 'MempathStream.size=8MiB',
