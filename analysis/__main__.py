@@ -8,13 +8,13 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from .compare import run_compare
+from .compare.runs import run_compare
 from .errors import InputError
-from . import fleet_history_cli
-from .io import load_runs, shown
-from .peaks import load_overrides
-from .placement import DEFAULT_ACTIVE_BYTES, parse_active_bytes
-from .report import REQUIRED, write_report
+from .fleet import history_cli as fleet_history_cli
+from .results.io import load_runs, shown
+from .model.peaks import load_overrides
+from .report.placement import DEFAULT_ACTIVE_BYTES, parse_active_bytes
+from .report.write import REQUIRED, write_report
 
 
 def _runs_and_folder(parser: argparse.ArgumentParser, metavar: str, what: str) -> None:
@@ -95,7 +95,7 @@ def _fleet_parsers(commands: argparse._SubParsersAction) -> None:
 
 
 def _fleet(args: argparse.Namespace, rejected: list[str]) -> int:
-    from .fleet import History, Options, load_expected, load_floors, run_fleet
+    from .fleet.verdicts import History, Options, load_expected, load_floors, run_fleet
     floors = load_floors(args.reference) if args.reference else None
     expected = load_expected(args.expect_nodes) if args.expect_nodes else []
     window = {k: v for k, v in (("nights", args.nights), ("min_drop", args.min_drop))
@@ -116,7 +116,7 @@ def _fleet(args: argparse.Namespace, rejected: list[str]) -> int:
 
 
 def _simulate(args: argparse.Namespace, rejected: list[str]) -> int:
-    from .fleet_sim import simulate
+    from .fleet.sim import simulate
     truth = simulate(args.nodes, args.fixture, args.faults, args.output, args.seed, args.night)
     print(f"analysis: {args.nodes} synthetic nodes ({len(truth['faults'])} faulty) in "
           f"{shown(args.output)}; truth in truth.json")

@@ -69,7 +69,7 @@ def rank_facts(rank: int, mpi_library: str, mpi4py_version: str, mempath: str | 
 
 
 def write(path: Path, rows: list[dict[str, object]]) -> None:
-    from analysis.h5writer import Column, write_result  # only rank 0 writes
+    from analysis.results.h5writer import Column, write_result  # only rank 0 writes
 
     if path.exists():
         import h5py

@@ -91,11 +91,11 @@ def resolve_placement(name: str, topo: dict, gpu: int) -> tuple[str, str, str]:
 
 
 def write_h5(path: Path, attrs: dict, cases: list[dict], samples: list[dict]) -> None:
-    """The results writer's layout (docs/schema.md), atomically, through analysis/h5writer.py."""
+    """The results writer's layout (docs/schema.md), atomically, through analysis/results/h5writer.py."""
     # The script runs as `python3 src/llm/llm_placement.py` from anywhere (ReFrame, docs/cli.md):
     # analysis/ is found from the repo root; h5writer needs only numpy and h5py (no pandas).
     sys.path.insert(0, str(REPO))
-    from analysis.h5writer import column, write_result
+    from analysis.results.h5writer import column, write_result
     write_result(path, attrs, {name: [column(col, [r[col] for r in rows], typ) for col, typ in columns.items()]
                                for name, rows, columns in (("llm/cases", cases, CASE_COLUMNS),
                                                            ("llm/samples", samples, SAMPLE_COLUMNS))})
@@ -289,10 +289,10 @@ def read_bandwidth(w) -> float:
 
 
 def load_bw_run(path: str):
-    """The mempath result file of --bw-from, through analysis/io.py (its checks and messages)."""
+    """The mempath result file of --bw-from, through analysis/results/io.py (its checks and messages)."""
     sys.path.insert(0, str(REPO))
     try:
-        from analysis.io import load_run
+        from analysis.results.io import load_run
         from analysis.errors import InputError
     except ImportError as error:
         raise BadInput(f"--bw-from needs pandas and h5py ({error}); valid: the Python of the analysis")
@@ -307,7 +307,7 @@ def gpu_reads(run, gpu: int) -> list[tuple[str, str, float, str]]:
     reads by its kernels first, then /memcpy copies into it (h2d from a host node, d2d from a
     peer) where no kernel read that memory. Memory names as in this node's topology (GH200's
     HBM NUMA node is its gpuN)."""
-    from analysis.cases import memory_aliases
+    from analysis.results.cases import memory_aliases
     aliases = memory_aliases(run.topology)
     rows = []
     bw = run.tables.get("bw/cases")

@@ -1,6 +1,6 @@
 // The kinds table (core/kinds.def): names and kinds convert both ways, unknown names are
 // one-line UsageErrors, the properties say what the path rules used to spell out, and
-// analysis/kinds.py reads exactly the table C++ compiles.
+// analysis/results/kinds.py reads exactly the table C++ compiles.
 #include <gtest/gtest.h>
 
 #include <cstdio>
@@ -80,7 +80,7 @@ TEST(KindsTable, FitsMemoryFollowsTheTable) {
   }
 }
 
-// The C++ table as JSON in the form `analysis.kinds.rows()` returns.
+// The C++ table as JSON in the form `analysis.results.kinds.rows()` returns.
 std::string cpp_table_json() {
   JsonWriter w;
   w.begin_object().key("alloc").begin_array();

@@ -16,7 +16,7 @@ from typing import Any
 import sys
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # the repo root: analysis
-from analysis.h5writer import Column, column, write_result  # noqa: E402
+from analysis.results.h5writer import Column, column, write_result  # noqa: E402
 
 DATA = Path(__file__).resolve().parent / "data"
 
@@ -156,7 +156,7 @@ def write_run(path: Path, cases: Sequence[Mapping[str, Any]],
               attrs: Mapping[str, Any] | None = None,
               memcpy: Sequence[Mapping[str, Any]] | None = None, bw: bool = True,
               extra: Mapping[str, Sequence[Column]] | None = None) -> Path:
-    """Write a schema-v1 file (analysis.h5writer); ``case_id`` defaults to the row index.
+    """Write a schema-v1 file (analysis.results.h5writer); ``case_id`` defaults to the row index.
 
     ``memcpy``: /memcpy/cases rows (memcpy_case()), written with their samples; ``bw``
     False leaves /bw out (a file of `mempath memcpy` alone); ``extra``: more tables

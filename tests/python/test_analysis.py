@@ -10,12 +10,12 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from analysis.cases import mark_placement, memory_aliases
+from analysis.results.cases import mark_placement, memory_aliases
 from analysis.errors import InputError
-from analysis.io import RunFileError, load_run, load_runs, load_table
-from analysis.peaks import PeakModel, hbm_gbps, load_overrides, pcie_gbps
-from analysis import matrix
-from analysis.report import write_report
+from analysis.results.io import RunFileError, load_run, load_runs, load_table
+from analysis.model.peaks import PeakModel, hbm_gbps, load_overrides, pcie_gbps
+from analysis.report import matrix
+from analysis.report.write import write_report
 from conftest import analysis_cli, assert_png
 from h5fixtures import case, topology, write_run
 
@@ -548,12 +548,12 @@ def test_index_page_escapes_names_from_the_files(tmp_path: Path) -> None:
     assert "node&lt;script&gt;" in page  # the host in the text, its heading and the runs table
     assert "<td>bad &lt;script&gt;alert(\"x\")&lt;/script&gt;</td>" in page
     # What the template prints without _inline (the title) is escaped by autoescaping alone.
-    from analysis import html
+    from analysis.render import html
     assert "<title>&lt;script&gt;x</title>" in html.render([f"# {attack}"], tmp_path, "<script>x")
 
 
 def test_tables_take_a_dataframe_and_read_it_back() -> None:
-    from analysis import tables
+    from analysis.render import tables
     frame = pd.DataFrame({"host": ["a|b", "c"], "GPU": [0, None], "GB/s": [tables.num(1.234), tables.num(None)]},
                          dtype=object)
     lines = tables.markdown(frame, right={2})

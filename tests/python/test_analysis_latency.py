@@ -12,10 +12,12 @@ from typing import Any
 import numpy as np
 import pytest
 
-from analysis import latency, scaleout
-from analysis.io import RunSet, load_runs
+from analysis.report import latency
+
+from analysis.report import scaleout
+from analysis.results.io import RunSet, load_runs
 from conftest import DATA
-from analysis.report import write_report
+from analysis.report.write import write_report
 from h5fixtures import case, table, topology, write_run
 
 CHASE = [DATA / "h100_chase_cpu.h5", DATA / "h100_chase_gpu.h5", DATA / "h200x2_chase_peer.h5"]

@@ -1,5 +1,5 @@
-"""The report's section registry (analysis/sections.py) and its one table writer
-(analysis/tables.py)."""
+"""The report's section registry (analysis/report/sections.py) and its one table writer
+(analysis/render/tables.py)."""
 from __future__ import annotations
 
 import ast
@@ -8,9 +8,13 @@ from pathlib import Path
 
 import pytest
 
-from analysis import html, sections, tables
-from analysis.io import load_runs
-from analysis.report import write_report
+from analysis.render import html
+
+from analysis.report import sections
+
+from analysis.render import tables
+from analysis.results.io import load_runs
+from analysis.report.write import write_report
 from conftest import REPO
 from h5fixtures import case, topology, write_run
 

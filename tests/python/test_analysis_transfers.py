@@ -11,11 +11,13 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from analysis import transfer_figures, transfers
+from analysis.report import transfer_figures
+
+from analysis.results import transfers
 from analysis.errors import InputError
-from analysis.io import load_runs
-from analysis.placement import parse_active_bytes
-from analysis.report import write_report
+from analysis.results.io import load_runs
+from analysis.report.placement import parse_active_bytes
+from analysis.report.write import write_report
 from conftest import analysis_cli, assert_png
 from h5fixtures import case, memcpy_case, topology, write_run
 

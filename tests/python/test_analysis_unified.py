@@ -7,8 +7,8 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from analysis import unified
-from analysis.io import RunSet, load_runs
+from analysis.report import unified
+from analysis.results.io import RunSet, load_runs
 from conftest import DATA
 
 RUNS = [DATA / "h100_allocmatrix.h5", DATA / "h100_um.h5"]

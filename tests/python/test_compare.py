@@ -14,7 +14,7 @@ import pytest
 from conftest import DATA, REPO, analysis_cli
 from h5fixtures import case, topology, write_run
 
-from analysis.compare import mann_whitney
+from analysis.compare.runs import mann_whitney
 
 RNG = np.random.default_rng(7)
 

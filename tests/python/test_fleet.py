@@ -14,9 +14,9 @@ import pandas as pd
 import pytest
 
 from analysis.__main__ import main
-from analysis.fleet_sim import simulate
-from analysis.fleet_table import COLUMNS, Topo, component, fleet_rows
-from analysis.io import load_run
+from analysis.fleet.sim import simulate
+from analysis.fleet.table import COLUMNS, Topo, component, fleet_rows
+from analysis.results.io import load_run
 
 DATA = Path(__file__).resolve().parent / "data"
 FAULTS = "hbm:4@0.10/0.15,c2c:3,channel:3,noisy:2,numa:2,failed:2"
@@ -135,7 +135,7 @@ def test_bad_fault_spec_is_one_line_exit_2(tmp_path, capsys):
 
 def test_fast_reader_gives_the_same_table_as_load_run(fleet):
     """The fleet reads only some columns (speed); it must not change the table."""
-    from analysis.fleet_table import fleet_columns, load_cases_run
+    from analysis.fleet.table import fleet_columns, load_cases_run
     sim, _ = fleet
     path = sorted(sim.glob("*.h5"))[0]
     fast = pd.DataFrame(fleet_columns(load_cases_run(path)))
@@ -269,7 +269,7 @@ def test_files_of_one_host_with_different_cases_are_merged(fleet, tmp_path, caps
 def test_paths_in_words(pu, mem, via, alloc, expected):
     """The reason an admin reads names the processor, the memory kind and the operation,
     not the path text (issue 11: "gpu2 HBM read 3,310 GB/s = fleet median -14 %")."""
-    from analysis.fleet_table import words
+    from analysis.fleet.table import words
     topo = _topo()
     row = {"op": "read", "pu": pu, "mem": mem, "dst_mem": "", "alloc": alloc, "via": via}
     assert words("bw", row, topo, component(topo, pu, mem, via)) == expected
@@ -308,7 +308,7 @@ def test_a_node_that_lost_a_numa_node_is_compared_with_its_kind(tmp_path):
 
 def test_a_kind_with_parts_of_its_own_is_not_folded_into_another(tmp_path):
     """expected_kinds folds only a kind whose parts are a subset of the common kind's."""
-    from analysis.fleet import expected_kinds
+    from analysis.fleet.verdicts import expected_kinds
     table = pd.DataFrame({"node": ["a", "b", "c", "d"],
                           "node_kind": ["x/2s/0xnone", "x/2s/0xnone", "x/2s/0xnone", "x/1s/0xnone"],
                           "path": ["bw read pu=cpu0 mem=numa0", "bw read pu=cpu0 mem=numa0",
@@ -333,7 +333,7 @@ def test_heatmap_keeps_the_worst_degraded_nodes_and_counts_the_rest(tmp_path):
     """Hundreds of degraded nodes must not make the heatmap unreadable: the worst
     HEATMAP_NODES rows, a line for the others, and the figure sized to its rows."""
     import matplotlib.image
-    from analysis.fleet import HEATMAP_NODES, _heatmap, heatmap_rows
+    from analysis.fleet.verdicts import HEATMAP_NODES, _heatmap, heatmap_rows
     table, nodes = _scored(150, 20)
     rows, hidden = heatmap_rows(table, nodes)
     assert len(rows) == HEATMAP_NODES and hidden == 150 - HEATMAP_NODES
@@ -350,7 +350,7 @@ def test_heatmap_keeps_the_worst_degraded_nodes_and_counts_the_rest(tmp_path):
 
 
 def test_hbm_read_as_its_numa_node_is_told_apart_from_device_memory():
-    from analysis.fleet_table import words
+    from analysis.fleet.table import words
     topo = _topo()
     row = {"op": "read", "pu": "gpu0", "mem": "numa4", "dst_mem": "", "alloc": "numa",
            "via": "local"}

@@ -1,7 +1,7 @@
 """The fleet history database (issue 11 item 3; docs/fleet_history.md).
 
 The frames come from a small generator of the fleet table's schema (fleet_schema.md), so
-these tests do not wait for analysis/fleet_table.py.
+these tests do not wait for analysis/fleet/table.py.
 """
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ import pytest
 
 duckdb = pytest.importorskip("duckdb")
 
-from analysis import fleet_history as fh  # noqa: E402
+from analysis.fleet import history as fh  # noqa: E402
 from analysis.__main__ import main  # noqa: E402
 from analysis.errors import InputError  # noqa: E402
 
@@ -229,9 +229,9 @@ def test_fleet_history_option_appends_the_night_and_reports_the_slow_node(
         tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     """`analysis fleet --history DB` (issue 11): nine simulated nights, one GPU's HBM losing
     1 % a night; the last night's report names the node's trend in words."""
-    from analysis.fleet_sim import simulate
-    from analysis.fleet_table import fleet_rows
-    from analysis.io import load_run
+    from analysis.fleet.sim import simulate
+    from analysis.fleet.table import fleet_rows
+    from analysis.results.io import load_run
     db = tmp_path / "fleet.duckdb"
     for i in range(9):
         folder = tmp_path / f"night{i}"
@@ -256,7 +256,7 @@ def test_fleet_history_option_appends_the_night_and_reports_the_slow_node(
 @pytest.mark.parametrize("option", [["--nights", "0"], ["--min-drop", "5"]])
 def test_fleet_history_bad_window_is_one_line_and_writes_nothing(
         tmp_path: Path, capsys: pytest.CaptureFixture[str], option: list[str]) -> None:
-    from analysis.fleet_sim import simulate
+    from analysis.fleet.sim import simulate
     simulate(3, "gh200_quad", "", tmp_path / "sim", seed=1)
     db = tmp_path / "fleet.duckdb"
     args = ["fleet", str(tmp_path / "sim"), "-o", str(tmp_path / "r"), *option]

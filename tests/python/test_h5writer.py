@@ -1,4 +1,4 @@
-"""analysis/h5writer.py writes what the C++ writer (src/core/results.cpp) writes: the same
+"""analysis/results/h5writer.py writes what the C++ writer (src/core/results.cpp) writes: the same
 table read back from a `mempath bw` file and rewritten in Python has the same structure."""
 from __future__ import annotations
 
@@ -10,8 +10,8 @@ import h5py
 import numpy as np
 import pytest
 
-from analysis.h5writer import Column, column, kind_of, units_of, write_result
-from analysis.io import load_run
+from analysis.results.h5writer import Column, column, kind_of, units_of, write_result
+from analysis.results.io import load_run
 from conftest import REPO, run
 
 

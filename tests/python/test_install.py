@@ -383,9 +383,11 @@ def run_installed(target: Path, *args: str, cwd: Path) -> subprocess.CompletedPr
 
 def test_pip_installs_mempath_analysis(pip_target: Path, tmp_path: Path):
     package = pip_target / 'mempath_analysis'
-    assert {p.name for p in (REPO / 'analysis').glob('*.py')} == {p.name for p in package.glob('*.py')}
+    source = {p.relative_to(REPO / 'analysis') for p in (REPO / 'analysis').rglob('*.py')}
+    assert source == {p.relative_to(package) for p in package.rglob('*.py')}
+    assert (package / 'render' / 'templates' / 'report.html.j2').is_file()
     assert not (pip_target / 'analysis').exists()
-    code = ('import sys, mempath_analysis.__main__, mempath_analysis.report; '
+    code = ('import sys, mempath_analysis.__main__, mempath_analysis.report.write; '
             'print(mempath_analysis.__file__); '
             'print(any(m == "analysis" or m.startswith("analysis.") for m in sys.modules))')
     out = run_installed(pip_target, '-c', code, cwd=tmp_path)

@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from analysis.peaks import PeakModel, nvlink_pair
+from analysis.model.peaks import PeakModel, nvlink_pair
 from conftest import run
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"

@@ -9,12 +9,18 @@ from typing import Any
 
 import pandas as pd
 
-from . import pathtable, placement, transfer_figures, transfers
-from .io import RunSet
-from .peaks import ASSUMED_MARK, ASSUMED_NOTE, PeakModel
-from .rules import rules
+from ..model import pathtable
+
+from . import placement
+
+from . import transfer_figures
+
+from ..results import transfers
+from ..results.io import RunSet
+from ..model.peaks import ASSUMED_MARK, ASSUMED_NOTE, PeakModel
+from ..model.rules import rules
 from .sections import Context, Part, figure_lines, section
-from .tables import markdown, num
+from ..render.tables import markdown, num
 
 
 def transfers_markdown(cases: pd.DataFrame, with_host: bool) -> str:

@@ -2,9 +2,9 @@
 
 src/core/kinds.def is the one copy: C++ includes it as X-macros (src/core/kinds.hpp) and
 this module parses the same rows, so the two cannot drift (tests/cpp/test_kinds.cpp runs
-``python -m analysis.kinds`` and compares its output with the C++ table). Usage::
+``python -m analysis.results.kinds`` and compares its output with the C++ table). Usage::
 
-    from analysis.kinds import ALLOCATORS
+    from analysis.results.kinds import ALLOCATORS
     ALLOCATORS["pinned"]["page_locked"]  # True
 """
 from __future__ import annotations
@@ -18,9 +18,9 @@ from pathlib import Path
 # The table in a source tree, else the copy `pip install` puts under the prefix or the
 # --target folder (pyproject.toml's data-files): the same file, never a second one.
 _HERE = Path(__file__).resolve().parent
-_CANDIDATES = (_HERE.parent / "src" / "core" / "kinds.def",
+_CANDIDATES = (_HERE.parents[1] / "src" / "core" / "kinds.def",
                Path(sys.prefix) / "share" / "mempath" / "kinds.def",
-               _HERE.parent / "share" / "mempath" / "kinds.def")
+               _HERE.parents[1] / "share" / "mempath" / "kinds.def")
 KINDS_DEF = next((p for p in _CANDIDATES if p.is_file()), _CANDIDATES[0])
 
 # Column names after the enum, in the macro's argument order (kinds.def's header says why

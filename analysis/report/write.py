@@ -8,14 +8,18 @@ from typing import Any
 
 import pandas as pd
 
-from . import figures, html, matrix
-from .cases import CASE_COLUMNS, mark_placement, memory_aliases, misplaced_note, ordered
-from .errors import InputError
-from .io import RunSet
-from .peaks import PeakModel
+from ..render import figures
+
+from ..render import html
+
+from . import matrix
+from ..results.cases import CASE_COLUMNS, mark_placement, memory_aliases, misplaced_note, ordered
+from ..errors import InputError
+from ..results.io import RunSet
+from ..model.peaks import PeakModel
 from .placement import DEFAULT_ACTIVE_BYTES
 from .sections import Context, figure_lines, registry
-from .tables import markdown
+from ..render.tables import markdown
 
 CASES_TABLE = "bw/cases"
 #: Columns the report needs where a file holds the table (load_runs checks each file).

@@ -1,6 +1,6 @@
 """The fleet history: every night's fleet rows in one embedded DuckDB file (docs/fleet_history.md).
 
-Rows have the schema of the fleet table (analysis.fleet_table, /work/prompts/fleet_schema.md)
+Rows have the schema of the fleet table (analysis.fleet.table, /work/prompts/fleet_schema.md)
 with ``night`` a DATE. A night is appended in one transaction: the rows of the (night, node)
 pairs it holds replace the ones stored, so appending a night twice never duplicates it, and a
 bad frame writes nothing. Synthetic (simulator) rows share the table, flagged, and every
@@ -14,12 +14,12 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from . import fleet_table
-from .errors import InputError
-from .fleet import MAD_SCALE
-from .io import shown
+from . import table as fleet_table
+from ..errors import InputError
+from .robust import MAD_SCALE
+from ..results.io import shown
 
-#: The fleet table's columns (analysis/fleet_table.py), in its order, with their DuckDB types.
+#: The fleet table's columns (analysis/fleet/table.py), in its order, with their DuckDB types.
 _SQL_TYPES = {"night": "DATE", "value": "DOUBLE", "higher_is_better": "BOOLEAN", "synthetic": "BOOLEAN"}
 COLUMNS: dict[str, str] = {name: _SQL_TYPES.get(name, "VARCHAR") for name in fleet_table.COLUMNS}
 SERIES = ["node", "node_kind", "component", "path", "metric"]  # one trend line

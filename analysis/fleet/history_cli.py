@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pandas as pd
 
-from . import fleet_history
-from .fleet_table import fleet_rows
-from .io import load_runs, shown
+from . import history as fleet_history
+from .table import fleet_rows
+from ..results.io import load_runs, shown
 
 
 def add_parser(commands: argparse._SubParsersAction) -> None:
@@ -71,7 +71,7 @@ def write_trends(db: Path, out: Path, nights: int = 90, min_drop: float = 0.05,
 
 def _plot_worst(table: pd.DataFrame, slow: pd.DataFrame, path: Path, count: int = 8) -> None:
     """The worst series, each relative to its fitted start, so that paths of any unit share an axis."""
-    from .figures import plt
+    from ..render.figures import plt
     fig, ax = plt.subplots(figsize=(8, 4.5))
     keys = ["node", "path", "metric"]
     worst = slow.head(count).merge(table, on=[*keys, "node_kind", "component"], how="left")

@@ -3,7 +3,7 @@
 For tests and benchmarks of the fleet analysis only (docs/fleet.md). Every file carries
 the root attribute ``synthetic`` = 1, so it is never taken for a measurement. Nominal
 values are model values, not measurements: a bandwidth is the PeakModel peak of its path
-(analysis/peaks.py) x EFFICIENCY; a latency is a LATENCY_NS constant of its kind. A fault
+(analysis/model/peaks.py) x EFFICIENCY; a latency is a LATENCY_NS constant of its kind. A fault
 lowers a capacity of the model (a GPU's HBM, a C2C link, a socket's LPDDR) and the path's
 peak is recomputed, so a fault shows only on the paths it really limits.
 """
@@ -20,11 +20,11 @@ from typing import Any
 import h5py
 import numpy as np
 
-from .errors import InputError
-from .h5writer import Column, column, write_result
-from .peaks import PeakModel
+from ..errors import InputError
+from ..results.h5writer import Column, column, write_result
+from ..model.peaks import PeakModel
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 EFFICIENCY = 0.85          # achieved / peak of a healthy path (measured paths reach 0.8-0.9)
 UNKNOWN_PEAK_GBPS = 200.0  # assumed where the model has no capacity (x86 socket memory)
 CASE_SIGMA = 0.008         # lognormal spread of a case's level between healthy nodes
@@ -377,7 +377,7 @@ def simulate(nodes: int, fixture: str, spec: str, out: Path, seed: int,
     writer = Writer(plan(topology), seed)
     faults = inject(names, spec, topology, writer.rng)
     # A lost NUMA node is gone from the node's topology, as `mempath topo` would show it:
-    # the node plans none of its cases and reports another node kind (analysis.fleet
+    # the node plans none of its cases and reports another node kind (analysis.fleet.verdicts
     # must still compare it with the kind it should be).
     lost = {f.node: Writer(plan(without_numa(topology, int(f.component[3:]))), seed + i + 1)
             for i, f in enumerate(faults) if f.kind == "numa"}

@@ -3,7 +3,7 @@
 Decoding one token reads every active weight once, so with ``active_bytes`` per token
 and a path delivering B GB/s the memory time per token is ``active_bytes / (B * 1e9)``
 seconds and the ceiling is ``B * 1e9 / active_bytes`` tokens/s (compute, KV cache and
-overlap ignored: an upper bound). Rows come from the path table (analysis.pathtable):
+overlap ignored: an upper bound). Rows come from the path table (analysis.model.pathtable):
 HBM (the GPU's kernel read of its memory), each host node (kernel read over C2C/PCIe,
 and the copy-engine h2d stream where measured), other GPUs (peer read, GPU-to-GPU copy).
 Placements without a measurement are listed as not measured.
@@ -15,8 +15,8 @@ import re
 
 import pandas as pd
 
-from .errors import InputError
-from . import tables
+from ..errors import InputError
+from ..render import tables
 
 DEFAULT_ACTIVE_BYTES = 21e9  # the dual-GH200 seed: 21 GB of active weights per token
 COLUMNS = ["host", "gpu", "placement", "measured_by", "GBps", "ms_per_token",

@@ -6,7 +6,7 @@ Rows per GPU (docs/analysis.md, "Path table"):
   path matrix's entry of ``gpuN`` or its HBM NUMA node, whichever is higher);
 - ``host-read``/``host-write``: its kernel reading/writing a host node's memory (/bw);
 - ``h2d``/``d2h``/``bidir``: copy-engine transfers with each host node (/memcpy, best
-  allocator at the largest size, analysis.transfers.best); bidir is the sum of both;
+  allocator at the largest size, analysis.results.transfers.best); bidir is the sum of both;
 - ``peer-read``/``peer-write``: its kernel on another GPU's memory (/bw);
 - ``gpu-copy``: a /bw copy between two GPUs' memories, as a transfer rate (size / time,
   half the copy's read + written GB/s).
@@ -25,9 +25,9 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from . import transfers
-from .cases import best as best_case
-from .cases import memory_aliases
+from ..results import transfers
+from ..results.cases import best as best_case
+from ..results.cases import memory_aliases
 from .peaks import Capacity, Peak, PeakModel, pct_text
 
 COLUMNS = ["host", "gpu", "kind", "role", "memory", "path", "how", "alloc", "size_bytes",

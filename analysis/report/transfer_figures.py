@@ -9,9 +9,9 @@ import pandas as pd
 from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 
-from . import transfers
-from .cases import ordered
-from .figures import save, plt
+from ..results import transfers
+from ..results.cases import ordered
+from ..render.figures import save, plt
 
 SWEEP_STEM = "transfer_sweep"
 LATENCY_STEM = "transfer_latency"

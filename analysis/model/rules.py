@@ -1,4 +1,4 @@
-"""Deployment rules written from a host's measured path table (analysis.pathtable).
+"""Deployment rules written from a host's measured path table (analysis.model.pathtable).
 
 Every rule is computed from the numbers: which memory the GPU reads fastest and in what
 order to spill, which host node to stage transfers on, how d2h compares with h2d, what
@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import pandas as pd
 
-from . import transfers
+from ..results import transfers
 from .pathtable import oneway
 
 AVOID = 0.5       # a memory or node below this share of the better one is "to avoid"

@@ -9,8 +9,8 @@ import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
 
-from .figures import annotate, figure_grid, save
-from .io import RunSet
+from ..render.figures import annotate, figure_grid, save
+from ..results.io import RunSet
 from .sections import Context, Part, ok, section
 
 ALLOCS = ("system", "numa", "pinned", "registered", "managed", "device")

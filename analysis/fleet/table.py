@@ -18,7 +18,7 @@ import h5py
 import numpy as np
 import pandas as pd
 
-from .io import Run, RunFileError, check_non_negative, column, decode, open_result, shown
+from ..results.io import Run, RunFileError, check_non_negative, column, decode, open_result, shown
 
 COLUMNS = ("night", "node", "node_kind", "family", "path", "component", "metric", "value",
            "status", "higher_is_better", "synthetic", "gpu_uuids")

@@ -14,11 +14,11 @@ import numpy as np
 import pandas as pd
 from matplotlib.colors import LogNorm
 
-from .figures import annotate, figure_grid, save
-from .io import RunSet
+from ..render.figures import annotate, figure_grid, save
+from ..results.io import RunSet
 from .scaleout import bytes_axis
-from .tables import markdown, num
-from .transfers import size_label
+from ..render.tables import markdown, num
+from ..results.transfers import size_label
 from .sections import Context, Part, ok, section
 
 CHASE_PATH = ["host", "pu", "cpu", "mem", "alloc"]

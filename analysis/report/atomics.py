@@ -8,7 +8,7 @@ from __future__ import annotations
 import pandas as pd
 
 from .sections import Context, Part, section
-from .tables import markdown, num
+from ..render.tables import markdown, num
 
 NATIVE = {1: "yes", 0: "no"}
 

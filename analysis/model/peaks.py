@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from .errors import InputError
+from ..errors import InputError
 
 # Where each figure comes from: a document (and URL) someone on the project read. A figure no
 # source confirms starts its citation with ASSUMED and is shown as assumed wherever it or a

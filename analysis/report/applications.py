@@ -11,10 +11,10 @@ import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
 
-from .figures import figure_grid, save
-from .io import RunSet
+from ..render.figures import figure_grid, save
+from ..results.io import RunSet
 from .sections import Context, Part, ok, section
-from .tables import markdown, num
+from ..render.tables import markdown, num
 
 CPU_KERNELS = ("copy", "scale", "add", "triad")
 GPU_KERNELS = ("copy", "mul", "add", "triad", "dot")

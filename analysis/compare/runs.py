@@ -23,9 +23,9 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
-from .errors import InputError
-from .io import RunSet, load_runs, shown
-from . import tables
+from ..errors import InputError
+from ..results.io import RunSet, load_runs, shown
+from ..render import tables
 
 
 @dataclass(frozen=True)

@@ -15,7 +15,7 @@ from matplotlib.axes import Axes  # noqa: E402
 from matplotlib.colors import LogNorm, Normalize  # noqa: E402
 from matplotlib.figure import Figure  # noqa: E402
 
-from .cases import best, by_threads, ordered, unmeasured  # noqa: E402
+from ..results.cases import best, by_threads, ordered, unmeasured  # noqa: E402
 
 OPS = ("read", "write", "copy")
 

@@ -9,10 +9,10 @@ from pathlib import Path
 import numpy as np
 from matplotlib.ticker import FuncFormatter
 
-from .figures import figure_grid, save
-from .io import RunSet
+from ..render.figures import figure_grid, save
+from ..results.io import RunSet
 from .sections import Context, Part, ok, section
-from .tables import markdown
+from ..render.tables import markdown
 
 
 def _size_label(value: float, _pos=None) -> str:

@@ -16,7 +16,7 @@ from typing import Any
 
 import pandas as pd
 
-from .io import RunSet
+from ..results.io import RunSet
 
 
 @dataclass

@@ -20,12 +20,14 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from . import tables
-from .errors import InputError
-from .fleet_table import COLUMNS, WORDS, fleet_columns, load_cases_run
-from .io import RunFileError, shown
+from ..render import tables
+from ..errors import InputError
+from . import history as fleet_history
+from .history_cli import write_trends
+from .robust import MAD_SCALE
+from .table import COLUMNS, WORDS, fleet_columns, load_cases_run
+from ..results.io import RunFileError, shown
 
-MAD_SCALE = 1.4826   # MAD of a normal distribution x this = its standard deviation
 HEATMAP_NODES = 60   # rows of the heatmap: the worst degraded nodes, then healthy ones
 FLAGGED_COLUMNS = ("node", "verdict", "component", "path", "value", "fleet_median",
                    "deviation", "reason")
@@ -275,8 +277,7 @@ class History:
     min_drop: float = 0.05
 
     def __post_init__(self) -> None:  # before the night is appended
-        from .fleet_history import check_window
-        check_window(self.nights, self.min_drop)
+        fleet_history.check_window(self.nights, self.min_drop)
 
 
 def add_history(out: Path, table: pd.DataFrame,
@@ -287,8 +288,6 @@ def add_history(out: Path, table: pd.DataFrame,
     The rows appended carry the node kind as it should be (expected_kinds), so that a node
     that lost a part keeps its series. The trends are of the kind of data analysed: a
     simulated night's come from the synthetic rows, a real night's from the real ones."""
-    from . import fleet_history
-    from .fleet_history_cli import write_trends
     fleet_history.append(history.db, table[list(COLUMNS)])
     synthetic = bool(table["synthetic"].all())
     _, slow = write_trends(history.db, out, history.nights, history.min_drop, synthetic)

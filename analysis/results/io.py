@@ -15,7 +15,7 @@ import h5py
 import numpy as np
 import pandas as pd
 
-from .errors import InputError
+from ..errors import InputError
 
 SCHEMA_VERSION = 1
 #: Float columns whose names end so are times or rates (docs/schema.md): never negative.

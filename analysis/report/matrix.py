@@ -1,7 +1,7 @@
 """The path matrix: processors x memories, median GB/s of each path's best case.
 
 One entry per (host, op, pu, mem) for read and write: the best full-width case
-(analysis.cases.best) with its % of the path's theoretical peak (analysis.peaks), or the
+(analysis.results.cases.best) with its % of the path's theoretical peak (analysis.model.peaks), or the
 status and reasons when no case ran. Copy is left to the copy heatmap: its bytes are
 read + written over two paths, so a single-path peak does not bound it. The same entries
 are drawn as the report's "Path matrix heatmap" section (heatmap()).
@@ -15,11 +15,11 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from .cases import SEP, best, ordered, rank, unmeasured
-from .figures import annotate, figure_grid, save
-from .peaks import ASSUMED_MARK, ASSUMED_NOTE, PeakModel, pct_text
+from ..results.cases import SEP, best, ordered, rank, unmeasured
+from ..render.figures import annotate, figure_grid, save
+from ..model.peaks import ASSUMED_MARK, ASSUMED_NOTE, PeakModel, pct_text
 from .sections import Context, Part, section
-from . import tables
+from ..render import tables
 
 MATRIX_OPS = ("read", "write")
 ENTRY_COLUMNS = ["host", "op", "pu", "mem", "status", "median_GBps", "min_GBps", "max_GBps",

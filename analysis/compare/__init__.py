@@ -1,0 +1,1 @@
+"""Run-to-run comparison (`python -m analysis compare BASE RUN`)."""
