@@ -102,7 +102,7 @@ int python_agrees(const fs::path& kinds_def) {
   const fs::path json = fs::temp_directory_path() / ("mempath_kinds_" + std::to_string(::getpid()) + ".json");
   std::ofstream(json) << cpp_table_json();
   const std::string cmd = "cd '" + std::string(MEMPATH_SOURCE_ROOT) + "' && '" + MEMPATH_PYTHON +
-                          "' -c 'import json, sys; from pathlib import Path; from analysis import kinds; "
+                          "' -c 'import json, sys; from pathlib import Path; from analysis.results import kinds; "
                           "sys.exit(0 if json.load(open(sys.argv[1])) == kinds.rows(kinds.load(Path(sys.argv[2]))) else 3)' '" +
                           json.string() + "' '" + kinds_def.string() + "'";
   const int status = std::system(cmd.c_str());
