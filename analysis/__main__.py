@@ -14,7 +14,8 @@ from .fleet import history_cli as fleet_history_cli
 from .results.io import load_runs, shown
 from .model.peaks import load_overrides
 from .report.placement import DEFAULT_ACTIVE_BYTES, parse_active_bytes
-from .report.write import REQUIRED, write_report
+from .report.write import write_report
+from .results.schema import REQUIRED
 
 
 def _runs_and_folder(parser: argparse.ArgumentParser, metavar: str, what: str) -> None:
@@ -52,6 +53,13 @@ def _parser() -> argparse.ArgumentParser:
     comp.add_argument("--min-change", type=float, default=0.03,
                       help="smallest relative change of the median that counts (default 0.03)")
     comp.add_argument("--output", type=Path, metavar="DIR", help="also write compare.md and compare.csv here")
+    paper = commands.add_parser("paper", help="every figure and table of the Alps GH200 paper from a run",
+                                description="Draw one figure (PNG, PDF) per paper figure and one table "
+                                            "(Markdown, CSV) per paper table into DIR, with paper.md and "
+                                            "index.html naming the runs each came from, why an item was "
+                                            "not drawn, and published values beside this run's "
+                                            "(docs/paper.md).")
+    _runs_and_folder(paper, "RUNS", "result files or folders of .h5 (the paper set's output folder)")
     _fleet_parsers(commands)
     fleet_history_cli.add_parser(commands)
     return parser
@@ -134,11 +142,34 @@ def _report(args: argparse.Namespace, rejected: list[str]) -> int:
     return 0
 
 
+def _paper(args: argparse.Namespace, rejected: list[str]) -> int:
+    from .paper.write import write_paper
+    runs = load_runs(_result_files(args.runs), REQUIRED, rejected)
+    paper = write_paper(runs, args.output)
+    drawn = sum(1 for d in paper.drawn.values() if d.files)
+    print(f"analysis: paper in {shown(paper.out)}: {drawn} of {len(paper.items)} items drawn; "
+          f"index.html and paper.md list them")
+    for missing in paper.missing:
+        print(f"analysis: note: {missing}")
+    return 0
+
+
+def _result_files(paths: Sequence[Path]) -> list[Path]:
+    """Files as given; a folder stands for the .h5 files under it (a paper set's output)."""
+    files: list[Path] = []
+    for path in paths:
+        files += sorted(path.rglob("*.h5")) if path.is_dir() else [path]
+    if not files:
+        raise InputError(f"no .h5 file under {', '.join(shown(p) for p in paths)}; valid: mempath "
+                         "result files or folders holding them")
+    return files
+
+
 def _compare(args: argparse.Namespace, rejected: list[str]) -> int:
     return run_compare(args.base, args.run, args.alpha, args.min_change, args.output, rejected)
 
 
-COMMANDS = {"report": _report, "compare": _compare, "fleet": _fleet, "simulate": _simulate,
+COMMANDS = {"report": _report, "paper": _paper, "compare": _compare, "fleet": _fleet, "simulate": _simulate,
             "fleet-history": fleet_history_cli.run}
 
 

@@ -8,9 +8,7 @@ from typing import Any
 
 import pandas as pd
 
-from ..render import figures
-
-from ..render import html
+from ..render import figures, html
 
 from . import matrix
 from ..results.cases import CASE_COLUMNS, mark_placement, memory_aliases, misplaced_note, ordered
@@ -20,36 +18,10 @@ from ..model.peaks import PeakModel
 from .placement import DEFAULT_ACTIVE_BYTES
 from .sections import Context, figure_lines, registry
 from ..render.tables import markdown
+from ..render.provenance import runs_table
+from ..results.schema import REQUIRED
 
 CASES_TABLE = "bw/cases"
-#: Columns the report needs where a file holds the table (load_runs checks each file).
-#: Every column of each family's cases table (docs/schema.md) must be there, where a file
-#: holds that table: a file that lacks one is named in one line, not a traceback.
-REQUIRED = {
-    CASES_TABLE: CASE_COLUMNS,
-    "allocmatrix/cases": ('case_id', 'dst_alloc', 'dst_mem', 'dst_placement', 'max_GBps',
-        'median_GBps', 'min_GBps', 'placement', 'reason', 'reps', 'size_bytes', 'src_alloc',
-        'src_mem', 'status', 'verified'),
-    "chase/cases": ('accesses', 'alloc', 'case_id', 'cpu', 'huge_page_fraction', 'huge_pages',
-        'line_bytes', 'locality_bytes', 'median_cycles', 'median_ns', 'mem', 'min_ns', 'pattern',
-        'placement', 'pu', 'reason', 'reps', 'size_bytes', 'status', 'verified', 'via'),
-    "gemm/cases": ('a_alloc', 'a_mem', 'b_alloc', 'b_mem', 'best_TFLOPs', 'c_mem', 'case_id',
-        'cublas_version', 'dtype', 'flops', 'fraction_of_peak', 'gpu', 'k', 'm', 'median_TFLOPs',
-        'min_TFLOPs', 'n', 'operand_bytes', 'peak_TFLOPs', 'placement', 'reason', 'reps', 'status',
-        'verified', 'via'),
-    "llm/cases": ('batch', 'best_tokens_per_s', 'bound_tokens_per_s', 'case_id', 'cuda_graph',
-        'dtype', 'fraction_of_bound', 'gpu', 'median_tokens_per_s', 'model', 'new_tokens',
-        'params', 'path_GBps', 'path_source', 'placement', 'prompt_tokens', 'reason', 'reps',
-        'status', 'verified', 'weight_alloc', 'weight_bytes', 'weight_mem', 'weight_placement'),
-    "pingpong/cases": ('a', 'a_cpu', 'alloc', 'b', 'b_cpu', 'case_id', 'flag_bytes', 'max_ns',
-        'mean_ns', 'median_ns', 'mem', 'min_ns', 'p05_ns', 'p95_ns', 'p99_ns', 'placement',
-        'reason', 'round_trips', 'status', 'verified'),
-    "stream/cases": ('alloc', 'array_bytes', 'best_GBps', 'best_threads', 'bytes', 'case_id',
-        'elements', 'kernel', 'max_GBps', 'median_GBps', 'mem', 'min_GBps', 'placement', 'pu',
-        'pu_kind', 'reason', 'reps', 'status', 'sweep', 'threads', 'verified', 'via'),
-    "um/cases": ('alloc', 'case_id', 'experiment', 'gpu', 'mem', 'reason', 'size_bytes', 'status',
-        'verified'),
-}
 #: The report's list of the files it wrote, so that a later report into the same folder
 #: removes what it no longer writes (stale figures) and never a file of the user's.
 MANIFEST = ".mempath-report"
@@ -75,26 +47,8 @@ def _cases(runs: RunSet) -> pd.DataFrame:
     return cases
 
 
-def _cuda(version: Any) -> str:
-    version = int(version or 0)
-    return f"{version // 1000}.{version % 1000 // 10}" if version > 0 else "none"
-
-
 def _gib(value: Any) -> str:
     return f"{int(value) / 2**30:.1f}" if value is not None else ""
-
-
-def _provenance(runs: RunSet) -> list[str]:
-    runs_table = pd.DataFrame({
-        "run": [f"`{run.name}`" for run in runs.runs],
-        "host": [run.node for run in runs.runs],
-        **{name: [run.attrs.get(attr, "") for run in runs.runs] for name, attr in
-           (("tool version", "tool_version"), ("git revision", "git_revision"),
-            ("start (UTC)", "start_time"), ("end (UTC)", "end_time"))},
-        "CUDA driver": [_cuda(run.attrs.get("cuda_driver_version")) for run in runs.runs],
-        "CUDA runtime": [_cuda(run.attrs.get("cuda_runtime_version")) for run in runs.runs],
-        "command": [f"`{run.attrs.get('command_line', '')}`" for run in runs.runs]}, dtype=object)
-    return ["## Runs", ""] + markdown(runs_table)
 
 
 def _processor(p: Mapping[str, Any]) -> str:
@@ -244,7 +198,7 @@ def write_report(runs: RunSet, out: Path, overrides: Mapping[str, float] | None 
     lines = ["# mempath report", "",
              f"Host(s): {', '.join(f'`{h}`' for h in hosts) or 'none'}; "
              f"{len(runs.runs)} run(s); tables: {', '.join(runs.tables) or 'none'}.", ""]
-    lines += _provenance(runs)
+    lines += runs_table(runs)
     for host in hosts:
         lines += _node(host, topologies[host])
     lines += ["## Results", "",

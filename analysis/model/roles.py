@@ -1,0 +1,58 @@
+"""A memory named by its role seen from a processor, as the paper names them: local LPDDR,
+peer LPDDR, local HBM, peer HBM, device memory, with the NUMA id (or GPU) beside it.
+
+A memory belongs to a superchip: a host NUMA node to the GPU whose ``host_numa`` it is,
+an HBM node or a device memory to its GPU. A processor is local to the memories of its
+own superchip (a CPU socket: its NUMA node's; a GPU: its own and its host node's). On
+x86 the same words apply with DDR for LPDDR and ``device memory`` for the GPU's."""
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+
+def _superchip_of_host(topology: Mapping[str, Any], numa: int | None) -> int | None:
+    for p in topology.get("processors", []):
+        if p.get("kind") == "gpu" and p.get("host_numa") == numa:
+            return int(p["gpu"])
+    return None
+
+
+def _grace_like(topology: Mapping[str, Any]) -> bool:
+    """LPDDR beside HBM: a Grace Hopper node (HBM shown as a NUMA node, or a C2C link)."""
+    return any(m.get("kind") == "hbm" for m in topology.get("memories", [])) or any(
+        (p.get("link") or {}).get("type") == "c2c" for p in topology.get("processors", []))
+
+
+def role(topology: Mapping[str, Any], pu: str, mem: str) -> str:
+    """The role of ``mem`` seen from ``pu`` (``local LPDDR``...), '' where either is unknown."""
+    procs = {p["name"]: p for p in topology.get("processors", [])}
+    mems = {m["name"]: m for m in topology.get("memories", [])}
+    p, m = procs.get(pu), mems.get(mem)
+    if p is None or m is None:
+        return ""
+    kind = m.get("kind")
+    host_word = "LPDDR" if _grace_like(topology) else "DDR"
+    if p.get("kind") == "gpu":
+        mine_gpu, mine_numa = int(p["gpu"]), p.get("host_numa")
+    elif p.get("numa") is None:  # every socket at once: no locality
+        return {"host": host_word, "hbm": "HBM", "device": "device memory"}.get(kind, "")
+    else:
+        mine_numa = p.get("numa")
+        mine_gpu = _superchip_of_host(topology, mine_numa)
+    if kind == "host":
+        local = m.get("numa") == mine_numa
+        return f"{'local' if local else 'peer'} {host_word}"
+    if kind in ("hbm", "device"):
+        local = mine_gpu is not None and m.get("gpu") == mine_gpu
+        if kind == "hbm":
+            return f"{'local' if local else 'peer'} HBM"
+        return "device memory" if local else "peer device memory"
+    return ""
+
+
+def labelled(topology: Mapping[str, Any], pu: str, mem: str) -> str:
+    """``local HBM (numa4)``: the role with the memory's name beside it; the name alone
+    where no role is known."""
+    r = role(topology, pu, mem)
+    return f"{r} ({mem})" if r else mem

@@ -1,0 +1,113 @@
+"""The paper folder: every registered figure (PNG + PDF) and table (Markdown + CSV), then
+paper.md and index.html listing each with the runs, commits and command lines it came
+from, why an item was not drawn, and "published | this run | ratio" for every published
+value a figure can be held against (docs/paper.md)."""
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pandas as pd
+
+from ..model.peaks import PeakModel
+from ..render import html
+from ..render.provenance import runs_table
+from ..render.tables import markdown, num
+from ..results.io import RunSet
+from .items import Comparison, Context, Drawn, Item, registry
+
+
+@dataclass
+class Paper:
+    out: Path
+    files: list[Path] = field(default_factory=list)
+    drawn: dict[str, Drawn] = field(default_factory=dict)   # item key -> what it made
+    items: list[Item] = field(default_factory=list)
+
+    @property
+    def missing(self) -> list[str]:
+        return [f"{i.ref} {i.title}: {self.drawn[i.key].why_not}" for i in self.items
+                if not self.drawn[i.key].files and not self.drawn[i.key].table]
+
+
+def _absent(runs: RunSet, item: Item) -> str:
+    """Why an item cannot be drawn from these runs at all ('' when a table it reads is here)."""
+    if any(name in runs.tables and not runs.tables[name].empty for name in item.tables):
+        return ""
+    return f"no run holds {' or '.join('/' + t for t in item.tables)}; measured by `{item.command}`"
+
+
+def _source_lines(ctx: Context, names: Sequence[str]) -> list[str]:
+    """The runs of one item: file, host, git revision and command line of each."""
+    lines = []
+    for run in ctx.runs.runs:
+        if run.name in names:
+            lines.append(f"- `{run.name}` on `{run.node}`, commit `{run.attrs.get('git_revision', '?')}`: "
+                         f"`{run.attrs.get('command_line', '?')}`")
+    return lines
+
+
+def _item_lines(ctx: Context, item: Item, drawn: Drawn) -> list[str]:
+    lines = [f"## {item.ref}: {item.title}", ""]
+    if drawn.why_not and not drawn.files and not drawn.table:
+        return lines + [f"_Not drawn: {drawn.why_not}._", "", f"Measured by: `{item.command}`.", ""]
+    if item.kind == "figure":
+        lines += [f"![{item.title}]({item.key}.png)", "", f"[PNG]({item.key}.png), [PDF]({item.key}.pdf)", ""]
+    else:
+        lines += drawn.table + ["", f"[Markdown]({item.key}.md), [CSV]({item.key}.csv)", ""]
+    lines += [note if note.startswith("- ") else f"- {note}" for note in drawn.notes]
+    if drawn.why_not:  # drawn, but some of it not: say what
+        lines.append(f"- Not shown: {drawn.why_not}.")
+    lines += ["", f"Measured by: `{item.command}`. From:", ""] + _source_lines(ctx, drawn.runs) + [""]
+    return lines
+
+
+def _comparison_lines(items: Sequence[Item], drawn: dict[str, Drawn]) -> list[str]:
+    refs = {i.key: i.ref for i in items}
+    rows: list[Comparison] = [c for i in items for c in drawn[i.key].comparisons]
+    lines = ["## Published values against this run", ""]
+    if not rows:
+        return lines + ["_No figure of these runs has a published value to compare with._", ""]
+    table = pd.DataFrame({
+        "item": [refs.get(c.item, c.item) for c in rows],
+        "quantity": [c.quantity for c in rows],
+        "published": [f"{num(c.published)} {c.unit}" for c in rows],
+        "this run": [f"{num(c.run)} {c.unit}" if math.isfinite(c.run) else "not measured" for c in rows],
+        "ratio": [f"{c.ratio:.2f}" if math.isfinite(c.ratio) else "" for c in rows],
+        "source": [c.source for c in rows]}, dtype=object)
+    return lines + ["Ratio = this run / published. Published values come from the texts "
+                    "mempath is built from; each row names its source.", ""] + markdown(table)
+
+
+def write_paper(runs: RunSet, out: Path, only: Sequence[str] = ()) -> Paper:
+    """Draw every paper item (or those keyed in ``only``) into ``out`` (created)."""
+    out.mkdir(parents=True, exist_ok=True)
+    hosts = runs.hosts()
+    topologies = {host: next(r.topology for r in runs.runs if r.node == host) for host in hosts}
+    ctx = Context(runs, out, topologies, {h: PeakModel(t, {}) for h, t in topologies.items()})
+    paper = Paper(out, items=[i for i in registry() if not only or i.key in only])
+    body: list[str] = []
+    for item in paper.items:
+        why = _absent(runs, item)
+        drawn = Drawn(why_not=why) if why else item.build(ctx)
+        if item.kind == "table" and drawn.table:
+            frame_md = out / f"{item.key}.md"
+            frame_md.write_text("\n".join(drawn.table) + "\n")
+            drawn.files.append(frame_md)
+        paper.drawn[item.key] = drawn
+        paper.files += drawn.files
+        body += _item_lines(ctx, item, drawn)
+    drawn_count = sum(1 for i in paper.items if paper.drawn[i.key].files)
+    lines = ["# mempath: the paper's figures and tables", "",
+             f"{drawn_count} of {len(paper.items)} items drawn from {len(runs.runs)} run(s) on "
+             f"{', '.join(f'`{h}`' for h in hosts)}. Figures are 3.5 in (one column) or 7.16 in "
+             "(two columns) wide, as PNG (300 dpi) and PDF; memories are named by their role seen "
+             "from the processor, with the NUMA node or GPU beside it. docs/paper.md maps each "
+             "item to its command and ReFrame check.", ""]
+    lines += runs_table(runs) + [""] + body + _comparison_lines(paper.items, paper.drawn)
+    (out / "paper.md").write_text("\n".join(lines) + "\n")
+    (out / "index.html").write_text(html.render(html.index_lines(lines), out, "mempath: the paper"))
+    paper.files += [out / "paper.md", out / "index.html"]
+    return paper

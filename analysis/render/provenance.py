@@ -1,0 +1,29 @@
+"""The runs an output was made from, as the report and the paper list them."""
+from __future__ import annotations
+
+from typing import Any
+
+import pandas as pd
+
+from ..results.io import RunSet
+from .tables import markdown
+
+
+def _cuda(version: Any) -> str:
+    version = int(version or 0)
+    return f"{version // 1000}.{version % 1000 // 10}" if version > 0 else "none"
+
+
+def runs_table(runs: RunSet) -> list[str]:
+    """The '## Runs' section: every run with its tool version, git revision, times, CUDA
+    versions and command line, so each output names what it was made from."""
+    table = pd.DataFrame({
+        "run": [f"`{run.name}`" for run in runs.runs],
+        "host": [run.node for run in runs.runs],
+        **{name: [run.attrs.get(attr, "") for run in runs.runs] for name, attr in
+           (("tool version", "tool_version"), ("git revision", "git_revision"),
+            ("start (UTC)", "start_time"), ("end (UTC)", "end_time"))},
+        "CUDA driver": [_cuda(run.attrs.get("cuda_driver_version")) for run in runs.runs],
+        "CUDA runtime": [_cuda(run.attrs.get("cuda_runtime_version")) for run in runs.runs],
+        "command": [f"`{run.attrs.get('command_line', '')}`" for run in runs.runs]}, dtype=object)
+    return ["## Runs", ""] + markdown(table)
