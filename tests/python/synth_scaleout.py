@@ -98,8 +98,8 @@ def write_mpi(path: Path, topology: Mapping[str, Any]) -> Path:
                     gbps = mpi_gbps(mode, ppn, node) * (0.99 if alloc == "device" else 1.0)
                     windows = _windows(size)
                     moved = size * WINDOW * windows * ppn * (2 if mode == "bi" else 1)
-                    reps = gbps * (1 + rng.normal(0, 0.01, REPS))
-                    reps[REPS // 2] = gbps  # the median is the model's value
+                    noise = rng.normal(0, 0.01, REPS)
+                    reps = gbps * (1 + noise - np.median(noise))  # the median is the model's value
                     case_id = len(cases)
                     cases.append({"case_id": case_id, "mode": mode, "alloc": alloc, "mem": mem, "ppn": ppn,
                                   "pairs": ppn, "size_bytes": size, "window": WINDOW, "windows": windows,
