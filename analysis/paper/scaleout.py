@@ -358,17 +358,23 @@ def nccl_by_size(ctx: Context) -> Drawn:
     cases = _nccl_cases(ctx)
     if cases.empty:
         return Drawn(why_not=f"no /nccl/cases case ran (status ok); measured by `{BY_SIZE_COMMAND}`")
-    # The paper: processes of one node. The fewest nodes measured, the most processes there.
-    nodes = int(cases["nodes"].min())
-    one = cases[cases["nodes"] == nodes]
-    ranks = int(one["ranks"].max())
-    one = one[one["ranks"] == ranks]
+    # The paper: the processes of one node. The fewest nodes with a size sweep (a
+    # collective at two sizes or more), the most processes there.
+    chosen = None
+    for nodes in sorted(set(cases["nodes"])):
+        one = cases[cases["nodes"] == nodes]
+        ranks = int(one["ranks"].max())
+        one = one[one["ranks"] == ranks]
+        swept = [c for c in COLLECTIVES if one.loc[one["collective"] == c, "size_bytes"].nunique() >= 2]
+        if swept:
+            chosen = (nodes, ranks, one[one["collective"].isin(swept)], swept)
+            break
+    if chosen is None:
+        return Drawn(why_not=f"no collective at two sizes or more in /nccl/cases (one size per node count: "
+                             f"--paper-sizes runs); the figure needs a sweep: `{BY_SIZE_COMMAND}`")
+    nodes, ranks, one, colls = chosen
     points = (one.groupby(["collective", "placement", "size_bytes"], as_index=False)
               .agg(algbw=("algbw", "median"), busbw=("busbw", "median"), label=("label", "first")))
-    colls = [c for c in COLLECTIVES if c in set(points["collective"])]
-    if len(set(points["size_bytes"])) < 2:
-        return Drawn(why_not=f"one buffer size only in /nccl/cases on {nodes} node(s); the figure needs a "
-                             f"sweep: `{BY_SIZE_COMMAND}`")
     points["title"] = [f"{COLLECTIVES[c]}, n = {ranks} GPUs on {nodes} node{'s' if nodes != 1 else ''}"
                        for c in points["collective"]]
 
@@ -381,7 +387,7 @@ def nccl_by_size(ctx: Context) -> Drawn:
     files = save(fig, ctx.out, "nccl_by_size")
     notes = _definitions(f"n = {ranks} here") + _same_performance_note(points)
     if nodes != 1:
-        notes.append(f"No single-node run: drawn from the fewest nodes measured ({nodes}).")
+        notes.append(f"No single-node sweep: drawn from the fewest nodes with one ({nodes}).")
     skipped = _skipped(ctx.table("nccl/cases"), ("placement",))
     return Drawn(files=files, runs=ctx.runs_of(one), notes=notes, why_not="; ".join(skipped))
 

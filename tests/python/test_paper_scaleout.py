@@ -272,6 +272,21 @@ def test_nccl_old_columns_on_gh200_and_a_skipped_placement(tmp_path: Path) -> No
     assert "all-reduce at 1 GiB: system-allocated HBM / cudaMalloc = 0.99 (the paper found them the same)." in drawn.notes
 
 
+def test_nccl_by_size_takes_the_fewest_nodes_with_a_sweep(tmp_path: Path) -> None:
+    # one node: the paper's sizes only (one size per collective); two nodes: a sweep
+    rows = [{"collective": "allreduce", "placement": "device", "ranks": 4, "nodes": 1, "size_bytes": 4 << 30,
+             "algbw_GBps": 200.0}]
+    rows += [{"collective": "allreduce", "placement": "device", "ranks": 8, "nodes": 2, "size_bytes": s,
+              "algbw_GBps": g} for s, g in ((1 << 20, 5.0), (1 << 30, 11.0))]
+    paper, seen = draw([_nccl_file(tmp_path / "n.h5", rows)], tmp_path / "out", ("nccl_by_size",))
+    assert dict(seen["nccl_by_size"].line("all-reduce, n = 8 GPUs on 2 nodes", "algbw", "local HBM")) == \
+        {1 << 20: 5.0, 1 << 30: 11.0}
+    assert "No single-node sweep: drawn from the fewest nodes with one (2)." in paper.drawn["nccl_by_size"].notes
+    only = _nccl_file(tmp_path / "p.h5", rows[:1])
+    paper, seen = draw([only], tmp_path / "out2", ("nccl_by_size",))
+    assert not seen and "no collective at two sizes or more" in paper.drawn["nccl_by_size"].why_not
+
+
 def test_nccl_by_nodes_falls_back_to_a_size_every_node_count_has(tmp_path: Path) -> None:
     rows = [{"collective": "allreduce", "placement": "device", "ranks": 4 * n, "nodes": n, "size_bytes": s,
              "algbw_GBps": 10.0 * n + s / (1 << 30)} for n in (1, 2) for s in (1 << 29, 1 << 30)]
