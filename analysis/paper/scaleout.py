@@ -176,10 +176,11 @@ def mpi_bandwidth(ctx: Context) -> Drawn:
                              f"`{MPI_COMMAND}`")
     alloc = allocs[0]
     drawn = net[(net["alloc"] == alloc) & (mem != "gpu")]
-    others = sorted(set(net["alloc"].astype(str)) - {alloc})
+    why = {"device": "GPU memory", "managed": "pages with no recorded placement"}
+    others = [f"{a} ({why.get(a, 'local DDR too; the paper found the allocations alike')})"
+              for a in sorted(set(net["alloc"].astype(str)) - {alloc})]
     if others:
-        left_out.append(f"allocators {', '.join(others)} (the paper shows local DDR only; managed "
-                        "pages have no recorded placement)")
+        left_out.append(f"allocators {', '.join(others)}: the paper shows one, local DDR")
     points = _mpi_points(drawn)
     where = _node_memory(ctx, drawn)
     modes = [m for m in MODES if m in set(points["mode"])]
