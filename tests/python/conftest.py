@@ -1,7 +1,9 @@
 """Shared pytest fixtures: where the mempath binaries are, and the GPU marker.
 
 GPU tests are marked `gpu` and skip cleanly where no NVIDIA GPU is visible; run them on
-a GPU node with the same test command. Tests of the CI's two-node Slurm cluster are marked
+a GPU node with the same test command. Tests that open pages in a headless Chromium are
+marked `browser` and skip where none is installed (`apt-get install chromium`; .ci/run
+installs it and fails if they skipped). Tests of the CI's two-node Slurm cluster are marked
 `slurm` and run only with MEMPATH_SLURM_CLUSTER=1 (set after `slurm/ci/cluster.sh start`).
 """
 from __future__ import annotations
@@ -63,12 +65,26 @@ def _gpu_present() -> bool:
 
 
 HAVE_GPU = _gpu_present()
+
+#: Names of Chromium's binary (Debian's `chromium`, Ubuntu's, Google's build); MEMPATH_CHROMIUM overrides.
+CHROMIUM_NAMES = ("chromium", "chromium-browser", "google-chrome", "google-chrome-stable")
+
+
+def chromium_binary() -> str | None:
+    """The headless browser the `browser` tests drive, or None where none is installed."""
+    if os.environ.get("MEMPATH_CHROMIUM"):
+        return shutil.which(os.environ["MEMPATH_CHROMIUM"])
+    return next((found for name in CHROMIUM_NAMES if (found := shutil.which(name))), None)
+
+
+HAVE_CHROMIUM = chromium_binary() is not None
 HAVE_SLURM_CLUSTER = os.environ.get("MEMPATH_SLURM_CLUSTER") == "1"
 
 
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", "gpu: needs an NVIDIA GPU; skipped without one")
     config.addinivalue_line("markers", "slow: takes more than a few seconds")
+    config.addinivalue_line("markers", "browser: opens pages in a headless Chromium; skipped without one")
     config.addinivalue_line("markers", "slurm: needs the CI Slurm cluster (slurm/ci/cluster.sh "
                             "start); skipped unless MEMPATH_SLURM_CLUSTER=1")
 
@@ -77,9 +93,12 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     skip = pytest.mark.skip(reason="no NVIDIA GPU visible (nvidia-smi -L failed)")
     skip_slurm = pytest.mark.skip(reason="no CI Slurm cluster (slurm/ci/cluster.sh start, "
                                          "then MEMPATH_SLURM_CLUSTER=1)")
+    skip_browser = pytest.mark.skip(reason="no Chromium (apt-get install chromium, or set MEMPATH_CHROMIUM)")
     for item in items:
         if "gpu" in item.keywords and not HAVE_GPU:
             item.add_marker(skip)
+        if item.get_closest_marker("browser") and not HAVE_CHROMIUM:
+            item.add_marker(skip_browser)
         if item.get_closest_marker("slurm") and not HAVE_SLURM_CLUSTER:
             item.add_marker(skip_slurm)
 

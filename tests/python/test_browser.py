@@ -1,0 +1,244 @@
+"""The report's and the paper's index.html opened in a real headless Chromium: the page's
+title, every <img> decoded (naturalWidth > 0), no console error (what Selenium calls
+SEVERE: console.error, an uncaught exception, a resource that failed to load), every
+table of the Markdown rendered with its rows.
+
+Chromium is driven through its DevTools protocol over a pipe (--remote-debugging-pipe:
+JSON messages ending in a NUL byte on file descriptors 3 and 4), so no driver and no
+Python package beyond the standard library is needed. Marked `browser`: skipped where no
+Chromium is installed; .ci/run installs Debian's `chromium` and fails if these skipped."""
+from __future__ import annotations
+
+import json
+import os
+import re
+import select
+import subprocess
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+import synth_scaleout
+from conftest import DATA, analysis_cli, chromium_binary
+from h5fixtures import topology
+
+pytestmark = pytest.mark.browser
+
+TIMEOUT_S = 60.0
+
+#: What the page reports about itself once loaded.
+PAGE_FACTS = """JSON.stringify({
+  title: document.title,
+  images: [...document.images].map(i => ({alt: i.alt, complete: i.complete, width: i.naturalWidth})),
+  tables: [...document.querySelectorAll('table')].map(t => ({
+    rows: [...t.rows].filter(r => r.querySelector('td')).length,
+    height: t.getBoundingClientRect().height}))
+})"""
+
+
+@dataclass
+class Page:
+    """A loaded page: its facts (PAGE_FACTS) and every error the console showed."""
+
+    title: str
+    images: list[dict[str, Any]]
+    tables: list[dict[str, Any]]
+    errors: list[str] = field(default_factory=list)
+
+
+class Chromium:
+    """A headless Chromium on the DevTools pipe; ``open(path)`` loads a file and returns
+    its Page."""
+
+    def __init__(self, binary: str, profile: Path) -> None:
+        to_browser, self._write = os.pipe()
+        self._read, from_browser = os.pipe()
+        args = [binary, "--headless", "--disable-gpu", "--disable-dev-shm-usage", "--no-first-run",
+                "--no-default-browser-check", "--disable-extensions", "--disable-background-networking",
+                "--disable-component-update", "--remote-debugging-pipe", f"--user-data-dir={profile}"]
+        if os.geteuid() == 0:  # Chromium refuses root without it (CI containers run as root)
+            args.append("--no-sandbox")
+        self._log = open(profile.parent / "chromium.log", "w+b")
+
+        def pipes() -> None:  # in the child: the protocol's descriptors 3 and 4
+            os.dup2(to_browser, 3)
+            os.dup2(from_browser, 4)
+
+        self._proc = subprocess.Popen([*args, "about:blank"], pass_fds=(3, 4), preexec_fn=pipes,
+                                      stdin=subprocess.DEVNULL, stdout=self._log, stderr=self._log)
+        os.close(to_browser)
+        os.close(from_browser)
+        self._buffer, self._id, self.events = b"", 0, []
+        target = self.call("Target.createTarget", {"url": "about:blank"})["targetId"]
+        self._session = self.call("Target.attachToTarget", {"targetId": target, "flatten": True})["sessionId"]
+        for domain in ("Runtime", "Log", "Page"):
+            self.call(f"{domain}.enable", session=True)
+
+    def _died(self, why: str) -> AssertionError:
+        self._log.seek(0)
+        tail = self._log.read().decode(errors="replace")[-2000:]
+        return AssertionError(f"Chromium {why} (exit {self._proc.poll()}); its output:\n{tail}")
+
+    def _receive(self, deadline: float) -> dict[str, Any]:
+        while b"\0" not in self._buffer:
+            ready, _, _ = select.select([self._read], [], [], max(0.0, deadline - time.monotonic()))
+            if not ready:
+                raise self._died(f"sent nothing for {TIMEOUT_S:g} s")
+            chunk = os.read(self._read, 1 << 20)
+            if not chunk:
+                raise self._died("closed the DevTools pipe")
+            self._buffer += chunk
+        message, _, self._buffer = self._buffer.partition(b"\0")
+        return json.loads(message)
+
+    def call(self, method: str, params: dict[str, Any] | None = None, session: bool = False) -> dict[str, Any]:
+        """Send one command and wait for its answer; events that come meanwhile are kept."""
+        self._id += 1
+        message: dict[str, Any] = {"id": self._id, "method": method, "params": params or {}}
+        if session:
+            message["sessionId"] = self._session
+        os.write(self._write, json.dumps(message).encode() + b"\0")
+        deadline = time.monotonic() + TIMEOUT_S
+        while True:
+            answer = self._receive(deadline)
+            if answer.get("id") == self._id:
+                if "error" in answer:
+                    raise AssertionError(f"{method}: {answer['error']}")
+                return answer["result"]
+            self.events.append(answer)
+
+    def open(self, path: Path) -> Page:
+        self.events.clear()
+        self.call("Page.navigate", {"url": path.resolve().as_uri()}, session=True)
+        deadline = time.monotonic() + TIMEOUT_S
+        while not any(e.get("method") == "Page.loadEventFired" for e in self.events):
+            self.events.append(self._receive(deadline))
+        facts = self.call("Runtime.evaluate", {"expression": PAGE_FACTS, "returnByValue": True}, session=True)
+        page = Page(**json.loads(facts["result"]["value"]))
+        page.errors = severe(self.events)
+        return page
+
+    def close(self) -> None:
+        try:
+            self.call("Browser.close")
+            self._proc.wait(timeout=20)
+        except (AssertionError, subprocess.TimeoutExpired):
+            self._proc.kill()
+            self._proc.wait()
+        finally:
+            os.close(self._write)
+            os.close(self._read)
+            self._log.close()
+
+
+def severe(events: Sequence[dict[str, Any]]) -> list[str]:
+    """The console's errors among DevTools events: console.error/assert, uncaught
+    exceptions, error log entries (a resource that failed to load)."""
+    out = []
+    for event in events:
+        method, params = event.get("method"), event.get("params", {})
+        if method == "Runtime.consoleAPICalled" and params.get("type") in ("error", "assert"):
+            out.append("console." + params["type"] + ": " + " ".join(
+                str(a.get("value", a.get("description", ""))) for a in params.get("args", [])))
+        elif method == "Runtime.exceptionThrown":
+            details = params.get("exceptionDetails", {})
+            out.append("exception: " + str(details.get("exception", {}).get("description") or details.get("text")))
+        elif method == "Log.entryAdded" and params.get("entry", {}).get("level") == "error":
+            entry = params["entry"]
+            out.append(f"{entry.get('source')}: {entry.get('text')} {entry.get('url', '')}".strip())
+    return out
+
+
+@pytest.fixture(scope="module")
+def browser(tmp_path_factory: pytest.TempPathFactory):
+    binary = chromium_binary()
+    assert binary, "the browser marker lets these run only where Chromium is found"
+    chromium = Chromium(binary, tmp_path_factory.mktemp("chromium") / "profile")
+    yield chromium
+    chromium.close()
+
+
+def markdown_tables(text: str) -> list[int]:
+    """The data rows of every pipe table of a Markdown text, in order (header and rule
+    excluded)."""
+    counts, run = [], 0
+    for line in text.splitlines() + [""]:
+        if line.startswith("|"):
+            run += 1
+        elif run:
+            counts.append(run - 2)
+            run = 0
+    return counts
+
+
+def markdown_images(text: str) -> list[str]:
+    return re.findall(r"!\[[^\]]*\]\(([^)]+\.png)\)", text)
+
+
+def assert_page(page: Page, markdown: str, title: str, figures: bool = True) -> None:
+    """The page shows what its Markdown says; ``figures``: it has at least one image."""
+    assert page.title == title
+    assert not page.errors, page.errors
+    assert page.images or not figures, "no figure on the page"
+    assert len(page.images) == len(markdown_images(markdown))
+    broken = [i["alt"] for i in page.images if not i["complete"] or i["width"] <= 0]
+    assert not broken, f"images not decoded: {broken}"
+    assert [t["rows"] for t in page.tables] == markdown_tables(markdown)
+    assert all(t["height"] > 0 for t in page.tables), "a table is not rendered"
+
+
+def cli(*args: str | Path) -> None:
+    proc = analysis_cli(*args)
+    assert proc.returncode == 0, proc.stderr + proc.stdout
+
+
+REAL_RUNS = (DATA / "h100_gemm.h5", DATA / "h100_chase_cpu.h5")
+
+
+def test_the_harness_sees_a_broken_page(browser: Chromium, tmp_path: Path) -> None:
+    """What the checks below rely on: a bad image, a console error and a missing file are
+    reported, and a table's rows are counted."""
+    page_file = tmp_path / "broken.html"
+    page_file.write_text('<!DOCTYPE html><html><head><title>t</title></head><body>'
+                         '<img alt="bad" src="data:image/png;base64,AAAA"><img alt="gone" src="gone.png">'
+                         '<table><tr><th>a</th></tr><tr><td>1</td></tr><tr><td>2</td></tr></table>'
+                         '<script>console.error("boom")</script></body></html>')
+    page = browser.open(page_file)
+    assert [i["width"] for i in page.images] == [0, 0]
+    assert any("boom" in e for e in page.errors) and any("gone.png" in e for e in page.errors)
+    assert [t["rows"] for t in page.tables] == [2]
+    with pytest.raises(AssertionError):
+        assert_page(page, "![x](a.png)\n![y](b.png)\n\n| a |\n|---|\n| 1 |\n| 2 |\n", "t")
+
+
+def test_report_page_of_real_runs(browser: Chromium, tmp_path: Path) -> None:
+    out = tmp_path / "report"
+    cli("report", *REAL_RUNS, "-o", out)
+    markdown = (out / "index.md").read_text()
+    page = browser.open(out / "index.html")
+    assert_page(page, markdown, markdown.splitlines()[0].lstrip("# "))
+    assert len(page.tables) >= 2
+
+
+def test_paper_page_of_real_runs(browser: Chromium, tmp_path: Path) -> None:
+    out = tmp_path / "paper"
+    cli("paper", *REAL_RUNS, "-o", out)
+    markdown = (out / "paper.md").read_text()
+    # Which items these runs draw depends on the registered figures; the page shows them all.
+    page = browser.open(out / "index.html")
+    assert_page(page, markdown, "mempath: the paper", figures=False)
+    assert page.tables, "not even the theoretical peaks (Fig. 3) as a table"
+
+
+def test_paper_page_of_the_synthetic_quad_gh200_runs(browser: Chromium, tmp_path: Path) -> None:
+    files = synth_scaleout.write(tmp_path / "runs", topology("gh200_quad"))
+    out = tmp_path / "paper"
+    cli("paper", *files, "-o", out)
+    markdown = (out / "paper.md").read_text()
+    page = browser.open(out / "index.html")
+    assert_page(page, markdown, "mempath: the paper")
+    assert {i["alt"] for i in page.images} >= {"MPI node-to-node bandwidth against the node's bytes, per processes per node"}
