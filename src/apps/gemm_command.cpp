@@ -191,8 +191,10 @@ class GemmBenchmark : public Benchmark {
             {"alloc", "ALLOC", "allocator of A and B (default: the path's); --all: a filter"},
             {"a-mem", "MEM", "memory of A alone (instead of --mem); --all --ab independent: a filter"},
             {"b-mem", "MEM", "memory of B alone (instead of --mem); --all --ab independent: a filter"},
-            {"a-alloc", "ALLOC", "allocator of A alone (instead of --alloc; default: the path's)"},
-            {"b-alloc", "ALLOC", "allocator of B alone (instead of --alloc; default: the path's)"},
+            {"a-alloc", "ALLOC", "allocator of A alone (instead of --alloc; default: the path's); --all --ab "
+                                 "independent: a filter"},
+            {"b-alloc", "ALLOC", "allocator of B alone (instead of --alloc; default: the path's); --all --ab "
+                                 "independent: a filter"},
             {"all", "", "A and B in every memory x allocator the GPU can read"},
             {"ab", "shared|independent", "with --all: A and B in one placement (shared, the default) or in every "
                                          "pair of placements, A's x B's (independent)"},
