@@ -17,6 +17,8 @@ under operand placement (`mempath gemm`) and LLM decode under weight placement
                           allocator's class, mempath_summary.ALLOC_CLASS).
     MempathGemmPlacement  tags full, gpu: `gemm --all --dtype fp16,fp64`, every memory the
                           GPU reads, the size sweep; the same variables.
+                          Only lines with A and B in one placement count (`--ab
+                          independent` pairs stay in gemm.h5).
 
 Every path, kernel, thread count and size stays in the HDF5 file.
 Sanity as the latency checks (latency.py): exit code 0, an ok line, every line ok or
@@ -56,9 +58,11 @@ class MempathGemmCommand(MempathApplicationCommand):
     output_file = 'gemm.h5'
     valid_systems = mempath_run.GPU_NODES
     # At the largest order; pinned/registered and system/numa in one class each
-    # (mempath_summary.ALLOC_CLASS): the SMs read them alike.
+    # (mempath_summary.ALLOC_CLASS): the SMs read them alike. A and B in one placement
+    # only: `--ab independent` pairs (mem= is A's, b_mem= B's) stay in gemm.h5.
     metric = ClassMetric(Metric('{gpu}_{dtype}_{mem}_{alloc}', 'median_TFLOPs', 'TFLOP/s', keep='n'),
-                         'tflops_{dtype}_{mem_kind}_{via}_{alloc_class}')
+                         'tflops_{dtype}_{mem_kind}_{via}_{alloc_class}',
+                         same=(('mem', 'b_mem'), ('alloc', 'b_alloc')))
 
     def command(self) -> list[str]:
         if self.size:

@@ -291,6 +291,10 @@ class ClassMetric:
     #: (field, values): only lines whose field has one of these values count (e.g. STREAM's
     #: copy and triad); None: every line.
     only: tuple[str, tuple[str, ...]] | None = None
+    #: (field, other field) pairs that must agree for a line to count, a line without the
+    #: other field agreeing (gemm: B in A's placement, `mem`/`b_mem`; a pair of placements
+    #: is no class of one path, and lines of older binaries carry no `b_mem`).
+    same: tuple[tuple[str, str], ...] = ()
 
     @property
     def unit(self) -> str:
@@ -300,7 +304,8 @@ class ClassMetric:
         if self.only:
             key, allowed = self.only
             lines = [s for s in lines if s.get(key) in allowed]
-        lines = [s for s in lines if stayed(s)]
+        lines = [s for s in lines if stayed(s)
+                 and all(s.get(other, s.get(key)) == s.get(key) for key, other in self.same)]
         members = ((f'{self.name.format(**class_fields(s.fields))}_{self.worst}', value, s)
                    for value, s in self.path.chosen(lines).values())
         return {name: (value, self.unit)

@@ -16,8 +16,12 @@ int gemm_element_bytes(const std::string& dtype) {
 }
 
 int64_t gemm_size_for_bytes(const std::string& dtype, uint64_t bytes) {
-  const double n = std::sqrt(static_cast<double>(bytes) / gemm_element_bytes(dtype));
-  return static_cast<int64_t>(n) / 256 * 256;
+  const uint64_t elements = bytes / static_cast<uint64_t>(gemm_element_bytes(dtype));
+  auto n = static_cast<int64_t>(std::sqrt(static_cast<double>(elements)));
+  // sqrt of a double can land one off at these magnitudes: settle n exactly.
+  while (n > 0 && static_cast<uint64_t>(n) * static_cast<uint64_t>(n) > elements) --n;
+  while (static_cast<uint64_t>(n + 1) * static_cast<uint64_t>(n + 1) <= elements) ++n;
+  return gemm_round_size(n);
 }
 
 int gemm_flop_per_sm_clock(int major, int minor, const std::string& dtype) {

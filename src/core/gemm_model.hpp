@@ -14,7 +14,12 @@ inline const std::vector<std::string>& gemm_dtypes() {
 }
 // Bytes of one element as stored (tf32 is stored as fp32). Throws UsageError for others.
 int gemm_element_bytes(const std::string& dtype);
-// The largest multiple of 256 whose n x n matrix of `dtype` fits in `bytes`.
+// Square sizes are multiples of this: the paper's rule (Section IV-A), so that cuBLAS runs
+// whole tensor-core tiles and no size's figure is an edge case's.
+inline constexpr int64_t kGemmSizeMultiple = 8;
+// `n` rounded down to a multiple of kGemmSizeMultiple.
+inline int64_t gemm_round_size(int64_t n) { return n / kGemmSizeMultiple * kGemmSizeMultiple; }
+// The largest multiple of kGemmSizeMultiple whose n x n matrix of `dtype` fits in `bytes`.
 int64_t gemm_size_for_bytes(const std::string& dtype, uint64_t bytes);
 inline double gemm_flops(int64_t m, int64_t n, int64_t k) {
   return 2.0 * static_cast<double>(m) * static_cast<double>(n) * static_cast<double>(k);

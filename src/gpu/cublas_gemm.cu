@@ -1,5 +1,6 @@
 // cuBLAS GEMM through dlopen: the handful of entry points mempath needs, resolved once.
-// Each timed sample is one cublasGemmEx between two events on the handle's stream.
+// Each timed sample is calls_per_rep cublasGemmEx calls between two events on the handle's
+// stream, divided by that count.
 #include <cublas_api.h>
 #include <cuda_fp16.h>
 #include <dlfcn.h>
@@ -153,16 +154,25 @@ GemmRun run_gemm(int gpu, const std::string& dtype, int64_t n, const void* a_hos
   run.empty_launch_s = empty_launch_seconds(handle.stream);
   {
     // Per call from a few back to back (one alone was noisy and long: a 1024 fp16 GEMM then
-    // got too few calls), and five times the guard's 10 launches as margin.
+    // got too few calls), and five times the guard's 10 launches as margin. A first single
+    // call that already lasts ten times that interval (a large GEMM, or operands read over
+    // a link: seconds each) settles it at one call, without seven more such calls.
     constexpr int kProbeCalls = 8;
     constexpr double kGuardLaunches = 50;
-    Events probe(2);
-    cuda_check(cudaEventRecord(probe.e[0], handle.stream), "cudaEventRecord");
-    for (int k = 0; k < kProbeCalls; ++k) call();
-    cuda_check(cudaEventRecord(probe.e[1], handle.stream), "cudaEventRecord");
-    cuda_check(cudaStreamSynchronize(handle.stream), "gemm");
-    const double per_call = std::max(probe.seconds(0, 1) / kProbeCalls, 1e-9);
-    run.calls_per_rep = static_cast<int>(std::clamp(std::ceil(kGuardLaunches * run.empty_launch_s / per_call), 1.0, 4096.0));
+    constexpr double kOneCallSettles = 10;
+    const double interval = kGuardLaunches * run.empty_launch_s;
+    auto timed = [&](int calls) {
+      Events probe(2);
+      cuda_check(cudaEventRecord(probe.e[0], handle.stream), "cudaEventRecord");
+      for (int k = 0; k < calls; ++k) call();
+      cuda_check(cudaEventRecord(probe.e[1], handle.stream), "cudaEventRecord");
+      cuda_check(cudaStreamSynchronize(handle.stream), "gemm");
+      return probe.seconds(0, 1) / calls;
+    };
+    double per_call = timed(1);
+    if (per_call < kOneCallSettles * interval) per_call = timed(kProbeCalls);
+    per_call = std::max(per_call, 1e-9);
+    run.calls_per_rep = static_cast<int>(std::clamp(std::ceil(interval / per_call), 1.0, 4096.0));
   }
   // Calls back to back with an event between intervals: the GPU never waits for the host,
   // so no launch latency falls inside an interval.

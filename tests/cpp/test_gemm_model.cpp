@@ -10,13 +10,28 @@
 
 using namespace mempath;
 
-TEST(GemmModel, SizeFromBytesIsTheLargestMultipleOf256ThatFits) {
-  const int64_t n = gemm_size_for_bytes("fp16", 4ULL << 30);  // the paper's 4 GB matrices
-  EXPECT_EQ(n % 256, 0);
-  EXPECT_LE(static_cast<uint64_t>(n) * n * 2, 4ULL << 30);
-  EXPECT_GT(static_cast<uint64_t>(n + 256) * (n + 256) * 2, 4ULL << 30);
-  EXPECT_EQ(gemm_size_for_bytes("fp64", 8ULL * 1024 * 1024), 1024);
+TEST(GemmModel, SizeFromBytesIsTheLargestMultipleOf8ThatFits) {
+  // The paper's 4 GB matrices, its sizes rounded down to a multiple of 8 (Section IV-A).
+  for (const char* dtype : {"fp16", "tf32", "fp32", "fp64"}) {
+    const uint64_t bytes = 4ULL << 30, element = static_cast<uint64_t>(gemm_element_bytes(dtype));
+    const int64_t n = gemm_size_for_bytes(dtype, bytes);
+    EXPECT_EQ(n % 8, 0) << dtype;
+    EXPECT_LE(static_cast<uint64_t>(n) * n * element, bytes) << dtype;
+    EXPECT_GT(static_cast<uint64_t>(n + 8) * (n + 8) * element, bytes) << dtype;
+  }
+  EXPECT_EQ(gemm_size_for_bytes("fp16", 4ULL << 30), 46336);  // sqrt(2^31) = 46340.95
+  EXPECT_EQ(gemm_size_for_bytes("fp64", 4ULL << 30), 23168);  // 23170.48; a multiple of 256 was 23040
+  EXPECT_EQ(gemm_size_for_bytes("fp64", 8ULL * 1024 * 1024), 1024);  // exact squares stay
+  EXPECT_EQ(gemm_size_for_bytes("fp64", 8ULL * 1024 * 1024 - 1), 1016);  // one byte short: next multiple down
   EXPECT_THROW(gemm_element_bytes("fp8"), UsageError);
+}
+
+TEST(GemmModel, SizesRoundDownToAMultipleOf8) {
+  EXPECT_EQ(gemm_round_size(1000), 1000);
+  EXPECT_EQ(gemm_round_size(1001), 1000);
+  EXPECT_EQ(gemm_round_size(1007), 1000);
+  EXPECT_EQ(gemm_round_size(65536), 65536);
+  EXPECT_EQ(gemm_round_size(71), 64);
 }
 
 TEST(GemmModel, PeaksReproducePublishedFigures) {

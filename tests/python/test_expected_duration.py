@@ -22,7 +22,7 @@ QUICK = ["chase", "--pu", "cpu0", "--size", "4KiB,8KiB", "--accesses", "200000",
 #: One command of every benchmark, planned on the quad-GH200 snapshot.
 EVERY_BENCHMARK = [
     ["bw", "--all", "--op", "read"], ["memcpy", "--gpu", "all", "--sweep"], ["allocmatrix"], ["um"],
-    ["chase", "--all"], ["pingpong"], ["stream", "--all"], ["gemm", "--all"], ["atomics", "--all"],
+    ["chase", "--all"], ["pingpong"], ["stream", "--all"], ["gemm", "--all"], ["gemm", "--all", "--ab", "independent"], ["atomics", "--all"],
 ]
 
 

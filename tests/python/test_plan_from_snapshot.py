@@ -62,7 +62,7 @@ def test_gemm_plan_skips_pageable_operands_without_ats(mempath_cpu_bin: Path, tm
 PLANS = [["bw", "--all"], ["chase", "--all", "--alloc", "all", "--pattern", "random,sequential"],
          ["chase", "--all", "--max-size", "64KiB"], ["stream", "--all"], ["stream", "--all", "--alloc", "numa"],
          ["pingpong", "--alloc", "system,numa,pinned,registered,managed,device"], ["atomics", "--all"],
-         ["gemm", "--all"], ["um"], ["allocmatrix", "--mem", "all"], ["memcpy"], ["memcpy", "--sweep"],
+         ["gemm", "--all"], ["gemm", "--all", "--ab", "independent", "--size", "1024"], ["um"], ["allocmatrix", "--mem", "all"], ["memcpy"], ["memcpy", "--sweep"],
          ["memcpy", "--latency"], ["memcpy", "--all-gpus"], ["memcpy", "--direction", "d2d,d2d-bidir"]]
 #: What tells two cases of a command apart, where it applies (memcpy: dst_gpu on GPU<->GPU).
 KEYS = {"bw": {"op", "pu", "mem", "dst", "alloc", "kernel", "threads", "size", "via"},
@@ -70,7 +70,7 @@ KEYS = {"bw": {"op", "pu", "mem", "dst", "alloc", "kernel", "threads", "size", "
         "stream": {"pu", "mem", "alloc", "via", "threads", "size"},
         "pingpong": {"a", "b", "a_cpu", "b_cpu", "mem", "alloc", "via"},
         "atomics": {"pu", "mem", "alloc", "via", "scope", "counters", "ops"},
-        "gemm": {"gpu", "dtype", "n", "mem", "alloc", "via"},
+        "gemm": {"gpu", "dtype", "n", "mem", "alloc", "via", "b_mem", "b_alloc", "b_via", "c_mem", "c_alloc"},
         "um": {"exp", "alloc", "gpu", "mem", "size"},
         "allocmatrix": {"gpu", "src_alloc", "src_mem", "dst_alloc", "dst_mem", "size"},
         "memcpy": {"mode", "gpu", "host_numa", "cpu_numa", "alloc", "direction", "engine", "size", "via", "timing"}}

@@ -83,6 +83,21 @@ def test_gemm_classes_take_the_largest_order_and_allocator_classes() -> None:
     assert applications.MempathGemmPlacement.metric == applications.MempathGemm.metric
 
 
+def test_gemm_classes_leave_out_pairs_of_placements() -> None:
+    """`--ab independent` lines (issue 20: `mem` is A's, `b_mem` B's) are no path of one
+    placement: a slow pair must not become the `gpu local device` class's minimum. Lines
+    that say B shares A's placement count, as do older lines without `b_mem`."""
+    pairs = [
+        'gpu=0 dtype=fp16 n=8192 mem=gpu0 alloc=device via=local b_mem=numa0 b_alloc=pinned b_via=c2c status=ok median_TFLOPs=9.00',
+        'gpu=0 dtype=fp16 n=8192 mem=gpu0 alloc=device via=local b_mem=gpu0 b_alloc=managed b_via=local status=ok median_TFLOPs=1.00',
+        'gpu=1 dtype=fp16 n=8192 mem=gpu1 alloc=device via=local b_mem=gpu1 b_alloc=device b_via=local status=ok median_TFLOPs=860.00',
+    ]
+    values = applications.MempathGemm.metric.values(summary('gemm', GEMM_LINES + pairs))
+    assert values["tflops_fp16_gpu_local_device_min"] == (860.00, "TFLOP/s")
+    assert values == {**applications.MempathGemm.metric.values(summary('gemm', GEMM_LINES)),
+                      "tflops_fp16_gpu_local_device_min": (860.00, "TFLOP/s")}
+
+
 # ---- a quad GH200: each check reports a few classes (issue 13) ----------------------------
 
 STREAM_VAR = re.compile(r"(?P<kernel>copy|triad)_GBps_(?P<pu>cpus|cpu|gpu)_(?P<mem>numa|gpu|interleave)"
@@ -152,6 +167,19 @@ def test_a_quad_gh200_application_check_reports_at_most_30_variables(
         assert {m["dtype"] for m in names.values()} == {"fp16", "fp64"}
     if check == "MempathGemm":          # operands in HBM: each GPU's own and its peers'
         assert sorted(values) == ["tflops_fp16_gpu_local_device_min", "tflops_fp64_gpu_local_device_min"]
+
+
+def test_a_quad_gh200_gemm_run_of_pairs_gives_the_classes_of_its_shared_placements(mempath_cpu_bin: Path) -> None:
+    """`--all --ab independent` in extra_options: the diagonal's classes, the pairs left out."""
+    metric = applications.MempathGemmPlacement.metric
+    pairs = mempath_summary.parse_lines(planned_summary_lines(
+        mempath_cpu_bin, QUAD_GH200, "gemm", "--all", "--ab", "independent", "--dtype", "fp16,fp64", "--size", "8192"))
+    diagonal = [s for s in pairs if (s["mem"], s["alloc"]) == (s["b_mem"], s["b_alloc"])]
+    assert len(diagonal) < len(pairs) / 10
+    assert metric.values(pairs) == {name: (value, metric.unit) for name, value in class_minima(diagonal).items()}
+    shared = mempath_summary.parse_lines(planned_summary_lines(
+        mempath_cpu_bin, QUAD_GH200, "gemm", "--all", "--dtype", "fp16,fp64", "--size", "8192"))
+    assert set(metric.values(pairs)) == set(metric.values(shared))
 
 
 # ---- listings and command lines --------------------------------------------------------------
