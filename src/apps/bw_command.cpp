@@ -154,7 +154,7 @@ const std::vector<ColumnSpec> kCaseColumns = {
     {"cache_resident", ColumnType::Int, ""},
     {"blocks", ColumnType::Int, ""},
     {"noise_size_bytes", ColumnType::Int, "bytes"}, {"noise_threads", ColumnType::Int, ""},
-    {"noise_bytes", ColumnType::Int, "bytes"}, {"noise_seconds", ColumnType::Float, "s"},
+    {"noise_bytes", ColumnType::Int, "bytes"}, {"noise_time_s", ColumnType::Float, "s"},
     {"noise_GBps", ColumnType::Float, "GB/s"},
 };
 
@@ -258,7 +258,7 @@ class BwBenchmark : public Benchmark {
     row["noise_size_bytes"] = static_cast<int64_t>(c.noise.empty() ? -1 : static_cast<int64_t>(c.noise.size));
     row["noise_threads"] = static_cast<int64_t>(o.noise_threads);
     row["noise_bytes"] = static_cast<int64_t>(noise_ran ? o.noise_bytes : 0);
-    row["noise_seconds"] = noise_ran ? o.noise_seconds : kNaN;
+    row["noise_time_s"] = noise_ran ? o.noise_seconds : kNaN;
     row["noise_GBps"] = noise_ran ? static_cast<double>(o.noise_bytes) / o.noise_seconds / 1e9 : kNaN;
     out_rows.cases.push_back(row);
     return out_rows;

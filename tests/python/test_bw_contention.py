@@ -63,13 +63,13 @@ def test_cpu_noise_counts_its_bytes_within_the_case(mempath_cpu_bin: Path, tmp_p
     assert c["noise"][0] == b"cpu0:numa0"
     assert c["noise_size_bytes"][0] == int(size[:-3]) << 20
     assert c["noise_threads"][0] == cpu0_cores(mempath_cpu_bin) - 1  # every core the measured thread leaves
-    nbytes, seconds = int(c["noise_bytes"][0]), float(c["noise_seconds"][0])
+    nbytes, seconds = int(c["noise_bytes"][0]), float(c["noise_time_s"][0])
     assert nbytes > 0 and nbytes % (4096) == 0  # whole chunks of whole pages
     assert math.isclose(c["noise_GBps"][0], nbytes / seconds / 1e9, rel_tol=1e-9)
     assert f"{c['noise_GBps'][0]:.2f}" == line["noise_GBps"]
     with h5py.File(out) as f:
         timed = f["bw/samples/time_s"][()]
-        assert f["bw/cases/noise_seconds"].attrs["units"] == "s"
+        assert f["bw/cases/noise_time_s"].attrs["units"] == "s"
         assert f["bw/cases/noise_GBps"].attrs["units"] == "GB/s"
         assert f["bw/cases/noise_bytes"].attrs["units"] == "bytes"
     # The window spans warm-up and timed repetitions: at least the timed ones' sum.
@@ -86,7 +86,7 @@ def test_a_case_without_noise_records_none(mempath_cpu_bin: Path, tmp_path: Path
     assert "noise" not in line and "noise_GBps" not in line and "blocks" not in line  # a CPU line, no noise
     c = cases(out)
     assert c["noise"][0] == b"" and c["noise_bytes"][0] == 0 and c["noise_threads"][0] == -1
-    assert c["noise_size_bytes"][0] == -1 and np.isnan(c["noise_seconds"][0]) and np.isnan(c["noise_GBps"][0])
+    assert c["noise_size_bytes"][0] == -1 and np.isnan(c["noise_time_s"][0]) and np.isnan(c["noise_GBps"][0])
     assert c["blocks"][0] == -1
     with h5py.File(out) as f:
         assert (f["bw/samples/blocks"][()] == -1).all()
@@ -188,7 +188,7 @@ def test_gpu_noise_counts_its_bytes_while_a_cpu_reads(mempath_bin: Path, tmp_pat
     (line,) = summaries(proc.stdout)
     assert line["status"] == "ok", line
     c = cases(out)
-    nbytes, seconds = int(c["noise_bytes"][0]), float(c["noise_seconds"][0])
+    nbytes, seconds = int(c["noise_bytes"][0]), float(c["noise_time_s"][0])
     assert c["noise"][0].decode().startswith("gpu") and nbytes > 0 and nbytes % 16 == 0
     assert c["noise_threads"][0] > 0
     with h5py.File(out) as f:
