@@ -86,7 +86,7 @@ __global__ void mismatch_kernel(const unsigned long long* __restrict__ p, size_t
 // The contention reader: each block sweeps its tiles of the buffer again and again (every
 // load's value summed, so none can be removed) until the host sets *stop. Thread 0 counts
 // the block's loaded vectors and, after every chunk, publishes them to host-mapped
-// progress[block] (the host sums them while the kernel runs) before it looks at the flag.
+// progress[block] (the host sums them while the kernel runs).
 __global__ void noise_kernel(const Vec* __restrict__ src, size_t n, const volatile int* stop,
                              volatile unsigned long long* progress, unsigned long long* sum) {
   __shared__ int done;
@@ -96,6 +96,9 @@ __global__ void noise_kernel(const Vec* __restrict__ src, size_t n, const volati
   unsigned long long acc = 0, loaded = 0;  // loaded: vectors of the whole block (thread 0)
   size_t base = first;
   for (;;) {
+    // The flag is loaded before the chunk and used after it: its round trip to host memory
+    // hides behind the chunk's loads instead of stalling the block (a stop costs a chunk).
+    const int stop_seen = threadIdx.x == 0 ? *stop : 0;
     for (int t = 0; t < kNoiseChunkTiles; ++t) {
       Vec v[kUnroll];
       load_tile(src, base, n, v);
@@ -106,9 +109,10 @@ __global__ void noise_kernel(const Vec* __restrict__ src, size_t n, const volati
       if (base >= n) base = first;
     }
     if (threadIdx.x == 0) {
+      // No fence: the host may see a count a little late, never a wrong one; the last is
+      // visible once the kernel has ended.
       *(progress + blockIdx.x) = loaded * sizeof(Vec);
-      __threadfence_system();
-      done = *stop;
+      done = stop_seen;
     }
     __syncthreads();
     if (done) break;
@@ -190,7 +194,7 @@ KernelRun run_bw(int gpu, Op op, const void* src, void* dst, size_t bytes, int p
     cuda_check(cudaEventRecord(ev.e[r + 1], stream), "cudaEventRecord");
   }
   cuda_check(cudaStreamSynchronize(stream), "bandwidth kernels");
-  if (on_end) on_end();
+  if (on_end) on_end(), use_device(gpu);  // on_end may have stopped a reader on another GPU
   for (int r = warmup; r < total; ++r) run.seconds.push_back(ev.seconds(r, r + 1));
   if (op == Op::Read) {
     std::vector<unsigned long long> host(total);
