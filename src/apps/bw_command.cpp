@@ -1,8 +1,10 @@
 #include <cmath>
 #include <cstdio>
 #include <iostream>
+#include <limits>
 #include <map>
 #include <memory>
+#include <set>
 
 #include "apps/bw_runner.hpp"
 #include "apps/benchmark.hpp"
@@ -27,8 +29,9 @@ std::vector<OptionSpec> filter_option_specs() {
       {"mem", "MEM", "memory read or written, the source of a copy: numaN or gpuN"},
       {"dst-mem", "MEM", "destination memory of a copy (default: --mem)"},
       {"alloc", "ALLOC", "system, numa, device, managed, pinned, registered"},
-      {"threads", "N|sweep", "CPU threads (default: all cores of the PU), or sweep 1,2,4..all; "
-                               "with --all: sweep (default) or all (no sweep)"},
+      {"threads", "N|sweep", "CPU threads (default: all cores of the PU), or sweep 1,2,4..all; for a GPU "
+                               "sweep runs the grid kernel with 1,2,4.. blocks of 512 threads, then its full grid; "
+                               "with --all: sweep (default: CPU paths; given: GPU paths too) or all (no sweep)"},
       {"kernel", "grid|block", "GPU kernel: all SMs (default) or one block of 1024 threads "
                                "(with --all a filter; default both)"},
       {"size", "SIZE", "bytes per buffer (default 1GiB, raised to 4x the caches on the path)"},
@@ -47,7 +50,11 @@ std::vector<OptionSpec> bw_option_specs() {
   specs.insert(specs.end(), {
       {"reps", "N", "timed repetitions (default 10)"},
       {"warmup", "N", "untimed repetitions first (default 2)"},
-      {"noise", "PU:MEM", "another processor reads MEM continuously during each case"},
+      {"noise", "PU:MEM|partner", "another processor reads MEM continuously during each case, its bytes "
+                                   "counted; partner: the other processor of each case's superchip reads "
+                                   "the memory across the link between them (x86: the GPU and its socket)"},
+      {"noise-size", "SIZE", "bytes of the noise buffer (default: 8GiB, or half the memory's free bytes "
+                             "where less)"},
       {"all", "", "every case this node supports; --op/--pu/--pu-kind/--mem/--alloc filter"},
   });
   return specs;
@@ -62,6 +69,10 @@ BwSettings settings_from(const Options& opts) {
   return s;
 }
 
+uint64_t noise_size_option(const Options& opts) {
+  return opts.has("noise-size") ? parse_size(*opts.get("noise-size")) : 0;
+}
+
 BwFilters filters_from(const Options& opts) {
   BwFilters f;
   f.ops = opts.list("op");
@@ -74,6 +85,7 @@ BwFilters filters_from(const Options& opts) {
   if (threads != "sweep" && threads != "all")
     throw UsageError("with --all, --threads takes sweep (default) or all, not '" + threads + "'");
   f.thread_sweep = threads == "sweep";
+  f.gpu_sweep = opts.has("threads") && threads == "sweep";
   return f;
 }
 
@@ -93,20 +105,21 @@ std::vector<BwCase> plan(const Topology& topo, const Options& opts, const BwSett
   };
   if (threads != "sweep") return {one(threads.empty() ? -1 : thread_count(threads))};
   const BwCase all = one(-1);
-  if (all.pu_kind != "cpu") throw UsageError("--threads sweep applies to CPU processors");
+  if (all.pu_kind != "cpu") return gpu_grid_sweep(topo, all);
   std::vector<BwCase> cases;
   for (int t : thread_sweep(all.threads)) cases.push_back(one(t));
   return cases;
 }
 
 // Modelled (core/duration_model.hpp): its buffers set up, warm-up and timed repetitions
-// at the path's rate (a CPU's limited by its threads, a GPU block's by one block), the
-// destination checked.
+// at the path's rate (a CPU's limited by its threads, a GPU block's by one block, a grid
+// sweep point's by its blocks of 512 threads), the destination checked.
 double bw_case_seconds(const BwCase& c, const BwSettings& s) {
   const double size = static_cast<double>(c.size);
   const int buffers = c.op == Op::Copy ? 2 : 1;
   double gbps = model::threads_gbps(c.pu_kind, c.via, c.threads);
   if (c.kernel == "block") gbps = std::min(gbps, model::kGpuBlockGBps);
+  if (c.blocks > 0) gbps = std::min(gbps, model::kGpuBlockGBps * c.blocks * kSweepBlockThreads / 1024);
   const double timed = model::seconds((s.warmup + s.reps) * bw_passes(c) * buffers * size, gbps);
   const double check = c.op == Op::Read ? 0 : model::verify_s(size);
   return model::kCaseOverheadS + model::setup_s(buffers * size) + timed + check;
@@ -121,6 +134,7 @@ const std::vector<ColumnSpec> kSampleColumns = {
     {"threads", ColumnType::Int, ""},      {"size_bytes", ColumnType::Int, "bytes"},
     {"bytes", ColumnType::Int, "bytes"},   {"time_s", ColumnType::Float, "s"},
     {"bandwidth_GBps", ColumnType::Float, "GB/s"}, {"noise", ColumnType::String, ""},
+    {"blocks", ColumnType::Int, ""},
 };
 
 const std::vector<ColumnSpec> kCaseColumns = {
@@ -138,6 +152,10 @@ const std::vector<ColumnSpec> kCaseColumns = {
     {"dst_placement", ColumnType::String, ""}, {"placed", ColumnType::Int, ""},
     {"verified", ColumnType::Int, ""},
     {"cache_resident", ColumnType::Int, ""},
+    {"blocks", ColumnType::Int, ""},
+    {"noise_size_bytes", ColumnType::Int, "bytes"}, {"noise_threads", ColumnType::Int, ""},
+    {"noise_bytes", ColumnType::Int, "bytes"}, {"noise_time_s", ColumnType::Float, "s"},
+    {"noise_GBps", ColumnType::Float, "GB/s"},
 };
 
 std::string dash(const std::string& s) { return s.empty() ? "-" : s; }
@@ -156,15 +174,20 @@ class BwBenchmark : public Benchmark {
     settings_ = settings_from(opts);
     cases_ = mempath::plan(topo, opts, settings_);
     if (cases_.empty()) throw UsageError("the filters select no case on this node; see 'mempath list'");
-    if (auto spec = opts.get("noise"))
-      for (const auto& c : cases_) parse_noise(topo, *spec, c.pu);  // every case must allow it
-    noise_spec_ = opts.get_or("noise", "");
+    noise_text_ = opts.get_or("noise", "");
+    plan_noise(topo, noise_text_, noise_size_option(opts), cases_);
+    // A noise buffer is set up once, by the first case that reads it.
+    std::set<std::string> seen;
+    first_noise_use_.assign(cases_.size(), false);
+    for (size_t i = 0; i < cases_.size(); ++i)
+      if (!cases_[i].noise.empty() && cases_[i].skip_reason.empty())
+        first_noise_use_[i] = seen.insert(noise_key(cases_[i].noise)).second;
     all_ = opts.flag("all");
   }
   size_t cases() const override { return cases_.size(); }
   PlanFields plan_fields(size_t i) const override {
     const BwCase& c = cases_[i];
-    return {{"op", op_name(c.op)},
+    PlanFields f = {{"op", op_name(c.op)},
             {"pu", c.pu},
             {"mem", c.mem},
             {"dst", c.dst_mem},
@@ -173,17 +196,19 @@ class BwBenchmark : public Benchmark {
             {"threads", std::to_string(c.threads)},
             {"size", std::to_string(c.size)},
             {"via", c.via}};
+    if (c.pu_kind == "gpu") f.push_back({"blocks", std::to_string(c.kernel == "block" ? 1 : c.blocks > 0 ? c.blocks : -1)});
+    if (!noise_text_.empty()) f.push_back({"noise", noise_label(c)});
+    return f;
   }
   std::string skip_reason(size_t i) const override { return cases_[i].skip_reason; }
-  double expected_seconds(size_t i) const override { return bw_case_seconds(cases_[i], settings_); }
-
-  void prepare() override {
-    if (noise_spec_.empty()) return;
-    const NoiseSpec n = parse_noise(*topo_, noise_spec_, cases_.front().pu);
-    noise_ = std::make_unique<NoiseRunner>(*topo_, n, default_size(*topo_, n.pu));
+  double expected_seconds(size_t i) const override {
+    const double noise = first_noise_use_[i] ? model::setup_s(static_cast<double>(cases_[i].noise.size)) : 0;
+    return bw_case_seconds(cases_[i], settings_) + noise;
   }
+
+  void prepare() override { noise_buffers_ = std::make_unique<NoiseBuffers>(*topo_); }
   Outcome run(size_t i) override {
-    CaseOutcome o = run_case(*topo_, cases_[i], settings_, noise_.get());
+    CaseOutcome o = run_case(*topo_, cases_[i], settings_, noise_buffers_.get());
     return {o.status, o.reason, o};
   }
 
@@ -202,7 +227,8 @@ class BwBenchmark : public Benchmark {
                   {"alloc", alloc_name(c.alloc)}, {"dst_alloc", alloc_name(c.dst_alloc)}, {"kernel", o.kernel},
                   {"threads", static_cast<int64_t>(o.threads)},
                   {"size_bytes", static_cast<int64_t>(c.size)},
-                  {"bytes", static_cast<int64_t>(o.bytes_per_rep)}, {"noise", noise_ ? noise_->label() : ""}};
+                  {"bytes", static_cast<int64_t>(o.bytes_per_rep)}, {"noise", noise_label(c)},
+                  {"blocks", static_cast<int64_t>(o.blocks)}};
     CaseRows out_rows;
     if (o.status == "ok") {
       for (size_t r = 0; r < o.seconds.size(); ++r) {
@@ -228,13 +254,29 @@ class BwBenchmark : public Benchmark {
                                                 (c.dst_mem.empty() || placed_as_named(*topo_, o.dst_placement, c.dst_mem, c.dst_alloc)));
     row["verified"] = static_cast<int64_t>(o.verified);
     row["cache_resident"] = static_cast<int64_t>(c.in_cache);
+    const bool noise_ran = o.status == "ok" && o.noise_seconds > 0;
+    row["noise_size_bytes"] = static_cast<int64_t>(c.noise.empty() ? -1 : static_cast<int64_t>(c.noise.size));
+    row["noise_threads"] = static_cast<int64_t>(o.noise_threads);
+    row["noise_bytes"] = static_cast<int64_t>(noise_ran ? o.noise_bytes : 0);
+    row["noise_time_s"] = noise_ran ? o.noise_seconds : kNaN;
+    row["noise_GBps"] = noise_ran ? static_cast<double>(o.noise_bytes) / o.noise_seconds / 1e9 : kNaN;
     out_rows.cases.push_back(row);
     return out_rows;
   }
-  std::vector<SummaryField> summary_fields(const Row&) const override {
-    return {field("op"), field("pu"), field("mem"), field("dst", "dst_mem"), field("alloc"), field("kernel"),
-            field("threads"), field("size", "size_bytes"), field("via"), field("placement"), field("placed"),
-            field("status"), metric("median_GBps", 2), metric("min_GBps", 2), metric("max_GBps", 2), metric("reps")};
+  // GPU lines name their blocks, lines of a case with noise its reader and what it read.
+  std::vector<SummaryField> summary_fields(const Row& row) const override {
+    const bool gpu = std::get<std::string>(row.at("pu_kind")) == "gpu";
+    const bool noise = !std::get<std::string>(row.at("noise")).empty();
+    std::vector<SummaryField> f = {field("op"), field("pu"), field("mem"), field("dst", "dst_mem"), field("alloc"),
+                                   field("kernel"), field("threads")};
+    if (gpu) f.push_back(field("blocks"));
+    f.insert(f.end(), {field("size", "size_bytes"), field("via")});
+    if (noise) f.push_back(field("noise"));
+    f.insert(f.end(), {field("placement"), field("placed"), field("status"), metric("median_GBps", 2),
+                       metric("min_GBps", 2), metric("max_GBps", 2)});
+    if (noise) f.push_back(metric("noise_GBps", 2));
+    f.push_back(metric("reps"));
+    return f;
   }
   // nvbandwidth's view of `--all`: one processor x memory matrix per op, each cell the
   // best median of the path's cases (any allocator, kernel or thread count).
@@ -264,8 +306,15 @@ class BwBenchmark : public Benchmark {
   const Topology* topo_ = nullptr;
   BwSettings settings_;
   std::vector<BwCase> cases_;
-  std::string noise_spec_;
-  std::unique_ptr<NoiseRunner> noise_;
+  // The noise column: the reader's PU:MEM, or the option itself where a case has none
+  // (`partner` on a case the plan skipped for want of one); empty without --noise.
+  std::string noise_label(const BwCase& c) const { return c.noise.empty() ? noise_text_ : c.noise.label(); }
+  static std::string noise_key(const NoiseSpec& n) { return n.alloc + ":" + n.mem + ":" + std::to_string(n.size); }
+  static constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
+
+  std::string noise_text_;
+  std::vector<bool> first_noise_use_;
+  std::unique_ptr<NoiseBuffers> noise_buffers_;
 };
 
 }  // namespace

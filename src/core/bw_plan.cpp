@@ -75,6 +75,28 @@ std::vector<int> thread_sweep(int cores) {
   return counts;
 }
 
+std::vector<BwCase> gpu_grid_sweep(const Topology& topo, const BwCase& grid) {
+  const Processor& p = require_pu(topo, grid.pu);
+  if (pu_kind(p.kind) != PuKind::Gpu) throw UsageError("a grid sweep is of a GPU, not of " + grid.pu);
+  if (grid.kernel != "grid")
+    throw UsageError("--threads sweep varies the grid kernel's blocks; --kernel " + grid.kernel +
+                     " is one fixed block; valid: --kernel grid (or no --kernel) with --threads sweep");
+  if (!grid.skip_reason.empty()) return {grid};  // a skip at every grid size is one skip
+  const GpuInfo* g = topo.find_gpu(p.gpu);
+  if (!g || g->sm_count <= 0)
+    throw UsageError("the SM count of " + grid.pu + " is unknown (a snapshot without sm_count?): "
+                     "--threads sweep cannot size its grid; valid: --threads all, or a snapshot with GPU facts");
+  std::vector<BwCase> cases;
+  for (int b = 1; b <= kSweepBlocksPerSm * g->sm_count; b *= 2) {
+    BwCase c = grid;
+    c.blocks = b;
+    c.threads = b * kSweepBlockThreads;
+    cases.push_back(c);
+  }
+  cases.push_back(grid);
+  return cases;
+}
+
 std::vector<int> pick_cpus(const Topology& topo, const std::string& pu, int threads) {
   const Processor& p = require_pu(topo, pu);
   if (pu_kind(p.kind) != PuKind::Cpu) throw UsageError("--threads applies to CPU processors; " + pu + " is a GPU");
@@ -207,8 +229,17 @@ std::vector<BwCase> all_cases(const Topology& topo, const BwFilters& filters, co
             for (int t : sweep ? thread_sweep(all_cores) : std::vector<int>{all_cores})
               add(op, p.name, m.name, "", a, t, "");
           } else {
-            for (const auto& k : runs ? kernels : std::vector<std::string>{kernels.front()})
-              add(op, p.name, m.name, "", a, -1, k);
+            // Explicitly asked only: the nightly plan of GPU paths stays one case per kernel.
+            const bool sweep = filters.gpu_sweep && runs && a == default_alloc(topo, p.name, m.name) &&
+                               contains(kernels, "grid");
+            for (const auto& k : runs ? kernels : std::vector<std::string>{kernels.front()}) {
+              if (sweep && k == "grid") {
+                const auto points = gpu_grid_sweep(topo, make_case(topo, op, p.name, m.name, "", a, -1, k, settings));
+                cases.insert(cases.end(), points.begin(), points.end());
+              } else {
+                add(op, p.name, m.name, "", a, -1, k);
+              }
+            }
           }
         }
       }
@@ -217,26 +248,140 @@ std::vector<BwCase> all_cases(const Topology& topo, const BwFilters& filters, co
   return cases;
 }
 
-NoiseSpec parse_noise(const Topology& topo, const std::string& text, const std::string& measured_pu) {
+namespace {
+
+constexpr uint64_t kNoiseMaxBytes = 8ULL << 30;  // the paper's 8 GB noise buffer
+constexpr uint64_t kNoiseAlign = 2ULL << 20;
+
+// A CPU reader's threads: one per physical core of its processor that the measured case
+// does not use; a GPU's case is driven by a host thread, which keeps one core for itself.
+std::vector<int> noise_cpus(const Processor& p, const BwCase& measured) {
+  const size_t cores = p.cores > 0 ? std::min<size_t>(p.cores, p.cpus.size()) : p.cpus.size();
+  const std::set<int> busy(measured.cpus.begin(), measured.cpus.end());
+  std::vector<int> out;
+  for (size_t i = 0; i < cores; ++i)
+    if (!busy.count(p.cpus[i])) out.push_back(p.cpus[i]);
+  if (pu_kind(measured.pu_kind) == PuKind::Gpu && !out.empty()) out.erase(out.begin());
+  return out;
+}
+
+std::string no_core_left(const std::string& noise_pu, const BwCase& measured) {
+  return noise_pu + " shares cores with the measured " + measured.pu + " and has none left for itself" +
+         (pu_kind(measured.pu_kind) == PuKind::Gpu ? " (one stays with the thread driving the GPU)" : "");
+}
+
+// The only CPU node of the node, -1 when there are several (or none).
+int only_cpu_node(const Topology& topo) {
+  int found = -1, count = 0;
+  for (const auto& n : topo.numa_nodes)
+    if (!n.cpus.empty()) found = n.id, ++count;
+  return count == 1 ? found : -1;
+}
+
+}  // namespace
+
+std::string partner_noise(const Topology& topo, const BwCase& measured, NoiseSpec* out) {
+  const Processor& p = require_pu(topo, measured.pu);
+  NoiseSpec n;
+  if (pu_kind(p.kind) == PuKind::Gpu) {
+    // Grace noise reads its superchip's HBM (the paper's Fig. 7): the C2C link carries both.
+    const GpuInfo* g = topo.find_gpu(p.gpu);
+    int host = g && g->host_numa >= 0 ? g->host_numa : only_cpu_node(topo);
+    if (host < 0) return measured.pu + " reports no nearest NUMA node: no CPU socket to pair it with";
+    n.pu = "cpu" + std::to_string(host);
+    if (!topo.find_pu(n.pu)) return "the nearest NUMA node of " + measured.pu + " has no CPUs";
+    const Memory* hbm = g && g->hbm_numa >= 0 ? topo.find_mem("numa" + std::to_string(g->hbm_numa)) : nullptr;
+    if (!hbm)
+      return n.pu + " cannot read " + measured.pu + "'s memory: it is device memory, not a NUMA node a CPU " +
+             "loads from (partner noise reads the GPU's HBM NUMA node, as on GH200)";
+    if (hbm->offline) return hbm->name + " (" + measured.pu + "'s HBM) is offline: no memory for the noise to read";
+    n.mem = hbm->name;
+  } else {
+    // Hopper noise reads its superchip's LPDDR; on x86 the GPU nearest the socket reads it.
+    if (p.numa < 0) return measured.pu + " spans every socket; partner noise pairs one socket with its GPU: name cpuN";
+    const bool single = only_cpu_node(topo) == p.numa;
+    for (const auto& g : topo.gpus)
+      if (g.host_numa == p.numa || (g.host_numa < 0 && single)) {
+        n.pu = "gpu" + std::to_string(g.id);
+        break;
+      }
+    if (n.pu.empty()) return "no GPU is attached to " + measured.pu + ": nothing to read its memory";
+    n.mem = "numa" + std::to_string(p.numa);
+  }
+  n.alloc = default_alloc(topo, n.pu, n.mem);
+  if (n.alloc.empty()) return n.pu + " cannot read " + n.mem + " on this node";
+  if (pu_kind(topo.find_pu(n.pu)->kind) == PuKind::Cpu) {
+    n.cpus = noise_cpus(*topo.find_pu(n.pu), measured);
+    if (n.cpus.empty()) return no_core_left(n.pu, measured);
+  }
+  *out = n;
+  return "";
+}
+
+NoiseSpec parse_noise(const Topology& topo, const std::string& text, const BwCase& measured) {
   const auto colon = text.find(':');
   if (colon == std::string::npos)
-    throw UsageError("invalid --noise '" + text + "'; valid: PU:MEM, e.g. gpu0:numa0 or cpu0:numa4");
-  NoiseSpec n{text.substr(0, colon), text.substr(colon + 1), ""};
+    throw UsageError("invalid --noise '" + text + "'; valid: partner, or PU:MEM, e.g. gpu0:numa0 or cpu0:numa4");
+  NoiseSpec n;
+  n.pu = text.substr(0, colon);
+  n.mem = text.substr(colon + 1);
   const Processor& p = require_pu(topo, n.pu);
   require_mem(topo, n.mem);
-  const Processor* measured = topo.find_pu(measured_pu);
-  bool overlap = n.pu == measured_pu;
-  if (measured && pu_kind(p.kind) == PuKind::Cpu && pu_kind(measured->kind) == PuKind::Cpu) {
-    std::set<int> a(p.cpus.begin(), p.cpus.end());
-    for (int c : measured->cpus) overlap = overlap || a.count(c);
+  if (pu_kind(p.kind) == PuKind::Gpu) {
+    if (n.pu == measured.pu)
+      throw UsageError("--noise processor " + n.pu + " shares SMs with the measured " + measured.pu +
+                       "; valid: a processor that does not overlap it");
+  } else {
+    n.cpus = noise_cpus(p, measured);
+    if (n.cpus.empty())
+      throw UsageError("--noise processor " + no_core_left(n.pu, measured) +
+                       "; valid: fewer --threads, or a processor that does not overlap it");
   }
-  if (overlap)
-    throw UsageError("--noise processor " + n.pu + " shares cores or SMs with the measured " +
-                     measured_pu + "; valid: a processor that does not overlap it");
   n.alloc = default_alloc(topo, n.pu, n.mem);
   if (n.alloc.empty())
     throw UsageError("--noise: " + n.pu + " cannot read " + n.mem + " on this node");
   return n;
+}
+
+uint64_t noise_size(const Topology& topo, const NoiseSpec& spec, uint64_t requested) {
+  const uint64_t guard = kCacheFactor * path_cache_bytes(topo, spec.pu);
+  if (requested) {
+    if (requested % 4096 != 0)
+      throw UsageError("--noise-size " + format_size(requested) + " is not a multiple of 4KiB; valid: e.g. 1GiB, 8GiB");
+    if (requested < guard)
+      throw UsageError("--noise-size " + format_size(requested) + " is below 4 x the caches of " + spec.pu +
+                       ": the noise would read its caches, not " + spec.mem + "; valid: at least " + format_size(guard));
+    return requested;
+  }
+  const Memory* m = topo.find_mem(spec.mem);
+  const uint64_t half = m && m->free_bytes > 0 ? static_cast<uint64_t>(m->free_bytes) / 2 : kNoiseMaxBytes;
+  return std::min(kNoiseMaxBytes, half) / kNoiseAlign * kNoiseAlign;
+}
+
+void plan_noise(const Topology& topo, const std::string& text, uint64_t requested_size,
+                std::vector<BwCase>& cases) {
+  if (text.empty()) {
+    if (requested_size) throw UsageError("--noise-size applies with --noise");
+    return;
+  }
+  for (auto& c : cases) {
+    NoiseSpec n;
+    if (text == "partner") {
+      const std::string why = partner_noise(topo, c, &n);
+      if (!why.empty()) {
+        if (c.skip_reason.empty()) c.skip_reason = "--noise partner: " + why;
+        continue;
+      }
+    } else {
+      n = parse_noise(topo, text, c);
+    }
+    n.size = noise_size(topo, n, requested_size);
+    const uint64_t guard = kCacheFactor * path_cache_bytes(topo, n.pu);
+    if (n.size < guard && c.skip_reason.empty())
+      c.skip_reason = "too little free memory on " + n.mem + " for a noise buffer of 4 x the caches of " + n.pu +
+                      " (" + format_size(guard) + ")";
+    c.noise = n;
+  }
 }
 
 }  // namespace mempath

@@ -14,7 +14,8 @@ constexpr size_t kSliceAlign = 4096;  // whole pages per thread: no shared cache
 }  // namespace
 
 BwRun run_bw(const Isa& isa, const std::vector<int>& cpus, Op op, const void* src, void* dst,
-             size_t bytes, int passes, int warmup, int reps, uint8_t fill) {
+             size_t bytes, int passes, int warmup, int reps, uint8_t fill,
+             const std::function<void()>& on_start, const std::function<void()>& on_end) {
   ThreadTeam team(cpus);
   const int n = team.size();
   std::vector<uint64_t> sums(n);
@@ -40,12 +41,14 @@ BwRun run_bw(const Isa& isa, const std::vector<int>& cpus, Op op, const void* sr
     std::memset(static_cast<char*>(dst) + begin, 0, end - begin);
   };
   BwRun run;
+  if (on_start) on_start();
   for (int r = 0; r < warmup + reps; ++r) {
     if (op == Op::Copy && warmup > 0 && r == warmup) team.run(clear_dst);
     word = 0x0202020202020202ULL + static_cast<uint64_t>(r);  // each write distinct
     const double t = team.run(kernel);
     if (r >= warmup) run.seconds.push_back(t);
   }
+  if (on_end) on_end();
   // Data check (untimed): the read sum is what the fill implies, written/copied words
   // are what the last repetition stored.
   if (op == Op::Read) {

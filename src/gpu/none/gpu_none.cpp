@@ -25,8 +25,12 @@ void prefetch_managed(void*, size_t, int) { no_cuda(); }
 void keep_managed_at(void*, size_t, int, int) { no_cuda(); }
 void fill(int, void*, size_t, uint8_t) { no_cuda(); }
 uint64_t count_mismatches(int, const void*, size_t, uint64_t) { no_cuda(); }
-KernelRun run_bw(int, Op, const void*, void*, size_t, int, bool, int, int, uint64_t) { no_cuda(); }
+KernelRun run_bw(int, Op, const void*, void*, size_t, int, int, int, int, uint64_t, const std::function<void()>&,
+                 const std::function<void()>&) {
+  no_cuda();
+}
 struct Noise {};
-Noise* start_noise(int, const void*, size_t) { no_cuda(); }
-void stop_noise(Noise*) {}
+Noise* start_noise(int, const void*, size_t, uint8_t) { no_cuda(); }
+uint64_t noise_progress(const Noise*) { return 0; }
+NoiseTotal stop_noise(Noise*) { return {}; }
 }  // namespace mempath::gpu
