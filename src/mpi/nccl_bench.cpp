@@ -1,8 +1,9 @@
 // `mempath-mpi nccl`: NCCL all-reduce and all-gather, one GPU per rank, with the buffers
 // in the GPU's own memory (cudaMalloc or system-allocated on GH200's HBM node), in host
 // memory, in another GPU's memory, or in another superchip's host memory (issue 5, the
-// paper's Figs. 18/19; core/scaleout_plan.hpp: nccl_placement; docs/cli.md). Bandwidths follow nccl-tests (core/scaleout_plan.hpp). Every element of
-// every result is checked, untimed, against what the collective must give.
+// paper's Figs. 18/19; docs/cli.md). Placements, sizes and bandwidths (nccl-tests') are
+// planned in core/scaleout_plan.hpp. Every element of every result is checked, untimed,
+// against what the collective must give.
 #include <cuda_runtime.h>
 #include <nccl.h>
 
@@ -260,7 +261,13 @@ int cmd_nccl(const std::vector<std::string>& args, const std::vector<std::string
     gpu = check_gpus(job, topo);
   });
   const int hosts = job.split_host ? 1 : job.nodes;  // collectives span hosts, not halves
-  const std::vector<NcclCase> cases = nccl_cases(colls, sizes, job.size);
+  std::vector<NcclCase> cases;
+  phase("planning the sizes", [&] {
+    cases = nccl_cases(colls, sizes, job.size);
+    if (cases.empty())
+      throw UsageError("--max-size " + format_size(sizes.max_size) + " leaves no buffer with 4 B for each of the " +
+                       std::to_string(job.size) + " ranks; valid: at least " + std::to_string(4 * job.size) + " B");
+  });
   const Gpu g = start_nccl(job, gpu);
   JobFile file(job, opts, "mpi-nccl", topo.host, [&] {
     auto attrs = collect_provenance(topo, argv);
