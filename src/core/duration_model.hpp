@@ -40,6 +40,14 @@ inline constexpr double kChainElementS = 30e-9;    // building a chase chain, pe
 inline constexpr double kRoundTripS = 5e-6;        // a ping-pong round trip, any pair
 inline constexpr double kCopyCallS = 20e-6;        // one cudaMemcpyAsync + synchronise
 
+// --- scale-out (mempath-mpi) -----------------------------------------------------------
+// One node into the network, all its ranks together (an Alps node's Slingshot 11 NICs
+// move 25 GB/s each; one 100 Gb/s NIC elsewhere), GB/s.
+inline constexpr double kNetworkGBps = 10;
+inline constexpr double kMpiMessageS = 2e-6;    // one MPI message's software cost (tiny messages)
+inline constexpr double kCollectiveS = 50e-6;   // one NCCL collective's launch and steps, any size
+inline constexpr double kNcclInitS = 5;         // ncclCommInitRank over the job, once per run
+
 // --- compute -----------------------------------------------------------------------
 inline constexpr double kGemmTflops16 = 200;  // fp16 / tf32 tensor cores
 inline constexpr double kGemmTflops32 = 20;   // fp32 / fp64

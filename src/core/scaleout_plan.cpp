@@ -3,8 +3,10 @@
 #include <algorithm>
 #include <cstring>
 
+#include "core/duration_model.hpp"
 #include "core/error.hpp"
 #include "core/options.hpp"
+#include "core/units.hpp"
 
 namespace mempath {
 
@@ -112,6 +114,134 @@ double busbw_factor(const std::string& collective, int ranks) {
   if (collective == "allreduce") return 2.0 * (n - 1) / n;
   if (collective == "allgather") return (n - 1) / n;
   throw UsageError("invalid collective '" + collective + "'; valid: " + join(nccl_collectives()));
+}
+
+uint64_t split_rank_bytes(uint64_t node_bytes, int pairs) {
+  return pairs > 0 ? node_bytes / static_cast<uint64_t>(pairs) : 0;
+}
+
+std::vector<uint64_t> split_node_sizes(uint64_t min_node, uint64_t max_node, int pairs) {
+  const uint64_t lo = std::max<uint64_t>(min_node, static_cast<uint64_t>(std::max(pairs, 1)));
+  if (lo > max_node) return {};
+  return power_of_two_sizes(lo, max_node);
+}
+
+const std::vector<std::string>& nccl_placement_names() {
+  static const std::vector<std::string> names = {"device", "hbm-system", "host", "peer", "peer-host"};
+  return names;
+}
+
+void check_nccl_placement_name(const std::string& name) {
+  const auto& names = nccl_placement_names();
+  if (std::find(names.begin(), names.end(), name) == names.end())
+    throw UsageError("invalid --placement '" + name + "'; valid: " + join(names));
+}
+
+NcclPlacement nccl_placement(const Topology& topo, const std::string& name, int gpu) {
+  check_nccl_placement_name(name);
+  NcclPlacement p{name, "", "", "", ""};
+  const GpuInfo* g = topo.find_gpu(gpu);
+  if (!g) {
+    p.reason = "GPU " + std::to_string(gpu) + " does not exist on this node";
+    return p;
+  }
+  const std::string pu = "gpu" + std::to_string(gpu);
+  const int n = static_cast<int>(topo.gpus.size());
+  if (name == "device") {
+    p.alloc = "device", p.mem = pu;
+  } else if (name == "hbm-system") {
+    if (g->hbm_numa < 0) {
+      p.reason = pu + "'s memory is no NUMA node: system-allocated HBM needs a node whose HBM the kernel "
+                 "manages, as GH200's";
+      return p;
+    }
+    p.alloc = "numa", p.mem = "numa" + std::to_string(g->hbm_numa);
+  } else if (name == "host") {
+    p.alloc = g->pageable_access ? "numa" : "pinned", p.mem = "numa" + std::to_string(std::max(g->host_numa, 0));
+  } else if (name == "peer") {
+    if (n < 2) {
+      p.reason = "peer placement needs a second GPU on the node";
+      return p;
+    }
+    p.alloc = "device", p.mem = "gpu" + std::to_string(topo.gpus[(gpu + 1) % n].id);
+  } else {  // peer-host
+    if (!g->pageable_access) {
+      p.reason = "peer-host puts the buffers in another superchip's memory, which needs a GPU that reads "
+                 "system-allocated memory (GH200's ATS); " + pu + " does not";
+      return p;
+    }
+    for (int k = 1; k < n && p.mem.empty(); ++k) {
+      const GpuInfo& other = topo.gpus[(gpu + k) % n];
+      if (other.host_numa >= 0 && other.host_numa != g->host_numa) p.mem = "numa" + std::to_string(other.host_numa);
+    }
+    if (p.mem.empty()) {
+      p.reason = "no other superchip: every GPU's host memory is numa" + std::to_string(g->host_numa);
+      return p;
+    }
+    p.alloc = "numa";
+  }
+  p.reason = alloc_problem(topo, pu, p.mem, p.alloc);
+  p.via = p.reason.empty() ? route_via(topo, pu, p.mem, p.mem) : "";
+  return p;
+}
+
+std::vector<NcclCase> nccl_cases(const std::vector<std::string>& collectives, const NcclSizes& sizes, int ranks) {
+  const uint64_t n = static_cast<uint64_t>(std::max(ranks, 1));
+  std::vector<NcclCase> cases;
+  auto add = [&](const std::string& coll, uint64_t rank_bytes) {
+    rank_bytes -= rank_bytes % sizeof(float);
+    if (rank_bytes == 0) return;
+    cases.push_back({coll, coll == "allreduce" ? rank_bytes : rank_bytes * n, rank_bytes});
+  };
+  for (const auto& coll : collectives) {
+    busbw_factor(coll, 2);  // validates the name
+    if (sizes.paper) {
+      add(coll, coll == "allreduce" ? kPaperAllReduceBytes : kPaperAllGatherRankBytes);
+    } else if (sizes.per_rank) {
+      add(coll, *sizes.per_rank);
+    } else {
+      // nccl-tests' sizes, 4 B per rank at least; an all-gather's parts are equal floats.
+      for (uint64_t size : power_of_two_sizes(std::max<uint64_t>(sizes.min_size, 4 * n), sizes.max_size))
+        add(coll, coll == "allreduce" ? size : size / n);
+    }
+  }
+  return cases;
+}
+
+double mpi_bw_case_s(uint64_t rank_bytes, int pairs, bool bidir, int reps, bool same_host) {
+  const int windows = mpi_windows(rank_bytes, kMpiWindow);
+  const double dirs = bidir ? 2 : 1, p = std::max(pairs, 1);
+  // Halves of one host copy through shared memory, a core per pair; nodes share a network.
+  const double node_gbps = same_host ? model::kCpuCoreGBps * p : model::kNetworkGBps;
+  double s = model::kCaseOverheadS;
+  for (int rep = 0; rep <= reps; ++rep) {
+    const double messages = (rep == 0 ? 1 : windows) * static_cast<double>(kMpiWindow) * dirs;
+    const double transfer = model::seconds(messages * static_cast<double>(rank_bytes) * p, node_gbps);
+    // Untimed: the senders' pattern, the receivers' clear and check, a barrier and a broadcast.
+    s += std::max(transfer, messages * model::kMpiMessageS) + model::setup_s(2.0 * rank_bytes) +
+         model::verify_s(static_cast<double>(rank_bytes)) + 4 * model::kRoundTripS;
+  }
+  return s;
+}
+
+double nccl_case_s(const NcclCase& c, int ranks, int nodes, const std::string& via, const std::string& gpu_link,
+                   int warmup, int iters, bool host_output) {
+  // busbw's bytes, at least the buffer once (one rank copies its input to its output),
+  // at the slower of the buffers' path and the links between the ranks.
+  const double moved = static_cast<double>(c.size) * std::max(busbw_factor(c.collective, ranks), 1.0);
+  double gbps = model::path_gbps("gpu", via);
+  if (ranks > 1) gbps = std::min(gbps, nodes > 1 ? model::kNetworkGBps : model::path_gbps("gpu", gpu_link));
+  // The check copies the output back through a pageable stage and compares it on the host;
+  // host output is cleared by the host first.
+  const double out = static_cast<double>(c.size);
+  const double check = model::seconds(out, model::kPageableCopyGBps) + model::verify_s(out) +
+                       (host_output ? model::setup_s(out) : 0.0);
+  return model::kCaseOverheadS + (warmup + iters) * (model::seconds(moved, gbps) + model::kCollectiveS) + check;
+}
+
+double nccl_setup_s(uint64_t in_bytes, uint64_t out_bytes) {
+  return model::setup_s(static_cast<double>(in_bytes + out_bytes)) +
+         model::seconds(static_cast<double>(in_bytes), model::kPageableCopyGBps);
 }
 
 }  // namespace mempath

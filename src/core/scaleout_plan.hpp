@@ -1,10 +1,14 @@
 #pragma once
 // Pure arithmetic of the scale-out benchmarks (`mempath-mpi`): message sizes and
 // repetitions, which rank talks to which, where each rank lives, and nccl-tests'
-// bandwidth definitions. No MPI here, so all of it is unit-tested.
+// bandwidth definitions, where each placement puts the buffers, and the expected
+// duration of each case. No MPI here, so all of it is unit-tested.
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
+
+#include "core/topology.hpp"
 
 namespace mempath {
 
@@ -48,5 +52,63 @@ int rank_numa(int local_rank, const std::vector<int>& host_numa_ids);
 // unknown collective.
 double busbw_factor(const std::string& collective, int ranks);
 const std::vector<std::string>& nccl_collectives();
+
+// --- `bw --split` (the paper's Fig. 14) -----------------------------------------------
+// With the node's data split among its `pairs` ranks, each rank's message of a node size:
+// node_bytes / pairs (0 when it leaves less than a byte each), and the node sizes of a
+// sweep from min to max (powers of two from at least `pairs` bytes, so no rank sends 0).
+uint64_t split_rank_bytes(uint64_t node_bytes, int pairs);
+std::vector<uint64_t> split_node_sizes(uint64_t min_node, uint64_t max_node, int pairs);
+
+// --- `nccl` placements (the paper's Figs. 18/19) -----------------------------------------
+// Where rank r's buffers go when it drives GPU `gpu`:
+//   device      cudaMalloc on its GPU (local HBM)
+//   hbm-system  numa_alloc_onnode on its GPU's HBM NUMA node (system-allocated local HBM;
+//               GH200-like nodes, whose HBM is a NUMA node the GPU reads through ATS)
+//   host        its GPU's nearest host node (local DDR): numa where the GPU reads pageable
+//               memory, else pinned
+//   peer        the next GPU's memory (cudaMalloc there, read through peer access)
+//   peer-host   the host node of the next GPU with another one (another superchip's
+//               LPDDR): numa, so only where the GPU reads pageable memory (GH200's ATS)
+// `reason` says why the node cannot (the case is skipped); an unknown name is UsageError.
+struct NcclPlacement {
+  std::string name, alloc, mem, via, reason;
+};
+NcclPlacement nccl_placement(const Topology& topo, const std::string& name, int gpu);
+const std::vector<std::string>& nccl_placement_names();
+// Throws UsageError naming the valid placements for a name that is none of them.
+void check_nccl_placement_name(const std::string& name);
+
+// The cases of one placement: nccl-tests' size (the all-reduce buffer, the gathered
+// all-gather output) and each rank's input, both exact for the rank count (an all-gather
+// of 3 ranks gathers 3 equal parts). A sweep gives powers of two from min (at least 4 B
+// per rank) to max; a per-rank size gives one case per collective: all-reduce of that
+// size, all-gather of that size from every rank (the paper's "16 MB times the number of
+// processes"). Rank input sizes are whole floats.
+struct NcclCase {
+  std::string collective;
+  uint64_t size = 0, rank_bytes = 0;
+};
+struct NcclSizes {
+  uint64_t min_size = 1024, max_size = 1ULL << 30;
+  std::optional<uint64_t> per_rank;            // --size-per-rank: every collective
+  bool paper = false;                          // --paper-sizes: kPaperAllReduce, kPaperAllGatherPerRank
+};
+inline constexpr uint64_t kPaperAllReduceBytes = 4ULL << 30;         // Fig. 19: "4 GB"
+inline constexpr uint64_t kPaperAllGatherRankBytes = 16ULL << 20;    // "16 MB times the processes"
+std::vector<NcclCase> nccl_cases(const std::vector<std::string>& collectives, const NcclSizes& sizes, int ranks);
+
+// --- expected duration (core/duration_model.hpp) -------------------------------------
+// Seconds of one `bw` case: a one-window warm-up and `reps` repetitions of mpi_windows
+// windows between `pairs` pairs, each message `rank_bytes`, both ways when `bidir`;
+// over the network, or through shared memory when the two "nodes" are halves of one host.
+double mpi_bw_case_s(uint64_t rank_bytes, int pairs, bool bidir, int reps, bool same_host);
+// Seconds of one `nccl` case: `warmup` + `iters` collectives moving busbw's bytes at the
+// slower of the placement's path (`via`) and, with several ranks, the GPUs' link
+// (`gpu_link`: nvlink, pcie) or, across nodes, the network; then the output checked.
+double nccl_case_s(const NcclCase& c, int ranks, int nodes, const std::string& via, const std::string& gpu_link,
+                   int warmup, int iters, bool host_output);
+// Seconds to set up one placement's input and output buffers (allocate, fill the input).
+double nccl_setup_s(uint64_t in_bytes, uint64_t out_bytes);
 
 }  // namespace mempath

@@ -5,12 +5,17 @@ A Llama-style decoder in plain PyTorch (RMSNorm, rotary embeddings, grouped-quer
 with a KV cache, SwiGLU MLP) with random weights of a real model's shape (nothing is
 downloaded), its weights allocated through mempath's allocator layer by a pluggable CUDA
 allocator (libmempath_placement.so) in each memory asked for, everything else (activations,
-KV cache) in the GPU's own memory. Greedy decoding of --new-tokens after a --prompt-tokens
-prompt, batch --batch, each decode step replayed from a CUDA graph (eager where capture
-fails, with the reason), so that the time is the GPU's and not Python's launches; tokens/s
-from CUDA events around the decode; the memory-time bound from the GPU's read bandwidth of
-the placed weights, measured here or taken from a mempath run (--bw-from; each decode step
-reads every weight once at batch 1). Writes /llm/cases and /llm/samples (docs/schema.md).
+KV cache) in the GPU's own memory. The placement `default` is the baseline without the
+pluggable allocator: PyTorch's own caching allocator, everything in the GPU's memory, run in
+a process of its own (a process's allocator cannot change once it allocated). Greedy
+decoding of --new-tokens after a --prompt-tokens prompt (`empty`: the BOS token alone, what
+Hugging Face generate starts from with an empty prompt), batch --batch, each decode step
+replayed from a CUDA graph (eager where capture fails, with the reason), so that the time
+is the GPU's and not Python's launches; tokens/s from CUDA events around the decode; the
+memory-time bound from the GPU's read bandwidth of the placed weights, measured here or
+taken from a mempath run (--bw-from; each decode step reads every weight once at batch 1).
+A placement whose weights do not fit in the free memory is skipped with the reason. Writes
+/llm/cases and /llm/samples (docs/schema.md).
 """
 from __future__ import annotations
 
@@ -22,20 +27,36 @@ import os
 import socket
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[2]
 
-# Shapes of published models (their config.json); weights are random, seeded.
+# Shapes of published models (their config.json); weights are random, seeded. `bos` is the
+# tokenizer's beginning-of-sequence id: the whole prompt of `--prompt-tokens empty`.
+# Llama-2 (the paper's Fig. 17): meta-llama/Llama-2-{7b,13b}-hf, multi-head attention
+# (kv heads = heads), untied lm_head, 6.74 B and 13.0 B parameters.
 CONFIGS = {
-    "tiny": dict(hidden=256, layers=2, heads=4, kv_heads=2, intermediate=768, vocab=4096, tied=True),
-    "llama-3.2-1b": dict(hidden=2048, layers=16, heads=32, kv_heads=8, intermediate=8192, vocab=128256, tied=True),
-    "llama-3.2-3b": dict(hidden=3072, layers=28, heads=24, kv_heads=8, intermediate=8192, vocab=128256, tied=True),
-    "llama-3.1-8b": dict(hidden=4096, layers=32, heads=32, kv_heads=8, intermediate=14336, vocab=128256, tied=False),
+    "tiny": dict(hidden=256, layers=2, heads=4, kv_heads=2, intermediate=768, vocab=4096, tied=True, bos=1),
+    "llama-3.2-1b": dict(hidden=2048, layers=16, heads=32, kv_heads=8, intermediate=8192, vocab=128256, tied=True,
+                         bos=128000),
+    "llama-3.2-3b": dict(hidden=3072, layers=28, heads=24, kv_heads=8, intermediate=8192, vocab=128256, tied=True,
+                         bos=128000),
+    "llama-3.1-8b": dict(hidden=4096, layers=32, heads=32, kv_heads=8, intermediate=14336, vocab=128256, tied=False,
+                         bos=128000),
+    "llama-2-7b": dict(hidden=4096, layers=32, heads=32, kv_heads=32, intermediate=11008, vocab=32000, tied=False,
+                       bos=1),
+    "llama-2-13b": dict(hidden=5120, layers=40, heads=40, kv_heads=40, intermediate=13824, vocab=32000, tied=False,
+                        bos=1),
 }
 DTYPES = ("bf16", "fp16")
 DECODE_MODES = ("graph", "eager")
+PLACEMENTS = "default, hbm, host, host-remote, peer, ALLOC:MEM"
+#: What the GPU needs beside the weights and the KV cache: the CUDA context of a process of
+#: its own (`default`), cuBLAS workspaces, the graph's pool, logits. Generous on purpose: a
+#: placement that passes the check must not fail for want of memory halfway.
+WORKING_MARGIN_BYTES = 1 << 30
 
 
 class BadInput(Exception):
@@ -48,6 +69,58 @@ def param_count(c: dict) -> int:
     layer = attn + 3 * c["hidden"] * c["intermediate"] + 2 * c["hidden"]
     embed = c["vocab"] * c["hidden"]
     return c["layers"] * layer + embed * (1 if c["tied"] else 2) + c["hidden"]
+
+
+def parse_prompt(text: str) -> tuple[int, str]:
+    """(prompt tokens, kind) of --prompt-tokens: `empty` is Hugging Face generate's empty
+    prompt, which starts from the BOS token alone (one token, kind "bos"); a count N is N
+    seeded random tokens (kind "random")."""
+    if text == "empty":
+        return 1, "bos"
+    try:
+        n = int(text)
+    except ValueError:
+        n = 0
+    if n < 1:
+        raise BadInput(f"--prompt-tokens {text} is not a prompt; valid: a positive count, or empty "
+                       "(the BOS token alone, as Hugging Face generate with an empty prompt)")
+    return n, "random"
+
+
+def working_bytes(c: dict, batch: int, prompt_tokens: int, new_tokens: int, dtype_bytes: int = 2) -> int:
+    """GPU memory the decode needs beside the weights: the KV cache of every position, the
+    prompt's activations (logits in fp32, the MLP's three intermediates, attention scores)
+    and WORKING_MARGIN_BYTES."""
+    head_dim = c["hidden"] // c["heads"]
+    total = prompt_tokens + new_tokens
+    kv = 2 * c["layers"] * batch * c["kv_heads"] * head_dim * total * dtype_bytes
+    act = batch * prompt_tokens * (4 * c["vocab"] + 3 * c["intermediate"] * dtype_bytes + 8 * c["hidden"] * dtype_bytes)
+    scores = 4 * batch * c["heads"] * prompt_tokens * total
+    return kv + act + scores + WORKING_MARGIN_BYTES
+
+
+def gpu_memories(topo: dict, gpu: int) -> set[str]:
+    """The names of the decoding GPU's own memory: gpuN, and its HBM NUMA node where it has one."""
+    g = next((p for p in topo["processors"] if p["name"] == f"gpu{gpu}"), {})
+    hbm = g.get("hbm_numa")
+    return {f"gpu{gpu}"} | ({f"numa{hbm}"} if hbm is not None and hbm >= 0 else set())
+
+
+def fit_problem(weight_bytes: int, work_bytes: int, mem: str, gpu: int, topo: dict, free_of) -> str:
+    """Why a placement cannot run for want of memory, or "": the weights in `mem`, and the
+    working memory (working_bytes) on the decoding GPU, each within what `free_of(memory)`
+    says is free (bytes; None when it cannot say, which passes)."""
+    own = gpu_memories(topo, gpu)
+    needs = {mem: weight_bytes}
+    gpu_mem = mem if mem in own else f"gpu{gpu}"
+    needs[gpu_mem] = needs.get(gpu_mem, 0) + work_bytes
+    for where, need in needs.items():
+        free = free_of(where)
+        if free is not None and need > free:
+            what = ("the weights and the decode's working memory" if where == mem and where in own
+                    else "the weights" if where == mem else "the decode's working memory")
+            return (f"does not fit: {what} need {need / 1e9:.1f} GB and {where} has {free / 1e9:.1f} GB free")
+    return ""
 
 
 def bound_tokens_per_s(path_gbps: float, weight_bytes: int, batch: int = 1) -> float:
@@ -73,6 +146,9 @@ def resolve_placement(name: str, topo: dict, gpu: int) -> tuple[str, str, str]:
 
     host = f"numa{g['host_numa']}"
     readable = lambda mem: "numa" if "numa" in paths.get(mem, {}).get("allocs", []) else "pinned"  # noqa: E731
+    if name == "default":  # PyTorch's caching allocator: cudaMalloc on the GPU, no mempath in the way
+        _, mem, why = check("device", f"gpu{gpu}")
+        return "pytorch", mem, why
     if name == "hbm":
         return check("device", f"gpu{gpu}")
     if name == "host":
@@ -87,7 +163,7 @@ def resolve_placement(name: str, topo: dict, gpu: int) -> tuple[str, str, str]:
     if ":" in name:
         alloc, mem = name.split(":", 1)
         return check(alloc, mem)
-    raise BadInput(f"invalid placement '{name}'; valid: hbm, host, host-remote, peer, ALLOC:MEM")
+    raise BadInput(f"invalid placement '{name}'; valid: {PLACEMENTS}")
 
 
 def write_h5(path: Path, attrs: dict, cases: list[dict], samples: list[dict]) -> None:
@@ -106,7 +182,8 @@ CASE_COLUMNS = {"case_id": int, "model": str, "params": int, "weight_bytes": int
                 "prompt_tokens": int, "new_tokens": int, "cuda_graph": int, "status": str, "reason": str, "reps": int,
                 "median_tokens_per_s": float, "best_tokens_per_s": float, "path_GBps": float, "path_source": str,
                 "bound_tokens_per_s": float, "fraction_of_bound": float, "verified": int, "decode_mode": str,
-                "decode_fallback": str, "path_case": str}
+                "decode_fallback": str, "path_case": str, "prompt": str, "torch_allocator": str,
+                "peak_small_bytes": int, "peak_large_bytes": int}
 SAMPLE_COLUMNS = {"case_id": int, "rep": int, "time_s": float, "tokens_per_s": float}
 
 
@@ -167,7 +244,8 @@ class Decoder:
     and addresses and can be captured in a CUDA graph. Eager mode runs the same step op by op,
     so both modes launch the same kernels and generate the same tokens."""
 
-    def __init__(self, c: dict, w: dict, batch: int, prompt_tokens: int, new_tokens: int, seed: int):
+    def __init__(self, c: dict, w: dict, batch: int, prompt_tokens: int, new_tokens: int, seed: int,
+                 prompt: str = "random"):
         self.c, self.w, self.prompt_tokens, self.new_tokens = c, w, prompt_tokens, new_tokens
         dev, dt = w["embed"].device, w["embed"].dtype
         self.device = dev
@@ -179,7 +257,10 @@ class Decoder:
         self.cache = [(torch.zeros(shape, dtype=dt, device=dev), torch.zeros(shape, dtype=dt, device=dev))
                       for _ in range(c["layers"])]
         g = torch.Generator(device=dev).manual_seed(seed)
-        self.prompt = torch.randint(0, c["vocab"], (batch, prompt_tokens), device=dev, generator=g)
+        if prompt == "bos":  # Hugging Face generate's empty prompt: the BOS token alone
+            self.prompt = torch.full((batch, prompt_tokens), c["bos"], dtype=torch.long, device=dev)
+        else:
+            self.prompt = torch.randint(0, c["vocab"], (batch, prompt_tokens), device=dev, generator=g)
         self.token = torch.zeros(batch, 1, dtype=torch.long, device=dev)
         self.pos = torch.zeros(1, dtype=torch.long, device=dev)
         self.out = torch.zeros(batch, new_tokens, dtype=torch.long, device=dev)
@@ -343,6 +424,117 @@ def path_from_run(run, gpu: int, alloc: str, mem: str) -> tuple[float, str]:
     return best[2], best[3]
 
 
+def load_library(path: str):
+    """libmempath_placement.so through ctypes (the pluggable allocator's entry points, its
+    peaks and the allocator layer's free bytes)."""
+    lib_path = Path(path)
+    if not lib_path.is_file():
+        raise BadInput(f"{lib_path} does not exist; valid: --lib path of libmempath_placement.so (a CUDA build)")
+    lib = ctypes.CDLL(str(lib_path))
+    lib.mempath_last_error.restype = ctypes.c_char_p
+    lib.mempath_placement_of.restype = ctypes.c_char_p
+    lib.mempath_placement_of.argtypes = [ctypes.c_void_p]
+    lib.mempath_peak_bytes.restype = ctypes.c_longlong
+    lib.mempath_free_bytes.restype = ctypes.c_longlong
+    lib.mempath_free_bytes.argtypes = [ctypes.c_char_p]
+    return lib
+
+
+def new_row(args: argparse.Namespace, case_id: int, name: str, alloc: str, mem: str, n_params: int) -> dict:
+    return {"case_id": case_id, "model": args.model, "params": n_params, "weight_bytes": n_params * 2,
+            "dtype": args.dtype, "placement": name, "weight_alloc": alloc, "weight_mem": mem, "weight_placement": "",
+            "gpu": args.gpu, "batch": args.batch, "prompt_tokens": args.prompt_n, "new_tokens": args.new_tokens,
+            "cuda_graph": 0, "status": "ok", "reason": "", "reps": 0, "median_tokens_per_s": math.nan,
+            "best_tokens_per_s": math.nan, "path_GBps": math.nan,
+            "path_source": Path(args.bw_from).name if args.bw_from else "measured",
+            "bound_tokens_per_s": math.nan, "fraction_of_bound": math.nan, "verified": 0,
+            "decode_mode": "", "decode_fallback": "", "path_case": "", "prompt": args.prompt_kind,
+            "torch_allocator": "caching" if name == "default" else "pluggable",
+            "peak_small_bytes": -1, "peak_large_bytes": -1}
+
+
+def decode_case(args: argparse.Namespace, row: dict, lib, pluggable: bool, path: tuple[float, str] | None,
+                samples: list[dict]):
+    """One placement in this process: weights, decode, checks, peaks; fills `row` and
+    `samples`; returns the generated tokens (a list) for the check across placements."""
+    c = CONFIGS[args.model]
+    dt = torch.bfloat16 if args.dtype == "bf16" else torch.float16
+    dev = torch.device("cuda", args.gpu)
+    torch.cuda.synchronize()
+    if pluggable:
+        lib.mempath_reset_peaks()
+        if lib.mempath_place(row["weight_alloc"].encode(), row["weight_mem"].encode()) != 0:
+            raise RuntimeError(lib.mempath_last_error().decode())
+        try:
+            w = make_weights(c, dt, dev, args.seed)
+        finally:
+            lib.mempath_place(None, None)
+        row["weight_placement"] = (lib.mempath_placement_of(w["0.q"].data_ptr()) or b"").decode() or "gpu pool"
+    else:
+        torch.cuda.reset_peak_memory_stats(dev)
+        w = make_weights(c, dt, dev, args.seed)
+        row["weight_placement"] = f"gpu{args.gpu}"  # the caching allocator's cudaMalloc memory
+    with torch.inference_mode():
+        decoder = Decoder(c, w, args.batch, args.prompt_n, args.new_tokens, args.seed, args.prompt_kind)
+        fallback = decoder.capture() if args.decode == "graph" else ""
+        row.update(decode_mode="graph" if decoder.graph is not None else "eager", decode_fallback=fallback,
+                   cuda_graph=int(decoder.graph is not None))
+        rates = []
+        for rep in range(args.warmup + args.reps):
+            seconds, tokens = decoder.generate()
+            if rep >= args.warmup:
+                rate = (args.new_tokens - 1) * args.batch / seconds
+                rates.append(rate)
+                samples.append({"case_id": row["case_id"], "rep": rep - args.warmup, "time_s": seconds,
+                                "tokens_per_s": rate})
+        # A graph replays what was captured: its tokens must be the eager steps' own.
+        same_as_eager = decoder.graph is None or torch.equal(tokens, decoder.generate(eager=True)[1])
+        gbps, row["path_case"] = path if path is not None else (read_bandwidth(w), "")
+    torch.cuda.synchronize()
+    if pluggable:
+        row.update(peak_small_bytes=int(lib.mempath_peak_bytes(0)), peak_large_bytes=int(lib.mempath_peak_bytes(1)))
+    else:  # PyTorch's pools split at the same 1 MiB
+        stats = torch.cuda.memory_stats(dev)
+        row.update(peak_small_bytes=int(stats.get("allocated_bytes.small_pool.peak", -1)),
+                   peak_large_bytes=int(stats.get("allocated_bytes.large_pool.peak", -1)))
+    rates.sort()
+    row.update(reps=len(rates), median_tokens_per_s=rates[len(rates) // 2], best_tokens_per_s=rates[-1],
+               path_GBps=gbps, bound_tokens_per_s=bound_tokens_per_s(gbps, row["weight_bytes"], args.batch))
+    row["fraction_of_bound"] = row["median_tokens_per_s"] / row["bound_tokens_per_s"]
+    row["verified"] = int(same_as_eager)
+    if not same_as_eager:
+        row.update(status="failed", reason="CUDA graph tokens differ from the eager decode's")
+    del w, decoder
+    torch.cuda.synchronize()
+    return tokens.tolist()
+
+
+def worker_args(args: argparse.Namespace, result: Path) -> list[str]:
+    """The command line of the `default` placement's own process: this run's options."""
+    cmd = [sys.executable, str(Path(__file__).resolve()), "--model", args.model, "--dtype", args.dtype,
+           "--gpu", str(args.gpu), "--placement", "default", "--prompt-tokens", args.prompt_tokens,
+           "--new-tokens", str(args.new_tokens), "--batch", str(args.batch), "--reps", str(args.reps),
+           "--warmup", str(args.warmup), "--seed", str(args.seed), "--lib", args.lib, "--mempath", args.mempath,
+           "--decode", args.decode, "--worker-json", str(result)]
+    return cmd + (["--bw-from", args.bw_from] if args.bw_from else [])
+
+
+def decode_in_worker(args: argparse.Namespace, row: dict, samples: list[dict]):
+    """The `default` placement in a process of its own, whose PyTorch never saw the pluggable
+    allocator; its row, samples and tokens come back as JSON."""
+    with tempfile.TemporaryDirectory(prefix="mempath-llm-") as folder:
+        result = Path(folder) / "default.json"
+        proc = subprocess.run(worker_args(args, result), capture_output=True, text=True)
+        if proc.returncode not in (0, 1) or not result.exists():
+            lines = (proc.stderr.strip() or proc.stdout.strip() or f"exit {proc.returncode}").splitlines()
+            raise RuntimeError(f"the default placement's process failed: {lines[-1]}")
+        got = json.loads(result.read_text())
+    case = got["cases"][0]
+    row.update({k: v for k, v in case.items() if k != "case_id"})
+    samples += [{**s, "case_id": row["case_id"]} for s in got["samples"]]
+    return got["tokens"]
+
+
 def run(args: argparse.Namespace) -> int:
     bw_run = load_bw_run(args.bw_from) if args.bw_from else None
     try:
@@ -352,27 +544,32 @@ def run(args: argparse.Namespace) -> int:
         raise BadInput(f"'{args.mempath} topo --json' failed ({str(error).strip().splitlines()[0]}); "
                        "valid: --mempath path of a mempath build")
     placements = [resolve_placement(p, topo, args.gpu) + (p,) for p in args.placement.split(",")]
+    worker = args.worker_json is not None
+    if worker and [p[3] for p in placements] != ["default"]:
+        raise BadInput("--worker-json runs the default placement alone (llm_placement.py starts it so)")
     # A file that lacks a placement's path fails before the model is built, not after an hour.
     paths = {name: path_from_run(bw_run, args.gpu, a, mem) for a, mem, skip, name in placements
              if bw_run is not None and not skip}
     load_torch()
     if not torch.cuda.is_available():
         raise BadInput("no CUDA GPU visible to PyTorch; valid: run on a GPU node")
-    lib_path = Path(args.lib)
-    if not lib_path.is_file():
-        raise BadInput(f"{lib_path} does not exist; valid: --lib path of libmempath_placement.so (a CUDA build)")
-    # The pluggable allocator must be in place before PyTorch allocates anything.
-    alloc = torch.cuda.memory.CUDAPluggableAllocator(str(lib_path), "mempath_alloc", "mempath_free")
-    torch.cuda.memory.change_current_allocator(alloc)
-    lib = ctypes.CDLL(str(lib_path))
-    lib.mempath_last_error.restype = ctypes.c_char_p
-    lib.mempath_placement_of.restype = ctypes.c_char_p
-    lib.mempath_placement_of.argtypes = [ctypes.c_void_p]
+    lib = load_library(args.lib)
+    # The pluggable allocator must be in place before PyTorch allocates anything; `default`
+    # (PyTorch's own allocator) runs in a process of its own, or in this one when alone.
+    pluggable = not worker and any(name != "default" for *_, name in placements)
+    if pluggable:
+        alloc = torch.cuda.memory.CUDAPluggableAllocator(args.lib, "mempath_alloc", "mempath_free")
+        torch.cuda.memory.change_current_allocator(alloc)
+    in_process_default = not pluggable
     torch.cuda.set_device(args.gpu)
-    dev = torch.device("cuda", args.gpu)
     c = CONFIGS[args.model]
-    dt = torch.bfloat16 if args.dtype == "bf16" else torch.float16
     n_params = param_count(c)
+    work = working_bytes(c, args.batch, args.prompt_n, args.new_tokens)
+
+    def free_of(mem: str) -> int | None:
+        free = lib.mempath_free_bytes(mem.encode())
+        torch.cuda.set_device(args.gpu)
+        return free if free >= 0 else None
 
     attrs = {"schema_version": 1, "tool": "mempath", "tool_version": "0.1.0", "git_revision": git_revision(),
              "command_line": " ".join(sys.argv), "host": socket.gethostname(), "start_time": now(), "end_time": now(),
@@ -383,67 +580,40 @@ def run(args: argparse.Namespace) -> int:
     out = Path(args.output)
     exit_code = 0
     for case_id, (a, mem, skip, name) in enumerate(placements):
-        row = {"case_id": case_id, "model": args.model, "params": n_params, "weight_bytes": n_params * 2,
-               "dtype": args.dtype, "placement": name, "weight_alloc": a, "weight_mem": mem, "weight_placement": "",
-               "gpu": args.gpu, "batch": args.batch, "prompt_tokens": args.prompt_tokens, "new_tokens": args.new_tokens,
-               "cuda_graph": 0, "status": "ok", "reason": skip, "reps": 0, "median_tokens_per_s": math.nan,
-               "best_tokens_per_s": math.nan, "path_GBps": math.nan,
-               "path_source": Path(args.bw_from).name if args.bw_from else "measured",
-               "bound_tokens_per_s": math.nan, "fraction_of_bound": math.nan, "verified": 0,
-               "decode_mode": "", "decode_fallback": "", "path_case": ""}
+        row = new_row(args, case_id, name, a, mem, n_params)
+        if not skip:
+            skip = fit_problem(row["weight_bytes"], work, mem, args.gpu, topo, free_of)
         if skip:
-            row["status"] = "skipped"
+            row.update(status="skipped", reason=skip)
         else:
             try:
-                if lib.mempath_place(a.encode(), mem.encode()) != 0:
-                    raise RuntimeError(lib.mempath_last_error().decode())
-                try:
-                    w = make_weights(c, dt, dev, args.seed)
-                finally:
-                    lib.mempath_place(None, None)
-                row["weight_placement"] = (lib.mempath_placement_of(w["0.q"].data_ptr()) or b"").decode() or "gpu pool"
-                with torch.inference_mode():
-                    decoder = Decoder(c, w, args.batch, args.prompt_tokens, args.new_tokens, args.seed)
-                    fallback = decoder.capture() if args.decode == "graph" else ""
-                    row.update(decode_mode="graph" if decoder.graph is not None else "eager", decode_fallback=fallback,
-                               cuda_graph=int(decoder.graph is not None))
-                    rates = []
-                    for rep in range(args.warmup + args.reps):
-                        seconds, tokens = decoder.generate()
-                        if rep >= args.warmup:
-                            rate = (args.new_tokens - 1) * args.batch / seconds
-                            rates.append(rate)
-                            samples.append({"case_id": case_id, "rep": rep - args.warmup, "time_s": seconds,
-                                            "tokens_per_s": rate})
-                    # A graph replays what was captured: its tokens must be the eager steps' own.
-                    same_as_eager = decoder.graph is None or torch.equal(tokens, decoder.generate(eager=True)[1])
+                if name == "default" and not in_process_default:
+                    tokens = decode_in_worker(args, row, samples)
+                else:
+                    tokens = decode_case(args, row, lib, name != "default", paths.get(name), samples)
+                if row["status"] == "ok":
                     reference = tokens if reference is None else reference
-                    row["verified"] = int(same_as_eager and torch.equal(tokens, reference))
-                    if args.bw_from:
-                        path, row["path_case"] = paths[name]
-                    else:
-                        path = read_bandwidth(w)
-                rates.sort()
-                row.update(reps=len(rates), median_tokens_per_s=rates[len(rates) // 2], best_tokens_per_s=rates[-1],
-                           path_GBps=path, bound_tokens_per_s=bound_tokens_per_s(path, n_params * 2, args.batch))
-                row["fraction_of_bound"] = row["median_tokens_per_s"] / row["bound_tokens_per_s"]
-                if not same_as_eager:
-                    row.update(status="failed", reason="CUDA graph tokens differ from the eager decode's")
-                elif not row["verified"]:
-                    row.update(status="failed", reason="generated tokens differ from the first placement's")
-                del w, decoder
-                torch.cuda.synchronize()
+                    if tokens != reference:
+                        row.update(status="failed", verified=0,
+                                   reason="generated tokens differ from the first placement's")
             except Exception as error:  # a placement that fails is recorded, the next one runs
                 row.update(status="failed", reason=str(error).splitlines()[0])
         exit_code = exit_code or (1 if row["status"] == "failed" else 0)
         cases.append(row)
+        if worker:
+            continue
         attrs["end_time"] = now()
         write_h5(out, attrs, cases, samples)
         extra = (f" tokens_per_s={row['median_tokens_per_s']:.2f} bound_tokens_per_s={row['bound_tokens_per_s']:.2f}"
-                 f" path_GBps={row['path_GBps']:.1f} decode_mode={row['decode_mode']}" if row["status"] == "ok" else "")
+                 f" path_GBps={row['path_GBps']:.1f} decode_mode={row['decode_mode']}"
+                 f" peak_small_bytes={row['peak_small_bytes']} peak_large_bytes={row['peak_large_bytes']}"
+                 if row["status"] == "ok" else "")
         reason = f' reason="{row["reason"]}"' if row["reason"] else ""
-        print(f"MEMPATH llm model={args.model} placement={name} alloc={a} mem={mem} status={row['status']}{extra}{reason}",
+        print(f"MEMPATH llm model={args.model} placement={name} alloc={a} mem={mem} prompt={args.prompt_kind}"
+              f" prompt_tokens={args.prompt_n} new_tokens={args.new_tokens} status={row['status']}{extra}{reason}",
               flush=True)
+    if worker:
+        Path(args.worker_json).write_text(json.dumps({"cases": cases, "samples": samples, "tokens": reference}))
     return exit_code
 
 
@@ -466,8 +636,10 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--dtype", default="bf16", help="bf16 (default) or fp16")
     p.add_argument("--gpu", type=int, default=0)
     p.add_argument("--placement", default="hbm,host,host-remote,peer",
-                   help="comma list: hbm, host, host-remote, peer, ALLOC:MEM (default: the four names)")
-    p.add_argument("--prompt-tokens", type=int, default=128)
+                   help=f"comma list: {PLACEMENTS} (default: hbm,host,host-remote,peer)")
+    p.add_argument("--prompt-tokens", default="128",
+                   help="N random prompt tokens (default 128), or empty: the BOS token alone, as Hugging Face "
+                        "generate starts from an empty prompt")
     p.add_argument("--new-tokens", type=int, default=64)
     p.add_argument("--batch", type=int, default=1)
     p.add_argument("--reps", type=int, default=3)
@@ -481,6 +653,8 @@ def parser() -> argparse.ArgumentParser:
                    help="take the path GB/s of each placement from this mempath result (/bw reads, /memcpy) "
                         "instead of measuring it")
     p.add_argument("--output", default=f"mempath-llm-{socket.gethostname()}.h5")
+    # Internal: how run() starts the `default` placement in a process of its own.
+    p.add_argument("--worker-json", help=argparse.SUPPRESS)
     return p
 
 
@@ -493,7 +667,8 @@ def main(argv: list[str] | None = None) -> int:
             raise BadInput(f"invalid --dtype '{args.dtype}'; valid: {', '.join(DTYPES)}")
         if args.decode not in DECODE_MODES:
             raise BadInput(f"invalid --decode '{args.decode}'; valid: {', '.join(DECODE_MODES)}")
-        for flag in ("prompt_tokens", "new_tokens", "batch", "reps"):
+        args.prompt_n, args.prompt_kind = parse_prompt(args.prompt_tokens)
+        for flag in ("new_tokens", "batch", "reps"):
             if getattr(args, flag) < (2 if flag == "new_tokens" else 1):
                 raise BadInput(f"--{flag.replace('_', '-')} {getattr(args, flag)} is too small; valid: a positive count")
         return run(args)

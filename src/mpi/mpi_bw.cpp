@@ -1,9 +1,11 @@
 // `mempath-mpi bw`: node-to-node bandwidth with windows of MPI_Isend/MPI_Irecv (issue 5,
 // docs/cli.md). Each rank on node 0 talks to the rank with the same local index on node
 // 1; all ranks of a node start at one time their node's first rank chose, and a
-// repetition ends when the node's last rank is done (the paper's method). Every
+// repetition ends when the node's last rank is done (the paper's method). With --split
+// the sizes are the node's, divided among its ranks (the paper's Fig. 14). Every
 // repetition's messages carry a pattern of their own that the receiver checks, untimed.
 #include <algorithm>
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -12,6 +14,7 @@
 
 #include "core/alloc_kind.hpp"
 #include "core/allocators.hpp"
+#include "core/duration_model.hpp"
 #include "core/kinds.hpp"
 #include "core/error.hpp"
 #include "core/numa_policy.hpp"
@@ -36,7 +39,7 @@ const std::vector<ColumnSpec> kSampleColumns = {
     {"mode", ColumnType::String, ""}, {"alloc", ColumnType::String, ""},
     {"ppn", ColumnType::Int, ""},     {"size_bytes", ColumnType::Int, "bytes"},
     {"bytes", ColumnType::Int, "bytes"}, {"time_s", ColumnType::Float, "s"},
-    {"bandwidth_GBps", ColumnType::Float, "GB/s"},
+    {"bandwidth_GBps", ColumnType::Float, "GB/s"}, {"node_bytes", ColumnType::Int, "bytes"},
 };
 const std::vector<ColumnSpec> kCaseColumns = {
     {"case_id", ColumnType::Int, ""},    {"mode", ColumnType::String, ""},
@@ -47,7 +50,8 @@ const std::vector<ColumnSpec> kCaseColumns = {
     {"reason", ColumnType::String, ""},  {"reps", ColumnType::Int, ""},
     {"median_GBps", ColumnType::Float, "GB/s"}, {"min_GBps", ColumnType::Float, "GB/s"},
     {"max_GBps", ColumnType::Float, "GB/s"}, {"same_host", ColumnType::Int, ""},
-    {"verified", ColumnType::Int, ""},
+    {"verified", ColumnType::Int, ""},   {"split", ColumnType::Int, ""},
+    {"node_bytes", ColumnType::Int, "bytes"},
 };
 const std::vector<ColumnSpec> kRankColumns = {
     {"rank", ColumnType::Int, ""}, {"host", ColumnType::String, ""}, {"node", ColumnType::Int, ""},
@@ -65,11 +69,14 @@ std::string cuda_aware_problem() {
 #endif
 }
 
+constexpr uint64_t kMaxMessage = (1ULL << 31) - 1;  // an MPI count of MPI_CHAR is an int
+
 struct Plan {
   std::vector<std::string> modes, allocs;
   uint64_t min_size = 1, max_size = 1ULL << 30;
   int reps = 5;
   std::optional<long long> ppn;
+  bool split = false;  // sizes are each node's total, split among its ranks (the paper's Fig. 14)
 };
 
 Plan parse_plan(const Options& opts) {
@@ -85,7 +92,8 @@ Plan parse_plan(const Options& opts) {
   if (opts.has("min-size")) p.min_size = parse_size(*opts.get("min-size"));
   if (opts.has("max-size")) p.max_size = parse_size(*opts.get("max-size"));
   if (p.max_size < p.min_size) throw UsageError("--max-size is below --min-size");
-  if (p.max_size > (1ULL << 31) - 1)
+  p.split = opts.flag("split");
+  if (!p.split && p.max_size > kMaxMessage)
     throw UsageError("--max-size " + format_size(p.max_size) + " exceeds one MPI message (2 GiB - 1)");
   p.reps = static_cast<int>(opts.integer("reps", 5, 1, kMaxReps));
   if (opts.has("ppn")) p.ppn = opts.integer("ppn", 1, 1);
@@ -102,6 +110,15 @@ void check_layout(const Job& job, const Plan& plan) {
   if (plan.ppn && (*lo != *plan.ppn || *hi != *lo))
     throw UsageError("--ppn " + std::to_string(*plan.ppn) + " but the job has " + std::to_string(*lo) + ".." +
                      std::to_string(*hi) + " ranks per node; valid: launch that many per node (srun --ntasks-per-node)");
+  const int pairs = mpi_pairs(job.node_of, job.local_of);
+  const std::string ranks = std::to_string(pairs) + (pairs == 1 ? " rank" : " ranks");
+  if (plan.split && split_rank_bytes(plan.max_size, pairs) > kMaxMessage)
+    throw UsageError("--max-size " + format_size(plan.max_size) + " split among the node's " + ranks +
+                     " exceeds one MPI message (2 GiB - 1) each; valid: at most " +
+                     std::to_string(kMaxMessage * static_cast<uint64_t>(pairs)) + " B");
+  if (plan.split && split_node_sizes(plan.min_size, plan.max_size, pairs).empty())
+    throw UsageError("--split: --max-size " + format_size(plan.max_size) + " leaves less than 1 B for each of the node's " +
+                     ranks + "; valid: at least " + std::to_string(pairs) + " B");
 }
 
 struct RankPlace {
@@ -240,8 +257,8 @@ struct CaseRow {
   int64_t id;
   std::string mode, alloc, status, reason;
   int ppn, pairs;
-  uint64_t size;
-  bool same_host, verified;
+  uint64_t size;  // each rank's message
+  bool same_host, verified, split;
 };
 
 // Rank 0: the case's rows and its summary line.
@@ -249,13 +266,15 @@ void record_case(ResultFile& file, const CaseRow& c, const std::vector<double>& 
   // Bytes of one repetition: node 0's senders (uni), or both directions (bi).
   const int windows = mpi_windows(c.size, kMpiWindow);
   const uint64_t bytes = c.size * kMpiWindow * windows * c.pairs * (c.mode == "bi" ? 2 : 1);
+  const auto node_bytes = static_cast<int64_t>(c.size * c.pairs);  // one message of every pair: the node's size
   std::vector<double> gbps;
   for (double t : seconds) gbps.push_back(bytes / t / 1e9);
   for (size_t k = 0; k < seconds.size(); ++k)
     file.table("mpi_bw/samples", kSampleColumns)
         .append({{"case_id", c.id}, {"rep", static_cast<int64_t>(k)}, {"mode", c.mode}, {"alloc", c.alloc},
                  {"ppn", static_cast<int64_t>(c.ppn)}, {"size_bytes", static_cast<int64_t>(c.size)},
-                 {"bytes", static_cast<int64_t>(bytes)}, {"time_s", seconds[k]}, {"bandwidth_GBps", gbps[k]}});
+                 {"bytes", static_cast<int64_t>(bytes)}, {"time_s", seconds[k]}, {"bandwidth_GBps", gbps[k]},
+                 {"node_bytes", node_bytes}});
   const Summary sum = summarize(gbps);
   const Row row = {{"case_id", c.id}, {"mode", c.mode}, {"alloc", c.alloc},
                    {"mem", std::string(alloc_info(c.alloc).gpu_owned ? "gpu" : "numa")},
@@ -264,11 +283,13 @@ void record_case(ResultFile& file, const CaseRow& c, const std::vector<double>& 
                    {"windows", static_cast<int64_t>(windows)}, {"status", c.status}, {"reason", c.reason},
                    {"reps", static_cast<int64_t>(seconds.size())}, {"median_GBps", sum.median},
                    {"min_GBps", sum.min}, {"max_GBps", sum.max}, {"same_host", static_cast<int64_t>(c.same_host)},
-                   {"verified", static_cast<int64_t>(c.verified)}};
+                   {"verified", static_cast<int64_t>(c.verified)}, {"split", static_cast<int64_t>(c.split)},
+                   {"node_bytes", node_bytes}};
   file.table("mpi_bw/cases", kCaseColumns).append(row);
   std::printf("%s\n", summary_line("mpi_bw", row,
                                     {field("mode"), field("alloc"), field("ppn"), field("pairs"),
-                                     field("size", "size_bytes"), field("status"), metric("median_GBps", 3),
+                                     field("size", "size_bytes"), field("split"), field("node_size", "node_bytes"),
+                                     field("status"), metric("median_GBps", 3),
                                      metric("min_GBps", 3), metric("max_GBps", 3)})
                            .c_str());
   std::fflush(stdout);
@@ -300,13 +321,17 @@ void record_ranks(ResultFile& file, const Job& job, const std::vector<std::strin
 }  // namespace
 
 int cmd_bw(const std::vector<std::string>& args, const std::vector<std::string>& argv) {
+  const auto started = std::chrono::steady_clock::now();
   Options opts("bw", "Node-to-node MPI bandwidth, windows of Isend/Irecv between rank pairs (docs/cli.md).",
                with_run_options({{"mode", "LIST", "uni, bi or both (default uni,bi)"},
                                  {"alloc", "LIST", "buffer allocators: numa (default), system, pinned, managed, device"},
                                  {"min-size", "SIZE", "smallest message (default 1B)"},
                                  {"max-size", "SIZE", "largest message (default 1GiB)"},
                                  {"reps", "N", "timed repetitions per size (default 5)"},
-                                 {"ppn", "N", "expected ranks per node: the run fails when the job has another count"}},
+                                 {"ppn", "N", "expected ranks per node: the run fails when the job has another count"},
+                                 {"split", "",
+                                  "sizes are each node's total, split equally among its ranks (the paper's Fig. 14); "
+                                  "without it each rank sends the size"}},
                                 "mpi-bw"));
   if (!opts.parse(args)) return kExitOk;
   const Plan plan = parse_plan(opts);
@@ -328,6 +353,12 @@ int cmd_bw(const std::vector<std::string>& args, const std::vector<std::string>&
   const int pairs = mpi_pairs(job.node_of, job.local_of);
   const auto per_node = ranks_per_node(job.node_of);
   const int ppn = *std::max_element(per_node.begin(), per_node.end());
+  // Each rank's message sizes: the sweep itself, or the node sizes split among the pairs.
+  std::vector<uint64_t> rank_sizes;
+  for (uint64_t size : plan.split ? split_node_sizes(plan.min_size, plan.max_size, pairs)
+                                  : power_of_two_sizes(plan.min_size, plan.max_size))
+    rank_sizes.push_back(plan.split ? split_rank_bytes(size, pairs) : size);
+  const uint64_t max_message = rank_sizes.back();
   std::string cpu_list;
   for (int c : place.cpus) cpu_list += (cpu_list.empty() ? "" : ",") + std::to_string(c);
   std::vector<std::string> rank_rows;
@@ -342,6 +373,22 @@ int cmd_bw(const std::vector<std::string>& args, const std::vector<std::string>&
     out->table("mpi_bw/cases", kCaseColumns);
     record_ranks(*out, job, rank_rows);  // saved with the first finished case, not before
   }
+  // The model's expectation (docs/cli.md, "Expected duration"): device buffers without a
+  // CUDA-aware MPI are known to be skipped; every other case is planned.
+  double expected_s = 0;
+  size_t planned = 0;
+  for (const auto& alloc : plan.allocs) {
+    if (alloc_info(alloc).gpu_owned && !cuda_aware_problem().empty()) continue;
+    expected_s += model::setup_s(2.0 * static_cast<double>(max_message));
+    for (const auto& mode : plan.modes)
+      for (uint64_t size : rank_sizes) expected_s += mpi_bw_case_s(size, pairs, mode == "bi", plan.reps, job.split_host);
+    planned += plan.modes.size() * rank_sizes.size();
+  }
+  if (out) {
+    std::printf("%s\n", model::expect_line("mpi_bw", plan.allocs.size() * plan.modes.size() * rank_sizes.size(),
+                                           planned, expected_s).c_str());
+    std::fflush(stdout);
+  }
 
   int64_t id = 0;
   bool any_ran = false, any_failed = false;
@@ -355,8 +402,8 @@ int cmd_bw(const std::vector<std::string>& args, const std::vector<std::string>&
     const std::string mem = on_gpu ? "gpu" + std::to_string(job.local) : "numa" + std::to_string(place.numa);
     if (reason.empty()) {
       try {
-        send = allocate(topo, alloc, mem, plan.max_size, 0x5a);
-        recv = allocate(topo, alloc, mem, plan.max_size, 0);
+        send = allocate(topo, alloc, mem, max_message, 0x5a);
+        recv = allocate(topo, alloc, mem, max_message, 0);
       } catch (const std::exception& e) {
         reason = e.what();
       }
@@ -368,8 +415,8 @@ int cmd_bw(const std::vector<std::string>& args, const std::vector<std::string>&
     any_ran = any_ran || reason.empty();
     if (first_skip.empty()) first_skip = reason;
     for (const auto& mode : plan.modes) {
-      for (uint64_t size : power_of_two_sizes(plan.min_size, plan.max_size)) {
-        CaseRow row{id, mode, alloc, "skipped", reason, ppn, pairs, size, job.split_host, false};
+      for (uint64_t size : rank_sizes) {
+        CaseRow row{id, mode, alloc, "skipped", reason, ppn, pairs, size, job.split_host, false, plan.split};
         CaseResult result;
         if (reason.empty()) {
           // Device memory is not checked: the host cannot fill or read it here.
@@ -389,6 +436,9 @@ int cmd_bw(const std::vector<std::string>& args, const std::vector<std::string>&
     }
   }
   if (out) {
+    const double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+    std::printf("%s\n", model::elapsed_line("mpi_bw", static_cast<size_t>(id), elapsed, expected_s).c_str());
+    std::fflush(stdout);
     std::fprintf(stderr, "mempath-mpi: %lld cases written to %s\n", static_cast<long long>(id), out->path().c_str());
     if (any_failed) std::fprintf(stderr, "mempath-mpi: failed: a data check failed (%s)\n", first_failure.c_str());
   }

@@ -1,11 +1,14 @@
 // `mempath-mpi nccl`: NCCL all-reduce and all-gather, one GPU per rank, with the buffers
-// in the GPU's own memory, in host memory, or in another GPU's memory (issue 5;
-// docs/cli.md). Bandwidths follow nccl-tests (core/scaleout_plan.hpp). Every element of
-// every result is checked, untimed, against what the collective must give.
+// in the GPU's own memory (cudaMalloc or system-allocated on GH200's HBM node), in host
+// memory, in another GPU's memory, or in another superchip's host memory (issue 5, the
+// paper's Figs. 18/19; docs/cli.md). Placements, sizes and bandwidths (nccl-tests') are
+// planned in core/scaleout_plan.hpp. Every element of every result is checked, untimed,
+// against what the collective must give.
 #include <cuda_runtime.h>
 #include <nccl.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <cstring>
 #include <cstdio>
@@ -13,6 +16,7 @@
 #include <sstream>
 
 #include "core/allocators.hpp"
+#include "core/duration_model.hpp"
 #include "core/kinds.hpp"
 #include "core/error.hpp"
 #include "core/options.hpp"
@@ -44,34 +48,9 @@ const std::vector<ColumnSpec> kCaseColumns = {
     {"status", ColumnType::String, ""},   {"reason", ColumnType::String, ""},
     {"time_us", ColumnType::Float, "us"}, {"algbw_GBps", ColumnType::Float, "GB/s"},
     {"busbw_GBps", ColumnType::Float, "GB/s"}, {"verified", ColumnType::Int, ""},
+    {"mem", ColumnType::String, ""},      {"via", ColumnType::String, ""},
+    {"rank_bytes", ColumnType::Int, "bytes"},
 };
-
-struct Placement {
-  std::string name, alloc, mem, reason;
-};
-
-// Where `placement` puts this rank's buffers: device (its own GPU's memory), host (its
-// nearest host node: system-allocated where the GPU reads pageable memory, as on GH200,
-// else pinned), peer (the next GPU of the node, through peer access).
-Placement place(const Topology& topo, const std::string& placement, int gpu) {
-  const GpuInfo* g = topo.find_gpu(gpu);
-  Placement p{placement, "", "", ""};
-  if (!g) {
-    p.reason = "GPU " + std::to_string(gpu) + " does not exist on this node";
-  } else if (placement == "device") {
-    p.alloc = "device", p.mem = "gpu" + std::to_string(gpu);
-  } else if (placement == "host") {
-    const int node = g->host_numa >= 0 ? g->host_numa : 0;
-    p.alloc = g->pageable_access ? "numa" : "pinned", p.mem = "numa" + std::to_string(node);
-  } else if (placement == "peer") {
-    const int n = static_cast<int>(topo.gpus.size());
-    if (n < 2) p.reason = "peer placement needs a second GPU on the node";
-    else p.alloc = "device", p.mem = "gpu" + std::to_string((gpu + 1) % n);
-  } else {
-    throw UsageError("invalid --placement '" + placement + "'; valid: device, host, peer");
-  }
-  return p;
-}
 
 // Host memory the checks stage through: 16 MiB, whatever the buffer size.
 constexpr uint64_t kStageFloats = 4ULL << 20;
@@ -108,10 +87,11 @@ std::string first_wrong_element(const void* out, uint64_t elements, Expected exp
 
 struct Collective {
   std::string name;
-  uint64_t size;  // nccl-tests' size: the all-reduce buffer, or the gathered (output) buffer
+  uint64_t size;        // nccl-tests' size: the all-reduce buffer, or the gathered (output) buffer
+  uint64_t rank_bytes;  // each rank's input
   int ranks;
-  uint64_t count() const { return name == "allreduce" ? size / 4 : size / 4 / ranks; }
-  uint64_t out_elements() const { return name == "allreduce" ? count() : count() * ranks; }
+  uint64_t count() const { return rank_bytes / sizeof(float); }
+  uint64_t out_elements() const { return size / sizeof(float); }
 };
 
 std::string check_result(const Collective& c, const void* out) {
@@ -168,9 +148,9 @@ CaseResult run_case(const Gpu& g, const Collective& c, Buffer& in, Buffer& out, 
 
 struct CaseRow {
   int64_t id;
-  std::string coll, placement, alloc, status, reason;
+  std::string coll, placement, alloc, mem, via, status, reason;
   int ranks, hosts, iters;
-  uint64_t size;
+  uint64_t size, rank_bytes;
   double us;
 };
 
@@ -182,25 +162,46 @@ void record_case(ResultFile& file, const CaseRow& c) {
                    {"ranks", static_cast<int64_t>(c.ranks)}, {"nodes", static_cast<int64_t>(c.hosts)},
                    {"size_bytes", static_cast<int64_t>(c.size)}, {"iters", static_cast<int64_t>(c.iters)},
                    {"status", c.status}, {"reason", c.reason}, {"time_us", c.us > 0 ? c.us : std::nan("")},
-                   {"algbw_GBps", algbw}, {"busbw_GBps", busbw}, {"verified", static_cast<int64_t>(c.status == "ok")}};
+                   {"algbw_GBps", algbw}, {"busbw_GBps", busbw}, {"verified", static_cast<int64_t>(c.status == "ok")},
+                   {"mem", c.mem}, {"via", c.via}, {"rank_bytes", static_cast<int64_t>(c.rank_bytes)}};
   file.table("nccl/cases", kCaseColumns).append(row);
   std::printf("%s\n", summary_line("nccl", row,
-                                    {field("coll", "collective"), field("placement"), field("ranks"), field("nodes"),
-                                     field("size", "size_bytes"), field("status"), metric("time_us", 2),
+                                    {field("coll", "collective"), field("placement"), field("alloc"), field("mem"),
+                                     field("ranks"), field("nodes"), field("size", "size_bytes"),
+                                     field("rank_size", "rank_bytes"), field("status"), metric("time_us", 2),
                                      metric("algbw_GBps", 2), metric("busbw_GBps", 2)})
                            .c_str());
   std::fflush(stdout);
 }
 
 // Bad input in this rank's node (no GPU, more ranks than GPUs): found per node, so agreed.
-int check_gpus(const Job& job, const Topology& topo, const std::vector<std::string>& placements) {
+int check_gpus(const Job& job, const Topology& topo) {
   const int gpus = static_cast<int>(topo.gpus.size());
   if (gpus == 0) throw UsageError("nccl needs GPUs; this node has none");
   if (job.local_size > gpus)
     throw UsageError(std::to_string(job.local_size) + " ranks on a node with " + std::to_string(gpus) +
                      " GPUs; valid: at most one rank per GPU");
-  for (const auto& p : placements) place(topo, p, 0);  // validates the names
   return job.split_host ? job.rank : job.local;
+}
+
+NcclSizes parse_sizes(const Options& opts) {
+  NcclSizes sizes;
+  const bool sweep = opts.has("min-size") || opts.has("max-size");
+  const int ways = int(sweep) + int(opts.has("size-per-rank")) + int(opts.flag("paper-sizes"));
+  if (ways > 1)
+    throw UsageError("--min-size/--max-size, --size-per-rank and --paper-sizes each choose the sizes; valid: one of them");
+  if (opts.has("min-size")) sizes.min_size = parse_size(*opts.get("min-size"));
+  if (opts.has("max-size")) sizes.max_size = parse_size(*opts.get("max-size"));
+  if (sizes.max_size < sizes.min_size) throw UsageError("--max-size is below --min-size");
+  if (opts.has("size-per-rank")) {
+    const uint64_t s = parse_size(*opts.get("size-per-rank"));
+    if (s == 0 || s % sizeof(float) != 0)
+      throw UsageError("--size-per-rank " + *opts.get("size-per-rank") +
+                       " is no whole number of floats; valid: a positive multiple of 4 B, such as 16MiB");
+    sizes.per_rank = s;
+  }
+  sizes.paper = opts.flag("paper-sizes");
+  return sizes;
 }
 
 Gpu start_nccl(const Job& job, int gpu) {
@@ -223,11 +224,18 @@ Gpu start_nccl(const Job& job, int gpu) {
 }  // namespace
 
 int cmd_nccl(const std::vector<std::string>& args, const std::vector<std::string>& argv) {
+  const auto started = std::chrono::steady_clock::now();
   Options opts("nccl", "NCCL all-reduce and all-gather with the buffers in each memory (docs/cli.md).",
                with_run_options({{"coll", "LIST", "allreduce, allgather (default both)"},
-                                 {"placement", "LIST", "device (default), host, peer"},
+                                 {"placement", "LIST",
+                                  "device (default), hbm-system, host, peer, peer-host: where each rank's buffers are"},
                                  {"min-size", "SIZE", "smallest buffer (default 1KiB)"},
                                  {"max-size", "SIZE", "largest buffer (default 1GiB)"},
+                                 {"size-per-rank", "SIZE",
+                                  "one size instead of the sweep: each rank's input (all-gather gathers SIZE x ranks)"},
+                                 {"paper-sizes", "",
+                                  "one size instead of the sweep, the paper's Fig. 19: all-reduce 4 GiB, all-gather "
+                                  "16 MiB x ranks"},
                                  {"iters", "N", "timed collectives per size (default 20)"},
                                  {"warmup", "N", "untimed collectives per size first (default 5)"}},
                                 "mpi-nccl"));
@@ -235,9 +243,8 @@ int cmd_nccl(const std::vector<std::string>& args, const std::vector<std::string
   const auto colls = opts.has("coll") ? opts.list("coll") : split_list("allreduce,allgather");
   for (const auto& c : colls) busbw_factor(c, 2);  // validates the name
   const auto placements = opts.has("placement") ? opts.list("placement") : split_list("device");
-  const uint64_t min_size = opts.has("min-size") ? parse_size(*opts.get("min-size")) : 1024;
-  const uint64_t max_size = opts.has("max-size") ? parse_size(*opts.get("max-size")) : 1ULL << 30;
-  if (max_size < min_size) throw UsageError("--max-size is below --min-size");
+  for (const auto& p : placements) check_nccl_placement_name(p);
+  const NcclSizes sizes = parse_sizes(opts);
   const int iters = static_cast<int>(opts.integer("iters", 20, 1, kMaxReps));
   const int warmup = static_cast<int>(opts.integer("warmup", 5, 0, kMaxReps));
   set_phase_limit(timeout_option(opts));
@@ -251,9 +258,16 @@ int cmd_nccl(const std::vector<std::string>& args, const std::vector<std::string
   int gpu = 0;
   phase("checking the GPUs", [&] {
     topo = discover();
-    gpu = check_gpus(job, topo, placements);
+    gpu = check_gpus(job, topo);
   });
   const int hosts = job.split_host ? 1 : job.nodes;  // collectives span hosts, not halves
+  std::vector<NcclCase> cases;
+  phase("planning the sizes", [&] {
+    cases = nccl_cases(colls, sizes, job.size);
+    if (cases.empty())
+      throw UsageError("--max-size " + format_size(sizes.max_size) + " leaves no buffer with 4 B for each of the " +
+                       std::to_string(job.size) + " ranks; valid: at least " + std::to_string(4 * job.size) + " B");
+  });
   const Gpu g = start_nccl(job, gpu);
   JobFile file(job, opts, "mpi-nccl", topo.host, [&] {
     auto attrs = collect_provenance(topo, argv);
@@ -265,26 +279,45 @@ int cmd_nccl(const std::vector<std::string>& args, const std::vector<std::string
     return attrs;
   });
   ResultFile* out_file = file.rank0();
-  if (out_file) out_file->table("nccl/cases", kCaseColumns);
+  // One input and one output per placement, as large as the largest case needs.
+  uint64_t in_bytes = 0, out_bytes = 0;
+  for (const auto& c : cases) in_bytes = std::max(in_bytes, c.rank_bytes), out_bytes = std::max(out_bytes, c.size);
+  // The model's expectation, from rank 0's view of its GPU (docs/cli.md, "Expected duration").
+  const GpuInfo* own = topo.find_gpu(gpu);
+  const std::string gpu_link = own && !own->nvlink_peers.empty() ? "nvlink" : "pcie";
+  double expected_s = model::kNcclInitS;
+  size_t planned = 0;
+  for (const auto& pname : placements) {
+    const NcclPlacement p = nccl_placement(topo, pname, gpu);
+    if (!p.reason.empty()) continue;
+    expected_s += nccl_setup_s(in_bytes, out_bytes);
+    for (const auto& c : cases)
+      expected_s += nccl_case_s(c, job.size, hosts, p.via, gpu_link, warmup, iters, !alloc_info(p.alloc).gpu_memory);
+    planned += cases.size();
+  }
+  if (out_file) {
+    out_file->table("nccl/cases", kCaseColumns);
+    std::printf("%s\n", model::expect_line("nccl", placements.size() * cases.size(), planned, expected_s).c_str());
+    std::fflush(stdout);
+  }
 
   int64_t case_id = 0;
   bool any_ran = false, any_failed = false;
   std::string first_skip, first_failure;
   for (const auto& pname : placements) {
-    Placement p = place(topo, pname, gpu);
-    // all-gather's output holds every rank's part: the largest buffer is the output.
+    NcclPlacement p = nccl_placement(topo, pname, gpu);
     std::unique_ptr<Buffer> in, out;
     if (p.reason.empty()) {
       try {
         if (pname == "peer") gpu::enable_peer_access(gpu, std::stoi(p.mem.substr(3)));
-        in = allocate(topo, p.alloc, p.mem, max_size, 1);
-        out = allocate(topo, p.alloc, p.mem, max_size, 0);
+        in = allocate(topo, p.alloc, p.mem, in_bytes, 1);
+        out = allocate(topo, p.alloc, p.mem, out_bytes, 0);
       } catch (const std::exception& e) {
         p.reason = e.what();
       }
     }
     cuda_ok(cudaSetDevice(gpu), "cudaSetDevice");
-    if (in) fill_input(in->data(), max_size / sizeof(float), job.rank);
+    if (in) fill_input(in->data(), in_bytes / sizeof(float), job.rank);
     std::string reason;
     {
       Watchdog::Scope armed(phase_watchdog(), "nccl " + pname + " allocation");
@@ -292,30 +325,33 @@ int cmd_nccl(const std::vector<std::string>& args, const std::vector<std::string
     }
     any_ran = any_ran || reason.empty();
     if (first_skip.empty()) first_skip = reason;
-    for (const auto& coll : colls) {
-      for (uint64_t size : power_of_two_sizes(std::max<uint64_t>(min_size, 4 * job.size), max_size)) {
-        CaseRow row{case_id, coll, pname, p.alloc, "skipped", reason, job.size, hosts, iters, size, -1};
-        if (reason.empty()) {
-          const CaseResult r = run_case(g, {coll, size, job.size}, *in, *out, warmup, iters,
-                                        "nccl " + coll + " " + pname + " " + format_size(size));
-          row.us = r.us;
-          row.status = r.failure.empty() ? "ok" : "failed";
-          row.reason = r.failure;
-          any_failed = any_failed || !r.failure.empty();
-          if (first_failure.empty()) first_failure = r.failure;
-        }
-        if (out_file) record_case(*out_file, row);
-        file.save();
-        ++case_id;
+    for (const auto& c : cases) {
+      CaseRow row{case_id, c.collective, pname, p.alloc, p.mem, p.via, "skipped", reason,
+                  job.size, hosts, iters, c.size, c.rank_bytes, -1};
+      if (reason.empty()) {
+        const CaseResult r = run_case(g, {c.collective, c.size, c.rank_bytes, job.size}, *in, *out, warmup, iters,
+                                      "nccl " + c.collective + " " + pname + " " + format_size(c.size));
+        row.us = r.us;
+        row.status = r.failure.empty() ? "ok" : "failed";
+        row.reason = r.failure;
+        any_failed = any_failed || !r.failure.empty();
+        if (first_failure.empty()) first_failure = r.failure;
       }
+      if (out_file) record_case(*out_file, row);
+      file.save();
+      ++case_id;
     }
   }
   {
     Watchdog::Scope armed(phase_watchdog(), "NCCL shut-down");
     ncclCommDestroy(g.comm);
   }
-  if (out_file && any_failed)
-    std::fprintf(stderr, "mempath-mpi: failed: a result check failed (%s)\n", first_failure.c_str());
+  if (out_file) {
+    const double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+    std::printf("%s\n", model::elapsed_line("nccl", static_cast<size_t>(case_id), elapsed, expected_s).c_str());
+    std::fflush(stdout);
+    if (any_failed) std::fprintf(stderr, "mempath-mpi: failed: a result check failed (%s)\n", first_failure.c_str());
+  }
   return exit_code(job, any_ran, first_skip, any_failed ? kExitFailed : kExitOk);
 }
 

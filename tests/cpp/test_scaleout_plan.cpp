@@ -4,6 +4,7 @@
 
 #include "core/error.hpp"
 #include "core/scaleout_plan.hpp"
+#include "core/topology.hpp"
 
 using namespace mempath;
 
@@ -77,4 +78,111 @@ TEST(ScaleoutPlan, NcclExpectedValuesAreExactSums) {
   EXPECT_NE(nccl_allreduce_expected(2, 0), nccl_allreduce_expected(2, 1));
   EXPECT_EQ(nccl_allgather_expected(4, 5), nccl_input(1, 1));
   EXPECT_NE(nccl_allgather_expected(4, 1), nccl_allgather_expected(4, 5));
+}
+
+Topology fixture(const std::string& name) { return load_snapshot(std::string(MEMPATH_FIXTURES_DIR) + "/" + name); }
+
+TEST(ScaleoutPlan, SplitModeDividesTheNodeSizeAmongItsRanks) {
+  // The paper's Fig. 14: the x axis is the node's total, each of its ranks sends a share.
+  EXPECT_EQ(split_rank_bytes(1ULL << 30, 4), 1ULL << 28);
+  EXPECT_EQ(split_rank_bytes(12, 3), 4u);
+  EXPECT_EQ(split_rank_bytes(2, 4), 0u);  // less than a byte each
+  EXPECT_EQ(split_node_sizes(1, 64, 4), (std::vector<uint64_t>{4, 8, 16, 32, 64}));  // from one byte a rank
+  EXPECT_EQ(split_node_sizes(1, 8, 1), (std::vector<uint64_t>{1, 2, 4, 8}));
+  EXPECT_TRUE(split_node_sizes(1, 2, 4).empty());
+}
+
+TEST(ScaleoutPlan, NcclPlacementsOnAQuadGh200) {
+  // Figs. 18/19: local HBM (cudaMalloc and system-allocated), local DDR, peer DDR.
+  const Topology t = fixture("gh200_quad");
+  auto at = [&](const std::string& name, int gpu) { return nccl_placement(t, name, gpu); };
+  EXPECT_EQ(at("device", 1).alloc, "device");
+  EXPECT_EQ(at("device", 1).mem, "gpu1");
+  EXPECT_EQ(at("device", 1).via, "local");
+  const NcclPlacement hbm = at("hbm-system", 1);
+  EXPECT_EQ(hbm.alloc, "numa");
+  EXPECT_EQ(hbm.mem, "numa12");  // gpu1's HBM NUMA node
+  EXPECT_EQ(hbm.reason, "");
+  EXPECT_EQ(at("host", 2).alloc, "numa");
+  EXPECT_EQ(at("host", 2).mem, "numa2");  // its own Grace's LPDDR
+  EXPECT_EQ(at("host", 2).via, "c2c");
+  const NcclPlacement peer_host = at("peer-host", 3);
+  EXPECT_EQ(peer_host.alloc, "numa");
+  EXPECT_EQ(peer_host.mem, "numa0");  // the next superchip's LPDDR
+  EXPECT_EQ(peer_host.reason, "");
+  EXPECT_NE(peer_host.via.find("nvlink"), std::string::npos) << peer_host.via;
+  EXPECT_EQ(at("peer", 0).mem, "gpu1");
+  EXPECT_EQ(at("peer", 0).reason, "");
+  for (const auto& name : nccl_placement_names()) EXPECT_EQ(at(name, 0).reason, "") << name;
+}
+
+TEST(ScaleoutPlan, NcclPlacementsANodeLacksAreSkippedWithTheReason) {
+  const Topology x86 = fixture("x86_h100");
+  EXPECT_EQ(nccl_placement(x86, "host", 0).alloc, "pinned");  // no ATS: pinned host memory
+  EXPECT_EQ(nccl_placement(x86, "host", 0).reason, "");
+  EXPECT_NE(nccl_placement(x86, "hbm-system", 0).reason.find("no NUMA node"), std::string::npos);
+  EXPECT_NE(nccl_placement(x86, "peer-host", 0).reason.find("GH200"), std::string::npos);
+  EXPECT_NE(nccl_placement(x86, "peer", 0).reason.find("second GPU"), std::string::npos);
+  // Two sockets, four GPUs on NVLink: peers, but no GPU reads another socket's pageable memory.
+  const Topology two = fixture("x86_2s_4gpu");
+  EXPECT_EQ(nccl_placement(two, "peer", 3).mem, "gpu0");
+  EXPECT_EQ(nccl_placement(two, "peer", 3).reason, "");
+  EXPECT_NE(nccl_placement(two, "peer-host", 0).reason.find("ATS"), std::string::npos);
+  // One GH200: its HBM is a NUMA node, but there is no other superchip.
+  const Topology single = fixture("gh200_single");
+  EXPECT_EQ(nccl_placement(single, "hbm-system", 0).mem, "numa1");
+  EXPECT_EQ(nccl_placement(single, "hbm-system", 0).reason, "");
+  EXPECT_NE(nccl_placement(single, "peer-host", 0).reason.find("no other superchip"), std::string::npos);
+  // Two GH200 without GPU peer access: the other superchip's LPDDR is read through ATS.
+  const Topology dual = fixture("gh200_dual");
+  EXPECT_EQ(nccl_placement(dual, "peer-host", 0).mem, "numa1");
+  EXPECT_EQ(nccl_placement(dual, "peer-host", 0).reason, "");
+  EXPECT_NE(nccl_placement(dual, "peer", 0).reason, "");
+  EXPECT_NE(nccl_placement(x86, "device", 7).reason.find("does not exist"), std::string::npos);
+  EXPECT_THROW(nccl_placement(x86, "remote", 0), UsageError);
+}
+
+TEST(ScaleoutPlan, NcclSizesAreExactAndThePapersPerRank) {
+  // Fig. 19: all-reduce of 4 GiB, all-gather of 16 MiB from each of the processes.
+  NcclSizes paper;
+  paper.paper = true;
+  for (int ranks : {4, 8, 16}) {
+    const auto cases = nccl_cases({"allreduce", "allgather"}, paper, ranks);
+    ASSERT_EQ(cases.size(), 2u);
+    EXPECT_EQ(cases[0].size, 4ULL << 30);
+    EXPECT_EQ(cases[0].rank_bytes, 4ULL << 30);
+    EXPECT_EQ(cases[1].size, (16ULL << 20) * ranks);
+    EXPECT_EQ(cases[1].rank_bytes, 16ULL << 20);
+  }
+  NcclSizes per_rank;
+  per_rank.per_rank = 1 << 20;
+  const auto one = nccl_cases({"allgather"}, per_rank, 3);
+  ASSERT_EQ(one.size(), 1u);
+  EXPECT_EQ(one[0].size, 3u << 20);
+  // A sweep over 3 ranks: every all-gather size is three equal whole-float parts.
+  NcclSizes sweep;
+  sweep.min_size = 1, sweep.max_size = 64;
+  const auto swept = nccl_cases({"allreduce", "allgather"}, sweep, 3);
+  for (const auto& c : swept) {
+    EXPECT_EQ(c.rank_bytes % 4, 0u);
+    EXPECT_EQ(c.size, c.collective == "allreduce" ? c.rank_bytes : 3 * c.rank_bytes) << c.size;
+    EXPECT_GE(c.size, 12u);
+  }
+  EXPECT_EQ(swept.front().size, 16u);  // 4 B a rank at least: 12 rounds up to 16
+  EXPECT_THROW(nccl_cases({"alltoall"}, sweep, 2), UsageError);
+}
+
+TEST(ScaleoutPlan, TheDurationModelGrowsWithTheWork) {
+  const double small = mpi_bw_case_s(1 << 20, 1, false, 5, false);
+  EXPECT_GT(small, 0);
+  EXPECT_GT(mpi_bw_case_s(1 << 20, 1, true, 5, false), small);       // both directions
+  EXPECT_GT(mpi_bw_case_s(1 << 20, 1, false, 50, false), 5 * small);  // ten times the repetitions
+  EXPECT_GT(mpi_bw_case_s(1 << 20, 4, false, 5, false), small);      // four pairs share a node's network
+  EXPECT_GT(mpi_bw_case_s(1, 1, false, 5, false), 100 * 64 * 6 * 2e-6);  // tiny messages: their count
+  const NcclCase reduce{"allreduce", 4ULL << 30, 4ULL << 30};
+  const double one_node = nccl_case_s(reduce, 4, 1, "local", "nvlink", 5, 20, false);
+  EXPECT_GT(nccl_case_s(reduce, 8, 2, "local", "nvlink", 5, 20, false), one_node);  // over the network
+  EXPECT_GT(nccl_case_s(reduce, 4, 1, "nvlink+c2c", "nvlink", 5, 20, true), one_node);  // peer LPDDR
+  EXPECT_GT(nccl_case_s(reduce, 4, 1, "local", "pcie", 5, 20, false), one_node);
+  EXPECT_GT(nccl_setup_s(1ULL << 30, 4ULL << 30), nccl_setup_s(1ULL << 20, 4ULL << 20));
 }

@@ -36,6 +36,91 @@ def test_shapes_give_the_published_parameter_counts() -> None:
     assert round(llm.param_count(llm.CONFIGS["llama-3.1-8b"]) / 1e9, 2) == 8.03
 
 
+def test_llama2_shapes_are_the_papers_models() -> None:
+    """Fig. 17's models, from meta-llama/Llama-2-{7b,13b}-hf's config.json: Hugging Face's
+    own parameter counts (6,738,415,616 and 13,015,864,320), within 1% of 6.74 B and 13.0 B."""
+    seven, thirteen = (llm.param_count(llm.CONFIGS[m]) for m in ("llama-2-7b", "llama-2-13b"))
+    assert abs(seven / 6.74e9 - 1) < 0.01 and abs(thirteen / 13.0e9 - 1) < 0.01
+    assert (seven, thirteen) == (6_738_415_616, 13_015_864_320)
+    for m in ("llama-2-7b", "llama-2-13b"):
+        c = llm.CONFIGS[m]
+        assert c["kv_heads"] == c["heads"] and not c["tied"] and c["vocab"] == 32000 and c["bos"] == 1
+
+
+def test_an_empty_prompt_is_the_bos_token_alone() -> None:
+    assert llm.parse_prompt("empty") == (1, "bos")
+    assert llm.parse_prompt("16") == (16, "random")
+    for bad in ("0", "-3", "none", "", "1.5"):
+        with pytest.raises(llm.BadInput, match="valid: a positive count, or empty"):
+            llm.parse_prompt(bad)
+
+
+def test_default_is_pytorchs_own_allocator_on_the_gpu(mempath_bin: Path) -> None:
+    assert llm.resolve_placement("default", topo("x86_h100", mempath_bin), 0) == ("pytorch", "gpu0", "")
+    assert llm.resolve_placement("default", topo("gh200_quad", mempath_bin), 2) == ("pytorch", "gpu2", "")
+    row = llm.new_row(_args("default"), 0, "default", "pytorch", "gpu0", 10)
+    assert row["torch_allocator"] == "caching" and row["weight_alloc"] == "pytorch"
+    assert llm.new_row(_args("hbm"), 1, "hbm", "device", "gpu0", 10)["torch_allocator"] == "pluggable"
+
+
+def _args(placement: str):
+    args = llm.parser().parse_args(["--model", "llama-2-7b", "--placement", placement, "--prompt-tokens", "empty"])
+    args.prompt_n, args.prompt_kind = llm.parse_prompt(args.prompt_tokens)
+    return args
+
+
+def free_from_snapshot(t: dict):
+    """What the allocator layer would say on that node: a GPU's whole memory, a NUMA node's free pages."""
+    gpus = {p["name"]: p["memory_bytes"] for p in t["processors"] if p["kind"] == "gpu"}
+    numa = {f"numa{n['id']}": n["mem_free_bytes"] for n in t["numa_nodes"]}
+    return lambda mem: gpus.get(mem, numa.get(mem))
+
+
+@pytest.mark.parametrize("node,gpu", [("x86_h100", 0), ("gh200_quad", 1), ("x86_2s_4gpu", 3)])
+def test_13b_runs_or_is_skipped_with_the_reason_in_every_placement(mempath_bin: Path, node: str, gpu: int) -> None:
+    """Llama-2-13b (26 GB in fp16) on an 80 GB H100, a GH200 and a 4-GPU x86 node: every
+    placement either fits or is skipped with why, nothing left to fail halfway."""
+    t = topo(node, mempath_bin)
+    c = llm.CONFIGS["llama-2-13b"]
+    weights, work = llm.param_count(c) * 2, llm.working_bytes(c, 1, 1, 100)
+    outcome = {}
+    for name in ("default", "hbm", "host", "host-remote", "peer"):
+        alloc, mem, why = llm.resolve_placement(name, t, gpu)
+        outcome[name] = why or llm.fit_problem(weights, work, mem, gpu, t, free_from_snapshot(t))
+    assert outcome["default"] == outcome["hbm"] == outcome["host"] == ""  # 26 GB fit in 80+ GB and in host memory
+    if node == "x86_h100":
+        assert "one host NUMA node" in outcome["host-remote"] and "one GPU" in outcome["peer"]
+    else:
+        assert outcome["host-remote"] == outcome["peer"] == ""
+
+
+def test_weights_that_do_not_fit_are_skipped_with_the_reason(mempath_bin: Path) -> None:
+    t = topo("x86_h100", mempath_bin)
+    c = llm.CONFIGS["llama-2-13b"]
+    weights, work = llm.param_count(c) * 2, llm.working_bytes(c, 1, 1, 100)
+    small = {"gpu0": 24 * 10**9, "numa0": 16 * 10**9}.get
+    why = llm.fit_problem(weights, work, "gpu0", 0, t, small)
+    assert why.startswith("does not fit: the weights and the decode's working memory need 27.2 GB and gpu0 has 24.0 GB")
+    assert "the weights need 26.0 GB and numa0 has 16.0 GB free" in llm.fit_problem(weights, work, "numa0", 0, t, small)
+    # Weights in host memory, but no room on the GPU for the KV cache and activations.
+    full_gpu = {"gpu0": 10**8, "numa0": 10**12}.get
+    assert "the decode's working memory need 1.2 GB and gpu0" in llm.fit_problem(weights, work, "numa0", 0, t, full_gpu)
+    assert llm.fit_problem(weights, work, "numa0", 0, t, lambda mem: None) == ""  # unknown: it is tried
+    # On GH200 the GPU's HBM NUMA node is its own memory: weights and working memory add up there.
+    quad = topo("gh200_quad", mempath_bin)
+    assert "weights and the decode's working memory" in llm.fit_problem(weights, work, "numa4", 0, quad,
+                                                                       {"numa4": 27 * 10**9}.get)
+
+
+def test_the_working_memory_grows_with_the_kv_cache() -> None:
+    c = llm.CONFIGS["llama-2-7b"]
+    kv_per_token = 2 * 32 * 4096 * 2  # keys and values of every layer, fp16
+    scores = 4 * 32  # the prompt's fp32 attention scores over one more position, 32 heads
+    assert llm.working_bytes(c, 1, 1, 101) - llm.working_bytes(c, 1, 1, 100) == kv_per_token + scores
+    assert llm.working_bytes(c, 4, 1, 100) > llm.working_bytes(c, 1, 1, 100)
+    assert llm.working_bytes(c, 1, 1, 2) > llm.WORKING_MARGIN_BYTES
+
+
 def test_the_bound_is_bandwidth_over_weight_bytes() -> None:
     assert llm.bound_tokens_per_s(3000.0, 2_471_628_800) == pytest.approx(1213.8, rel=1e-4)
     assert llm.bound_tokens_per_s(100.0, 10**9, batch=4) == pytest.approx(400.0)
@@ -59,7 +144,7 @@ def test_placements_on_an_x86_node_and_on_gh200(mempath_bin: Path) -> None:
 
 def test_bad_input_is_one_line() -> None:
     for args in (["--model", "gpt-5"], ["--dtype", "fp8"], ["--new-tokens", "1"], ["--decode", "lazy"],
-                 ["--mempath", "/nonexistent/mempath"]):
+                 ["--mempath", "/nonexistent/mempath"], ["--prompt-tokens", "0"], ["--prompt-tokens", "bos?"]):
         proc = subprocess.run([sys.executable, str(SCRIPT), *args], capture_output=True, text=True, timeout=60)
         assert proc.returncode == 2 and len(proc.stderr.strip().splitlines()) == 1 and "valid" in proc.stderr
 
@@ -75,6 +160,61 @@ def test_the_allocator_refuses_unknown_names(mempath_bin: Path) -> None:
     assert lib.mempath_place(b"numa", b"numa99") == -1 and b"numa99" in lib.mempath_last_error()
     assert lib.mempath_place(b"numa", None) == -1
     assert lib.mempath_place(None, None) == 0
+
+
+def test_a_bad_placement_and_a_misused_worker_flag_are_one_line(tmp_path: Path) -> None:
+    mempath = str(fake_mempath(tmp_path, "x86_h100"))
+    for args, hint in ((["--placement", "hbm,nowhere"], "valid: default, hbm"),
+                       (["--placement", "hbm", "--worker-json", str(tmp_path / "w.json")], "default placement alone")):
+        proc = subprocess.run([sys.executable, str(SCRIPT), "--mempath", mempath, *args], capture_output=True,
+                              text=True, timeout=120)
+        assert proc.returncode == 2 and proc.stderr.count("\n") == 1 and hint in proc.stderr, proc.stderr
+
+
+def test_the_default_placements_process_gets_this_runs_options() -> None:
+    args = llm.parser().parse_args(["--model", "llama-2-7b", "--dtype", "fp16", "--placement", "hbm,default",
+                                    "--prompt-tokens", "empty", "--new-tokens", "100", "--reps", "2", "--batch", "3",
+                                    "--bw-from", "path.h5", "--decode", "eager"])
+    cmd = llm.worker_args(args, Path("/tmp/x.json"))
+    flags = dict(zip(cmd[2::2], cmd[3::2]))
+    assert flags["--placement"] == "default" and flags["--worker-json"] == "/tmp/x.json"
+    assert (flags["--model"], flags["--dtype"], flags["--prompt-tokens"], flags["--new-tokens"]) == (
+        "llama-2-7b", "fp16", "empty", "100")
+    assert (flags["--reps"], flags["--batch"], flags["--bw-from"], flags["--decode"]) == ("2", "3", "path.h5", "eager")
+
+
+def llm_cases(path: Path) -> dict:
+    with h5py.File(path) as f:
+        g = f["llm/cases"]
+        return {k: (g[k].asstr()[()] if g[k].dtype.kind == "O" else g[k][()]) for k in g}
+
+
+@pytest.mark.gpu
+def test_llama2_7b_decodes_the_same_tokens_in_hbm_and_with_pytorchs_allocator(mempath_bin: Path,
+                                                                              tmp_path: Path) -> None:
+    """The paper's setting, short: Llama-2-7b shape, fp16, from an empty prompt (BOS), with
+    the weights in HBM through mempath's allocator and with PyTorch's own (the baseline, in
+    a process of its own): both run, the same tokens, the peaks split at 1 MiB recorded."""
+    pytest.importorskip("torch")
+    out = tmp_path / "llama2.h5"
+    env = {**os.environ, "MEMPATH_BIN": str(mempath_bin)}
+    proc = subprocess.run([sys.executable, str(SCRIPT), "--model", "llama-2-7b", "--dtype", "fp16",
+                           "--placement", "hbm,default", "--prompt-tokens", "empty", "--new-tokens", "4",
+                           "--reps", "1", "--warmup", "0", "--output", str(out)],
+                          capture_output=True, text=True, env=env, timeout=600)
+    assert proc.returncode == 0, proc.stderr + proc.stdout
+    c = llm_cases(out)
+    assert list(c["placement"]) == ["hbm", "default"] and list(c["status"]) == ["ok", "ok"], c["reason"]
+    assert (c["verified"] == 1).all()
+    assert list(c["torch_allocator"]) == ["pluggable", "caching"] and c["weight_alloc"][1] == "pytorch"
+    assert list(c["prompt"]) == ["bos", "bos"] and (c["prompt_tokens"] == 1).all() and (c["new_tokens"] == 4).all()
+    assert (c["params"] == 6_738_415_616).all()
+    weights = c["weight_bytes"][0]
+    # Every weight matrix is over 1 MiB; the norms (8 KiB each) and small activations are not.
+    assert (c["peak_large_bytes"] >= 0.99 * weights).all() and (c["peak_large_bytes"] < 1.2 * weights).all()
+    assert (c["peak_small_bytes"] > 0).all() and (c["peak_small_bytes"] < 2**30).all()
+    assert (c["median_tokens_per_s"] > 0).all()
+    assert "placement=default" in proc.stdout and "prompt=bos" in proc.stdout
 
 
 @pytest.mark.gpu

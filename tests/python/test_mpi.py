@@ -53,6 +53,65 @@ def test_bw_uni_and_bi_between_two_halves(mpi_bin: Path, tmp_path: Path) -> None
         assert (f["mpi_bw/samples/time_s"][()] > 0).all()
 
 
+def test_split_divides_each_node_size_among_its_ranks(mpi_bin: Path, tmp_path: Path) -> None:
+    """The paper's Fig. 14: with --split the sizes are the node's, each of its ranks sends an
+    equal share, and the bandwidth is the node's bytes over the node's time."""
+    out = tmp_path / "split.h5"
+    proc = mpirun(str(mpi_bin), "bw", "--split", "--mode", "uni,bi", "--min-size", "1KiB", "--max-size", "64KiB",
+                  "--reps", "2", "--output", str(out), np_=4)
+    assert proc.returncode == 0, proc.stderr
+    lines = summaries(proc.stdout, "mpi_bw")
+    assert len(lines) == 2 * 7 and all(l["status"] == "ok" and l["split"] == "1" for l in lines), proc.stdout
+    assert all(l["pairs"] == "2" and int(l["node_size"]) == 2 * int(l["size"]) for l in lines)
+    assert sorted({int(l["node_size"]) for l in lines}) == [1 << k for k in range(10, 17)]
+    with h5py.File(out) as f:
+        cases, samples = f["mpi_bw/cases"], f["mpi_bw/samples"]
+        assert set(cases["split"][()]) == {1} and set(cases["ppn"][()]) == {2}
+        assert (cases["node_bytes"][()] == 2 * cases["size_bytes"][()]).all()
+        windows = cases["windows"][()][samples["case_id"][()]]
+        dirs = np.where(samples["mode"].asstr()[()] == "bi", 2, 1)
+        assert (samples["bytes"][()] == samples["node_bytes"][()] * 64 * windows * dirs).all()
+        assert np.allclose(samples["bandwidth_GBps"][()], samples["bytes"][()] / samples["time_s"][()] / 1e9)
+    # Without --split each rank sends the whole size: the node moves twice as much.
+    proc = mpirun(str(mpi_bin), "bw", "--mode", "uni", "--min-size", "1KiB", "--max-size", "1KiB", "--reps", "1",
+                  "--output", str(tmp_path / "whole.h5"), np_=4)
+    line = summaries(proc.stdout, "mpi_bw")[0]
+    assert (line["split"], line["size"], line["node_size"]) == ("0", "1024", "2048"), proc.stdout
+
+
+@pytest.mark.parametrize("np_,args,hint", [
+    (4, ["--split", "--max-size", "1"], "leaves less than 1 B for each of the node's 2 ranks"),
+    (2, ["--split", "--max-size", "4GiB"], "exceeds one MPI message"),
+    (4, ["--split", "--max-size", "5GiB"], "valid: at most 4294967294 B")])
+def test_split_sizes_that_cannot_be_split_are_bad_input(mpi_bin: Path, tmp_path: Path, np_: int,
+                                                        args: list[str], hint: str) -> None:
+    proc = mpirun(str(mpi_bin), "bw", *args, "--output", str(tmp_path / "s.h5"), np_=np_)
+    errors = error_lines(proc.stderr)
+    assert proc.returncode == 2 and len(errors) == 1 and hint in errors[0], proc.stderr
+    assert not (tmp_path / "s.h5").exists()
+
+
+def test_a_run_states_its_expected_duration_first_and_its_elapsed_time_last(mpi_bin: Path, tmp_path: Path) -> None:
+    """The duration model covers mempath-mpi (docs/cli.md, "Expected duration"): rank 0's
+    EXPECT line before the first case, ELAPSED after the last; more work, longer expected."""
+    def expected(*args: str) -> tuple[dict[str, str], dict[str, str], int]:
+        proc = mpirun(str(mpi_bin), "bw", "--mode", "uni", "--min-size", "1KiB", *args,
+                      "--output", str(tmp_path / f"e{len(list(tmp_path.iterdir()))}.h5"))
+        assert proc.returncode == 0, proc.stderr
+        out = proc.stdout.splitlines()
+        first, last = (dict(w.split("=", 1) for w in line.split()[2:]) for line in (out[0], out[-1]))
+        assert out[0].startswith("EXPECT mpi_bw ") and out[-1].startswith("ELAPSED mpi_bw "), proc.stdout
+        return first, last, len(summaries(proc.stdout, "mpi_bw"))
+    first, last, cases = expected("--max-size", "4KiB", "--reps", "2")
+    assert first["cases"] == first["planned"] == last["cases"] == str(cases) == "3" and first["skipped"] == "0"
+    assert first["expected_s"] == last["expected_s"] and float(last["elapsed_s"]) > 0
+    more, _, _ = expected("--max-size", "4KiB", "--reps", "20")
+    assert float(more["expected_s"]) > float(first["expected_s"])
+    # Device buffers without a CUDA-aware MPI are known to be skipped: planned, not expected.
+    skip, _, _ = expected("--max-size", "4KiB", "--reps", "2", "--alloc", "numa,device")
+    assert (skip["cases"], skip["planned"], skip["skipped"]) == ("6", "3", "3")
+
+
 def test_a_launcher_binding_is_kept(mpi_bin: Path, tmp_path: Path) -> None:
     """Without a binding the two halves of one host get a core each; a rank that the
     launcher bound (here taskset, on Slurm srun --cpu-bind) stays where it was put."""
@@ -135,6 +194,20 @@ def test_nccl_without_gpus_is_bad_input(mpi_bin: Path) -> None:
         pytest.skip("this machine has GPUs")
     proc = mpirun(str(mpi_bin), "nccl")
     assert proc.returncode == 2 and ("needs GPUs" in proc.stderr or "no NCCL" in proc.stderr), proc.stderr
+
+
+@pytest.mark.parametrize("args,hint", [
+    (["--size-per-rank", "6"], "valid: a positive multiple of 4 B"),
+    (["--size-per-rank", "1MiB", "--max-size", "4MiB"], "valid: one of them"),
+    (["--paper-sizes", "--size-per-rank", "1MiB"], "valid: one of them"),
+    (["--placement", "device,remote"], "valid: device, hbm-system, host, peer, peer-host")])
+def test_nccl_bad_sizes_and_placements_are_one_line_exit_2(mpi_bin: Path, args: list[str], hint: str) -> None:
+    """Options are checked on every rank before the GPUs are looked at (here: none)."""
+    proc = mpirun(str(mpi_bin), "nccl", *args)
+    if "no NCCL" in proc.stderr:
+        pytest.skip("this mempath-mpi was built without NCCL")
+    errors = error_lines(proc.stderr)
+    assert proc.returncode == 2 and len(errors) == 1 and hint in errors[0], proc.stderr
 
 
 def test_inventory_gathers_every_rank_into_the_run(mpi_bin: Path, mempath_bin: Path, tmp_path: Path) -> None:
@@ -276,3 +349,57 @@ def test_nccl_checks_every_element_of_every_result(mpi_bin: Path, tmp_path: Path
     with h5py.File(out) as f:
         assert set(f["nccl/cases/verified"][()]) == {1}
     assert mpirun(str(mpi_bin), "nccl", "--max-size", "4KiB", "--output", str(out), np_=ranks).returncode == 2
+
+
+@pytest.mark.gpu
+def test_nccl_placements_sizes_per_rank_and_bandwidths(mpi_bin: Path, tmp_path: Path) -> None:
+    """Figs. 18/19: every placement runs or is skipped with the reason (GH200-only ones on
+    other nodes); --size-per-rank gathers that much from each rank; algbw is the buffer
+    over the time (nccl-tests, the paper's bandwidth) and busbw its bus factor, both in the
+    table and on the summary line."""
+    ranks = min(2, gpu_count())
+    if ranks == 0:
+        pytest.skip("no GPU")
+    out = tmp_path / "p.h5"
+    proc = mpirun(str(mpi_bin), "nccl", "--placement", "device,hbm-system,host,peer,peer-host",
+                  "--size-per-rank", "1MiB", "--iters", "3", "--warmup", "1", "--output", str(out),
+                  np_=ranks, timeout=300)
+    if "no NCCL" in proc.stderr:
+        pytest.skip("this mempath-mpi was built without NCCL")
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.startswith("EXPECT nccl cases=10 ") and "ELAPSED nccl cases=10 " in proc.stdout, proc.stdout
+    lines = summaries(proc.stdout, "nccl")
+    assert len(lines) == 10, proc.stdout
+    status = {(l["placement"], l["coll"]): l for l in lines}
+    assert status[("device", "allreduce")]["status"] == status[("host", "allgather")]["status"] == "ok"
+    for l in lines:
+        assert l["status"] in ("ok", "skipped"), l
+        assert l["status"] == "ok" or l["reason"], l
+        assert int(l["rank_size"]) == 1 << 20
+        assert int(l["size"]) == (1 << 20) * (ranks if l["coll"] == "allgather" else 1)
+        if l["status"] == "ok":
+            assert "algbw_GBps" in l and "busbw_GBps" in l
+    with h5py.File(out) as f:
+        c = {k: f["nccl/cases"][k][()] for k in ("size_bytes", "time_us", "algbw_GBps", "busbw_GBps", "rank_bytes")}
+        ok = f["nccl/cases/status"].asstr()[()] == "ok"
+        coll = f["nccl/cases/collective"].asstr()[()]
+        mem = f["nccl/cases/mem"].asstr()[()]
+    assert np.allclose(c["algbw_GBps"][ok], c["size_bytes"][ok] / (c["time_us"][ok] * 1e-6) / 1e9)
+    factor = np.where(coll == "allreduce", 2 * (ranks - 1) / ranks, (ranks - 1) / ranks)
+    assert np.allclose(c["busbw_GBps"][ok], c["algbw_GBps"][ok] * factor[ok])
+    assert set(mem[ok]) >= {"gpu0"}
+
+
+@pytest.mark.gpu
+def test_nccl_paper_sizes(mpi_bin: Path, tmp_path: Path) -> None:
+    """Fig. 19's sizes: all-reduce of 4 GiB, all-gather of 16 MiB from every rank."""
+    ranks = min(2, gpu_count())
+    if ranks == 0:
+        pytest.skip("no GPU")
+    proc = mpirun(str(mpi_bin), "nccl", "--paper-sizes", "--iters", "2", "--warmup", "1",
+                  "--output", str(tmp_path / "paper.h5"), np_=ranks, timeout=300)
+    if "no NCCL" in proc.stderr:
+        pytest.skip("this mempath-mpi was built without NCCL")
+    assert proc.returncode == 0, proc.stderr
+    sizes = {l["coll"]: int(l["size"]) for l in summaries(proc.stdout, "nccl") if l["status"] == "ok"}
+    assert sizes == {"allreduce": 4 << 30, "allgather": (16 << 20) * ranks}, proc.stdout
