@@ -1,4 +1,6 @@
 #include "core/bw_plan.hpp"
+
+#include "core/memory_role.hpp"
 #include "core/kinds.hpp"
 
 #include <algorithm>
@@ -29,7 +31,7 @@ const Processor& require_pu(const Topology& topo, const std::string& pu) {
 
 void require_mem(const Topology& topo, const std::string& mem) {
   if (!topo.find_mem(mem))
-    throw UsageError("unknown memory '" + mem + "'; valid: " + join(topo.mem_names()));
+    throw UsageError("unknown memory '" + mem + "'; valid: " + join(topo.mem_names()) + ", or with --all a role: " + join(memory_role_words()));
 }
 
 std::string local_memory(const Topology& topo, const Processor& p) {
@@ -179,7 +181,13 @@ BwCase make_case(const Topology& topo, Op op, std::string pu, std::string mem, s
 std::vector<BwCase> all_cases(const Topology& topo, const BwFilters& filters, const BwSettings& settings) {
   for (const auto& o : filters.ops) parse_op(o);
   for (const auto& pu : filters.pus) require_pu(topo, pu);
-  for (const auto& m : filters.mems) require_mem(topo, m);
+  for (const auto& m : filters.mems)
+    if (!is_memory_role(m)) require_mem(topo, m);
+  // A role word (`local`, `peer-host`...) is relative to each processor; in a copy it
+  // selects both ends (copies among the local memories), a name the source only.
+  std::vector<std::string> role_words;
+  for (const auto& m : filters.mems)
+    if (is_memory_role(m)) role_words.push_back(m);
   for (const auto& k : filters.pu_kinds)
     if (!contains(kind_names(kPuKindTable), k))
       throw UsageError("invalid --pu-kind '" + k + "'; valid: " + kind_list(kPuKindTable));
@@ -205,7 +213,8 @@ std::vector<BwCase> all_cases(const Topology& topo, const BwFilters& filters, co
         // Every source x destination pair with the paths' default allocators.
         for (const auto& src : topo.memories) {
           for (const auto& dst : topo.memories) {
-            if (!passes(filters.mems, src.name)) continue;
+            if (!mem_selected(topo, p, src, filters.mems)) continue;
+            if (!role_words.empty() && !mem_selected(topo, p, dst, role_words)) continue;
             if (default_alloc(topo, p.name, src.name) == alloc_name(Alloc::Managed) ||
                 default_alloc(topo, p.name, dst.name) == alloc_name(Alloc::Managed))
               continue;  // managed-only paths migrate pages: measured by read/write, not copy
@@ -216,7 +225,7 @@ std::vector<BwCase> all_cases(const Topology& topo, const BwFilters& filters, co
         continue;
       }
       for (const auto& m : topo.memories) {
-        if (!passes(filters.mems, m.name)) continue;
+        if (!mem_selected(topo, p, m, filters.mems)) continue;
         const Path* path = topo.find_path(p.name, m.name);
         if (!path) continue;
         std::vector<std::string> allocs = path->allocs;

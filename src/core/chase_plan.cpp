@@ -1,4 +1,6 @@
 #include "core/chase_plan.hpp"
+
+#include "core/memory_role.hpp"
 #include "core/kinds.hpp"
 
 #include <algorithm>
@@ -89,7 +91,9 @@ std::vector<ChaseCase> all_chase_cases(const Topology& topo, const std::vector<s
   for (const auto& x : pus)
     if (!topo.find_pu(x) || x == "cpus") throw UsageError("unknown processor '" + x + "' for chase; valid: cpuN, gpuN of " + join(topo.pu_names()));
   for (const auto& x : mems)
-    if (!topo.find_mem(x)) throw UsageError("unknown memory '" + x + "'; valid: " + join(topo.mem_names()));
+    if (!topo.find_mem(x) && !is_memory_role(x))
+      throw UsageError("unknown memory '" + x + "'; valid: " + join(topo.mem_names()) + ", or a role: " +
+                       join(memory_role_words()));
   const bool every_alloc = allocs.size() == 1 && allocs.front() == "all";
   for (const auto& a : allocs)
     if (!every_alloc && std::find(allocator_names().begin(), allocator_names().end(), a) == allocator_names().end())
@@ -98,7 +102,7 @@ std::vector<ChaseCase> all_chase_cases(const Topology& topo, const std::vector<s
   for (const auto& p : topo.processors) {
     if (p.name == "cpus" || !listed(pus, p.name) || (pu_kind(p.kind) == PuKind::Cpu && p.cpus.empty())) continue;
     for (const auto& m : topo.memories) {
-      if (!listed(mems, m.name)) continue;
+      if (!mem_selected(topo, p, m, mems)) continue;
       ChaseCase base;
       base.pu = p.name;
       base.pu_kind = p.kind;
