@@ -20,7 +20,7 @@ from ..render.style import COLUMN_IN, PAGE_IN, legend_below, log_axis, panels, s
 from ..results.cases import drawn_under, memory_aliases, natural_key
 from .items import Context, Drawn, item
 
-CHASE_COMMAND = "mempath chase --pu all --mem all --size sweep"
+CHASE_COMMAND = "mempath chase --all"
 PINGPONG_COMMAND = "mempath pingpong"
 #: Allocator preferred where one memory was chased through several: the plain NUMA or
 #: device allocation first, managed memory (which migrates) last.
@@ -256,7 +256,7 @@ def latency_by_size(ctx: Context) -> Drawn:
              "where the file has no /chase/caches)." if cache_words else "No cache size known."] + notes
     if one_size:
         notes.append("One buffer size only (a point, no line): " + ", ".join(one_size) + f"; `{CHASE_COMMAND}` "
-                     "sweeps the sizes.")
+                     "sweeps the sizes (4 KiB to 1 GiB or more).")
     return Drawn(files=files, notes=notes, runs=runs)
 
 

@@ -16,7 +16,8 @@ from .published import of
 PAPER_MODELS = ("llama-2-7b", "llama-2-13b")
 PAPER_DTYPE, PAPER_NEW_TOKENS = "fp16", 100
 COMMAND = ("python src/llm/llm_placement.py --model llama-2-7b --dtype fp16 --prompt-tokens empty "
-           "--new-tokens 100 --placement default,hbm,host,host-remote,peer (and --model llama-2-13b)")
+           "--new-tokens 100 --placement default,hbm,numa:numa4,host,host-remote,numa:numa12,peer "
+           "(and --model llama-2-13b)")
 PLACEMENT_ORDER = ("default", "hbm", "host", "host-remote", "peer")
 
 

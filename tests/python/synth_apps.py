@@ -356,12 +356,13 @@ def llm_tables(topology: Mapping[str, Any], rng: random.Random) -> dict[str, lis
 
 FAMILIES = {
     "um": (um_tables, "mempath um --exp interleave --mem sweep --size 256MiB --iters 256 --reps 3"),
-    "chase": (chase_tables, "mempath chase --pu all --mem all --size sweep --reps 3"),
-    "pingpong": (pingpong_tables, "mempath pingpong --pairs all --round-trips 50"),
+    "chase": (chase_tables, "mempath chase --all --reps 3"),
+    "pingpong": (pingpong_tables, "mempath pingpong --mem numa0,numa4,gpu0 --round-trips 50"),
     "gemm": (gemm_tables, "mempath gemm --all --ab independent --matrix-bytes 4GiB; "
                           "mempath gemm --all --size 1024,2048,4096,8192,16384"),
-    "llm": (llm_tables, "src/llm/llm_placement.py --model llama-2-7b,llama-2-13b --dtype fp16 --prompt-tokens empty "
-                        "--new-tokens 100 --placement default,hbm,numa:numa4,host,host-remote,numa:numa12,peer"),
+    "llm": (llm_tables, "src/llm/llm_placement.py --model llama-2-7b --dtype fp16 --prompt-tokens empty "
+                        "--new-tokens 100 --placement default,hbm,numa:numa4,host,host-remote,numa:numa12,peer; "
+                        "the same with --model llama-2-13b"),
 }
 
 
