@@ -7,6 +7,7 @@ own superchip (a CPU socket: its NUMA node's; a GPU: its own and its host node's
 x86 the same words apply with DDR for LPDDR and ``device memory`` for the GPU's."""
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from typing import Any
 
@@ -56,3 +57,21 @@ def labelled(topology: Mapping[str, Any], pu: str, mem: str) -> str:
     where no role is known."""
     r = role(topology, pu, mem)
     return f"{r} ({mem})" if r else mem
+
+
+#: The order the paper lists memories in, seen from a processor: its own superchip's first
+#: (host memory, then HBM), then the peers'; x86 words after the Grace Hopper ones.
+ROLE_ORDER = ("local LPDDR", "local DDR", "local HBM", "device memory", "peer LPDDR", "peer DDR",
+              "peer HBM", "peer device memory", "LPDDR", "DDR", "HBM")
+
+
+def by_role(topology: Mapping[str, Any], pu: str, mems: list[str] | tuple[str, ...]) -> list[str]:
+    """The distinct ``mems`` in ROLE_ORDER seen from ``pu``, then by NUMA id or GPU number
+    (numa2 before numa12); memories without a role last, by name."""
+
+    def key(mem: str) -> tuple[int, int, str]:
+        r = role(topology, pu, mem)
+        number = re.search(r"(\d+)$", mem)
+        return (ROLE_ORDER.index(r) if r in ROLE_ORDER else len(ROLE_ORDER),
+                int(number.group(1)) if number else -1, mem)
+    return sorted(dict.fromkeys(mems), key=key)

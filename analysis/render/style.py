@@ -53,9 +53,12 @@ class StyleError(ValueError):
 
 
 def series(i: int) -> dict[str, object]:
-    """Colour, marker and line style of the i-th series (the cycle, for explicit plots)."""
-    return {"color": PALETTE[i % len(PALETTE)], "marker": MARKERS[i % len(MARKERS)],
-            "linestyle": LINESTYLES[i % len(LINESTYLES)]}
+    """Colour, marker and line style of the i-th series (the cycle, for explicit plots);
+    past the eighth, the markers and line styles shift against the colours, so that the
+    first 64 series all differ."""
+    turn = i // len(PALETTE)
+    return {"color": PALETTE[i % len(PALETTE)], "marker": MARKERS[(i + turn) % len(MARKERS)],
+            "linestyle": LINESTYLES[(i + 3 * turn) % len(LINESTYLES)]}
 
 
 def panels(n: int, width: float = PAGE_IN, panel_height: float = 1.8,
@@ -154,3 +157,24 @@ def save(fig: Figure, out: Path, stem: str) -> list[Path]:
         fig.savefig(path, dpi=DPI, metadata={"Creator": "mempath"} if path.suffix == ".pdf" else None)
     plt.close(fig)
     return paths
+
+
+def log_axis(ax: Axes, axis: str = "y", base: int = 10) -> None:
+    """A log axis whose tick labels are plain numbers (0.5, 20, 1000, not 10^3 or 1.4x10^2);
+    call it once the data is drawn. In-between ticks are labelled where the axis spans few
+    decades: those at 2, 3 and 5 under one decade, at 2 and 5 under two."""
+    from matplotlib.ticker import FuncFormatter
+
+    def plain(value: float, _pos: object = None) -> str:
+        text = f"{value:.3g}"
+        return f"{value:.0f}" if "e+" in text else text
+    target = ax.yaxis if axis == "y" else ax.xaxis
+    (ax.set_yscale if axis == "y" else ax.set_xscale)("log", base=base)
+    target.set_major_formatter(FuncFormatter(plain))
+    low, high = sorted(ax.get_ylim() if axis == "y" else ax.get_xlim())
+    span = high / low if low > 0 else math.inf
+
+    def minor(value: float, _pos: object = None) -> str:
+        lead = round(value / base ** math.floor(math.log(value, base) + 1e-9))
+        return plain(value) if (span < base and lead in (2, 3, 5)) or (span < base ** 2 and lead in (2, 5)) else ""
+    target.set_minor_formatter(FuncFormatter(minor))

@@ -140,3 +140,18 @@ def unmeasured(group: pd.DataFrame) -> tuple[str, str]:
     status = next((s for s in order if notes[s]), "not measured")
     reasons = [reason for s in order for reason in notes[s]] or [NOT_MEASURED]
     return status, SEP.join(dict.fromkeys(reasons))
+
+
+def drawn_under(mem: str, alloc: str, placement: str, aliases: Mapping[str, str]) -> str:
+    """The memory a case is drawn under: the named one where its pages stayed there (a
+    GPU's HBM node and its gpuN count as one), else where they ended, never the one asked
+    for; '' where that is not known (a managed case of unknown placement) or the pages
+    ended on several memories (``numa0:0.5,numa4:0.5``)."""
+    mem, placement = str(mem or ""), str(placement or "")
+    if placement in ("", "unknown", "-"):
+        return "" if alloc == "managed" else mem
+    if ":" in placement or "," in placement:
+        return ""
+    if aliases.get(placement, placement) == aliases.get(mem, mem):
+        return mem
+    return placement

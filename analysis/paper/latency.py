@@ -1,0 +1,374 @@
+"""Figs. 11-13: pointer-chase latency of every processor to every memory at the largest
+buffer (Fig. 11), against the buffer size with the caches marked (Fig. 12), and the
+compare-and-swap ping-pong round trip between processors per memory of the flag (Fig. 13).
+Memories are named by their role seen from the processor; a case whose pages left the
+memory it named is drawn under the memory they ended in, one of unknown placement not at all."""
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from typing import Any
+
+import numpy as np
+import pandas as pd
+from matplotlib.axes import Axes
+from matplotlib.colors import LogNorm
+from matplotlib.ticker import NullLocator
+
+from ..model.roles import ROLE_ORDER, by_role, labelled, role
+from ..render.style import COLUMN_IN, PAGE_IN, legend_below, log_axis, panels, save, series
+from ..results.cases import drawn_under, memory_aliases, natural_key
+from .items import Context, Drawn, item
+
+CHASE_COMMAND = "mempath chase --all"
+PINGPONG_COMMAND = "mempath pingpong"
+#: Allocator preferred where one memory was chased through several: the plain NUMA or
+#: device allocation first, managed memory (which migrates) last.
+ALLOC_PREFERENCE = ("numa", "device", "system", "pinned", "registered", "managed")
+HATCHES = ("", "//", "..", "xx", "\\\\", "++", "oo", "--", "**", "||", "OO")
+
+
+def _role_style(r: str) -> int:
+    return ROLE_ORDER.index(r) if r in ROLE_ORDER else len(ROLE_ORDER)
+
+
+def _size(value: float) -> str:
+    for unit, scale in (("GiB", 2**30), ("MiB", 2**20), ("KiB", 2**10)):
+        if value >= scale:
+            return f"{value / scale:.3g} {unit}"
+    return f"{value:.0f} B"
+
+
+def processors(topology: Mapping[str, Any], names) -> list[str]:
+    """``names`` in the topology's processor order (cpu0-3, then gpu0-3)."""
+    order = [p["name"] for p in topology.get("processors", [])]
+    return sorted(set(names), key=lambda n: (order.index(n) if n in order else len(order), natural_key(n)))
+
+
+def chase_points(ctx: Context) -> tuple[pd.DataFrame, list[str], list[str]]:
+    """The random-chain chase cases that stand for their path, one allocator per processor
+    and memory: a row per (host, pu, drawn memory, size) with ``ns``, the median over the
+    runs; notes on what was left out; the runs drawn."""
+    cases = ctx.table("chase/cases")
+    notes: list[str] = []
+    if cases.empty:
+        return cases, notes, []
+    ran = cases[(cases["status"] == "ok") & (cases["pattern"] == "random")].copy()
+    if "locality_bytes" in ran:  # a chain kept within TLB-sized groups measures something else
+        ran = ran[(ran["locality_bytes"] < 0) | (ran["locality_bytes"] >= ran["size_bytes"])]
+    aliases = {h: memory_aliases(t) for h, t in ctx.topologies.items()}
+    ran["drawn"] = [drawn_under(r.mem, r.alloc, r.placement if isinstance(r.placement, str) else "",
+                                aliases.get(r.host, {})) for r in ran.itertuples()]
+    lost = ran[ran["drawn"] == ""]
+    if not lost.empty:
+        notes.append("Not drawn, pages of unknown or mixed placement: " + ", ".join(
+            sorted({f"{r.pu} {r.alloc} {r.mem}" for r in lost.itertuples()})) + ".")
+    moved = ran[(ran["drawn"] != "") & (ran["drawn"] != ran["mem"])]
+    if not moved.empty:
+        notes.append("Drawn where the pages were, not where asked: " + ", ".join(
+            sorted({f"{r.pu} {r.alloc} asked {r.mem}, pages on {r.drawn}" for r in moved.itertuples()})) + ".")
+    ran = ran[ran["drawn"] != ""]
+    if ran.empty:
+        return ran, notes, []
+    # One allocator per processor and memory: the preferred one, plain pages before huge.
+    rank = {a: i for i, a in enumerate(ALLOC_PREFERENCE)}
+    ran["alloc_rank"] = [rank.get(a, len(rank)) for a in ran["alloc"]]
+    ran["huge"] = ran["huge_pages"].fillna(0).astype(int) if "huge_pages" in ran else 0
+    chosen = ran.sort_values(["alloc_rank", "huge"]).groupby(["host", "pu", "drawn"], sort=False).head(1)
+    keep = chosen[["host", "pu", "drawn", "alloc", "huge"]]
+    ran = ran.merge(keep, on=["host", "pu", "drawn", "alloc", "huge"])
+    points = (ran.groupby(["host", "pu", "drawn", "alloc", "size_bytes"], as_index=False)
+              .agg(ns=("median_ns", "median")))
+    return points, notes, ctx.runs_of(ran)
+
+
+def _panels_of(ctx: Context, points: pd.DataFrame) -> list[tuple[str, str]]:
+    out = []
+    for host in dict.fromkeys(points["host"]):
+        topology = ctx.topologies.get(host, {})
+        out += [(host, pu) for pu in processors(topology, points.loc[points["host"] == host, "pu"])]
+    return out
+
+
+@item("latency_by_memory", "Fig. 11", "Memory access latency of every processor to every memory (pointer chase)",
+      "figure", ("chase/cases",), CHASE_COMMAND, order=11)
+def latency_by_memory(ctx: Context) -> Drawn:
+    points, notes, runs = chase_points(ctx)
+    if points.empty:
+        return Drawn(why_not=f"no random pointer-chase case finished; measured by `{CHASE_COMMAND}`", notes=notes)
+    top = points.loc[points.groupby(["host", "pu", "drawn"])["size_bytes"].transform("max") == points["size_bytes"]]
+    top = top.drop_duplicates(["host", "pu", "drawn"])
+    keys = _panels_of(ctx, top)
+    several_hosts = len({h for h, _ in keys}) > 1
+    bars_per_panel = max(len(top[(top["host"] == h) & (top["pu"] == p)]) for h, p in keys)
+    fig, axes = panels(len(keys), PAGE_IN, panel_height=max(1.4, 0.5 + 0.125 * bars_per_panel), max_cols=2)
+    xmax = float(top["ns"].max())
+    for ax, (host, pu) in zip(axes, keys):
+        topology = ctx.topologies.get(host, {})
+        mine = top[(top["host"] == host) & (top["pu"] == pu)].set_index("drawn")
+        mems = by_role(topology, pu, list(mine.index))
+        y = np.arange(len(mems))[::-1]
+        for yi, mem in zip(y, mems):
+            r = role(topology, pu, mem) or mem
+            value = float(mine.loc[mem, "ns"])
+            ax.barh(yi, value, height=0.7, color=series(_role_style(r))["color"], label=r,
+                    hatch=HATCHES[_role_style(r) % len(HATCHES)], edgecolor="black", linewidth=0.4)
+            ax.text(value + 0.01 * xmax, yi, f"{value:.0f}", va="center", ha="left", fontsize=7)
+        ax.set_yticks(y, [labelled(topology, pu, m) for m in mems])
+        ax.set_xlim(0, xmax * 1.18)
+        ax.set_ylim(-0.6, len(mems) - 0.4)
+        sizes = sorted({int(s) for s in mine["size_bytes"]})
+        ax.set_title(f"{host}: " * several_hosts + f"{pu} ({' / '.join(_size(s) for s in sizes)} buffer)")
+        ax.set_xlabel("latency per load (ns, median)")
+        ax.grid(True, axis="x")
+    legend_below(fig, axes)
+    files = save(fig, ctx.out, "latency_by_memory")
+    notes = ["Latency of one dependent load: a single random cycle over every 64-byte line of the buffer, "
+             "one CPU thread pinned to a core of the socket, or one GPU thread; median over repetitions and "
+             "runs, at the largest buffer chased on each path.",
+             "Where a memory was chased through several allocators, the first of "
+             f"{', '.join(ALLOC_PREFERENCE)} is shown."] + notes
+    return Drawn(files=files, notes=notes, runs=runs)
+
+
+def _caches(ctx: Context, host: str, pu: str) -> list[tuple[str, int, str]]:
+    """(level, bytes, source) of a processor's caches: /chase/caches where the run has it,
+    else the topology (a CPU's last-level cache, a GPU's L2)."""
+    table = ctx.table("chase/caches")
+    if not table.empty and "level" in table:
+        mine = table[(table["host"] == host) & (table["pu"] == pu)]
+        if not mine.empty:
+            return [(str(r.level), int(r.bytes), str(r.source)) for r in
+                    mine.drop_duplicates(["level"]).sort_values("bytes").itertuples()]
+    proc = next((p for p in ctx.topologies.get(host, {}).get("processors", []) if p.get("name") == pu), {})
+    if proc.get("kind") == "gpu" and proc.get("l2_bytes"):
+        return [("L2", int(proc["l2_bytes"]), "topology")]
+    if proc.get("kind") == "cpu" and proc.get("cache_bytes"):
+        return [("LLC", int(proc["cache_bytes"]), "topology")]
+    return []
+
+
+def _compact(names: list[str]) -> str:
+    """numa1, numa2, numa3 -> numa1,2,3 (names of one prefix joined)."""
+    groups: dict[str, list[str]] = {}
+    for name in names:
+        prefix = name.rstrip("0123456789")
+        groups.setdefault(prefix, []).append(name[len(prefix):])
+    return " ".join(p + ",".join(sorted(n, key=lambda x: int(x) if x else -1)) for p, n in groups.items())
+
+
+def _spread(ys: list[float], gap: float) -> list[float]:
+    """Positions for labels wanted at the sorted ``ys``, at least ``gap`` apart, each
+    group of crowded labels centred on where its labels want to be."""
+    pos, clusters = list(ys), [[i] for i in range(len(ys))]
+    merged = True
+    while merged:
+        merged = False
+        for k in range(len(clusters) - 1):
+            low, high = clusters[k], clusters[k + 1]
+            if pos[high[0]] - pos[low[-1]] < gap - 1e-12:
+                both = low + high
+                start = sum(ys[i] for i in both) / len(both) - (len(both) - 1) * gap / 2
+                for j, i in enumerate(both):
+                    pos[i] = start + j * gap
+                clusters[k:k + 2] = [both]
+                merged = True
+                break
+    return pos
+
+
+def _end_labels(ax: Axes, ends: list[tuple[float, float, str, str]], span: tuple[float, float]) -> None:
+    """Name the lines at their right end: lines of one colour ending at (nearly) the same
+    latency share one name (numa1,2,3), and the names are spread so that none overlaps
+    (log y: the gap is a share of the decades shown)."""
+    if not ends:
+        return
+    low, high = math.log10(span[0]), math.log10(span[1])
+    gap = (high - low) * 0.08
+    groups: list[list[tuple[float, float, str, str]]] = []
+    for end in sorted(ends, key=lambda e: (e[3], e[1])):
+        last = groups[-1][-1] if groups else None
+        if last and last[3] == end[3] and abs(math.log10(end[1]) - math.log10(last[1])) < gap / 3:
+            groups[-1].append(end)
+        else:
+            groups.append([end])
+    labels = sorted(((max(e[0] for e in g), 10 ** (sum(math.log10(e[1]) for e in g) / len(g)),
+                      _compact([e[2] for e in g]), g[0][3]) for g in groups), key=lambda e: e[1])
+    pos = _spread([math.log10(e[1]) for e in labels], gap)
+    shift = max(0.0, pos[-1] - (high - gap / 2)) - max(0.0, (low + gap / 2) - pos[0])
+    for (x, _, text, colour), ly in zip(labels, pos):
+        # Plain text, no arrow: a connector costs a path clipping per label at every draw.
+        ax.text(x * 1.4, 10 ** (ly - shift), text, fontsize=7, va="center", ha="left", color=colour)
+
+
+@item("latency_by_size", "Fig. 12", "Memory access latency against buffer size, caches marked (pointer chase)",
+      "figure", ("chase/cases", "chase/caches"), CHASE_COMMAND, order=12)
+def latency_by_size(ctx: Context) -> Drawn:
+    points, notes, runs = chase_points(ctx)
+    if points.empty:
+        return Drawn(why_not=f"no random pointer-chase case finished; measured by `{CHASE_COMMAND}`", notes=notes)
+    keys = _panels_of(ctx, points)
+    several_hosts = len({h for h, _ in keys}) > 1
+    fig, axes = panels(len(keys), PAGE_IN, panel_height=1.9, max_cols=2)
+    one_size = []
+    cache_words = []
+    for ax, (host, pu) in zip(axes, keys):
+        topology = ctx.topologies.get(host, {})
+        mine = points[(points["host"] == host) & (points["pu"] == pu)].drop_duplicates(["drawn", "size_bytes"])
+        lo, hi = float(mine["ns"].min()) / 1.6, float(mine["ns"].max()) * 1.6
+        xs = mine["size_bytes"].astype(float)
+        caches = _caches(ctx, host, pu)
+        xlo = min([xs.min(), *[c[1] for c in caches]]) / 2
+        xhi = max([xs.max(), *[c[1] for c in caches]])
+        ends = []
+        for mem in by_role(topology, pu, list(mine["drawn"])):
+            line = mine[mine["drawn"] == mem].sort_values("size_bytes")
+            r = role(topology, pu, mem) or mem
+            style = series(_role_style(r))
+            ax.plot(line["size_bytes"].to_numpy(float), line["ns"].to_numpy(float), label=r, **style)
+            ends.append((float(line["size_bytes"].iloc[-1]), float(line["ns"].iloc[-1]), mem, style["color"]))
+            if len(line) == 1:
+                one_size.append(f"{pu} {mem}")
+        for level, size, source in caches:
+            ax.axvline(size, color="0.45", linestyle=":", linewidth=0.8)
+            ax.annotate(f"{level} {_size(size)}", (size, 1.0), xycoords=("data", "axes fraction"), rotation=90,
+                        va="top", ha="right", fontsize=7, color="0.3")
+            cache_words.append(f"{host} " * several_hosts + f"{pu} {level} {_size(size)} ({source})")
+        ax.set_xscale("log", base=2)
+        ax.set_xlim(xlo, xhi * 32)  # room on the right for the memories' names
+        ax.set_ylim(lo, hi)
+        log_axis(ax, "y")
+        ticks = [2.0 ** e for e in range(int(math.ceil(math.log2(xlo))), int(math.log2(xhi)) + 1, 4)]
+        ax.set_xticks(ticks, [_size(t).replace(" ", "") for t in ticks])
+        ax.xaxis.set_minor_locator(NullLocator())
+        ax.grid(True, which="major")
+        _end_labels(ax, ends, (lo, hi))
+        ax.set_title(f"{host}: " * several_hosts + pu)
+        ax.set_xlabel("buffer size (bytes, log2)")
+        ax.set_ylabel("latency per load (ns)")
+    legend_below(fig, axes)
+    files = save(fig, ctx.out, "latency_by_size")
+    notes = ["Latency of one dependent load over a random cycle through the whole buffer, median over "
+             "repetitions and runs; each line is one memory, coloured by its role seen from the processor and "
+             "named at its end; dotted vertical lines: the processor's caches.",
+             "Caches: " + "; ".join(dict.fromkeys(cache_words)) + " (sysfs: the chasing core's; cuda: the "
+             "runtime's L2; table: mempath's L1 by compute capability; topology: the run's topology, "
+             "where the file has no /chase/caches)." if cache_words else "No cache size known."] + notes
+    if one_size:
+        notes.append("One buffer size only (a point, no line): " + ", ".join(one_size) + f"; `{CHASE_COMMAND}` "
+                     "sweeps the sizes (4 KiB to 1 GiB or more).")
+    return Drawn(files=files, notes=notes, runs=runs)
+
+
+def home(topology: Mapping[str, Any], mem: str) -> str:
+    """A memory named by where it sits, for a figure seen from two processors at once:
+    ``LPDDR of superchip 0 (numa0)``, ``HBM of gpu0 (numa4)``, ``device memory of gpu0``."""
+    m = next((x for x in topology.get("memories", []) if x.get("name") == mem), None)
+    if m is None:
+        return mem
+    grace = any(x.get("kind") == "hbm" for x in topology.get("memories", []))
+    if m.get("kind") == "host":
+        owner = next((p["name"] for p in topology.get("processors", [])
+                      if p.get("kind") == "gpu" and p.get("host_numa") == m.get("numa")), None)
+        word = "LPDDR" if grace else "DDR"
+        return f"{word} of superchip {owner[3:]} ({mem})" if grace and owner else f"{word} ({mem})"
+    if m.get("kind") == "hbm":
+        return f"HBM of gpu{m.get('gpu')} ({mem})"
+    if m.get("kind") == "device":
+        return f"device memory of {mem}"
+    return mem
+
+
+def _ns_text(value: float) -> str:
+    """ns in at most four characters: 241, 1.5k, 12k, 1.2M."""
+    if not math.isfinite(value):
+        return ""
+    for scale, suffix in ((1e6, "M"), (1e3, "k")):
+        if value >= scale:
+            return f"{value / scale:.2g}{suffix}" if value < 10 * scale else f"{value / scale:.0f}{suffix}"
+    return f"{value:.0f}"
+
+
+def _pairs(part: pd.DataFrame) -> str:
+    """The pairs of some cases, listed when few, counted when many."""
+    pairs = list(dict.fromkeys(f"{a}-{b}" for a, b in zip(part["a"], part["b"])))
+    return ", ".join(pairs) if len(pairs) <= 4 else f"{len(pairs)} pairs"
+
+
+@item("pingpong", "Fig. 13", "Ping-pong round trip between processors, by memory of the flag (CAS)", "figure",
+      ("pingpong/cases",), PINGPONG_COMMAND, order=13)
+def pingpong(ctx: Context) -> Drawn:
+    cases = ctx.table("pingpong/cases")
+    if cases.empty:
+        return Drawn(why_not=f"no /pingpong/cases; measured by `{PINGPONG_COMMAND}`")
+    aliases = {h: memory_aliases(t) for h, t in ctx.topologies.items()}
+    ok = cases[cases["status"] == "ok"].copy()
+    ok["drawn"] = [drawn_under(r.mem, r.alloc, r.placement if isinstance(r.placement, str) else "",
+                               aliases.get(r.host, {})) for r in ok.itertuples()]
+    notes: list[str] = []
+    lost = ok[ok["drawn"] == ""]
+    if not lost.empty:
+        notes.append("Not drawn, flag of unknown or mixed placement: " + ", ".join(
+            sorted({f"{r.a}-{r.b} {r.alloc} {r.mem}" for r in lost.itertuples()})) + ".")
+    moved = ok[(ok["drawn"] != "") & (ok["drawn"] != ok["mem"])]
+    if not moved.empty:
+        notes.append("Drawn under the memory the flag's page ended in, not the one asked: " + "; ".join(
+            f"{alloc} flag asked on {mem}, found on {drawn}: {_pairs(part)}"
+            for (alloc, mem, drawn), part in moved.groupby(["alloc", "mem", "drawn"])) + ".")
+    ok = ok[ok["drawn"] != ""]
+    if ok.empty:
+        reasons = "; ".join(dict.fromkeys(f"{r.status}: {r.reason}" for r in cases.itertuples() if r.reason))
+        return Drawn(why_not=f"no ping-pong case finished ({reasons or 'none ran'}); measured by "
+                             f"`{PINGPONG_COMMAND}`", notes=notes)
+    cells = ok.groupby(["host", "drawn", "alloc", "a", "b"])["median_ns"].median()
+    flags = []
+    for host in dict.fromkeys(ok["host"]):
+        topology = ctx.topologies.get(host, {})
+        order = [m["name"] for m in topology.get("memories", [])]
+        mine = {(d, a) for h, d, a, *_ in cells.index if h == host}
+        allocs = {a: i for i, a in enumerate(ALLOC_PREFERENCE)}
+        flags += [(host, d, a) for d, a in sorted(mine, key=lambda da: (
+            order.index(da[0]) if da[0] in order else len(order), allocs.get(da[1], len(allocs)), da[1]))]
+    several_hosts = len({h for h, *_ in flags}) > 1
+    agents_of = {host: processors(ctx.topologies.get(host, {}), set(cases.loc[cases["host"] == host, "a"])
+                                  | set(cases.loc[cases["host"] == host, "b"])) for host in dict.fromkeys(ok["host"])}
+    most = max(len(a) for a in agents_of.values())
+    width = PAGE_IN if len(flags) > 1 or most > 4 else COLUMN_IN
+    fig, axes = panels(len(flags), width, panel_height=max(1.7, 0.24 * most + 0.8), max_cols=2 if most > 4 else 3)
+    values = cells.to_numpy(float)
+    norm = LogNorm(values.min(), max(values.max(), values.min() * 1.01))
+    image = None
+    for ax, (host, mem, alloc) in zip(axes, flags):
+        topology = ctx.topologies.get(host, {})
+        agents = agents_of[host]
+        grid = np.full((len(agents), len(agents)), np.nan)
+        for (a, b), value in cells.loc[host, mem, alloc].items():
+            grid[agents.index(a), agents.index(b)] = value
+            if np.isnan(grid[agents.index(b), agents.index(a)]) and (b, a) not in cells.loc[host, mem, alloc].index:
+                grid[agents.index(b), agents.index(a)] = value  # a round trip is the same both ways
+        image = ax.imshow(np.ma.masked_invalid(grid), cmap="viridis", norm=norm)
+        for (i, j), value in np.ndenumerate(grid):
+            if math.isfinite(value):
+                dark = np.mean(image.cmap(norm(value))[:3]) < 0.5
+                ax.text(j, i, _ns_text(value), ha="center", va="center", fontsize=7,
+                        color="white" if dark else "black")
+        ax.set_xticks(range(len(agents)), agents, rotation=90)
+        ax.set_yticks(range(len(agents)), agents)
+        ax.set_facecolor("0.88")
+        ax.set_xlabel("pong (b)")
+        ax.set_ylabel("ping (a, times)")
+        ax.set_title(f"{host}: " * several_hosts + f"flag: {home(topology, mem)}, {alloc}")
+    if image is not None:
+        fig.colorbar(image, ax=axes, label="round trip (ns, median)", shrink=0.8)
+    files = save(fig, ctx.out, "pingpong")
+    notes = ["Round trip: one compare-and-swap exchange from agent a to agent b and back, on a one-byte flag "
+             "alone in its pair of cache lines; median over the round trips, then over the runs; cells in ns "
+             "(k: thousand, M: million); grey: not measured. cpuN x cpuN: two cores of socket N.",
+             "Each panel is one memory and allocator of the flag, named by the superchip it belongs to "
+             "(the role differs for the two agents of a cell)."] + notes
+    skipped = cases[cases["status"] != "ok"].fillna({"reason": ""})
+    if not skipped.empty:
+        notes.append("Not measured: " + "; ".join(
+            f"{mem} {alloc}, {status} ({reason or 'no reason given'}): {_pairs(part)}"
+            for (mem, alloc, status, reason), part in skipped.groupby(["mem", "alloc", "status", "reason"])) + ".")
+    return Drawn(files=files, notes=notes, runs=ctx.runs_of(ok))
