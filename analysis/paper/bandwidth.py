@@ -227,12 +227,11 @@ def _headroom(ends: Sequence[tuple[float, str]], plot_in: float) -> float:
 
 def fit_texts(fig: Any, panels: Sequence[tuple[Any, Sequence[tuple[float, str]]]]) -> None:
     """Raise each panel's y limit until its bars' rotated texts fit (after the layout has
-    set the plots' heights; twice, as the new limits can move the layout)."""
-    for _ in range(2):
-        fig.canvas.draw()
-        for ax, ends in panels:
-            top = _headroom(ends, ax.get_window_extent().height / fig.dpi)
-            ax.set_ylim(0, top if top > 0 else 1)
+    set the plots' heights)."""
+    fig.draw_without_rendering()
+    for ax, ends in panels:
+        top = _headroom(ends, ax.get_window_extent().height / fig.dpi)
+        ax.set_ylim(0, top if top > 0 else 1)
 
 
 def _bar_panel(ax: Any, part: pd.DataFrame, value: Callable[[pd.DataFrame], tuple[float, float, float]],
@@ -306,14 +305,28 @@ def _median_pct(rows: pd.DataFrame) -> str:
 
 
 # Published Fig. 7 values and this run's same quantity: (processor kind, ops, memory role,
-# statistic over the processors' % of peak: "median" of each processor's, or "max").
-FIG7_ALONE: dict[str, tuple[str, tuple[str, ...], str, str]] = {
-    "fig7.hopper.read.local_lpddr.pct": ("gpu", ("read",), "local LPDDR", "median"),
-    "fig7.hopper.write.local_lpddr.pct": ("gpu", ("write",), "local LPDDR", "median"),
-    "fig7.grace.read.local_hbm.pct": ("cpu", ("read",), "local HBM", "median"),
-    "fig7.grace.write.local_hbm.pct": ("cpu", ("write",), "local HBM", "median"),
-    "fig7.hopper.any.peer_lpddr.max_pct": ("gpu", OPS, "peer LPDDR", "max"),
+# a link the path must cross ("" any), statistic over the processors' % of peak: "median"
+# of each processor's, or "max").
+FIG7_ALONE: dict[str, tuple[str, tuple[str, ...], str, str, str]] = {
+    "fig7.hopper.read.local_lpddr.pct": ("gpu", ("read",), "local LPDDR", "", "median"),
+    "fig7.hopper.write.local_lpddr.pct": ("gpu", ("write",), "local LPDDR", "", "median"),
+    "fig7.grace.read.local_hbm.pct": ("cpu", ("read",), "local HBM", "", "median"),
+    "fig7.grace.write.local_hbm.pct": ("cpu", ("write",), "local HBM", "", "median"),
+    "fig7.hopper.any.peer_lpddr.max_pct": ("gpu", OPS, "peer LPDDR", "nvlink", "max"),
 }
+
+
+def crosses(via: Any, link: str) -> bool:
+    return not link or link in str(via or "").split("+")
+
+
+def has_path(topology: Mapping[str, Any], kind: str, role_name: str, link: str = "") -> bool:
+    """Whether the node has a path of a ``kind`` processor to a memory of that role that
+    crosses ``link``: a published value of another kind of path is no comparison."""
+    procs = {p["name"]: p for p in topology.get("processors", [])}
+    return any(procs.get(p["pu"], {}).get("kind") == kind and p["pu"] in paper_processors(topology)
+               and role(topology, p["pu"], p["mem"]) == role_name and crosses(p.get("via"), link)
+               for p in topology.get("paths", []))
 # x86 published values: (processor kind, op, role, column): median over the processors.
 X86_ALONE: dict[str, tuple[str, str, str, str]] = {
     "cpu_gpu_article.x86.cpu.read.local_ddr": ("cpu", "read", "local DDR", "median_GBps"),
@@ -325,7 +338,7 @@ def _over_processors(rows: pd.DataFrame, column: str, stat: str) -> tuple[float,
     processors it spans."""
     if rows.empty:
         return math.nan, "not measured"
-    per = rows.groupby("pu")[column].median()
+    per = rows.groupby("pu")[column].max() if stat == "max" else rows.groupby("pu")[column].median()
     names = sorted(per.index, key=natural_key)
     value = float(per.max()) if stat == "max" else float(per.median())
     return value, f"{stat} over {compact(names)}"
@@ -341,13 +354,17 @@ def fig7_comparisons(frame: pd.DataFrame, ctx: Context) -> list[Comparison]:
         specs = FIG7_ALONE if grace else {}
         for pub in published.VALUES:
             if pub.key in specs:
-                kind, ops, role_name, stat = specs[pub.key]
-                rows = mine[(mine["pu_kind"] == kind) & mine["op"].isin(ops) & (mine["role"] == role_name)] \
-                    if not mine.empty else mine
+                kind, ops, role_name, link, stat = specs[pub.key]
+                if not has_path(ctx.topologies[host], kind, role_name, link):
+                    continue
+                rows = mine[(mine["pu_kind"] == kind) & mine["op"].isin(ops) & (mine["role"] == role_name)
+                            & np.array([crosses(v, link) for v in mine["via"]], dtype=bool)] if not mine.empty else mine
                 value, over = _over_processors(rows, "pct", stat)
                 out.append(compare("read_write_bandwidth", pub, value, f"{host}: {over}"))
             elif not grace and pub.key in X86_ALONE:
                 kind, op, role_name, column = X86_ALONE[pub.key]
+                if not has_path(ctx.topologies[host], kind, role_name):
+                    continue
                 rows = mine[(mine["pu_kind"] == kind) & (mine["op"] == op) & (mine["role"] == role_name)] \
                     if not mine.empty else mine
                 value, over = _over_processors(rows, column, "median")
@@ -475,6 +492,8 @@ def contention_comparisons(frame: pd.DataFrame, ctx: Context) -> list[Comparison
             if pub.key not in FIG7_NOISE:
                 continue
             kind, op, role_name, reader, reader_role, column = FIG7_NOISE[pub.key]
+            if not has_path(ctx.topologies[host], kind, role_name):
+                continue
             rows = mine
             if not mine.empty:
                 rows = mine[(mine["pu_kind"] == kind) & (mine["op"] == op) & (mine["role"] == role_name)
@@ -581,28 +600,42 @@ def _kind_name(topology: Mapping[str, Any], mem: str) -> str:
     return f"{word} {mem}".strip()
 
 
+def run_gpu(ctx: Context, run: str, cases: pd.DataFrame) -> str:
+    """The GPU of a run's allocmatrix: the device buffers' gpuN, else --gpu N of its
+    command line, else gpu0 (the default)."""
+    mine = cases[cases["run"] == run]
+    device = sorted({str(m) for m in [*mine["src_mem"], *mine["dst_mem"]] if str(m).startswith("gpu")},
+                    key=natural_key)
+    if device:
+        return device[0]
+    line = next((str(r.attrs.get("command_line", "")) for r in ctx.runs.runs if r.name == run), "")
+    found = re.search(r"--gpu[= ](\d+)", line)
+    return f"gpu{found.group(1) if found else 0}"
+
+
 def placement_evidence(ctx: Context) -> pd.DataFrame:
     """One row per buffer whose pages were located after a case: host, allocator, the
-    memory asked, the placement, what touched it (``bw read by gpu0``, ``cudaMemcpy``,
+    memory asked, the placement, the processor that touched it (``pu``: the case's, the
+    GPU of a cudaMemcpy or of a um case), what it did (``bw read``, ``cudaMemcpy source``,
     ``um inplace``) and the run."""
     rows: list[dict[str, Any]] = []
     bw = ctx.table("bw/cases")
     if not bw.empty and "placement" in bw:
-        ran = bw[bw["status"] == "ok"]
-        for r in ran.to_dict("records"):
-            touch = f"bw {r['op']} by {r['pu']}" + (" under noise" if str(r.get("noise") or "") else "")
+        for r in bw[bw["status"] == "ok"].to_dict("records"):
+            touch = f"bw {r['op']}" + (" under noise" if ":" in str(r.get("noise") or "") else "")
             rows.append({"host": r["host"], "alloc": r["alloc"], "mem": r["mem"], "placement": r.get("placement"),
-                         "by": touch, "run": r["run"]})
+                         "pu": r["pu"], "by": touch, "run": r["run"]})
             if str(r.get("dst_mem") or ""):
                 rows.append({"host": r["host"], "alloc": r.get("dst_alloc") or r["alloc"], "mem": r["dst_mem"],
-                             "placement": r.get("dst_placement"), "by": touch, "run": r["run"]})
+                             "placement": r.get("dst_placement"), "pu": r["pu"], "by": touch, "run": r["run"]})
     am = ctx.table("allocmatrix/cases")
     if not am.empty and "placement" in am:
+        gpus = {run: run_gpu(ctx, run, am) for run in set(am["run"])}
         for r in am[am["status"] == "ok"].to_dict("records"):
-            rows.append({"host": r["host"], "alloc": r["src_alloc"], "mem": r["src_mem"],
-                         "placement": r.get("placement"), "by": "cudaMemcpy source", "run": r["run"]})
-            rows.append({"host": r["host"], "alloc": r["dst_alloc"], "mem": r["dst_mem"],
-                         "placement": r.get("dst_placement"), "by": "cudaMemcpy destination", "run": r["run"]})
+            for side, alloc, mem, at in (("source", r["src_alloc"], r["src_mem"], r.get("placement")),
+                                         ("destination", r["dst_alloc"], r["dst_mem"], r.get("dst_placement"))):
+                rows.append({"host": r["host"], "alloc": alloc, "mem": mem, "placement": at, "pu": gpus[r["run"]],
+                             "by": f"cudaMemcpy {side}", "run": r["run"]})
     um = ctx.table("um/cases")
     if not um.empty and "alloc" in um:
         samples = ctx.table("um/samples")
@@ -613,34 +646,41 @@ def placement_evidence(ctx: Context) -> pd.DataFrame:
                 found = [p for p in mine["placement"].fillna("") if str(p).strip()]
                 where = found[-1] if found else where
             if str(where or "").strip():
-                rows.append({"host": r["host"], "alloc": r["alloc"], "mem": r["mem"], "placement": where,
-                             "by": f"um {r['experiment']} by {r.get('gpu', 'the GPU')}", "run": r["run"]})
-    return pd.DataFrame(rows, columns=["host", "alloc", "mem", "placement", "by", "run"])
+                gpu = str(r.get("gpu", ""))
+                gpu = gpu if gpu.startswith("gpu") else f"gpu{gpu}"
+                # um names the host node of every case; a cudaMalloc buffer is the GPU's memory
+                asked = gpu if r["alloc"] == "device" else r["mem"]
+                rows.append({"host": r["host"], "alloc": r["alloc"], "mem": asked, "placement": where,
+                             "pu": gpu, "by": f"um {r['experiment']}", "run": r["run"]})
+    return pd.DataFrame(rows, columns=["host", "alloc", "mem", "placement", "pu", "by", "run"])
 
 
 def _placement_text(ev: pd.DataFrame, topology: Mapping[str, Any]) -> str:
-    """``as asked in 40 of 42; LPDDR numa0 -> HBM numa4 after bw read by gpu0 (2)``."""
+    """``as asked in 40 of 42; local LPDDR -> local HBM after a GPU's bw read (2)``: the
+    memories by their role seen from the processor that touched them."""
     if ev.empty:
         return "not measured"
     aliases = memory_aliases(topology)
+    kinds = {p["name"]: p.get("kind") for p in topology.get("processors", [])}
     stayed, moved, unknown = 0, {}, {}
     for r in ev.itertuples():
         where = single_memory(r.placement)
+        who = "a GPU's" if kinds.get(r.pu) == "gpu" else "a CPU's"
+        asked = role(topology, r.pu, r.mem) or _kind_name(topology, r.mem)
         if where is not None and _same(where, r.mem, aliases):
             stayed += 1
         elif where is not None:
-            key = f"{_kind_name(topology, r.mem)} -> {_kind_name(topology, where)} after {r.by}"
+            key = f"{asked} -> {role(topology, r.pu, where) or _kind_name(topology, where)} after {who} {r.by}"
             moved[key] = moved.get(key, 0) + 1
         else:
             text = str(r.placement or "").strip() or "unknown"
-            key = f"{_kind_name(topology, r.mem)}: {'unknown' if text in ('unknown', 'host') else 'split ' + text}" \
-                  f" after {r.by}"
+            key = f"{asked}: {'unknown' if text in ('unknown', 'host') else 'split'} after {who} {r.by}"
             unknown[key] = unknown.get(key, 0) + 1
     parts = [f"as asked in {stayed} of {len(ev)}"]
     parts += [f"{k} ({n})" for k, n in sorted(moved.items(), key=lambda kv: -kv[1])[:4]]
-    if len(moved) > 4:
-        parts.append(f"{len(moved) - 4} more moves (allocation_apis.csv)")
-    parts += [f"{k} ({n})" for k, n in sorted(unknown.items(), key=lambda kv: -kv[1])[:2]]
+    parts += [f"{k} ({n})" for k, n in sorted(unknown.items(), key=lambda kv: -kv[1])[:3]]
+    if len(moved) > 4 or len(unknown) > 3:
+        parts.append("more in allocation_apis_placements.csv")
     return "; ".join(parts)
 
 
@@ -649,8 +689,8 @@ def _access_text(bw: pd.DataFrame, topology: Mapping[str, Any], kind: str, alloc
     mine = bw[(bw["pu_kind"] == kind) & (bw["alloc"] == alloc)] if not bw.empty else bw
     ok = mine[mine["status"] == "ok"] if not mine.empty else mine
     if not ok.empty:
-        kinds = sorted({_kind_name(topology, m).split(" ")[0] if not _kind_name(topology, m).startswith("device")
-                        else "device memory" for m in ok["mem"]})
+        names = {_kind_name(topology, m) for m in ok["mem"]}
+        kinds = [k for k in ("LPDDR", "DDR", "HBM", "device memory") if any(n.startswith(k) for n in names)]
         return f"yes: {', '.join(kinds)} (bw, {len(ok)} cases ran)"
     if not mine.empty:
         reasons = [r for r in mine["reason"].fillna("") if r]

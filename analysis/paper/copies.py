@@ -23,8 +23,8 @@ from ..model.roles import labelled, role
 from ..render import style
 from ..results.cases import best, by_threads, memory_aliases, natural_key
 from . import published
-from .bandwidth import (compact, compare, paper_processors, pu_title, relocated, role_rank, single_memory,
-                        with_roles)
+from .bandwidth import (compact, compare, paper_processors, pu_title, relocated, role_rank, run_gpu,
+                        single_memory, with_roles)
 from .items import Comparison, Context, Drawn, item
 
 COPY_COMMAND = "mempath bw --all --op copy"
@@ -124,7 +124,7 @@ def cell_texts(fig: Any, heats: Sequence[tuple[Any, Any, np.ndarray]]) -> list[A
                 texts.append(ax.text(j, i, _cell_text(value), ha="center", va="center", fontsize=7,
                                      color="white" if dark else "black"))
         written.append((ax, grid, texts))
-    fig.canvas.draw()
+    fig.draw_without_rendering()
     renderer = fig.canvas.get_renderer()
     bare = []
     for ax, grid, texts in written:
@@ -349,18 +349,6 @@ def copy_scaling(ctx: Context) -> Drawn:
 ALLOC_ORDER = ("system", "numa", "pinned", "registered", "managed", "device")
 
 
-def _run_gpu(ctx: Context, run: str, cases: pd.DataFrame) -> str:
-    """The GPU of a run's allocmatrix: the device buffers' gpuN, else --gpu N of its
-    command line, else gpu0 (the default)."""
-    mine = cases[cases["run"] == run]
-    device = sorted({m for m in list(mine["src_mem"]) + list(mine["dst_mem"]) if str(m).startswith("gpu")})
-    if device:
-        return device[0]
-    line = next((str(r.attrs.get("command_line", "")) for r in ctx.runs.runs if r.name == run), "")
-    found = re.search(r"--gpu[= ](\d+)", line)
-    return f"gpu{found.group(1) if found else 0}"
-
-
 def allocmatrix_frame(ctx: Context) -> tuple[pd.DataFrame, list[str]]:
     """cudaMemcpy cases that ran, with the GPU, the host node asked (``node``), where each
     buffer's pages were (``src_at``, ``dst_at``: the placement, the asked memory where it is
@@ -368,7 +356,8 @@ def allocmatrix_frame(ctx: Context) -> tuple[pd.DataFrame, list[str]]:
     cases = ctx.table("allocmatrix/cases")
     if cases.empty or "src_alloc" not in cases:
         return pd.DataFrame(), []
-    cases = cases.assign(gpu=[_run_gpu(ctx, r, cases) for r in cases["run"]])
+    gpus = {run: run_gpu(ctx, run, cases) for run in set(cases["run"])}
+    cases = cases.assign(gpu=[gpus[r] for r in cases["run"]])
     ran = cases[(cases["status"] == "ok") & np.isfinite(pd.to_numeric(cases["median_GBps"], errors="coerce"))]
     rows, notes = [], []
     for r in ran.to_dict("records"):
@@ -388,8 +377,8 @@ def allocmatrix_frame(ctx: Context) -> tuple[pd.DataFrame, list[str]]:
     frame["node"] = [n or first.get(run, "") for n, run in zip(frame["node"], frame["run"])]
     for side in ("src", "dst"):
         frame[f"{side}_label"] = [
-            f"{alloc}\n" + (f"{labelled(ctx.topologies[h], g, at)}" if not at.endswith("?")
-                            else f"{at[:-1]}, placement unknown")
+            f"{alloc}\n" + (labelled(ctx.topologies[h], g, at) if not at.endswith("?")
+                            else f"{labelled(ctx.topologies[h], g, at[:-1])}\nplacement unknown")
             for h, g, alloc, at in zip(frame["host"], frame["gpu"], frame[f"{side}_alloc"], frame[f"{side}_at"])]
     unknown = int(frame["src_at"].str.endswith("?").sum() + frame["dst_at"].str.endswith("?").sum())
     if unknown:

@@ -3,8 +3,8 @@ each with the document and the section, figure or table that prints it. Builders
 this run's same quantity (same processor role, memory role, operation) against them as
 ``Comparison`` rows (items.py); a value no builder compares is kept for the record.
 
-Documents are named by their files in the project's references folder (README.md
-there): ``alps-gh200-data-movement-paper.txt`` (Fusco et al., quad GH200 of CSCS Alps),
+Documents are named by their files in shared/references/ (README.md there says what
+each is): ``alps-gh200-data-movement-paper.txt`` (Fusco et al., quad GH200 of CSCS Alps),
 ``dual-gh200-workstation-blog.txt``, ``gh200-memcpy-article.txt`` (DataCrunch),
 ``cpu-gpu-throughput-article.txt``. Keys: ``<figure or document>.<processor>.<op>.<memory
 role>.<statistic>``; each builder's section below is contiguous.
