@@ -32,7 +32,7 @@ OPS = ("read", "write")
 # Memory roles in the order the figures show them (model.roles names them).
 ROLE_ORDER = ("local LPDDR", "local DDR", "local HBM", "device memory", "peer LPDDR", "peer DDR",
               "peer HBM", "peer device memory", "LPDDR", "DDR", "HBM")
-BW_COMMAND = "mempath bw --all (the ReFrame check's paper tag runs the paper set)"
+BW_COMMAND = "mempath bw --all"
 NOISE_COMMAND = "mempath bw --all --op read,write --threads all --noise partner"
 
 
@@ -394,7 +394,7 @@ def read_write_bandwidth(ctx: Context) -> Drawn:
     for ax, (host, pu) in zip(axes, panels):
         part = frame[(frame["host"] == host) & (frame["pu"] == pu)]
         fitted.append((ax, _bar_panel(ax, part, _stats("median_GBps"), _median_pct)))
-        ax.set_title((f"{host}: " if several else "") + pu_title(ctx.topologies[host], pu))
+        ax.set_title((f"{host}\n" if several else "") + pu_title(ctx.topologies[host], pu))
         if ax.get_subplotspec().colspan.start == 0:
             ax.set_ylabel("GB/s (median of repetitions)")
     style.legend_below(fig, axes)
@@ -405,11 +405,12 @@ def read_write_bandwidth(ctx: Context) -> Drawn:
     notes = [
         "Bars: the median GB/s (decimal) of the case with the highest median among the allocators, with all "
         "cores of a socket or a GPU's full grid, read and write; above each, its % of the path's theoretical "
-        "peak (Fig. 3: the slowest link or memory on the way, one direction), dotted.",
+        "peak (Fig. 3: the slowest link or memory on the way, one direction), which the dotted line marks.",
         "Memories by their role seen from the processor; the peers of one role share a bar (their median; "
         "the whisker spans them). Every processor x memory is in read_write_bandwidth.csv.",
         "A case is drawn under the memory its pages were on after the run (placement), not the one it asked "
-        f"for ({int((frame['asked_mem'] != frame['mem']).sum())} drawn bar(s) moved so).",
+        f"for ({int((frame['asked_mem'] != frame['mem']).sum())} of the processor x memory x op values drawn "
+        "moved so).",
         *notes]
     if frame["assumed"].any():
         notes.append(ASSUMED_NOTE)
@@ -536,7 +537,7 @@ def read_write_under_contention(ctx: Context) -> Drawn:
                                       stack=lambda rows: float(rows["noise_GBps"].astype(float).median()),
                                       marker=lambda rows: float(rows["alone_GBps"].astype(float).median()))))
         reader, mem = noise.split(":", 1)
-        ax.set_title((f"{host}: " if several else "") + f"{pu_title(ctx.topologies[host], pu)}\n"
+        ax.set_title((f"{host}\n" if several else "") + f"{pu_title(ctx.topologies[host], pu)}\n"
                      f"+ {reader} reads {role(ctx.topologies[host], reader, mem) or mem}", fontsize=7)
         if ax.get_subplotspec().colspan.start == 0:
             ax.set_ylabel("GB/s (median of repetitions)")

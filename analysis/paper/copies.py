@@ -129,7 +129,7 @@ def cell_texts(fig: Any, heats: Sequence[tuple[Any, Any, np.ndarray]]) -> list[A
     bare = []
     for ax, grid, texts in written:
         cell = ax.get_window_extent().width / max(1, grid.shape[1])
-        if texts and max(t.get_window_extent(renderer).width for t in texts) > 0.92 * cell:
+        if texts and max(t.get_window_extent(renderer).width for t in texts) > cell:
             for t in texts:
                 t.remove()
             bare.append(ax)
@@ -201,7 +201,7 @@ def copy_bandwidth(ctx: Context) -> Drawn:
         ax.set_yticks(range(len(shown)), roles if first_in_row or roles != previous else [""] * len(roles))
         ax.set_xticks(range(len(shown)), roles, rotation=90)
         previous = roles
-        ax.set_title((f"{host}: " if several else "") + pu_title(topo, pu) + "\n" + _ids_title(topo, pu, shown),
+        ax.set_title((f"{host}\n" if several else "") + pu_title(topo, pu) + "\n" + _ids_title(topo, pu, shown),
                      fontsize=7)
         ax.set_xlabel("destination memory")
         if first_in_row:
@@ -314,7 +314,8 @@ def copy_scaling(ctx: Context) -> Drawn:
         ax.set_ylim(bottom=0)
         ax.grid(True)
         mems = sorted(set(points["mem"]) | set(points["dst_mem"]), key=natural_key)
-        ax.set_title(f"{pu_title(topo, pu)}: " + ", ".join(labelled(topo, pu, m) for m in mems), fontsize=7)
+        ax.set_title((f"{host}\n" if len(ctx.topologies) > 1 else "") + f"{pu_title(topo, pu)}: " +
+                     ", ".join(labelled(topo, pu, m) for m in mems), fontsize=7)
         ax.set_xlabel("CPU threads" if kind == "cpu" else "GPU threads launched (blocks of 512; last: full grid)")
         ax.set_ylabel("copy GB/s (size / time)" if kind == kinds[0] else "")
     style.legend_below(fig, axes)
@@ -377,8 +378,8 @@ def allocmatrix_frame(ctx: Context) -> tuple[pd.DataFrame, list[str]]:
     frame["node"] = [n or first.get(run, "") for n, run in zip(frame["node"], frame["run"])]
     for side in ("src", "dst"):
         frame[f"{side}_label"] = [
-            f"{alloc}\n" + (labelled(ctx.topologies[h], g, at) if not at.endswith("?")
-                            else f"{labelled(ctx.topologies[h], g, at[:-1])}\nplacement unknown")
+            (f"{alloc}\n{labelled(ctx.topologies[h], g, at)}" if not at.endswith("?")
+             else f"{alloc} (placement unknown)\n{labelled(ctx.topologies[h], g, at[:-1])}")
             for h, g, alloc, at in zip(frame["host"], frame["gpu"], frame[f"{side}_alloc"], frame[f"{side}_at"])]
     unknown = int(frame["src_at"].str.endswith("?").sum() + frame["dst_at"].str.endswith("?").sum())
     if unknown:
@@ -477,7 +478,10 @@ def cudamemcpy_allocators(ctx: Context) -> Drawn:
                              f"`{ALLOC_COMMAND}`", notes=notes)
     panels = list(dict.fromkeys(zip(frame["host"], frame["gpu"], frame["node"])))
     norm = _norm(frame["median_GBps"].astype(float).to_numpy())
-    fig, axes = style.panels(len(panels), width=style.PAGE_IN, panel_height=3.3, max_cols=2)
+    most = max(max(len(set(part["src_label"])), len(set(part["dst_label"])))
+               for _, part in frame.groupby(["host", "gpu", "node"]))
+    # two lines of 7 pt per row, and the title, rotated column labels and colour bar besides
+    fig, axes = style.panels(len(panels), width=style.PAGE_IN, panel_height=1.9 + 0.26 * most, max_cols=2)
     several = len(ctx.topologies) > 1
     image = None
     heats: list[tuple[Any, Any, np.ndarray]] = []
@@ -493,12 +497,13 @@ def cudamemcpy_allocators(ctx: Context) -> Drawn:
         ax.set_yticks(range(len(rows)), rows)
         ax.set_xticks(range(len(cols)), cols, rotation=90)
         topo = ctx.topologies[host]
-        ax.set_title((f"{host}: " if several else "") + f"{pu_title(topo, gpu)} copies; host buffers asked on\n"
+        ax.set_title((f"{host}\n" if several else "") + f"{pu_title(topo, gpu)} copies,\nhost buffers asked on\n"
                      f"{labelled(topo, gpu, node) if node else 'no host node'}", fontsize=7)
-        ax.set_xlabel("destination: allocator, memory its pages were on")
-        ax.set_ylabel("source: allocator, memory")
+        ax.set_xlabel("destination buffer")
+        ax.set_ylabel("source buffer")
     if image is not None:
-        fig.colorbar(image, ax=axes, label="cudaMemcpy GB/s = size / time", shrink=0.8)
+        fig.colorbar(image, ax=axes, label="cudaMemcpy GB/s = size / time (each byte once)", location="bottom",
+                     shrink=0.5, aspect=40)
     bare = cell_texts(fig, heats)
     files = style.save(fig, ctx.out, "cudamemcpy_allocators")
     csv = ctx.out / "cudamemcpy_allocators.csv"
@@ -511,8 +516,9 @@ def cudamemcpy_allocators(ctx: Context) -> Drawn:
         "Each cell: the median of the timed cudaMemcpy calls (cudaMemcpyAsync + stream synchronise, host clock, "
         "warm-up discarded) from a source to a destination buffer, GB/s = size / time (each byte once); one "
         f"colour scale for every panel ({'logarithmic' if isinstance(norm, LogNorm) else 'linear from zero'}).",
-        "Rows and columns name the allocator and the memory its pages were on after the copies (placement), "
-        "seen from the GPU that copies: a managed buffer the copies pulled into HBM is an HBM buffer.",
+        "Rows (source buffers) and columns (destination buffers) name the allocator and the memory its pages "
+        "were on after the copies (placement), seen from the GPU that copies: a managed buffer the copies "
+        "pulled into HBM is an HBM buffer.",
         "One panel per host node the buffers were asked on; device -> device copies are measured once, in the "
         "first node's panel.",
         *notes]

@@ -312,6 +312,8 @@ def noise_rows(node: Node, pus: Sequence[Mapping[str, Any]]) -> list[dict[str, A
                 alone = node.alone(pu, mem, op)
                 gbps = (share * node.peak(pu, mem) * superchip_factor(pu)) if share else alone
                 reader_gbps *= superchip_factor(pu)
+                if noise_mem == mem and node.peaks.memory(mem).gbps:  # both on one memory: within its peak
+                    reader_gbps = min(reader_gbps, max(0.0, 0.95 * node.peaks.memory(mem).gbps - gbps))
                 row = _case(node, op, pu, mem, alloc, threads=threads, gbps=gbps)
                 seconds = REPS * SIZE / (gbps * 1e9)
                 row.update(noise=f"{reader}:{noise_mem}", noise_size_bytes=NOISE_SIZE,

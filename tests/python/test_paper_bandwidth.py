@@ -315,7 +315,7 @@ def test_real_h100_files(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Non
     fig5 = paper.drawn["cudamemcpy_allocators"]
     assert fig5.files and fig5.runs == ["h100_allocmatrix"]
     texts = drawing.texts["cudamemcpy_allocators"]
-    assert "managed\nlocal DDR (numa0)\nplacement unknown" in texts
+    assert "managed (placement unknown)\nlocal DDR (numa0)" in texts
     assert "device\ndevice memory (gpu0)" in texts
     measured = load_runs([DATA / "h100_allocmatrix.h5"]).table("allocmatrix/cases")
     pinned = measured[(measured["src_alloc"] == "pinned") & (measured["dst_alloc"] == "device")]
