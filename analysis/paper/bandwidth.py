@@ -47,6 +47,27 @@ def single_memory(placement: Any) -> str | None:
     return text
 
 
+MOSTLY = 0.9  # a buffer this share of whose pages lay on one memory is drawn under it
+
+
+def main_memory(placement: Any) -> str | None:
+    """The memory that holds at least MOSTLY of a buffer's pages (``numa0`` for
+    ``numa0:0.97,numa1:0.03``; pages not backed yet, ``unknown:F``, count against it);
+    None for an unknown placement or pages split more evenly."""
+    one = single_memory(placement)
+    if one is not None:
+        return one
+    shares = {}
+    for part in str(placement or "").split(","):
+        name, _, share = part.strip().partition(":")
+        try:
+            shares[name] = float(share)
+        except ValueError:
+            return None
+    top = max((n for n in shares if n != "unknown"), key=lambda n: shares[n], default=None)
+    return top if top is not None and shares[top] >= MOSTLY else None
+
+
 def _same(a: str, b: str, aliases: Mapping[str, str]) -> bool:
     return aliases.get(a, a) == aliases.get(b, b)
 
@@ -55,12 +76,13 @@ def relocate_side(requested: str, placement: Any, alloc: str, aliases: Mapping[s
                   known: Iterable[str]) -> tuple[str | None, str]:
     """Where one buffer of a case is drawn: (memory, '' ) or (None, why it is not drawn).
 
-    The placed memory where it is one known memory other than the requested (an HBM NUMA
-    node and its GPU count as one memory); the requested one where the pages stayed, or
-    where the system cannot say and the allocator does not migrate (not managed)."""
+    The placed memory (main_memory: the one holding most pages) where it is a known memory
+    other than the requested (an HBM NUMA node and its GPU count as one memory); the
+    requested one where the pages stayed, or where the system cannot say and the allocator
+    does not migrate (not managed)."""
     if not requested:
         return "", ""
-    where = single_memory(placement)
+    where = main_memory(placement)
     if where is None:
         text = str(placement or "").strip()
         if text in ("", "unknown") and alloc != "managed":
@@ -154,6 +176,12 @@ def with_roles(frame: pd.DataFrame, topologies: Mapping[str, Mapping[str, Any]],
 
 def grace_hosts(ctx: Context) -> list[str]:
     return [h for h in ctx.topologies if getattr(ctx.models.get(h), "grace", False)]
+
+
+COMPARED = ("Published values: those of Grace Hopper nodes (the paper, the dual GH200 blog, DataCrunch's GH200 "
+            "row) are held against Grace Hopper nodes only, the x86 ones against x86 nodes, each where the node "
+            "has a path of the same processor, memory role and operation; 'not measured' where it has the path "
+            "but the run measured none. This run's value is the median over the node's processors of that kind.")
 
 
 def compare(item_key: str, pub: published.Published, run: float, where: str) -> Comparison:
@@ -414,12 +442,14 @@ def read_write_bandwidth(ctx: Context) -> Drawn:
         *notes]
     if frame["assumed"].any():
         notes.append(ASSUMED_NOTE)
+    comparisons = fig7_comparisons(frame, ctx)
+    if comparisons:
+        notes.append(COMPARED)
     skipped = sorted({p for h, t in ctx.topologies.items() for p in (q["name"] for q in t.get("processors", []))
                       if p not in paper_processors(t)})
     if skipped:
         notes.append(f"Left out: {', '.join(skipped)} (every socket at once: no memory is local to it).")
-    return Drawn(files=[*files, csv], runs=ctx.runs_of(frame), notes=notes,
-                 comparisons=fig7_comparisons(frame, ctx))
+    return Drawn(files=[*files, csv], runs=ctx.runs_of(frame), notes=notes, comparisons=comparisons)
 
 
 # ---------------------------------------------------------------- Fig. 7, contention
@@ -562,8 +592,13 @@ def read_write_under_contention(ctx: Context) -> Drawn:
                      "before the noise_GBps column): those bars show the measured case only, without a sum.")
     if frame["assumed"].any():
         notes.append(ASSUMED_NOTE)
-    return Drawn(files=[*files, csv], runs=ctx.runs_of(frame), notes=notes,
-                 comparisons=contention_comparisons(frame, ctx))
+    comparisons = contention_comparisons(frame, ctx)
+    if comparisons:
+        notes.append(COMPARED + " The sum held against the paper's 2682.8 GB/s is Hopper's write of its HBM "
+                     "plus Grace's reading of that HBM in the same window; the paper's own 17% (Grace writing "
+                     "HBM) and 65% (Hopper) of 450 and 4000 GB/s add up to 2676.5, its sum within rounding, so "
+                     "the text may sum the two processors' writes instead.")
+    return Drawn(files=[*files, csv], runs=ctx.runs_of(frame), notes=notes, comparisons=comparisons)
 
 
 # ---------------------------------------------------------------- Table II

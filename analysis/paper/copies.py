@@ -11,7 +11,6 @@ passes), so its median is converted: size x passes / bytes x median_GBps (half o
 from __future__ import annotations
 
 import math
-import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -23,7 +22,7 @@ from ..model.roles import labelled, role
 from ..render import style
 from ..results.cases import best, by_threads, memory_aliases, natural_key
 from . import published
-from .bandwidth import (compact, compare, paper_processors, pu_title, relocated, role_rank, run_gpu,
+from .bandwidth import (COMPARED, compact, compare, paper_processors, pu_title, relocated, role_rank, run_gpu,
                         single_memory, with_roles)
 from .items import Comparison, Context, Drawn, item
 
@@ -527,5 +526,10 @@ def cudamemcpy_allocators(ctx: Context) -> Drawn:
                      "cudamemcpy_allocators.csv has them.")
     if not skipped.empty:
         notes.append(f"Not drawn: {len(skipped)} case(s) that did not run ({'; '.join(sorted(set(skipped['status'] + ': ' + skipped['reason'].fillna(''))))[:300]}).")
-    return Drawn(files=[*files, csv], runs=ctx.runs_of(frame), notes=notes,
-                 comparisons=memcpy_comparisons(frame, ctx))
+    comparisons = memcpy_comparisons(frame, ctx)
+    if comparisons:
+        notes.append(COMPARED.replace("the median over the node's processors of that kind",
+                                      "the copy by the GPU the published value names (GPU0, GPU1), or the run's "
+                                      "GPU where it names none; a pinned buffer where the text's host buffer is "
+                                      "pinned or unnamed"))
+    return Drawn(files=[*files, csv], runs=ctx.runs_of(frame), notes=notes, comparisons=comparisons)

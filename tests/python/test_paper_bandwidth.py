@@ -175,6 +175,9 @@ def test_relocate_side() -> None:
     assert bandwidth.relocate_side("numa0", "unknown", "managed", aliases, known)[0] is None
     where, why = bandwidth.relocate_side("numa0", "numa0:0.5,numa4:0.5", "system", aliases, known)
     assert where is None and "split" in why
+    assert bandwidth.relocate_side("numa0", "numa4:0.95,numa0:0.05", "managed", aliases, known) == ("numa4", "")
+    assert bandwidth.relocate_side("numa0", "numa0:0.85,unknown:0.15", "system", aliases, known)[0] is None
+    assert bandwidth.relocate_side("numa0", "numa9", "system", aliases, known)[0] is None
 
 
 def test_contention_cases_stay_out_of_the_alone_figure(quad: tuple[Any, Drawing]) -> None:
