@@ -1,0 +1,101 @@
+"""The paper set as ReFrame checks, tag `paper` (docs/paper.md): one check per step of
+paper_set.STEPS, the list slurm/paper.sbatch runs too, so a centre gathers the study with
+
+    reframe -C site_configs/alps.py -c reframe_checks -r --tag paper
+    python -m analysis paper <ReFrame output folder> -o paper/
+
+Each check runs its step's command into its own output folder and keeps the HDF5 file;
+sanity is every mempath check's (exit code 0, summary lines sane, the file written, every
+ok case verified where the family verifies). The figures are drawn by the analysis from the
+kept files, never inside ReFrame. Single-node steps run on `+remote` (GPU steps on
+`+nvgpu`) partitions; the multi-node ones on `+mpi` partitions, with `nodes` (default 2).
+"""
+from __future__ import annotations
+
+import os
+
+import reframe as rfm  # noqa: F401 (ReFrame loads only the files that import it)
+from reframe.core.builtins import run_after, run_before, variable
+
+import mempath_run
+from mempath_build import REPO_ROOT
+import paper_set
+from mempath_run import Row
+from scaleout import MpiJob
+
+#: Families whose summary lines carry `verified=` (the rest check their data otherwise).
+VERIFIED = {'bw', 'chase', 'pingpong', 'gemm', 'um', 'allocmatrix', 'llm'}
+VALID_SYSTEMS = {'cpu': mempath_run.CPU_NODES, 'gpu': mempath_run.GPU_NODES,
+                 'gpu-ranks': mempath_run.MPI_GPU_NODES, 'nodes': mempath_run.MPI_NODES}
+
+
+class MempathPaperStep(mempath_run.MempathCommand, mempath_run.WholeNode):
+    """One single-node step of the paper set: `mempath ARGS --output FILE`."""
+
+    step_name = ''
+
+    @property
+    def step(self) -> paper_set.Step:
+        return paper_set.step(self.step_name)
+
+    @run_after('init')
+    def from_step(self):
+        s = self.step
+        self.valid_systems = VALID_SYSTEMS[s.needs]
+        self.bench = s.family
+        self.verified = s.family in VERIFIED
+
+    def command(self) -> list[str]:
+        return [*self.step.args, '--output', self.output_file, *self.extra_options]
+
+
+class MempathPaperLlm(MempathPaperStep):
+    """The LLM step: `python3 src/llm/llm_placement.py ARGS` with the fixture's binary and
+    placement library (the script ships with the repository and the install)."""
+
+    #: The Python that runs the script: PyTorch and h5py must import there.
+    python = variable(str, value='python3')
+
+    @run_before('run')
+    def set_command(self):
+        binary = self.mempath.executable_path
+        script = os.path.join(REPO_ROOT, 'src', 'llm', 'llm_placement.py')
+        self.executable = self.python
+        self.executable_opts = [script, '--mempath', binary, '--lib',
+                                os.path.join(os.path.dirname(binary), 'libmempath_placement.so'),
+                                *self.command()]
+
+
+class MempathPaperMpiStep(mempath_run.MempathCommand, MpiJob):
+    """A step of mempath-mpi: one rank per GPU of one node (Fig. 18) or four per node over
+    `nodes` nodes (Figs. 14, 19)."""
+
+    step_name = ''
+    binary = 'mpi_executable_path'
+    time_limit = mempath_run.SCALEOUT_TIME_LIMIT
+
+    @run_after('init')
+    def from_step(self):
+        s = paper_set.step(self.step_name)
+        self.valid_systems = VALID_SYSTEMS[s.needs]
+        self.bench = 'mpi_bw' if s.family == 'mpi_bw' else s.family
+        self.one_rank_per_gpu = s.family == 'nccl'
+        if s.needs == 'gpu-ranks':
+            self.nodes = 1
+        elif s.family == 'mpi_bw':
+            self.ppn = 4
+
+    def command(self) -> list[str]:
+        s = paper_set.step(self.step_name)
+        return [*s.args, '--output', self.output_file, *self.extra_options]
+
+
+def _row(s: paper_set.Step) -> Row:
+    return Row(s.check, descr=f'paper set, {s.figures}: {s.program} {" ".join(s.args)}',
+               tags=frozenset({'paper', s.family}), output_file=s.output,
+               time_limit=f'{s.minutes}m', body={'step_name': s.check})
+
+
+for _base, _program in ((MempathPaperStep, 'mempath'), (MempathPaperLlm, 'llm'),
+                        (MempathPaperMpiStep, 'mempath-mpi')):
+    mempath_run.define(globals(), _base, [_row(s) for s in paper_set.STEPS if s.program == _program])
