@@ -184,7 +184,7 @@ def test_bad_contention_and_sweep_options(mempath_cpu_bin: Path, args: list[str]
 def test_gpu_noise_counts_its_bytes_while_a_cpu_reads(mempath_bin: Path, tmp_path: Path) -> None:
     out = tmp_path / "gpu_noise.h5"
     proc = run(mempath_bin, "bw", "--pu", "cpu0", "--op", "read", "--noise", "partner", "--noise-size", "2GiB",
-               "--size", "1GiB", "--reps", "5", "--output", str(out))
+               "--size", "2GiB", "--reps", "5", "--output", str(out))
     (line,) = summaries(proc.stdout)
     assert line["status"] == "ok", line
     c = cases(out)
