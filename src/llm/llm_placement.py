@@ -354,14 +354,15 @@ class Decoder:
 
 def read_bandwidth(w) -> float:
     """GB/s of one multi-tensor kernel reading every weight matrix, best of 3 (a sum per
-    tensor would be launch-bound in HBM)."""
+    tensor would be launch-bound in HBM). The max-abs norm reads every byte and, unlike
+    a sum, cannot overflow fp16 on a 7B model's matrices."""
     tensors = [t for t in w.values() if t.dim() == 2]
     nbytes = sum(t.numel() * t.element_size() for t in tensors)
     best = 0.0
     for _ in range(3):
         e0, e1 = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
         e0.record()
-        s = torch.stack(torch._foreach_norm(tensors, 1)).float().sum()
+        s = torch.stack(torch._foreach_norm(tensors, float("inf"))).float().max()
         e1.record()
         torch.cuda.synchronize()
         best = max(best, nbytes / (e0.elapsed_time(e1) / 1e3) / 1e9)
@@ -597,7 +598,7 @@ def run(args: argparse.Namespace) -> int:
                         row.update(status="failed", verified=0,
                                    reason="generated tokens differ from the first placement's")
             except Exception as error:  # a placement that fails is recorded, the next one runs
-                row.update(status="failed", reason=str(error).splitlines()[0])
+                row.update(status="failed", reason=(str(error).splitlines() or [repr(error)])[0])
         exit_code = exit_code or (1 if row["status"] == "failed" else 0)
         cases.append(row)
         if worker:

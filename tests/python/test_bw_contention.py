@@ -200,7 +200,7 @@ def test_gpu_noise_counts_its_bytes_while_a_cpu_reads(mempath_bin: Path, tmp_pat
 @pytest.mark.gpu
 def test_cpu_noise_beside_a_gpu_and_the_summed_bandwidth(mempath_bin: Path, tmp_path: Path) -> None:
     out = tmp_path / "cpu_noise.h5"
-    run(mempath_bin, "bw", "--pu", "gpu0", "--op", "read", "--noise", "cpu0:numa0", "--noise-size", "1GiB",
+    run(mempath_bin, "bw", "--pu", "gpu0", "--op", "read", "--noise", "cpu0:numa0", "--noise-size", "2GiB",
         "--size", "2GiB", "--reps", "5", "--output", str(out))
     c = cases(out)
     assert c["status"][0] == b"ok", c["reason"][0]
