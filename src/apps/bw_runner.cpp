@@ -159,7 +159,7 @@ CaseOutcome unrun_outcome(const BwCase& c, const std::string& status, const std:
   o.reason = reason;
   o.kernel = c.pu_kind == "cpu" ? cpu::best_isa().name : c.kernel;
   o.threads = c.threads;
-  o.blocks = c.pu_kind == "cpu" ? -1 : c.blocks > 0 ? c.blocks : -1;
+  o.blocks = c.pu_kind == "cpu" ? -1 : c.kernel == "block" ? 1 : c.blocks > 0 ? c.blocks : -1;
   o.noise_threads = c.noise.empty() || c.noise.cpus.empty() ? -1 : static_cast<int>(c.noise.cpus.size());
   return o;
 }

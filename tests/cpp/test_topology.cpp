@@ -516,6 +516,55 @@ TEST(Topology, CopyRoutesNameBothEnds) {
   EXPECT_EQ(plan_memcpy(quad, r).front().via, "nvlink");
 }
 
+// The paper's contention pairs (--noise partner) and the noise reader's cores and buffer.
+TEST(Topology, PartnerNoisePairsEachSuperchip) {
+  const Topology quad = fixture("gh200_quad");
+  BwSettings settings;
+  NoiseSpec n;
+  const BwCase hopper = make_case(quad, Op::Read, "gpu2", "numa2", "", "", -1, "", settings);
+  ASSERT_EQ(partner_noise(quad, hopper, &n), "");
+  EXPECT_EQ(n.label(), "cpu2:numa20");  // Grace noise on its superchip's HBM
+  EXPECT_EQ(n.alloc, "numa");
+  EXPECT_EQ(n.cpus.size(), 71u);        // 72 cores, one left to the thread driving the GPU
+  const BwCase grace = make_case(quad, Op::Write, "cpu3", "numa28", "", "", 8, "", settings);
+  ASSERT_EQ(partner_noise(quad, grace, &n), "");
+  EXPECT_EQ(n.label(), "gpu3:numa3");   // Hopper noise on its superchip's LPDDR
+  EXPECT_TRUE(n.cpus.empty());
+  const BwCase all = make_case(quad, Op::Read, "cpus", "numa0", "", "", -1, "", settings);
+  EXPECT_NE(partner_noise(quad, all, &n).find("spans every socket"), std::string::npos);
+
+  const Topology x86 = fixture("x86_h100");  // host_numa -1: the only CPU node is the GPU's
+  const BwCase gpu = make_case(x86, Op::Read, "gpu0", "gpu0", "", "", -1, "", settings);
+  EXPECT_NE(partner_noise(x86, gpu, &n).find("device memory"), std::string::npos);
+  const BwCase cpu = make_case(x86, Op::Read, "cpu0", "numa0", "", "", -1, "", settings);
+  ASSERT_EQ(partner_noise(x86, cpu, &n), "");
+  EXPECT_EQ(n.label(), "gpu0:numa0");
+  EXPECT_EQ(n.alloc, "registered");     // no ATS: the GPU reads pinned host memory
+}
+
+TEST(Topology, NoiseSharesNoCoreWithTheMeasuredThreads) {
+  const Topology quad = fixture("gh200_quad");
+  BwSettings settings;
+  const BwCase eight = make_case(quad, Op::Read, "cpu0", "numa0", "", "", 8, "", settings);
+  const NoiseSpec n = parse_noise(quad, "cpu0:numa4", eight);
+  ASSERT_EQ(n.cpus.size(), 64u);
+  for (int c : n.cpus) EXPECT_EQ(std::count(eight.cpus.begin(), eight.cpus.end(), c), 0) << c;
+  const BwCase every = make_case(quad, Op::Read, "cpu0", "numa0", "", "", -1, "", settings);
+  EXPECT_THROW(parse_noise(quad, "cpu0:numa4", every), UsageError);
+}
+
+TEST(Topology, NoiseBufferIsEightGibWhereItFits) {
+  Topology t = fixture("gh200_single");
+  NoiseSpec n{"gpu0", "numa0", "numa", {}, 0};
+  t.memories[0].free_bytes = 100LL << 30;
+  ASSERT_EQ(t.memories[0].name, "numa0");
+  EXPECT_EQ(noise_size(t, n, 0), 8ULL << 30);
+  t.memories[0].free_bytes = (6LL << 30) + 12345;  // half of it, rounded down to 2 MiB
+  EXPECT_EQ(noise_size(t, n, 0), 3ULL << 30);
+  EXPECT_EQ(noise_size(t, n, 1ULL << 30), 1ULL << 30);
+  EXPECT_THROW(noise_size(t, n, (1ULL << 30) + 1), UsageError);
+}
+
 // ---------------------------------------------------------------------------------------
 // Output
 
