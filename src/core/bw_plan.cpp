@@ -218,8 +218,17 @@ std::vector<BwCase> all_cases(const Topology& topo, const BwFilters& filters, co
             if (default_alloc(topo, p.name, src.name) == alloc_name(Alloc::Managed) ||
                 default_alloc(topo, p.name, dst.name) == alloc_name(Alloc::Managed))
               continue;  // managed-only paths migrate pages: measured by read/write, not copy
-            add(op, p.name, src.name, dst.name, "", pu_kind(p.kind) == PuKind::Cpu ? all_cores : -1,
-                kernels.front().empty() ? "" : kernels.front());
+            // `--threads sweep` given (gpu_sweep): copies sweep too (the paper's Fig. 10), CPU
+            // threads and GPU grids alike; the default plan keeps one case per pair.
+            if (filters.gpu_sweep && pu_kind(p.kind) == PuKind::Cpu) {
+              for (int t : thread_sweep(all_cores)) add(op, p.name, src.name, dst.name, "", t, "");
+            } else if (filters.gpu_sweep && kernels.front() == "grid") {
+              const auto points = gpu_grid_sweep(topo, make_case(topo, op, p.name, src.name, dst.name, "", -1, "grid", settings));
+              cases.insert(cases.end(), points.begin(), points.end());
+            } else {
+              add(op, p.name, src.name, dst.name, "", pu_kind(p.kind) == PuKind::Cpu ? all_cores : -1,
+                  kernels.front().empty() ? "" : kernels.front());
+            }
           }
         }
         continue;

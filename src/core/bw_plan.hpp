@@ -49,7 +49,7 @@ struct BwSettings {
 struct BwFilters {  // comma-separated lists; empty = everything
   std::vector<std::string> ops, pus, pu_kinds, mems, allocs, kernels;
   bool thread_sweep = true;  // false: CPU cases at all cores only (`--threads all`)
-  bool gpu_sweep = false;    // `--threads sweep` given: GPU grid sweeps too (never by default)
+  bool gpu_sweep = false;    // `--threads sweep` given: GPU grid sweeps and copy sweeps too (never by default)
 };
 
 inline constexpr uint64_t kDefaultSize = 1ULL << 30;
