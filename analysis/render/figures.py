@@ -69,8 +69,9 @@ def _role_slot(label: str) -> int | None:
 
 
 class Styles:
-    """The style of each label of one figure: a memory role its own slot of ROLE_ORDER,
-    any other label the next free one; one label, one look, in every panel."""
+    """The style of each label of one figure: a label that is a memory role takes its slot
+    of ROLE_ORDER where free, any other label the lowest free slot (so the first 8 labels
+    look distinct); one label, one look, in every panel."""
 
     def __init__(self) -> None:
         self.slots: dict[str, int] = {}
@@ -79,10 +80,8 @@ class Styles:
         if label not in self.slots:
             taken = set(self.slots.values())
             slot = _role_slot(label)
-            if slot is None or slot in taken:
-                reserved = {_role_slot(r) for r in ROLE_ORDER} if len(taken) < len(ROLE_ORDER) else set()
-                free = [i for i in range(len(taken) + len(ROLE_ORDER) + 1) if i not in taken]
-                slot = next((i for i in free if i not in reserved), free[0])
+            if slot is None or slot in taken:  # the lowest free: distinct looks first
+                slot = next(i for i in range(len(taken) + 1) if i not in taken)
             self.slots[label] = slot
         return series_style(self.slots[label])
 
