@@ -28,7 +28,7 @@ from matplotlib.textpath import TextToPath
 from matplotlib.ticker import FixedLocator, FuncFormatter, LogLocator, MaxNLocator, NullFormatter
 
 from . import style
-from .style import COLUMN_IN, LINESTYLES, MARKERS, MIN_FONT_PT, PAGE_IN, PALETTE, plt, save  # noqa: F401
+from .style import COLUMN_IN, LINESTYLES, MARKERS, MIN_FONT_PT, PAGE_IN, PALETTE, save  # noqa: F401 (save: re-exported)
 from ..model.roles import role
 from ..results.cases import best, by_threads, ordered, unmeasured
 
@@ -37,7 +37,7 @@ OPS = ("read", "write", "copy")
 #: DDR (x86) takes LPDDR's place.
 ROLE_ORDER = ("local LPDDR", "peer LPDDR", "local HBM", "peer HBM", "device memory",
               "peer device memory", "LPDDR", "HBM")
-MAX_HEIGHT_IN = 9.0     # a figure taller than a page's text block is not a figure
+MAX_HEIGHT_IN = 9.0     # a heatmap with its numbers stays within a page's text block
 CELL_PAD_IN = 0.1       # room around a cell's text
 BARE_CELL_IN = 0.14     # a cell without text
 CBAR_IN = 0.6           # the shared colour bar below the panels, with its ticks and label
