@@ -25,18 +25,16 @@ from matplotlib.colors import LogNorm, Normalize
 from matplotlib.figure import Figure
 from matplotlib.font_manager import FontProperties
 from matplotlib.textpath import TextToPath
-from matplotlib.ticker import FixedLocator, FuncFormatter, LogLocator, MaxNLocator, NullFormatter
 
 from . import style
-from .style import COLUMN_IN, LINESTYLES, MARKERS, MIN_FONT_PT, PAGE_IN, PALETTE, save  # noqa: F401 (save: re-exported)
-from ..model.roles import role
+from .style import COLUMN_IN, MIN_FONT_PT, PAGE_IN, save  # noqa: F401 (save: re-exported)
+from ..model.roles import ROLE_ORDER, role
 from ..results.cases import best, by_threads, ordered, unmeasured
 
 OPS = ("read", "write", "copy")
-#: Roles keep their place in the series order, so a role looks the same in every figure;
-#: DDR (x86) takes LPDDR's place.
-ROLE_ORDER = ("local LPDDR", "peer LPDDR", "local HBM", "peer HBM", "device memory",
-              "peer device memory", "LPDDR", "HBM")
+#: A series slot per memory role, in roles.ROLE_ORDER (the paper's order: local before
+#: peer), so that a role looks the same in every figure; DDR (x86) shares LPDDR's slot.
+ROLE_SLOTS = tuple(r for r in ROLE_ORDER if "DDR" not in r or "LPDDR" in r)
 MAX_HEIGHT_IN = 9.0     # a heatmap with its numbers stays within a page's text block
 CELL_PAD_IN = 0.1       # room around a cell's text
 BARE_CELL_IN = 0.14     # a cell without text
@@ -52,25 +50,15 @@ class Files(list):
         self.note = note
 
 
-def series_style(i: int) -> dict[str, object]:
-    """style.series(i) for the first 8; beyond, the palette again with another marker and
-    line style, so that no two series of one figure look alike."""
-    if i < len(PALETTE):
-        return style.series(i)
-    turn = i // len(PALETTE)
-    return {"color": PALETTE[i % len(PALETTE)], "marker": MARKERS[(i + turn) % len(MARKERS)],
-            "linestyle": LINESTYLES[(i + 3 * turn) % len(LINESTYLES)]}
-
-
 def _role_slot(label: str) -> int | None:
-    """The ROLE_ORDER place of a label that starts with a role (``local HBM, managed``)."""
+    """The ROLE_SLOTS place of a label that starts with a role (``local HBM, managed``)."""
     head = label.split(",")[0].split(" →")[0].strip().replace("LPDDR", "DDR").replace("DDR", "LPDDR")
-    return ROLE_ORDER.index(head) if head in ROLE_ORDER else None
+    return ROLE_SLOTS.index(head) if head in ROLE_SLOTS else None
 
 
 class Styles:
     """The style of each label of one figure: a label that is a memory role takes its slot
-    of ROLE_ORDER where free, any other label the lowest free slot (so the first 8 labels
+    of ROLE_SLOTS where free, any other label the lowest free slot (so the first 8 labels
     look distinct); one label, one look, in every panel."""
 
     def __init__(self) -> None:
@@ -83,13 +71,13 @@ class Styles:
             if slot is None or slot in taken:  # the lowest free: distinct looks first
                 slot = next(i for i in range(len(taken) + 1) if i not in taken)
             self.slots[label] = slot
-        return series_style(self.slots[label])
+        return style.series(self.slots[label])
 
 
 def role_rank(label: str) -> int:
-    """Sort key: labels in ROLE_ORDER first, in its order (a legend reads local, then peer)."""
+    """Sort key: memory roles first, in roles.ROLE_ORDER (a legend reads local, then peer)."""
     slot = _role_slot(label)
-    return len(ROLE_ORDER) if slot is None else slot
+    return len(ROLE_SLOTS) if slot is None else slot
 
 
 def role_label(topology: Mapping[str, Any] | None, pu: str, mem: str) -> str:
@@ -129,32 +117,6 @@ def log2_threads(ax: Axes, counts: Sequence[int]) -> None:
     ax.set_xticks(kept, [str(t) for t in kept])
     ax.set_xlim(ticks[0] / 1.4, ticks[-1] * 1.4)
     ax.minorticks_off()
-
-
-def plain(value: float, _pos: object = None) -> str:
-    """A tick's number as written: 200, 0.5, 2e6 (no 2 x 10^2 at 7 pt)."""
-    if value and (abs(value) >= 1e5 or abs(value) < 1e-3):
-        mantissa, exponent = f"{value:.0e}".split("e")
-        return f"{mantissa}e{int(exponent)}"
-    return f"{value:g}"
-
-
-def log_ticks(ax: Axes, which: str = "y") -> None:
-    """Readable ticks on a log axis, after the data is drawn: 1, 2, 5 x 10^k (1, 3 x 10^k
-    over more decades, then decades alone) written as plain numbers, no minor labels; a
-    range narrower than 3x gets a few plain ticks."""
-    axis = ax.yaxis if which == "y" else ax.xaxis
-    lo, hi = sorted(axis.get_view_interval())
-    if lo <= 0:
-        return
-    decades = math.log10(hi / lo)
-    if decades >= math.log10(3):
-        subs = (1.0, 2.0, 5.0) if decades <= 1.3 else (1.0, 3.0) if decades <= 2.5 else (1.0,)
-        axis.set_major_locator(LogLocator(subs=subs, numticks=7))
-    else:
-        axis.set_major_locator(FixedLocator([t for t in MaxNLocator(3).tick_values(lo, hi) if lo <= t <= hi]))
-    axis.set_major_formatter(FuncFormatter(plain))
-    axis.set_minor_formatter(NullFormatter())
 
 
 def finish(fig: Figure, axes: Sequence[Axes], title: str | None = None) -> None:
@@ -243,7 +205,7 @@ def heatmaps(heats: Sequence[Heat], colour_label: str, xlabel: str, ylabel: str,
                            fraction=0.5 / fig.get_size_inches()[1], aspect=40, shrink=min(1.0, 3.5 / width),
                            pad=0.02)
         if isinstance(norm, LogNorm):  # 100, 200, 500, 1000: no crowded minor labels
-            log_ticks(bar.ax, "x")
+            style.log_axis(bar.ax, "x")
     if title:
         fig.suptitle(title)
     return fig, axes, annotated

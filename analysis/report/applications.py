@@ -12,7 +12,7 @@ import pandas as pd
 
 from ..render import style
 from ..render.figures import (COLUMN_IN, MIN_FONT_PT, PAGE_IN, Files, Styles, finish, labelled_or_name,
-                              log2_threads, log_ticks, save, text_in, topologies)
+                              log2_threads, save, text_in, topologies)
 from ..results.io import RunSet
 from .sections import Context, Part, ok, section
 from ..render.tables import markdown, num
@@ -80,8 +80,7 @@ def _dots(ax, rows: list[str], values: dict[str, np.ndarray], styles: Styles, xl
         ax.plot(xs, y, linestyle="none", marker=look["marker"], color=look["color"], label=label)
     ax.set_yticks(y, rows)
     ax.set_ylim(len(rows) - 0.5, -0.5)
-    ax.set_xscale("log")
-    log_ticks(ax, "x")
+    style.log_axis(ax, "x")
     ax.grid(True, axis="x", which="major")
     ax.set_xlabel(xlabel)
 
@@ -105,7 +104,8 @@ def stream_gpu_placement(runs: RunSet, out: Path) -> Files:
     gpus = list(dict.fromkeys((h, pu) for h, pu, _, _ in table.index))
     many_hosts = len({h for h, _ in gpus}) > 1
     rows = {(h, pu): [(mem, alloc) for hh, pp, mem, alloc in table.index if (hh, pp) == (h, pu)] for h, pu in gpus}
-    names = {k: [f"{labelled_or_name(topos.get(k[0]), k[1], mem)}, {alloc}" for mem, alloc in v] for k, v in rows.items()}
+    names = {k: [f"{labelled_or_name(topos.get(k[0]), k[1], mem)}, {alloc}" for mem, alloc in v]
+             for k, v in rows.items()}
     fig, axes = _dot_panels(len(gpus), list(names.values()))
     styles = Styles()
     for ax, (host, pu) in zip(axes, gpus):
@@ -143,8 +143,7 @@ def gemm_sweep(runs: RunSet, out: Path) -> Files:
         shown = sizes[::max(1, -(-len(sizes) // 5))]
         ax.set_xticks(shown, [str(n) for n in shown])
         ax.minorticks_off()
-        ax.set_yscale("log")
-        log_ticks(ax)
+        style.log_axis(ax, "y")
         ax.grid(True, which="major")
         ax.set(title=f"GEMM {dtype}: A, B placed; C in HBM", xlabel="n (m = n = k)", ylabel="TFLOP/s (median)")
     finish(fig, axes)

@@ -15,7 +15,7 @@ from matplotlib.colors import LogNorm
 
 from ..render import style
 from ..render.figures import (COLUMN_IN, MIN_FONT_PT, PAGE_IN, Files, Heat, Styles, cell_table, finish, heatmaps,
-                              log_ticks, role_label, role_rank, save, topologies)
+                              role_label, role_rank, save, topologies)
 from ..results.io import RunSet
 from .scaleout import bytes_axis
 from ..render.tables import markdown, num
@@ -88,8 +88,7 @@ def chase_latency(runs: RunSet, out: Path) -> Files:
             ax.annotate(f"{level} {size_label(size)}", (int(size), 1), xycoords=("data", "axes fraction"),
                         rotation=90, va="top", ha="right", fontsize=MIN_FONT_PT, color="0.35")
         bytes_axis(ax)
-        ax.set_yscale("log")
-        log_ticks(ax)
+        style.log_axis(ax, "y")
         ax.grid(True, which="major")
         ax.set(title=_agent_title(host, pu, cpu, many_hosts), xlabel="buffer (bytes)", ylabel="ns per load (median)")
     finish(fig, axes, "Pointer chase, random chain: latency by buffer size (dotted: cache sizes)")
@@ -120,8 +119,7 @@ def chase_prefetch(runs: RunSet, out: Path) -> Files:
         for label, line in sorted(drawn, key=lambda item: role_rank(item[0])):
             ax.plot(line.index.get_level_values("size_bytes"), line.to_numpy(), label=label, **styles(label))
         bytes_axis(ax)
-        ax.set_yscale("log")
-        log_ticks(ax)
+        style.log_axis(ax, "y")
         ax.grid(True, which="major")
         ax.set(title=_agent_title(host, pu, cpu, many_hosts), xlabel="buffer (bytes)", ylabel="ns per load (median)")
     finish(fig, axes, "Random vs sequential chain: what a prefetcher hides")
@@ -221,7 +219,8 @@ def pingpong_distribution(runs: RunSet, out: Path) -> Files:
         rtt = part["rtt_ns"].to_numpy(dtype=float)
         runs_of = part["run"].nunique()
         if named:
-            label = f"{host}: " * many_hosts + f"{a}<->{b} {mem}/{alloc}" + (f" ({runs_of} runs)" if runs_of > 1 else "")
+            label = (f"{host}: " * many_hosts + f"{a}<->{b} {mem}/{alloc}"
+                     + (f" ({runs_of} runs)" if runs_of > 1 else ""))
         else:
             label = _pair_class(topos.get(host), a, b)
         look = styles(label)
@@ -230,8 +229,7 @@ def pingpong_distribution(runs: RunSet, out: Path) -> Files:
         ax.plot([marks.loc[key, "median_ns"], marks.loc[key, "p99_ns"]], [0.5, 0.99], linestyle="none",
                 marker=look["marker"], color=look["color"])
     for ax, flag in zip(axes, flags):
-        ax.set_xscale("log")
-        log_ticks(ax, "x")
+        style.log_axis(ax, "x")
         ax.set_ylim(0, 1.02)
         ax.grid(True, which="major")
         title = "" if flag is None else (f"{flag[0]}: " * many_hosts + f"flag in {flag[1]} ({flag[2]})")

@@ -80,7 +80,8 @@ def nccl_bandwidth(runs: RunSet, out: Path) -> Files:
         bytes_axis(ax)
         style.from_zero(ax)
         ax.grid(True)
-        gpus = ", ".join(f"{r} GPUs on {n} node(s)" for r, n in part[["ranks", "nodes"]].drop_duplicates().itertuples(False))
+        shapes = part[["ranks", "nodes"]].drop_duplicates().itertuples(False)
+        gpus = ", ".join(f"{r} GPUs on {n} node(s)" for r, n in shapes)
         ax.set(title=f"NCCL {coll}" + ("" if several.any() else f", {gpus}"), xlabel="buffer size (bytes)",
                ylabel="busbw GB/s (median)")
         if not scaling:

@@ -10,7 +10,7 @@ import pandas as pd
 from matplotlib.ticker import FuncFormatter
 
 from ..render import style
-from ..render.figures import (PAGE_IN, Files, Heat, Styles, cell_table, finish, heat_text, heatmaps, log_ticks, labelled_or_name,
+from ..render.figures import (PAGE_IN, Files, Heat, Styles, cell_table, finish, heat_text, heatmaps, labelled_or_name,
                               save, topologies)
 from ..results.io import RunSet
 from .sections import Context, Part, ok, section
@@ -43,7 +43,8 @@ def alloc_heatmap(runs: RunSet, out: Path) -> Files:
             grid[rows.index(r.src_alloc), cols.index(r.dst_alloc)] = float(r.median_GBps)
         mem = {a: m for a, m in zip(part["src_alloc"], part["src_mem"])}
         gpu = next((m for m in [*part["src_mem"], *part["dst_mem"]] if str(m).startswith("gpu")), "")
-        heats.append(Heat(f"{host}: " * many_hosts + f"host memory: {labelled_or_name(topos.get(host), gpu, node)}", grid,
+        where = labelled_or_name(topos.get(host), gpu, node)
+        heats.append(Heat(f"{host}: " * many_hosts + f"host memory: {where}", grid,
                           [[heat_text(v) if np.isfinite(v) else "" for v in row] for row in grid],
                           [f"{a} ({mem.get(a, '')})" for a in rows], cols))
     fig, _, annotated = heatmaps(heats, "GB/s (median)", "destination allocator", "source allocator",
@@ -74,8 +75,7 @@ def um_figure(runs: RunSet, out: Path) -> Files:
             ax.plot(x, medians, linestyle="none", marker=look["marker"], color=look["color"], label=state)
         ax.set_xticks(x, allocs, rotation=45, ha="right")
         ax.set_xlim(-0.5, len(allocs) - 0.5)
-        ax.set_yscale("log")
-        log_ticks(ax)
+        style.log_axis(ax, "y")
         ax.grid(True, axis="y", which="major")
         ax.set(title=f"{exp}: median GB/s", ylabel="GB/s")
     ax = axes[2]
@@ -86,8 +86,7 @@ def um_figure(runs: RunSet, out: Path) -> Files:
         ax.plot(per_iter.index, per_iter.to_numpy(), label=label, **styles(label))
     ax.set_xscale("log", base=2)
     ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}"))
-    ax.set_yscale("log")
-    log_ticks(ax)
+    style.log_axis(ax, "y")
     ax.grid(True, which="major")
     ax.set(title="interleave: GPU memset", xlabel="back-to-back GPU iterations", ylabel="µs per iteration")
     if inter.empty:
