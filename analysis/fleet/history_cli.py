@@ -21,7 +21,7 @@ def add_parser(commands: argparse._SubParsersAction) -> None:
     append.add_argument("--db", required=True, type=Path, help="history file (created)")
     append.add_argument("--night", help="YYYY-MM-DD to file the runs under (default: each run's start_time)")
     append.add_argument("runs", nargs="+", type=Path, metavar="RUN.h5", help="mempath result files")
-    trend = actions.add_parser("trend", help="trend.csv, slow_degradation.csv and worst_trends.png")
+    trend = actions.add_parser("trend", help="trend.csv, slow_degradation.csv and worst_trends.png/.pdf")
     trend.add_argument("--db", required=True, type=Path, help="history file")
     trend.add_argument("--node", help="only this node")
     trend.add_argument("--nights", type=int, default=90, help="nights up to the newest one (default 90)")
@@ -53,7 +53,7 @@ def _trend(args: argparse.Namespace, rejected: list[str]) -> int:
 
 def write_trends(db: Path, out: Path, nights: int = 90, min_drop: float = 0.05,
                  synthetic: bool = False, node: str | None = None) -> tuple[pd.DataFrame, pd.DataFrame]:
-    """trend.csv, slow_degradation.csv/.json and worst_trends.png into ``out`` (created);
+    """trend.csv, slow_degradation.csv/.json and worst_trends.png/.pdf into ``out`` (created);
     returns (trend, slow degradation). Shared by `fleet-history trend` and `fleet --history`."""
     fleet_history.check_window(nights, min_drop)
     table = fleet_history.trend(db, node=node, nights=nights, include_synthetic=synthetic)
@@ -69,23 +69,31 @@ def write_trends(db: Path, out: Path, nights: int = 90, min_drop: float = 0.05,
     return table, slow
 
 
-def _plot_worst(table: pd.DataFrame, slow: pd.DataFrame, path: Path, count: int = 8) -> None:
-    """The worst series, each relative to its fitted start, so that paths of any unit share an axis."""
-    from ..render.figures import plt
-    fig, ax = plt.subplots(figsize=(8, 4.5))
+def _plot_worst(table: pd.DataFrame, slow: pd.DataFrame, path: Path, count: int = 8) -> list[Path]:
+    """The worst series (at most 8: one look each), each relative to its fitted start, so
+    that paths of any unit share an axis; in the report style (render.style), PNG and PDF."""
+    import matplotlib.dates as mdates
+    from ..render import style
+    from ..render.figures import Styles
+    fig, (ax,) = style.panels(1, style.PAGE_IN, panel_height=2.4)
     keys = ["node", "path", "metric"]
     worst = slow.head(count).merge(table, on=[*keys, "node_kind", "component"], how="left")
     nights = [c for c in table.columns if c not in fleet_history.SERIES]
+    styles = Styles()
     for _, row in worst.iterrows():
         values = pd.to_numeric(row[nights], errors="coerce").astype(float)
-        ax.plot(pd.to_datetime(nights), values / row["start"], marker=".", lw=1,
-                label=f"{row['node']} {row['component']} {row['metric']} (-{row['loss']:.0%})")
+        label = f"{row['node']} {row['component']} {row['metric']} (-{row['loss']:.0%})"
+        ax.plot(pd.to_datetime(nights), values / row["start"], label=label, markersize=2.5, **styles(label))
     if worst.empty:
         ax.text(0.5, 0.5, "no series lost more than --min-drop", ha="center", transform=ax.transAxes)
-    ax.set_ylabel("value / fitted start")
-    ax.set_title("worst per-node trends")
-    if not worst.empty:
-        ax.legend(fontsize=7)
-    fig.autofmt_xdate()
-    fig.savefig(path, dpi=150, bbox_inches="tight")
-    plt.close(fig)
+    else:
+        locator = mdates.AutoDateLocator(maxticks=8)
+        ax.xaxis.set_major_locator(locator)
+        ax.xaxis.set_major_formatter(mdates.ConciseDateFormatter(locator))
+    # The losses are a few % of a value near 1: an axis from zero would flatten them.
+    style.allow_nonzero(ax, "values relative to the fitted start, near 1: the drop is the point")
+    ax.grid(True)
+    ax.set(ylabel="value / fitted start", xlabel="night",
+           title="worst per-node trends (y axis not from zero: values relative to the fitted start)")
+    style.legend_below(fig, [ax])
+    return style.save(fig, path.parent, path.stem)

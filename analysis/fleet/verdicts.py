@@ -266,7 +266,7 @@ def write_outputs(out: Path, table: pd.DataFrame, nodes: pd.DataFrame, flagged: 
     records = json.loads(flagged.to_json(orient="records"))
     (out / "flagged.json").write_text(json.dumps(records, indent=1, ensure_ascii=False))
     (out / "summary.md").write_text(_summary(table, nodes, rejected, slow))
-    return [out / "nodes.csv", out / "flagged.json", out / "summary.md", _heatmap(out, table, nodes)]
+    return [out / "nodes.csv", out / "flagged.json", out / "summary.md", *_heatmap(out, table, nodes)]
 
 
 @dataclass
@@ -298,7 +298,7 @@ def add_history(out: Path, table: pd.DataFrame,
                     f"{r['nights']} nights)".replace("-", "\u2212")
                     for r in slow.to_dict("records")]
     files = [out / name for name in ("trend.csv", "slow_degradation.csv",
-                                     "slow_degradation.json", "worst_trends.png")]
+                                     "slow_degradation.json", "worst_trends.png", "worst_trends.pdf")]
     return slow, files
 
 
@@ -344,32 +344,32 @@ def heatmap_rows(table: pd.DataFrame, nodes: pd.DataFrame) -> tuple[list[str], i
     return bad[:HEATMAP_NODES] + healthy[::step][:room], max(0, len(bad) - HEATMAP_NODES)
 
 
-def _heatmap(out: Path, table: pd.DataFrame, nodes: pd.DataFrame) -> Path:
-    """Deviation from the fleet median, nodes x paths, heatmap_rows() only; the figure's
-    height follows its rows so that each row keeps a readable label."""
-    import matplotlib
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+HEATMAP_ROW_IN = 0.13  # a row of the heatmap: room for its 7 pt node name
+
+
+def _heatmap(out: Path, table: pd.DataFrame, nodes: pd.DataFrame) -> list[Path]:
+    """Deviation from the fleet median, nodes x paths, heatmap_rows() only, at page width
+    in the report style (render.style); the figure's height follows its rows so that each
+    row keeps a 7 pt label. Returns heatmap.png and heatmap.pdf."""
+    from ..render import style
     shown_nodes, hidden = heatmap_rows(table, nodes)
     part = table[table["node"].isin(shown_nodes)]
     sign = np.where(part["higher_is_better"].to_numpy(dtype=bool), 1.0, -1.0)
     grid = part.assign(d=sign * part["deviation"] * 100).pivot_table(
         index="node", columns="path", values="d", aggfunc="first").reindex(shown_nodes)
-    fig, ax = plt.subplots(figsize=(max(6, 0.08 * grid.shape[1] + 3), max(3, 0.18 * len(grid) + 1.5)))
+    fig, (ax,) = style.panels(1, style.PAGE_IN, panel_height=HEATMAP_ROW_IN * len(grid) + 1.0)
     image = ax.imshow(grid.to_numpy(dtype=float), aspect="auto", cmap="RdBu", vmin=-20, vmax=20,
                       interpolation="nearest")
-    ax.set_yticks(range(len(grid)), grid.index, fontsize=6)
+    ax.set_yticks(range(len(grid)), grid.index)
+    ax.tick_params(axis="y", length=0)
     ax.set_xticks([])
     label = f"{grid.shape[1]} paths (fleet_table.py path names)"
     if hidden:
         label += f"\n{hidden} more degraded nodes not shown (nodes.csv lists every node)"
     ax.set_xlabel(label)
-    ax.set_title("Deviation from the fleet median, % (negative = worse)")
-    fig.colorbar(image, ax=ax, shrink=min(1.0, 8 / max(8, len(grid) * 0.18)), pad=0.01)
-    fig.tight_layout()
-    fig.savefig(out / "heatmap.png", dpi=100)
-    plt.close(fig)
-    return out / "heatmap.png"
+    ax.set_title("Deviation from the fleet median, % (negative = worse; colour saturates at ±20 %)")
+    fig.colorbar(image, ax=ax, label="deviation, %", fraction=0.04, aspect=30, pad=0.02)
+    return style.save(fig, out, "heatmap")
 
 
 def run_fleet(runs: Sequence[Path], out: Path, options: Options, expected: Sequence[str],

@@ -37,7 +37,7 @@ def role(topology: Mapping[str, Any], pu: str, mem: str) -> str:
     if p.get("kind") == "gpu":
         mine_gpu, mine_numa = int(p["gpu"]), p.get("host_numa")
     elif p.get("numa") is None:  # every socket at once: no locality
-        return {"host": host_word, "hbm": "HBM", "device": "device memory"}.get(kind, "")
+        return kind_word(topology, mem)
     else:
         mine_numa = p.get("numa")
         mine_gpu = _superchip_of_host(topology, mine_numa)
@@ -75,3 +75,11 @@ def by_role(topology: Mapping[str, Any], pu: str, mems: list[str] | tuple[str, .
         return (ROLE_ORDER.index(r) if r in ROLE_ORDER else len(ROLE_ORDER),
                 int(number.group(1)) if number else -1, mem)
     return sorted(dict.fromkeys(mems), key=key)
+
+
+def kind_word(topology: Mapping[str, Any], mem: str) -> str:
+    """What ``mem`` is, seen from no processor in particular: ``LPDDR`` (``DDR`` on x86),
+    ``HBM``, ``device memory``; '' where it is unknown."""
+    kind = next((m.get("kind") for m in topology.get("memories", []) if m["name"] == mem), None)
+    host_word = "LPDDR" if _grace_like(topology) else "DDR"
+    return {"host": host_word, "hbm": "HBM", "device": "device memory"}.get(kind, "")

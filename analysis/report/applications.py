@@ -7,11 +7,12 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
 
-from ..render.figures import figure_grid, save
+from ..render import style
+from ..render.figures import (COLUMN_IN, MIN_FONT_PT, PAGE_IN, Files, Styles, finish, labelled_or_name,
+                              log2_threads, save, text_in, topologies)
 from ..results.io import RunSet
 from .sections import Context, Part, ok, section
 from ..render.tables import markdown, num
@@ -24,30 +25,41 @@ def _placement(mem: str, alloc: str) -> str:
     return f"{mem} `{alloc}`"
 
 
-def stream_threads(runs: RunSet, out: Path) -> list[Path]:
+def stream_threads(runs: RunSet, out: Path) -> Files:
+    """Best GB/s of each STREAM kernel against the thread count, one panel per CPU and
+    placement of the arrays; the best triad thread count marked."""
     cases = ok(runs.table("stream/cases"))
     cases = cases[(cases["pu_kind"] == "cpu") & (cases["sweep"] == 1)] if not cases.empty else cases
     if cases.empty:
-        return []
+        return Files()
+    topos = topologies(runs)
     panels = list(dict.fromkeys(zip(cases["host"], cases["pu"], cases["mem"], cases["alloc"])))
-    fig, axes = figure_grid(1, len(panels), 5.5, 4.2)
-    for ax, (host, pu, mem, alloc) in zip(axes[0], panels):
+    many_hosts = len({p[0] for p in panels}) > 1
+    several_allocs = len({p[3] for p in panels}) > 1
+    fig, axes = style.panels(len(panels), PAGE_IN if len(panels) > 1 else COLUMN_IN, max_cols=3)
+    styles = Styles()
+    for ax, (host, pu, mem, alloc) in zip(axes, panels):
         mine = cases[(cases["host"] == host) & (cases["pu"] == pu) & (cases["mem"] == mem) & (cases["alloc"] == alloc)]
         best = mine.groupby(["kernel", "threads"])["best_GBps"].median()
         for kernel in CPU_KERNELS:
             if kernel in best.index.get_level_values(0):
                 line = best.loc[kernel]
-                ax.plot(line.index, line.to_numpy(), marker="o", label=kernel)
+                ax.plot(line.index, line.to_numpy(), label=kernel, **styles(kernel))
         triad = best.loc["triad"] if "triad" in best.index.get_level_values(0) else pd.Series(dtype=float)
         if not triad.empty:
             t = int(triad.idxmax())
-            ax.axvline(t, color="grey", linestyle=":")
-            ax.annotate(f"best: {t} threads", (t, triad.max()), textcoords="offset points", xytext=(4, -12),
-                        fontsize="small")
-        ax.set_xscale("log", base=2)
-        ax.set(title=f"{host} {pu} → {mem} ({alloc})", xlabel="threads", ylabel="best GB/s")
-        ax.legend(fontsize="small")
-    return save(fig, out, "stream_threads")
+            ax.axvline(t, color="0.55", linestyle=":", linewidth=0.8)
+            ax.annotate(f"best: {t}", (t, 0.04), xycoords=("data", "axes fraction"), textcoords="offset points",
+                        xytext=(-3, 0), ha="right", fontsize=MIN_FONT_PT, color="0.35")
+        log2_threads(ax, mine["threads"])
+        style.from_zero(ax)
+        ax.grid(True)
+        where = labelled_or_name(topos.get(host), pu, mem) + (f", {alloc}" if several_allocs else "")
+        ax.set(title=f"{host}: " * many_hosts + f"{pu} → {where}", xlabel="threads", ylabel="best GB/s")
+    allocs = ", ".join(dict.fromkeys(p[3] for p in panels))
+    finish(fig, axes, "STREAM (CPU) by thread count" + ("" if several_allocs else f", arrays from {allocs}")
+           + " (dotted: the best triad thread count)")
+    return Files(save(fig, out, "stream_threads"))
 
 
 def _gpu_table(runs: RunSet) -> pd.DataFrame:
@@ -59,61 +71,100 @@ def _gpu_table(runs: RunSet) -> pd.DataFrame:
                              aggfunc="median").reindex(columns=[k for k in GPU_KERNELS])
 
 
-def stream_gpu_placement(runs: RunSet, out: Path) -> list[Path]:
+def _dots(ax, rows: list[str], values: dict[str, np.ndarray], styles: Styles, xlabel: str) -> None:
+    """A dot plot: one row per category (top to bottom), one mark per series, log x (no
+    bars on a log axis)."""
+    y = np.arange(len(rows))
+    for label, xs in values.items():
+        look = styles(label)
+        ax.plot(xs, y, linestyle="none", marker=look["marker"], color=look["color"], label=label)
+    ax.set_yticks(y, rows)
+    ax.set_ylim(len(rows) - 0.5, -0.5)
+    style.log_axis(ax, "x")
+    ax.grid(True, axis="x", which="major")
+    ax.set_xlabel(xlabel)
+
+
+def _dot_panels(n: int, rows: list[list[str]]) -> tuple:
+    """Panels for dot plots: rows of 0.16 in, as many per line as their labels allow."""
+    label_w = max(text_in(r) for part in rows for r in part)
+    per_row = max(1, int(PAGE_IN // (label_w + 1.8)))
+    height = max(len(part) for part in rows) * 0.16 + 0.75
+    width = COLUMN_IN if n == 1 and label_w + 1.8 <= COLUMN_IN else PAGE_IN
+    return style.panels(n, width, panel_height=height, max_cols=per_row)
+
+
+def stream_gpu_placement(runs: RunSet, out: Path) -> Files:
+    """Best GB/s of each GPU stream kernel per placement of the arrays: a dot plot (log GB/s,
+    HBM and host memory differ by 10x and more), one panel per GPU."""
     table = _gpu_table(runs)
     if table.empty:
-        return []
-    fig, ax = plt.subplots(figsize=(max(6.0, 1.1 * len(table)), 4.2), layout="constrained")
-    x = np.arange(len(table))
-    width = 0.8 / len(GPU_KERNELS)
-    for i, kernel in enumerate(GPU_KERNELS):
-        ax.bar(x + (i - 2) * width, table[kernel].to_numpy(dtype=float), width, label=kernel)
-    ax.set_xticks(x, [f"{pu} ← {mem}\n{alloc}" for _, pu, mem, alloc in table.index], fontsize="small")
-    ax.set_yscale("log")
-    ax.set(ylabel="best GB/s", title="GPU stream kernels by placement of the arrays")
-    ax.legend(fontsize="small", ncols=5)
-    return save(fig, out, "stream_gpu_placement")
+        return Files()
+    topos = topologies(runs)
+    gpus = list(dict.fromkeys((h, pu) for h, pu, _, _ in table.index))
+    many_hosts = len({h for h, _ in gpus}) > 1
+    rows = {(h, pu): [(mem, alloc) for hh, pp, mem, alloc in table.index if (hh, pp) == (h, pu)] for h, pu in gpus}
+    names = {k: [f"{labelled_or_name(topos.get(k[0]), k[1], mem)}, {alloc}" for mem, alloc in v]
+             for k, v in rows.items()}
+    fig, axes = _dot_panels(len(gpus), list(names.values()))
+    styles = Styles()
+    for ax, (host, pu) in zip(axes, gpus):
+        part = table.loc[(host, pu)]
+        _dots(ax, names[host, pu], {k: part[k].to_numpy(dtype=float) for k in GPU_KERNELS}, styles, "best GB/s (log)")
+        ax.set_title(f"{host}: " * many_hosts + f"{pu}: arrays in")
+    finish(fig, axes, "GPU stream kernels by placement of the arrays")
+    return Files(save(fig, out, "stream_gpu_placement"))
 
 
-def gemm_sweep(runs: RunSet, out: Path) -> list[Path]:
+def gemm_sweep(runs: RunSet, out: Path) -> Files:
+    """TFLOP/s against n (m = n = k), one panel per data type, one line per placement of A
+    and B (role seen from the GPU); the peak model as a dashed line."""
     cases = ok(runs.table("gemm/cases"))
     if cases.empty:
-        return []
+        return Files()
+    topos = topologies(runs)
     dtypes = list(dict.fromkeys(cases["dtype"]))
-    fig, axes = figure_grid(1, len(dtypes), 5.5, 4.2)
-    for ax, dtype in zip(axes[0], dtypes):
+    many_hosts = cases["host"].nunique() > 1
+    fig, axes = style.panels(len(dtypes), PAGE_IN if len(dtypes) > 1 else COLUMN_IN, max_cols=3)
+    styles = Styles()
+    for ax, dtype in zip(axes, dtypes):
         mine = cases[cases["dtype"] == dtype]
-        for (host, mem, alloc), part in mine.groupby(["host", "a_mem", "a_alloc"], sort=False):
+        for (host, gpu, mem, alloc), part in mine.groupby(["host", "gpu", "a_mem", "a_alloc"], sort=False):
             line = part.groupby("n")["median_TFLOPs"].median()
-            ax.plot(line.index, line.to_numpy(), marker="o", label=f"{mem} ({alloc})")
+            label = f"{host}: " * many_hosts + f"{labelled_or_name(topos.get(host), f'gpu{int(gpu)}', mem)}, {alloc}"
+            ax.plot(line.index, line.to_numpy(), label=label, **styles(label))
         peak = mine["peak_TFLOPs"].dropna()
         if not peak.empty:
-            ax.axhline(float(peak.max()), color="black", linestyle="--", linewidth=1)
+            ax.axhline(float(peak.max()), color="black", linestyle="--", linewidth=0.8)
             ax.annotate(f"peak model {peak.max():.0f}", (0.02, float(peak.max())), xycoords=("axes fraction", "data"),
-                        textcoords="offset points", xytext=(0, 3), fontsize="small")
+                        textcoords="offset points", xytext=(0, -9), fontsize=MIN_FONT_PT)
         ax.set_xscale("log", base=2)
-        ax.set_yscale("log")
+        sizes = sorted(set(int(n) for n in mine["n"]))
+        shown = sizes[::max(1, -(-len(sizes) // 5))]
+        ax.set_xticks(shown, [str(n) for n in shown])
+        ax.minorticks_off()
+        style.log_axis(ax, "y")
+        ax.grid(True, which="major")
         ax.set(title=f"GEMM {dtype}: A, B placed; C in HBM", xlabel="n (m = n = k)", ylabel="TFLOP/s (median)")
-        ax.legend(fontsize="small")
-    return save(fig, out, "gemm_sweep")
+    finish(fig, axes)
+    return Files(save(fig, out, "gemm_sweep"))
 
 
-def llm_placement(runs: RunSet, out: Path) -> list[Path]:
+def llm_placement(runs: RunSet, out: Path) -> Files:
+    """Decode tokens/s per placement of the weights next to its memory-time bound: a dot
+    plot on a log axis (the placements differ by orders of magnitude)."""
     cases = ok(runs.table("llm/cases"))
     if cases.empty:
-        return []
+        return Files()
     rows = cases.groupby(["host", "model", "placement", "weight_alloc", "weight_mem"], sort=False)[
         ["median_tokens_per_s", "bound_tokens_per_s"]].median()
-    fig, ax = plt.subplots(figsize=(max(6.0, 1.2 * len(rows)), 4.2), layout="constrained")
-    x = np.arange(len(rows))
-    ax.bar(x - 0.2, rows["median_tokens_per_s"], 0.4, label="measured")
-    ax.bar(x + 0.2, rows["bound_tokens_per_s"], 0.4, label="memory-time bound", color="0.7")
-    ax.set_xticks(x, [f"{model}\n{name}: {mem} ({alloc})" for _, model, name, alloc, mem in rows.index],
-                  fontsize="small")
-    ax.set_yscale("log")
-    ax.set(ylabel="tokens/s (batch 1 decode)", title="LLM decode by placement of the weights")
-    ax.legend(fontsize="small")
-    return save(fig, out, "llm_placement")
+    names = [f"{model}, {name}: {mem or '?'} ({alloc})" for _, model, name, alloc, mem in rows.index]
+    fig, axes = _dot_panels(1, [names])
+    _dots(axes[0], names, {"measured (median)": rows["median_tokens_per_s"].to_numpy(dtype=float),
+                           "memory-time bound": rows["bound_tokens_per_s"].to_numpy(dtype=float)},
+          Styles(), "tokens/s, batch 1 decode (log)")
+    finish(fig, axes, "LLM decode by placement of the weights")
+    return Files(save(fig, out, "llm_placement"))
 
 
 def _tables(runs: RunSet) -> list[str]:

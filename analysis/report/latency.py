@@ -9,12 +9,13 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
 from matplotlib.colors import LogNorm
 
-from ..render.figures import annotate, figure_grid, save
+from ..render import style
+from ..render.figures import (COLUMN_IN, MIN_FONT_PT, PAGE_IN, Files, Heat, Styles, cell_table, finish, heatmaps,
+                              role_label, role_rank, save, topologies)
 from ..results.io import RunSet
 from .scaleout import bytes_axis
 from ..render.tables import markdown, num
@@ -42,51 +43,87 @@ def _medians(cases: pd.DataFrame, keys: list[str]) -> pd.Series:
     return cases.groupby([*keys, "size_bytes"])["median_ns"].median()
 
 
-def chase_latency(runs: RunSet, out: Path) -> list[Path]:
+def _labels(lines: pd.Series, topos: dict, keys: list[str]) -> dict[tuple, str]:
+    """(host, pu, mem, alloc) -> the line's label: the memory's role seen from the
+    processor, with the allocator where one role is chased with several (``device memory,
+    managed`` from a CPU, ``device memory, device`` from a GPU)."""
+    at = [keys.index(k) for k in ("host", "pu", "mem", "alloc")]
+    roles = {key: role_label(topos.get(key[0]), key[1], key[2])
+             for key in {tuple(k[i] for i in at) for k in lines.index}}
+    allocs: dict[str, set[str]] = {}
+    for key, r in roles.items():
+        allocs.setdefault(r, set()).add(key[3])
+    return {k: f"{r}, {k[3]}" if len(allocs[r]) > 1 else r for k, r in roles.items()}
+
+
+def _agent_title(host: str, pu: str, cpu, many_hosts: bool) -> str:
+    return f"{host}: {_agent(pu, cpu)}" if many_hosts else _agent(pu, cpu)
+
+
+def chase_latency(runs: RunSet, out: Path) -> Files:
+    """ns per load against the buffer size, one panel per chasing processor (a CPU: its
+    core), one line per memory chased, labelled by its role seen from that processor; the
+    processor's cache sizes as dotted vertical lines."""
     cases = ok(runs.table("chase/cases"))
     cases = cases[cases["pattern"] == "random"] if not cases.empty else cases
     if cases.empty:
-        return []
+        return Files()
     caches = runs.table("chase/caches")
+    topos = topologies(runs)
     lines = _medians(cases, CHASE_PATH)
+    labels = _labels(lines, topos, [*CHASE_PATH, "size_bytes"])
     panels = list(dict.fromkeys(k[:3] for k in lines.index))
-    fig, axes = figure_grid(1, len(panels), 6.5, 4.8)
-    for ax, (host, pu, cpu) in zip(axes[0], panels):
-        for (mem, alloc), line in lines.loc[host, pu, cpu].groupby(level=["mem", "alloc"], sort=False):
-            ax.plot(line.index.get_level_values("size_bytes"), line.to_numpy(), marker=".", label=f"{mem} ({alloc})")
+    many_hosts = len({h for h, _, _ in panels}) > 1
+    fig, axes = style.panels(len(panels), PAGE_IN if len(panels) > 1 else COLUMN_IN, max_cols=3)
+    styles = Styles()
+    for ax, (host, pu, cpu) in zip(axes, panels):
+        drawn = [(labels[host, pu, mem, alloc], line) for (mem, alloc), line in
+                 lines.loc[host, pu, cpu].groupby(level=["mem", "alloc"], sort=False)]
+        for label, line in sorted(drawn, key=lambda item: role_rank(item[0])):
+            ax.plot(line.index.get_level_values("size_bytes"), line.to_numpy(), label=label, **styles(label))
         mine = caches[(caches["host"] == host) & (caches["pu"] == pu)] if not caches.empty else caches
         # /chase/caches has no core column: one size per level of the processor.
         for level, size in dict(zip(mine.get("level", []), mine.get("bytes", []))).items():
-            ax.axvline(int(size), color="grey", linestyle=":", linewidth=1)
+            ax.axvline(int(size), color="0.55", linestyle=":", linewidth=0.8, gid=f"cache:{level}")
             ax.annotate(f"{level} {size_label(size)}", (int(size), 1), xycoords=("data", "axes fraction"),
-                        rotation=90, va="top", ha="right", fontsize="small", color="grey")
+                        rotation=90, va="top", ha="right", fontsize=MIN_FONT_PT, color="0.35")
         bytes_axis(ax)
-        ax.set_yscale("log")
-        ax.set(title=f"{host} {_agent(pu, cpu)}: pointer chase", xlabel="buffer (bytes)",
-               ylabel="ns per load (median)")
-        ax.legend(fontsize="small")
-    return save(fig, out, "chase_latency")
+        style.log_axis(ax, "y")
+        ax.grid(True, which="major")
+        ax.set(title=_agent_title(host, pu, cpu, many_hosts), xlabel="buffer (bytes)", ylabel="ns per load (median)")
+    finish(fig, axes, "Pointer chase, random chain: latency by buffer size (dotted: cache sizes)")
+    return Files(save(fig, out, "chase_latency"),
+                 "Lines: memories by their role seen from the chasing processor (memories of one role, such as "
+                 "the peer nodes, share a look); medians over the runs.")
 
 
-def chase_prefetch(runs: RunSet, out: Path) -> list[Path]:
+def chase_prefetch(runs: RunSet, out: Path) -> Files:
+    """Random against sequential chains of the same path: one panel per processor, one line
+    per memory (role) and order."""
     cases = ok(runs.table("chase/cases"))
     if cases.empty:
-        return []
+        return Files()
     both = cases.groupby(CHASE_PATH).filter(lambda g: set(g["pattern"]) >= {"random", "sequential"})
     if both.empty:
-        return []
+        return Files()
+    topos = topologies(runs)
     lines = _medians(both, [*CHASE_PATH, "pattern"])
-    fig, ax = plt.subplots(figsize=(7, 4.5), layout="constrained")
-    for key, line in lines.groupby(level=[*CHASE_PATH, "pattern"], sort=False):
-        host, pu, cpu, mem, alloc, pattern = key
-        ax.plot(line.index.get_level_values("size_bytes"), line.to_numpy(), "-" if pattern == "random" else "--",
-                marker=".", label=f"{_agent(pu, cpu)} {mem} ({alloc}) {pattern}")
-    bytes_axis(ax)
-    ax.set_yscale("log")
-    ax.set(title="Random vs sequential chain: what a prefetcher hides", xlabel="buffer (bytes)",
-           ylabel="ns per load (median)")
-    ax.legend(fontsize="small")
-    return save(fig, out, "chase_prefetch")
+    labels = _labels(lines, topos, [*CHASE_PATH, "pattern", "size_bytes"])
+    panels = list(dict.fromkeys(k[:3] for k in lines.index))
+    many_hosts = len({h for h, _, _ in panels}) > 1
+    fig, axes = style.panels(len(panels), PAGE_IN if len(panels) > 1 else COLUMN_IN, max_cols=3)
+    styles = Styles()
+    for ax, (host, pu, cpu) in zip(axes, panels):
+        drawn = [(f"{labels[host, pu, mem, alloc]}, {pattern}", line) for (mem, alloc, pattern), line in
+                 lines.loc[host, pu, cpu].groupby(level=["mem", "alloc", "pattern"], sort=False)]
+        for label, line in sorted(drawn, key=lambda item: role_rank(item[0])):
+            ax.plot(line.index.get_level_values("size_bytes"), line.to_numpy(), label=label, **styles(label))
+        bytes_axis(ax)
+        style.log_axis(ax, "y")
+        ax.grid(True, which="major")
+        ax.set(title=_agent_title(host, pu, cpu, many_hosts), xlabel="buffer (bytes)", ylabel="ns per load (median)")
+    finish(fig, axes, "Random vs sequential chain: what a prefetcher hides")
+    return Files(save(fig, out, "chase_prefetch"))
 
 
 def _cells(part: pd.DataFrame) -> dict[tuple[str, str], tuple[float, str]]:
@@ -98,19 +135,18 @@ def _cells(part: pd.DataFrame) -> dict[tuple[str, str], tuple[float, str]]:
     return cells
 
 
-def pingpong_matrix(runs: RunSet, out: Path) -> list[Path]:
+def pingpong_matrix(runs: RunSet, out: Path) -> Files:
+    """One panel per flag memory: initiator x partner, the median round trip over the runs,
+    on one colour scale for every panel."""
     cases = runs.table("pingpong/cases")
     if cases.empty or (cases["status"] == "ok").sum() == 0:
-        return []
+        return Files()
     flags = list(dict.fromkeys(zip(cases["host"], cases["mem"], cases["alloc"])))
-    cols = min(4, len(flags))
-    rows = (len(flags) + cols - 1) // cols
-    fig, axes = figure_grid(rows, cols, 4.6, 4.2)
+    many_hosts = cases["host"].nunique() > 1
     ok = cases[cases["status"] == "ok"]["median_ns"].astype(float)
     norm = LogNorm(ok.min(), max(ok.max(), 1.01 * ok.min()))  # one scale for every flag memory
-    for ax in axes.flat[len(flags):]:
-        ax.set_visible(False)
-    for ax, (host, mem, alloc) in zip(axes.flat, flags):
+    heats = []
+    for host, mem, alloc in flags:
         mine = cases[cases["host"] == host]
         part = mine[(mine["mem"] == mem) & (mine["alloc"] == alloc)]
         agents = list(dict.fromkeys(list(mine["a"]) + list(mine["b"])))  # same order in every panel
@@ -122,43 +158,86 @@ def pingpong_matrix(runs: RunSet, out: Path) -> list[Path]:
             # A round trip is the same both ways: mirror unless b->a was measured itself.
             for x, y in {(i, j)} | ({(j, i)} if (b, a) not in cells else set()):
                 grid[x, y], text[x][y] = value, label
-        annotate(ax, grid, text, "round trip, ns", norm)
-        ax.set_xticks(range(len(agents)), agents)
-        ax.set_yticks(range(len(agents)), agents)
-        ax.set(xlabel="b", ylabel="a (initiates)", facecolor="0.9")
-        ax.set_title(f"{host}: flag in {mem} ({alloc})", fontsize="medium")
-    fig.suptitle("CAS ping-pong round trip, median over runs (cpuN x cpuN: two cores of node N)")
-    return save(fig, out, "pingpong_matrix")
+        heats.append(Heat(f"{host}: " * many_hosts + f"flag in {mem} ({alloc})", grid, text, agents, agents))
+    fig, _, annotated = heatmaps(heats, "round trip, ns (median over runs)", "b", "a (initiates)", norm=norm,
+                                 title="CAS ping-pong round trip (cpuN x cpuN: two cores of node N)")
+    files = save(fig, out, "pingpong_matrix")
+    extra, note = cell_table(heats, annotated, out, "pingpong_matrix", "median_ns",
+                             "the table \"Ping-pong round trips\" below")
+    return Files(files + extra, note)
 
 
-def pingpong_distribution(runs: RunSet, out: Path) -> list[Path]:
+def _superchip(topology, agent: str):
+    """The GPU whose superchip an agent is on (a CPU: the GPU of its NUMA node), else the name."""
+    procs = {p["name"]: p for p in (topology or {}).get("processors", [])}
+    p = procs.get(agent, {})
+    if p.get("kind") == "gpu":
+        return p.get("gpu")
+    gpus = [q.get("gpu") for q in procs.values() if q.get("kind") == "gpu" and q.get("host_numa") == p.get("numa")]
+    return gpus[0] if gpus and p.get("numa") is not None else agent
+
+
+def _pair_class(topology, a: str, b: str) -> str:
+    """``CPU-GPU, one superchip``: the kind of a pair, for figures with too many pairs to
+    name each."""
+    kinds = "-".join(sorted(("GPU" if x.startswith("gpu") else "CPU") for x in (a, b)))
+    if a == b:
+        return f"{kinds}, one {'GPU' if a.startswith('gpu') else 'socket'}"
+    one = _superchip(topology, a) == _superchip(topology, b)
+    if kinds == "CPU-CPU":
+        return f"{kinds}, {'one socket' if one else 'two sockets'}"
+    if kinds == "GPU-GPU":
+        return f"{kinds}, two GPUs"
+    return f"{kinds}, {'one superchip' if one else 'two superchips'}"
+
+
+def pingpong_distribution(runs: RunSet, out: Path) -> Files:
     """One ECDF per pair and flag memory, the samples of every run of it pooled (so 100
-    nightly runs draw as many lines as one), drawn through at most 1000 quantiles."""
+    nightly runs draw as many lines as one), drawn through at most 1000 quantiles, with
+    marks at the cases' median and p99. Up to 8 curves: one panel, each curve named; more:
+    one panel per flag memory, the curves by the kind of pair (the matrix names each)."""
     cases = ok(runs.table("pingpong/cases"))
     samples = runs.table("pingpong/samples")
     if cases.empty or samples.empty:
-        return []
+        return Files()
     keys = ["host", "a", "b", "mem", "alloc"]
     pooled = samples.merge(cases[["run", "case_id", *keys[1:]]], on=["run", "case_id"])  # samples carry host
     if pooled.empty:
-        return []
+        return Files()
+    topos = topologies(runs)
     many_hosts = cases["host"].nunique() > 1
-    fig, ax = plt.subplots(figsize=(8, 5), layout="constrained")
+    curves = list(pooled.groupby(keys, sort=False))
+    named = len(curves) <= len(style.PALETTE)
+    flags = list(dict.fromkeys(k[0:1] + k[3:] for k, _ in curves)) if not named else [None]
+    fig, axes = style.panels(len(flags), COLUMN_IN if len(flags) == 1 else PAGE_IN, max_cols=3)
     q = np.linspace(0, 1, 1000)
     marks = cases.groupby(keys, sort=False)[["median_ns", "p99_ns"]].median()  # the cases' own, over runs
-    for key, part in pooled.groupby(keys, sort=False):
-        rtt = part["rtt_ns"].to_numpy(dtype=float)
+    styles = Styles()
+    for key, part in curves:
         host, a, b, mem, alloc = key
-        label = f"{host}: " * many_hosts + f"{a}<->{b} {mem}/{alloc}" + (f" ({part['run'].nunique()} runs)"
-                                                                         if part["run"].nunique() > 1 else "")
-        line, = ax.plot(np.quantile(rtt, q), q, label=label)
-        ax.plot([marks.loc[key, "median_ns"]], [0.5], "o", color=line.get_color(), markersize=4)
-        ax.plot([marks.loc[key, "p99_ns"]], [0.99], "^", color=line.get_color(), markersize=4)
-    ax.set_xscale("log")
-    ax.set(title="Ping-pong round trips: distribution (o median, ^ p99)", xlabel="round trip (ns)",
-           ylabel="fraction of round trips")
-    ax.legend(fontsize="x-small", ncol=2)
-    return save(fig, out, "pingpong_distribution")
+        ax = axes[0 if named else flags.index((host, mem, alloc))]
+        rtt = part["rtt_ns"].to_numpy(dtype=float)
+        runs_of = part["run"].nunique()
+        if named:
+            label = (f"{host}: " * many_hosts + f"{a}<->{b} {mem}/{alloc}"
+                     + (f" ({runs_of} runs)" if runs_of > 1 else ""))
+        else:
+            label = _pair_class(topos.get(host), a, b)
+        look = styles(label)
+        ax.plot(np.quantile(rtt, q), q, label=label, color=look["color"], linestyle=look["linestyle"],
+                marker=look["marker"], markevery=[])
+        ax.plot([marks.loc[key, "median_ns"], marks.loc[key, "p99_ns"]], [0.5, 0.99], linestyle="none",
+                marker=look["marker"], color=look["color"])
+    for ax, flag in zip(axes, flags):
+        style.log_axis(ax, "x")
+        ax.set_ylim(0, 1.02)
+        ax.grid(True, which="major")
+        title = "" if flag is None else (f"{flag[0]}: " * many_hosts + f"flag in {flag[1]} ({flag[2]})")
+        ax.set(title=title, xlabel="round trip (ns)", ylabel="fraction of round trips")
+    finish(fig, axes, "Ping-pong round trips: distribution (marks: median, p99)")
+    note = "" if named else ("Curves by the kind of pair (pairs of one kind share a look); the ping-pong matrix "
+                             "and the table below give each pair.")
+    return Files(save(fig, out, "pingpong_distribution"), note)
 
 
 def _tables(runs: RunSet) -> list[str]:

@@ -16,7 +16,8 @@ import numpy as np
 import pandas as pd
 
 from ..results.cases import SEP, best, ordered, rank, unmeasured
-from ..render.figures import annotate, figure_grid, save
+from ..render.figures import Files, Heat, cell_table, heatmaps, save
+from ..model.roles import kind_word
 from ..model.peaks import ASSUMED_MARK, ASSUMED_NOTE, PeakModel, pct_text
 from .sections import Context, Part, section
 from ..render import tables
@@ -137,21 +138,21 @@ def _heat_text(entry: pd.Series) -> str:
     return text + (f"\n{_pct(entry)}" if pd.notna(entry["pct_of_peak"]) else "")
 
 
-def heatmap(table: pd.DataFrame, order: Order, out: Path, with_host: bool = False) -> list[Path]:
-    """entries() as a figure: one panel per host and op, processors x memories, cells
-    coloured by median GB/s and annotated with it and the % of the path's peak (where a
-    peak is known) or with why the path did not run. Returns the files written; none when
-    no read or write case measured a path."""
+def heatmap(table: pd.DataFrame, order: Order, out: Path, with_host: bool = False,
+            topologies: Mapping[str, Mapping[str, Any]] | None = None) -> Files:
+    """entries() as a figure: one panel per host and op, processors x memories (each named
+    with its kind: ``numa4 HBM``), cells coloured by median GB/s on one scale and annotated
+    with it and the % of the path's peak (where a peak is known) or with why the path did
+    not run; too many cells for 7 pt text: colours alone (render.figures.heatmaps), the
+    numbers in path_matrix.md. Returns the files written; none when no read or write case
+    measured a path."""
     if table.empty or not (table["status"] == "ok").any():
-        return []
+        return Files()
+    topologies = topologies or {}
     panels = [(host, op) for host in ordered(table["host"], list(order)) for op in MATRIX_OPS
               if ((table["host"] == host) & (table["op"] == op)).any()]
-    widest = max(len(set(table.loc[table["host"] == h, "mem"])) for h, _ in panels)
-    tallest = max(len(set(table.loc[table["host"] == h, "pu"])) for h, _ in panels)
-    ncols = len(MATRIX_OPS) if len(panels) > 1 else 1
-    nrows = -(-len(panels) // ncols)
-    fig, axes = figure_grid(nrows, ncols, 1.1 * widest + 2.5, 0.7 * tallest + 2.0)
-    for ax, (host, op) in zip(axes.flat, panels):
+    heats = []
+    for host, op in panels:
         part = table[(table["host"] == host) & (table["op"] == op)]
         pus_order, mems_order = order.get(host, ([], []))
         pus, mems = ordered(part["pu"], pus_order), ordered(part["mem"], mems_order)
@@ -162,16 +163,16 @@ def heatmap(table: pd.DataFrame, order: Order, out: Path, with_host: bool = Fals
             text[i][j] = _heat_text(entry)
             if entry["status"] == "ok":
                 grid[i, j] = float(entry["median_GBps"])
-        annotate(ax, grid, text)
-        ax.set_xticks(range(len(mems)), mems, rotation=45, ha="right")
-        ax.set_yticks(range(len(pus)), pus)
         marked = any(t.endswith(ASSUMED_MARK) for row in text for t in row)
         title = f"{op}: median GB/s (% of peak" + (f"; {ASSUMED_MARK} assumed peak)" if marked else ")")
-        ax.set(xlabel="memory", ylabel="processor", title=f"{host}: {title}" if with_host else title,
-               facecolor="0.9")
-    for ax in axes.flat[len(panels):]:
-        ax.set_visible(False)
-    return save(fig, out, HEATMAP)
+        kinds = topologies.get(host, {})
+        heats.append(Heat(f"{host}: {title}" if with_host else title, grid, text, pus,
+                          [f"{m} {kind_word(kinds, m)}".strip() if kinds else m for m in mems]))
+    fig, _, annotated = heatmaps(heats, "GB/s (median)", "memory", "processor")
+    files = save(fig, out, HEATMAP)
+    extra, note = cell_table(heats, annotated, out, HEATMAP, "median_GBps",
+                             "[path_matrix.md](path_matrix.md)")
+    return Files(files + extra, note)
 
 
 @section(HEATMAP, "Path matrix heatmap", ("bw/cases",), order=5)
@@ -179,6 +180,6 @@ def _heatmap_section(ctx: Context) -> Part:
     part = Part()
     if ctx.entries.empty:
         return part  # the report's Missing list already says the path matrix is empty
-    files = heatmap(ctx.entries, topology_order(ctx.topologies), ctx.out, ctx.many)
+    files = heatmap(ctx.entries, topology_order(ctx.topologies), ctx.out, ctx.many, ctx.topologies)
     part.add_figure(HEATMAP, "Processor x memory, read and write", files, "no read or write case measured a path")
     return part

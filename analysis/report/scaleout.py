@@ -7,9 +7,10 @@ from __future__ import annotations
 from pathlib import Path
 
 import numpy as np
-from matplotlib.ticker import FuncFormatter
+from matplotlib.ticker import FuncFormatter, LogLocator, NullLocator
 
-from ..render.figures import figure_grid, save
+from ..render import style
+from ..render.figures import COLUMN_IN, PAGE_IN, Files, Styles, finish, save
 from ..results.io import RunSet
 from .sections import Context, Part, ok, section
 from ..render.tables import markdown
@@ -24,53 +25,79 @@ def _size_label(value: float, _pos=None) -> str:
 
 
 def bytes_axis(ax) -> None:
+    """A log2 size axis labelled 4K, 1M, 1G..., at most 6 labels."""
     ax.set_xscale("log", base=2)
+    ax.xaxis.set_major_locator(LogLocator(base=2, numticks=6))
+    ax.xaxis.set_minor_locator(NullLocator())
     ax.xaxis.set_major_formatter(FuncFormatter(_size_label))
 
 
-def mpi_bandwidth(runs: RunSet, out: Path) -> list[Path]:
+def mpi_bandwidth(runs: RunSet, out: Path) -> Files:
+    """GB/s against message size, one panel per mode (uni-, bidirectional), one line per
+    buffer allocator and ranks per node."""
     cases = ok(runs.table("mpi_bw/cases"))
     if cases.empty:
-        return []
+        return Files()
     modes = [m for m in ("uni", "bi") if m in set(cases["mode"])]
-    fig, axes = figure_grid(1, len(modes), 6.5, 4.5)
-    for ax, mode in zip(axes[0], modes):
+    many_hosts = cases["host"].nunique() > 1
+    fig, axes = style.panels(len(modes), PAGE_IN if len(modes) > 1 else COLUMN_IN)
+    styles = Styles()
+    for ax, mode in zip(axes, modes):
         part = cases[cases["mode"] == mode]
         for (host, alloc, ppn), line in part.groupby(["host", "alloc", "ppn"]):
-            line = line.sort_values("size_bytes")
-            ax.plot(line["size_bytes"], line["median_GBps"], marker=".", label=f"{host} {alloc}, {ppn}/node")
+            line = line.groupby("size_bytes")["median_GBps"].median()
+            label = f"{host}: " * many_hosts + f"{alloc}, {ppn} rank(s)/node"
+            ax.plot(line.index, line.to_numpy(), label=label, **styles(label))
         bytes_axis(ax)
-        ax.set(title=f"MPI {'unidirectional' if mode == 'uni' else 'bidirectional'} node-to-node",
+        style.from_zero(ax)
+        ax.grid(True)
+        ax.set(title=f"MPI {'unidirectional' if mode == 'uni' else 'bidirectional'}, node to node",
                xlabel="message size (bytes)", ylabel="GB/s (median)")
-        ax.legend(fontsize="small")
-    return save(fig, out, "mpi_bandwidth")
+    finish(fig, axes)
+    return Files(save(fig, out, "mpi_bandwidth"))
 
 
-def nccl_bandwidth(runs: RunSet, out: Path) -> list[Path]:
+def nccl_bandwidth(runs: RunSet, out: Path) -> Files:
+    """Per collective: bus bandwidth against buffer size, one line per placement (with the
+    GPUs and nodes where a placement ran on several); where the runs span several node
+    counts, a second panel: the largest size against the node count."""
     cases = ok(runs.table("nccl/cases"))
     if cases.empty:
-        return []
+        return Files()
     colls = list(dict.fromkeys(cases["collective"]))
-    fig, axes = figure_grid(2, len(colls), 6.5, 4.25)
+    scaling = cases.groupby("collective")["nodes"].nunique().max() > 1
+    fig, axes = style.panels(len(colls) * (1 + scaling), PAGE_IN if scaling or len(colls) > 1 else COLUMN_IN,
+                             max_cols=2)
+    styles = Styles()
     for col, coll in enumerate(colls):
         part = cases[cases["collective"] == coll]
-        ax = axes[0][col]
+        ax = axes[(1 + scaling) * col]
+        several = part.groupby("placement")[["ranks", "nodes"]].apply(lambda g: len(g.drop_duplicates()) > 1)
         for (placement, ranks, nodes), line in part.groupby(["placement", "ranks", "nodes"]):
             line = line.groupby("size_bytes")["busbw_GBps"].median()
-            ax.plot(line.index, line.to_numpy(), marker=".", label=f"{placement}, {ranks} GPUs on {nodes} node(s)")
+            label = placement + (f", {ranks} GPUs on {nodes} node(s)" if several[placement] else "")
+            ax.plot(line.index, line.to_numpy(), label=label, **styles(label))
         bytes_axis(ax)
-        ax.set(title=f"NCCL {coll}: bus bandwidth", xlabel="buffer size (bytes)", ylabel="busbw GB/s")
-        ax.legend(fontsize="small")
-        ax = axes[1][col]
+        style.from_zero(ax)
+        ax.grid(True)
+        shapes = part[["ranks", "nodes"]].drop_duplicates().itertuples(False)
+        gpus = ", ".join(f"{r} GPUs on {n} node(s)" for r, n in shapes)
+        ax.set(title=f"NCCL {coll}" + ("" if several.any() else f", {gpus}"), xlabel="buffer size (bytes)",
+               ylabel="busbw GB/s (median)")
+        if not scaling:
+            continue
+        ax = axes[2 * col + 1]
         largest = part[part["size_bytes"] == part["size_bytes"].max()]
         for placement, line in largest.groupby("placement"):
             line = line.groupby("nodes")["busbw_GBps"].median()
-            ax.plot(line.index, line.to_numpy(), marker="o", label=placement)
-        ax.set(title=f"NCCL {coll} at {int(part['size_bytes'].max()) >> 20} MiB vs nodes", xlabel="nodes",
-               ylabel="busbw GB/s")
+            ax.plot(line.index, line.to_numpy(), label=placement, **styles(placement))
+        style.from_zero(ax)
+        ax.grid(True)
+        ax.set(title=f"NCCL {coll} at {int(part['size_bytes'].max()) >> 20} MiB", xlabel="nodes",
+               ylabel="busbw GB/s (median)")
         ax.set_xticks(sorted(set(largest["nodes"])))
-        ax.legend(fontsize="small")
-    return save(fig, out, "nccl_bandwidth")
+    finish(fig, axes, "NCCL bus bandwidth by buffer placement")
+    return Files(save(fig, out, "nccl_bandwidth"))
 
 
 def _inventory_lines(runs: RunSet) -> list[str]:

@@ -29,19 +29,22 @@ class Part:
     notes: list[str] = field(default_factory=list)
 
     def add_figure(self, stem: str, title: str, files: list[Path], why_not: str) -> None:
-        """Embed a drawn figure in the summary lines, or say why it was not drawn."""
+        """Embed a drawn figure in the summary lines, or say why it was not drawn; its
+        caption note (``files.note``, render.figures.Files) goes under it."""
         self.files += files
         if files:
-            self.lines += figure_lines(stem, title)
+            self.lines += figure_lines(stem, title, note=getattr(files, "note", ""))
         else:
             self.missing.append(f"{title} not drawn: {why_not}")
 
 
-def figure_lines(stem: str, title: str, why_not: str | None = None) -> list[str]:
-    """A figure's summary lines: the PNG embedded with links, or why it was not drawn."""
+def figure_lines(stem: str, title: str, why_not: str | None = None, note: str = "") -> list[str]:
+    """A figure's summary lines: the PNG embedded with links and its caption note, or why
+    it was not drawn."""
     if why_not is not None:
         return [f"### {title}", "", f"_Not drawn: {why_not}._", ""]
-    return [f"### {title}", "", f"![{title}]({stem}.png)", "", f"[PNG]({stem}.png), [PDF]({stem}.pdf)", ""]
+    return ([f"### {title}", "", f"![{title}]({stem}.png)", "", f"[PNG]({stem}.png), [PDF]({stem}.pdf)", ""]
+            + ([note, ""] if note else []))
 
 
 def ok(table: pd.DataFrame) -> pd.DataFrame:

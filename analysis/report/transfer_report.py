@@ -118,7 +118,7 @@ def write(runs: RunSet, out: Path, topologies: Mapping[str, Mapping[str, Any]],
         section.notes.append(unusable)
         section.lines = [f"_Not produced: {unusable}._", ""]
         return section
-    sweep, latency = transfer_figures.write(cases, out, with_host)
+    sweep, latency = transfer_figures.write(cases, out, with_host, topologies)
     section.files += sweep + latency
     (out / "transfers.md").write_text(transfers_markdown(cases, with_host))
     section.files.append(out / "transfers.md")

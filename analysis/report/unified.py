@@ -5,11 +5,13 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
+from matplotlib.ticker import FuncFormatter
 
-from ..render.figures import annotate, figure_grid, save
+from ..render import style
+from ..render.figures import (PAGE_IN, Files, Heat, Styles, cell_table, finish, heat_text, heatmaps, labelled_or_name,
+                              save, topologies)
 from ..results.io import RunSet
 from .sections import Context, Part, ok, section
 
@@ -17,67 +19,83 @@ ALLOCS = ("system", "numa", "pinned", "registered", "managed", "device")
 UM_STATES = (("inplace", ("first", "later")), ("evict", ("cold", "warm", "evicted")))
 
 
-def alloc_heatmap(runs: RunSet, out: Path) -> list[Path]:
+def alloc_heatmap(runs: RunSet, out: Path) -> Files:
     """Median GB/s of cudaMemcpy per (source allocator, destination allocator), one panel
-    per node and host NUMA memory (device -> device, measured once, shown in each)."""
+    per node and host NUMA memory (device -> device, measured once, shown in each); one
+    colour scale for all panels."""
     cases = ok(runs.table("allocmatrix/cases"))
     if cases.empty:
-        return []
+        return Files()
     numa = [m if str(m).startswith("numa") else d for m, d in zip(cases["src_mem"], cases["dst_mem"])]
     cases = cases.assign(node=numa)
     panels = [(h, n) for h, n in dict.fromkeys(zip(cases["host"], cases["node"])) if str(n).startswith("numa")]
     if not panels:
-        return []
-    fig, axes = figure_grid(1, len(panels), 6.5, 5.5)
-    for ax, (host, node) in zip(axes[0], panels):
+        return Files()
+    many_hosts = len({h for h, _ in panels}) > 1
+    topos = topologies(runs)
+    heats = []
+    for host, node in panels:
         part = cases[(cases["host"] == host) & ((cases["node"] == node) | ~cases["node"].str.startswith("numa"))]
         rows = [a for a in ALLOCS if a in set(part["src_alloc"])]
         cols = [a for a in ALLOCS if a in set(part["dst_alloc"])]
         grid = np.full((len(rows), len(cols)), np.nan)
         for r in part.itertuples():
             grid[rows.index(r.src_alloc), cols.index(r.dst_alloc)] = float(r.median_GBps)
-        annotate(ax, grid, [[f"{v:.1f}" if np.isfinite(v) else "" for v in row] for row in grid])
         mem = {a: m for a, m in zip(part["src_alloc"], part["src_mem"])}
-        ax.set_yticks(range(len(rows)), [f"{a} ({mem.get(a, '')})" for a in rows])
-        ax.set_xticks(range(len(cols)), cols, rotation=45, ha="right")
-        ax.set(title=f"{host}, host memory {node}: cudaMemcpy median GB/s",
-               xlabel="destination allocator", ylabel="source allocator")
-    return save(fig, out, "alloc_heatmap")
+        gpu = next((m for m in [*part["src_mem"], *part["dst_mem"]] if str(m).startswith("gpu")), "")
+        where = labelled_or_name(topos.get(host), gpu, node)
+        heats.append(Heat(f"{host}: " * many_hosts + f"host memory: {where}", grid,
+                          [[heat_text(v) if np.isfinite(v) else "" for v in row] for row in grid],
+                          [f"{a} ({mem.get(a, '')})" for a in rows], cols))
+    fig, _, annotated = heatmaps(heats, "GB/s (median)", "destination allocator", "source allocator",
+                                 title="cudaMemcpy between allocators: median GB/s")
+    files = save(fig, out, "alloc_heatmap")
+    extra, note = cell_table(heats, annotated, out, "alloc_heatmap", "median_GBps")
+    return Files(files + extra, note)
 
 
-def um_figure(runs: RunSet, out: Path) -> list[Path]:
-    """In-place update (first vs later runs) and cold/warm/evicted reads per allocator, and
-    the GPU time per cudaMemset iteration against the burst length after CPU writes."""
+def um_figure(runs: RunSet, out: Path) -> Files:
+    """In-place update (first vs later runs) and cold/warm/evicted reads per allocator (dot
+    plots, log GB/s), and the GPU time per cudaMemset iteration against the burst length
+    after CPU writes."""
     samples = runs.table("um/samples")
     if samples.empty or "experiment" not in samples:
-        return []
-    fig, axes = plt.subplots(1, 3, figsize=(16, 4.5), layout="constrained")
+        return Files()
+    topos = topologies(runs)
+    fig, axes = style.panels(3, PAGE_IN, panel_height=2.0, max_cols=3)
+    styles = Styles()
     for ax, (exp, states) in zip(axes[:2], UM_STATES):
         part = samples[samples["experiment"] == exp]
         allocs = list(dict.fromkeys(part["alloc"]))
-        width = 0.8 / max(1, len(states))
-        for i, state in enumerate(states):
+        x = np.arange(len(allocs))
+        for state in states:
             medians = [part[(part["alloc"] == a) & (part["state"] == state)]["bandwidth_GBps"].median()
                        for a in allocs]
-            ax.bar(np.arange(len(allocs)) + i * width, medians, width, label=state)
-        ax.set_xticks(np.arange(len(allocs)) + width * (len(states) - 1) / 2, allocs)
-        ax.set_yscale("log")
-        ax.set(title=f"{exp}: median GB/s", ylabel="GB/s (log)")
-        ax.legend(fontsize="small")
+            look = styles(state)
+            ax.plot(x, medians, linestyle="none", marker=look["marker"], color=look["color"], label=state)
+        ax.set_xticks(x, allocs, rotation=45, ha="right")
+        ax.set_xlim(-0.5, len(allocs) - 0.5)
+        style.log_axis(ax, "y")
+        ax.grid(True, axis="y", which="major")
+        ax.set(title=f"{exp}: median GB/s", ylabel="GB/s")
     ax = axes[2]
     inter = samples[(samples["experiment"] == "interleave") & (samples["phase"] == "gpu_memset")]
     for (alloc, before), line in inter.groupby(["alloc", "preceded_by"]):
         per_iter = (line["time_s"] / line["iterations"]).groupby(line["iterations"]).median() * 1e6
-        ax.plot(per_iter.index, per_iter.to_numpy(), marker="o", label=f"{alloc}, after {before}")
+        label = f"{alloc}, after {before}"
+        ax.plot(per_iter.index, per_iter.to_numpy(), label=label, **styles(label))
     ax.set_xscale("log", base=2)
-    ax.set_yscale("log")
-    ax.set(title="interleave: GPU memset time per iteration", xlabel="back-to-back GPU iterations",
-           ylabel="us per iteration (median)")
+    ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}"))
+    style.log_axis(ax, "y")
+    ax.grid(True, which="major")
+    ax.set(title="interleave: GPU memset", xlabel="back-to-back GPU iterations", ylabel="µs per iteration")
     if inter.empty:
         ax.text(0.5, 0.5, "no interleave samples", ha="center", transform=ax.transAxes)
-    else:
-        ax.legend(fontsize="small")
-    return save(fig, out, "unified_memory")
+    gpu = (lambda g: str(g) if str(g).startswith("gpu") else f"gpu{int(g)}")
+    where = ", ".join(dict.fromkeys(labelled_or_name(topos.get(h), gpu(g), m) for h, g, m in
+                                    zip(samples["host"], samples["gpu"], samples["mem"]) if m))
+    finish(fig, axes, f"Unified memory, buffers in {where}" if where else "Unified memory")
+    return Files(save(fig, out, "unified_memory"))
 
 
 def write(runs: RunSet, out: Path) -> Part:

@@ -171,8 +171,8 @@ def write_report(runs: RunSet, out: Path, overrides: Mapping[str, float] | None 
     report.files += [out / "path_matrix.md", out / "path_matrix.csv"]
 
     mem_order = [m for _, mems in order.values() for m in mems]
-    scaling = figures.thread_scaling(cases, out, with_host=many)
-    heatmap = figures.copy_heatmap(cases, out, mem_order, with_host=many)
+    scaling = figures.thread_scaling(cases, out, topologies, with_host=many)
+    heatmap = figures.copy_heatmap(cases, out, mem_order, topologies, with_host=many)
     report.files += scaling + heatmap
     ops = set(cases["op"])
     if entries.empty:
@@ -180,7 +180,7 @@ def write_report(runs: RunSet, out: Path, overrides: Mapping[str, float] | None 
     for op in ("read", "write", "copy"):
         if op not in ops:
             report.missing.append(f"no {op} case in these runs")
-    no_cpu, no_copy = "no CPU case measured a path", "no copy case measured a path"
+    no_cpu, no_copy = "no CPU path measured at several thread counts", "no copy case measured a path"
     if not scaling:
         report.missing.append(f"thread scaling not drawn: {no_cpu}")
     if not heatmap:
@@ -204,8 +204,8 @@ def write_report(runs: RunSet, out: Path, overrides: Mapping[str, float] | None 
     lines += ["## Results", "",
               "- [Path matrix](path_matrix.md) (processor x memory, median GB/s, % of peak), "
               "[CSV](path_matrix.csv)", ""]
-    lines += figure_lines("thread_scaling", "Thread scaling (CPU)", None if scaling else no_cpu)
-    lines += figure_lines("copy_heatmap", "Copy heatmap", None if heatmap else no_copy)
+    lines += figure_lines("thread_scaling", "Thread scaling (CPU)", None if scaling else no_cpu, scaling.note)
+    lines += figure_lines("copy_heatmap", "Copy heatmap", None if heatmap else no_copy, heatmap.note)
     lines += sections
     lines += _peaks(entries, overrides)
     lines += _counts(runs, cases)

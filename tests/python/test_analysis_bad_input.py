@@ -198,8 +198,8 @@ def test_nothing_compared_is_exit_2_never_0(tmp_path: Path) -> None:
 
 def test_a_new_report_removes_its_stale_files_and_keeps_the_users(tmp_path: Path) -> None:
     out = tmp_path / "out"
-    cpu_and_copy = write_run(tmp_path / "a.h5", [case(), case(op="copy", dst_mem="numa1")],
-                             topology=topology("gh200_single"))
+    cpu_and_copy = write_run(tmp_path / "a.h5", [case(), case(threads=72), case(op="copy", dst_mem="numa1")],
+                             topology=topology("gh200_single"))  # a thread sweep: thread_scaling drawn
     assert cli("report", cpu_and_copy, "-o", out).returncode == 0
     assert (out / "copy_heatmap.png").is_file() and (out / "thread_scaling.pdf").is_file()
     (out / "notes.md").write_text("mine")

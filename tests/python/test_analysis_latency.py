@@ -57,17 +57,25 @@ def test_cache_sizes_are_drawn_where_the_hardware_reported_them(tmp_path: Path, 
     assert sorted(lines) == sorted(int(b) for b in caches["bytes"])
 
 
-def test_pingpong_matrix_is_symmetric_and_uses_medians(tmp_path: Path, monkeypatch) -> None:
-    seen = []
-    monkeypatch.setattr(latency, "annotate", lambda ax, grid, text, *a: seen.append((grid, text)))
+@pytest.fixture
+def heats(monkeypatch) -> list[Any]:
+    """The panels (render.figures.Heat) of each heatmap the latency part draws."""
+    seen: list[Any] = []
+    real = latency.heatmaps
+    monkeypatch.setattr(latency, "heatmaps", lambda panels, *a, **k: seen.extend(panels) or real(panels, *a, **k))
+    return seen
+
+
+def test_pingpong_matrix_is_symmetric_and_uses_medians(tmp_path: Path, heats) -> None:
     runs = load_runs([PINGPONG])
     latency.pingpong_matrix(runs, tmp_path)
     cases = runs.table("pingpong/cases")
     flags = list(dict.fromkeys(zip(cases["mem"], cases["alloc"])))
-    grid, text = seen[flags.index(("numa0", "pinned"))]
+    pinned = heats[flags.index(("numa0", "pinned"))]
+    assert pinned.title == "flag in numa0 (pinned)" and pinned.rows == pinned.cols == ["cpu0", "gpu0"]
     cg = cases[(cases.a == "cpu0") & (cases.b == "gpu0") & (cases.alloc == "pinned")].median_ns.iloc[0]
-    assert np.isclose(grid[0, 1], cg) and np.isclose(grid[1, 0], cg)
-    device = seen[flags.index(("gpu0", "device"))][1]
+    assert np.isclose(pinned.grid[0, 1], cg) and np.isclose(pinned.grid[1, 0], cg)
+    device = heats[flags.index(("gpu0", "device"))].text
     assert device[0][0] == "skip"  # two CPU cores cannot share cudaMalloc memory
 
 
@@ -250,15 +258,18 @@ def test_pingpong_table_has_medians_p99_and_the_reasons_of_skipped_and_failed(sy
 def test_chase_latency_panels_lines_and_cache_lines(synthetic: Path, tmp_path: Path, figures) -> None:
     latency.chase_latency(load_runs([synthetic]), tmp_path)
     axes = [ax for ax in figures["chase_latency"].axes if ax.get_title()]
-    assert [ax.get_title() for ax in axes] == ["x86_h100 cpu0 core 0: pointer chase", "x86_h100 gpu0: pointer chase"]
+    assert [ax.get_title() for ax in axes] == ["cpu0 core 0", "gpu0"]  # one node: no host in the titles
     cpu, gpu = axes
-    data = [line for line in cpu.lines if line.get_label() == "numa0 (numa)"]
+    data = [line for line in cpu.lines if line.get_label() == "local DDR"]  # numa0, by its role from cpu0
     assert len(data) == 1  # random only: the sequential chain has its own figure
     assert list(data[0].get_xdata()) == SIZES
     assert np.allclose(data[0].get_ydata(), [cpu_ns(s) for s in SIZES])
+    assert [line.get_label() for line in gpu.lines if not line.get_label().startswith("_")] == ["device memory"]
     assert cpu.get_xscale() == "log" and cpu.xaxis.get_major_formatter()(1 << 20) == "1M"
-    vertical = sorted(line.get_xdata()[0] for line in cpu.lines if line.get_linestyle() == ":")
+    vertical = sorted(line.get_xdata()[0] for line in cpu.lines if str(line.get_gid()).startswith("cache:"))
     assert vertical == [b for _, b in CPU_CACHES]
+    legend = figures["chase_latency"].legends
+    assert len(legend) == 1 and [t.get_text() for t in legend[0].get_texts()] == ["local DDR", "device memory"]
     assert {t.get_text() for t in cpu.texts} == {"L1d 48 KiB", "L2 2 MiB", "L3 32 MiB"}
     assert {t.get_text() for t in gpu.texts} == {"L1 256 KiB", "L2 50 MiB"}
 
@@ -268,36 +279,37 @@ def test_cores_of_one_numa_node_get_their_own_panels(tmp_path: Path, figures) ->
     run = write_latency_run(tmp_path / "cores.h5", rows, CACHE_ROWS[:3])
     latency.chase_latency(load_runs([run]), tmp_path)
     axes = [ax for ax in figures["chase_latency"].axes if ax.get_title()]
-    assert [ax.get_title() for ax in axes] == ["x86_h100 cpu0 core 0: pointer chase",
-                                               "x86_h100 cpu0 core 8: pointer chase"]
+    assert [ax.get_title() for ax in axes] == ["cpu0 core 0", "cpu0 core 8"]
     assert [ax.lines[0].get_ydata()[0] for ax in axes] == [90.0, 140.0]
 
 
 def test_prefetch_figure_pairs_random_and_sequential_of_one_path_only(synthetic: Path, tmp_path: Path,
                                                                       figures) -> None:
     latency.chase_prefetch(load_runs([synthetic]), tmp_path)
-    lines = {line.get_label(): line for line in figures["chase_prefetch"].axes[0].lines}
-    assert set(lines) == {"cpu0 core 0 numa0 (numa) random", "cpu0 core 0 numa0 (numa) sequential"}  # no gpu0
-    assert np.allclose(lines["cpu0 core 0 numa0 (numa) sequential"].get_ydata(), 2.5)
-    assert lines["cpu0 core 0 numa0 (numa) sequential"].get_linestyle() == "--"
+    axes = [ax for ax in figures["chase_prefetch"].axes if ax.get_visible()]
+    assert [ax.get_title() for ax in axes] == ["cpu0 core 0"]  # no gpu0: chased in one order only
+    lines = {line.get_label(): line for line in axes[0].lines}
+    assert set(lines) == {"local DDR, random", "local DDR, sequential"}
+    assert np.allclose(lines["local DDR, sequential"].get_ydata(), 2.5)
+    looks = [(line.get_color(), line.get_marker(), line.get_linestyle()) for line in lines.values()]
+    assert looks[0][0] != looks[1][0] and looks[0][2] != looks[1][2]  # told apart in greyscale too
 
 
-def test_pingpong_matrix_cells_medians_mirrors_and_skips(synthetic: Path, tmp_path: Path, monkeypatch) -> None:
-    seen = []
-    monkeypatch.setattr(latency, "annotate", lambda ax, grid, text, *a: seen.append((ax, grid, text)))
+def test_pingpong_matrix_cells_medians_mirrors_and_skips(synthetic: Path, tmp_path: Path, heats) -> None:
     reverse = pingpong_case("gpu0", "cpu0", "numa0", "pinned", 2500.0, a_cpu=-1, b_cpu=0)
     run = write_latency_run(tmp_path / "pp.h5", pingpong=PINGPONG_ROWS + [reverse])
-    latency.pingpong_matrix(load_runs([run]), tmp_path)
-    panels = {ax.get_title(): (grid, text) for ax, grid, text in seen}  # titled after _annotate
-    assert set(panels) == {"x86_h100: flag in numa0 (numa)", "x86_h100: flag in numa0 (pinned)",
-                           "x86_h100: flag in gpu0 (device)", "x86_h100: flag in numa0 (managed)"}
-    grid, text = panels["x86_h100: flag in numa0 (pinned)"]  # agents cpu0, gpu0
+    files = latency.pingpong_matrix(load_runs([run]), tmp_path)
+    panels = {heat.title: (heat.grid, heat.text) for heat in heats}
+    assert set(panels) == {"flag in numa0 (numa)", "flag in numa0 (pinned)", "flag in gpu0 (device)",
+                           "flag in numa0 (managed)"}
+    grid, text = panels["flag in numa0 (pinned)"]  # agents cpu0, gpu0
     assert grid[0, 1] == 1890.0 and text[0][1] == "1.89us"
     assert grid[1, 0] == 2500.0  # measured from gpu0 itself: not overwritten by the mirror
-    grid, text = panels["x86_h100: flag in gpu0 (device)"]  # agents cpu0, gpu0
+    grid, text = panels["flag in gpu0 (device)"]  # agents cpu0, gpu0
     assert text[0][1] == text[1][0] == text[0][0] == "skip" and np.isnan(grid[0, 1])
     assert grid[1, 1] == 1950.0
-    assert panels["x86_h100: flag in numa0 (managed)"][1][0][1] == "failed"
+    assert panels["flag in numa0 (managed)"][1][0][1] == "failed"
+    assert files.note == ""  # 2 x 2 cells: every value printed at 7 pt
 
 
 def test_pingpong_distribution_one_ecdf_per_ok_case_with_median_and_p99(synthetic: Path, tmp_path: Path,
@@ -308,8 +320,9 @@ def test_pingpong_distribution_one_ecdf_per_ok_case_with_median_and_p99(syntheti
     assert set(curves) == {"cpu0<->cpu0 numa0/numa", "cpu0<->gpu0 numa0/pinned", "gpu0<->gpu0 gpu0/device"}
     assert curves["cpu0<->gpu0 numa0/pinned"].get_ydata()[-1] == 1.0
     assert np.isclose(np.median(curves["cpu0<->gpu0 numa0/pinned"].get_xdata()), 1890.0)
-    markers = {(line.get_xdata()[0], line.get_ydata()[0]) for line in ax.lines if line.get_marker() in "o^"}
-    assert (1890.0, 0.5) in markers and (1890.0 * 1.2, 0.99) in markers
+    marks = {(x, y) for line in ax.lines if line.get_label().startswith("_")
+             for x, y in zip(line.get_xdata(), line.get_ydata())}
+    assert (1890.0, 0.5) in marks and (1890.0 * 1.2, 0.99) in marks  # the case's median and p99
     assert ax.get_xscale() == "log"
 
 

@@ -364,5 +364,5 @@ def test_gpu_to_gpu_sweep_gets_its_own_panel(tmp_path: Path) -> None:
     assert fig is not None
     ax = next(ax for ax in fig.axes if ax.get_visible())
     assert ax.get_title() == "gpu0 → gpu1 d2d"
-    assert [t.get_text() for t in ax.get_legend().get_texts()] == ["staged via numa0"]
+    assert [t.get_text() for t in fig.legends[0].get_texts()] == ["staged via numa0"]  # below the panels
     assert "sat. 64 MiB" in [t.get_text() for t in ax.texts]

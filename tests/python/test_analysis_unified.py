@@ -25,13 +25,18 @@ def test_figures_and_lines_from_real_runs(tmp_path: Path) -> None:
 
 def test_heatmap_cells_are_the_medians(tmp_path: Path, monkeypatch) -> None:
     runs = load_runs(RUNS[:1])
-    seen = {}
-    monkeypatch.setattr(unified, "annotate", lambda ax, grid, text: seen.update(grid=grid, text=text))
-    unified.alloc_heatmap(runs, tmp_path)
+    seen = []
+    real = unified.heatmaps
+    monkeypatch.setattr(unified, "heatmaps", lambda heats, *a, **k: seen.extend(heats) or real(heats, *a, **k))
+    files = unified.alloc_heatmap(runs, tmp_path)
     cases = runs.table("allocmatrix/cases")
     pinned_to_device = cases[(cases.src_alloc == "pinned") & (cases.dst_alloc == "device")]["median_GBps"]
-    assert seen["grid"].shape == (6, 6)
-    assert np.isclose(seen["grid"][2, 5], float(pinned_to_device.iloc[0]))
+    (heat,) = seen
+    assert heat.grid.shape == (6, 6)
+    assert np.isclose(heat.grid[2, 5], float(pinned_to_device.iloc[0]))
+    assert heat.title == "host memory: local DDR (numa0)"  # its role seen from the GPU
+    assert heat.rows[2] == "pinned (numa0)" and heat.cols[5] == "device"
+    assert files.note == "" and not (tmp_path / "alloc_heatmap.csv").exists()  # 6 x 6: numbers printed
 
 
 def test_nothing_to_draw_is_said(tmp_path: Path) -> None:

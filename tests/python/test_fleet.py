@@ -340,13 +340,19 @@ def test_heatmap_keeps_the_worst_degraded_nodes_and_counts_the_rest(tmp_path):
     assert rows[0] == "b149" and rows[-1] == f"b{150 - HEATMAP_NODES:03d}"  # worst first
     assert heatmap_rows(*_scored(3, 100))[0][:3] == ["b002", "b001", "b000"]
     assert len(heatmap_rows(*_scored(3, 100))[0]) == HEATMAP_NODES
+    from analysis.fleet.verdicts import HEATMAP_ROW_IN
+    from analysis.render.style import DPI, PAGE_IN
     heights = {}
     for count in (HEATMAP_NODES, 10):
         out = tmp_path / str(count)
         out.mkdir()
-        heights[count] = matplotlib.image.imread(_heatmap(out, *_scored(count, 0))).shape[0]
-    assert heights[HEATMAP_NODES] == round(100 * (0.18 * HEATMAP_NODES + 1.5))
-    assert heights[10] == round(100 * max(3, 0.18 * 10 + 1.5))
+        files = _heatmap(out, *_scored(count, 0))  # through render.style.save: its check passed
+        assert [f.name for f in files] == ["heatmap.png", "heatmap.pdf"] and files[1].is_file()
+        image = matplotlib.image.imread(files[0])
+        assert image.shape[1] == round(DPI * PAGE_IN)  # page width, whatever the rows
+        heights[count] = image.shape[0]
+    # Each row keeps its 7 pt node name: the figure grows by one row's height per node.
+    assert abs(heights[HEATMAP_NODES] - heights[10] - DPI * HEATMAP_ROW_IN * (HEATMAP_NODES - 10)) <= 2
 
 
 def test_hbm_read_as_its_numa_node_is_told_apart_from_device_memory():

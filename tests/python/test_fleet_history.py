@@ -190,7 +190,7 @@ def test_cli_append_and_trend(tmp_path: Path, capsys: pytest.CaptureFixture[str]
     assert set(table["node"]) == {"nid1"} and len(table) == 2
     assert table.filter(like="2026-").shape == (2, 3)
     assert sorted(table.filter(like="2026-").iloc[:, -1]) == [100.0, 101.0]
-    assert (out / "worst_trends.png").stat().st_size > 0
+    assert (out / "worst_trends.png").stat().st_size > 0 and (out / "worst_trends.pdf").is_file()
     assert (out / "slow_degradation.csv").is_file()
 
 
@@ -249,7 +249,7 @@ def test_fleet_history_option_appends_the_night_and_reports_the_slow_node(
     assert (nodes.drop(index=fault["node"])["slow_trend"] == "").all()
     summary = (out / "summary.md").read_text()
     assert "## Slowly degrading" in summary and fault["node"] in summary.split("## Slowly")[1]
-    for name in ("trend.csv", "slow_degradation.csv", "worst_trends.png"):
+    for name in ("trend.csv", "slow_degradation.csv", "worst_trends.png", "worst_trends.pdf"):
         assert (out / name).stat().st_size > 0
 
 

@@ -1,0 +1,201 @@
+"""The node report's figures follow the one figure style (analysis/render/style.py, issue
+#20 item 4): drawn whole from a synthetic quad-GH200 set (tests/python/synth_report.py: 4
+CPUs + 4 GPUs, 12 memories, every family the report draws) and from the real result files
+of tests/python/data, every figure is at most a page wide, has its PDF, passed style.check
+(save raises otherwise; the check is counted here), wraps its panels, names memories by
+their role, and a heatmap too large for 7 pt numbers drops them and says so."""
+from __future__ import annotations
+
+from pathlib import Path
+
+import h5py
+import matplotlib.image
+import numpy as np
+import pandas as pd
+import pytest
+from matplotlib.container import BarContainer
+from matplotlib.figure import Figure
+
+import synth_report
+from analysis.render import figures, style
+from analysis.report.write import write_report
+from analysis.results.io import load_runs
+from conftest import DATA
+from h5fixtures import topology
+
+MAX_PX = round(style.PAGE_IN * style.DPI)  # 2148
+QUAD_FIGURES = {"thread_scaling", "copy_heatmap", "path_heatmap", "transfer_sweep", "transfer_latency",
+                "chase_latency", "chase_prefetch", "pingpong_matrix", "pingpong_distribution", "stream_threads",
+                "stream_gpu_placement", "gemm_sweep", "alloc_heatmap", "mpi_bandwidth"}
+REAL_FIGURES = {"chase_latency", "chase_prefetch", "pingpong_matrix", "pingpong_distribution", "stream_threads",
+                "stream_gpu_placement", "gemm_sweep", "llm_placement", "alloc_heatmap", "unified_memory",
+                "nccl_bandwidth"}
+
+
+def _render(out: Path, paths: list[Path], monkeypatch: pytest.MonkeyPatch) -> tuple[Path, list[Figure]]:
+    """The whole report of ``paths`` into ``out``; the figures style.check passed."""
+    checked: list[Figure] = []
+    real = style.check
+    monkeypatch.setattr(style, "check", lambda fig: real(fig) or checked.append(fig))
+    write_report(load_runs(paths), out)
+    return out, checked
+
+
+@pytest.fixture(scope="module")
+def quad(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, list[Figure], list[Path]]:
+    folder = tmp_path_factory.mktemp("quad")
+    paths = synth_report.write(folder / "runs", topology("gh200_quad"))
+    with pytest.MonkeyPatch.context() as mp:
+        out, checked = _render(folder / "report", paths, mp)
+    return out, checked, paths
+
+
+@pytest.fixture(scope="module")
+def real(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, list[Figure]]:
+    folder = tmp_path_factory.mktemp("real")
+    with pytest.MonkeyPatch.context() as mp:
+        return _render(folder / "report", sorted(DATA.glob("*.h5")), mp)
+
+
+def _titled(checked: list[Figure], start: str) -> Figure:
+    """The checked figure whose title (or first panel's title) starts with ``start``."""
+    for fig in checked:
+        titles = [fig._suptitle.get_text() if fig._suptitle else ""] + [ax.get_title() for ax in fig.axes]
+        if any(t.startswith(start) for t in titles):
+            return fig
+    raise AssertionError(f"no figure titled {start!r}")
+
+
+def _assert_every_figure_in_style(out: Path, checked: list[Figure], expected: set[str]) -> None:
+    pngs = sorted(out.glob("*.png"))
+    assert {p.stem for p in pngs} == expected
+    assert len(checked) == len(pngs)  # each one through style.save, whose check passed
+    for png in pngs:
+        width = matplotlib.image.imread(png).shape[1]
+        assert width <= MAX_PX, f"{png.name}: {width} px wide"
+        assert width in (round(style.COLUMN_IN * style.DPI), MAX_PX), f"{png.name}: not a journal width"
+        assert png.with_suffix(".pdf").read_bytes()[:5] == b"%PDF-", png.name
+    for fig in checked:
+        assert not fig.legends or all(ax.get_legend() is None for ax in fig.axes)
+        assert not any(isinstance(c, BarContainer) for ax in fig.axes for c in ax.containers)
+    summary = (out / "summary.md").read_text()
+    for stem in expected:
+        assert f"({stem}.png)" in summary and f"({stem}.pdf)" in summary
+
+
+@pytest.mark.slow
+def test_the_whole_report_of_a_synthetic_quad_gh200_is_in_style(quad) -> None:
+    out, checked, paths = quad
+    for path in paths:
+        with h5py.File(path) as f:
+            assert int(f.attrs["synthetic"]) == 1  # a model, never presented as a measurement
+    _assert_every_figure_in_style(out, checked, QUAD_FIGURES)
+
+
+@pytest.mark.slow
+def test_quad_panels_wrap_into_rows(quad) -> None:
+    _, checked, _ = quad
+    chase = _titled(checked, "Pointer chase")
+    panels = [ax for ax in chase.axes if ax.get_visible() and ax.get_title()]
+    assert [ax.get_title() for ax in panels] == [*(f"cpu{i} core {72 * i}" for i in range(4)),
+                                                 *(f"gpu{i}" for i in range(4))]  # 4 CPUs + 4 GPUs
+    rows = {round(ax.get_position().y0, 3) for ax in panels}
+    assert len(rows) == 3  # three to a row at page width
+    scaling = _titled(checked, "cpu0 read")
+    assert len([ax for ax in scaling.axes if ax.get_visible()]) == 8  # 4 CPUs x read, write
+    assert scaling.get_size_inches()[0] == pytest.approx(style.PAGE_IN)
+
+
+@pytest.mark.slow
+def test_quad_lines_are_memories_by_role(quad) -> None:
+    _, checked, _ = quad
+    scaling = _titled(checked, "cpu0 read")
+    labels = [t.get_text() for t in scaling.legends[0].get_texts()]
+    assert {"local LPDDR", "peer LPDDR", "local HBM", "peer HBM", "device memory", "peer device memory"} \
+        == set(labels)
+    cpu1 = next(ax for ax in scaling.axes if ax.get_title() == "cpu1 read")
+    local = [line for line in cpu1.lines if line.get_label() == "local LPDDR"]
+    assert len(local) == 1 and local[0].get_ydata()[-1] == pytest.approx(500 * 0.85)  # numa1, the model
+    # One role, one look, in every figure: local HBM in the chase as in the thread scaling.
+    chase = _titled(checked, "Pointer chase")
+    look = {fig: {t.get_text(): (h.get_color(), h.get_marker(), h.get_linestyle())
+                  for t, h in zip(fig.legends[0].get_texts(), fig.legends[0].legend_handles)}
+            for fig in (scaling, chase)}
+    assert look[scaling]["local HBM"] == look[chase]["local HBM"]
+
+
+@pytest.mark.slow
+def test_quad_heatmaps_print_numbers_only_where_7_pt_fits(quad) -> None:
+    out, checked, _ = quad
+    summary = (out / "summary.md").read_text()
+    # 9 x 12 cells per op: numbers and % of peak printed (two panels fit the page height).
+    path = _titled(checked, "read: median GB/s")
+    texts = [t.get_text() for ax in path.axes for t in ax.texts]
+    assert "425\n85%" in texts  # cpu0 <- numa0: 0.85 x the model's 500 GB/s
+    assert all(t.get_fontsize() >= style.MIN_FONT_PT for ax in path.axes for t in ax.texts)
+    # Eight processors x up to 12 x 12 copies: colour only, the cells in a CSV, the caption says so.
+    copy = _titled(checked, "copy: median GB/s")
+    assert not any(ax.texts for ax in copy.axes)
+    assert any(ax.get_label() == "<colorbar>" for ax in copy.axes)  # the colour bar kept
+    cells = pd.read_csv(out / "copy_heatmap.csv")
+    assert len(cells) == 4 * 8 * 8 + 4 * 12 * 12
+    failed = cells[(cells["panel"] == "cpu3") & (cells["row"] == "local LPDDR (numa3)") & (cells["column"] == "numa3")]
+    assert failed["text"].tolist() == ["failed"] and np.isnan(failed["median_GBps"].iloc[0])
+    section = summary.split("### Copy heatmap", 1)[1].split("###", 1)[0]
+    assert "colour only" in section and "[copy_heatmap.csv](copy_heatmap.csv)" in section
+    # 9 flag memories x 8 x 8 agents: colour only too, the numbers in the table below it.
+    pingpong = _titled(checked, "CAS ping-pong")
+    assert not any(ax.texts for ax in pingpong.axes)
+    assert "colour only" in summary.split("### Ping-pong matrix", 1)[1].split("###", 1)[0]
+
+
+@pytest.mark.slow
+def test_the_whole_report_of_the_real_files_is_in_style(real) -> None:
+    out, checked = real
+    _assert_every_figure_in_style(out, checked, REAL_FIGURES)
+
+
+# --- the helpers, alone ------------------------------------------------------------------
+
+def _heat(n: int, value: float = 123.0) -> figures.Heat:
+    names = [f"numa{i}" for i in range(n)]
+    return figures.Heat("p", np.full((n, n), value), [[figures.heat_text(value)] * n for _ in names], names, names)
+
+
+def test_heatmaps_keep_numbers_that_fit_and_drop_those_that_do_not(tmp_path: Path) -> None:
+    fig, axes, annotated = figures.heatmaps([_heat(3)], "GB/s", "to", "from")
+    assert annotated and [t.get_fontsize() for t in axes[0].texts] == [style.MIN_FONT_PT] * 9
+    assert fig.get_size_inches()[0] == pytest.approx(style.COLUMN_IN)  # small: one column
+    assert style.save(fig, tmp_path, "small")
+    fig, axes, annotated = figures.heatmaps([_heat(40)], "GB/s", "to", "from")
+    assert not annotated and not axes[0].texts  # 40 columns of 7 pt numbers: wider than a page
+    assert fig.get_size_inches()[0] == pytest.approx(style.PAGE_IN)
+    style.save(fig, tmp_path, "large")
+    files, note = figures.cell_table([_heat(40)], False, tmp_path, "large", "median_GBps")
+    assert [f.name for f in files] == ["large.csv"] and len(pd.read_csv(files[0])) == 1600
+    assert "colour only" in note and "large.csv" in note
+    assert figures.cell_table([_heat(3)], True, tmp_path, "small", "median_GBps") == ([], "")
+    # Many small panels wrap into rows rather than widen the figure.
+    fig, axes, annotated = figures.heatmaps([_heat(4) for _ in range(9)], "GB/s", "to", "from")
+    assert fig.get_size_inches()[0] <= style.PAGE_IN + 1e-9
+    assert len({round(ax.get_position().y0, 3) for ax in axes}) >= 3
+    style.save(fig, tmp_path, "wrapped")
+
+
+def test_styles_give_roles_their_place_and_never_repeat_a_look() -> None:
+    styles = figures.Styles()
+    assert styles("peer HBM") == style.series(4)  # its slot in the paper's order, whatever comes first
+    assert styles("local DDR") == style.series(0)  # x86: DDR takes LPDDR's place
+    assert styles("local HBM, managed") == style.series(1)  # a role with a qualifier keeps the role's
+    assert figures.role_rank("local HBM") < figures.role_rank("peer LPDDR") < figures.role_rank("copy")
+    other = figures.Styles()
+    looks = [tuple(other(label).values()) for label in ("a", "b", "local HBM", *map(str, range(21)))]
+    assert len(set(looks)) == 24  # past the palette's 8, still no two alike
+
+
+def test_role_labels_fall_back_to_the_name() -> None:
+    quad = topology("gh200_quad")
+    assert figures.role_label(quad, "gpu1", "numa12") == "local HBM"
+    assert figures.role_label(quad, "cpu0", "gpu2") == "peer device memory"
+    assert figures.role_label(None, "cpu0", "numa0") == "numa0"
+    assert figures.labelled_or_name(quad, "cpu2", "numa1") == "peer LPDDR (numa1)"
