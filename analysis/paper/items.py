@@ -6,9 +6,7 @@ A module of this package registers each builder with ``@item(...)``; ``registry(
 every module once and returns the items in the paper's order."""
 from __future__ import annotations
 
-import importlib
 import math
-import pkgutil
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -16,6 +14,7 @@ from typing import Any
 
 import pandas as pd
 
+from ..plugins import import_all
 from ..results.io import RunSet
 
 
@@ -98,8 +97,5 @@ def item(key: str, ref: str, title: str, kind: str, tables: tuple[str, ...], com
 
 def registry() -> list[Item]:
     """Every registered item in the paper's order (this package's modules imported first)."""
-    package = __name__.rpartition(".")[0]
-    for module in pkgutil.iter_modules(importlib.import_module(package).__path__):
-        if not module.name.startswith("__"):
-            importlib.import_module(f"{package}.{module.name}")
+    import_all(__name__.rpartition(".")[0])
     return sorted(_ITEMS.values(), key=lambda i: (i.order, i.key))

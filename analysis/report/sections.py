@@ -7,8 +7,6 @@ section touches its own module only.
 """
 from __future__ import annotations
 
-import importlib
-import pkgutil
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -16,6 +14,7 @@ from typing import Any
 
 import pandas as pd
 
+from ..plugins import import_all
 from ..results.io import RunSet
 
 
@@ -102,8 +101,5 @@ def section(name: str, heading: str, tables: tuple[str, ...], order: int
 
 def registry() -> list[Section]:
     """Every registered section in report order (the package's modules imported first)."""
-    package = __name__.rpartition(".")[0]
-    for module in pkgutil.iter_modules(importlib.import_module(package).__path__):
-        if not module.name.startswith("__"):
-            importlib.import_module(f"{package}.{module.name}")
+    import_all(__name__.rpartition(".")[0])
     return sorted(_SECTIONS.values(), key=lambda s: s.order)
