@@ -160,7 +160,7 @@ def test_the_default_all_plan_has_no_gpu_sweep(mempath_cpu_bin: Path) -> None:
     assert default == quick and not any(int(r["blocks"]) > 1 for r in default)
     points = [r for r in swept if int(r["blocks"]) > 1]
     assert points and {r["alloc"] for r in points} <= {"numa", "device"}  # the paths' default allocators
-    assert {r["op"] for r in points} == {"read", "write"}
+    assert {r["op"] for r in points} == {"read", "write", "copy"}  # copies sweep too (Fig. 10)
     assert len(swept) == len(default) + len([r for r in swept if r["kernel"] == "grid" and int(r["threads"]) > 0])
 
 
