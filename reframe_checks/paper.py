@@ -77,8 +77,9 @@ class MempathPaperMpiStep(mempath_run.MempathCommand, MpiJob):
     @run_after('init')
     def from_step(self):
         s = paper_set.step(self.step_name)
-        self.valid_systems = VALID_SYSTEMS[s.needs]
-        self.bench = 'mpi_bw' if s.family == 'mpi_bw' else s.family
+        # NCCL needs GPUs on every node, MPI bandwidth only the network.
+        self.valid_systems = mempath_run.MPI_GPU_NODES if s.family == 'nccl' else VALID_SYSTEMS[s.needs]
+        self.bench = s.family
         self.one_rank_per_gpu = s.family == 'nccl'
         if s.needs == 'gpu-ranks':
             self.nodes = 1

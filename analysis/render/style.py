@@ -14,7 +14,7 @@ import matplotlib
 
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402  (after the backend is chosen)
-from cycler import cycler  # noqa: E402
+from matplotlib import cycler  # noqa: E402  (matplotlib's own cycler)
 from matplotlib.axes import Axes  # noqa: E402
 from matplotlib.container import BarContainer  # noqa: E402
 from matplotlib.figure import Figure  # noqa: E402

@@ -395,7 +395,7 @@ def test_pip_installs_mempath_analysis(pip_target: Path, tmp_path: Path):
     where, bare = out.stdout.split()
     assert Path(where).parent == package and bare == 'False', out.stdout
     # The kinds table comes along (data-files), read from the install, not the checkout.
-    code = ('from mempath_analysis import kinds; print(kinds.KINDS_DEF); '
+    code = ('from mempath_analysis.results import kinds; print(kinds.KINDS_DEF); '
             'print(kinds.load()["alloc"]["pinned"]["page_locked"])')
     out = run_installed(pip_target, '-c', code, cwd=tmp_path)
     assert out.returncode == 0, out.stderr
@@ -433,7 +433,7 @@ def test_pyproject_declares_every_third_party_import():
                 for d in project['dependencies'] + sum(project['optional-dependencies'].values(), [])}
     assert all(re.search(r'>=\d', d) for d in project['dependencies']), project['dependencies']
     imported = set()
-    for path in (REPO / 'analysis').glob('*.py'):
+    for path in (REPO / 'analysis').rglob('*.py'):
         for node in ast.walk(ast.parse(path.read_text())):
             if isinstance(node, ast.Import):
                 imported |= {a.name.split('.')[0] for a in node.names}

@@ -194,7 +194,10 @@ def test_ci_config_lists_cpu_and_mpi_checks_only():
     assert sorted(bandwidth) == sorted(check_name(op, 'cpu') for op in OPS)
     others = {n.split(' %')[0] for n in names} - {'MempathBandwidth'}
     assert others == {'MempathChase', 'MempathChaseSweep', 'MempathMpiBandwidth', 'MempathInventory',
-                      'MempathStream', 'MempathStreamSweep', 'MempathVetting'}
+                      'MempathStream', 'MempathStreamSweep', 'MempathVetting',
+                      # the paper set's CPU and MPI steps (reframe_checks/paper_set.py)
+                      'MempathPaperBandwidthCpu', 'MempathPaperCopyScalingCpu', 'MempathPaperLatencyCpu',
+                      'MempathPaperMpiBandwidth'}
 
 
 def check_source_lines() -> list[str]:

@@ -19,6 +19,7 @@ sys.path.insert(0, str(CHECKS))
 import applications  # noqa: E402
 import latency  # noqa: E402
 import mempath_summary  # noqa: E402
+import paper_set  # noqa: E402
 import mempath_summary as ms  # noqa: E402
 from mempath_summary import ClassMetric, MalformedLine, Metric  # noqa: E402
 
@@ -301,7 +302,13 @@ CHECKS_OF_THE_TABLES = {
     'MempathVetting': ({'vetting'}, '20m', '*'),
     'NcclTestsAllReduce': ({'scaleout', 'nccl'}, '20m', '+mpi +nvgpu'),
 }
-LIMITS = {'2h': 7200.0, '20m': 1200.0}
+LIMITS = {'2h': 7200.0, '20m': 1200.0, '30m': 1800.0, '40m': 2400.0}
+#: The paper checks (reframe_checks/paper.py), one per step of the one list.
+PAPER_SYSTEMS = {'cpu': '*', 'gpu': '+nvgpu', 'gpu-ranks': '+mpi +nvgpu', 'nodes': '+mpi'}
+CHECKS_OF_THE_TABLES.update({
+    s.check: ({'paper', s.family}, f'{s.minutes}m',
+              '+mpi +nvgpu' if s.family == 'nccl' else PAPER_SYSTEMS[s.needs])
+    for s in paper_set.STEPS})
 #: The checks split per allocator, their allocators, and the options before `--alloc`.
 PER_ALLOCATOR = {
     'MempathChaseSweep': (('system', 'numa', 'pinned', 'registered', 'managed', 'device'),
