@@ -59,7 +59,10 @@ class MempathPaperLlm(MempathPaperStep):
     @run_before('run')
     def set_command(self):
         binary = self.mempath.executable_path
-        script = os.path.join(REPO_ROOT, 'src', 'llm', 'llm_placement.py')
+        # A checkout has src/llm/, an install (cmake --install) share/mempath/llm/.
+        script = next((p for p in (os.path.join(REPO_ROOT, 'src', 'llm', 'llm_placement.py'),
+                                   os.path.join(REPO_ROOT, 'llm', 'llm_placement.py')) if os.path.isfile(p)),
+                      os.path.join(REPO_ROOT, 'src', 'llm', 'llm_placement.py'))
         self.executable = self.python
         self.executable_opts = [script, '--mempath', binary, '--lib',
                                 os.path.join(os.path.dirname(binary), 'libmempath_placement.so'),
