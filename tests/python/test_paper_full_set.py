@@ -57,10 +57,12 @@ def test_the_recorded_h200_paper_set_renders(tmp_path: Path) -> None:
     out = tmp_path / "paper"
     proc = analysis_cli("paper", RECORDED, "-o", out)
     assert proc.returncode == 0, proc.stderr
-    # One x86 node with one GPU: the multi-node figures have no data and say why.
-    single_node = {item.key for item in registry()} - {"mpi_bandwidth", "nccl_by_nodes"}
+    # One x86 node with one GPU: the multi-node figures have no data and say why. The
+    # ping-pong file (2.6 MB of samples) is not committed: its figure is in the rendered set.
+    absent = {"mpi_bandwidth", "nccl_by_nodes", "pingpong"}
+    single_node = {item.key for item in registry()} - absent
     text = _check_set(out, single_node)
-    for key in ("mpi_bandwidth", "nccl_by_nodes"):
+    for key in sorted(absent):
         item = next(i for i in registry() if i.key == key)
         section = text.split(f"## {item.ref}: {item.title}")[1].split("\n## ")[0]
         assert "Not drawn" in section
