@@ -15,12 +15,16 @@ from __future__ import annotations
 import json
 import math
 import random
+import sys
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 from h5fixtures import table, write_run  # noqa: I001  (puts the repo root on sys.path first)
 from analysis.model.roles import role
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "src" / "llm"))
+import llm_placement  # noqa: E402  (imports no torch until it decodes)
 
 SYNTHETIC = {"synthetic": 1, "git_revision": "synthetic", "tool_version": "0.2.0"}
 GPU_CLOCKS = [{"gpu": g, "sm_clock_khz": 1980000, "mem_clock_khz": 2619000} for g in range(4)]
@@ -55,14 +59,8 @@ GEMM_CASES = {"case_id": int, "gpu": int, "dtype": str, "m": int, "n": int, "k":
               "peak_TFLOPs": float, "fraction_of_peak": float, "operand_bytes": int, "flops": int,
               "placement": str, "b_placement": str, "placed": int, "verified": int, "cublas_version": int,
               "calls_per_rep": int}
-LLM_CASES = {"case_id": int, "model": str, "params": int, "weight_bytes": int, "dtype": str, "placement": str,
-             "weight_alloc": str, "weight_mem": str, "weight_placement": str, "gpu": int, "batch": int,
-             "prompt_tokens": int, "new_tokens": int, "cuda_graph": int, "status": str, "reason": str, "reps": int,
-             "median_tokens_per_s": float, "best_tokens_per_s": float, "path_GBps": float, "path_source": str,
-             "bound_tokens_per_s": float, "fraction_of_bound": float, "verified": int, "decode_mode": str,
-             "decode_fallback": str, "path_case": str, "prompt": str, "torch_allocator": str,
-             "peak_small_bytes": int, "peak_large_bytes": int}
-LLM_SAMPLES = {"case_id": int, "rep": int, "time_s": float, "tokens_per_s": float}
+# The LLM tables as the script writes them (its own column lists, not a copy).
+LLM_CASES, LLM_SAMPLES = llm_placement.CASE_COLUMNS, llm_placement.SAMPLE_COLUMNS
 
 # ---- the model of the node (GH200 figures of the paper's order of magnitude; not measured) ----
 UM_SIZE = 256 << 20
