@@ -9,7 +9,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from .compare.runs import run_compare
-from .errors import InputError
+from .errors import ERRORS_LOG, InputError
 from .fleet import history_cli as fleet_history_cli
 from .results.io import load_runs, shown
 from .model.peaks import load_overrides
@@ -139,7 +139,7 @@ def _report(args: argparse.Namespace, rejected: list[str]) -> int:
     print(f"analysis: report in {shown(report.out)} ({len(report.files)} files)")
     for missing in [*report.notes, *report.missing]:
         print(f"analysis: note: {missing}")
-    return 0
+    return _failed(report.out, report.failed)
 
 
 def _paper(args: argparse.Namespace, rejected: list[str]) -> int:
@@ -151,7 +151,14 @@ def _paper(args: argparse.Namespace, rejected: list[str]) -> int:
           f"index.html and paper.md list them")
     for missing in paper.missing:
         print(f"analysis: note: {missing}")
-    return 0
+    return _failed(paper.out, paper.failed)
+
+
+def _failed(out: Path, failed: Sequence[str]) -> int:
+    """1 where a part raised (its line on stderr, its trace in errors.log), the rest written."""
+    for line in failed:
+        print(f"analysis: error: {line} (not written; trace in {shown(out / ERRORS_LOG)})", file=sys.stderr)
+    return 1 if failed else 0
 
 
 def _result_files(paths: Sequence[Path]) -> list[Path]:
@@ -174,8 +181,9 @@ COMMANDS = {"report": _report, "paper": _paper, "compare": _compare, "fleet": _f
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Exit codes: 0 ok, 1 a regression (compare), 2 bad input or nothing to compare; every
-    bad input is one ``analysis: error:`` line on stderr, never a traceback."""
+    """Exit codes: 0 ok, 1 a regression (compare) or a part of a report or paper that raised
+    (the rest written, the trace in its errors.log), 2 bad input or nothing to compare; every
+    error is one ``analysis: error:`` line on stderr, never a traceback."""
     args = _parser().parse_args(argv)
     rejected: list[str] = []  # files left out; the good ones are still analysed
     try:

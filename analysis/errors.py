@@ -1,6 +1,21 @@
-"""The one error kind the command line reports as bad input (one line, exit code 2)."""
+"""The one error kind the command line reports as bad input (one line, exit code 2), and the
+one record of a part of the output that failed while the rest was written (exit code 1)."""
 from __future__ import annotations
+
+import traceback
+from pathlib import Path
 
 
 class InputError(Exception):
     """An input file the analysis cannot use; the message names the file and the fix."""
+
+
+ERRORS_LOG = "errors.log"
+
+
+def record_failure(out: Path, part: str, err: BaseException) -> str:
+    """Append ``err``'s trace to ``out``/errors.log; return the one line that names it."""
+    line = f"{part}: {type(err).__name__}: {str(err).splitlines()[0] if str(err) else ''}".rstrip(": ")
+    with open(out / ERRORS_LOG, "a", encoding="utf-8") as log:
+        log.write(f"--- {line}\n{''.join(traceback.format_exception(err))}\n")
+    return line

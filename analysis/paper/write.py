@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pandas as pd
 
+from ..errors import ERRORS_LOG, record_failure
 from ..model.peaks import PeakModel
 from ..render import html
 from ..render.provenance import runs_table
@@ -25,6 +26,7 @@ class Paper:
     files: list[Path] = field(default_factory=list)
     drawn: dict[str, Drawn] = field(default_factory=dict)   # item key -> what it made
     items: list[Item] = field(default_factory=list)
+    failed: list[str] = field(default_factory=list)  # items that raised (errors.log has the traces)
 
     @property
     def missing(self) -> list[str]:
@@ -84,6 +86,7 @@ def _comparison_lines(items: Sequence[Item], drawn: dict[str, Drawn]) -> list[st
 def write_paper(runs: RunSet, out: Path, only: Sequence[str] = ()) -> Paper:
     """Draw every paper item (or those keyed in ``only``) into ``out`` (created)."""
     out.mkdir(parents=True, exist_ok=True)
+    (out / ERRORS_LOG).unlink(missing_ok=True)  # an earlier run's errors are not this one's
     hosts = runs.hosts()
     topologies = {host: next(r.topology for r in runs.runs if r.node == host) for host in hosts}
     ctx = Context(runs, out, topologies, {h: PeakModel(t, {}) for h, t in topologies.items()})
@@ -91,7 +94,11 @@ def write_paper(runs: RunSet, out: Path, only: Sequence[str] = ()) -> Paper:
     body: list[str] = []
     for item in paper.items:
         why = _absent(runs, item)
-        drawn = Drawn(why_not=why) if why else item.build(ctx)
+        try:
+            drawn = Drawn(why_not=why) if why else item.build(ctx)
+        except Exception as err:  # noqa: BLE001  one item's bug must not cost the other items
+            paper.failed.append(record_failure(out, f"{item.ref} {item.title}", err))
+            drawn = Drawn(why_not=f"failed: {paper.failed[-1]}")
         if item.kind == "table" and drawn.table:
             frame_md = out / f"{item.key}.md"
             frame_md.write_text("\n".join(drawn.table) + "\n")

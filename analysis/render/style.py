@@ -25,6 +25,7 @@ PAGE_IN = 7.16    # both columns
 MIN_FONT_PT = 7.0
 DPI = 300         # PNG; the PDF is vector
 MIN_PANEL_IN = 1.65  # narrower panels cannot carry 7 pt tick labels
+LEGEND_ROW_IN = 0.15  # one row of 7 pt legend text with its spacing
 
 # Okabe & Ito (2008), distinguishable under the common colour-vision deficiencies; each
 # series also gets its own marker and line style so it survives greyscale print.
@@ -95,6 +96,10 @@ def legend_below(fig: Figure, axes: Sequence[Axes], title: str | None = None) ->
     ncol = max(1, min(len(labels), int(width_in // widest)))
     fig.legend(handles, labels, loc="outside lower center", ncol=ncol, title=title,
                frameon=False, handlelength=2.2, columnspacing=1.0)
+    # The legend's rows are added to the figure, not taken from the panels: without this a
+    # one-column figure with long labels squeezed its plots under their legend.
+    rows = math.ceil(len(labels) / ncol) + (1 if title else 0)
+    fig.set_figheight(fig.get_figheight() + rows * LEGEND_ROW_IN + 0.05)
 
 
 def from_zero(ax: Axes) -> None:

@@ -12,7 +12,7 @@ from ..render import figures, html
 
 from . import matrix
 from ..results.cases import CASE_COLUMNS, mark_placement, memory_aliases, misplaced_note, ordered
-from ..errors import InputError
+from ..errors import ERRORS_LOG, InputError, record_failure
 from ..results.io import RunSet
 from ..model.peaks import PeakModel
 from .placement import DEFAULT_ACTIVE_BYTES
@@ -35,6 +35,7 @@ class Report:
     files: list[Path] = field(default_factory=list)
     missing: list[str] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)  # parts not produced, and why
+    failed: list[str] = field(default_factory=list)  # parts that raised (errors.log has the traces)
 
 
 def _cases(runs: RunSet) -> pd.DataFrame:
@@ -156,6 +157,7 @@ def write_report(runs: RunSet, out: Path, overrides: Mapping[str, float] | None 
     """
     overrides = dict(overrides or {})
     out.mkdir(parents=True, exist_ok=True)
+    (out / ERRORS_LOG).unlink(missing_ok=True)  # an earlier run's errors are not this one's
     report = Report(out)
     hosts = runs.hosts()
     topologies = {host: next(r.topology for r in runs.runs if r.node == host) for host in hosts}
@@ -188,7 +190,11 @@ def write_report(runs: RunSet, out: Path, overrides: Mapping[str, float] | None 
     context = Context(runs, out, topologies, models, entries, cases, active_bytes, many)
     sections: list[str] = []
     for section in registry():
-        part = section.build(context)
+        try:
+            part = section.build(context)
+        except Exception as err:  # noqa: BLE001  one section's bug must not cost the whole report
+            report.failed.append(record_failure(out, f"section {section.heading!r}", err))
+            continue
         report.files += part.files
         report.missing += part.missing
         report.notes += part.notes
@@ -209,6 +215,9 @@ def write_report(runs: RunSet, out: Path, overrides: Mapping[str, float] | None 
     lines += sections
     lines += _peaks(entries, overrides)
     lines += _counts(runs, cases)
+    if report.failed:
+        lines += ["## Not written: errors", "", "These parts raised an error (traces in `errors.log`); "
+                  "the rest of the report stands.", ""] + [f"- {f}" for f in report.failed] + [""]
     if report.missing:
         lines += ["## Missing", ""] + [f"- {m}" for m in report.missing] + [""]
     if rejected:

@@ -199,3 +199,19 @@ def test_role_labels_fall_back_to_the_name() -> None:
     assert figures.role_label(quad, "cpu0", "gpu2") == "peer device memory"
     assert figures.role_label(None, "cpu0", "numa0") == "numa0"
     assert figures.labelled_or_name(quad, "cpu2", "numa1") == "peer LPDDR (numa1)"
+
+
+@pytest.mark.parametrize("n_labels", [1, 4, 8])
+def test_a_long_legend_adds_height_and_never_squeezes_the_plots(tmp_path: Path, n_labels: int) -> None:
+    # The CI machine's own run drew four long labels in one column under a 1.8 in panel: the
+    # legend took the plot's height and the style check (rightly) refused the figure.
+    fig, (ax,) = style.panels(1, style.COLUMN_IN)
+    for i in range(n_labels):
+        ax.plot([1, 2], [i + 1, i + 2], label=f"local DDR (NUMA 0), numa_alloc_onnode, sequential {i}")
+    style.from_zero(ax)
+    height = fig.get_figheight()
+    figures.finish(fig, [ax], "Random vs sequential chain: what a prefetcher hides")
+    assert fig.get_figheight() > height
+    fig.canvas.draw()
+    assert ax.get_window_extent().height > fig.legends[0].get_window_extent().height
+    assert style.save(fig, tmp_path, "long_legend")

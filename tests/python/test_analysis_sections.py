@@ -84,3 +84,30 @@ def test_no_analysis_module_imports_another_ones_private_names() -> None:
 def test_a_name_registered_twice_is_refused() -> None:
     with pytest.raises(ValueError, match="registered twice"):
         sections.section("latency", "Again", ("chase/cases",), 99)(lambda ctx: sections.Part())
+
+
+def test_a_section_that_raises_costs_only_itself(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                 capsys: pytest.CaptureFixture[str]) -> None:
+    # CI's own run once lost the whole report to one figure's style error: the other sections,
+    # index.html and the exit code must still tell the user what was written and what was not.
+    from analysis.__main__ import main
+    run = write_run(tmp_path / "r.h5", [case()], topology=topology("x86_h100"))
+
+    def broken(ctx: sections.Context) -> sections.Part:
+        raise RuntimeError("a bug in this section\nsecond line")
+
+    monkeypatch.setitem(sections._SECTIONS, "broken", sections.Section("broken", "Broken", ("bw/cases",), 45, broken))
+    out = tmp_path / "out"
+    (out).mkdir()
+    (out / "errors.log").write_text("--- an earlier run's error\n")
+    assert main(["report", str(run), "-o", str(out)]) == 1
+    err = capsys.readouterr().err.splitlines()
+    assert err == [f"analysis: error: section 'Broken': RuntimeError: a bug in this section (not written; "
+                   f"trace in {out / 'errors.log'})"]
+    summary = (out / "summary.md").read_text()
+    assert "## Not written: errors" in summary and "- section 'Broken': RuntimeError" in summary
+    assert "## Transfers and placement" in summary and (out / "index.html").is_file()
+    log = (out / "errors.log").read_text()
+    assert "earlier run" not in log and "Traceback" in log and "second line" in log
+    monkeypatch.delitem(sections._SECTIONS, "broken")
+    assert main(["report", str(run), "-o", str(out)]) == 0 and not (out / "errors.log").exists()

@@ -128,3 +128,21 @@ def test_paper_without_usable_files_is_one_line_and_exit_2(tmp_path):
     proc = analysis_cli("paper", empty, "-o", tmp_path / "out")
     assert proc.returncode == 2
     assert proc.stderr.count("\n") == 1 and "no .h5 file" in proc.stderr
+
+
+def test_an_item_that_raises_is_said_and_the_others_drawn(tmp_path, monkeypatch, capsys):
+    from analysis.__main__ import main
+    from analysis.paper import items
+    fig3 = next(i for i in items.registry() if i.ref == "Fig. 3")
+
+    def broken(ctx):
+        raise KeyError("bw/cases")
+
+    monkeypatch.setitem(items._ITEMS, fig3.key, items.Item(**{**fig3.__dict__, "build": broken}))
+    out = tmp_path / "paper"
+    assert main(["paper", str(DATA / "h100_gemm.h5"), str(DATA / "h100_chase_cpu.h5"), "-o", str(out)]) == 1
+    err = capsys.readouterr().err
+    assert err.count("analysis: error:") == 1 and f"{fig3.ref} {fig3.title}: KeyError" in err
+    text = (out / "paper.md").read_text()
+    assert "_Not drawn: failed: Fig. 3" in text and "Traceback" in (out / "errors.log").read_text()
+    assert sum(1 for p in out.glob("*.png")) >= 2  # the other items still drawn
