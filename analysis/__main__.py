@@ -103,7 +103,9 @@ def _fleet_parsers(commands: argparse._SubParsersAction) -> None:
 
 
 def _fleet(args: argparse.Namespace, rejected: list[str]) -> int:
-    from .fleet.verdicts import History, Options, load_expected, load_floors, run_fleet
+    from .fleet.outputs import History
+    from .fleet.score import Options, load_floors
+    from .fleet.verdicts import load_expected, run_fleet
     floors = load_floors(args.reference) if args.reference else None
     expected = load_expected(args.expect_nodes) if args.expect_nodes else []
     window = {k: v for k, v in (("nights", args.nights), ("min_drop", args.min_drop))

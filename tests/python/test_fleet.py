@@ -333,14 +333,14 @@ def test_heatmap_keeps_the_worst_degraded_nodes_and_counts_the_rest(tmp_path):
     """Hundreds of degraded nodes must not make the heatmap unreadable: the worst
     HEATMAP_NODES rows, a line for the others, and the figure sized to its rows."""
     import matplotlib.image
-    from analysis.fleet.verdicts import HEATMAP_NODES, _heatmap, heatmap_rows
+    from analysis.fleet.outputs import HEATMAP_NODES, _heatmap, heatmap_rows
     table, nodes = _scored(150, 20)
     rows, hidden = heatmap_rows(table, nodes)
     assert len(rows) == HEATMAP_NODES and hidden == 150 - HEATMAP_NODES
     assert rows[0] == "b149" and rows[-1] == f"b{150 - HEATMAP_NODES:03d}"  # worst first
     assert heatmap_rows(*_scored(3, 100))[0][:3] == ["b002", "b001", "b000"]
     assert len(heatmap_rows(*_scored(3, 100))[0]) == HEATMAP_NODES
-    from analysis.fleet.verdicts import HEATMAP_ROW_IN
+    from analysis.fleet.outputs import HEATMAP_ROW_IN
     from analysis.render.style import DPI, PAGE_IN
     heights = {}
     for count in (HEATMAP_NODES, 10):

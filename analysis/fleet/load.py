@@ -1,0 +1,60 @@
+"""The fleet's result files read into one fleet table (table.py's columns): folders
+expanded, the files of one host merged, the newest run kept where two hold a case."""
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from ..errors import InputError
+from ..results.io import RunFileError, shown
+from .table import COLUMNS, WORDS, fleet_columns, load_cases_run
+
+
+def result_files(paths: Sequence[Path]) -> list[Path]:
+    """RUNS: files as given, folders expanded to their .h5 files (recursively)."""
+    files: list[Path] = []
+    for path in paths:
+        files.extend(sorted(path.rglob("*.h5")) if path.is_dir() else [path])
+    return files
+
+def load_fleet(paths: Sequence[Path], rejected: list[str], notes: list[str]) -> pd.DataFrame:
+    """The fleet table of every usable file; a bad file is one line in ``rejected``.
+
+    The files of one host are merged (a node's checks may write one file each); where two
+    hold the same case, the run with the newest start_time is kept and each older file is
+    one line in ``notes``."""
+    parts, stamps, names = [], [], []
+    for path in result_files(paths):
+        try:
+            run = load_cases_run(path)
+        except RunFileError as error:
+            rejected.append(str(error))
+            continue
+        parts.append(fleet_columns(run))
+        stamps.append(str(run.attrs.get("start_time", "")))
+        names.append(shown(path))
+    if not parts:
+        raise InputError("no usable mempath result file among RUNS; valid: .h5 files or "
+                         "folders of them (docs/schema.md)")
+    table = pd.DataFrame({c: np.concatenate([p[c] for p in parts]) for c in (*COLUMNS, WORDS)})
+    origin = np.repeat(np.arange(len(parts)), [len(p["value"]) for p in parts])
+    return _newest(table, origin, stamps, names, notes)
+
+def _newest(table: pd.DataFrame, origin: np.ndarray, stamps: Sequence[str],
+            names: Sequence[str], notes: list[str]) -> pd.DataFrame:
+    """One row per (node, family, path, metric): the newest file's."""
+    stamp = pd.Series([stamps[i] for i in origin], index=table.index)
+    order = stamp.sort_values(ascending=False, kind="stable").index
+    older = table.loc[order].duplicated(["node", "family", "path", "metric"], keep="first")
+    dropped = older[older].index
+    if dropped.empty:
+        return table
+    newest = stamp.groupby(table["node"]).max()
+    for index in sorted(set(origin[dropped].tolist())):
+        host = table.at[dropped[origin[dropped] == index][0], "node"]
+        notes.append(f"{names[index]}: host {host} appears again with the same cases; kept "
+                     f"the newest run (start_time {newest[host]})")
+    return table.drop(index=dropped).reset_index(drop=True)

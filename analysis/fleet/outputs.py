@@ -1,0 +1,130 @@
+"""What `analysis fleet` writes into its folder: nodes.csv, flagged.json, summary.md, the
+heatmap, and with --history the night appended and its trend files."""
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from ..render import tables
+from . import history as fleet_history
+from .history_cli import write_trends
+from .table import COLUMNS, WORDS
+
+
+HEATMAP_NODES = 60   # rows of the heatmap: the worst degraded nodes, then healthy ones
+
+def number(value: float, metric: str) -> str:
+    unit = "GB/s" if metric.endswith("GBps") else "ns"
+    return f"{value:,.0f} {unit}" if abs(value) >= 100 else f"{value:,.1f} {unit}"
+
+
+def write_outputs(out: Path, table: pd.DataFrame, nodes: pd.DataFrame, flagged: pd.DataFrame,
+                  rejected: Sequence[str], slow: pd.DataFrame | None = None) -> list[Path]:
+    out.mkdir(parents=True, exist_ok=True)
+    nodes.to_csv(out / "nodes.csv", index=False)
+    records = json.loads(flagged.to_json(orient="records"))
+    (out / "flagged.json").write_text(json.dumps(records, indent=1, ensure_ascii=False))
+    (out / "summary.md").write_text(_summary(table, nodes, rejected, slow))
+    return [out / "nodes.csv", out / "flagged.json", out / "summary.md", *_heatmap(out, table, nodes)]
+
+@dataclass
+class History:
+    """--history DB: the night is appended and the trends of the window join the report."""
+    db: Path
+    nights: int = 90
+    min_drop: float = 0.05
+
+    def __post_init__(self) -> None:  # before the night is appended
+        fleet_history.check_window(self.nights, self.min_drop)
+
+def add_history(out: Path, table: pd.DataFrame,
+                history: History) -> tuple[pd.DataFrame, list[Path]]:
+    """Append the night to the history database and write its trend files into ``out``;
+    returns the slowly degrading series, worst first, each with its ``text`` in words.
+
+    The rows appended carry the node kind as it should be (expected_kinds), so that a node
+    that lost a part keeps its series. The trends are of the kind of data analysed: a
+    simulated night's come from the synthetic rows, a real night's from the real ones."""
+    fleet_history.append(history.db, table[list(COLUMNS)])
+    synthetic = bool(table["synthetic"].all())
+    _, slow = write_trends(history.db, out, history.nights, history.min_drop, synthetic)
+    what = table.drop_duplicates("path").set_index("path")[WORDS]
+    slow = slow.assign(what=slow["path"].map(what).fillna(slow["component"]))
+    slow["text"] = [f"{r['what']} {number(r['start'], r['metric'])} to "
+                    f"{number(r['end'], r['metric'])} ({-r['loss'] * 100:+.0f} % over "
+                    f"{r['nights']} nights)".replace("-", "\u2212")
+                    for r in slow.to_dict("records")]
+    files = [out / name for name in ("trend.csv", "slow_degradation.csv",
+                                     "slow_degradation.json", "worst_trends.png", "worst_trends.pdf")]
+    return slow, files
+
+def _summary(table: pd.DataFrame, nodes: pd.DataFrame, rejected: Sequence[str],
+             slow: pd.DataFrame | None = None) -> str:
+    counts = nodes["verdict"].value_counts()
+    lines = ["# Fleet report", "",
+             "It only suggests: no node is drained. Verdicts: healthy, degraded (a component "
+             "flagged), failed (every case failed), missing (expected, no file).", ""]
+    lines += tables.markdown(["node kind", "nodes", "paths"],
+                             [[kind, part["node"].nunique(), part["path"].nunique()]
+                              for kind, part in table.groupby("node_kind")])
+    lines += tables.markdown(["verdict", "nodes"],
+                             [[v, int(counts.get(v, 0))] for v in ("healthy", "degraded", "failed", "missing")])
+    if bool(table["synthetic"].any()):
+        lines += ["**Synthetic data** (simulator output) is among the inputs.", ""]
+    bad = nodes[nodes["verdict"] != "healthy"]
+    if len(bad):
+        lines += tables.markdown(bad[["node", "verdict", "reason"]])
+    if slow is not None:
+        lines += ["## Slowly degrading (history database)", ""]
+        if slow.empty:
+            lines += ["No series lost more than the minimum drop over the window.", ""]
+        else:
+            lines += tables.markdown(["node", "component", "trend"],
+                                     [[r.node, r.component, r.text] for r in slow.itertuples()])
+    if rejected:
+        lines += ["Inputs left out:", ""] + [f"- {line}" for line in rejected]
+    return "\n".join(lines).rstrip("\n") + "\n"
+
+def heatmap_rows(table: pd.DataFrame, nodes: pd.DataFrame) -> tuple[list[str], int]:
+    """(rows, degraded nodes left out): the worst HEATMAP_NODES degraded nodes (largest
+    flagged deviation first; a failed or missing case counts as -100 %), then healthy ones
+    sampled evenly up to HEATMAP_NODES; thousands of rows would not be readable."""
+    flagged = table[table["flag"] != ""]
+    worst = flagged["deviation"].abs().fillna(1.0).groupby(flagged["node"]).max()
+    bad = nodes.loc[nodes["verdict"] == "degraded", "node"]
+    bad = worst.reindex(bad).fillna(1.0).sort_values(ascending=False, kind="stable").index.tolist()
+    healthy = nodes.loc[nodes["verdict"] == "healthy", "node"].tolist()
+    room = max(0, HEATMAP_NODES - len(bad))
+    step = max(1, len(healthy) // max(1, room))
+    return bad[:HEATMAP_NODES] + healthy[::step][:room], max(0, len(bad) - HEATMAP_NODES)
+
+HEATMAP_ROW_IN = 0.13  # a row of the heatmap: room for its 7 pt node name
+
+def _heatmap(out: Path, table: pd.DataFrame, nodes: pd.DataFrame) -> list[Path]:
+    """Deviation from the fleet median, nodes x paths, heatmap_rows() only, at page width
+    in the report style (render.style); the figure's height follows its rows so that each
+    row keeps a 7 pt label. Returns heatmap.png and heatmap.pdf."""
+    from ..render import style
+    shown_nodes, hidden = heatmap_rows(table, nodes)
+    part = table[table["node"].isin(shown_nodes)]
+    sign = np.where(part["higher_is_better"].to_numpy(dtype=bool), 1.0, -1.0)
+    grid = part.assign(d=sign * part["deviation"] * 100).pivot_table(
+        index="node", columns="path", values="d", aggfunc="first").reindex(shown_nodes)
+    fig, (ax,) = style.panels(1, style.PAGE_IN, panel_height=HEATMAP_ROW_IN * len(grid) + 1.0)
+    image = ax.imshow(grid.to_numpy(dtype=float), aspect="auto", cmap="RdBu", vmin=-20, vmax=20,
+                      interpolation="nearest")
+    ax.set_yticks(range(len(grid)), grid.index)
+    ax.tick_params(axis="y", length=0)
+    ax.set_xticks([])
+    label = f"{grid.shape[1]} paths (fleet_table.py path names)"
+    if hidden:
+        label += f"\n{hidden} more degraded nodes not shown (nodes.csv lists every node)"
+    ax.set_xlabel(label)
+    ax.set_title("Deviation from the fleet median, % (negative = worse; colour saturates at ±20 %)")
+    fig.colorbar(image, ax=ax, label="deviation, %", fraction=0.04, aspect=30, pad=0.02)
+    return style.save(fig, out, "heatmap")
