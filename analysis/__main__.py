@@ -70,8 +70,10 @@ def _fleet_parsers(commands: argparse._SubParsersAction) -> None:
                                 description="Compare every node with the fleet of its kind: "
                                             "nodes.csv, flagged.json, summary.md, heatmap.png "
                                             "in DIR (with --history also the night's trends). "
-                                            "Exit 0 whether or not nodes are degraded; "
-                                            "2 on bad input (the rest is still analysed).")
+                                            "Exit 0 when every node could be judged "
+                                            "(degraded or not); 1 when a node is failed or "
+                                            "missing (the rest is still analysed and "
+                                            "written); 2 on bad input.")
     _runs_and_folder(fleet, "RUNS", "result files or folders")
     fleet.add_argument("--reference", type=Path, metavar="FILE",
                        help='JSON floors {"NODE_KIND": {"PATH": FLOOR}}')
@@ -122,6 +124,11 @@ def _fleet(args: argparse.Namespace, rejected: list[str]) -> int:
         f"{int(counts.get(v, 0))} {v}" for v in ("healthy", "degraded", "failed", "missing")))
     for note in notes:
         print(f"analysis: note: {note}", file=sys.stderr)
+    failed, missing = int(counts.get("failed", 0)), int(counts.get("missing", 0))
+    if failed or missing:  # the node could not be judged: never a quiet exit 0
+        print(f"analysis: error: {failed} node(s) failed, {missing} missing of {len(nodes)}; "
+              f"why in {shown(args.output / 'nodes.csv')} (reason)", file=sys.stderr)
+        return 1
     return 0
 
 

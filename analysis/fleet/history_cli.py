@@ -3,13 +3,14 @@ from __future__ import annotations
 
 import argparse
 import json
+import sys
 from pathlib import Path
 
 import pandas as pd
 
 from . import history as fleet_history
-from .table import fleet_rows
-from ..results.io import load_runs, shown
+from . import table as fleet_table
+from ..results.io import shown
 
 
 def add_parser(commands: argparse._SubParsersAction) -> None:
@@ -17,10 +18,15 @@ def add_parser(commands: argparse._SubParsersAction) -> None:
                                   description="Append nights of node results to an embedded DuckDB "
                                               "file and query per-node trends (docs/fleet_history.md).")
     actions = history.add_subparsers(dest="action", required=True)
-    append = actions.add_parser("append", help="store the runs of one night (replaces that night's rows of those nodes)")
+    append = actions.add_parser("append", help="store the runs of one night (replaces that night's rows of those nodes)",
+                                description="Exit 0; 1 when a node is failed (docs/fleet.md: a broken "
+                                            "file, a failed case, an impossible value; its rows "
+                                            "stored with status failed, the others as they are); "
+                                            "2 on bad input.")
     append.add_argument("--db", required=True, type=Path, help="history file (created)")
     append.add_argument("--night", help="YYYY-MM-DD to file the runs under (default: each run's start_time)")
-    append.add_argument("runs", nargs="+", type=Path, metavar="RUN.h5", help="mempath result files")
+    append.add_argument("runs", nargs="+", type=Path, metavar="RUNS",
+                        help="mempath result files or folders of them (as analysis fleet)")
     trend = actions.add_parser("trend", help="trend.csv, slow_degradation.csv and worst_trends.png/.pdf")
     trend.add_argument("--db", required=True, type=Path, help="history file")
     trend.add_argument("--node", help="only this node")
@@ -36,10 +42,29 @@ def run(args: argparse.Namespace, rejected: list[str]) -> int:
 
 
 def _append(args: argparse.Namespace, rejected: list[str]) -> int:
-    runs = load_runs(args.runs, None, rejected)
-    frames = [fleet_rows(r, args.night) for r in runs.runs]
-    written = fleet_history.append(args.db, pd.concat(frames, ignore_index=True))
-    print(f"analysis: {written} rows of {len(runs.runs)} nodes appended to {shown(args.db)}")
+    """The files read as `analysis fleet` reads them, held to the same rules (integrity.py):
+    a failed node's rows are stored with status failed and no value; exit 1 then."""
+    from . import integrity
+    from .load import FILE, load_fleet
+    broken: list[tuple[Path, str]] = []
+    notes: list[str] = []
+    table = load_fleet(args.runs, rejected, notes, broken)
+    if args.night:
+        table["night"] = args.night
+    found = integrity.problems(table, broken, integrity.load_plans(
+        args.runs, [*table[FILE].cat.categories, *(p for p, _ in broken)], notes))
+    failed = list(dict.fromkeys(found["node"]))
+    rows = integrity.held_back(table, failed)[list(fleet_table.COLUMNS)]
+    written = fleet_history.append(args.db, rows)
+    print(f"analysis: {written} rows of {table['node'].nunique()} nodes appended to {shown(args.db)}")
+    for note in notes:
+        print(f"analysis: note: {note}", file=sys.stderr)
+    if failed:
+        first = found.drop_duplicates("node").set_index("node")["reason"]
+        print(f"analysis: error: {len(failed)} node(s) failed, their rows stored with status "
+              f"failed and no value: " + "; ".join(f"{n}: {first[n]}" for n in failed[:3])
+              + ("; ..." if len(failed) > 3 else ""), file=sys.stderr)
+        return 1
     return 0
 
 

@@ -12,6 +12,10 @@ from ..errors import InputError
 from ..results.io import RunFileError, shown
 from .table import COLUMNS, WORDS, fleet_columns, load_cases_run
 
+#: Beside COLUMNS: the file (as shown) a row came from; integrity.py holds a node's files
+#: against its plan and names the file in a reason.
+FILE = "file"
+
 
 def result_files(paths: Sequence[Path]) -> list[Path]:
     """RUNS: files as given, folders expanded to their .h5 files (recursively)."""
@@ -20,8 +24,11 @@ def result_files(paths: Sequence[Path]) -> list[Path]:
         files.extend(sorted(path.rglob("*.h5")) if path.is_dir() else [path])
     return files
 
-def load_fleet(paths: Sequence[Path], rejected: list[str], notes: list[str]) -> pd.DataFrame:
-    """The fleet table of every usable file; a bad file is one line in ``rejected``.
+def load_fleet(paths: Sequence[Path], rejected: list[str], notes: list[str],
+               broken: list[tuple[Path, str]] | None = None) -> pd.DataFrame:
+    """The fleet table of every usable file; a bad file is one line in ``rejected`` and,
+    where ``broken`` is given, (path, error) there, so that integrity.py can blame its node.
+    Beside COLUMNS and WORDS, column FILE names the file each row came from.
 
     The files of one host are merged (a node's checks may write one file each); where two
     hold the same case, the run with the newest start_time is kept and each older file is
@@ -32,6 +39,8 @@ def load_fleet(paths: Sequence[Path], rejected: list[str], notes: list[str]) -> 
             run = load_cases_run(path)
         except RunFileError as error:
             rejected.append(str(error))
+            if broken is not None:
+                broken.append((path, str(error)))
             continue
         parts.append(fleet_columns(run))
         stamps.append(str(run.attrs.get("start_time", "")))
@@ -41,6 +50,8 @@ def load_fleet(paths: Sequence[Path], rejected: list[str], notes: list[str]) -> 
                          "folders of them (docs/schema.md)")
     table = pd.DataFrame({c: np.concatenate([p[c] for p in parts]) for c in (*COLUMNS, WORDS)})
     origin = np.repeat(np.arange(len(parts)), [len(p["value"]) for p in parts])
+    files = pd.Categorical(names)  # a file named twice in RUNS is one category
+    table[FILE] = pd.Categorical.from_codes(files.codes[origin], files.categories)
     return _newest(table, origin, stamps, names, notes)
 
 def _newest(table: pd.DataFrame, origin: np.ndarray, stamps: Sequence[str],

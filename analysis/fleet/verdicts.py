@@ -17,7 +17,8 @@ import pandas as pd
 
 from ..errors import InputError
 from ..results.io import shown
-from .load import load_fleet
+from . import integrity
+from .load import FILE, load_fleet
 from .outputs import History, add_history, number, write_outputs
 from .score import Options, score
 from .table import WORDS
@@ -132,14 +133,30 @@ def run_fleet(runs: Sequence[Path], out: Path, options: Options, expected: Seque
               history: History | None = None) -> tuple[pd.DataFrame, list[Path]]:
     """The whole command; returns the nodes table and the files written (into DIR,
     created where needed, as `analysis report` does)."""
-    table, lacking = expected_kinds(load_fleet(runs, rejected, notes))
-    table = score(table, options)
+    broken: list[tuple[Path, str]] = []
+    table = load_fleet(runs, rejected, notes, broken)
+    found = integrity.problems(table, broken, integrity.load_plans(
+        runs, [*table[FILE].cat.categories, *(p for p, _ in broken)], notes))
+    table, lacking = expected_kinds(table)
+    table = _score_apart(table, set(found["node"]), options)
     nodes, flagged = verdicts(table, expected, lacking)
+    nodes, flagged = integrity.judge(nodes, flagged, found)
     slow, trend_files = None, []
     if history is not None:
         out.mkdir(parents=True, exist_ok=True)
-        slow, trend_files = add_history(out, table, history)
+        slow, trend_files = add_history(out, integrity.held_back(table, found["node"]), history)
         worst = slow.drop_duplicates("node").set_index("node")["text"]  # worst first
         nodes = nodes.assign(slow_trend=nodes["node"].map(worst).fillna(""))
     files = write_outputs(out, table, nodes, flagged, [*rejected, *notes], slow)
     return nodes, files + trend_files
+
+def _score_apart(table: pd.DataFrame, failed: set[str], options: Options) -> pd.DataFrame:
+    """Scored without the failed nodes (integrity.py): a broken value must not move the
+    fleet median the other nodes are judged by; their rows are kept, unflagged."""
+    bad = table["node"].isin(failed)
+    if not bad.any():
+        return score(table, options)
+    scored = score(table[~bad], options) if (~bad).any() else table[~bad]
+    table = pd.concat([scored, table[bad]], ignore_index=True)
+    table["flag"] = table["flag"].fillna("") if "flag" in table else ""
+    return table

@@ -214,14 +214,16 @@ def test_cli_bad_input_is_one_line_and_exit_2(tmp_path: Path, capsys: pytest.Cap
 
 
 def test_cli_a_corrupt_file_among_good_ones_is_one_line(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    """Bad input (issue 11): a corrupt file is named in one line, exit 2, the other nodes stored."""
+    """Issue 21: a corrupt file is named in one line, its node failed (exit 1, one line
+    counting the failed nodes), the other nodes stored."""
     db = tmp_path / "h.duckdb"
     good = [_node_file(tmp_path, f"nid{n}", night(0), 100.0) for n in range(2)]
     corrupt = tmp_path / "nid9.h5"
     corrupt.write_bytes(b"\x89HDF\r\n\x1a\n truncated")
-    assert main(["fleet-history", "append", "--db", str(db), str(good[0]), str(corrupt), str(good[1])]) == 2
+    assert main(["fleet-history", "append", "--db", str(db), str(good[0]), str(corrupt), str(good[1])]) == 1
     err = capsys.readouterr().err.strip().splitlines()
-    assert len(err) == 1 and "nid9.h5" in err[0]
+    assert len(err) == 2 and sum("nid9.h5" in line for line in err) == 2, err
+    assert err[0].startswith("analysis: error: 1 node(s) failed") and "nid9: nid9.h5: " in err[0]
     assert set(stored(db)["node"]) == {"nid0", "nid1"}
 
 
