@@ -154,9 +154,8 @@ def _score_apart(table: pd.DataFrame, failed: set[str], options: Options) -> pd.
     """Scored without the failed nodes (integrity.py): a broken value must not move the
     fleet median the other nodes are judged by; their rows are kept, unflagged."""
     bad = table["node"].isin(failed)
-    if not bad.any():
+    if bad.all() or not bad.any():  # every node failed: their flags are replaced anyway
         return score(table, options)
-    scored = score(table[~bad], options) if (~bad).any() else table[~bad]
-    table = pd.concat([scored, table[bad]], ignore_index=True)
-    table["flag"] = table["flag"].fillna("") if "flag" in table else ""
+    table = pd.concat([score(table[~bad], options), table[bad]], ignore_index=True)
+    table["flag"] = table["flag"].fillna("")
     return table
