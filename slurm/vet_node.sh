@@ -57,6 +57,26 @@ if ! topo=$("$MEMPATH" topo "${from[@]}" 2>&1); then
   exit 2
 fi
 [[ -n $plan ]] || mkdir -p "$dir/copy" || exit 1
+# Before measuring, $dir/plan.json: the cases this node's own topology plans per file (the
+# VET_PLAN counting, against a snapshot of the live node), so that `analysis fleet` can
+# tell a file or case that never came (docs/vetting.md). A plan that cannot be made is one
+# line on stderr; the measurement runs all the same.
+if [[ -z $plan ]]; then
+  why=
+  if ! snapshot=$(mktemp -d); then
+    why="no temporary folder for the snapshot"
+  elif ! "$MEMPATH" topo --save "$snapshot/topo" >/dev/null 2>"$snapshot/err"; then
+    why="'$MEMPATH topo --save' failed: $(head -n1 "$snapshot/err")"
+  elif ! counted=$(VET_PLAN=$snapshot/topo "${BASH_SOURCE[0]}" "$outdir" 2>"$snapshot/err"); then
+    why=$(head -n1 "$snapshot/err")
+  elif ! awk -v host="$host" 'BEGIN { printf "{\"schema\": 1, \"host\": \"%s\", \"files\": {", host }
+      /^vet_node\.sh: plan .*: [0-9]+ cases$/ { sub(/:$/, "", $3); printf "%s\"%s\": %d", sep, $3, $4; sep = ", " }
+      END { print "}}" }' <<<"$counted" >"$dir/plan.json"; then
+    why="cannot write $dir/plan.json"
+  fi
+  [[ -n $why ]] && echo "vet_node.sh: $host: no plan.json ($why); measuring anyway" >&2
+  [[ -n ${snapshot:-} ]] && rm -rf "$snapshot"
+fi
 
 common=(--timeout "$timeout")
 [[ ${VET_OVERWRITE:-0} == 1 ]] && common+=(--overwrite)

@@ -259,3 +259,31 @@ def test_fleet_history_append_holds_the_same_rules(tmp_path, capsys):
     assert len(bad) and (bad["status"] == "failed").all() and bad["value"].isna().all()
     good = rows[rows["node"].isin(["nid000001", "nid000004"])]
     assert (good["status"] == "ok").all() and good["value"].notna().all()
+
+
+def test_vet_node_writes_its_plan_before_measuring(tmp_path):
+    """slurm/vet_node.sh: plan.json holds each file's planned (not skipped) cases, as the
+    files then hold them; a plan that cannot be made is one line and the run goes on."""
+    from test_vetting import HOST, binary, vet
+    real = binary()
+    out = vet(tmp_path / "v", real)
+    assert out.returncode == 0, out.stderr
+    folder = tmp_path / "v" / HOST
+    plan = json.loads((folder / "plan.json").read_text())
+    assert plan["schema"] == 1 and plan["host"] == HOST
+    ran = {}
+    for path in folder.rglob("*.h5"):
+        with h5py.File(path, "r") as handle:
+            ran[str(path.relative_to(folder))] = sum(
+                int((handle[f"{g}/cases/status"][:].astype(str) != "skipped").sum())
+                for g in handle if "cases" in handle[g])
+    assert plan["files"] == ran
+    stub = tmp_path / "mempath"
+    stub.write_text(f'#!/bin/sh\n[ "$1" = topo ] && [ "$2" = --save ] && exit 3\nexec {real} "$@"\n')
+    stub.chmod(0o755)
+    out = vet(tmp_path / "w", stub)
+    assert out.returncode == 0, out.stderr
+    assert [line for line in out.stderr.splitlines() if "plan.json" in line] == [
+        f"vet_node.sh: {HOST}: no plan.json ('{stub} topo --save' failed: ); measuring anyway"]
+    assert (tmp_path / "w" / HOST / "bw.h5").is_file()
+    assert not (tmp_path / "w" / HOST / "plan.json").exists()
