@@ -4,7 +4,8 @@
 # processor's own memory to every memory, H2D/D2H copies, a pointer chase of every socket
 # x host memory and of every GPU x GPU memory and the first host memory, one ping-pong
 # between the first CPU node and the first GPU. Results go to OUTDIR/<host>/{bw,memcpy,
-# chase,chase_gpu,pingpong}.h5 and OUTDIR/<host>/copy/<pu>.h5, so many nodes can share one
+# chase,chase_gpu,pingpong}.h5 and OUTDIR/<host>/copy/<pu>.h5 (and, written before
+# measuring, OUTDIR/<host>/plan.json: the planned cases per file), so many nodes can share one
 # OUTDIR (vet_fleet.sbatch, ReFrame's --distribute) and `python -m analysis fleet OUTDIR`
 # reads them all (it merges the files of one host).
 #
