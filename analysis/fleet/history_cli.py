@@ -45,14 +45,13 @@ def _append(args: argparse.Namespace, rejected: list[str]) -> int:
     """The files read as `analysis fleet` reads them, held to the same rules (integrity.py):
     a failed node's rows are stored with status failed and no value; exit 1 then."""
     from . import integrity
-    from .load import FILE, load_fleet
+    from .load import load_fleet
     broken: list[tuple[Path, str]] = []
     notes: list[str] = []
     table = load_fleet(args.runs, rejected, notes, broken)
     if args.night:
         table["night"] = args.night
-    found = integrity.problems(table, broken, integrity.load_plans(
-        args.runs, [*table[FILE].cat.categories, *(p for p, _ in broken)], notes))
+    found = integrity.problems(table, broken, integrity.load_plans(args.runs, notes))
     failed = list(dict.fromkeys(found["node"]))
     rows = integrity.held_back(table, failed)[list(fleet_table.COLUMNS)]
     written = fleet_history.append(args.db, rows)

@@ -78,16 +78,18 @@ class Plan:
     files: dict[str, int]
 
 
-def load_plans(runs: Sequence[Path], files: Iterable[Path], notes: list[str]) -> dict[str, Plan]:
-    """host -> its plan.json: in the folder of each node's files, and anywhere under a RUNS
-    folder (a node whose every command died before writing has only its plan) but under a
-    folder named ``retest`` (the second pass has its own). An unreadable plan is a note
-    and the node is held against its kind instead."""
-    candidates = {node_folder(Path(f)) / PLAN for f in files}
+def load_plans(runs: Sequence[Path], notes: list[str]) -> dict[str, Plan]:
+    """host -> its plan.json: anywhere under a RUNS folder (a node whose every command died
+    before writing has only its plan) but under a folder named ``retest`` (the second pass
+    has its own), and in the node folder of a RUNS file. An unreadable plan is a note and
+    the node is held against its kind."""
+    candidates: set[Path] = set()
     for run in runs:
         if run.is_dir():
             candidates.update(p for p in run.rglob(PLAN)
                               if "retest" not in p.relative_to(run).parts[:-1])
+        else:
+            candidates.add(node_folder(run) / PLAN)
     plans: dict[str, Plan] = {}
     for path in sorted(candidates):
         if not path.is_file():

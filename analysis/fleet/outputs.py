@@ -68,7 +68,7 @@ def _summary(table: pd.DataFrame, nodes: pd.DataFrame, rejected: Sequence[str],
     counts = nodes["verdict"].value_counts()
     lines = ["# Fleet report", "",
              "It only suggests: no node is drained. Verdicts: healthy, degraded (a component "
-             "flagged), failed (every case failed), missing (expected, no file).", ""]
+             "flagged), failed (a file, case or value is broken), missing (expected, no file).", ""]
     lines += tables.markdown(["node kind", "nodes", "paths"],
                              [[kind, part["node"].nunique(), part["path"].nunique()]
                               for kind, part in table.groupby("node_kind")])

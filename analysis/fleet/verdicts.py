@@ -18,7 +18,7 @@ import pandas as pd
 from ..errors import InputError
 from ..results.io import shown
 from . import integrity
-from .load import FILE, load_fleet
+from .load import load_fleet
 from .outputs import History, add_history, number, write_outputs
 from .score import Options, score
 from .table import WORDS
@@ -135,8 +135,7 @@ def run_fleet(runs: Sequence[Path], out: Path, options: Options, expected: Seque
     created where needed, as `analysis report` does)."""
     broken: list[tuple[Path, str]] = []
     table = load_fleet(runs, rejected, notes, broken)
-    found = integrity.problems(table, broken, integrity.load_plans(
-        runs, [*table[FILE].cat.categories, *(p for p, _ in broken)], notes))
+    found = integrity.problems(table, broken, integrity.load_plans(runs, notes))
     table, lacking = expected_kinds(table)
     table = _score_apart(table, set(found["node"]), options)
     nodes, flagged = verdicts(table, expected, lacking)
