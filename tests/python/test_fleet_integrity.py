@@ -287,3 +287,27 @@ def test_vet_node_writes_its_plan_before_measuring(tmp_path):
         f"vet_node.sh: {HOST}: no plan.json ('{stub} topo --save' failed: ); measuring anyway"]
     assert (tmp_path / "w" / HOST / "bw.h5").is_file()
     assert not (tmp_path / "w" / HOST / "plan.json").exists()
+
+
+def _problems_of(path: Path) -> pd.DataFrame:
+    from analysis.fleet.integrity import problems
+    from analysis.fleet.load import load_fleet
+    return problems(load_fleet([path], [], []), [], {})
+
+
+def test_the_peak_bound_never_fails_a_possible_value(tmp_path):
+    """A copy counts its bytes twice (read and write): 6,000 GB/s in one GPU's HBM is
+    possible for a copy, not for a read. A memcpy latency case has no bandwidth. A socket
+    read over the interconnect at 95 GB/s is within what is published (75 and 100)."""
+    from h5fixtures import case, memcpy_case, topology, write_run
+    hbm = dict(pu="gpu0", mem="gpu0", alloc="device", via="local", kernel="grid",
+               threads=270336, median_GBps=6000.0)
+    path = write_run(tmp_path / "n.h5", [
+        case(op="copy", dst_mem="gpu0", **hbm), case(op="read", **hbm),
+        case(op="read", pu="cpu0", mem="numa1", via="interconnect", threads=72,
+             median_GBps=95.0)],
+        topology=topology("gh200_quad"),
+        memcpy=[memcpy_case(median_us=10.0, median_GBps=float("nan"))])
+    found = _problems_of(path)
+    assert len(found) == 1 and found["path"].iloc[0].startswith("bw read pu=gpu0"), found
+    assert "above 1.05x its theoretical peak (4,000 GB/s)" in found["reason"].iloc[0]
