@@ -311,3 +311,18 @@ def test_the_peak_bound_never_fails_a_possible_value(tmp_path):
     found = _problems_of(path)
     assert len(found) == 1 and found["path"].iloc[0].startswith("bw read pu=gpu0"), found
     assert "above 1.05x its theoretical peak (4,000 GB/s)" in found["reason"].iloc[0]
+
+
+def test_fleet_history_option_stores_a_failed_node_as_failed(tmp_path):
+    """`analysis fleet --history`: the same rows as `fleet-history append` would store."""
+    from analysis.fleet import history
+    sim = _sim(tmp_path, 3)
+    _set(sim / "nid000002.h5", "bw", "median_GBps", 0, 1e30)
+    db = tmp_path / "h.duckdb"
+    assert main(["fleet", str(sim), "-o", str(tmp_path / "r"), "--history", str(db)]) == 1
+    con = history.connect(db, read_only=True)
+    rows = con.execute("SELECT node, status, value FROM fleet").df()
+    con.close()
+    bad = rows[rows["node"] == "nid000002"]
+    assert len(bad) and (bad["status"] == "failed").all() and bad["value"].isna().all()
+    assert (rows.loc[rows["node"] != "nid000002", "status"] == "ok").all()
