@@ -45,7 +45,7 @@ LATENCY_FLOOR_NS = 0.5
 #: Where a value counts both directions of the bytes moved: a copy reads and writes, a
 #: bidirectional transfer moves both ways at once.
 TWO_WAY = re.compile(r"^bw copy |bidir")
-#: A memcpy latency case has no bandwidth (median_GBps is NaN by design).
+#: A memcpy latency case measures a time: its median_GBps may be NaN while it is ok.
 NO_BANDWIDTH = " mode=latency "
 PROBLEM_COLUMNS = ("node", "component", "path", "file", "value", "reason")
 
