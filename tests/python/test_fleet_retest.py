@@ -342,3 +342,33 @@ def test_vet_node_refuses_a_bad_retest_list(tmp_path, text):
     out = _vet(tmp_path / "vet", VET_RETEST=str(bad))
     assert out.returncode == 2 and "VET_RETEST" in out.stderr
     assert not (tmp_path / "vet").exists()
+
+
+@pytest.mark.slow
+def test_local_retest_run_of_the_vetting_check(tmp_path):
+    """The ReFrame check with `retest`: this node's listed case re-run into
+    vetting/retest/<host>/ and kept in the output folder, the check passing."""
+    import sys
+    sys.path.insert(0, str(Path(__file__).parent))
+    from test_vetting import CHECKS, CONFIGS, TINY_VARS, prebuilt_sources
+    from test_reframe import reframe
+
+    listed = tmp_path / "retest.json"
+    listed.write_text(json.dumps({"schema": 1, "night": "2026-11-24", "nodes": {HOST: [
+        {"file": "bw.h5", "family": "bw", "path": "bw read pu=cpu0 mem=numa0 alloc=numa",
+         "args": ["--op", "read", "--pu", "cpu0", "--mem", "numa0", "--alloc", "numa",
+                  "--size", "8388608"]}]}}))
+    src = prebuilt_sources(tmp_path, _binary())
+    report = tmp_path / "report.json"
+    out = reframe("-C", str(CONFIGS / "generic.py"), "-c", str(CHECKS / "vetting.py"), "-r",
+                  "--tag", "vetting", *TINY_VARS, "-S", f"MempathBuild.sourcesdir={src}",
+                  "-S", f"MempathVetting.retest={listed}", "--prefix", str(tmp_path / "rfm"),
+                  "--report-file", str(report), timeout=120)
+    text = out.stdout + out.stderr
+    assert out.returncode == 0, text
+    case = next(tc for tc in json.loads(report.read_text())["runs"][0]["testcases"]
+                if tc["name"] == "MempathVetting")
+    assert case["result"] == "pass", case["fail_reason"]
+    output = tmp_path / "rfm" / "output"
+    assert len(list(output.glob(f"*/*/*/MempathVetting/vetting/retest/{HOST}/bw.h5"))) == 1, text
+    assert not list(output.glob(f"*/*/*/MempathVetting/vetting/{HOST}"))  # no first pass
