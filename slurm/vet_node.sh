@@ -131,6 +131,8 @@ try:
         name = stem if seen[stem] == 1 else f"{stem}-{seen[stem]}"
         if e["family"] not in ("bw", "memcpy", "chase", "pingpong"):
             raise ValueError(f"family {e['family']!r}")
+        if not e["file"].endswith(".h5") or e["file"].startswith("/") or ".." in e["file"]:
+            raise ValueError(f"file {e['file']!r} (a name below the host folder)")
         print("\t".join([e["family"], name, *e["args"]]))
 except (OSError, ValueError, KeyError, TypeError, AttributeError) as error:
     sys.exit(f"{type(error).__name__}: {error}")
@@ -145,7 +147,7 @@ EOF
   fi
   while IFS=$'\t' read -r -a entry; do
     [[ -n $plan ]] || mkdir -p "$(dirname "$dir/${entry[1]}")" || exit 1
-    measure=${entry[0]}_measure[@]
+    measure="${entry[0]}_measure[@]"
     run "${entry[1]}" "${entry[0]}" "${!measure}" "${entry[@]:2}"
   done <<<"$cases"
   [[ -n $plan ]] || echo "vet_node.sh: $host: retest done in $((SECONDS - start)) s, exit $worst, results in $dir"

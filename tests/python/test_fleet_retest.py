@@ -335,7 +335,9 @@ def test_vet_node_does_nothing_for_a_host_not_listed(tmp_path):
     assert not (tmp_path / "vet").exists()
 
 
-@pytest.mark.parametrize("text", ["{", '{"nodes": 3}', '{"nodes": {"%s": [{"file": 1}]}}' % HOST])
+@pytest.mark.parametrize("text", ["{", '{"nodes": 3}', '{"nodes": {"%s": [{"file": 1}]}}' % HOST,
+                                  '{"nodes": {"%s": [{"file": "../../x.h5", "family": "bw", '
+                                  '"args": []}]}}' % HOST])
 def test_vet_node_refuses_a_bad_retest_list(tmp_path, text):
     bad = tmp_path / "retest.json"
     bad.write_text(text)
