@@ -357,6 +357,8 @@ def judge(nodes: pd.DataFrame, flagged: pd.DataFrame,
         blank = pd.DataFrame({"node_kind": "", "cases": 0, "ok": 0, "flagged": 0},
                              index=pd.Index(new, name="node"))
         nodes = pd.concat([nodes, blank])
+    if "retest" in nodes:  # a failed node is not retested (retest.json leaves it out)
+        nodes.loc[first.index, "retest"] = ""
     nodes.loc[first.index, "verdict"] = "failed"
     nodes.loc[first.index, "reason"] = first["reason"]
     nodes.loc[first.index, "path"] = first["path"]
