@@ -304,6 +304,10 @@ class Writer:
         n = len(self.plan.cases)
         samples = (values * self.rng.lognormal(0.0, sigma_case, n))[:, None] * \
             self.rng.lognormal(0.0, sigma_rep, (n, REPS))
+        # No repetition beyond the path's peak: a real node cannot, and the fleet analysis
+        # fails a node that reports it (integrity.py).
+        latency = np.array([bool(c.latency) for c in self.plan.cases])
+        samples = np.minimum(samples, np.where(latency, np.inf, values / EFFICIENCY)[:, None])
         status = np.full(n, "ok", dtype=object)
         reason = np.full(n, "", dtype=object)
         if fault and fault.kind == "numa":
