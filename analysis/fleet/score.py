@@ -17,6 +17,7 @@ import pandas as pd
 from ..errors import InputError
 from ..results.io import shown
 from .robust import MAD_SCALE
+from .table import SPREAD
 
 
 @dataclass
@@ -52,7 +53,7 @@ def score(table: pd.DataFrame, options: Options) -> pd.DataFrame:
     spread = (table["value"] - table["fleet_median"]).abs()
     table["mad"] = spread.groupby([table[k] for k in keys], sort=False).transform("median")
     sign = np.where(table["higher_is_better"].to_numpy(dtype=bool), 1.0, -1.0)
-    scale = MAD_SCALE * table["mad"].to_numpy()
+    scale = z_scale(table)
     with np.errstate(divide="ignore", invalid="ignore"):
         table["z"] = sign * (table["value"] - table["fleet_median"]).to_numpy() / scale
         table["deviation"] = (table["value"] / table["fleet_median"] - 1.0).to_numpy()
@@ -61,6 +62,18 @@ def score(table: pd.DataFrame, options: Options) -> pd.DataFrame:
     _floor_flags(table, options)
     _lost_flags(table)
     return table
+
+def z_scale(table: pd.DataFrame) -> np.ndarray:
+    """The z scale of each row: the fleet's spread of the case (1.4826 MAD across nodes)
+    and the case's own spread on its node (SPREAD, relative, x its value) added in
+    quadrature. A node whose repetitions scattered is judged against that scatter too,
+    so one noisy measurement is not condemned; where the node's spread is unknown (one
+    repetition, an older file) the fleet's alone."""
+    fleet = MAD_SCALE * table["mad"].to_numpy(dtype=float)
+    if SPREAD not in table:
+        return fleet
+    own = np.abs(table[SPREAD].to_numpy(dtype=float) * table["value"].to_numpy(dtype=float))
+    return np.sqrt(fleet ** 2 + np.nan_to_num(own, nan=0.0) ** 2)
 
 def _floor_flags(table: pd.DataFrame, options: Options) -> None:
     if not options.floors:
