@@ -320,9 +320,10 @@ DEFAULTS: dict[str, dict[str, Any]] = {
                  "placement": ""},
 }
 METRIC = {"bw": "GBps", "memcpy": "GBps", "chase": "ns", "pingpong": "ns"}
-#: Timed repetitions of the preset's families (slurm/vet_node.sh's defaults; ping-pong's
-#: round trips are summarised, REPS of them are stored). --layout node writes REPS of each.
-PRESET_REPS = {"bw": 10, "memcpy": 10, "chase": 3, "pingpong": REPS}
+#: Timed repetitions of the preset's files by their first name (slurm/vet_node.sh's
+#: defaults; ping-pong's round trips are summarised, REPS of them are stored). --layout node
+#: writes REPS of each.
+PRESET_REPS = {"bw": 15, "copy": 15, "memcpy": 15, "chase": 7, "chase_gpu": 3, "pingpong": REPS}
 # The cases table's columns of a plan's PLAN line that are not columns (mempath's own).
 _NOT_COLUMNS = {"family", "status", "reason"}
 
@@ -421,8 +422,8 @@ class Writer:
         self.family = np.asarray([c.family for c in fleet_plan.cases], dtype=object)
         self._columns: dict[tuple[Any, ...], dict[str, np.ndarray]] = {}
         self._templates: dict[str, tuple[bytes, list[int], dict]] = {}
-        self.reps = np.asarray([PRESET_REPS[c.family] if layout == "preset" else REPS
-                                for c in fleet_plan.cases])
+        self.reps = np.asarray([PRESET_REPS[c.file.split("/")[0].removesuffix(".h5")]
+                                if layout == "preset" else REPS for c in fleet_plan.cases])
 
     # -- values ----------------------------------------------------------------------------
     def values(self, index: int, fault: Fault | None, retest: int = 0) -> np.ndarray:
