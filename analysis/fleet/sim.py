@@ -31,10 +31,10 @@ import h5py
 import numpy as np
 
 from ..errors import InputError
-from ..results.h5writer import Column, column, write_result
+from ..results.h5writer import column, write_result
 from ..model.peaks import PeakModel
 from . import noise as noise_model
-from .preset import load_preset, planned_counts
+from .preset import load_preset
 from .table import NAMERS, Topo
 
 REPO = Path(__file__).resolve().parents[2]
