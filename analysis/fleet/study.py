@@ -14,7 +14,9 @@ written to DIR/study.md and DIR/study.json:
 - false positives: healthy nodes (no fault in truth.json) whose verdict is degraded, failed
   or missing; before the confirm pass (pass 1, every flag is "degraded") and after it
   (pass 2; a `suspect` is not condemned and is counted apart);
-- recall: per fault kind (path class) and size, the faulty nodes called degraded;
+- recall: per fault kind (path class) and size, the faulty nodes called degraded with a
+  flag on their fault (a flagged path whose component crosses the faulty one); a faulty
+  node called degraded for other paths only (noise) is counted apart;
 - broken files: nodes with a partial, truncated or missing file (and failed nodes) whose
   verdict is failed or missing and whose reason names the file; none may be healthy.
 """
@@ -65,9 +67,33 @@ def _nodes(folder: Path) -> pd.DataFrame | None:
         if path.is_file() else None
 
 
-def judge(truth: Mapping[str, Any], first: pd.DataFrame, second: pd.DataFrame | None
-          ) -> dict[str, Any]:
-    """The study's numbers of one fleet from its truth and the two passes' nodes.csv."""
+def _flagged(folder: Path) -> list[dict[str, Any]]:
+    path = folder / "flagged.json"
+    return json.loads(path.read_text()) if path.is_file() else []
+
+
+def on_component(fault: Mapping[str, Any], rows: Sequence[Mapping[str, Any]]) -> bool:
+    """Whether a flagged row of the fault's node lies on the fault: its component crosses
+    the faulty one (a memcpy fault: a memcpy row of that GPU). A node flagged only
+    elsewhere was found by chance, by noise, not by its fault."""
+    for row in rows:
+        if row.get("node") != fault["node"]:
+            continue
+        if fault["kind"] == "memcpy":
+            if str(row.get("path", "")).startswith("memcpy ") and \
+                    f"gpus={fault['component'][3:]} " in str(row.get("path", "")):
+                return True
+        elif fault["component"] in str(row.get("component", "")).split("+"):
+            return True
+    return False
+
+
+def judge(truth: Mapping[str, Any], first: pd.DataFrame, second: pd.DataFrame | None,
+          flagged_first: Sequence[Mapping[str, Any]] = (),
+          flagged_second: Sequence[Mapping[str, Any]] = ()) -> dict[str, Any]:
+    """The study's numbers of one fleet from its truth and the two passes' nodes.csv and
+    flagged.json. Recall counts a faulty node called degraded with a flag on its fault
+    (on_component); one called degraded for other paths only is counted apart."""
     faults = {f["node"]: f for f in truth["faults"]}
     healthy = [n for n in truth["nodes"] if n not in faults]
     final = second if second is not None else first
@@ -86,10 +112,14 @@ def judge(truth: Mapping[str, Any], first: pd.DataFrame, second: pd.DataFrame | 
         if fault["kind"] not in VALUE_FAULTS:
             continue
         label = fault["kind"] + (f" ({fault['path_class']})" if fault["kind"] == "latency" else "")
-        cell = recall.setdefault(label, {}).setdefault(f"{fault['size']:g}", [0, 0, 0])
-        cell[0] += verdict(first, node) == "degraded"
-        cell[1] += second is not None and verdict(second, node) == "degraded"
+        cell = recall.setdefault(label, {}).setdefault(f"{fault['size']:g}", [0, 0, 0, 0])
+        cell[0] += verdict(first, node) == "degraded" and on_component(fault, flagged_first)
+        cell[1] += second is not None and verdict(second, node) == "degraded" \
+            and on_component(fault, flagged_second)
         cell[2] += 1
+        elsewhere = second if second is not None else first
+        cell[3] += verdict(elsewhere, node) == "degraded" and not on_component(
+            fault, flagged_second if second is not None else flagged_first)
     result["recall"] = recall
     broken = []
     for node, fault in faults.items():
@@ -133,7 +163,8 @@ def run_one(out: Path, nodes: int, seed: int, scale: float, noise: str, spec: st
     else:
         notes.append("analysis fleet wrote no retest.json: no confirm pass (before-confirm "
                      "numbers only)")
-    result = judge(truth, nodes_1, nodes_2)
+    result = judge(truth, nodes_1, nodes_2, _flagged(first),
+                   _flagged(second) if nodes_2 is not None else [])
     result.update(seed=seed, scale=scale, noise=noise or "lognormal", notes=notes)
     return result
 
@@ -152,12 +183,14 @@ def report(results: Sequence[Mapping[str, Any]]) -> str:
                   f"- false positives after confirm: {_pct(r['fp_after'], r['healthy'])}; "
                   f"suspect (not condemned): {_pct(r['suspect_after'], r['healthy'])}",
                   f"- {'; '.join(r['notes'])}", "",
-                  "| fault | size | recall before confirm | recall after confirm |",
-                  "|---|---|---|---|"]
+                  "| fault | size | recall before confirm | recall after confirm | "
+                  "degraded for other paths only |", "|---|---|---|---|---|"]
         for label, sizes in sorted(r["recall"].items()):
-            for size, (before, after, n) in sorted(sizes.items(), key=lambda kv: -float(kv[0])):
+            for size, (before, after, n, other) in sorted(sizes.items(),
+                                                          key=lambda kv: -float(kv[0])):
                 confirmed = f"{after}/{n}" if r["fp_after"] is not None else "n/a"
-                lines.append(f"| {label} | {float(size) * 100:g} % | {before}/{n} | {confirmed} |")
+                lines.append(f"| {label} | {float(size) * 100:g} % | {before}/{n} | "
+                             f"{confirmed} | {other} |")
         named = sum(b["named"] for b in r["broken"])
         healthy = sum(b["verdict"] == "healthy" for b in r["broken"])
         lines += ["", f"Broken or missing files named: {named}/{len(r['broken'])}; called "

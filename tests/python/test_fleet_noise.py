@@ -373,7 +373,8 @@ def test_a_node_whose_repetitions_scattered_is_judged_against_that_scatter():
 
 def test_judge_counts_false_positives_recall_and_named_files():
     truth = {"nodes": ["a", "b", "c", "d", "e"], "faults": [
-        {"node": "d", "kind": "hbm", "size": 0.1, "path_class": "HBM", "detail": ""},
+        {"node": "d", "kind": "hbm", "size": 0.1, "path_class": "HBM", "detail": "",
+         "component": "gpu1"},
         {"node": "e", "kind": "truncated", "size": 0.5, "path_class": "file",
          "detail": "copy/cpu1.h5"}]}
     first = pd.DataFrame({"node": list("abcde"), "reason": ["", "x", "", "y", "z"],
@@ -381,9 +382,13 @@ def test_judge_counts_false_positives_recall_and_named_files():
                                       "healthy"]}).set_index("node")
     second = first.assign(verdict=["healthy", "suspect", "degraded", "degraded", "failed"],
                           reason=["", "", "", "", "copy/cpu1.h5: not an HDF5 file"])
-    result = judge(truth, first, second)
+    on_fault = [{"node": "d", "component": "gpu1", "path": "bw read pu=gpu1 mem=gpu1"}]
+    elsewhere = [{"node": "d", "component": "cpu0", "path": "bw read pu=cpu0 mem=numa0"}]
+    result = judge(truth, first, second, on_fault, on_fault)
     assert (result["fp_before"], result["fp_after"], result["suspect_after"]) == (2, 1, 1)
-    assert result["recall"] == {"hbm": {"0.1": [1, 1, 1]}}
+    assert result["recall"] == {"hbm": {"0.1": [1, 1, 1, 0]}}
+    # Degraded for another path than its fault: found by noise, not counted as recall.
+    assert judge(truth, first, second, elsewhere, elsewhere)["recall"] == {"hbm": {"0.1": [0, 0, 1, 1]}}
     assert result["broken"][0]["named"] and result["broken"][0]["verdict"] == "failed"
     only_first = judge(truth, first, None)
     assert only_first["fp_after"] is None and not only_first["broken"][0]["named"]
@@ -394,6 +399,6 @@ def test_study_runs_end_to_end_on_a_small_fleet(tmp_path):
     issue 21) the after-confirm numbers are n/a and the notes say so."""
     result = run_one(tmp_path, 20, 1, 1.0, "h100", "hbm:2@0.2,nofile:1", "preset", 1)
     assert result["nodes"] == 20 and result["healthy"] == 17
-    assert result["recall"]["hbm"]["0.2"][0] == 2
+    assert result["recall"]["hbm"]["0.2"][0] == 2  # 20 %: found on its own HBM
     assert any("retest" in n for n in result["notes"])
     assert result["fp_after"] is not None or "n/a" not in str(result)
