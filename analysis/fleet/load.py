@@ -10,7 +10,7 @@ import pandas as pd
 
 from ..errors import InputError
 from ..results.io import RunFileError, shown
-from .table import COLUMNS, WORDS, fleet_columns, load_cases_run
+from .table import COLUMNS, SPREAD, WORDS, fleet_columns, load_cases_run
 
 
 def result_files(paths: Sequence[Path]) -> list[Path]:
@@ -42,7 +42,7 @@ def load_fleet(paths: Sequence[Path], rejected: list[str], notes: list[str]) -> 
     if not parts:
         raise InputError("no usable mempath result file among RUNS; valid: .h5 files or "
                          "folders of them (docs/schema.md)")
-    table = pd.DataFrame({c: np.concatenate([p[c] for p in parts]) for c in (*COLUMNS, WORDS)})
+    table = pd.DataFrame({c: np.concatenate([p[c] for p in parts]) for c in (*COLUMNS, WORDS, SPREAD)})
     origin = np.repeat(np.arange(len(parts)), [len(p["value"]) for p in parts])
     return _newest(table, origin, stamps, names, notes)
 
