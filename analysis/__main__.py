@@ -95,17 +95,35 @@ def _fleet_parsers(commands: argparse._SubParsersAction) -> None:
                        help="with --history: loss over the window that counts as degrading "
                             "(default 0.05)")
     sim = commands.add_parser("simulate", help="synthetic node files for tests and benchmarks",
-                              description="Write N synthetic node files (root attribute "
-                                          "synthetic=1) and DIR/truth.json (docs/fleet.md).")
-    sim.add_argument("--nodes", type=int, required=True, metavar="N")
+                              description="Write N synthetic nodes (root attribute "
+                                          "synthetic=1) and DIR/truth.json; with --retest, "
+                                          "the retest pass of a simulated fleet (docs/fleet.md).")
+    sim.add_argument("--nodes", type=int, metavar="N")
     sim.add_argument("--fixture", default="gh200_quad", help="topology (default gh200_quad)")
     sim.add_argument("--faults", default="", metavar="SPEC",
-                     help="KIND:COUNT[@SIZE[/SIZE...]],... with KIND hbm, c2c, channel, "
-                          "noisy, numa, failed")
+                     help="KIND:COUNT[@SIZE[/SIZE...]],... with KIND hbm, c2c, channel, nvlink, "
+                          "interconnect, memcpy, latency, noisy, numa, failed, partial, "
+                          "truncated, nofile")
     sim.add_argument("-o", "--output", required=True, type=Path, metavar="DIR",
                      help="a new or empty folder (old node files would join the fleet)")
     sim.add_argument("--seed", type=int, default=0)
     sim.add_argument("--night", default="2026-11-24", help="date of the runs (YYYY-MM-DD)")
+    sim.add_argument("--layout", default="node", choices=("node", "preset"),
+                     help="node: one file a node (DIR/<host>.h5); preset: the vetting preset's "
+                          "files (DIR/<host>/bw.h5, copy/<pu>.h5, ..., plan.json)")
+    sim.add_argument("--noise", metavar="MODEL",
+                     help="run-to-run noise: a model JSON or a committed one (h100); default "
+                          "lognormal")
+    sim.add_argument("--noise-from", nargs="+", type=Path, metavar="RUN",
+                     help="fit the noise from repeated real runs of one node, RUN_i/<host>/*.h5 "
+                          "(one folder a run); the model is written to DIR/noise.json")
+    sim.add_argument("--noise-scale", type=float, default=1.0,
+                     help="multiply the noise (2 doubles it; default 1)")
+    sim.add_argument("--jobs", type=int, help="processes writing files (default: the CPUs)")
+    sim.add_argument("--retest", type=Path, metavar="RETEST.json",
+                     help="with --from SIMDIR: re-draw the listed nodes' cases into DIR")
+    sim.add_argument("--from", dest="source", type=Path, metavar="SIMDIR",
+                     help="the simulated fleet a --retest re-measures")
 
 
 def _fleet(args: argparse.Namespace, rejected: list[str]) -> int:
@@ -138,10 +156,24 @@ def _fleet(args: argparse.Namespace, rejected: list[str]) -> int:
 
 
 def _simulate(args: argparse.Namespace, rejected: list[str]) -> int:
-    from .fleet.sim import simulate
-    truth = simulate(args.nodes, args.fixture, args.faults, args.output, args.seed, args.night)
-    print(f"analysis: {args.nodes} synthetic nodes ({len(truth['faults'])} faulty) in "
-          f"{shown(args.output)}; truth in truth.json")
+    from .fleet.sim import simulate, simulate_retest
+    if args.retest or args.source:
+        if not (args.retest and args.source) or args.nodes is not None:
+            raise InputError("--retest RETEST.json and --from SIMDIR go together, without "
+                             "--nodes; valid: simulate --retest DIR/retest.json --from SIMDIR "
+                             "-o SIMDIR/retest")
+        written = simulate_retest(args.retest, args.source, args.output)
+        print(f"analysis: retest of {len(written)} synthetic nodes ({sum(written.values())} "
+              f"cases) in {shown(args.output)}")
+        return 0
+    if args.nodes is None:
+        raise InputError("--nodes N is required (or --retest with --from); valid: a positive "
+                         "number of nodes")
+    truth = simulate(args.nodes, args.fixture, args.faults, args.output, args.seed, args.night,
+                     args.layout, args.noise, args.noise_from, args.noise_scale, args.jobs,
+                     rejected)
+    print(f"analysis: {args.nodes} synthetic nodes ({len(truth['faults'])} faulty, layout "
+          f"{args.layout}, noise {truth['noise']}) in {shown(args.output)}; truth in truth.json")
     return 0
 
 

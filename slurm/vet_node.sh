@@ -24,7 +24,12 @@
 #   VET_SIZE         bytes per buffer of bw and memcpy (default: mempath's, bw 1 GiB raised to 4x the caches); VET_IN_CACHE=1 allows sizes
 #                    below 4x the caches (bw --in-cache)
 #   VET_CHASE_SIZE   chase buffer (1GiB)
-#   VET_REPS         timed repetitions of bw and memcpy (5; the ReFrame check passes its own, 5)
+#   VET_REPS         timed repetitions of bw and memcpy (15: the median's standard error
+#                    under 1 % at the CPU reads' within-run spread, 2.7 % on the H100 runs of
+#                    analysis/fleet/data/noise_h100.json; the ReFrame check passes its own, 5)
+#   VET_CHASE_REPS   timed repetitions of each CPU chase (7 x 2^21 loads: about 2.5 s at
+#                    160 ns, the paper's chase length; one repetition scattered 9 % run to run)
+#   VET_CHASE_GPU_REPS  of each GPU chase (3: a GPU chase repeats within 0.3 %)
 #   VET_ROUND_TRIPS  ping-pong round trips (10000)
 #   VET_TIMEOUT      per-case time limit in seconds (300; mempath --timeout)
 #   VET_PLAN         a topology snapshot (`mempath topo --save DIR`): print each file's
@@ -46,7 +51,9 @@ outdir=${1:-vetting}
 size_opt=()
 [[ -n ${VET_SIZE:-} ]] && size_opt=(--size "$VET_SIZE")
 chase_size=${VET_CHASE_SIZE:-1GiB}
-reps=${VET_REPS:-5}
+reps=${VET_REPS:-15}
+chase_reps=${VET_CHASE_REPS:-7}
+chase_gpu_reps=${VET_CHASE_GPU_REPS:-3}
 round_trips=${VET_ROUND_TRIPS:-10000}
 timeout=${VET_TIMEOUT:-300}
 plan=${VET_PLAN:-}
@@ -134,7 +141,8 @@ run() {
 # covers, a retest one case's filter options (its --size: the size the first pass measured).
 bw_measure=("${timed[@]}" "${in_cache[@]}")
 memcpy_measure=("${timed[@]}")
-chase_measure=(--reps 1)
+# A retest chase takes the CPU chases' repetitions whichever processor chases: never fewer.
+chase_measure=(--reps "$chase_reps")
 pingpong_measure=(--round-trips "$round_trips")
 
 start=$SECONDS
@@ -193,9 +201,9 @@ else
   echo "vet_node.sh: $host: no GPU, memcpy left out (and chase_gpu)"
   pingpong_pus=cpu0
 fi
-chase=(--all --size "$chase_size" "${chase_measure[@]}")
-run chase chase "${chase[@]}" --pu "$(list "$sockets")" --mem "$(list "$host_mems")"
-[[ -n $gpus ]] && run chase_gpu chase "${chase[@]}" --pu "$(list "$gpus")" \
+chase=(--all --size "$chase_size")
+run chase chase "${chase[@]}" --reps "$chase_reps" --pu "$(list "$sockets")" --mem "$(list "$host_mems")"
+[[ -n $gpus ]] && run chase_gpu chase "${chase[@]}" --reps "$chase_gpu_reps" --pu "$(list "$gpus")" \
   --mem "$(list "$gpus"$'\n'"$first_mem")"
 run pingpong pingpong --pu "$pingpong_pus" --mem numa0 "${pingpong_measure[@]}"
 if [[ -n $plan ]]; then

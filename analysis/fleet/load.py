@@ -10,7 +10,7 @@ import pandas as pd
 
 from ..errors import InputError
 from ..results.io import RunFileError, shown
-from .table import COLUMNS, WORDS, fleet_columns, load_cases_run
+from .table import COLUMNS, SPREAD, WORDS, fleet_columns, load_cases_run
 
 #: Beside COLUMNS: the file (as shown) a row came from; integrity.py holds a node's files
 #: against its plan and names the file in a reason.
@@ -51,7 +51,7 @@ def load_fleet(paths: Sequence[Path], rejected: list[str], notes: list[str],
     if not parts:
         raise InputError("no usable mempath result file among RUNS; valid: .h5 files or "
                          "folders of them (docs/schema.md)")
-    table = pd.DataFrame({c: np.concatenate([p[c] for p in parts]) for c in (*COLUMNS, WORDS)})
+    table = pd.DataFrame({c: np.concatenate([p[c] for p in parts]) for c in (*COLUMNS, WORDS, SPREAD)})
     origin = np.repeat(np.arange(len(parts)), [len(p["value"]) for p in parts])
     files = pd.Categorical(names)  # a file named twice in RUNS is one category
     table[FILE] = pd.Categorical.from_codes(files.codes[origin], files.categories)

@@ -17,9 +17,12 @@ import pandas as pd
 from ..errors import InputError
 from ..results.io import shown
 from .robust import MAD_SCALE
+from .table import SPREAD
 
 
 @dataclass
+
+
 class Options:
     k: float = 4.0
     min_change: float = 0.05
@@ -29,6 +32,7 @@ class Options:
         if not (self.k > 0 and 0 <= self.min_change < 1):
             raise InputError(f"-k {self.k:g} --min-change {self.min_change:g}: valid: k > 0 "
                              "and 0 <= min-change < 1 (a fraction, 0.05 = 5 %)")
+
 
 def load_floors(path: Path) -> dict[str, dict[str, float]]:
     """--reference: JSON {node_kind: {path: floor}} (a value below its floor is flagged)."""
@@ -44,6 +48,7 @@ def load_floors(path: Path) -> dict[str, dict[str, float]]:
                          '{"NODE_KIND": {"PATH": FLOOR, ...}} with numeric floors')
     return {kind: {p: float(f) for p, f in paths.items()} for kind, paths in data.items()}
 
+
 def score(table: pd.DataFrame, options: Options) -> pd.DataFrame:
     """Add fleet_median, mad, z, deviation and flag to every row (vectorised per group)."""
     keys = ["node_kind", "path", "metric"]
@@ -53,12 +58,13 @@ def score(table: pd.DataFrame, options: Options) -> pd.DataFrame:
     table["mad"] = spread.groupby([table[k] for k in keys], sort=False).transform("median")
     return judge(table, options)
 
+
 def judge(table: pd.DataFrame, options: Options, ran: pd.Series | None = None) -> pd.DataFrame:
     """z, deviation and flag of each row against its fleet_median and mad columns: the
     fleet's own (score) or the first pass's for a retest value (retest.py); ``ran``: the
     fraction of the kind that ran each row's case where the rows are not that fleet."""
     sign = np.where(table["higher_is_better"].to_numpy(dtype=bool), 1.0, -1.0)
-    scale = MAD_SCALE * table["mad"].to_numpy()
+    scale = z_scale(table)
     with np.errstate(divide="ignore", invalid="ignore"):
         table["z"] = sign * (table["value"] - table["fleet_median"]).to_numpy() / scale
         table["deviation"] = (table["value"] / table["fleet_median"] - 1.0).to_numpy()
@@ -67,6 +73,20 @@ def judge(table: pd.DataFrame, options: Options, ran: pd.Series | None = None) -
     _floor_flags(table, options)
     _lost_flags(table, ran)
     return table
+
+
+def z_scale(table: pd.DataFrame) -> np.ndarray:
+    """The z scale of each row: the fleet's spread of the case (1.4826 MAD across nodes)
+    and the case's own spread on its node (SPREAD, relative, x its value) added in
+    quadrature. A node whose repetitions scattered is judged against that scatter too,
+    so one noisy measurement is not condemned; where the node's spread is unknown (one
+    repetition, an older file) the fleet's alone."""
+    fleet = MAD_SCALE * table["mad"].to_numpy(dtype=float)
+    if SPREAD not in table:
+        return fleet
+    own = np.abs(table[SPREAD].to_numpy(dtype=float) * table["value"].to_numpy(dtype=float))
+    return np.sqrt(fleet ** 2 + np.nan_to_num(own, nan=0.0) ** 2)
+
 
 def _floor_flags(table: pd.DataFrame, options: Options) -> None:
     if not options.floors:
@@ -78,9 +98,11 @@ def _floor_flags(table: pd.DataFrame, options: Options) -> None:
     below = np.where(higher, table["value"] < floor, table["value"] > floor)
     table.loc[below & (table["flag"] == ""), "flag"] = "below reference"
 
+
 def ran_fraction(table: pd.DataFrame) -> pd.Series:
     """Per row, the fraction of its node kind whose case ran (status ok)."""
     return (table["status"] == "ok").groupby([table["node_kind"], table["path"]]).transform("mean")
+
 
 def _lost_flags(table: pd.DataFrame, ran: pd.Series | None = None) -> None:
     """A case that did not run where most of the fleet ran it."""

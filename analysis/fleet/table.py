@@ -18,6 +18,7 @@ import h5py
 import numpy as np
 import pandas as pd
 
+from .robust import MAD_SCALE
 from ..results.io import Run, RunFileError, check_non_negative, column, decode, open_result, shown
 
 COLUMNS = ("night", "node", "node_kind", "family", "path", "component", "metric", "value",
@@ -25,6 +26,10 @@ COLUMNS = ("night", "node", "node_kind", "family", "path", "component", "metric"
 #: Beside COLUMNS in fleet_columns() only (not in the shared schema nor the history): the
 #: path in words for a reason an admin reads, "gpu2 HBM read" (docs/fleet.md).
 WORDS = "what"
+#: Beside COLUMNS too: the relative robust spread of the case's repetitions on its node
+#: (1.4826 MAD / median of its samples; NaN where it had fewer than 2 or the file cannot say).
+#: score.py widens a case's z scale by it, so one noisy measurement is not condemned.
+SPREAD = "spread"
 #: The cases tables read and the one metric each contributes (its median).
 FAMILIES: dict[str, tuple[str, bool]] = {
     "bw": ("median_GBps", True),
@@ -243,7 +248,7 @@ def fleet_columns(run: Run, night: str | None = None) -> dict[str, np.ndarray]:
              for family in FAMILIES if f"{family}/cases" in run.tables]
     columns = {name: np.concatenate([p[name] for p in parts]) if parts else
                np.array([], dtype=float if name == "value" else object)
-               for name in (*COLUMNS[3:10], WORDS)}
+               for name in (*COLUMNS[3:10], WORDS, SPREAD)}
     rows = len(columns["value"])
     constants = {"night": night or night_of(run.attrs), "node": run.host,
                  "node_kind": node_kind(run.topology, str(run.attrs.get("arch", ""))),
@@ -251,7 +256,7 @@ def fleet_columns(run: Run, night: str | None = None) -> dict[str, np.ndarray]:
                  "gpu_uuids": _uuids(run.attrs.get("gpu_uuids"))}
     columns.update({name: np.full(rows, value, dtype=bool if name == "synthetic" else object)
                     for name, value in constants.items()})
-    return {name: columns[name] for name in (*COLUMNS, WORDS)}
+    return {name: columns[name] for name in (*COLUMNS, WORDS, SPREAD)}
 
 
 def _uuids(value: Any) -> str:
@@ -288,7 +293,8 @@ def _family_columns(family: str, cases: Mapping[str, Any],
             "component": np.array([n[1] for n in named], dtype=object),
             WORDS: np.array([n[2] for n in named], dtype=object),
             "metric": np.full(rows, metric, dtype=object), "value": values, "status": status,
-            "higher_is_better": np.full(rows, higher, dtype=bool)}
+            "higher_is_better": np.full(rows, higher, dtype=bool),
+            SPREAD: np.asarray(cases.get(SPREAD, np.full(rows, np.nan)), dtype=float)}
 
 
 def load_cases_run(path: Any) -> Run:
@@ -338,4 +344,71 @@ def _read_columns(path: Path, family_group: h5py.Group, family: str) -> dict[str
     if len({len(v) for v in columns.values()}) > 1:
         raise RunFileError(f"{shown(path)}: table {table} has columns of different lengths")
     check_non_negative(path, table, metric, columns[metric])
+    columns[SPREAD] = _spread(family_group, group, present, len(columns[metric]))
     return columns
+
+
+#: Where each family's repetitions are: the samples table and its value column (one row a
+#: repetition: bw and chase, a few rows a case), else the cases table's percentiles.
+_SAMPLES = {"bw": "bandwidth_GBps", "chase": "ns_per_access"}
+
+
+def _spread(family_group: h5py.Group, cases: h5py.Group, present: set[str],
+            rows: int) -> np.ndarray:
+    """SPREAD of each case. bw and chase from their samples (a few per case, cheap);
+    ping-pong from p05/p95 (10,000 round trips a case are not read: (p95 - p05) / 3.29 is
+    a normal's sigma); memcpy (several streams a repetition in its samples) from min/max
+    over its repetitions, a range / d2(reps), the normal's sigma from a range of n."""
+    spread = np.full(rows, np.nan)
+    name = family_group.name.strip("/")
+    if name in _SAMPLES and "samples" in family_group:
+        samples = family_group["samples"]
+        if "case_id" in samples and _SAMPLES[name] in samples:
+            ids = np.asarray(samples["case_id"][()], dtype=np.int64)
+            values = np.asarray(samples[_SAMPLES[name]][()], dtype=float)
+            return _sample_spread(ids, values, rows)
+    elif name == "pingpong" and {"p05_ns", "p95_ns", "median_ns"} <= present:
+        p05, p95, median = (np.asarray(cases[c][()], dtype=float)
+                            for c in ("p05_ns", "p95_ns", "median_ns"))
+        with np.errstate(divide="ignore", invalid="ignore"):
+            return (p95 - p05) / 3.29 / median
+    elif {"min_GBps", "max_GBps", "median_GBps", "reps"} <= present:
+        low, high, median = (np.asarray(cases[c][()], dtype=float)
+                             for c in ("min_GBps", "max_GBps", "median_GBps"))
+        reps = np.asarray(cases["reps"][()], dtype=np.int64)
+        d2 = np.interp(reps, np.arange(2, 11), _D2, right=np.nan)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            spread = np.where(reps >= 2, (high - low) / d2 / median, np.nan)
+    return spread
+
+
+# The expected range of n normal draws in sigmas (d2 of control charts), n = 2..10.
+_D2 = [1.128, 1.693, 2.059, 2.326, 2.534, 2.704, 2.847, 2.970, 3.078]
+
+
+def _sample_spread(ids: np.ndarray, values: np.ndarray, rows: int) -> np.ndarray:
+    """1.4826 MAD / median of each case's samples, all cases at once (no groupby per file)."""
+    spread = np.full(rows, np.nan)
+    keep = (ids >= 0) & (ids < rows) & np.isfinite(values)
+    ids, values = ids[keep], values[keep]
+    if not len(ids):
+        return spread
+    median = _group_median(ids, values, rows)
+    mad = _group_median(ids, np.abs(values - median[ids]), rows)
+    counts = np.bincount(ids, minlength=rows)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        spread = np.where(counts >= 2, MAD_SCALE * mad / median, np.nan)
+    return spread
+
+
+def _group_median(ids: np.ndarray, values: np.ndarray, rows: int) -> np.ndarray:
+    order = np.lexsort((values, ids))
+    ids, values = ids[order], values[order]
+    counts = np.bincount(ids, minlength=rows)
+    starts = np.concatenate([[0], np.cumsum(counts)[:-1]])
+    low = starts + (counts - 1) // 2
+    high = starts + counts // 2
+    median = np.full(rows, np.nan)
+    has = counts > 0
+    median[has] = (values[low[has]] + values[high[has]]) / 2
+    return median

@@ -83,12 +83,14 @@ def _attribute(target: Any, name: str, value: Any) -> None:
 
 
 def write_result(path: str | Path, attributes: Mapping[str, Any],
-                 tables: Mapping[str, Sequence[Column]], update: bool = False) -> Path:
+                 tables: Mapping[str, Sequence[Column]], update: bool = False,
+                 sync: bool = True) -> Path:
     """Write ``attributes`` (schema_version 1 added where absent) and ``tables`` to ``path``.
 
     ``tables`` maps a table name (``"llm/cases"``) to its columns; every column of a table
     must have the same length. ``update``: where ``path`` exists, keep its attributes and
     tables and replace only the tables (and attributes) given, still through PATH.tmp.
+    ``sync=False`` skips the fsync: for the simulator's hundred thousand throwaway files.
     """
     h5py = _h5py()
     path = Path(path)
@@ -113,8 +115,9 @@ def write_result(path: str | Path, attributes: Mapping[str, Any],
                 for column, values in data:
                     dataset = group.create_dataset(column.name, data=values, shape=(len(values),))
                     _attribute(dataset, "units", column.units)
-        with open(tmp, "rb+") as handle:
-            os.fsync(handle.fileno())
+        if sync:
+            with open(tmp, "rb+") as handle:
+                os.fsync(handle.fileno())
         os.replace(tmp, path)
     except BaseException:
         tmp.unlink(missing_ok=True)
