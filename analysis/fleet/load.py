@@ -46,13 +46,15 @@ def default_jobs() -> int:
 
 
 def load_fleet(paths: Sequence[Path], rejected: list[str], notes: list[str],
-               night: str | None = None, jobs: int | None = None) -> pd.DataFrame:
+               night: str | None = None, jobs: int | None = None,
+               nights: bool = False) -> pd.DataFrame:
     """The fleet table of every usable file; a bad file is one line in ``rejected``.
 
     The files of one host are merged (a node's checks may write one file each); where two
     hold the same case, the run with the newest start_time is kept and each older file is
     one line in ``notes``. ``night`` files every row under that night (fleet-history
-    append --night); ``jobs`` processes read (default: the CPUs available)."""
+    append --night); ``nights``: files of other nights are not older runs (the history
+    takes several nights at once); ``jobs`` processes read (default: the CPUs available)."""
     chunks = read_files(result_files(paths), night, jobs)
     rejected.extend(line for chunk in chunks for line in chunk["rejected"])
     rows = [n for chunk in chunks for n in chunk["rows"]]
@@ -65,7 +67,7 @@ def load_fleet(paths: Sequence[Path], rejected: list[str], notes: list[str],
     stamps = [s for chunk in chunks for s in chunk["stamps"]]
     names = [n for chunk in chunks for n in chunk["names"]]
     origin = np.repeat(np.arange(len(rows)), rows)
-    return _newest(table, origin, stamps, names, notes)
+    return _newest(table, origin, stamps, names, notes, nights)
 
 
 def read_files(files: Sequence[Path], night: str | None = None,
@@ -116,11 +118,12 @@ def _joined(arrays: list[np.ndarray], name: str, shared: dict[Any, Any]) -> np.n
 
 
 def _newest(table: pd.DataFrame, origin: np.ndarray, stamps: Sequence[str],
-            names: Sequence[str], notes: list[str]) -> pd.DataFrame:
-    """One row per (node, family, path, metric): the newest file's."""
+            names: Sequence[str], notes: list[str], nights: bool = False) -> pd.DataFrame:
+    """One row per (node, family, path, metric), or per night as well: the newest file's."""
     stamp = pd.Series(np.asarray(stamps, dtype=object)[origin], index=table.index)
     order = stamp.sort_values(ascending=False, kind="stable").index
-    older = table.loc[order].duplicated(["node", "family", "path", "metric"], keep="first")
+    keys = ["node", "family", "path", "metric"] + (["night"] if nights else [])
+    older = table.loc[order].duplicated(keys, keep="first")
     dropped = older[older].index
     if dropped.empty:
         return table

@@ -39,8 +39,6 @@ def write_outputs(out: Path, table: pd.DataFrame, nodes: pd.DataFrame, flagged: 
              *operators.write_pages(out, table, bad, flagged), *_heatmap(out, table, nodes)]
     return files + write_table(out, table)
 
-TABLE_FILE = "fleet.parquet"
-
 def write_table(out: Path, table: pd.DataFrame) -> list[Path]:
     """DIR/fleet.parquet: the night's fleet table (the history's columns), which
     `fleet-history append DIR/fleet.parquet` stores without reading the files again.
@@ -49,18 +47,17 @@ def write_table(out: Path, table: pd.DataFrame) -> list[Path]:
         import duckdb
     except ImportError:
         return []
-    path = out / TABLE_FILE
+    path = out / fleet_history.TABLE_FILE
     con = duckdb.connect()
     try:
         con.execute("SET enable_progress_bar = false")
         con.register("night_rows", table[list(COLUMNS)])
-        con.execute(f"COPY (SELECT * FROM night_rows) TO '{_sql_text(path)}' (FORMAT parquet)")
+        con.execute(f"COPY (SELECT * FROM night_rows) TO {fleet_history._literal(str(path))} "
+                    "(FORMAT parquet)")
     finally:
         con.close()
     return [path]
 
-def _sql_text(path: Path) -> str:
-    return str(path).replace("'", "''")
 
 @dataclass
 class History:
