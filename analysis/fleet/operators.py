@@ -25,7 +25,7 @@ DRAINED = ("failed", "missing", "degraded")
 REASON_MAX = 200
 #: Per-node figures are drawn for the worst nodes only: a figure costs about a second,
 #: and a night with hundreds of flagged nodes must not spend minutes drawing.
-NODE_FIGURES = 12
+NODE_FIGURES = 6
 #: Flagged cases drawn in one node's figure (its worst ones).
 FIGURE_CASES = 8
 
@@ -147,14 +147,15 @@ def _number(value: float, metric: str) -> str:
 
 
 def write_pages(out: Path, table: pd.DataFrame, bad: pd.DataFrame, flagged: pd.DataFrame,
-                figures: int = NODE_FIGURES) -> list[Path]:
+                figures: int | None = None) -> list[Path]:
     """DIR/nodes/<node>.md for every node of ``bad`` (ranked()), and for the first
-    ``figures`` of them with measured flagged cases a figure nodes/<node>.png/.pdf."""
+    ``figures`` of them with measured flagged cases a figure nodes/<node>.png."""
+    figures = NODE_FIGURES if figures is None else figures
     folder = out / "nodes"
     folder.mkdir(parents=True, exist_ok=True)
     for old in folder.glob("*.md"):  # a page of an earlier night's node would mislead
         old.unlink()
-    for old in [*folder.glob("*.png"), *folder.glob("*.pdf")]:
+    for old in folder.glob("*.png"):
         old.unlink()
     cases = case_rows(table, flagged[flagged["node"].isin(set(bad["node"]))])
     by_node = {node: part for node, part in cases.groupby("node", sort=False)}
@@ -171,13 +172,13 @@ def write_pages(out: Path, table: pd.DataFrame, bad: pd.DataFrame, flagged: pd.D
             figure, drawn = f"{stem}.png", drawn + 1
         path = folder / page_name(node)
         path.write_text(_page(row, place, len(bad), mine, others.get(node, []), figure,
-                              drawn >= figures and not figure))
+                              figures if drawn >= figures and not figure else 0))
         written.append(path)
     return written
 
 
 def _page(row: dict, place: int, count: int, cases: pd.DataFrame, other: Sequence[str],
-          figure: str, capped: bool) -> str:
+          figure: str, capped: int) -> str:
     node, verdict = str(row["node"]), str(row["verdict"])
     lines = [f"# {node}: {verdict}", "",
              f"{place} of {count} nodes that are not healthy, worst first (failed, missing, "
@@ -213,7 +214,7 @@ def _page(row: dict, place: int, count: int, cases: pd.DataFrame, other: Sequenc
     if figure:
         lines += [f"![{node}: flagged cases against the fleet]({figure})", ""]
     elif capped and len(cases):
-        lines += [f"No figure: figures are drawn for the {NODE_FIGURES} worst nodes only "
+        lines += [f"No figure: figures are drawn for the {capped} worst nodes only "
                   "(the table above has every number).", ""]
     return "\n".join(lines).rstrip("\n") + "\n"
 
@@ -222,6 +223,8 @@ def _figure(folder: Path, stem: str, node: str, cases: pd.DataFrame,
             table: pd.DataFrame) -> list[Path]:
     """The node's worst flagged cases: per case the fleet as a box (quartiles, whiskers at
     the min and max) of value / fleet median, and this node as a marker."""
+    import matplotlib.pyplot as plt
+
     from ..render import style
     shown = cases[cases["value"].notna()].head(FIGURE_CASES)
     spread = case_spread(table, shown)
@@ -238,4 +241,10 @@ def _figure(folder: Path, stem: str, node: str, cases: pd.DataFrame,
     ax.set_xlabel("value / fleet median of the case (box: quartiles; whiskers: min and max)")
     ax.set_title(f"{node}: flagged cases against the fleet of its kind")
     style.legend_below(fig, [ax])
-    return style.save(fig, folder, stem)
+    # PNG only (the page shows it): a PDF, with its embedded font, would double the cost.
+    try:
+        style.check(fig)
+        fig.savefig(folder / f"{stem}.png", dpi=style.DPI)
+    finally:
+        plt.close(fig)
+    return [folder / f"{stem}.png"]

@@ -171,10 +171,8 @@ def _heatmap(out: Path, table: pd.DataFrame, nodes: pd.DataFrame) -> list[Path]:
     from ..render import style
     shown_nodes, hidden = heatmap_rows(table, nodes)
     grouped = located(nodes["node"])
-    if grouped:  # a chassis's nodes together, worst first within it
-        chassis = chassis_of(shown_nodes)
-        shown_nodes = sorted(shown_nodes, key=lambda n: (_chassis_key(chassis[n]),
-                                                         shown_nodes.index(n)))
+    if grouped:
+        shown_nodes = by_location(shown_nodes)
     part = table[table["node"].isin(shown_nodes)]
     sign = np.where(part["higher_is_better"].to_numpy(dtype=bool), 1.0, -1.0)
     grid = part.assign(d=sign * part["deviation"] * 100).pivot_table(
@@ -199,6 +197,13 @@ def _heatmap(out: Path, table: pd.DataFrame, nodes: pd.DataFrame) -> list[Path]:
     ax.set_title("Deviation from the fleet median, % (negative = worse; colour saturates at ±20 %)")
     fig.colorbar(image, ax=ax, label="deviation, %", fraction=0.04, aspect=30, pad=0.02)
     return style.save(fig, out, "heatmap")
+
+def by_location(rows: Sequence[str]) -> list[str]:
+    """Heatmap rows of xnames: a chassis's nodes together (cabinets and chassis in
+    numeric order), in their given order (worst first) within it."""
+    chassis = chassis_of(rows)
+    place = {node: i for i, node in enumerate(rows)}
+    return sorted(rows, key=lambda n: (_chassis_key(chassis[n]), place[n]))
 
 def _chassis_key(name: str) -> tuple[int, int]:
     """x1000c3 -> (1000, 3): cabinets and chassis in numeric order."""
