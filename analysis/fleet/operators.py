@@ -231,7 +231,10 @@ def _figure(folder: Path, stem: str, node: str, cases: pd.DataFrame,
     boxes = [spread.get((r.node_kind, r.path, r.metric), np.array([np.nan])) / r.fleet_median
              for r in shown.itertuples(index=False)]
     fig, (ax,) = style.panels(1, style.PAGE_IN, panel_height=0.32 * len(shown) + 0.6)
-    ax.boxplot(boxes, orientation="horizontal", whis=(0, 100), widths=0.5, showfliers=False)
+    import matplotlib
+    sideways = ({"orientation": "horizontal"} if tuple(map(int, matplotlib.__version__.split(".")[:2]))
+                >= (3, 10) else {"vert": False})  # `vert` is deprecated from 3.10 on
+    ax.boxplot(boxes, whis=(0, 100), widths=0.5, showfliers=False, **sideways)
     ax.plot((shown["value"] / shown["fleet_median"]).to_numpy(), range(1, len(shown) + 1),
             linestyle="none", marker="D", color=style.PALETTE[3], label=node)
     ax.set_yticks(range(1, len(shown) + 1), [str(w)[:60] for w in shown[WORDS]])

@@ -185,8 +185,9 @@ def _heatmap(out: Path, table: pd.DataFrame, nodes: pd.DataFrame) -> list[Path]:
     ax.set_xticks([])
     label = f"{grid.shape[1]} paths (fleet_table.py path names)"
     if grouped:
-        label += "; rows grouped by chassis (from the xnames), worst first within each"
-        names = chassis_of(grid.index).to_numpy()
+        label += ("; rows by cabinet and chassis (from the xnames), worst first within a "
+                  "chassis; lines between cabinets")
+        names = np.array([c[:c.index("c")] for c in chassis_of(grid.index)])  # cabinets
         for row in np.flatnonzero(names[1:] != names[:-1]):
             ax.axhline(row + 0.5, color="black", linewidth=0.6)
     else:

@@ -374,10 +374,12 @@ def _dataset(group: Any, name: str) -> np.ndarray:
     data = np.empty(dataset.shape, dtype=dataset.dtype)
     if data.size:
         dataset.read(h5py.h5s.ALL, h5py.h5s.ALL, data)
-    if data.dtype.kind == "O":
-        return np.array([_text(v) for v in data.tolist()], dtype=object)
-    if data.dtype.kind == "S":
-        return np.array([_text(v) for v in data.tolist()], dtype=object)
+    if data.dtype.kind in "OS":
+        raw = data.tolist()
+        texts = list(map(_TEXT.get, raw))  # C-level lookups; a text not seen yet is rare
+        if None in texts:
+            texts = [_text(v) for v in raw]
+        return np.array(texts, dtype=object)
     return data
 
 
@@ -401,15 +403,17 @@ def _read_columns(path: Path, fid: Any, family: str) -> dict[str, np.ndarray]:
     table = f"{family}/cases"
     group = h5py.h5g.open(fid, table.encode())
     metric = FAMILIES[family][0]
-    present = {group.get_objname_by_idx(i).decode("utf-8", "surrogateescape")
-               for i in range(group.get_num_objs())}
     wanted = (*NAME_COLUMNS[family], "status", metric)
-    lacking = [c for c in wanted if c not in present]
-    if lacking:
+    try:
+        columns = {name: _dataset(group, name) for name in wanted}
+    except KeyError:  # the columns are listed only when one is not there
+        lacking = [c for c in wanted if c.encode() not in group]
+        if not lacking:
+            raise
         raise RunFileError(f"{shown(path)}: table {table} lacks the column(s) "
-                           f"{', '.join(lacking)}; valid: the columns of docs/schema.md")
-    names = [*wanted, *(c for c in OPTIONAL_COLUMNS.get(family, ()) if c in present)]
-    columns = {name: _dataset(group, name) for name in names}
+                           f"{', '.join(lacking)}; valid: the columns of docs/schema.md") from None
+    columns.update({name: _dataset(group, name) for name in OPTIONAL_COLUMNS.get(family, ())
+                    if name.encode() in group})
     if len({len(v) for v in columns.values()}) > 1:
         raise RunFileError(f"{shown(path)}: table {table} has columns of different lengths")
     check_non_negative(path, table, metric, columns[metric])

@@ -250,3 +250,16 @@ def test_history_append_night_is_checked_before_reading(tmp_path, capsys):
                  "tomorrow", str(tmp_path / "nothing_here")]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "is not a date" in err[0]
+
+
+def test_a_file_lacking_a_case_column_is_one_line_and_the_rest_read(fleet, tmp_path):
+    """The low-level reader lists a table's columns only when one is missing: still named."""
+    runs, _ = fleet
+    files = sorted(runs.glob("*.h5"))[:3]
+    copies = _clone(files, tmp_path, ["a1", "a2", "a3"])
+    with h5py.File(copies[1], "r+") as handle:
+        del handle["bw/cases/kernel"]
+    rejected: list[str] = []
+    table = fleet_load.load_fleet([tmp_path], rejected, [], jobs=1)
+    assert sorted(table["node"].unique()) == ["a1", "a3"]
+    assert len(rejected) == 1 and "a2.h5: table bw/cases lacks the column(s) kernel" in rejected[0]
