@@ -69,6 +69,7 @@ def _fleet_parsers(commands: argparse._SubParsersAction) -> None:
     fleet = commands.add_parser("fleet", help="degraded nodes of a fleet (docs/fleet.md)",
                                 description="Compare every node with the fleet of its kind: "
                                             "nodes.csv, flagged.json, summary.md, heatmap.png "
+                                            "and retest.json (the flagged cases to re-run) "
                                             "in DIR (with --history also the night's trends). "
                                             "Exit 0 whether or not nodes are degraded; "
                                             "2 on bad input (the rest is still analysed).")
@@ -77,6 +78,9 @@ def _fleet_parsers(commands: argparse._SubParsersAction) -> None:
                        help='JSON floors {"NODE_KIND": {"PATH": FLOOR}}')
     fleet.add_argument("--expect-nodes", type=Path, metavar="FILE",
                        help="host names, one a line: those without a file are 'missing'")
+    fleet.add_argument("--retest", type=Path, nargs="+", metavar="DIR",
+                       help="the retest pass (OUTDIR/retest, vet_node.sh with VET_RETEST): a "
+                            "flagged node is degraded where it confirms, else suspect")
     fleet.add_argument("-k", type=float, default=4.0, help="robust z threshold (default 4)")
     fleet.add_argument("--min-change", type=float, default=0.05,
                        help="smallest relative deficit flagged (default 0.05)")
@@ -116,10 +120,11 @@ def _fleet(args: argparse.Namespace, rejected: list[str]) -> int:
     history = History(args.history, **window) if args.history else None
     notes: list[str] = []
     nodes, files = run_fleet(args.runs, args.output, Options(args.k, args.min_change, floors),
-                             expected, rejected, notes, history)
+                             expected, rejected, notes, history, args.retest)
     counts = nodes["verdict"].value_counts()
     print(f"analysis: fleet report in {shown(args.output)}: " + ", ".join(
-        f"{int(counts.get(v, 0))} {v}" for v in ("healthy", "degraded", "failed", "missing")))
+        f"{int(counts.get(v, 0))} {v}"
+        for v in ("healthy", "suspect", "degraded", "failed", "missing")))
     for note in notes:
         print(f"analysis: note: {note}", file=sys.stderr)
     return 0

@@ -15,7 +15,12 @@ engine transfer from pinned memory). No references: the fleet report compares no
 each other and with the partition references of the other checks.
 
 Variables (`-S MempathVetting.NAME=VALUE`; the defaults are the preset, smaller ones are
-for tests): size, chase_size, reps, round_trips, case_timeout, in_cache.
+for tests): size, chase_size, reps, round_trips, case_timeout, in_cache, and retest.
+
+Confirm before condemning (docs/vetting.md): a second run with
+`-S MempathVetting.retest=REPORT/pass1/retest.json` (and another `--prefix`: ReFrame wipes
+a check's output folder when it runs again) re-runs each node's flagged cases into
+`vetting/retest/<host>/`; a node the list does not name runs nothing and passes.
 """
 from __future__ import annotations
 
@@ -37,6 +42,8 @@ ALWAYS = ('bw', 'chase', 'pingpong')
 GPU_ONLY = 'memcpy'
 #: The line vet_node.sh prints when it leaves the GPU commands out.
 NO_GPU_LINE = r'no GPU, memcpy left out'
+#: The line vet_node.sh prints in retest mode on a node the retest list does not name.
+NOT_LISTED_LINE = r'nothing to retest'
 
 
 def bw_minima(lines: list[mempath_summary.SummaryLine]) -> dict[str, float]:
@@ -79,6 +86,9 @@ class MempathVetting(rfm.RunOnlyRegressionTest, mempath_run.WholeNode):
     case_timeout = variable(int, value=300)
     #: Allow bw sizes below 4x the caches (`VET_IN_CACHE`; tests only).
     in_cache = variable(bool, value=False)
+    #: The retest.json of the first pass's `analysis fleet` (`VET_RETEST`, an absolute
+    #: path): re-run this node's flagged cases only; empty: the preset.
+    retest = variable(str, value='')
 
     descr = 'mempath vetting preset (slurm/vet_node.sh) on one node'
     valid_systems = mempath_run.CPU_NODES
@@ -102,7 +112,7 @@ class MempathVetting(rfm.RunOnlyRegressionTest, mempath_run.WholeNode):
             'MEMPATH': self.mempath.executable_path, 'VET_SIZE': self.size,
             'VET_CHASE_SIZE': self.chase_size, 'VET_REPS': str(self.reps),
             'VET_ROUND_TRIPS': str(self.round_trips), 'VET_TIMEOUT': str(self.case_timeout),
-            'VET_IN_CACHE': '1' if self.in_cache else '0',
+            'VET_IN_CACHE': '1' if self.in_cache else '0', 'VET_RETEST': self.retest,
         })
 
     def host_dirs(self) -> list[str]:
@@ -111,6 +121,8 @@ class MempathVetting(rfm.RunOnlyRegressionTest, mempath_run.WholeNode):
     @sanity_function
     def vetted(self):
         stdout = os.path.join(self.stagedir, str(self.stdout))
+        if self.retest:
+            return self.retested(stdout)
         has_gpu = sn.evaluate(sn.count(sn.findall(NO_GPU_LINE, stdout))) == 0
         benches = ALWAYS + ((GPU_ONLY,) if has_gpu else ())
         hosts = self.host_dirs()
@@ -126,8 +138,23 @@ class MempathVetting(rfm.RunOnlyRegressionTest, mempath_run.WholeNode):
                 checks.append(sn.assert_true(os.path.isfile(path), msg=f'{path} was not written'))
         return sn.all(checks)
 
+    def retested(self, stdout: str):
+        """Exit code 0, and the node either not listed or its retest files written."""
+        listed = sn.evaluate(sn.count(sn.findall(NOT_LISTED_LINE, stdout))) == 0
+        written = glob.glob(os.path.join(self.stagedir, OUTDIR, 'retest', '*', '**', '*.h5'),
+                            recursive=True)
+        return sn.all([
+            sn.assert_eq(self.job.exitcode, 0,
+                         msg='vet_node.sh (retest) exited with {0} (1: a case failed, 2: bad input)'),
+            sn.assert_true(not listed or written,
+                           msg=f'the node is in {self.retest} but {OUTDIR}/retest/ holds no file'),
+        ])
+
     @run_before('performance')
     def set_perf_variables(self):
+        if self.retest:   # a few flagged cases: no node-wide minimum to report
+            self.perf_variables = {}
+            return
         stdout = os.path.join(self.stagedir, str(self.stdout))   # hooks run elsewhere
         lines = mempath_summary.read_summary(stdout)
         values = {**bw_minima(lines), **h2d_minimum(lines)}

@@ -11,6 +11,7 @@
 #   slurm/vet_node.sh [OUTDIR]                          # default OUTDIR: ./vetting
 #   srun -N4 --ntasks-per-node=1 --cpu-bind=none slurm/vet_node.sh $SCRATCH/vet-$(date +%F)
 #   VET_PLAN=tests/fixtures/gh200_quad slurm/vet_node.sh   # count the cases, run nothing
+#   VET_RETEST=REPORT/retest.json slurm/vet_node.sh OUTDIR  # re-run this node's flagged cases
 #
 # Every command runs even when one before failed; the script then exits with the highest
 # exit code (1: a case failed, 2: bad input) and names each failed command on stderr.
@@ -27,6 +28,11 @@
 #   VET_TIMEOUT      per-case time limit in seconds (300; mempath --timeout)
 #   VET_PLAN         a topology snapshot (`mempath topo --save DIR`): print each file's
 #                    planned cases ("vet_node.sh: plan FILE: N cases") and run nothing
+#   VET_RETEST       the retest.json of `analysis fleet` (docs/vetting.md): run only this
+#                    host's listed cases, each with the preset's options and the entry's
+#                    filter options, into OUTDIR/retest/<host>/<file> (a second entry of
+#                    one file: <file stem>-2.h5, ...); nothing for a host not listed. Its
+#                    JSON is read with VET_PYTHON (default python3; the standard library)
 set -uo pipefail
 
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -43,8 +49,10 @@ reps=${VET_REPS:-5}
 round_trips=${VET_ROUND_TRIPS:-10000}
 timeout=${VET_TIMEOUT:-300}
 plan=${VET_PLAN:-}
+retest=${VET_RETEST:-}
 host=$(hostname -s)
 dir=$outdir/$host
+[[ -n $retest ]] && dir=$outdir/retest/$host
 
 if [[ $# -gt 1 ]]; then
   echo "vet_node.sh: one argument at most (the output folder), got $#: $*" >&2
@@ -56,7 +64,7 @@ if ! topo=$("$MEMPATH" topo "${from[@]}" 2>&1); then
   echo "vet_node.sh: '$MEMPATH topo ${from[*]}' failed on $host (set MEMPATH to the mempath binary, VET_PLAN to a snapshot folder): ${topo%%$'\n'*}" >&2
   exit 2
 fi
-[[ -n $plan ]] || mkdir -p "$dir/copy" || exit 1
+[[ -n $plan || -n $retest ]] || mkdir -p "$dir/copy" || exit 1
 
 common=(--timeout "$timeout")
 [[ ${VET_OVERWRITE:-0} == 1 ]] && common+=(--overwrite)
@@ -80,7 +88,7 @@ worst=0
 run() {
   local name=$1 command=$2
   shift 2
-  [[ $command == bw ]] && set -- --all "$@"
+  [[ $command == bw && -z $retest ]] && set -- --all "$@"
   if [[ -n $plan ]]; then
     local planned
     if ! planned=$("$MEMPATH" "$command" "$@" "${from[@]}" 2>&1); then
@@ -101,8 +109,51 @@ run() {
   return 0
 }
 
+# How the preset measures each command, in both passes; the first pass adds what it
+# covers, a retest one case's filter options (its --size: the size the first pass measured).
+bw_measure=("${timed[@]}" "${in_cache[@]}")
+memcpy_measure=("${timed[@]}")
+chase_measure=(--reps 1)
+pingpong_measure=(--round-trips "$round_trips")
+
 start=$SECONDS
-bw=(--threads all --kernel grid "${timed[@]}" "${size_opt[@]}" "${in_cache[@]}")
+if [[ -n $retest ]]; then
+  # One line a case of this host: "FAMILY<TAB>OUTPUT NAME<TAB>ARG<TAB>ARG...".
+  if ! cases=$("${VET_PYTHON:-python3}" - "$retest" "$host" <<'EOF'
+import json, sys
+try:
+    with open(sys.argv[1]) as handle:
+        entries = json.load(handle)["nodes"].get(sys.argv[2], [])
+    seen = {}
+    for e in entries:
+        stem = e["file"][:-3]
+        seen[stem] = seen.get(stem, 0) + 1
+        name = stem if seen[stem] == 1 else f"{stem}-{seen[stem]}"
+        if e["family"] not in ("bw", "memcpy", "chase", "pingpong"):
+            raise ValueError(f"family {e['family']!r}")
+        if not e["file"].endswith(".h5") or e["file"].startswith("/") or ".." in e["file"]:
+            raise ValueError(f"file {e['file']!r} (a name below the host folder)")
+        print("\t".join([e["family"], name, *e["args"]]))
+except (OSError, ValueError, KeyError, TypeError, AttributeError) as error:
+    sys.exit(f"{type(error).__name__}: {error}")
+EOF
+  ); then
+    echo "vet_node.sh: VET_RETEST=$retest cannot be read on $host (the line above); valid: the retest.json of analysis fleet" >&2
+    exit 2
+  fi
+  if [[ -z $cases ]]; then
+    echo "vet_node.sh: $host: not in $retest, nothing to retest"
+    exit 0
+  fi
+  while IFS=$'\t' read -r -a entry; do
+    [[ -n $plan ]] || mkdir -p "$(dirname "$dir/${entry[1]}")" || exit 1
+    measure="${entry[0]}_measure[@]"
+    run "${entry[1]}" "${entry[0]}" "${!measure}" "${entry[@]:2}"
+  done <<<"$cases"
+  [[ -n $plan ]] || echo "vet_node.sh: $host: retest done in $((SECONDS - start)) s, exit $worst, results in $dir"
+  exit "$worst"
+fi
+bw=(--threads all --kernel grid "${bw_measure[@]}" "${size_opt[@]}")
 # Reads of every processor x memory: numa (host and HBM NUMA nodes), device (GPU memory)
 # and pinned (the one way a GPU without ATS reads host memory, over PCIe).
 run bw bw "${bw[@]}" --op read --pu "$(list "$sockets"$'\n'"$gpus")" --alloc numa,device,pinned
@@ -115,17 +166,17 @@ for gpu in $gpus; do
   run "copy/$gpu" bw "${bw[@]}" --op copy --pu "$gpu" --mem "$gpu" --alloc device
 done
 if [[ -n $gpus ]]; then
-  run memcpy memcpy --gpu all --direction h2d,d2h --engine ce "${timed[@]}" "${size_opt[@]}"
+  run memcpy memcpy --gpu all --direction h2d,d2h --engine ce "${memcpy_measure[@]}" "${size_opt[@]}"
   pingpong_pus=cpu0,gpu0
 else
   echo "vet_node.sh: $host: no GPU, memcpy left out (and chase_gpu)"
   pingpong_pus=cpu0
 fi
-chase=(--all --size "$chase_size" --reps 1)
+chase=(--all --size "$chase_size" "${chase_measure[@]}")
 run chase chase "${chase[@]}" --pu "$(list "$sockets")" --mem "$(list "$host_mems")"
 [[ -n $gpus ]] && run chase_gpu chase "${chase[@]}" --pu "$(list "$gpus")" \
   --mem "$(list "$gpus"$'\n'"$first_mem")"
-run pingpong pingpong --pu "$pingpong_pus" --mem numa0 --round-trips "$round_trips"
+run pingpong pingpong --pu "$pingpong_pus" --mem numa0 "${pingpong_measure[@]}"
 if [[ -n $plan ]]; then
   exit "$worst"
 fi

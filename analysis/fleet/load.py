@@ -30,10 +30,13 @@ _TEXT_COLUMNS = tuple(c for c in (*COLUMNS, WORDS) if c not in ("value", "higher
 
 
 def result_files(paths: Sequence[Path]) -> list[Path]:
-    """RUNS: files as given, folders expanded to their .h5 files (recursively)."""
+    """RUNS: files as given, folders expanded to their .h5 files (recursively), but for
+    those in a ``retest`` folder below it: a retest pass is read with --retest only."""
     files: list[Path] = []
     for path in paths:
-        files.extend(sorted(path.rglob("*.h5")) if path.is_dir() else [path])
+        files.extend(sorted(f for f in path.rglob("*.h5")
+                            if "retest" not in f.relative_to(path).parts[:-1])
+                     if path.is_dir() else [path])
     return files
 
 

@@ -94,18 +94,22 @@ def _summary(table: pd.DataFrame, nodes: pd.DataFrame, rejected: Sequence[str],
              slow: pd.DataFrame | None = None) -> str:
     counts = nodes["verdict"].value_counts()
     lines = ["# Fleet report", "",
-             "It only suggests: no node is drained. Verdicts: healthy, degraded (a component "
-             "flagged), failed (every case failed), missing (expected, no file).", ""]
+             "It only suggests: no node is drained. Verdicts: healthy, suspect (flagged, "
+             "the retest did not confirm it), degraded (a component flagged, confirmed by "
+             "the retest where one ran), failed (every case failed), missing (expected, no "
+             "file).", ""]
     lines += tables.markdown(["node kind", "nodes", "paths"],
                              [[kind, part["node"].nunique(), part["path"].nunique()]
                               for kind, part in table.groupby("node_kind")])
     lines += tables.markdown(["verdict", "nodes"],
-                             [[v, int(counts.get(v, 0))] for v in ("healthy", "degraded", "failed", "missing")])
+                             [[v, int(counts.get(v, 0))]
+                              for v in ("healthy", "suspect", "degraded", "failed", "missing")])
     if bool(table["synthetic"].any()):
         lines += ["**Synthetic data** (simulator output) is among the inputs.", ""]
     bad = nodes[nodes["verdict"] != "healthy"]
     if len(bad):
-        lines += tables.markdown(bad[["node", "verdict", "reason"]])
+        lines += tables.markdown(bad[["node", "verdict", "retest", "reason"]]
+                                 if "retest" in bad else bad[["node", "verdict", "reason"]])
         lines += ["drain.txt: the Slurm commands that would drain the failed, missing and "
                   "degraded nodes (printed, never run); nodes/<node>.md: why, per node.", ""]
     lines += by_chassis(nodes)

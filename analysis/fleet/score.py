@@ -51,6 +51,12 @@ def score(table: pd.DataFrame, options: Options) -> pd.DataFrame:
     table = table.assign(fleet_median=groups.transform("median"))
     spread = (table["value"] - table["fleet_median"]).abs()
     table["mad"] = spread.groupby([table[k] for k in keys], sort=False).transform("median")
+    return judge(table, options)
+
+def judge(table: pd.DataFrame, options: Options, ran: pd.Series | None = None) -> pd.DataFrame:
+    """z, deviation and flag of each row against its fleet_median and mad columns: the
+    fleet's own (score) or the first pass's for a retest value (retest.py); ``ran``: the
+    fraction of the kind that ran each row's case where the rows are not that fleet."""
     sign = np.where(table["higher_is_better"].to_numpy(dtype=bool), 1.0, -1.0)
     scale = MAD_SCALE * table["mad"].to_numpy()
     with np.errstate(divide="ignore", invalid="ignore"):
@@ -59,7 +65,7 @@ def score(table: pd.DataFrame, options: Options) -> pd.DataFrame:
     worse = sign * table["deviation"].to_numpy() < -options.min_change
     table["flag"] = np.where(worse & (table["z"].to_numpy() < -options.k), "outlier", "")
     _floor_flags(table, options)
-    _lost_flags(table)
+    _lost_flags(table, ran)
     return table
 
 def _floor_flags(table: pd.DataFrame, options: Options) -> None:
@@ -72,8 +78,12 @@ def _floor_flags(table: pd.DataFrame, options: Options) -> None:
     below = np.where(higher, table["value"] < floor, table["value"] > floor)
     table.loc[below & (table["flag"] == ""), "flag"] = "below reference"
 
-def _lost_flags(table: pd.DataFrame) -> None:
+def ran_fraction(table: pd.DataFrame) -> pd.Series:
+    """Per row, the fraction of its node kind whose case ran (status ok)."""
+    return (table["status"] == "ok").groupby([table["node_kind"], table["path"]]).transform("mean")
+
+def _lost_flags(table: pd.DataFrame, ran: pd.Series | None = None) -> None:
     """A case that did not run where most of the fleet ran it."""
-    ran = (table["status"] == "ok").groupby([table["node_kind"], table["path"]]).transform("mean")
+    ran = ran_fraction(table) if ran is None else ran
     lost = (table["status"] != "ok") & (ran > 0.5)
     table.loc[lost, "flag"] = np.where(table.loc[lost, "status"] == "failed", "failed", "not run")

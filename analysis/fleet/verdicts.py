@@ -19,6 +19,7 @@ from ..errors import InputError
 from ..results.io import shown
 from .load import load_fleet
 from .outputs import History, add_history, number, write_outputs
+from .retest import check_dirs, confirm, retest_column, write_plan
 from .score import Options, score
 from .table import WORDS
 
@@ -85,9 +86,10 @@ def _reason(row: Mapping[str, Any]) -> str:
 
 def verdicts(table: pd.DataFrame, expected: Sequence[str],
              lacking: Mapping[str, Sequence[str]] | None = None,
-             ) -> tuple[pd.DataFrame, pd.DataFrame]:
+             retest: pd.DataFrame | None = None) -> tuple[pd.DataFrame, pd.DataFrame]:
     """(nodes, flagged): a verdict per node and one row per flagged (node, path); a node
-    lacking parts of its kind (expected_kinds) is degraded, one row per part."""
+    lacking parts of its kind (expected_kinds) is degraded, one row per part. ``retest``
+    (retest.confirm; None: no retest pass): a flagged node it did not confirm is suspect."""
     flagged = table[table["flag"] != ""].copy()
     flagged["reason"] = [_reason(r) for r in flagged.to_dict("records")]
     lost = pd.DataFrame([{"node": node, "component": part, "path": "", "value": np.nan,
@@ -105,6 +107,8 @@ def verdicts(table: pd.DataFrame, expected: Sequence[str],
     per_node["flagged"] = counts.reindex(per_node.index, fill_value=0)
     per_node["verdict"] = np.where(all_failed, "failed",
                                    np.where(per_node["flagged"] > 0, "degraded", "healthy"))
+    per_node["retest"] = retest_column(per_node, retest, lacking or {})
+    per_node.loc[per_node["retest"] == "not confirmed", "verdict"] = "suspect"
     absent = sorted(set(expected) - set(per_node.index))
     missing = pd.DataFrame({"node_kind": "", "cases": 0, "ok": 0, "flagged": 0,
                             "verdict": "missing"}, index=pd.Index(absent, name="node"))
@@ -116,6 +120,10 @@ def verdicts(table: pd.DataFrame, expected: Sequence[str],
     for node, parts in (lacking or {}).items():
         if node in nodes.index and nodes.at[node, "verdict"] == "degraded":
             nodes.loc[node, ["reason", "path"]] = [f"{', '.join(parts)} missing", ""]
+    if retest is not None:
+        said = retest["text"].reindex(nodes.index).fillna("")
+        nodes["reason"] = nodes["reason"].where(said == "", nodes["reason"] + "; " + said)
+    nodes["retest"] = nodes["retest"].fillna("")
     nodes.loc[nodes["verdict"] == "failed", "reason"] = "every case failed"
     nodes.loc[nodes["verdict"] == "missing", "reason"] = "no result file"
     flagged["verdict"] = nodes["verdict"].reindex(flagged["node"]).to_numpy()
@@ -129,12 +137,17 @@ def verdicts(table: pd.DataFrame, expected: Sequence[str],
 
 def run_fleet(runs: Sequence[Path], out: Path, options: Options, expected: Sequence[str],
               rejected: list[str], notes: list[str],
-              history: History | None = None) -> tuple[pd.DataFrame, list[Path]]:
+              history: History | None = None, retest: Sequence[Path] | None = None,
+              ) -> tuple[pd.DataFrame, list[Path]]:
     """The whole command; returns the nodes table and the files written (into DIR,
-    created where needed, as `analysis report` does)."""
+    created where needed, as `analysis report` does). ``retest``: the retest pass's
+    folders (retest.py); DIR/retest.json is written either way."""
+    if retest is not None:
+        check_dirs(retest)
     table, lacking = expected_kinds(load_fleet(runs, rejected, notes))
     table = score(table, options)
-    nodes, flagged = verdicts(table, expected, lacking)
+    judged = confirm(table, retest, options, notes) if retest is not None else None
+    nodes, flagged = verdicts(table, expected, lacking, judged)
     slow, trend_files = None, []
     if history is not None:
         out.mkdir(parents=True, exist_ok=True)
@@ -142,4 +155,4 @@ def run_fleet(runs: Sequence[Path], out: Path, options: Options, expected: Seque
         worst = slow.drop_duplicates("node").set_index("node")["text"]  # worst first
         nodes = nodes.assign(slow_trend=nodes["node"].map(worst).fillna(""))
     files = write_outputs(out, table, nodes, flagged, [*rejected, *notes], slow)
-    return nodes, files + trend_files
+    return nodes, [*files, write_plan(out, table, nodes), *trend_files]

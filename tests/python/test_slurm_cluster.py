@@ -10,6 +10,7 @@ Marked `slurm`: skipped unless MEMPATH_SLURM_CLUSTER=1, which CI sets after
 """
 from __future__ import annotations
 
+import re
 import shutil
 import subprocess
 from pathlib import Path
@@ -177,6 +178,75 @@ def test_sbatch_vets_both_nodes_into_one_folder(tmp_path: Path) -> None:
     assert vetted_hosts(files) == ["n1"] * 3 + ["n2"] * 3
     nodes = (tmp_path / "fleet" / "nodes.csv").read_text()
     assert "n1" in nodes and "n2" in nodes, nodes
+
+
+#: A stand-in for mempath on the nodes: the real binary, then on n2 every bw read's median
+#: set to 1 MB/s in the file written, in the first pass only (`glitch`: the retest measures
+#: n2 as it is) or in both (`fault`). Two nodes have no fleet median to miss (a z of 2
+#: values never passes k), so a reference floor of 0.5 GB/s is what n2 misses.
+SLOW_N2 = """#!/bin/sh
+"{real}" "$@"
+rc=$?
+out=; prev=
+for arg in "$@"; do [ "$prev" = --output ] && out=$arg; prev=$arg; done
+case "$(hostname -s) $1 $out" in
+  "n2 bw "*/retest/*) [ "{mode}" = fault ] || exit $rc ;;
+  "n2 bw "*) ;;
+  *) exit $rc ;;
+esac
+"{python}" -c 'import sys, h5py
+with h5py.File(sys.argv[1], "r+") as f:
+    ops, median = f["bw/cases/op"].asstr()[()], f["bw/cases/median_GBps"]
+    median[...] = [1e-3 if op == "read" else m for op, m in zip(ops, median[()])]' "$out" || exit 3
+exit $rc
+"""
+
+
+@pytest.mark.parametrize(("mode", "verdict", "retest"), [("glitch", "suspect", "not confirmed"),
+                                                         ("fault", "degraded", "confirmed")])
+def test_sbatch_retests_the_flagged_node(tmp_path: Path, mode: str, verdict: str,
+                                         retest: str) -> None:
+    """Issue 21, confirm before condemning, end to end on two nodes: the first report's
+    retest.json names n2 alone, the job's second step re-runs n2's flagged case into
+    OUTDIR/retest/n2/, and the final verdict of n2 follows the retest."""
+    import json
+    import os
+    import sys
+
+    sys.path.insert(0, str(REPO))
+    from analysis.fleet.load import load_fleet
+
+    # The cases' paths and the node kind are this machine's: both nodes share it.
+    local = tmp_path / "local"
+    subprocess.run([str(REPO / "slurm" / "vet_node.sh"), str(local)], check=True, timeout=120,
+                   capture_output=True, env={**os.environ, **VET_TINY, "MEMPATH": str(vet_binary())})
+    rows = load_fleet([local], [], [])
+    reads = rows[(rows["family"] == "bw") & rows["path"].str.startswith("bw read ")
+                 & (rows["status"] == "ok")]
+    reference = tmp_path / "floors.json"
+    reference.write_text(json.dumps({rows["node_kind"].iloc[0]: dict.fromkeys(reads["path"], 0.5)}))
+    stand_in = tmp_path / "mempath"
+    stand_in.write_text(SLOW_N2.format(real=vet_binary(), mode=mode, python=sys.executable))
+    stand_in.chmod(0o755)
+    out, report = tmp_path / "vet", tmp_path / "fleet"
+    env = [f"{k}={v}" for k, v in {**VET_TINY, "MEMPATH": str(stand_in), "VET_REPORT": str(report),
+                                   "VET_FLEET_OPTIONS": f"--reference {reference}"}.items()]
+    on_cluster("env", *env, "sbatch", "--wait", "-N2", f"--chdir={REPO}",
+               f"--output={tmp_path / 'job-%j.out'}", str(REPO / "slurm" / "vet_fleet.sbatch"),
+               str(out), timeout=300)
+    log = next(tmp_path.glob("job-*.out")).read_text()
+    plan = json.loads((report / "pass1" / "retest.json").read_text())
+    assert list(plan["nodes"]) == ["n2"], log
+    assert sorted(e["path"] for e in plan["nodes"]["n2"]) == sorted(reads["path"]), plan
+    assert sorted(p.name for p in (out / "retest").iterdir()) == ["n2"], log
+    assert (out / "retest" / "n2" / "bw.h5").is_file(), log
+    assert re.search(r"first pass: .* in \d+ s", log) and \
+        re.search(r"retest pass: 1 flagged node\(s\) \(n2\) .* in \d+ s", log), log
+    import pandas as pd
+
+    nodes = pd.read_csv(report / "nodes.csv", keep_default_na=False).set_index("node")
+    assert nodes.loc["n2", ["verdict", "retest"]].tolist() == [verdict, retest], log
+    assert nodes.loc["n1", ["verdict", "retest"]].tolist() == ["healthy", ""], log
 
 
 # ---- issue 13: a centre-style configuration (features only) runs the acceptance checks ----

@@ -1,0 +1,178 @@
+"""Confirm before condemning (issue 21): a flagged case is measured again on its node
+before the node is called degraded.
+
+The first pass writes DIR/retest.json: per flagged node, each flagged case, the preset
+file it came from and the mempath options that select exactly that case (slurm/vet_node.sh
+with VET_RETEST re-runs them into OUTDIR/retest/<host>/). With --retest, each re-measured
+value is judged against the FIRST pass's fleet median and MAD of its (node kind, path,
+metric) by score.py's own rule: flagged again = confirmed. One value from the node's own
+noisy second look is not compared with a fleet that has none (docs/fleet.md).
+"""
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from ..errors import InputError
+from ..results.io import shown
+from .load import load_fleet
+from .outputs import number
+from .score import Options, judge, ran_fraction
+from .table import WORDS
+
+RETEST_JSON = "retest.json"
+SCHEMA = 1
+#: nodes.csv `retest` of a flagged node; empty for a node never flagged.
+CONFIRMED, NOT_CONFIRMED, NOT_RETESTED, NO_PASS = (
+    "confirmed", "not confirmed", "not retested", "no retest pass")
+
+
+def fields(path: str) -> tuple[str, str, dict[str, str]]:
+    """(family, leading word, key=value fields) of a fleet path (table.py's namers):
+    ``bw read pu=gpu0 mem=gpu0 ...`` -> ("bw", "read", {"pu": "gpu0", ...})."""
+    tokens = path.split(" ")
+    word = tokens[1] if len(tokens) > 1 and "=" not in tokens[1] else ""
+    pairs = dict(t.split("=", 1) for t in tokens[1:] if "=" in t)
+    return tokens[0], word, pairs
+
+
+def preset_file(path: str) -> str:
+    """The file of slurm/vet_node.sh's layout that holds the case (docs/vetting.md); the
+    table keeps no file name, and the retest writes the same names."""
+    family, word, f = fields(path)
+    if family == "bw":
+        return f"copy/{f['pu']}.h5" if word == "copy" else "bw.h5"
+    if family == "chase":
+        return "chase_gpu.h5" if f["pu"].startswith("gpu") else "chase.h5"
+    return f"{family}.h5"
+
+
+def filter_args(path: str) -> list[str]:
+    """The mempath options (after the command) that plan exactly the case of ``path``.
+
+    bw runs one case without --all (a copy's destination is no --all filter); a copy whose
+    allocators differ came from --all's defaults, which one case without --alloc takes too.
+    A ping-pong pair of two agents also plans each agent with itself (3 cases, the pair
+    among them): mempath has no pair filter."""
+    family, word, f = fields(path)
+    if family == "bw":
+        args = ["--op", word, "--pu", f["pu"], "--mem", f["mem"]]
+        if f.get("dst"):
+            args += ["--dst-mem", f["dst"]]
+        if not f.get("dst") or f.get("dst_alloc") == f["alloc"]:
+            args += ["--alloc", f["alloc"]]
+        if f["pu"].startswith("gpu") and f.get("kernel") in ("grid", "block"):
+            args += ["--kernel", f["kernel"]]
+        if f.get("threads", "-1") != "-1":
+            args += ["--threads", f["threads"]]
+        args += ["--size", f["size"]]
+        return args + (["--noise", f["noise"]] if f.get("noise") else [])
+    if family == "memcpy":
+        if word.startswith("d2d"):
+            return ["--direction", word, "--gpu", f["gpus"], "--engine", f["engine"],
+                    "--size", f["size"]]
+        gpus = ["--all-gpus"] if "," in f["gpus"] else ["--gpu", f["gpus"]]
+        size = ["--latency"] if f.get("mode") == "latency" else ["--size", f["size"]]
+        return [*gpus, "--direction", word, "--engine", f["engine"], "--mem",
+                f"numa{f['host_numa']}", "--alloc", f["alloc"], *size]
+    if family == "chase":
+        return ["--pu", f["pu"], "--mem", f["mem"], "--alloc", f["alloc"], "--pattern",
+                f["pattern"], "--size", f["size"], "--line", f["line"]]
+    if family == "pingpong":
+        pus = f["a"] if f["a"] == f["b"] else f"{f['a']},{f['b']}"
+        return ["--pu", pus, "--mem", f["mem"], "--alloc", f["alloc"]]
+    raise ValueError(f"no retest options for the family of {path!r}")
+
+
+def plan(table: pd.DataFrame, nodes: pd.DataFrame) -> dict:
+    """retest.json: each flagged case of every degraded or suspect node (a failed or
+    missing node is not re-measured: its files are the problem)."""
+    judged = nodes.loc[nodes["verdict"].isin(["degraded", "suspect"]), "node"]
+    rows = table.loc[(table["flag"] != "") & table["node"].isin(judged), ["node", "family", "path"]]
+    rows = rows.assign(file=[preset_file(p) for p in rows["path"]])
+    listed: dict[str, list[dict]] = {}
+    for row in rows.sort_values(["node", "file", "path"]).itertuples():
+        listed.setdefault(row.node, []).append({"file": row.file, "family": row.family,
+                                                "path": row.path, "args": filter_args(row.path)})
+    night = str(table["night"].max()) if len(table) else ""
+    return {"schema": SCHEMA, "night": night, "nodes": listed}
+
+
+def write_plan(out: Path, table: pd.DataFrame, nodes: pd.DataFrame) -> Path:
+    """DIR/retest.json, one case a line (an operator greps a node's cases)."""
+    data = plan(table, nodes)
+    hosts = [f" {json.dumps(host)}: [\n" + ",\n".join(f"  {json.dumps(e)}" for e in entries)
+             + "\n ]" for host, entries in data["nodes"].items()]
+    nodes_text = "{\n" + ",\n".join(hosts) + "\n}" if hosts else "{}"
+    out.mkdir(parents=True, exist_ok=True)
+    (out / RETEST_JSON).write_text(f'{{"schema": {SCHEMA}, "night": {json.dumps(data["night"])}, '
+                                   f'"nodes": {nodes_text}}}\n')
+    return out / RETEST_JSON
+
+
+def check_dirs(dirs: Sequence[Path]) -> None:
+    for folder in dirs:
+        if not folder.is_dir():
+            raise InputError(f"--retest {shown(folder)}: no such folder; valid: the retest "
+                             "pass's folder (OUTDIR/retest, written by vet_node.sh with "
+                             "VET_RETEST)")
+
+
+def confirm(table: pd.DataFrame, dirs: Sequence[Path], options: Options,
+            notes: list[str]) -> pd.DataFrame:
+    """Per flagged node: ``retest`` (confirmed, not confirmed, not retested) and ``text``,
+    the retest value in words. A node is confirmed when any of its cases is flagged
+    again; not confirmed only when every flagged case was re-measured and none was (a case
+    not re-measured is unknown, and the node keeps its first verdict)."""
+    flagged = table[table["flag"] != ""].assign(ran=ran_fraction(table)[table["flag"] != ""])
+    problems: list[str] = []
+    try:
+        again = load_fleet(dirs, problems, [])  # its notes (duplicate cases) are the superset's
+    except InputError as error:
+        problems.append(str(error))
+        again = pd.DataFrame(columns=["node", "path", "metric", "value", "status"])
+    notes += [f"retest pass: {line}" for line in problems]
+    keys = ["node", "path", "metric"]
+    rows = flagged.drop(columns=["z", "deviation", "flag"]).merge(
+        again[[*keys, "value", "status"]], on=keys, how="left", suffixes=("_first", ""),
+        indicator=True)
+    rows["retested"] = rows.pop("_merge") == "both"
+    rows["value"] = rows["value"].astype(float)
+    rows["status"] = rows["status"].fillna("")
+    redone = judge(rows.copy(), options, rows["ran"])
+    rows["confirmed"] = rows["retested"] & (redone["flag"] != "")
+    rows["deviation"] = redone["deviation"]
+    per_node = rows.groupby("node").agg(all_retested=("retested", "all"),
+                                        confirmed=("confirmed", "any"))
+    per_node["retest"] = np.where(per_node["confirmed"], CONFIRMED,
+                                  np.where(per_node["all_retested"], NOT_CONFIRMED, NOT_RETESTED))
+    shown_rows = rows[rows["retested"]].assign(
+        rank=lambda r: -r["confirmed"].astype(int) * 10.0 - r["deviation"].abs().fillna(1.0))
+    worst = shown_rows.sort_values(["node", "rank"]).groupby("node").first()
+    per_node["text"] = pd.Series({node: _text(row) for node, row in worst.iterrows()}
+                                 ).reindex(per_node.index).fillna("")
+    return per_node[["retest", "text"]]
+
+
+def _text(row: Mapping) -> str:
+    if row["status"] != "ok":
+        return f"retest: {row[WORDS]} {row['status']}"
+    change = f"{row['deviation'] * 100:+.0f}".replace("-", "\u2212")
+    return f"retest: {row[WORDS]} {number(row['value'], row['metric'])} = fleet median {change} %"
+
+
+def retest_column(per_node: pd.DataFrame, judged: pd.DataFrame | None,
+                  lacking: Mapping[str, Sequence[str]]) -> pd.Series:
+    """nodes.csv `retest` of every node judged so far (verdict degraded = flagged): the
+    confirmation, ``no retest pass`` without --retest, empty where never flagged. A node
+    lacking a part of its kind has nothing to re-measure and stays degraded."""
+    flagged = per_node["verdict"] == "degraded"
+    if judged is None:
+        return pd.Series(np.where(flagged, NO_PASS, ""), index=per_node.index)
+    status = judged["retest"].reindex(per_node.index).fillna(NOT_RETESTED)
+    status[status.index.isin(list(lacking)) & (status == NOT_CONFIRMED)] = NOT_RETESTED
+    return status.where(flagged, "")
