@@ -263,3 +263,26 @@ def test_a_file_lacking_a_case_column_is_one_line_and_the_rest_read(fleet, tmp_p
     table = fleet_load.load_fleet([tmp_path], rejected, [], jobs=1)
     assert sorted(table["node"].unique()) == ["a1", "a3"]
     assert len(rejected) == 1 and "a2.h5: table bw/cases lacks the column(s) kernel" in rejected[0]
+
+
+def test_a_suspect_node_gets_a_page_and_no_drain_line(fleet, tmp_path):
+    """Every verdict of the contract: a suspect node (its retest did not confirm it) is
+    explained on its page and never drained."""
+    from analysis.fleet.score import Options, score
+    from analysis.fleet.verdicts import verdicts
+    runs, truth = fleet
+    table = score(fleet_load.load_fleet([runs], [], []), Options())
+    nodes, flagged = verdicts(table, truth["nodes"])
+    degraded = nodes.loc[nodes["verdict"] == "degraded", "node"].tolist()
+    suspect = degraded[0]
+    nodes.loc[nodes["node"] == suspect, ["verdict", "retest"]] = ["suspect", "not confirmed"]
+    bad = operators.ranked(nodes, flagged)
+    assert bad["verdict"].tolist() == sorted(bad["verdict"], key=operators.SEVERITY.index)
+    drain = "\n".join(operators.drain_lines(bad))
+    assert f"nodename={suspect} " not in drain and f"nodename={degraded[1]} " in drain
+    operators.write_pages(tmp_path, table, bad, flagged)
+    page = (tmp_path / "nodes" / f"{suspect}.md").read_text()
+    assert "| retest | not confirmed |" in page
+    assert "| drained by drain.txt | no (not confirmed by its retest) |" in page
+    assert "## Flagged cases against the fleet" in page
+    assert {p.stem for p in (tmp_path / "nodes").glob("*.md")} == set(bad["node"])
