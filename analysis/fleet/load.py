@@ -40,12 +40,18 @@ def result_files(paths: Sequence[Path]) -> list[Path]:
     return files
 
 
+#: At most this many reading processes: each holds its own caches and interpreter (about
+#: 100 MB), and a login node's hundred CPUs would cost more memory than they save time.
+MAX_JOBS = 16
+
+
 def default_jobs() -> int:
-    """The processes that read: the CPUs this process may run on."""
+    """The processes that read: the CPUs this process may run on, at most MAX_JOBS."""
     try:
-        return max(1, len(os.sched_getaffinity(0)))
+        cpus = len(os.sched_getaffinity(0))
     except AttributeError:  # not on Linux
-        return max(1, os.cpu_count() or 1)
+        cpus = os.cpu_count() or 1
+    return max(1, min(cpus, MAX_JOBS))
 
 
 def load_fleet(paths: Sequence[Path], rejected: list[str], notes: list[str],
