@@ -86,7 +86,11 @@ def read_files(files: Sequence[Path], night: str | None = None,
     chunks = [files[i:i + CHUNK_FILES] for i in range(0, len(files), CHUNK_FILES)]
     if jobs == 1 or len(files) < PARALLEL_MIN_FILES or len(chunks) < 2:
         return [read_chunk(chunk, night) for chunk in chunks]
-    with ProcessPoolExecutor(max_workers=min(jobs, len(chunks))) as pool:
+    try:
+        pool = ProcessPoolExecutor(max_workers=min(jobs, len(chunks)))
+    except (OSError, NotImplementedError):  # no process semaphores (some containers)
+        return [read_chunk(chunk, night) for chunk in chunks]
+    with pool:
         return list(pool.map(read_chunk, chunks, [night] * len(chunks)))
 
 

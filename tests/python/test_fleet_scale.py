@@ -286,3 +286,15 @@ def test_a_suspect_node_gets_a_page_and_no_drain_line(fleet, tmp_path):
     assert "| drained by drain.txt | no (not confirmed by its retest) |" in page
     assert "## Flagged cases against the fleet" in page
     assert {p.stem for p in (tmp_path / "nodes").glob("*.md")} == set(bad["node"])
+
+
+def test_without_process_semaphores_one_process_reads(fleet, monkeypatch):
+    runs, _ = fleet
+    monkeypatch.setattr(fleet_load, "CHUNK_FILES", 5)
+    monkeypatch.setattr(fleet_load, "PARALLEL_MIN_FILES", 1)
+
+    def refused(*args, **kwargs):
+        raise OSError(38, "Function not implemented")
+    monkeypatch.setattr(fleet_load, "ProcessPoolExecutor", refused)
+    table = fleet_load.load_fleet([runs], [], [], jobs=2)
+    assert table["node"].nunique() == len(list(runs.glob("*.h5")))
