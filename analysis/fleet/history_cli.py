@@ -3,13 +3,15 @@ from __future__ import annotations
 
 import argparse
 import json
+import sys
 from pathlib import Path
 
 import pandas as pd
 
 from . import history as fleet_history
-from .table import fleet_rows
-from ..results.io import load_runs, shown
+from .load import load_fleet
+from ..errors import InputError
+from ..results.io import shown
 
 
 def add_parser(commands: argparse._SubParsersAction) -> None:
@@ -20,7 +22,9 @@ def add_parser(commands: argparse._SubParsersAction) -> None:
     append = actions.add_parser("append", help="store the runs of one night (replaces that night's rows of those nodes)")
     append.add_argument("--db", required=True, type=Path, help="history file (created)")
     append.add_argument("--night", help="YYYY-MM-DD to file the runs under (default: each run's start_time)")
-    append.add_argument("runs", nargs="+", type=Path, metavar="RUN.h5", help="mempath result files")
+    append.add_argument("runs", nargs="+", type=Path, metavar="RUNS",
+                        help="mempath result files or folders of them (as analysis fleet takes), "
+                             "or the fleet.parquet that analysis fleet -o DIR wrote")
     trend = actions.add_parser("trend", help="trend.csv, slow_degradation.csv and worst_trends.png/.pdf")
     trend.add_argument("--db", required=True, type=Path, help="history file")
     trend.add_argument("--node", help="only this node")
@@ -36,10 +40,24 @@ def run(args: argparse.Namespace, rejected: list[str]) -> int:
 
 
 def _append(args: argparse.Namespace, rejected: list[str]) -> int:
-    runs = load_runs(args.runs, None, rejected)
-    frames = [fleet_rows(r, args.night) for r in runs.runs]
-    written = fleet_history.append(args.db, pd.concat(frames, ignore_index=True))
-    print(f"analysis: {written} rows of {len(runs.runs)} nodes appended to {shown(args.db)}")
+    if args.night is not None:  # before thousands of files are read
+        fleet_history.check_night(args.night)
+    tables = [p for p in args.runs if p.suffix == ".parquet"]
+    if tables and len(tables) < len(args.runs):
+        raise InputError("give either result files and folders or one fleet.parquet, not both; "
+                         "valid: RUN.h5/FOLDER... or DIR/fleet.parquet")
+    if tables:
+        written = sum(fleet_history.append_parquet(args.db, path, args.night) for path in tables)
+        print(f"analysis: {written} rows of {', '.join(map(shown, tables))} appended to "
+              f"{shown(args.db)}")
+        return 0
+    notes: list[str] = []
+    table = load_fleet(args.runs, rejected, notes, night=args.night, nights=True)
+    written = fleet_history.append(args.db, table[list(fleet_history.COLUMNS)])
+    print(f"analysis: {written} rows of {table['node'].nunique()} nodes appended to "
+          f"{shown(args.db)}")
+    for note in notes:
+        print(f"analysis: note: {note}", file=sys.stderr)
     return 0
 
 
