@@ -23,6 +23,8 @@ from ..results.io import shown
 _SQL_TYPES = {"night": "DATE", "value": "DOUBLE", "higher_is_better": "BOOLEAN", "synthetic": "BOOLEAN"}
 COLUMNS: dict[str, str] = {name: _SQL_TYPES.get(name, "VARCHAR") for name in fleet_table.COLUMNS}
 SERIES = ["node", "node_kind", "component", "path", "metric"]  # one trend line
+#: The night's fleet table that `analysis fleet -o DIR` writes into DIR for append.
+TABLE_FILE = "fleet.parquet"
 MIN_NIGHTS = 8  # fewer points make no trend worth naming
 Z_LIMIT = 3.5   # |z| below this every night: "within the fleet's spread" (docs/fleet_history.md)
 
@@ -33,6 +35,14 @@ def check_window(nights: int, min_drop: float) -> None:
         raise InputError(f"--nights {nights} is not positive; valid: an integer >= 1")
     if not 0 < min_drop < 1:
         raise InputError(f"--min-drop {min_drop} is not a fraction; valid: 0 < MIN_DROP < 1, e.g. 0.05")
+
+
+def check_night(night: str) -> None:
+    """--night: a YYYY-MM-DD date, or InputError."""
+    try:
+        dt.datetime.strptime(night, "%Y-%m-%d")
+    except ValueError:
+        raise InputError(f"night {night!r} is not a date; valid: YYYY-MM-DD") from None
 
 
 def _duckdb():
@@ -92,11 +102,13 @@ def _checked(frame: pd.DataFrame) -> pd.DataFrame:
         raise InputError(f"fleet rows lack the column(s) {', '.join(lacking)}; "
                          f"valid: the fleet table columns {', '.join(COLUMNS)}")
     rows = frame[list(COLUMNS)].copy()
-    nights = pd.to_datetime(rows["night"].astype(str), format="%Y-%m-%d", errors="coerce")
+    # A night holds millions of rows and a few distinct nights: each is parsed once.
+    codes, texts = pd.factorize(rows["night"].astype(str), use_na_sentinel=False)
+    nights = pd.to_datetime(pd.Series(texts, dtype=object), format="%Y-%m-%d", errors="coerce")
     if nights.isna().any():
-        bad = rows["night"][nights.isna()].iloc[0]
+        bad = texts[int(np.flatnonzero(nights.isna().to_numpy())[0])]
         raise InputError(f"night {bad!r} is not a date; valid: YYYY-MM-DD")
-    rows["night"] = nights.dt.date
+    rows["night"] = np.asarray(nights.dt.date, dtype=object)[codes]
     value = pd.to_numeric(rows["value"], errors="coerce")
     if (value.isna() & rows["value"].notna()).any():
         raise InputError("column value holds non-numbers; valid: floats (NaN where a case did not run)")
@@ -116,21 +128,88 @@ def append(db: str | Path, frame: pd.DataFrame) -> int:
     con = connect(db)
     try:
         con.register("incoming", rows)
-        _do(con, "BEGIN TRANSACTION")
-        try:
-            _do(con, "DELETE FROM fleet WHERE (night, node) IN "
-                     "(SELECT DISTINCT night, node FROM incoming)")
-            # Sorted so that DuckDB's per-row-group min/max skip other nodes in a node's query.
-            _do(con, f"INSERT INTO fleet SELECT {', '.join(COLUMNS)} FROM incoming "
-                     "ORDER BY node, path, night")
-            refresh_spread(con, "SELECT DISTINCT night FROM incoming")
-        except Exception:
-            _do(con, "ROLLBACK")
-            raise
-        _do(con, "COMMIT")
+        _store(con)
     finally:
         con.close()
     return len(rows)
+
+
+def append_parquet(db: str | Path, path: Path, night: str | None = None) -> int:
+    """Store the fleet table `analysis fleet -o DIR` wrote (DIR/fleet.parquet), checked as
+    append() checks a frame, inside DuckDB: its rows never become Python objects, so a
+    night of ten thousand nodes is stored in seconds. ``night`` files them under that night."""
+    con = connect(db)
+    try:
+        source = f"read_parquet({_literal(str(path))})"
+        try:
+            present = {row[0] for row in _do(con, f"DESCRIBE SELECT * FROM {source}")}
+        except _duckdb().Error as error:
+            raise InputError(f"{shown(path)}: not a readable Parquet file "
+                             f"({str(error).splitlines()[0]}); valid: DIR/{TABLE_FILE} "
+                             "written by analysis fleet -o DIR") from None
+        lacking = [c for c in COLUMNS if c not in present]
+        if lacking:
+            raise InputError(f"fleet rows lack the column(s) {', '.join(lacking)}; "
+                             f"valid: the fleet table columns {', '.join(COLUMNS)}")
+        day = _literal(night) if night is not None else "CAST(night AS VARCHAR)"
+        bad = _do(con, f"SELECT {day} FROM {source} WHERE TRY_STRPTIME({day}, '%Y-%m-%d') "
+                       "IS NULL LIMIT 1")
+        if bad:
+            raise InputError(f"night {bad[0][0]!r} is not a date; valid: YYYY-MM-DD")
+        checks = [("TRY_CAST(value AS DOUBLE) IS NULL AND value IS NOT NULL",
+                   "column value holds non-numbers; valid: floats (NaN where a case did not run)"),
+                  *((f"TRY_CAST({flag} AS BOOLEAN) IS NULL",
+                     f"column {flag} holds values other than True/False")
+                    for flag in ("higher_is_better", "synthetic")),
+                  (" OR ".join(f"{c} IS NULL" for c in SERIES),
+                   f"columns {', '.join(SERIES)} must not be empty (None/NaN)")]
+        for where, says in checks:
+            if _do(con, f"SELECT 1 FROM {source} WHERE {where} LIMIT 1"):
+                raise InputError(f"{shown(path)}: {says}")
+        typed = {"night": f"CAST(strptime({day}, '%Y-%m-%d') AS DATE)",
+                 "value": "CAST(value AS DOUBLE)", "higher_is_better": "CAST(higher_is_better AS BOOLEAN)",
+                 "synthetic": "CAST(synthetic AS BOOLEAN)"}
+        select = ", ".join(f"{typed.get(c, f'CAST({c} AS VARCHAR)')} AS {c}" for c in COLUMNS)
+        _do(con, f"CREATE TEMP VIEW incoming AS SELECT {select} FROM {source}")
+        count = _do(con, "SELECT count(*) FROM incoming")[0][0]
+        _store(con)
+    finally:
+        con.close()
+    return int(count)
+
+
+def failed_nodes(path: Path) -> list[str]:
+    """The nodes of a fleet.parquet with a row of status failed: `analysis fleet` stores a
+    failed node's rows so (integrity.py), and a failed case fails its node."""
+    con = _duckdb().connect()
+    try:
+        return [row[0] for row in _do(con, "SELECT DISTINCT node FROM read_parquet("
+                                            f"{_literal(str(path))}) WHERE status = 'failed' "
+                                            "ORDER BY node")]
+    finally:
+        con.close()
+
+
+def _literal(text: str) -> str:
+    """A SQL string literal (DuckDB's read_parquet takes no parameter for its path)."""
+    return "'" + text.replace("'", "''") + "'"
+
+
+def _store(con) -> None:
+    """The rows of the relation ``incoming`` replace their (night, node) pairs' stored rows
+    and the spread of their nights is recomputed, all in one transaction."""
+    _do(con, "BEGIN TRANSACTION")
+    try:
+        _do(con, "DELETE FROM fleet WHERE (night, node) IN "
+                 "(SELECT DISTINCT night, node FROM incoming)")
+        # Sorted so that DuckDB's per-row-group min/max skip other nodes in a node's query.
+        _do(con, f"INSERT INTO fleet SELECT {', '.join(COLUMNS)} FROM incoming "
+                 "ORDER BY node, path, night")
+        refresh_spread(con, "SELECT DISTINCT night FROM incoming")
+    except Exception:
+        _do(con, "ROLLBACK")
+        raise
+    _do(con, "COMMIT")
 
 
 def _window(con, nights: int, include_synthetic: bool) -> tuple[str, dict]:

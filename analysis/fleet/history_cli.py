@@ -9,7 +9,8 @@ from pathlib import Path
 import pandas as pd
 
 from . import history as fleet_history
-from . import table as fleet_table
+from .load import load_fleet
+from ..errors import InputError
 from ..results.io import shown
 
 
@@ -26,7 +27,8 @@ def add_parser(commands: argparse._SubParsersAction) -> None:
     append.add_argument("--db", required=True, type=Path, help="history file (created)")
     append.add_argument("--night", help="YYYY-MM-DD to file the runs under (default: each run's start_time)")
     append.add_argument("runs", nargs="+", type=Path, metavar="RUNS",
-                        help="mempath result files or folders of them (as analysis fleet)")
+                        help="mempath result files or folders of them (as analysis fleet takes), "
+                             "or the fleet.parquet that analysis fleet -o DIR wrote")
     trend = actions.add_parser("trend", help="trend.csv, slow_degradation.csv and worst_trends.png/.pdf")
     trend.add_argument("--db", required=True, type=Path, help="history file")
     trend.add_argument("--node", help="only this node")
@@ -42,27 +44,46 @@ def run(args: argparse.Namespace, rejected: list[str]) -> int:
 
 
 def _append(args: argparse.Namespace, rejected: list[str]) -> int:
-    """The files read as `analysis fleet` reads them, held to the same rules (integrity.py):
-    a failed node's rows are stored with status failed and no value; exit 1 then."""
+    if args.night is not None:  # before thousands of files are read
+        fleet_history.check_night(args.night)
+    tables = [p for p in args.runs if p.suffix == ".parquet"]
+    if tables and len(tables) < len(args.runs):
+        raise InputError("give either result files and folders or one fleet.parquet, not both; "
+                         "valid: RUN.h5/FOLDER... or DIR/fleet.parquet")
+    if tables:
+        written = sum(fleet_history.append_parquet(args.db, path, args.night) for path in tables)
+        print(f"analysis: {written} rows of {', '.join(map(shown, tables))} appended to "
+              f"{shown(args.db)}")
+        failed = sorted({n for path in tables for n in fleet_history.failed_nodes(path)})
+        if failed:
+            print(f"analysis: error: {len(failed)} node(s) failed, their rows stored with "
+                  f"status failed: {', '.join(failed[:3])}" + (", ..." if len(failed) > 3
+                                                               else ""), file=sys.stderr)
+            return 1
+        return 0
     from . import integrity
-    from .load import load_fleet
-    broken: list[tuple[Path, str]] = []
     notes: list[str] = []
-    table = load_fleet(args.runs, rejected, notes, broken)
-    if args.night:
-        table["night"] = args.night
-    found = integrity.problems(table, broken, integrity.load_plans(args.runs, notes))
-    failed = list(dict.fromkeys(found["node"]))
-    rows = integrity.held_back(table, failed)[list(fleet_table.COLUMNS)]
-    written = fleet_history.append(args.db, rows)
-    print(f"analysis: {written} rows of {table['node'].nunique()} nodes appended to {shown(args.db)}")
+    broken: list[tuple[Path, str]] = []
+    table = load_fleet(args.runs, rejected, notes, night=args.night, nights=True, broken=broken)
+    # The rules of `analysis fleet` (integrity.py), night by night: a failed node's rows are
+    # stored with status failed and no value. A file that cannot be read has no night: its
+    # node is failed in each night of this append.
+    plans = integrity.load_plans(args.runs, notes)
+    nights = [table] if table["night"].nunique() < 2 else [
+        part for _, part in table.groupby("night", sort=True)]
+    found = [integrity.problems(part, broken, plans) for part in nights]
+    rows = pd.concat([integrity.held_back(part, f["node"]) for part, f in zip(nights, found)])
+    written = fleet_history.append(args.db, rows[list(fleet_history.COLUMNS)])
+    print(f"analysis: {written} rows of {table['node'].nunique()} nodes appended to "
+          f"{shown(args.db)}")
     for note in notes:
         print(f"analysis: note: {note}", file=sys.stderr)
-    if failed:
-        first = found.drop_duplicates("node").set_index("node")["reason"]
-        print(f"analysis: error: {len(failed)} node(s) failed, their rows stored with status "
-              f"failed and no value: " + "; ".join(f"{n}: {first[n]}" for n in failed[:3])
-              + ("; ..." if len(failed) > 3 else ""), file=sys.stderr)
+    first = pd.concat(found).drop_duplicates("node").set_index("node")["reason"]
+    if len(first):
+        names = list(first.index)
+        print(f"analysis: error: {len(names)} node(s) failed, their rows stored with status "
+              "failed and no value: " + "; ".join(f"{n}: {first[n]}" for n in names[:3])
+              + ("; ..." if len(names) > 3 else ""), file=sys.stderr)
         return 1
     return 0
 

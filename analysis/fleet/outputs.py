@@ -12,6 +12,9 @@ import pandas as pd
 
 from ..render import tables
 from . import history as fleet_history
+from . import integrity
+from . import operators
+from .location import chassis_of, located
 from .history_cli import write_trends
 from .table import COLUMNS, WORDS
 
@@ -30,7 +33,33 @@ def write_outputs(out: Path, table: pd.DataFrame, nodes: pd.DataFrame, flagged: 
     records = json.loads(flagged.to_json(orient="records"))
     (out / "flagged.json").write_text(json.dumps(records, indent=1, ensure_ascii=False))
     (out / "summary.md").write_text(_summary(table, nodes, rejected, slow))
-    return [out / "nodes.csv", out / "flagged.json", out / "summary.md", *_heatmap(out, table, nodes)]
+    bad = operators.ranked(nodes, flagged)
+    night = str(table["night"].iloc[0]) if len(table) else ""
+    files = [out / "nodes.csv", out / "flagged.json", out / "summary.md",
+             operators.write_drain(out, bad, night),
+             *operators.write_pages(out, table, bad, flagged), *_heatmap(out, table, nodes)]
+    failed = nodes.loc[nodes["verdict"] == "failed", "node"]  # stored as failed, no value
+    return files + write_table(out, integrity.held_back(table, failed))
+
+def write_table(out: Path, table: pd.DataFrame) -> list[Path]:
+    """DIR/fleet.parquet: the night's fleet table (the history's columns), which
+    `fleet-history append DIR/fleet.parquet` stores without reading the files again.
+    Written by DuckDB (the history's own dependency); without it, not written."""
+    try:
+        import duckdb
+    except ImportError:
+        return []
+    path = out / fleet_history.TABLE_FILE
+    con = duckdb.connect()
+    try:
+        con.execute("SET enable_progress_bar = false")
+        con.register("night_rows", table[list(COLUMNS)])
+        con.execute(f"COPY (SELECT * FROM night_rows) TO {fleet_history._literal(str(path))} "
+                    "(FORMAT parquet)")
+    finally:
+        con.close()
+    return [path]
+
 
 @dataclass
 class History:
@@ -83,6 +112,9 @@ def _summary(table: pd.DataFrame, nodes: pd.DataFrame, rejected: Sequence[str],
     if len(bad):
         lines += tables.markdown(bad[["node", "verdict", "retest", "reason"]]
                                  if "retest" in bad else bad[["node", "verdict", "reason"]])
+        lines += ["drain.txt: the Slurm commands that would drain the failed, missing and "
+                  "degraded nodes (printed, never run); nodes/<node>.md: why, per node.", ""]
+    lines += by_chassis(nodes)
     if slow is not None:
         lines += ["## Slowly degrading (history database)", ""]
         if slow.empty:
@@ -93,6 +125,35 @@ def _summary(table: pd.DataFrame, nodes: pd.DataFrame, rejected: Sequence[str],
     if rejected:
         lines += ["Inputs left out:", ""] + [f"- {line}" for line in rejected]
     return "\n".join(lines).rstrip("\n") + "\n"
+
+CHASSIS_ROWS = 30  # rows of the by-chassis table: the chassis with most nodes not healthy
+
+def by_chassis(nodes: pd.DataFrame) -> list[str]:
+    """Summary lines: the nodes that are not healthy counted per chassis (from the xnames),
+    most first, so that a chassis or cabinet problem (cooling, power) shows; for names
+    without a location (nid names) one line saying so."""
+    if not located(nodes["node"]):
+        return ["Node names carry no location (nid names, not xnames): the tables and the "
+                "heatmap list nodes worst first, not by cabinet or chassis.", ""]
+    chassis = chassis_of(nodes["node"]).to_numpy()
+    frame = nodes.assign(chassis=chassis, cabinet=[c[:c.index("c")] for c in chassis])
+    counts = pd.crosstab(frame["chassis"], frame["verdict"])
+    verdicts = [v for v in operators.SEVERITY if v != "healthy" and v in counts.columns]
+    if not verdicts:
+        return [f"All nodes healthy in {counts.shape[0]} chassis of "
+                f"{frame['cabinet'].nunique()} cabinets.", ""]
+    counts["not healthy"] = counts[verdicts].sum(axis=1)
+    counts["nodes"] = counts.drop(columns=["not healthy"]).sum(axis=1)
+    worst = counts[counts["not healthy"] > 0].sort_values(["not healthy", "nodes"], ascending=False,
+                                                          kind="stable")
+    lines = ["## Nodes not healthy by chassis", "",
+             f"{len(worst)} of {len(counts)} chassis ({frame['cabinet'].nunique()} cabinets) "
+             "hold a node that is not healthy; most first" +
+             (f", the first {CHASSIS_ROWS} shown." if len(worst) > CHASSIS_ROWS else "."), ""]
+    rows = [[name, int(r["nodes"]), int(r["not healthy"]), *(int(r[v]) for v in verdicts)]
+            for name, r in worst.head(CHASSIS_ROWS).iterrows()]
+    return lines + tables.markdown(["chassis", "nodes", "not healthy", *verdicts], rows,
+                                   right=range(1, 3 + len(verdicts)))
 
 def heatmap_rows(table: pd.DataFrame, nodes: pd.DataFrame) -> tuple[list[str], int]:
     """(rows, degraded nodes left out): the worst HEATMAP_NODES degraded nodes (largest
@@ -115,6 +176,9 @@ def _heatmap(out: Path, table: pd.DataFrame, nodes: pd.DataFrame) -> list[Path]:
     row keeps a 7 pt label. Returns heatmap.png and heatmap.pdf."""
     from ..render import style
     shown_nodes, hidden = heatmap_rows(table, nodes)
+    grouped = located(nodes["node"])
+    if grouped:
+        shown_nodes = by_location(shown_nodes)
     part = table[table["node"].isin(shown_nodes)]
     sign = np.where(part["higher_is_better"].to_numpy(dtype=bool), 1.0, -1.0)
     grid = part.assign(d=sign * part["deviation"] * 100).pivot_table(
@@ -126,9 +190,29 @@ def _heatmap(out: Path, table: pd.DataFrame, nodes: pd.DataFrame) -> list[Path]:
     ax.tick_params(axis="y", length=0)
     ax.set_xticks([])
     label = f"{grid.shape[1]} paths (fleet_table.py path names)"
+    if grouped:
+        label += ("; rows by cabinet and chassis (from the xnames), worst first within a "
+                  "chassis; lines between cabinets")
+        names = np.array([c[:c.index("c")] for c in chassis_of(grid.index)])  # cabinets
+        for row in np.flatnonzero(names[1:] != names[:-1]):
+            ax.axhline(row + 0.5, color="black", linewidth=0.6)
+    else:
+        label += "; node names carry no location (nid names): rows worst first"
     if hidden:
         label += f"\n{hidden} more degraded nodes not shown (nodes.csv lists every node)"
     ax.set_xlabel(label)
     ax.set_title("Deviation from the fleet median, % (negative = worse; colour saturates at ±20 %)")
     fig.colorbar(image, ax=ax, label="deviation, %", fraction=0.04, aspect=30, pad=0.02)
     return style.save(fig, out, "heatmap")
+
+def by_location(rows: Sequence[str]) -> list[str]:
+    """Heatmap rows of xnames: a chassis's nodes together (cabinets and chassis in
+    numeric order), in their given order (worst first) within it."""
+    chassis = chassis_of(rows)
+    place = {node: i for i, node in enumerate(rows)}
+    return sorted(rows, key=lambda n: (_chassis_key(chassis[n]), place[n]))
+
+def _chassis_key(name: str) -> tuple[int, int]:
+    """x1000c3 -> (1000, 3): cabinets and chassis in numeric order."""
+    cabinet, _, chassis = name[1:].partition("c")
+    return int(cabinet), int(chassis)

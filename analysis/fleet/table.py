@@ -19,7 +19,7 @@ import numpy as np
 import pandas as pd
 
 from .robust import MAD_SCALE
-from ..results.io import Run, RunFileError, check_non_negative, column, decode, open_result, shown
+from ..results.io import Run, RunFileError, check_non_negative, decode, open_result, shown
 
 COLUMNS = ("night", "node", "node_kind", "family", "path", "component", "metric", "value",
            "status", "higher_is_better", "synthetic", "gpu_uuids")
@@ -228,11 +228,18 @@ def night_of(attrs: Mapping[str, Any]) -> str:
     return str(attrs.get("start_time", ""))[:10]
 
 
+def _topology_key(text: str, host: Any) -> str:
+    """The topology text without its host name: a real node's topology names its host, and
+    alike nodes would otherwise each get their own parse, Topo and case names."""
+    return text.replace(json.dumps(str(host)), '""') if host else text
+
+
 def _topo(run: Run) -> tuple[int, Topo]:
     text = str(run.attrs.get("topology") or json.dumps(run.topology, sort_keys=True))
-    if text not in _TOPOS:
-        _TOPOS[text] = (len(_TOPOS), Topo(run.topology))
-    return _TOPOS[text]
+    key = _topology_key(text, run.attrs.get("host"))
+    if key not in _TOPOS:
+        _TOPOS[key] = (len(_TOPOS), Topo(run.topology))
+    return _TOPOS[key]
 
 
 def fleet_rows(run: Run, night: str | None = None) -> pd.DataFrame:
@@ -265,6 +272,27 @@ def _uuids(value: Any) -> str:
     return ",".join(map(str, value)) if isinstance(value, list) else str(value)
 
 
+# The names of a whole cases table, by its identifying columns: alike nodes hold the same
+# table, so a node costs one lookup and shares its name arrays with the others.
+_TABLE_NAMES: dict[tuple[Any, ...], tuple[np.ndarray, np.ndarray, np.ndarray]] = {}
+
+
+def _table_names(family: str, cases: Mapping[str, Any],
+                 topo: tuple[int, Topo]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(path, component, words) arrays of one cases table."""
+    columns = [c for c in (*NAME_COLUMNS[family], *OPTIONAL_COLUMNS.get(family, ()))
+               if c in cases]
+    arrays = [np.asarray(cases[c]) for c in columns]
+    key = (topo[0], family, tuple(columns),
+           tuple(tuple(a.tolist()) if a.dtype == object else (a.dtype.str, a.tobytes())
+                 for a in arrays))
+    if key not in _TABLE_NAMES:
+        named = _names(family, cases, topo)
+        _TABLE_NAMES[key] = tuple(np.array([n[i] for n in named], dtype=object)
+                                  for i in range(3))  # type: ignore[assignment]
+    return _TABLE_NAMES[key]
+
+
 def _names(family: str, cases: Mapping[str, Any],
            topo: tuple[int, Topo]) -> list[tuple[str, str, str]]:
     columns = [c for c in (*NAME_COLUMNS[family], *OPTIONAL_COLUMNS.get(family, ()))
@@ -283,15 +311,13 @@ def _names(family: str, cases: Mapping[str, Any],
 def _family_columns(family: str, cases: Mapping[str, Any],
                     topo: tuple[int, Topo]) -> dict[str, np.ndarray]:
     metric, higher = FAMILIES[family]
-    named = _names(family, cases, topo)
+    path, part, said = _table_names(family, cases, topo)
     status = np.asarray(cases["status"], dtype=object)
     values = np.array(cases[metric], dtype=float)
     values[status != "ok"] = np.nan
     rows = len(values)
     return {"family": np.full(rows, family, dtype=object),
-            "path": np.array([n[0] for n in named], dtype=object),
-            "component": np.array([n[1] for n in named], dtype=object),
-            WORDS: np.array([n[2] for n in named], dtype=object),
+            "path": path, "component": part, WORDS: said,
             "metric": np.full(rows, metric, dtype=object), "value": values, "status": status,
             "higher_is_better": np.full(rows, higher, dtype=bool),
             SPREAD: np.asarray(cases.get(SPREAD, np.full(rows, np.nan)), dtype=float)}
@@ -303,13 +329,16 @@ def load_cases_run(path: Any) -> Run:
 
     A node's samples and most case columns are not needed, and reading them was most of
     the time of a fleet of thousands; validation and the one-line errors are io's (a
-    damaged file raises RunFileError)."""
+    damaged file raises RunFileError). The attributes and columns are read through
+    h5py's low-level calls: its high-level objects cost more per column than the read."""
     path = Path(path)
     with open_result(path) as handle:
         try:
-            attrs = {key: decode(handle.attrs[key]) for key in ATTRIBUTES if key in handle.attrs}
-            tables = {f"{f}/cases": _read_columns(path, handle[f], f)
-                      for f in FAMILIES if f in handle and "cases" in handle[f]}
+            fid = handle.id
+            attrs = {key: _attribute(fid, key) for key in ATTRIBUTES
+                     if h5py.h5a.exists(fid, key.encode())}
+            tables = {f"{f}/cases": _read_columns(path, fid, f)
+                      for f in FAMILIES if _has_cases(fid, f)}
         except (OSError, KeyError, ValueError, TypeError, RuntimeError) as error:
             raise RunFileError(f"{shown(path)}: cannot be read ({error}); the file is damaged, "
                                "give an intact mempath result file") from None
@@ -317,34 +346,84 @@ def load_cases_run(path: Any) -> Run:
                tables=tables)  # type: ignore[arg-type]
 
 
+# Text cells decoded once per process: alike nodes repeat the same few hundred strings, and
+# one shared str per text keeps a fleet's tables at a pointer per cell.
+_TEXT: dict[bytes, str] = {}
+
+
+def _text(raw: Any) -> Any:
+    if isinstance(raw, bytes):
+        text = _TEXT.get(raw)
+        if text is None:
+            text = _TEXT.setdefault(raw, raw.decode("utf-8"))
+        return text
+    return raw
+
+
+def _attribute(fid: Any, key: str) -> Any:
+    attribute = h5py.h5a.open(fid, key.encode())
+    data = np.empty(attribute.shape, dtype=attribute.dtype)
+    attribute.read(data)
+    if data.shape == ():
+        return decode(_text(data[()]) if key != "topology" else data[()])
+    return decode(data)
+
+
+def _has_cases(fid: Any, family: str) -> bool:
+    name = family.encode()
+    return name in fid and b"cases" in h5py.h5g.open(fid, name)
+
+
+def _dataset(group: Any, name: str) -> np.ndarray:
+    """One column: strings as an object array of (shared) str, as io.column() returns."""
+    dataset = h5py.h5d.open(group, name.encode())
+    data = np.empty(dataset.shape, dtype=dataset.dtype)
+    if data.size:
+        dataset.read(h5py.h5s.ALL, h5py.h5s.ALL, data)
+    if data.dtype.kind in "OS":
+        raw = data.tolist()
+        texts = list(map(_TEXT.get, raw))  # C-level lookups; a text not seen yet is rare
+        if None in texts:
+            texts = [_text(v) for v in raw]
+        return np.array(texts, dtype=object)
+    return data
+
+
 def _parsed(path: Path, attrs: Mapping[str, Any]) -> dict[str, Any]:
-    """The topology attribute as JSON; alike nodes share one text, parsed once."""
+    """The topology attribute as JSON; alike nodes share one parse (their own host name
+    put back), so a fleet of one kind parses it once."""
     text = str(attrs.get("topology") or "{}")
-    if text in _TOPOS:
-        return _TOPOS[text][1].topology
+    host = attrs.get("host")
+    key = _topology_key(text, host)
+    if key in _TOPOS:
+        shared = _TOPOS[key][1].topology
+        return {**shared, "host": host} if "host" in shared else shared
     try:
         return json.loads(text)
     except json.JSONDecodeError as error:
         raise RunFileError(f"{shown(path)}: the topology attribute is not valid JSON ({error})") from None
 
 
-
-def _read_columns(path: Path, family_group: h5py.Group, family: str) -> dict[str, np.ndarray]:
+def _read_columns(path: Path, fid: Any, family: str) -> dict[str, np.ndarray]:
     """The needed columns of one cases table, checked as io checks a whole table."""
-    group, table = family_group["cases"], f"{family}/cases"
+    table = f"{family}/cases"
+    group = h5py.h5g.open(fid, table.encode())
     metric = FAMILIES[family][0]
-    present = set(group.keys())
     wanted = (*NAME_COLUMNS[family], "status", metric)
-    lacking = [c for c in wanted if c not in present]
-    if lacking:
+    try:
+        columns = {name: _dataset(group, name) for name in wanted}
+    except KeyError:  # the columns are listed only when one is not there
+        lacking = [c for c in wanted if c.encode() not in group]
+        if not lacking:
+            raise
         raise RunFileError(f"{shown(path)}: table {table} lacks the column(s) "
-                           f"{', '.join(lacking)}; valid: the columns of docs/schema.md")
-    names = [*wanted, *(c for c in OPTIONAL_COLUMNS.get(family, ()) if c in present)]
-    columns = {name: column(group[name]) for name in names}
+                           f"{', '.join(lacking)}; valid: the columns of docs/schema.md") from None
+    columns.update({name: _dataset(group, name) for name in OPTIONAL_COLUMNS.get(family, ())
+                    if name.encode() in group})
     if len({len(v) for v in columns.values()}) > 1:
         raise RunFileError(f"{shown(path)}: table {table} has columns of different lengths")
     check_non_negative(path, table, metric, columns[metric])
-    columns[SPREAD] = _spread(family_group, group, present, len(columns[metric]))
+    columns[SPREAD] = _spread(fid, family, group, len(columns[metric]))
     return columns
 
 
@@ -353,29 +432,27 @@ def _read_columns(path: Path, family_group: h5py.Group, family: str) -> dict[str
 _SAMPLES = {"bw": "bandwidth_GBps", "chase": "ns_per_access"}
 
 
-def _spread(family_group: h5py.Group, cases: h5py.Group, present: set[str],
-            rows: int) -> np.ndarray:
+def _spread(fid: Any, family: str, cases: Any, rows: int) -> np.ndarray:
     """SPREAD of each case. bw and chase from their samples (a few per case, cheap);
     ping-pong from p05/p95 (10,000 round trips a case are not read: (p95 - p05) / 3.29 is
     a normal's sigma); memcpy (several streams a repetition in its samples) from min/max
     over its repetitions, a range / d2(reps), the normal's sigma from a range of n."""
     spread = np.full(rows, np.nan)
-    name = family_group.name.strip("/")
-    if name in _SAMPLES and "samples" in family_group:
-        samples = family_group["samples"]
-        if "case_id" in samples and _SAMPLES[name] in samples:
-            ids = np.asarray(samples["case_id"][()], dtype=np.int64)
-            values = np.asarray(samples[_SAMPLES[name]][()], dtype=float)
+    if family in _SAMPLES and f"{family}/samples".encode() in fid:
+        samples = h5py.h5g.open(fid, f"{family}/samples".encode())
+        if b"case_id" in samples and _SAMPLES[family].encode() in samples:
+            ids = np.asarray(_dataset(samples, "case_id"), dtype=np.int64)
+            values = np.asarray(_dataset(samples, _SAMPLES[family]), dtype=float)
             return _sample_spread(ids, values, rows)
-    elif name == "pingpong" and {"p05_ns", "p95_ns", "median_ns"} <= present:
-        p05, p95, median = (np.asarray(cases[c][()], dtype=float)
+    elif family == "pingpong" and all(c in cases for c in (b"p05_ns", b"p95_ns", b"median_ns")):
+        p05, p95, median = (np.asarray(_dataset(cases, c), dtype=float)
                             for c in ("p05_ns", "p95_ns", "median_ns"))
         with np.errstate(divide="ignore", invalid="ignore"):
             return (p95 - p05) / 3.29 / median
-    elif {"min_GBps", "max_GBps", "median_GBps", "reps"} <= present:
-        low, high, median = (np.asarray(cases[c][()], dtype=float)
+    elif all(c in cases for c in (b"min_GBps", b"max_GBps", b"median_GBps", b"reps")):
+        low, high, median = (np.asarray(_dataset(cases, c), dtype=float)
                              for c in ("min_GBps", "max_GBps", "median_GBps"))
-        reps = np.asarray(cases["reps"][()], dtype=np.int64)
+        reps = np.asarray(_dataset(cases, "reps"), dtype=np.int64)
         d2 = np.interp(reps, np.arange(2, 11), _D2, right=np.nan)
         with np.errstate(divide="ignore", invalid="ignore"):
             spread = np.where(reps >= 2, (high - low) / d2 / median, np.nan)

@@ -146,7 +146,7 @@ def run_fleet(runs: Sequence[Path], out: Path, options: Options, expected: Seque
     if retest is not None:
         check_dirs(retest)
     broken: list[tuple[Path, str]] = []
-    table = load_fleet(runs, rejected, notes, broken)
+    table = load_fleet(runs, rejected, notes, broken=broken)
     found = integrity.problems(table, broken, integrity.load_plans(runs, notes))
     table, lacking = expected_kinds(table)
     table = _score_apart(table, set(found["node"]), options)
