@@ -54,6 +54,8 @@ def score(table: pd.DataFrame, options: Options) -> pd.DataFrame:
     keys = ["node_kind", "path", "metric"]
     groups = table.groupby(keys, sort=False)["value"]
     table = table.assign(fleet_median=groups.transform("median"))
+    if SPREAD in table:  # the case's typical scatter of repetitions on a node of the kind
+        table["fleet_spread"] = table.groupby(keys, sort=False)[SPREAD].transform("median")
     spread = (table["value"] - table["fleet_median"]).abs()
     table["mad"] = spread.groupby([table[k] for k in keys], sort=False).transform("median")
     return judge(table, options)
@@ -77,14 +79,16 @@ def judge(table: pd.DataFrame, options: Options, ran: pd.Series | None = None) -
 
 def z_scale(table: pd.DataFrame) -> np.ndarray:
     """The z scale of each row: the fleet's spread of the case (1.4826 MAD across nodes)
-    and the case's own spread on its node (SPREAD, relative, x its value) added in
-    quadrature. A node whose repetitions scattered is judged against that scatter too,
-    so one noisy measurement is not condemned; where the node's spread is unknown (one
-    repetition, an older file) the fleet's alone."""
+    and the case's typical spread of repetitions on one node (``fleet_spread``: the median
+    over the kind's nodes of SPREAD, relative, x the value) added in quadrature, so that a
+    case whose repetitions scatter everywhere is judged against that scatter. The node's
+    own scatter is not used: a node whose repetitions scatter more than its kind's would
+    widen its own threshold and escape, when its scatter is itself a symptom. Where no
+    node's spread is known (one repetition, older files) the fleet's alone."""
     fleet = MAD_SCALE * table["mad"].to_numpy(dtype=float)
-    if SPREAD not in table:
+    if "fleet_spread" not in table:
         return fleet
-    own = np.abs(table[SPREAD].to_numpy(dtype=float) * table["value"].to_numpy(dtype=float))
+    own = np.abs(table["fleet_spread"].to_numpy(dtype=float) * table["value"].to_numpy(dtype=float))
     return np.sqrt(fleet ** 2 + np.nan_to_num(own, nan=0.0) ** 2)
 
 

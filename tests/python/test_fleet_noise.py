@@ -358,14 +358,18 @@ def test_spread_is_nan_where_the_file_cannot_say(tmp_path):
     assert np.isnan(spread[0]) and np.isnan(spread[2]) and spread[1] == pytest.approx(1.4826 / 10)
 
 
-def test_a_node_whose_repetitions_scattered_is_judged_against_that_scatter():
+def test_a_case_whose_repetitions_scatter_everywhere_is_judged_against_that_scatter():
     nodes = [f"n{i}" for i in range(20)]
     values = [100.0 + (i % 5) * 0.2 for i in range(19)] + [80.0]
     table = pd.DataFrame({"node": nodes, "node_kind": "k", "path": "p", "metric": "m",
                           "value": values, "status": "ok", "higher_is_better": True,
                           SPREAD: [0.005] * 19 + [np.nan]})
     assert score(table, Options())["flag"].iloc[-1] == "outlier"
-    table.loc[19, SPREAD] = 0.10  # its own repetitions scattered by 10 %: -20 % is 2.5 sigma
+    # One node's own scatter does not widen its threshold: an unstable node must not escape.
+    table.loc[19, SPREAD] = 0.50
+    assert score(table, Options())["flag"].iloc[-1] == "outlier"
+    # Every node's repetitions scatter by 10 %: -20 % is 2.5 sigma of one measurement.
+    table[SPREAD] = 0.10
     assert score(table, Options())["flag"].iloc[-1] == ""
 
 
