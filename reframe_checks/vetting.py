@@ -78,7 +78,7 @@ class MempathVetting(rfm.RunOnlyRegressionTest, mempath_run.WholeNode):
     #: Chase buffer (`VET_CHASE_SIZE`).
     chase_size = variable(str, value='1GiB')
     #: Timed repetitions of bw and memcpy (`VET_REPS`).
-    reps = variable(int, value=5)
+    reps = variable(int, value=15)  # vet_node.sh's own default: one preset either way
     #: Ping-pong round trips (`VET_ROUND_TRIPS`).
     round_trips = variable(int, value=10000)
     #: Per-case limit in seconds (`VET_TIMEOUT`, mempath --timeout): a hung case ends its
