@@ -156,13 +156,18 @@ def by_chassis(nodes: pd.DataFrame) -> list[str]:
                                    right=range(1, 3 + len(verdicts)))
 
 def heatmap_rows(table: pd.DataFrame, nodes: pd.DataFrame) -> tuple[list[str], int]:
-    """(rows, degraded nodes left out): the worst HEATMAP_NODES degraded nodes (largest
-    flagged deviation first; a failed or missing case counts as -100 %), then healthy ones
+    """(rows, failed or degraded nodes left out): the worst HEATMAP_NODES failed or degraded
+    nodes (largest flagged deviation first; a failed or missing case, or a failed node,
+    counts as -100 %), then the suspect ones (flagged, not confirmed), then healthy ones
     sampled evenly up to HEATMAP_NODES; thousands of rows would not be readable."""
     flagged = table[table["flag"] != ""]
     worst = flagged["deviation"].abs().fillna(1.0).groupby(flagged["node"]).max()
-    bad = nodes.loc[nodes["verdict"] == "degraded", "node"]
-    bad = worst.reindex(bad).fillna(1.0).sort_values(ascending=False, kind="stable").index.tolist()
+    verdict = nodes.set_index("node")["verdict"]
+    bad = verdict.index[verdict.isin(["failed", "degraded"])]
+    worst = worst.reindex(bad).fillna(1.0)
+    worst[verdict.reindex(bad) == "failed"] = np.inf  # the most severe verdict comes first
+    bad = worst.sort_values(ascending=False, kind="stable").index.tolist()
+    bad += verdict.index[verdict == "suspect"].tolist()
     healthy = nodes.loc[nodes["verdict"] == "healthy", "node"].tolist()
     room = max(0, HEATMAP_NODES - len(bad))
     step = max(1, len(healthy) // max(1, room))
@@ -199,7 +204,7 @@ def _heatmap(out: Path, table: pd.DataFrame, nodes: pd.DataFrame) -> list[Path]:
     else:
         label += "; node names carry no location (nid names): rows worst first"
     if hidden:
-        label += f"\n{hidden} more degraded nodes not shown (nodes.csv lists every node)"
+        label += f"\n{hidden} more failed, degraded or suspect nodes not shown (nodes.csv lists every node)"
     ax.set_xlabel(label)
     ax.set_title("Deviation from the fleet median, % (negative = worse; colour saturates at ±20 %)")
     fig.colorbar(image, ax=ax, label="deviation, %", fraction=0.04, aspect=30, pad=0.02)

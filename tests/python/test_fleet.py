@@ -357,6 +357,19 @@ def test_heatmap_keeps_the_worst_degraded_nodes_and_counts_the_rest(tmp_path):
     assert abs(heights[HEATMAP_NODES] - heights[10] - DPI * HEATMAP_ROW_IN * (HEATMAP_NODES - 10)) <= 2
 
 
+def test_heatmap_shows_failed_first_then_degraded_then_suspect_before_healthy():
+    """A failed node (its problems replace its flags) and a suspect one (flagged, not
+    confirmed) belong on the operators' heatmap too, by severity."""
+    from analysis.fleet.outputs import heatmap_rows
+    table, nodes = _scored(3, 5)
+    nodes.loc[nodes["node"] == "b000", "verdict"] = "failed"
+    nodes.loc[nodes["node"] == "b001", "verdict"] = "suspect"
+    table.loc[table["node"] == "b000", "flag"] = ""
+    rows, hidden = heatmap_rows(table, nodes)
+    assert rows[:3] == ["b000", "b002", "b001"] and hidden == 0
+    assert set(rows[3:]) == {f"h{i:03d}" for i in range(5)}
+
+
 def test_hbm_read_as_its_numa_node_is_told_apart_from_device_memory():
     from analysis.fleet.table import words
     topo = _topo()
