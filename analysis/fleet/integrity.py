@@ -29,7 +29,7 @@ import pandas as pd
 
 from ..model.peaks import PeakModel
 from ..results.io import RunFileError, shown
-from .load import FILE
+from .load import FILE, first_pass
 from .table import WORDS, load_cases_run
 
 #: The vetting preset's files directly in a node's folder (docs/vetting.md).
@@ -86,8 +86,7 @@ def load_plans(runs: Sequence[Path], notes: list[str]) -> dict[str, Plan]:
     candidates: set[Path] = set()
     for run in runs:
         if run.is_dir():
-            candidates.update(p for p in run.rglob(PLAN)
-                              if "retest" not in p.relative_to(run).parts[:-1])
+            candidates.update(first_pass(run, PLAN))
         else:
             candidates.add(node_folder(run) / PLAN)
     plans: dict[str, Plan] = {}

@@ -32,14 +32,17 @@ _TEXT_COLUMNS = tuple(c for c in (*COLUMNS, WORDS) if c not in ("value", "higher
                                                                   "synthetic"))
 
 
+def first_pass(folder: Path, pattern: str) -> list[Path]:
+    """The files matching ``pattern`` below ``folder`` (recursively), but for those in a
+    ``retest`` folder below it: a retest pass is read with --retest only."""
+    return sorted(f for f in folder.rglob(pattern) if "retest" not in f.relative_to(folder).parts[:-1])
+
+
 def result_files(paths: Sequence[Path]) -> list[Path]:
-    """RUNS: files as given, folders expanded to their .h5 files (recursively), but for
-    those in a ``retest`` folder below it: a retest pass is read with --retest only."""
+    """RUNS: files as given, folders expanded to their first-pass .h5 files."""
     files: list[Path] = []
     for path in paths:
-        files.extend(sorted(f for f in path.rglob("*.h5")
-                            if "retest" not in f.relative_to(path).parts[:-1])
-                     if path.is_dir() else [path])
+        files.extend(first_pass(path, "*.h5") if path.is_dir() else [path])
     return files
 
 
