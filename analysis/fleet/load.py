@@ -10,6 +10,7 @@ from __future__ import annotations
 import os
 from collections.abc import Sequence
 from concurrent.futures import ProcessPoolExecutor
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -18,6 +19,7 @@ import pandas as pd
 
 from ..errors import InputError
 from ..results.io import RunFileError, shown
+from . import summary
 from .table import COLUMNS, SPREAD, WORDS, fleet_columns, load_cases_run
 
 #: Files a process reads per task: large enough that a task's overhead (one pickled
@@ -46,6 +48,39 @@ def result_files(paths: Sequence[Path]) -> list[Path]:
     return files
 
 
+@dataclass(frozen=True)
+class NodeFolder:
+    """A node's folder found in a folder of RUNS, with its fleet summary (summary.py) and
+    the first-pass files the summary must stand for."""
+    folder: Path
+    files: tuple[Path, ...]
+
+
+def result_units(paths: Sequence[Path]) -> list[Path | NodeFolder]:
+    """result_files(), but where an expanded folder holds node folders with a fleet summary,
+    each such node's files are one NodeFolder, in the place of its first file."""
+    units: list[Path | NodeFolder] = []
+    for path in paths:
+        if not path.is_dir():
+            units.append(path)
+            continue
+        files = first_pass(path, "*.h5")
+        folders = {s.parent for s in first_pass(path, summary.NAME)}
+        if not folders:
+            units.extend(files)
+            continue
+        members: dict[Path, list[Path]] = {}
+        order: list[Path] = []
+        for file in files:
+            owner = next((p for p in file.parents if p in folders), None)
+            if owner not in members:
+                order.append(file if owner is None else owner)
+            if owner is not None:
+                members.setdefault(owner, []).append(file)
+        units += [NodeFolder(u, tuple(members[u])) if u in members else u for u in order]
+    return units
+
+
 #: At most this many reading processes: each holds its own caches and interpreter (about
 #: 100 MB), and a login node's hundred CPUs would cost more memory than they save time.
 MAX_JOBS = 16
@@ -63,7 +98,8 @@ def default_jobs() -> int:
 def load_fleet(paths: Sequence[Path], rejected: list[str], notes: list[str],
                night: str | None = None, jobs: int | None = None,
                nights: bool = False,
-               broken: list[tuple[Path, str]] | None = None) -> pd.DataFrame:
+               broken: list[tuple[Path, str]] | None = None,
+               every_run: bool = False) -> pd.DataFrame:
     """The fleet table of every usable file; a bad file is one line in ``rejected`` and,
     where ``broken`` is given, (path, error) there, so that integrity.py can blame its node.
     Beside COLUMNS and WORDS, column FILE names the file each row came from.
@@ -72,29 +108,32 @@ def load_fleet(paths: Sequence[Path], rejected: list[str], notes: list[str],
     hold the same case, the run with the newest start_time is kept and each older file is
     one line in ``notes``. ``night`` files every row under that night (fleet-history
     append --night); ``nights``: files of other nights are not older runs (the history
-    takes several nights at once); ``jobs`` processes read (default: the CPUs available)."""
-    chunks = read_files(result_files(paths), night, jobs)
+    takes several nights at once); ``jobs`` processes read (default: the CPUs available);
+    ``every_run``: keep each file's rows (the rounds of a retest pass), none dropped."""
+    chunks = read_files(result_units(paths), night, jobs)
     rejected.extend(line for chunk in chunks for line in chunk["rejected"])
+    notes.extend(line for chunk in chunks for line in chunk["notes"])
     if broken is not None:
         broken.extend(pair for chunk in chunks for pair in chunk["broken"])
     rows = [n for chunk in chunks for n in chunk["rows"]]
     if not rows:
         raise InputError("no usable mempath result file among RUNS; valid: .h5 files or "
                          "folders of them (docs/schema.md)")
-    shared: dict[Any, Any] = {}
-    table = pd.DataFrame({c: _joined([chunk["columns"][c] for chunk in chunks], c, shared)
+    table = pd.DataFrame({c: _joined([chunk["columns"][c] for chunk in chunks], c)
                           for c in (*COLUMNS, WORDS, SPREAD)})
     stamps = [s for chunk in chunks for s in chunk["stamps"]]
     names = [n for chunk in chunks for n in chunk["names"]]
     origin = np.repeat(np.arange(len(rows)), rows)
     files = pd.Categorical(names)  # a file named twice in RUNS is one category
     table[FILE] = pd.Categorical.from_codes(files.codes[origin], files.categories)
+    if every_run:
+        return table
     return _newest(table, origin, stamps, names, notes, nights)
 
 
-def read_files(files: Sequence[Path], night: str | None = None,
+def read_files(files: Sequence[Path | NodeFolder], night: str | None = None,
                jobs: int | None = None) -> list[dict[str, Any]]:
-    """read_chunk() of every chunk of ``files``, in file order."""
+    """read_chunk() of every chunk of ``files`` (files and node folders), in their order."""
     jobs = default_jobs() if jobs is None else max(1, jobs)
     chunks = [files[i:i + CHUNK_FILES] for i in range(0, len(files), CHUNK_FILES)]
     if jobs == 1 or len(files) < PARALLEL_MIN_FILES or len(chunks) < 2:
@@ -107,41 +146,98 @@ def read_files(files: Sequence[Path], night: str | None = None,
         return list(pool.map(read_chunk, chunks, [night] * len(chunks)))
 
 
-def read_chunk(files: Sequence[Path], night: str | None = None) -> dict[str, Any]:
-    """The fleet columns of some files, concatenated: per usable file its row count,
-    start_time and shown name; per unusable file its one line and (path, line)."""
-    parts, rows, stamps, names, rejected, broken = [], [], [], [], [], []
-    for path in files:
+def read_chunk(files: Sequence[Path | NodeFolder], night: str | None = None) -> dict[str, Any]:
+    """The fleet columns of some files, concatenated (text columns as Texts.coded()):
+    per usable file its row count,
+    start_time and shown name; per unusable file its one line and (path, line). A node
+    folder is read from its summary where that still stands for its files (a note says
+    why not, and its files are read)."""
+    numbers: dict[str, list[np.ndarray]] = {c: [] for c in (*COLUMNS, WORDS, SPREAD)
+                                            if c not in _TEXT_COLUMNS}
+    texts = {c: Texts() for c in _TEXT_COLUMNS}
+    rows, stamps, names, rejected, broken, notes = [], [], [], [], [], []
+
+    def read(path: Path) -> None:
         try:
             run = load_cases_run(path)
         except RunFileError as error:
             rejected.append(str(error))
             broken.append((path, str(error)))
-            continue
+            return
         part = fleet_columns(run, night)
-        parts.append(part)
+        for name, values in numbers.items():
+            values.append(part[name])
+        for name, column in texts.items():
+            column.add_cells(part[name])
         rows.append(len(part["value"]))
         stamps.append(str(run.attrs.get("start_time", "")))
         names.append(shown(path))
-    columns = {c: np.concatenate([p[c] for p in parts]) if parts else
-               np.array([], dtype=float if c in ("value", SPREAD) else
-                        bool if c in ("higher_is_better", "synthetic") else object)
-               for c in (*COLUMNS, WORDS, SPREAD)}
+
+    for unit in files:
+        if not isinstance(unit, NodeFolder):
+            read(unit)
+            continue
+        got, why = summary.read(unit.folder, unit.files)
+        if got is None:
+            notes.append(f"{shown(unit.folder / summary.NAME)}: {why}; read the node's files")
+            for path in unit.files:
+                read(path)
+            continue
+        if night:
+            got["columns"]["night"] = (np.zeros(sum(got["rows"]), dtype=np.int32), [night])
+        for name, values in numbers.items():
+            values.append(got["columns"][name])
+        for name, column in texts.items():
+            column.add(*got["columns"][name])
+        rows += got["rows"]
+        stamps += got["stamps"]
+        names += got["names"]
+        for path in got["again"]:  # unreadable when summarised: read to say why, again
+            read(path)
+    columns: dict[str, Any] = {c: t.coded() for c, t in texts.items()}
+    columns.update({c: np.concatenate(v) if v else
+                    np.array([], dtype=bool if c in ("higher_is_better", "synthetic") else float)
+                    for c, v in numbers.items()})
     return {"columns": columns, "rows": rows, "stamps": stamps, "names": names,
-            "rejected": rejected, "broken": broken}
+            "rejected": rejected, "broken": broken, "notes": notes}
 
 
-def _joined(arrays: list[np.ndarray], name: str, shared: dict[Any, Any]) -> np.ndarray:
-    """One column of the chunks; a text column's cells made one shared str per text (each
-    chunk came back from its process with its own copies)."""
+class Texts:
+    """A text column as int32 codes into one list of its distinct texts. A fleet's text
+    cells repeat a few thousand texts millions of times: a chunk sends its codes and texts
+    between processes, not a str object per cell, and the fleet table's cells are pointers
+    to one str per text."""
+
+    def __init__(self) -> None:
+        self.index: dict[Any, int] = {}
+        self.parts: list[np.ndarray] = []
+
+    def add(self, codes: np.ndarray, texts: Sequence[Any]) -> None:
+        remap = np.fromiter((self.index.setdefault(t, len(self.index)) for t in texts),
+                            dtype=np.int32, count=len(texts))
+        self.parts.append(remap[codes] if len(codes) else np.array([], dtype=np.int32))
+
+    def add_cells(self, cells: np.ndarray) -> None:
+        codes, texts = pd.factorize(cells, use_na_sentinel=False)
+        self.add(codes, list(texts))
+
+    def coded(self) -> tuple[np.ndarray, list[Any]]:
+        codes = np.concatenate(self.parts) if self.parts else np.array([], dtype=np.int32)
+        return codes, list(self.index)
+
+    def cells(self) -> np.ndarray:
+        codes, texts = self.coded()
+        return np.array(texts + [None], dtype=object)[codes]
+
+
+def _joined(parts: list[Any], name: str) -> np.ndarray:
+    """One column of the chunks: numbers concatenated, texts (codes, texts) decoded once."""
     if name not in _TEXT_COLUMNS:
-        return np.concatenate(arrays)
-    out = []
-    for array in arrays:
-        codes, uniques = pd.factorize(array, use_na_sentinel=False)
-        canonical = np.array([shared.setdefault(u, u) for u in uniques], dtype=object)
-        out.append(canonical[codes] if len(array) else array)
-    return np.concatenate(out) if out else np.array([], dtype=object)
+        return np.concatenate(parts)
+    texts = Texts()
+    for codes, distinct in parts:
+        texts.add(codes, distinct)
+    return texts.cells()
 
 
 def _newest(table: pd.DataFrame, origin: np.ndarray, stamps: Sequence[str],

@@ -40,8 +40,8 @@ def binary() -> Path:
     return found
 
 
-def vet(outdir: Path, mempath: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    env = {**os.environ, **TINY, 'MEMPATH': str(mempath)}
+def vet(outdir: Path, mempath: Path, *args: str, **extra: str) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, **TINY, 'MEMPATH': str(mempath), 'VET_PYTHON': sys.executable, **extra}
     return subprocess.run([str(VET_NODE), str(outdir), *args], env=env, capture_output=True,
                           text=True, timeout=120)
 
@@ -60,6 +60,18 @@ def test_vet_node_writes_every_command_into_the_host_folder(tmp_path: Path):
             assert f.attrs['host'] == HOST
             assert 'gpu_uuids' in f.attrs   # node identity for the fleet report
     assert not re.search(r'^MEMPATH \w+ .*status=failed', out.stdout, re.MULTILINE)
+    # Its fleet rows in one file, which the fleet analysis then reads instead of the files.
+    assert f'{HOST}: fleet summary in ' in out.stdout
+    summary = json.loads((tmp_path / HOST / 'fleet-summary.json').read_text())
+    assert sorted(f[0] for f in summary['files']) == files
+
+
+def test_vet_node_without_the_analysis_writes_no_summary_and_still_succeeds(tmp_path: Path):
+    out = vet(tmp_path, binary(), VET_PYTHON='false')
+    assert out.returncode == 0, out.stdout + out.stderr
+    assert f'{HOST}: no fleet summary (' in out.stdout
+    assert 'the fleet analysis reads the files' in out.stdout
+    assert not (tmp_path / HOST / 'fleet-summary.json').exists()
 
 
 def planned(fixture: str) -> dict[str, int]:
