@@ -94,6 +94,13 @@ def _fleet_parsers(commands: argparse._SubParsersAction) -> None:
     fleet.add_argument("--min-drop", type=float,
                        help="with --history: loss over the window that counts as degrading "
                             "(default 0.05)")
+    summ = commands.add_parser("fleet-summary", help="one node's fleet rows beside its files",
+                               description="Write NODE_DIR/fleet-summary.json: the rows the fleet "
+                                           "analysis takes from the node's result files, with each "
+                                           "file's size and time, so that `analysis fleet` reads one "
+                                           "file a node (vet_node.sh runs it last; docs/fleet.md).")
+    summ.add_argument("folders", nargs="+", type=Path, metavar="NODE_DIR",
+                      help="a node's result folder (OUTDIR/<host> of vet_node.sh)")
     sim = commands.add_parser("simulate", help="synthetic node files for tests and benchmarks",
                               description="Write N synthetic nodes (root attribute "
                                           "synthetic=1) and DIR/truth.json; with --retest, "
@@ -120,10 +127,16 @@ def _fleet_parsers(commands: argparse._SubParsersAction) -> None:
     sim.add_argument("--noise-scale", type=float, default=1.0,
                      help="multiply the noise (2 doubles it; default 1)")
     sim.add_argument("--jobs", type=int, help="processes writing files (default: the CPUs)")
+    sim.add_argument("--summaries", action="store_true",
+                     help="with --layout preset: each node's fleet-summary.json too, as "
+                          "vet_node.sh writes it")
     sim.add_argument("--retest", type=Path, metavar="RETEST.json",
                      help="with --from SIMDIR: re-draw the listed nodes' cases into DIR")
     sim.add_argument("--from", dest="source", type=Path, metavar="SIMDIR",
                      help="the simulated fleet a --retest re-measures")
+    sim.add_argument("--rounds", type=int, default=3,
+                     help="with --retest: rounds of the retest pass (vet_node.sh's "
+                          "VET_RETEST_ROUNDS; default 3)")
 
 
 def _fleet(args: argparse.Namespace, rejected: list[str]) -> int:
@@ -162,18 +175,27 @@ def _simulate(args: argparse.Namespace, rejected: list[str]) -> int:
             raise InputError("--retest RETEST.json and --from SIMDIR go together, without "
                              "--nodes; valid: simulate --retest DIR/retest.json --from SIMDIR "
                              "-o SIMDIR/retest")
-        written = simulate_retest(args.retest, args.source, args.output)
+        written = simulate_retest(args.retest, args.source, args.output, args.rounds)
         print(f"analysis: retest of {len(written)} synthetic nodes ({sum(written.values())} "
               f"cases) in {shown(args.output)}")
         return 0
     if args.nodes is None:
         raise InputError("--nodes N is required (or --retest with --from); valid: a positive "
                          "number of nodes")
+    if args.summaries and args.layout != "preset":
+        raise InputError("--summaries: valid with --layout preset only (a node's folder)")
     truth = simulate(args.nodes, args.fixture, args.faults, args.output, args.seed, args.night,
                      args.layout, args.noise, args.noise_from, args.noise_scale, args.jobs,
-                     rejected)
+                     rejected, args.summaries)
     print(f"analysis: {args.nodes} synthetic nodes ({len(truth['faults'])} faulty, layout "
           f"{args.layout}, noise {truth['noise']}) in {shown(args.output)}; truth in truth.json")
+    return 0
+
+
+def _fleet_summary(args: argparse.Namespace, rejected: list[str]) -> int:
+    from .fleet import summary
+    for folder in args.folders:
+        print(f"analysis: fleet summary {shown(summary.write(folder))}")
     return 0
 
 
@@ -223,7 +245,7 @@ def _compare(args: argparse.Namespace, rejected: list[str]) -> int:
 
 
 COMMANDS = {"report": _report, "paper": _paper, "compare": _compare, "fleet": _fleet, "simulate": _simulate,
-            "fleet-history": fleet_history_cli.run}
+            "fleet-summary": _fleet_summary, "fleet-history": fleet_history_cli.run}
 
 
 def main(argv: Sequence[str] | None = None) -> int:

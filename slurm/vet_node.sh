@@ -36,9 +36,12 @@
 #                    planned cases ("vet_node.sh: plan FILE: N cases") and run nothing
 #   VET_RETEST       the retest.json of `analysis fleet` (docs/vetting.md): run only this
 #                    host's listed cases, each with the preset's options and the entry's
-#                    filter options, into OUTDIR/retest/<host>/<file> (a second entry of
-#                    one file: <file stem>-2.h5, ...); nothing for a host not listed. Its
+#                    filter options, into OUTDIR/retest/<host>/round<R>/<file> (a second
+#                    entry of one file: <file stem>-2.h5, ...), VET_RETEST_ROUNDS times
+#                    (3: the fleet analysis takes the rounds' median); nothing for a host not listed. Its
 #                    JSON is read with VET_PYTHON (default python3; the standard library)
+#   VET_PYTHON       also writes OUTDIR/<host>/fleet-summary.json at the end, where it can
+#                    import this repository's analysis package (h5py, numpy, pandas)
 set -uo pipefail
 
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -58,12 +61,17 @@ round_trips=${VET_ROUND_TRIPS:-10000}
 timeout=${VET_TIMEOUT:-300}
 plan=${VET_PLAN:-}
 retest=${VET_RETEST:-}
+retest_rounds=${VET_RETEST_ROUNDS:-3}
 host=$(hostname -s)
 dir=$outdir/$host
 [[ -n $retest ]] && dir=$outdir/retest/$host
 
 if [[ $# -gt 1 ]]; then
   echo "vet_node.sh: one argument at most (the output folder), got $#: $*" >&2
+  exit 2
+fi
+if [[ ! $retest_rounds =~ ^[1-9][0-9]?$ ]]; then
+  echo "vet_node.sh: VET_RETEST_ROUNDS=$retest_rounds; valid: a whole number of rounds, 1 to 99" >&2
   exit 2
 fi
 from=()
@@ -174,11 +182,17 @@ EOF
     echo "vet_node.sh: $host: not in $retest, nothing to retest"
     exit 0
   fi
-  while IFS=$'\t' read -r -a entry; do
-    [[ -n $plan ]] || mkdir -p "$(dirname "$dir/${entry[1]}")" || exit 1
-    measure="${entry[0]}_measure[@]"
-    run "${entry[1]}" "${entry[0]}" "${!measure}" "${entry[@]:2}"
-  done <<<"$cases"
+  # Each round re-runs every listed case into round<R>/: the fleet analysis judges the
+  # median of the rounds, so one unlucky repetition of the noise neither condemns a node
+  # nor clears it (docs/vetting.md).
+  for ((round = 1; round <= retest_rounds; round++)); do
+    while IFS=$'\t' read -r -a entry; do
+      name=round$round/${entry[1]}
+      [[ -n $plan ]] || mkdir -p "$(dirname "$dir/$name")" || exit 1
+      measure="${entry[0]}_measure[@]"
+      run "$name" "${entry[0]}" "${!measure}" "${entry[@]:2}"
+    done <<<"$cases"
+  done
   [[ -n $plan ]] || echo "vet_node.sh: $host: retest done in $((SECONDS - start)) s, exit $worst, results in $dir"
   exit "$worst"
 fi
@@ -208,6 +222,15 @@ run chase chase "${chase[@]}" --reps "$chase_reps" --pu "$(list "$sockets")" --m
 run pingpong pingpong --pu "$pingpong_pus" --mem numa0 "${pingpong_measure[@]}"
 if [[ -n $plan ]]; then
   exit "$worst"
+fi
+# The node's fleet rows in one file beside its results (`analysis fleet-summary`): the
+# fleet analysis then reads one file a node, not 13 (docs/fleet.md). Where the analysis
+# package cannot run here, the fleet analysis reads the files: only time is lost.
+absdir=$(cd "$dir" && pwd)
+if said=$(cd "$here" && "${VET_PYTHON:-python3}" -m analysis fleet-summary "$absdir" 2>&1); then
+  echo "vet_node.sh: $host: fleet summary in $dir/fleet-summary.json"
+else
+  echo "vet_node.sh: $host: no fleet summary (${said##*$'\n'}); the fleet analysis reads the files"
 fi
 echo "vet_node.sh: $host: done in $((SECONDS - start)) s, exit $worst, results in $dir"
 exit "$worst"

@@ -31,6 +31,7 @@ import h5py
 import numpy as np
 
 from ..errors import InputError
+from . import summary
 from ..results.h5writer import column, write_result
 from ..model.peaks import PeakModel
 from . import noise as noise_model
@@ -669,6 +670,11 @@ def _write_nodes(indices: Sequence[int]) -> None:
         fault = job["faults"].get(name)
         writer = job["lost"].get(name, job["writer"])
         writer.node(job["out"], name, index, job["night"], fault)
+        if job["summaries"] and (job["out"] / name).is_dir():
+            try:
+                summary.write(job["out"] / name)
+            except InputError:  # a node without a readable file: no summary, as on a node
+                pass
 
 
 def _run(indices: list[int], jobs: int) -> None:
@@ -684,8 +690,11 @@ def _run(indices: list[int], jobs: int) -> None:
 def simulate(nodes: int, fixture: str, spec: str, out: Path, seed: int,
              night: str = "2026-11-24", layout: str = "node", noise: str | None = None,
              noise_from: Sequence[Path] | None = None, noise_scale: float = 1.0,
-             jobs: int | None = None, rejected: list[str] | None = None) -> dict[str, Any]:
-    """Write the nodes, DIR/truth.json and (with a noise model) DIR/noise.json; returns the truth."""
+             jobs: int | None = None, rejected: list[str] | None = None,
+             summaries: bool = False) -> dict[str, Any]:
+    """Write the nodes, DIR/truth.json and (with a noise model) DIR/noise.json; returns the
+    truth. ``summaries``: each preset node's fleet-summary.json as well, written from its
+    files as vet_node.sh does on a real node."""
     if nodes < 1:
         raise InputError(f"--nodes {nodes}: valid: a positive number of nodes")
     if layout not in LAYOUTS:
@@ -715,7 +724,8 @@ def simulate(nodes: int, fixture: str, spec: str, out: Path, seed: int,
     out.mkdir(parents=True, exist_ok=True)
     skip = {f.node for f in faults if f.kind == "failed" and f.detail == "no file"}
     skip |= {f.node for f in faults if f.kind == "nofile" and layout == "node"}
-    _JOB.update(names=names, faults=by_node, lost=lost, writer=writer, out=out, night=night)
+    _JOB.update(names=names, faults=by_node, lost=lost, writer=writer, out=out, night=night,
+                summaries=summaries and layout == "preset")
     try:
         _run([i for i, n in enumerate(names) if n not in skip], jobs or os.cpu_count() or 1)
     finally:
@@ -739,10 +749,13 @@ def _read_json(path: Path, what: str) -> Any:
         raise InputError(f"{path}: cannot read {what} ({error})") from None
 
 
-def simulate_retest(retest: Path, source: Path, out: Path) -> dict[str, int]:
+def simulate_retest(retest: Path, source: Path, out: Path, rounds: int = 3) -> dict[str, int]:
     """--retest RETEST.json --from SIMDIR -o OUT: each listed node's listed cases again,
-    fresh noise of the same node (its lasting level and its faults kept), in the layout of
-    SIMDIR under OUT/<host>/<file>. Returns cases written per host."""
+    ``rounds`` times as vet_node.sh's VET_RETEST_ROUNDS, each round fresh noise of the same
+    node (its lasting level and its faults kept), in the layout of SIMDIR under
+    OUT/round<R>/<host>/<file>. Returns cases written per host (in each round)."""
+    if not 1 <= rounds <= 99:
+        raise InputError(f"--rounds {rounds}: valid: a whole number of rounds, 1 to 99")
     truth = _read_json(source / "truth.json", "the simulation's truth.json (valid: --from "
                                               "a folder written by analysis simulate)")
     wanted = _read_json(retest, "the retest list (valid: DIR/retest.json of analysis fleet)")
@@ -767,8 +780,9 @@ def simulate_retest(retest: Path, source: Path, out: Path) -> dict[str, int]:
                 writer.plan.topology, int(fault.component[3:]))), int(truth["seed"]), model,
                 float(truth.get("noise_scale", 1.0)), layout)
         only = _matching(node_writer, host, entries, layout)
-        if only:
-            node_writer.node(out, host, index[host], truth["night"], fault, retest=1, only=only)
+        for round_ in range(1, rounds + 1) if only else ():
+            node_writer.node(out / f"round{round_}", host, index[host], truth["night"], fault,
+                             retest=round_, only=only)
         written[host] = len(only)
     return written
 

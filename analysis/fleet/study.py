@@ -3,6 +3,7 @@ confirm pass, recall per fault class and size, broken files named.
 
     python -m analysis.fleet.study -o DIR [--nodes 2688] [--seeds 1,2] [--noise h100]
         [--scales 1,2] [--sizes 0.10,0.05] [--per-fault 20] [--layout preset] [--jobs N]
+        [--rounds 3]
 
 For each seed and noise scale: ``analysis simulate`` (the faults below on distinct nodes,
 the rest healthy) -> ``analysis fleet`` (pass 1, writes retest.json) -> ``analysis simulate
@@ -136,7 +137,7 @@ def judge(truth: Mapping[str, Any], first: pd.DataFrame, second: pd.DataFrame | 
 
 
 def run_one(out: Path, nodes: int, seed: int, scale: float, noise: str, spec: str,
-            layout: str, jobs: int | None) -> dict[str, Any]:
+            layout: str, jobs: int | None, rounds: int = 3) -> dict[str, Any]:
     """One fleet: simulate, fleet, retest, fleet --retest; the numbers and what went wrong."""
     from .sim import simulate, simulate_retest
     sim, first, second = out / "sim", out / "fleet", out / "fleet_retest"
@@ -153,7 +154,7 @@ def run_one(out: Path, nodes: int, seed: int, scale: float, noise: str, spec: st
     nodes_2 = None
     retest = first / "retest.json"
     if retest.is_file():
-        simulate_retest(retest, sim, sim / "retest")
+        simulate_retest(retest, sim, sim / "retest", rounds)
         code, err = _cli(["fleet", str(sim), "--retest", str(sim / "retest"), "-o", str(second),
                           "--expect-nodes", str(expect)])
         notes.append(f"pass 2 exit {code}")
@@ -215,6 +216,8 @@ def main(argv: Sequence[str] | None = None) -> int:
                         help="faulty nodes per fault kind and size (default 20)")
     parser.add_argument("--layout", default="preset", choices=("node", "preset"))
     parser.add_argument("--jobs", type=int)
+    parser.add_argument("--rounds", type=int, default=3,
+                        help="rounds of the retest pass (vet_node.sh's VET_RETEST_ROUNDS; default 3)")
     args = parser.parse_args(argv)
     try:
         seeds = [int(s) for s in args.seeds.split(",")]
@@ -232,14 +235,15 @@ def main(argv: Sequence[str] | None = None) -> int:
                 out = args.output / f"seed{seed}_x{scale:g}"
                 out.mkdir(parents=True, exist_ok=False)
                 results.append(run_one(out, args.nodes, seed, scale, args.noise, spec,
-                                       args.layout, args.jobs))
+                                       args.layout, args.jobs, args.rounds))
     except (InputError, FileExistsError) as error:
         print(f"study: error: {error}", file=sys.stderr)
         return 2
     text = report(results)
     (args.output / "study.md").write_text(text)
     (args.output / "study.json").write_text(json.dumps(
-        {"faults": spec, "layout": args.layout, "results": results}, indent=1))
+        {"faults": spec, "layout": args.layout, "rounds": args.rounds, "results": results},
+        indent=1))
     print(text)
     return 0
 

@@ -15,6 +15,7 @@ import subprocess
 from pathlib import Path
 
 import h5py
+import numpy as np
 import pandas as pd
 import pytest
 
@@ -194,6 +195,32 @@ def test_retest_confirms_a_fault_and_clears_noise(fleet, tmp_path):
     assert "| suspect | 2 |" in summary
 
 
+@pytest.mark.parametrize("slow_rounds, verdict", [(1, "suspect"), (2, "degraded"), (3, "degraded")])
+def test_the_retest_judges_the_median_of_its_rounds(fleet, tmp_path, slow_rounds, verdict):
+    """Three rounds (VET_RETEST_ROUNDS): one slow round of a healthy-again HBM is noise, two
+    of three are the node."""
+    sim, truth = fleet
+    hbm = _faulty(truth, "hbm")[0]
+    faulty = {f["node"] for f in truth["faults"]}
+    healthy = next(n for n in truth["nodes"] if n not in faulty)
+    for round_ in (1, 2, 3):
+        _retest_copy(sim, tmp_path / "retest" / f"round{round_}",
+                     hbm if round_ <= slow_rounds else healthy, hbm)
+    _, nodes, _ = _fleet(tmp_path / "r", sim, "--retest", tmp_path / "retest")
+    assert nodes.loc[hbm, "verdict"] == verdict
+
+
+def test_rounds_median_takes_the_ok_rounds_and_keeps_a_case_no_round_measured():
+    from analysis.fleet.retest import rounds_median
+    keys = ["node", "path", "metric"]
+    again = pd.DataFrame({"node": ["a"] * 5, "path": ["p", "p", "p", "q", "q"],
+                          "metric": ["m"] * 5, "value": [1.0, np.nan, 3.0, np.nan, np.nan],
+                          "status": ["ok", "failed", "ok", "failed", "timeout"]})
+    out = rounds_median(again, keys).set_index("path")
+    assert out.loc["p", "value"] == 2.0 and out.loc["p", "status"] == "ok"
+    assert np.isnan(out.loc["q", "value"]) and out.loc["q", "status"] == "failed"
+
+
 def test_a_retest_is_judged_against_the_first_pass_fleet(fleet, tmp_path):
     """Read as a fleet of its own, a lone slow retest value is its own median (never an
     outlier); against the first pass it is still 12 % slow."""
@@ -312,7 +339,8 @@ def test_vet_node_retests_the_listed_cases_of_its_host(tmp_path):
     assert again.returncode == 0, again.stdout + again.stderr
     written = sorted(str(p.relative_to(out / "retest" / HOST))
                      for p in (out / "retest" / HOST).rglob("*.h5"))
-    assert written == sorted({e["file"] for e in plan["nodes"][HOST]})
+    assert written == sorted(f"round{r}/{f}" for f in {e["file"] for e in plan["nodes"][HOST]}
+                             for r in (1, 2, 3))
     for entry in plan["nodes"][HOST]:   # the preset's measuring options, the entry's filter
         line = next(line for line in again.stdout.splitlines()
                     if f"mempath {entry['family']} " in line
@@ -372,5 +400,5 @@ def test_local_retest_run_of_the_vetting_check(tmp_path):
                 if tc["name"] == "MempathVetting")
     assert case["result"] == "pass", case["fail_reason"]
     output = tmp_path / "rfm" / "output"
-    assert len(list(output.glob(f"*/*/*/MempathVetting/vetting/retest/{HOST}/bw.h5"))) == 1, text
+    assert len(list(output.glob(f"*/*/*/MempathVetting/vetting/retest/{HOST}/round*/bw.h5"))) == 3, text
     assert not list(output.glob(f"*/*/*/MempathVetting/vetting/{HOST}"))  # no first pass
