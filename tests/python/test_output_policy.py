@@ -183,8 +183,9 @@ def test_a_full_disk_keeps_the_cases_saved_before(mempath_cpu_bin: Path, tmp_pat
         pytest.skip("cannot mount a small tmpfs here (needs root)")
     try:
         out = disk / "run.h5"
-        # Every size adds samples; the file and its next version stop fitting in 96 KiB.
-        proc = run(mempath_cpu_bin, "chase", "--pu", "cpu0", "--size", ",".join(["4KiB"] * 200),
+        # Every size adds samples; the file and its next version stop fitting in 96 KiB. (200
+        # sizes that differ: a size given twice is measured once.)
+        proc = run(mempath_cpu_bin, "chase", "--pu", "cpu0", "--size", ",".join(str(4096 + 64 * i) for i in range(200)),
                    "--accesses", "200000", "--reps", "20", "--output", str(out), check_rc=None)
         line = one_error_line(proc, code=1)
         assert "No space left on device" in line and "keeps the cases finished before" in line
