@@ -29,10 +29,16 @@ MIN_NIGHTS = 8  # fewer points make no trend worth naming
 Z_LIMIT = 3.5   # |z| below this every night: "within the fleet's spread" (docs/fleet_history.md)
 
 
+#: A century of nights: more than any history holds, and far from datetime's limits.
+MAX_NIGHTS = 36500
+
+
 def check_window(nights: int, min_drop: float) -> None:
     """The trend window and the loss that counts as degrading, or InputError."""
     if nights < 1:
         raise InputError(f"--nights {nights} is not positive; valid: an integer >= 1")
+    if nights > MAX_NIGHTS:  # the window's first night would fall before year 1: a traceback
+        raise InputError(f"--nights {nights} is out of range; valid: an integer from 1 to {MAX_NIGHTS}")
     if not 0 < min_drop < 1:
         raise InputError(f"--min-drop {min_drop} is not a fraction; valid: 0 < MIN_DROP < 1, e.g. 0.05")
 

@@ -25,6 +25,18 @@ def _placement(mem: str, alloc: str) -> str:
     return f"{mem} `{alloc}`"
 
 
+def sweep_incomplete(cases: pd.DataFrame) -> pd.Series:
+    """Rows of a CPU thread sweep that its run never finished (a --timeout, a signal; docs/
+    schema.md, `sweep_complete`): their best is only the best of the thread counts reached.
+    Files from before that column mark it by `best_threads` still -1."""
+    sweep = cases["sweep"] == 1
+    unset = cases["best_threads"] == -1
+    if "sweep_complete" not in cases:
+        return sweep & unset
+    done = cases["sweep_complete"]
+    return sweep & ((done == 0) | (done.isna() & unset))
+
+
 def stream_threads(runs: RunSet, out: Path) -> Files:
     """Best GB/s of each STREAM kernel against the thread count, one panel per CPU and
     placement of the arrays; the best triad thread count marked."""
@@ -48,8 +60,9 @@ def stream_threads(runs: RunSet, out: Path) -> Files:
         triad = best.loc["triad"] if "triad" in best.index.get_level_values(0) else pd.Series(dtype=float)
         if not triad.empty:
             t = int(triad.idxmax())
+            label = f"best so far: {t} (sweep incomplete)" if sweep_incomplete(mine).any() else f"best: {t}"
             ax.axvline(t, color="0.55", linestyle=":", linewidth=0.8)
-            ax.annotate(f"best: {t}", (t, 0.04), xycoords=("data", "axes fraction"), textcoords="offset points",
+            ax.annotate(label, (t, 0.04), xycoords=("data", "axes fraction"), textcoords="offset points",
                         xytext=(-3, 0), ha="right", fontsize=MIN_FONT_PT, color="0.35")
         log2_threads(ax, mine["threads"])
         style.from_zero(ax)
@@ -176,7 +189,9 @@ def _tables(runs: RunSet) -> list[str]:
         for (host, pu, mem, alloc), part in cpu.groupby(["host", "pu", "mem", "alloc"], sort=False):
             best = part.groupby("kernel")["best_GBps"].max()
             triad = part[part["kernel"] == "triad"]
-            t = int(triad.loc[triad["best_GBps"].idxmax(), "threads"]) if not triad.empty else -1
+            t: int | str = int(triad.loc[triad["best_GBps"].idxmax(), "threads"]) if not triad.empty else -1
+            if sweep_incomplete(part).any():
+                t = f"{t} (sweep incomplete)"
             rows.append([host, pu, mem, alloc, *[num(best.get(k)) for k in CPU_KERNELS], t])
         lines += ["### STREAM (CPU), best GB/s over the thread sweep", ""]
         lines += markdown(["host", "cores", "memory", "alloc", *CPU_KERNELS, "best threads (triad)"], rows)

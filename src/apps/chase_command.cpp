@@ -156,12 +156,9 @@ std::vector<double> per_access(const std::vector<double>& totals, uint64_t acces
   return out;
 }
 
-std::vector<uint64_t> parse_sizes(const std::string& text) {
-  if (text == "sweep") return {};
-  std::vector<uint64_t> sizes;
-  for (const auto& item : split_list(text)) sizes.push_back(parse_size(item));
-  if (sizes.empty()) throw UsageError("--size needs a size, a comma list of sizes, or sweep");
-  return sizes;
+std::vector<uint64_t> parse_sizes(const Options& opts) {
+  if (opts.get_or("size", "sweep") == "sweep") return {};
+  return opts.sizes("size");
 }
 
 uint64_t parse_bytes_option(const Options& opts, const std::string& name, uint64_t fallback) {
@@ -203,7 +200,7 @@ class ChaseBenchmark : public Benchmark {
   void plan(const Options& opts, const Topology& topo, bool plan_only) override {
     topo_ = &topo;
     Settings& s = s_;
-    s.sizes = parse_sizes(opts.get_or("size", "sweep"));
+    s.sizes = parse_sizes(opts);
     s.min_size = parse_bytes_option(opts, "min-size", 4096);
     s.max_size = parse_bytes_option(opts, "max-size", 0);
     s.line = parse_bytes_option(opts, "line", 64);

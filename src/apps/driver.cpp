@@ -184,6 +184,16 @@ int run_benchmark(Benchmark& bench, const std::vector<std::string>& args, const 
   int64_t next_id = 0;
   std::vector<size_t> group;  // rows of the running group, printed when it ends
   Progress progress(show_progress, bench.cases());
+  // The case that hangs is inside a group whose earlier cases are written but not yet
+  // printed: their lines say what the rows say (a sweep not complete), then the run ends.
+  run.on_timeout([&] {
+    progress.clear();
+    for (size_t r : group) {
+      const Row row = table_row(case_rows, r);
+      std::printf("%s\n", summary_line(bench.name(), row, line_fields(bench, row)).c_str());
+    }
+    std::fflush(stdout);
+  });
   auto end_group = [&] {
     if (group.empty()) return;
     if (bench.end_group(case_rows, group)) file.save();

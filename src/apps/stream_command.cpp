@@ -44,6 +44,7 @@ const std::vector<ColumnSpec> kCaseColumns = {
     {"min_GBps", ColumnType::Float, "GB/s"}, {"max_GBps", ColumnType::Float, "GB/s"},
     {"verified", ColumnType::Int, ""},      {"placement", ColumnType::String, ""},
     {"placed", ColumnType::Int, ""},        {"sweep", ColumnType::Int, ""},         {"best_threads", ColumnType::Int, ""},
+    {"sweep_complete", ColumnType::Int, ""},
 };
 
 struct Measured {
@@ -211,13 +212,22 @@ class StreamBenchmark : public Benchmark {
                             {"placed", placed_column(out.status, m && placed_as_named(*topo_, m->placement, c.mem,
                                                                                        alloc_name(c.alloc)))},
                             {"sweep", static_cast<int64_t>(sc.sweep >= 0)},
-                            {"best_threads", static_cast<int64_t>(-1)}});
+                            {"best_threads", static_cast<int64_t>(-1)},
+                            // 0 until the sweep's last thread count has run: a run ended by
+                            // --timeout or a signal leaves it 0, so no reader takes the
+                            // thread counts it reached for the sweep's best.
+                            {"sweep_complete", static_cast<int64_t>(sc.sweep >= 0 ? 0 : -1)}});
     }
     return rows;
   }
-  std::vector<SummaryField> summary_fields(const Row&) const override {
-    return {field("pu"), field("mem"), field("alloc"), field("via"), field("threads"), field("kernel"), field("size", "array_bytes"),
-            field("placement"), field("placed"), field("status"), metric("best_GBps", 2), metric("median_GBps", 2)};
+  std::vector<SummaryField> summary_fields(const Row& row) const override {
+    std::vector<SummaryField> fields = {field("pu"), field("mem"), field("alloc"), field("via"), field("threads"),
+                                        field("kernel"), field("size", "array_bytes"), field("placement"),
+                                        field("placed"), field("status")};
+    if (std::get<int64_t>(row.at("sweep")) == 1) fields.push_back(field("sweep_complete"));
+    fields.push_back(metric("best_GBps", 2));
+    fields.push_back(metric("median_GBps", 2));
+    return fields;
   }
 
   // A thread sweep's rows learn its best thread count (the one whose triad, STREAM's
@@ -234,7 +244,7 @@ class StreamBenchmark : public Benchmark {
       const double triad = std::get<double>(row.at("best_GBps"));
       if (is_triad(row) && !std::isnan(triad) && triad > best_bw) best_bw = triad, best = std::get<int64_t>(row.at("threads"));
     }
-    for (size_t r : rows) table.set(r, "best_threads", best);
+    for (size_t r : rows) table.set(r, "best_threads", best), table.set(r, "sweep_complete", int64_t{1});
     return true;
   }
 

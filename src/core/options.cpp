@@ -99,20 +99,55 @@ long long Options::integer(const std::string& name, long long fallback, long lon
                            long long max_value) const {
   auto v = get(name);
   if (!v) return fallback;
-  const long long value = parse_int(*v, "--" + name);
-  if (value < min_value || value > max_value)
-    throw UsageError("invalid --" + name + " " + *v + "; valid: a whole number from " + std::to_string(min_value) +
-                     " to " + std::to_string(max_value));
-  return value;
+  const auto value = whole_number(*v);
+  // "-0" is no count either: where negatives are out of range, a sign is refused.
+  if (!value || *value < min_value || *value > max_value || (min_value >= 0 && (*v)[0] == '-'))
+    throw UsageError("invalid --" + name + " '" + *v + "'; valid: a whole number from " + std::to_string(min_value) +
+                     " to " + std::to_string(max_value) + " (digits only, no spaces)");
+  return *value;
 }
 
 std::vector<std::string> Options::list(const std::string& name) const {
   auto v = get(name);
   if (!v) return {};
-  std::vector<std::string> items = split_list(*v);
+  const std::vector<std::string> items = split_list(*v);
   if (items.empty())
     throw UsageError("--" + name + " '" + *v + "' names nothing; give a comma list of names");
-  return items;
+  std::vector<std::string> once;
+  for (const auto& item : items)
+    if (std::find(once.begin(), once.end(), item) == once.end()) once.push_back(item);
+  note_duplicates(name, items, once);
+  return once;
+}
+
+std::vector<uint64_t> Options::sizes(const std::string& name) const {
+  std::vector<uint64_t> once;
+  const std::vector<std::string> items = split_list(get_or(name, ""));
+  if (has(name) && items.empty())
+    throw UsageError("--" + name + " '" + *get(name) + "' names nothing; give a size or a comma list of sizes");
+  std::vector<std::string> first;
+  // "4KiB,4096" name one size twice although the words differ.
+  for (const auto& item : items) {
+    const uint64_t bytes = parse_size(item);
+    if (std::find(once.begin(), once.end(), bytes) == once.end()) once.push_back(bytes), first.push_back(item);
+  }
+  note_duplicates(name, items, first, [](const std::string& item) { return std::to_string(parse_size(item)); });
+  return once;
+}
+
+void Options::note_duplicates(const std::string& name, const std::vector<std::string>& items,
+                              const std::vector<std::string>& kept,
+                              const std::function<std::string(const std::string&)>& key_of) const {
+  if (items.size() == kept.size() || !noted_.insert(name).second) return;
+  auto key = [&](const std::string& item) { return key_of ? key_of(item) : item; };
+  // Said once per option (a command may read a list twice), naming each value as first given.
+  std::vector<std::string> parts;
+  for (const auto& k : kept) {
+    size_t times = 0;
+    for (const auto& item : items) times += key(item) == key(k);
+    if (times > 1) parts.push_back(k + " given " + (times == 2 ? std::string("twice") : std::to_string(times) + " times"));
+  }
+  std::cerr << g_program << ": note: --" << name << " " << join(parts) << "; measured once" << std::endl;
 }
 
 size_t Options::help_width() {

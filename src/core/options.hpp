@@ -1,8 +1,11 @@
 #pragma once
 // The one option parser of mempath: every subcommand declares its options here, so the
 // same names, help and error messages apply everywhere (docs/cli.md).
+#include <functional>
 #include <map>
+#include <cstdint>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -36,7 +39,10 @@ class Options {
   long long integer(const std::string& name, long long fallback, long long min_value,
                     long long max_value = kIntMax) const;
   // A comma list; an option given with no item in it ("", ",,,") is an error, not "all".
+  // A value given twice counts once (the first place it stands), with one note on stderr.
   std::vector<std::string> list(const std::string& name) const;
+  // A comma list of sizes (parse_size); sizes equal in bytes count once, with the note.
+  std::vector<uint64_t> sizes(const std::string& name) const;
   static constexpr long long kIntMax = 2147483647;
   // Help columns: the option's name and value, then its help from kHelpColumn, wrapped to
   // `width` with every continuation line starting at kHelpColumn.
@@ -47,6 +53,11 @@ class Options {
 
  private:
   const OptionSpec* find(const std::string& name) const;
+  // `key` says when two items are the same value (default: the same text).
+  void note_duplicates(const std::string& name, const std::vector<std::string>& items,
+                       const std::vector<std::string>& kept,
+                       const std::function<std::string(const std::string&)>& key = nullptr) const;
+  mutable std::set<std::string> noted_;  // options whose duplicates were already noted
   std::string command_, summary_;
   std::vector<OptionSpec> specs_;
   std::map<std::string, std::string> values_;

@@ -22,6 +22,7 @@ ResultRun::ResultRun(const Options& opts, const std::string& bench, const Topolo
     : file_(opts.get_or("output", default_output_name(bench, topo.host)), collect_provenance(topo, argv),
             opts.flag("overwrite") ? Existing::Overwrite : Existing::Refuse),
       watchdog_(timeout_option(opts), [this, seconds = timeout_option(opts)](const std::string& what) {
+        if (on_timeout_) on_timeout_();
         file_.abandon(what + " ran longer than " + timeout_text(seconds));
       }) {}
 

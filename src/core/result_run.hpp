@@ -1,6 +1,7 @@
 #pragma once
 // What every command that writes results shares (docs/cli.md, "Output files" and "Time
 // limits"): --output, --overwrite and --timeout, the result file and the per-case watchdog.
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -27,9 +28,13 @@ class ResultRun {
   // Arm for the scope of one case: Watchdog::Scope guard(run.watchdog(), "bw read cpu0 numa0");
   // a case that outlives --timeout ends the run (exit 1) with the finished cases saved.
   Watchdog& watchdog() { return watchdog_; }
+  // Runs on the watchdog's thread when a case outlives --timeout, before the run ends: the
+  // driver prints the lines of the sweep that will not end (stream's sweep_complete=0).
+  void on_timeout(std::function<void()> f) { on_timeout_ = std::move(f); }
 
  private:
   ResultFile file_;  // before the watchdog: the watchdog's handler uses it
+  std::function<void()> on_timeout_;
   Watchdog watchdog_;
 };
 

@@ -3,8 +3,13 @@
 #include "core/topology.hpp"
 #include "core/topology_detail.hpp"
 
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
 #include <algorithm>
 #include <cctype>
+#include <cerrno>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -18,6 +23,9 @@ namespace fs = std::filesystem;
 
 namespace topology_detail {
 
+// /proc/cpuinfo of a machine of thousands of CPUs stays far below this.
+constexpr size_t kMaxTextFile = 64u << 20;
+
 std::string trim(const std::string& s) {
   const auto b = s.find_first_not_of(" \t\r\n");
   if (b == std::string::npos) return "";
@@ -26,13 +34,39 @@ std::string trim(const std::string& s) {
 }
 
 // Whole file, or nothing when it cannot be read (a missing file is normal: older kernels,
-// hand-written fixtures).
+// hand-written fixtures). Only a regular file is read: a FIFO or a device planted in a
+// snapshot would block the read or never end (sysfs and procfs files are regular too).
 std::optional<std::string> read_text(const fs::path& p) {
-  std::ifstream in(p, std::ios::binary);
-  if (!in) return std::nullopt;
-  std::ostringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
+  struct stat st {};
+  if (stat(p.c_str(), &st) != 0) return std::nullopt;
+  auto not_regular = [&](mode_t mode) {
+    const char* kind = S_ISDIR(mode) ? "a folder" : S_ISFIFO(mode) ? "a FIFO" : S_ISSOCK(mode) ? "a socket"
+                       : S_ISCHR(mode) || S_ISBLK(mode) ? "a device" : "not a regular file";
+    return UsageError(p.string() + " is " + kind + "; valid: a regular file, as `mempath topo --save DIR` writes");
+  };
+  if (!S_ISREG(st.st_mode)) throw not_regular(st.st_mode);
+  // O_NONBLOCK: should the file be swapped for a FIFO after the stat, open does not wait.
+  const int fd = open(p.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+  if (fd < 0) return std::nullopt;
+  std::string text;
+  if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+    close(fd);
+    throw not_regular(st.st_mode);
+  }
+  char buf[65536];
+  for (;;) {
+    const ssize_t n = read(fd, buf, sizeof buf);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) break;
+    text.append(buf, static_cast<size_t>(n));
+    if (text.size() > kMaxTextFile) {
+      close(fd);
+      throw UsageError(p.string() + " is larger than " + std::to_string(kMaxTextFile >> 20) +
+                       " MiB; valid: a sysfs or procfs text file, as `mempath topo --save DIR` writes");
+    }
+  }
+  close(fd);
+  return text;
 }
 
 std::optional<long long> read_int(const fs::path& p) {
@@ -61,12 +95,12 @@ std::string join_ints(const std::vector<int>& v, const char* sep) {
   return out;
 }
 
-// Bad input is echoed inside a one-line message: control characters would break the line
-// and a huge file would drown it.
+// Bad input is echoed inside a one-line message: control characters would break the line,
+// bytes that are not ASCII would make it invalid UTF-8, and a huge file would drown it.
 std::string shown(const std::string& text) {
   constexpr size_t kShown = 40;
   std::string out;
-  for (char c : text.substr(0, kShown)) out += static_cast<unsigned char>(c) < 0x20 ? '?' : c;
+  for (char c : text.substr(0, kShown)) out += static_cast<unsigned char>(c) < 0x20 || static_cast<unsigned char>(c) > 0x7e ? '?' : c;
   return "'" + out + (text.size() > kShown ? "...'" : "'");
 }
 

@@ -3,6 +3,7 @@
 #include <cctype>
 #include <cmath>
 #include <cstdio>
+#include <stdexcept>
 #include <utility>
 
 #include "core/error.hpp"
@@ -24,11 +25,14 @@ uint64_t parse_size(const std::string& text) {
   while (i < text.size() && (std::isdigit(static_cast<unsigned char>(text[i])) || text[i] == '.')) ++i;
   if (i == 0) throw UsageError("invalid size '" + text + "'; " + valid);
   double number = 0;
+  size_t used = 0;
   try {
-    number = std::stod(text.substr(0, i));
+    number = std::stod(text.substr(0, i), &used);
   } catch (...) {
-    throw UsageError("invalid size '" + text + "'; " + valid);
+    used = 0;
   }
+  // "1.5.3KiB" would otherwise be 1.5KiB: the whole number part must parse.
+  if (used != i) throw UsageError("invalid size '" + text + "'; " + valid);
   const std::string suffix = text.substr(i);
   for (const auto& [name, factor] : kSuffixes) {
     if (suffix == name) {
@@ -57,17 +61,25 @@ std::string format_size(uint64_t bytes) {
   return buf;
 }
 
-long long parse_int(const std::string& text, const std::string& what) {
-  size_t used = 0;
-  long long value = 0;
+std::optional<long long> whole_number(const std::string& text) {
+  // stoll alone would take " 5", "+5" and "5\n": the whole token must be the number.
+  const size_t digits = !text.empty() && text[0] == '-' ? 1 : 0;
+  if (text.size() == digits) return std::nullopt;
+  for (size_t i = digits; i < text.size(); ++i)
+    if (!std::isdigit(static_cast<unsigned char>(text[i]))) return std::nullopt;
   try {
-    value = std::stoll(text, &used);
-  } catch (...) {
-    used = 0;
+    return std::stoll(text);
+  } catch (const std::out_of_range&) {
+    return std::nullopt;
   }
-  if (used == 0 || used != text.size())
-    throw UsageError("invalid " + what + " '" + text + "'; valid: a whole number");
-  return value;
+}
+
+long long parse_int(const std::string& text, const std::string& what) {
+  const auto value = whole_number(text);
+  if (!value)
+    throw UsageError("invalid " + what + " '" + text + "'; valid: a whole number (digits, an optional leading -, "
+                     "no spaces, at most 19 digits)");
+  return *value;
 }
 
 std::vector<uint64_t> power_of_two_sizes(uint64_t lo, uint64_t hi) {

@@ -3,6 +3,7 @@
 // load back as the live node.
 #include <gtest/gtest.h>
 
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -145,9 +146,11 @@ TEST(Topology, GpusTxtRoundTrips) {
       "link=pcie\n"
       "pcie_gen=5\n"
       "pcie_width=16\n"
-      "peers=\n";
+      "peers=\n"
+      "gpu 2\n"  // gpu 0's peers must be GPUs of the file
+      "gpu 3\n";
   const auto gpus = parse_gpus_txt(text);
-  ASSERT_EQ(gpus.size(), 2u);
+  ASSERT_EQ(gpus.size(), 4u);
   const GpuInfo& g = gpus[0];
   EXPECT_EQ(g.id, 0);
   EXPECT_EQ(g.model, "NVIDIA GH200 120GB");
@@ -670,6 +673,104 @@ TEST(Topology, BrokenSnapshotFilesAreUsageErrorsNamingTheFile) {
       EXPECT_EQ(what.find('\n'), std::string::npos) << what;
     }
   }
+}
+
+// Issue #22: every GPU fact of gpus.txt is checked; a bad one is refused in one line naming
+// the file, the line, the field and its value, and what is valid (these loaded before).
+TEST(Topology, BadGpuFactsAreRefusedNamingFileLineFieldAndValue) {
+  const std::string good = "gpu 0\nname=NVIDIA H100 80GB HBM3\ncc=9.0\nsm_count=132\nmemory_bytes=85520809984\n"
+                           "l2_bytes=52428800\npci_bus_id=0000:19:00.0\nhost_numa=0\nlink=pcie\npcie_gen=5\n"
+                           "pcie_width=16\npageable_access=0\nhost_page_tables=0\nconcurrent_managed=1\n";
+  struct Bad {
+    std::string text;
+    const char* named;  // the field or what the message must name, beside the line
+    const char* line;
+  };
+  const Bad cases[] = {
+      {"gpu 0\nsm_count=-4\n", "sm_count='-4'", "line 2"},
+      {"gpu 0\nsm_count=0\n", "sm_count='0'", "line 2"},
+      {"gpu 0\nsm_count= 132x\n", "sm_count='132x'", "line 2"},
+      {"gpu 0\ncc=banana\n", "cc='banana'", "line 2"},
+      {"gpu 0\ncc=9\n", "cc='9'", "line 2"},
+      {"gpu 0\ncc=-1.0\n", "cc='-1.0'", "line 2"},
+      {"gpu 0\ncc=9.0.1\n", "cc='9.0.1'", "line 2"},
+      {"gpu 0\nmemory_bytes=99999999999999999999999\n", "memory_bytes=", "line 2"},
+      {"gpu 0\nmemory_bytes=-1\n", "memory_bytes='-1'", "line 2"},
+      {"gpu 0\nl2_bytes=1e9\n", "l2_bytes='1e9'", "line 2"},
+      {"gpu 0\nname=bad\x01name\n", "name=", "line 2"},
+      {"gpu 0\nname=\xc3\x28\n", "name=", "line 2"},
+      {"gpu 0\nlink=nvlink9\n", "link='nvlink9'", "line 2"},
+      {"gpu 0\nnuma_config=yes\n", "numa_config='yes'", "line 2"},
+      {"gpu 0\nhost_numa=-2\n", "host_numa='-2'", "line 2"},
+      {"gpu 0\npcie_width=1000\n", "pcie_width='1000'", "line 2"},
+      {"gpu 0\npageable_access=yes\n", "pageable_access='yes'", "line 2"},
+      {"gpu 0\npci_bus_id=0000:19:00.0;rm\n", "pci_bus_id=", "line 2"},
+      {"gpu 0\nsm_count=132\nsm_count=140\n", "sm_count is given twice", "line 3"},
+      {"gpu 0\ngpu 0\n", "gpu 0 is given twice", "line 2"},
+      {"gpu -1\n", "gpu -1", "line 1"},
+      {"gpu x\n", "gpu x", "line 1"},
+      {"sm_count=132\n", "before any `gpu N`", "line 1"},
+      {"gpu 0\nthis is not a fact\n", "neither `gpu N` nor key=value", "line 2"},
+      {"\x8f\x01\xff\xfe=\x00\x12\n", "neither `gpu N` nor key=value", "line 1"},
+      {"gpu 0\npeers=1\n", "names gpu 1 as a peer", "line 2"},
+      {"gpu 0\npeers=0\n", "names gpu 0 as a peer", "line 2"},
+      {"gpu 0\npeers=\nnvlink_peers=1\ngpu 1\n", "outside its peers", "line 3"},
+      {"gpu 0\nhost_numa=5\n", "host_numa=5", "gpus.txt"},  // node5 is not online
+  };
+  for (const auto& c : cases) {
+    const MiniSnapshot snap("gpufacts");
+    std::ofstream(snap.dir / "gpus.txt", std::ios::binary) << c.text;
+    try {
+      load_snapshot(snap.dir.string());
+      ADD_FAILURE() << "accepted " << c.text;
+    } catch (const UsageError& e) {
+      const std::string what = e.what();
+      for (const char* part : {"gpus.txt", c.named, c.line, "valid"})
+        EXPECT_NE(what.find(part), std::string::npos) << part << " not in: " << what;
+      EXPECT_EQ(what.find('\n'), std::string::npos) << what;
+      EXPECT_TRUE(std::all_of(what.begin(), what.end(), [](unsigned char ch) { return ch >= 0x20 && ch < 0x7f; }))
+          << "not printable ASCII: " << what;
+    }
+  }
+  const MiniSnapshot snap("gpufacts_good");
+  std::ofstream(snap.dir / "gpus.txt") << good << "future_key=whatever it holds\n";
+  const Topology t = load_snapshot(snap.dir.string());
+  ASSERT_EQ(t.gpus.size(), 1u);
+  EXPECT_EQ(t.gpus[0].sm_count, 132);
+}
+
+// What save_snapshot writes always loads back: facts not known are left out, never written
+// as a 0 the reader refuses.
+TEST(Topology, UnknownGpuFactsAreLeftOutOfGpusTxt) {
+  GpuInfo g;
+  g.id = 0;
+  const std::string text = format_gpus_txt({g});
+  for (const char* key : {"name=", "cc=", "sm_count=", "memory_bytes=", "l2_bytes="})
+    EXPECT_EQ(text.find(key), std::string::npos) << key;
+  EXPECT_EQ(parse_gpus_txt(text).size(), 1u);
+}
+
+// Issue #22: a snapshot file that is a FIFO (or a folder, or a device) is refused before it
+// is read: a FIFO would block `topo --from` forever.
+TEST(Topology, SnapshotFilesThatAreNotRegularAreRefused) {
+  for (const char* file : {"sys/devices/system/node/node0/cpulist", "gpus.txt", "proc/cpuinfo"}) {
+    const MiniSnapshot snap("fifo");
+    const fs::path p = snap.dir / file;
+    fs::create_directories(p.parent_path());
+    fs::remove(p);
+    ASSERT_EQ(mkfifo(p.c_str(), 0600), 0) << p;
+    try {
+      load_snapshot(snap.dir.string());
+      ADD_FAILURE() << "accepted a FIFO as " << file;
+    } catch (const UsageError& e) {
+      const std::string what = e.what();
+      EXPECT_NE(what.find(file), std::string::npos) << what;
+      EXPECT_NE(what.find("is a FIFO; valid: a regular file"), std::string::npos) << what;
+    }
+  }
+  const MiniSnapshot snap("devnode");
+  fs::create_symlink("/dev/zero", snap.dir / "gpus.txt");  // endless: refused, not read
+  EXPECT_THROW(load_snapshot(snap.dir.string()), UsageError);
 }
 
 TEST(Topology, EmptySnapshotFolderIsAUsageError) {

@@ -200,6 +200,7 @@ def test_cli_append_and_trend(tmp_path: Path, capsys: pytest.CaptureFixture[str]
     (["trend", "--db", "{tmp}/junk.duckdb", "-o", "{tmp}/o"], "not a usable fleet history database"),
     (["append", "--db", "{tmp}/h.duckdb", "--night", "yesterday", "{tmp}/a.h5"], "is not a date"),
     (["trend", "--db", "{tmp}/h.duckdb", "--nights", "0", "-o", "{tmp}/o"], "not positive"),
+    (["trend", "--db", "{tmp}/h.duckdb", "--nights", "1000000", "-o", "{tmp}/o"], "out of range"),  # issue 22
 ])
 def test_cli_bad_input_is_one_line_and_exit_2(tmp_path: Path, capsys: pytest.CaptureFixture[str],
                                               argv: list[str], says: str) -> None:
@@ -257,7 +258,8 @@ def test_fleet_history_option_appends_the_night_and_reports_the_slow_node(
         assert (out / name).stat().st_size > 0
 
 
-@pytest.mark.parametrize("option", [["--nights", "0"], ["--min-drop", "5"]])
+@pytest.mark.parametrize("option", [["--nights", "0"], ["--min-drop", "5"],
+                                    ["--nights", "1000000"]])  # issue 22: was appended, then a traceback
 def test_fleet_history_bad_window_is_one_line_and_writes_nothing(
         tmp_path: Path, capsys: pytest.CaptureFixture[str], option: list[str]) -> None:
     from analysis.fleet.sim import simulate

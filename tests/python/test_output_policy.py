@@ -6,7 +6,6 @@ PATH.tmp, sweeps were saved only at their end, and no case had a time limit)."""
 from __future__ import annotations
 
 import hashlib
-import os
 import resource
 import signal
 import subprocess
@@ -100,12 +99,14 @@ def test_outputs_that_are_not_result_files_are_refused_even_with_overwrite(
         out.symlink_to(target)
     if kind == "readonly":
         run(mempath_cpu_bin, *QUICK, "--output", str(out))
-        out.chmod(0o444)
-        if os.access(out, os.W_OK):
-            pytest.skip("root writes read-only files; the check cannot be seen here")
+        out.chmod(0o444)  # refused by its mode bits, so for root too (access(2) would let root write)
+        before = digest(out)
     line = one_error_line(run(mempath_cpu_bin, *QUICK, "--output", str(out), "--overwrite", check_rc=None))
     assert "--output" in line
     assert target.read_text() == "a user's file\n"
+    if kind == "readonly":
+        assert "is read-only; give another name" in line
+        assert digest(out) == before
 
 
 def test_a_second_run_on_the_same_output_is_refused_before_any_work(mempath_cpu_bin: Path, tmp_path: Path) -> None:
@@ -182,8 +183,9 @@ def test_a_full_disk_keeps_the_cases_saved_before(mempath_cpu_bin: Path, tmp_pat
         pytest.skip("cannot mount a small tmpfs here (needs root)")
     try:
         out = disk / "run.h5"
-        # Every size adds samples; the file and its next version stop fitting in 96 KiB.
-        proc = run(mempath_cpu_bin, "chase", "--pu", "cpu0", "--size", ",".join(["4KiB"] * 200),
+        # Every size adds samples; the file and its next version stop fitting in 96 KiB. (200
+        # sizes that differ: a size given twice is measured once.)
+        proc = run(mempath_cpu_bin, "chase", "--pu", "cpu0", "--size", ",".join(str(4096 + 64 * i) for i in range(200)),
                    "--accesses", "200000", "--reps", "20", "--output", str(out), check_rc=None)
         line = one_error_line(proc, code=1)
         assert "No space left on device" in line and "keeps the cases finished before" in line

@@ -2,13 +2,18 @@
 BabelStream's on a GPU (marked `gpu`) under placement."""
 from __future__ import annotations
 
+import subprocess
+import time
 from pathlib import Path
 
 import h5py
 import numpy as np
+import pandas as pd
 import pytest
 
-from conftest import run, summaries
+from analysis.report.applications import sweep_incomplete
+
+from conftest import analysis_cli, run, summaries
 
 
 def stream(binary: Path, out: Path, *args: str, check_rc: int = 0) -> list[dict[str, str]]:
@@ -102,3 +107,38 @@ def test_all_numa_writes_no_two_identical_rows(mempath_cpu_bin: Path, tmp_path: 
     assert len(rows) == len(set(rows)), [r for r in rows if rows.count(r) > 1]
     if (c["status"] == "skipped").any():
         assert (c["threads"][c["status"] == "skipped"] > 0).all()
+
+
+def test_an_interrupted_sweep_is_marked_incomplete_in_the_file_and_the_report(
+        mempath_cpu_bin: Path, tmp_path: Path) -> None:
+    """Issue #22: killed after its first thread count, a sweep's rows say sweep_complete=0 and
+    the report marks its best as incomplete (it was shown as the sweep's best); a whole
+    sweep says sweep_complete=1 in its rows and its lines."""
+    out = tmp_path / "cut.h5"
+    proc = subprocess.Popen([str(mempath_cpu_bin), "stream", "--pu", "cpu0", "--threads", "sweep", "--size", "256MiB",
+                             "--reps", "3", "--output", str(out)], stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    deadline = time.monotonic() + 120
+    while not (out.exists() and len(cases(out)["case_id"])):
+        assert proc.poll() is None and time.monotonic() < deadline, proc.communicate()
+        time.sleep(0.1)
+    proc.kill()
+    proc.communicate()
+    c = cases(out)
+    assert set(c["threads"]) == {1} and set(c["sweep_complete"]) == {0} and set(c["best_threads"]) == {-1}
+    report = tmp_path / "report"
+    done = analysis_cli("report", out, "-o", report)
+    assert done.returncode == 0, done.stderr
+    row = next(l for l in (report / "summary.md").read_text().splitlines() if "| cpu0 | numa0 | numa |" in l)
+    assert row.rstrip(" |").endswith("| 1 (sweep incomplete)"), row
+
+    whole = tmp_path / "whole.h5"
+    lines = stream(mempath_cpu_bin, whole, "--pu", "cpu0", "--size", "16MiB", "--in-cache", "--reps", "2")
+    assert len(lines) >= 8 and {l["sweep_complete"] for l in lines} == {"1"}
+    assert set(cases(whole)["sweep_complete"]) == {1}
+
+
+def test_files_from_before_sweep_complete_mark_an_unfinished_sweep_by_best_threads() -> None:
+    rows = pd.DataFrame({"sweep": [1, 1, 1, 0], "best_threads": [-1, 4, -1, -1],
+                         "sweep_complete": [np.nan, np.nan, 1, -1]})  # two files read together
+    assert list(sweep_incomplete(rows)) == [True, False, False, False]
+    assert list(sweep_incomplete(rows.drop(columns="sweep_complete"))) == [True, False, True, False]
