@@ -524,14 +524,32 @@ Outcome run_child(Target target, const fs::path& input, const fs::path& work, in
   }
   o.kind = kFailed;
   if (WIFEXITED(status) && WEXITSTATUS(status) == 30) o.kind = kLibhdf5;
-  if (WIFEXITED(status) && (WEXITSTATUS(status) == 20 || WEXITSTATUS(status) >= 30)) o.what = message;
+  if (WIFEXITED(status) && (WEXITSTATUS(status) == 20 || WEXITSTATUS(status) == 30 || WEXITSTATUS(status) == 31)) o.what = message;
   else if (WIFEXITED(status) && WEXITSTATUS(status) == 86) o.what = "AddressSanitizer report";
   else if (WIFEXITED(status) && WEXITSTATUS(status) == 87) o.what = "UndefinedBehaviorSanitizer report";
   else if (WIFEXITED(status)) o.what = "exit status " + std::to_string(WEXITSTATUS(status));
   else if (WIFSIGNALED(status) && WTERMSIG(status) == SIGALRM)
     o.what = "hang: no answer in " + std::to_string(timeout_ms) + " ms";
   else if (WIFSIGNALED(status)) o.what = std::string("crash: signal ") + strsignal(WTERMSIG(status));
-  o.detail = tail_of(read_file(err), 4000);
+  const std::string report = read_file(err);
+  o.detail = tail_of(report, 4000);
+  // A sanitizer's report whose first frame past its own interceptors and the C library is
+  // in libhdf5 (its memcpy of overlapping ranges) is libhdf5's too.
+  if (WIFEXITED(status) && (WEXITSTATUS(status) == 86 || WEXITSTATUS(status) == 87)) {
+    std::istringstream lines(report);
+    for (std::string line; std::getline(lines, line);) {
+      if (line.find("    #") != 0) continue;
+      if (line.find("sanitizer") != std::string::npos || line.find("interceptor") != std::string::npos ||
+          line.find("libasan") != std::string::npos || line.find("libc.so") != std::string::npos)
+        continue;
+      if (line.find("libhdf5") != std::string::npos) {
+        o.kind = kLibhdf5;
+        const auto in = line.find(" in ");
+        o.what += " inside libhdf5 (near " + (in == std::string::npos ? std::string("?") : line.substr(in + 4, line.find(' ', in + 4) - in - 4)) + ")";
+      }
+      break;
+    }
+  }
   return o;
 }
 
@@ -634,16 +652,21 @@ std::vector<fs::path> corpus_entries(Target target, const fs::path& dir) {
   return out;
 }
 
-// The known reproducers: lines "results|snapshots NAME  # why", NAME a file or folder of
-// the replay folder; '#' starts a comment.
-std::set<std::string> read_known(const fs::path& file, Target target) {
-  std::set<std::string> out;
+// The known reproducers (tests/fuzz/known.txt): lines "results|snapshots NAME [WHAT]  # why",
+// NAME a file or folder of the replay folder, skipped there. WHAT, where given, is a word of
+// the failure NAME shows ("hang", "SIGSEGV"): a mutation that fails with it is the same
+// known bug found again, reported as known and not counted, until the entry is removed.
+std::map<std::string, std::string> read_known(const fs::path& file, Target target) {
+  std::map<std::string, std::string> out;
   std::istringstream in(read_file(file));
   for (std::string line; std::getline(in, line);) {
     line = line.substr(0, line.find('#'));
     std::istringstream words(line);
-    std::string t, name;
-    if (words >> t >> name && t == (target == Target::Results ? "results" : "snapshots")) out.insert(name);
+    std::string t, name, what;
+    if (words >> t >> name && t == (target == Target::Results ? "results" : "snapshots")) {
+      words >> what;
+      out[name] = what;
+    }
   }
   return out;
 }
@@ -655,7 +678,7 @@ void lay_out(Target target, const fs::path& entry, const fs::path& to) {
   if (target == Target::Results) {
     write_file(to, read_file(entry));
   } else {
-    copy_entry(entry, to);
+    copy_entry(fs::canonical(entry), to);  // a linked seed is copied, never written through
     apply_special(to);
   }
 }
@@ -706,7 +729,13 @@ int main(int argc, char** argv) {
             << (a.runs ? ", at most " + std::to_string(a.runs) + " runs" : std::string()) << " (reproduce: --seed "
             << a.seed << " --runs N)" << std::endl;
   std::map<std::string, std::string> failures;  // signature -> the line that reported it
-  size_t known_skipped = 0;
+  size_t known_skipped = 0, known_found = 0;
+  const auto known = a.known.empty() ? std::map<std::string, std::string>{} : read_known(a.known, a.target);
+  auto is_known = [&](const Outcome& o) {
+    for (const auto& [entry, what] : known)
+      if (!what.empty() && o.what.find(what) != std::string::npos) return entry;
+    return std::string();
+  };
   std::set<std::string> libhdf5_seen;
   // libhdf5's own crashes and hangs: shown once each, kept with --crashes, not failures.
   auto report_libhdf5 = [&](const Outcome& o, const fs::path& in, const std::string& where) {
@@ -715,8 +744,18 @@ int main(int argc, char** argv) {
     if (!a.crashes.empty()) std::cout << "; saved: " << keep(a.target, in, a.crashes / name, "libhdf5-").string();
     std::cout << std::endl;
   };
-  auto report_failure = [&](const Outcome& o, const fs::path& in, const std::string& where) {
-    const std::string sig = signature(o, in);
+  std::set<std::string> known_seen;
+  // One report per kind of failure; each reproducer (`whose`) is its own.
+  auto report_failure = [&](const Outcome& o, const fs::path& in, const std::string& where,
+                            const std::string& whose = "") {
+    const std::string sig = signature(o, in) + whose;
+    if (const std::string entry = is_known(o); !entry.empty()) {
+      ++known_found;
+      if (known_seen.insert(sig).second)
+        std::cout << "known " << name << " " << where << ": " << o.what.substr(0, 200) << " (as known reproducer "
+                  << entry << ", not counted)" << std::endl;
+      return;
+    }
     if (failures.count(sig)) return;
     std::string saved;
     if (!a.crashes.empty()) saved = keep(a.target, in, a.crashes / name, "").string();
@@ -731,7 +770,6 @@ int main(int argc, char** argv) {
 
   // 1. The reproducers of earlier failures: each must pass now, unless listed as known.
   if (!a.replay.empty()) {
-    const auto known = a.known.empty() ? std::set<std::string>{} : read_known(a.known, a.target);
     for (const auto& entry : corpus_entries(a.target, a.replay / name)) {
       if (known.count(entry.filename().string())) {
         ++known_skipped;
@@ -740,7 +778,7 @@ int main(int argc, char** argv) {
       }
       lay_out(a.target, entry, input);
       const Outcome o = run_child(a.target, input, work, a.timeout_ms);
-      if (o.kind == kFailed) report_failure(o, input, "reproducer " + entry.string());
+      if (o.kind == kFailed) report_failure(o, input, "reproducer " + entry.string(), entry.string());
       if (o.kind == kLibhdf5) report_libhdf5(o, input, "reproducer " + entry.string());
     }
   }
@@ -788,6 +826,7 @@ int main(int argc, char** argv) {
     ++runs;
     if (o.kind == kFailed) {
       report_failure(o, input, "run " + std::to_string(runs) + " (seed " + std::to_string(a.seed) + ")");
+      if (!is_known(o).empty()) --counts[kFailed];
       continue;
     }
     if (o.kind == kLibhdf5) {
@@ -808,6 +847,7 @@ int main(int argc, char** argv) {
             << " crashed or hung inside libhdf5 (" << libhdf5_seen.size() << " distinct); " << seen.size() << " behaviours, " << added
             << " inputs added to the corpus" << (a.grow.empty() ? " of this run" : " in " + a.grow.string())
             << (known_skipped ? "; " + std::to_string(known_skipped) + " known reproducers skipped" : std::string())
+            << (known_found ? "; " + std::to_string(known_found) + " inputs failed as a known reproducer does" : std::string())
             << std::endl;
   std::error_code ec;
   if (a.work.empty()) fs::remove_all(work, ec);

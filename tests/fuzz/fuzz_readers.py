@@ -331,7 +331,9 @@ class Fuzzer:
     """One fuzzing session: the inputs' outcomes, failures found, corpus grown."""
 
     def __init__(self, corpus: list[Path], work: Path, crashes: Path | None, grow: Path | None,
-                 deadline_s: float) -> None:
+                 deadline_s: float, known: dict[str, str] | None = None) -> None:
+        self.known = known or {}
+        self.known_found = 0
         self.corpus, self.work, self.crashes, self.grow = corpus, work, crashes, grow
         self.deadline_s = deadline_s
         self.seen: set[str] = set()
@@ -368,6 +370,14 @@ class Fuzzer:
             self.counts[kind] += 1
             sig = signature(reader, kind, message, path)
             if kind == "failed":
+                entry = next((name for name, what in self.known.items() if what and what in message), None)
+                if entry:
+                    self.known_found += 1
+                    if sig not in self.seen:
+                        print(f"known {reader} {how}: {message.splitlines()[0]} (as known reproducer {entry}, "
+                              "not counted)", flush=True)
+                    self.seen.add(sig)
+                    continue
                 if sig not in self.failures:
                     saved = self._save(path, self.crashes) if self.crashes else None
                     line = f"FAIL {reader} {how}: {message.splitlines()[0] if message else ''}"
@@ -405,8 +415,19 @@ class Fuzzer:
         self.check(path, f"bytes from {source.name} (round seed {round_seed})", False)
 
 
+def read_known(path: Path | None) -> dict[str, str]:
+    """tests/fuzz/known.txt's python lines: NAME -> WHAT (docs/testing.md)."""
+    known: dict[str, str] = {}
+    for line in (path.read_text().splitlines() if path else []):
+        words = line.split("#")[0].split()
+        if len(words) >= 2 and words[0] == "python":
+            known[words[1]] = " ".join(words[2:])
+    return known
+
+
 def fuzz(seconds: float, seed: int, corpus_dirs: list[Path], crashes: Path | None,
-         grow: Path | None, deadline_s: float, examples: int) -> int:
+         grow: Path | None, deadline_s: float, examples: int, replay: Path | None = None,
+         known_file: Path | None = None) -> int:
     corpus = corpus_files(corpus_dirs)
     if not corpus:
         print(f"fuzz_readers: no *.h5 in {', '.join(map(str, corpus_dirs))}", file=sys.stderr)
@@ -415,7 +436,13 @@ def fuzz(seconds: float, seed: int, corpus_dirs: list[Path], crashes: Path | Non
           f"(reproduce: --seed {seed}; each round prints its own seed)", flush=True)
     started = time.monotonic()
     with tempfile.TemporaryDirectory(prefix="mempath_fuzz_", dir="/dev/shm" if os.path.isdir("/dev/shm") else None) as tmp:
-        fuzzer = Fuzzer(corpus, Path(tmp), crashes, grow, deadline_s)
+        known = read_known(known_file)
+        fuzzer = Fuzzer(corpus, Path(tmp), crashes, grow, deadline_s, known)
+        for path in sorted(replay.glob("*.h5")) if replay else []:  # earlier failures: fixed now?
+            if path.name in known:
+                print(f"known, skipped: {path}", flush=True)
+                continue
+            fuzzer.check(path, f"reproducer {path}", True)
         for path in list(corpus):  # the corpus as it is: every file must keep the contract
             fuzzer.check(path, f"corpus file {path}", True)
         common = settings(max_examples=examples, database=None, deadline=None, derandomize=False,
@@ -445,7 +472,8 @@ def fuzz(seconds: float, seed: int, corpus_dirs: list[Path], crashes: Path | Non
           f"{c['ok']} read, {c['refused']} refused in one line, {c['failed']} failed "
           f"({len(fuzzer.failures)} distinct), {c['libhdf5']} inputs crashed or hung libhdf5 "
           f"({len(fuzzer.libhdf5)} distinct); {len(fuzzer.seen)} behaviours, {fuzzer.added} files "
-          f"added to {grow or 'no corpus (no --grow)'}", flush=True)
+          f"added to {grow or 'no corpus (no --grow)'}"
+          + (f"; {fuzzer.known_found} outcomes as known reproducers" if fuzzer.known_found else ""), flush=True)
     return 1 if fuzzer.failures else 0
 
 
@@ -467,12 +495,14 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--deadline", type=float, default=10.0, help="seconds one input may take")
     parser.add_argument("--examples", type=int, default=20, help="examples of each kind a round")
     parser.add_argument("--one", type=Path, help="read this one file in this process and stop")
+    parser.add_argument("--replay", type=Path, help="reproducers that must pass (tests/fuzz/crashes/results)")
+    parser.add_argument("--known", type=Path, help="known failures to skip (tests/fuzz/known.txt)")
     args = parser.parse_args(argv)
     if args.one:
         return one(args.one)
     seed = args.seed if args.seed is not None else int(time.time()) % 1_000_000
     return fuzz(args.seconds, seed, args.corpus or [CORPUS], args.crashes, args.grow, args.deadline,
-                args.examples)
+                args.examples, args.replay, args.known)
 
 
 if __name__ == "__main__":
