@@ -66,7 +66,7 @@ def test_cpp_result_reader_and_snapshot_loader_survive_fuzzing(tmp_path: Path) -
     failed = []
     for target, extra in (("results", []), ("snapshots", ["--corpus", str(seeds)])):
         proc = _run([str(fuzzer), target, "--corpus", str(FUZZ / "corpus" / target), *extra,
-                     "--seconds", f"{SECONDS / 2:g}", "--seed", str(SEED), "--timeout-ms", "5000",
+                     "--seconds", f"{SECONDS / 2:g}", "--seed", str(SEED), "--timeout-ms", "2000",
                      "--crashes", str(tmp_path / "crashes"), "--replay", str(FUZZ / "crashes"),
                      "--known", str(FUZZ / "known.txt")], timeout=SECONDS * 4 + 300)
         summary = [l for l in proc.stdout.splitlines() if l.startswith(f"mempath_fuzz {target}: seed")]
