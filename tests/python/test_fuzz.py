@@ -1,0 +1,77 @@
+"""The fuzzers of tests/fuzz run for a fixed time on every test run (issue 22: "so the next
+hostile file is found here"; docs/testing.md):
+- the Python readers (analysis.results.io, the fleet's load_cases_run) under hypothesis;
+- the C++ result reader and snapshot loader under a seeded mutation loop, built with
+  AddressSanitizer and UBSan in a build folder of its own (build-fuzz).
+
+The seed is MEMPATH_FUZZ_SEED, else the day's date (printed: a failure reproduces with it);
+MEMPATH_FUZZ_SECONDS scales the time. Nothing here skips: hypothesis is imported (a missing
+one fails collection) and a build failure fails the test. The reproducers of earlier
+failures (tests/fuzz/crashes) are replayed, except those listed in tests/fuzz/known.txt.
+"""
+from __future__ import annotations
+
+import datetime
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import hypothesis  # noqa: F401  - the Python fuzzer needs it: a missing one fails here, loudly
+
+REPO = Path(__file__).resolve().parents[2]
+FUZZ = REPO / "tests" / "fuzz"
+SECONDS = float(os.environ.get("MEMPATH_FUZZ_SECONDS", "30"))
+SEED = int(os.environ.get("MEMPATH_FUZZ_SEED") or datetime.date.today().strftime("%Y%m%d"))
+#: Snapshots of the fixtures that seed the snapshot fuzzer beside its own corpus (the larger
+#: GH200 ones cost more to copy per input than they add).
+SNAPSHOT_SEEDS = ["x86_h100", "gh200_single", "gh200_single_hbm_offline", "x86_2s_4gpu", "h100_loan_saved"]
+
+
+def _run(cmd: list[str], timeout: float) -> subprocess.CompletedProcess[str]:
+    proc = subprocess.run(cmd, cwd=REPO, capture_output=True, text=True, timeout=timeout)
+    print(proc.stdout[-20000:], proc.stderr[-5000:], sep="\n")  # pytest shows it on failure
+    return proc
+
+
+def _asan_fuzzer(tmp: Path) -> Path:
+    """mempath_fuzz_asan, configured and built in build-fuzz (only its own sources)."""
+    build = REPO / "build-fuzz"
+    configure = ["cmake", "-S", str(REPO / "src"), "-B", str(build), "-DCMAKE_BUILD_TYPE=Release",
+                 "-DMEMPATH_WITH_CUDA=OFF", "-DMEMPATH_WITH_MPI=OFF", "-DMEMPATH_TESTS=OFF", "-DMEMPATH_FUZZ=ON"]
+    proc = _run(configure, 600)
+    assert proc.returncode == 0, f"configuring the fuzzer failed:\n{proc.stderr[-3000:]}"
+    proc = _run(["cmake", "--build", str(build), "--target", "mempath_fuzz_asan", "-j", str(os.cpu_count() or 2)], 900)
+    assert proc.returncode == 0, (f"building mempath_fuzz_asan failed (a parser needing another source file: "
+                                  f"add it in tests/fuzz/CMakeLists.txt):\n{proc.stdout[-3000:]}")
+    return build / "fuzz" / "mempath_fuzz_asan"
+
+
+def test_python_readers_keep_their_contract_under_fuzzing(tmp_path: Path) -> None:
+    proc = _run([sys.executable, str(FUZZ / "fuzz_readers.py"), "--seconds", f"{SECONDS:g}",
+                 "--seed", str(SEED), "--crashes", str(tmp_path / "crashes"),
+                 "--replay", str(FUZZ / "crashes" / "results"), "--known", str(FUZZ / "known.txt")],
+                timeout=SECONDS * 4 + 300)
+    assert "fuzz_readers: seed" in proc.stdout, proc.stderr
+    assert proc.returncode == 0, f"the Python readers broke their contract (seed {SEED}):\n" + \
+        "\n".join(l for l in proc.stdout.splitlines() if l.startswith(("FAIL", "  ")))
+
+
+def test_cpp_result_reader_and_snapshot_loader_survive_fuzzing(tmp_path: Path) -> None:
+    fuzzer = _asan_fuzzer(tmp_path)
+    seeds = tmp_path / "fixtures"
+    seeds.mkdir()
+    for name in SNAPSHOT_SEEDS:
+        (seeds / name).symlink_to(REPO / "tests" / "fixtures" / name)
+    failed = []
+    for target, extra in (("results", []), ("snapshots", ["--corpus", str(seeds)])):
+        proc = _run([str(fuzzer), target, "--corpus", str(FUZZ / "corpus" / target), *extra,
+                     "--seconds", f"{SECONDS / 2:g}", "--seed", str(SEED), "--timeout-ms", "2000",
+                     "--crashes", str(tmp_path / "crashes"), "--replay", str(FUZZ / "crashes"),
+                     "--known", str(FUZZ / "known.txt")], timeout=SECONDS * 4 + 300)
+        summary = [l for l in proc.stdout.splitlines() if l.startswith(f"mempath_fuzz {target}: seed")]
+        assert len(summary) == 2, proc.stdout + proc.stderr  # the start and the end
+        assert " 0 runs " not in summary[1], summary[1]
+        if proc.returncode != 0:
+            failed += [l for l in proc.stdout.splitlines() if l.startswith(("FAIL", "  "))]
+    assert not failed, f"the C++ parsers failed (seed {SEED}):\n" + "\n".join(failed)
