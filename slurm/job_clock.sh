@@ -1,3 +1,4 @@
+# shellcheck shell=bash
 # Sourced by the job scripts (bash): the job's own deadline, so that a job always keeps the
 # time to write what it has and its report. A per-case limit (mempath --timeout) bounds one
 # stuck case; the sum of such limits over a job's commands far exceeds its --time (the
@@ -21,7 +22,7 @@ JOB_KILL_GRACE=${JOB_KILL_GRACE:-30}
 _job_clock_bad() { echo "job_clock.sh: $1" >&2; return 2; }
 
 job_clock_start() {
-  local reserve=$1 limit=${2:-} end= now candidate
+  local reserve=$1 limit=${2:-} end='' now candidate
   now=$(date +%s)
   [[ $reserve =~ ^[0-9]+$ ]] || { _job_clock_bad "reserve '$reserve' is not a number of seconds"; return 2; }
   [[ -z $limit || $limit =~ ^[1-9][0-9]*$ ]] ||
