@@ -33,7 +33,7 @@ job_clock_start() {
     end=$SLURM_JOB_END_TIME
   elif [[ -n ${SLURM_JOB_ID:-} ]] && command -v squeue >/dev/null; then
     # Slurm before 23.02 does not export the end; squeue prints it in local time.
-    candidate=$(squeue -h -j "$SLURM_JOB_ID" -o %e 2>/dev/null | head -n1)
+    candidate=$(timeout 30 squeue -h -j "$SLURM_JOB_ID" -o %e 2>/dev/null | head -n1)
     [[ $candidate =~ ^[0-9]{4}-[0-9]{2}-[0-9]{2}T ]] && end=$(date -d "$candidate" +%s 2>/dev/null)
   fi
   if [[ -n ${MEMPATH_DEADLINE:-} ]]; then
