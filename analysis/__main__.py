@@ -4,6 +4,8 @@
 from __future__ import annotations
 
 import argparse
+import datetime as dt
+import re
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -184,6 +186,7 @@ def _simulate(args: argparse.Namespace, rejected: list[str]) -> int:
                          "number of nodes")
     if args.summaries and args.layout != "preset":
         raise InputError("--summaries: valid with --layout preset only (a node's folder)")
+    check_simulate_args(args.nodes, args.seed, args.night)
     truth = simulate(args.nodes, args.fixture, args.faults, args.output, args.seed, args.night,
                      args.layout, args.noise, args.noise_from, args.noise_scale, args.jobs,
                      rejected, args.summaries)
@@ -197,6 +200,26 @@ def _fleet_summary(args: argparse.Namespace, rejected: list[str]) -> int:
     for folder in args.folders:
         print(f"analysis: fleet summary {shown(summary.write(folder))}")
     return 0
+
+
+#: More nodes than any fleet holds: a typo (2^63) would otherwise plan for hours, then fail.
+MAX_SIM_NODES = 1_000_000
+
+
+def check_simulate_args(nodes: int, seed: int, night: str) -> None:
+    """simulate's numbers and date, checked before the simulator plans anything."""
+    if not 1 <= nodes <= MAX_SIM_NODES:
+        raise InputError(f"--nodes {nodes} is out of range; valid: 1 to {MAX_SIM_NODES:,}")
+    if seed < 0:  # numpy's generators take no negative seed
+        raise InputError(f"--seed {seed} is negative; valid: an integer >= 0")
+    try:  # strptime alone takes 2026-2-3; the fixed shape keeps file names sortable
+        valid = bool(re.fullmatch(r"\d{4}-\d{2}-\d{2}", night)) and bool(
+            dt.datetime.strptime(night, "%Y-%m-%d"))
+    except ValueError:
+        valid = False
+    if not valid:
+        raise InputError(f"--night {night!r} is not a calendar date; valid: YYYY-MM-DD, "
+                         "e.g. 2026-11-24") from None
 
 
 def _report(args: argparse.Namespace, rejected: list[str]) -> int:

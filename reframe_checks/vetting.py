@@ -15,7 +15,9 @@ engine transfer from pinned memory). No references: the fleet report compares no
 each other and with the partition references of the other checks.
 
 Variables (`-S MempathVetting.NAME=VALUE`; the defaults are the preset, smaller ones are
-for tests): size, chase_size, reps, round_trips, case_timeout, in_cache, and retest.
+for tests): size, chase_size, reps, round_trips, case_timeout, in_cache, and retest. The
+script gets the check's time_limit less RESERVE_S (VET_TIME_LIMIT) and ends its own commands
+there, so a hung GPU costs its cases, not the node's other files.
 
 Confirm before condemning (docs/vetting.md): a second run with
 `-S MempathVetting.retest=REPORT/pass1/retest.json` (and another `--prefix`: ReFrame wipes
@@ -40,10 +42,36 @@ OUTDIR = 'vetting'
 #: Commands of the preset that run on every node, and the one that needs a GPU.
 ALWAYS = ('bw', 'chase', 'pingpong')
 GPU_ONLY = 'memcpy'
+#: Seconds of the check's time_limit that vet_node.sh leaves unused: the launcher's start,
+#: SIGTERM to SIGKILL of a command cut at the deadline (job_clock.sh's 30 s grace), the
+#: last file's write.
+RESERVE_S = 120
 #: The line vet_node.sh prints when it leaves the GPU commands out.
 NO_GPU_LINE = r'no GPU, memcpy left out'
 #: The line vet_node.sh prints in retest mode on a node the retest list does not name.
 NOT_LISTED_LINE = r'nothing to retest'
+
+
+def seconds(limit) -> float | None:
+    """A ReFrame time limit (seconds, or text such as '20m', '1h30m', '90s') in seconds."""
+    if limit is None:
+        return None
+    if isinstance(limit, (int, float)):
+        return float(limit)
+    import re
+    text = str(limit).strip()
+    parts = re.fullmatch(r'(?:(\d+)d)?(?:(\d+)h)?(?:(\d+)m)?(?:(\d+)s)?', text)
+    if not text or not parts:
+        raise ValueError(f'time limit {limit!r}; valid: e.g. 20m, 1h30m, 90s')
+    d, h, m, s = (int(g or 0) for g in parts.groups())
+    return float(((d * 24 + h) * 60 + m) * 60 + s)
+
+
+def script_budget(limit) -> int | None:
+    """VET_TIME_LIMIT for a check with this time_limit: the limit less RESERVE_S (at least
+    one minute); None without a limit."""
+    total = seconds(limit)
+    return None if total is None else max(60, int(total) - RESERVE_S)
 
 
 def bw_minima(lines: list[mempath_summary.SummaryLine]) -> dict[str, float]:
@@ -99,7 +127,10 @@ class MempathVetting(rfm.RunOnlyRegressionTest, mempath_run.WholeNode):
     exclusive_access = True
     keep_files = [OUTDIR]
     maintainers = ['mempath']
-    # The preset takes minutes; only a hung node reaches this.
+    # The preset takes minutes; only a hung node reaches this. Its worst case (every
+    # command hung for case_timeout: 13 x 300 s on a quad GH200) is longer, so vet_node.sh
+    # gets the limit less RESERVE_S (VET_TIME_LIMIT) and ends its own commands in time to
+    # keep their files and print the summary lines sanity reads.
     time_limit = mempath_run.ACCEPTANCE_TIME_LIMIT
 
     mempath = fixture(MempathBuild, scope='environment')
@@ -114,6 +145,9 @@ class MempathVetting(rfm.RunOnlyRegressionTest, mempath_run.WholeNode):
             'VET_ROUND_TRIPS': str(self.round_trips), 'VET_TIMEOUT': str(self.case_timeout),
             'VET_IN_CACHE': '1' if self.in_cache else '0', 'VET_RETEST': self.retest,
         })
+        budget = script_budget(self.time_limit)
+        if budget is not None:
+            self.env_vars['VET_TIME_LIMIT'] = str(budget)
 
     def host_dirs(self) -> list[str]:
         return sorted(glob.glob(os.path.join(self.stagedir, OUTDIR, '*', '')))

@@ -32,6 +32,12 @@
 #   VET_CHASE_GPU_REPS  of each GPU chase (3: a GPU chase repeats within 0.3 %)
 #   VET_ROUND_TRIPS  ping-pong round trips (10000)
 #   VET_TIMEOUT      per-case time limit in seconds (300; mempath --timeout)
+#   VET_TIME_LIMIT   seconds the whole script may take (default: none; the ReFrame check
+#                    passes its time_limit less a reserve). With it, under Slurm (the job's
+#                    end) or with MEMPATH_DEADLINE (epoch seconds, vet_fleet.sbatch's), each
+#                    command gets only the time left before that deadline less VET_RESERVE
+#                    seconds (60) and is ended there (slurm/job_clock.sh): a hung GPU costs
+#                    its cases, never the files of the others or the fleet report
 #   VET_PLAN         a topology snapshot (`mempath topo --save DIR`): print each file's
 #                    planned cases ("vet_node.sh: plan FILE: N cases") and run nothing
 #   VET_RETEST       the retest.json of `analysis fleet` (docs/vetting.md): run only this
@@ -49,6 +55,8 @@ if [[ -z ${MEMPATH:-} ]]; then
   if [[ -x $here/build/mempath ]]; then MEMPATH=$here/build/mempath; else MEMPATH=mempath; fi
 fi
 outdir=${1:-vetting}
+# A folder named -x would be read as an option by mkdir, mempath and every tool after.
+[[ $outdir == -* ]] && outdir=./$outdir
 # No --size by default: mempath's own (bw: 1 GiB raised to 4x the caches on each path; on
 # the H100 loan's host, L3 300 MiB, 1GiB was refused as cache-resident).
 size_opt=()
@@ -74,13 +82,18 @@ if [[ ! $retest_rounds =~ ^[1-9][0-9]?$ ]]; then
   echo "vet_node.sh: VET_RETEST_ROUNDS=$retest_rounds; valid: a whole number of rounds, 1 to 99" >&2
   exit 2
 fi
+# shellcheck source=slurm/job_clock.sh
+source "$here/slurm/job_clock.sh"
+job_clock_start "${VET_RESERVE:-60}" "${VET_TIME_LIMIT:-}" || exit 2
+[[ $timeout =~ ^[0-9]+$ ]] || { echo "vet_node.sh: VET_TIMEOUT=$timeout; valid: whole seconds (0: none)" >&2; exit 2; }
 from=()
 [[ -n $plan ]] && from=(--from "$plan")
-if ! topo=$("$MEMPATH" topo "${from[@]}" 2>&1); then
+# A hung GPU can hang the driver's first call too: topo runs under the clock like the rest.
+if ! topo=$(job_run "$timeout" "mempath topo" "$MEMPATH" topo "${from[@]}" 2>&1); then
   echo "vet_node.sh: '$MEMPATH topo ${from[*]}' failed on $host (set MEMPATH to the mempath binary, VET_PLAN to a snapshot folder): ${topo%%$'\n'*}" >&2
   exit 2
 fi
-[[ -n $plan || -n $retest ]] || mkdir -p "$dir/copy" || exit 1
+[[ -n $plan || -n $retest ]] || mkdir -p -- "$dir/copy" || exit 1
 # Before measuring, $dir/plan.json: the cases this node's own topology plans per file (the
 # VET_PLAN counting, against a snapshot of the live node), so that `analysis fleet` can
 # tell a file or case that never came (docs/vetting.md). A plan that cannot be made is one
@@ -89,7 +102,7 @@ if [[ -z $plan && -z $retest ]]; then
   why=
   if ! snapshot=$(mktemp -d); then
     why="no temporary folder for the snapshot"
-  elif ! "$MEMPATH" topo --save "$snapshot/topo" >/dev/null 2>"$snapshot/err"; then
+  elif ! job_run "$timeout" "mempath topo --save" "$MEMPATH" topo --save "$snapshot/topo" >/dev/null 2>"$snapshot/err"; then
     why="'$MEMPATH topo --save' failed: $(head -n1 "$snapshot/err")"
   elif ! counted=$(VET_RETEST='' VET_PLAN=$snapshot/topo "${BASH_SOURCE[0]}" "$outdir" 2>"$snapshot/err"); then
     why=$(head -n1 "$snapshot/err")
@@ -99,10 +112,10 @@ if [[ -z $plan && -z $retest ]]; then
     why="cannot write $dir/plan.json"
   fi
   [[ -n $why ]] && echo "vet_node.sh: $host: no plan.json ($why); measuring anyway" >&2
-  [[ -n ${snapshot:-} ]] && rm -rf "$snapshot"
+  [[ -n ${snapshot:-} ]] && rm -rf -- "$snapshot"
 fi
 
-common=(--timeout "$timeout")
+common=()
 [[ ${VET_OVERWRITE:-0} == 1 ]] && common+=(--overwrite)
 in_cache=()
 [[ ${VET_IN_CACHE:-0} == 1 ]] && in_cache=(--in-cache)
@@ -119,6 +132,7 @@ list() { paste -sd, <<<"$1"; }
 first_mem=${host_mems%%$'\n'*}
 
 worst=0
+cut=()  # the commands the deadline ended or left out
 # run NAME COMMAND ARGS...: mempath COMMAND ARGS into $dir/NAME.h5, remembering the worst
 # exit code; with VET_PLAN the command's plan against the snapshot: its PLAN lines counted.
 run() {
@@ -136,8 +150,15 @@ run() {
     return 0
   fi
   echo "vet_node.sh: $host: mempath $command $*"
-  "$MEMPATH" "$command" "$@" "${common[@]}" --output "$dir/$name.h5"
+  # The per-case limit, and never past the deadline: a case started late is ended by its
+  # own watchdog (the file says `aborted`), the command by job_run in any case.
+  local left case_limit=$timeout
+  left=$(job_left)
+  [[ -n $left ]] && ((left > 0)) && { ((case_limit == 0)) || ((left < case_limit)); } && case_limit=$left
+  job_run 0 "mempath $name" "$MEMPATH" "$command" "$@" "${common[@]}" --timeout "$case_limit" \
+    --output "$dir/$name.h5"
   local rc=$?
+  ((rc == 124)) && { cut+=("$name"); rc=1; }  # its cases (or the rest of them) did not run
   if ((rc != 0)); then
     echo "vet_node.sh: $host: mempath $name exited with $rc" >&2
     ((rc > worst)) && worst=$rc
@@ -188,11 +209,12 @@ EOF
   for ((round = 1; round <= retest_rounds; round++)); do
     while IFS=$'\t' read -r -a entry; do
       name=round$round/${entry[1]}
-      [[ -n $plan ]] || mkdir -p "$(dirname "$dir/$name")" || exit 1
+      [[ -n $plan ]] || mkdir -p -- "$(dirname -- "$dir/$name")" || exit 1
       measure="${entry[0]}_measure[@]"
       run "$name" "${entry[0]}" "${!measure}" "${entry[@]:2}"
     done <<<"$cases"
   done
+  ((${#cut[@]})) && echo "vet_node.sh: $host: the deadline ended or left out ${cut[*]}" >&2
   [[ -n $plan ]] || echo "vet_node.sh: $host: retest done in $((SECONDS - start)) s, exit $worst, results in $dir"
   exit "$worst"
 fi
@@ -223,11 +245,12 @@ run pingpong pingpong --pu "$pingpong_pus" --mem numa0 "${pingpong_measure[@]}"
 if [[ -n $plan ]]; then
   exit "$worst"
 fi
+((${#cut[@]})) && echo "vet_node.sh: $host: the deadline ended or left out ${cut[*]}" >&2
 # The node's fleet rows in one file beside its results (`analysis fleet-summary`): the
 # fleet analysis then reads one file a node, not 13 (docs/fleet.md). Where the analysis
 # package cannot run here, the fleet analysis reads the files: only time is lost.
-absdir=$(cd "$dir" && pwd)
-if said=$(cd "$here" && "${VET_PYTHON:-python3}" -m analysis fleet-summary "$absdir" 2>&1); then
+absdir=$(cd -- "$dir" && pwd)
+if said=$(cd "$here" && job_run 120 "fleet-summary" "${VET_PYTHON:-python3}" -m analysis fleet-summary "$absdir" 2>&1); then
   echo "vet_node.sh: $host: fleet summary in $dir/fleet-summary.json"
 else
   echo "vet_node.sh: $host: no fleet summary (${said##*$'\n'}); the fleet analysis reads the files"

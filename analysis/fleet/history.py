@@ -4,11 +4,18 @@ Rows have the schema of the fleet table (analysis.fleet.table, /work/prompts/fle
 with ``night`` a DATE. A night is appended in one transaction: the rows of the (night, node)
 pairs it holds replace the ones stored, so appending a night twice never duplicates it, and a
 bad frame writes nothing. Synthetic (simulator) rows share the table, flagged, and every
-query leaves them out unless asked.
+query leaves them out unless asked. A write that fails (a full disk, a quota) rolls back:
+one line (HistoryWriteError), the file as it was.
+
+The file also keeps the nightly path's baseline (slurm/nightly.sh): the last good night's
+result files themselves, with the night they came from, so that a purge of the scratch
+folder the nights live in cannot take the reference away.
 """
 from __future__ import annotations
 
 import datetime as dt
+import hashlib
+import os
 from pathlib import Path
 
 import numpy as np
@@ -31,6 +38,12 @@ Z_LIMIT = 3.5   # |z| below this every night: "within the fleet's spread" (docs/
 
 #: A century of nights: more than any history holds, and far from datetime's limits.
 MAX_NIGHTS = 36500
+
+
+class HistoryWriteError(InputError):
+    """The database refused a write (no space, a quota, a read-only file): nothing of it was
+    stored. An InputError so that every command says it in one line; `fleet-history` exits
+    1 for it (the input was fine, the disk was not)."""
 
 
 def check_window(nights: int, min_drop: float) -> None:
@@ -73,6 +86,7 @@ def connect(db: str | Path, read_only: bool = False):
             _do(con, "CREATE TABLE IF NOT EXISTS fleet ("
                 + ", ".join(f"{c} {t}" for c, t in COLUMNS.items()) + ")")
             _do(con, SPREAD_TABLE)
+            _do(con, BASELINE_TABLE)
         _do(con, "SELECT count(*) FROM fleet")
     except duckdb.Error as error:
         raise InputError(f"{shown(db)}: not a usable fleet history database "
@@ -134,10 +148,19 @@ def append(db: str | Path, frame: pd.DataFrame) -> int:
     con = connect(db)
     try:
         con.register("incoming", rows)
-        _store(con)
+        _store(con, db)
     finally:
-        con.close()
+        _close(con)
     return len(rows)
+
+
+def _close(con) -> None:
+    """Close, even a connection that a failed commit left unusable (its error is the one
+    already raised; a second one about the same disk would hide it)."""
+    try:
+        con.close()
+    except _duckdb().Error:
+        pass
 
 
 def append_parquet(db: str | Path, path: Path, night: str | None = None) -> int:
@@ -178,9 +201,9 @@ def append_parquet(db: str | Path, path: Path, night: str | None = None) -> int:
         select = ", ".join(f"{typed.get(c, f'CAST({c} AS VARCHAR)')} AS {c}" for c in COLUMNS)
         _do(con, f"CREATE TEMP VIEW incoming AS SELECT {select} FROM {source}")
         count = _do(con, "SELECT count(*) FROM incoming")[0][0]
-        _store(con)
+        _store(con, db)
     finally:
-        con.close()
+        _close(con)
     return int(count)
 
 
@@ -201,21 +224,124 @@ def _literal(text: str) -> str:
     return "'" + text.replace("'", "''") + "'"
 
 
-def _store(con) -> None:
+def _store(con, db: str | Path) -> None:
     """The rows of the relation ``incoming`` replace their (night, node) pairs' stored rows
     and the spread of their nights is recomputed, all in one transaction."""
-    _do(con, "BEGIN TRANSACTION")
-    try:
+    def statements() -> None:
         _do(con, "DELETE FROM fleet WHERE (night, node) IN "
                  "(SELECT DISTINCT night, node FROM incoming)")
         # Sorted so that DuckDB's per-row-group min/max skip other nodes in a node's query.
         _do(con, f"INSERT INTO fleet SELECT {', '.join(COLUMNS)} FROM incoming "
                  "ORDER BY node, path, night")
         refresh_spread(con, "SELECT DISTINCT night FROM incoming")
-    except Exception:
+    _transaction(con, db, "the night's rows", statements)
+
+
+def _transaction(con, db: str | Path, what: str, statements) -> None:
+    """``statements`` in one transaction, committed; any DuckDB error (a full disk ends the
+    commit: DuckDB's write-ahead log cannot grow) rolls it back and is one line."""
+    duckdb = _duckdb()
+    try:
+        _do(con, "BEGIN TRANSACTION")
+        try:
+            statements()
+        except Exception:
+            _rollback(con)
+            raise
+        _do(con, "COMMIT")
+    except duckdb.Error as error:
+        reason = str(error).splitlines()[0] if str(error) else type(error).__name__
+        raise HistoryWriteError(f"{shown(db)}: {what} were not stored, the database is as it was "
+                                f"({reason}); valid: free space (or quota) where the database "
+                                "lives, then run the same command again") from None
+
+
+def _rollback(con) -> None:
+    try:
         _do(con, "ROLLBACK")
-        raise
-    _do(con, "COMMIT")
+    except _duckdb().Error:  # a failed statement may have ended the transaction already
+        pass
+
+
+# The nightly baseline: each file of the last good night (its path below the night's
+# folder, its bytes and their SHA-256), per series (a nightly folder), with the night.
+BASELINE_TABLE = """CREATE TABLE IF NOT EXISTS nightly_baseline (series VARCHAR,
+  night VARCHAR, stored_at TIMESTAMP, name VARCHAR, sha256 VARCHAR, data BLOB)"""
+
+
+def store_baseline(db: str | Path, series: str, night: str, root: Path) -> int:
+    """The result files (*.h5) below ``root`` become the baseline of ``series``, from
+    ``night``, replacing the one stored, in one transaction; returns the files stored."""
+    if not root.is_dir():
+        raise InputError(f"{shown(root)}: no such folder; valid: the folder of the night's "
+                         "result files")
+    files = sorted(p for p in root.rglob("*.h5") if p.is_file())
+    if not files:
+        raise InputError(f"{shown(root)}: holds no result file (*.h5); valid: a night with "
+                         "results")
+    rows = []
+    for path in files:
+        data = path.read_bytes()
+        rows.append([series, night, path.relative_to(root).as_posix(),
+                     hashlib.sha256(data).hexdigest(), data])
+    con = connect(db)
+    try:
+        def statements() -> None:
+            _do(con, "DELETE FROM nightly_baseline WHERE series = ?", [series])
+            con.executemany("INSERT INTO nightly_baseline VALUES (?, ?, now(), ?, ?, ?)", rows)
+        _transaction(con, db, f"the baseline files of night {night}", statements)
+    finally:
+        _close(con)
+    return len(rows)
+
+
+def baseline_night(db: str | Path, series: str) -> str | None:
+    """The night of the stored baseline of ``series``; None when there is none."""
+    if not Path(db).is_file():
+        return None
+    con = connect(db, read_only=True)
+    try:
+        if not _has_baseline_table(con):
+            return None
+        found = _do(con, "SELECT any_value(night) FROM nightly_baseline WHERE series = ?", [series])
+    finally:
+        _close(con)
+    return found[0][0] if found else None
+
+
+def _has_baseline_table(con) -> bool:
+    return bool(_do(con, "SELECT 1 FROM duckdb_tables() WHERE table_name = 'nightly_baseline'"))
+
+
+def load_baseline(db: str | Path, series: str, out: Path) -> tuple[str, int]:
+    """Write the baseline of ``series`` into the new folder ``out`` (each file at its path
+    below the night's folder); returns (its night, the files). No baseline, or a file
+    whose bytes no longer match their SHA-256: InputError, one line."""
+    none = (f"{shown(db)}: holds no nightly baseline for {series!r}; valid: a database that "
+            "fleet-history baseline-store wrote for this series")
+    if not Path(db).is_file():
+        raise InputError(none)
+    con = connect(db, read_only=True)
+    try:
+        rows = (_do(con, "SELECT night, name, sha256, data FROM nightly_baseline "
+                         "WHERE series = ? ORDER BY name", [series])
+                if _has_baseline_table(con) else [])
+    finally:
+        _close(con)
+    if not rows:
+        raise InputError(none)
+    out.mkdir(parents=True, exist_ok=False)
+    for night, name, digest, data in rows:
+        if hashlib.sha256(data).hexdigest() != digest or name.startswith("/") or ".." in name.split("/"):
+            raise InputError(f"{shown(db)}: the baseline file {name!r} of night {night} is "
+                             "damaged; valid: store a good night again (baseline-store)")
+        target = out / name
+        target.parent.mkdir(parents=True, exist_ok=True)
+        with open(target, "xb") as handle:
+            handle.write(data)
+            handle.flush()
+            os.fsync(handle.fileno())
+    return rows[0][0], len(rows)
 
 
 def _window(con, nights: int, include_synthetic: bool) -> tuple[str, dict]:

@@ -1,8 +1,10 @@
-"""``python -m analysis fleet-history append|trend`` (docs/fleet_history.md)."""
+"""``python -m analysis fleet-history append|trend|baseline-store|baseline-get``
+(docs/fleet_history.md)."""
 from __future__ import annotations
 
 import argparse
 import json
+import re
 import sys
 from pathlib import Path
 
@@ -29,6 +31,21 @@ def add_parser(commands: argparse._SubParsersAction) -> None:
     append.add_argument("runs", nargs="+", type=Path, metavar="RUNS",
                         help="mempath result files or folders of them (as analysis fleet takes), "
                              "or the fleet.parquet that analysis fleet -o DIR wrote")
+    store = actions.add_parser("baseline-store", help="keep a good night's result files as the nightly baseline",
+                               description="The *.h5 files below NIGHT_DIR replace the stored baseline "
+                                           "of --series, with --night (slurm/nightly.sh). Exit 0; 1 "
+                                           "when the database could not be written (it stays as it "
+                                           "was); 2 on bad input.")
+    store.add_argument("--db", required=True, type=Path, help="history file (created)")
+    store.add_argument("--series", required=True, help="which nightly (e.g. its folder)")
+    store.add_argument("--night", required=True, help="the night the files come from")
+    store.add_argument("folder", type=Path, metavar="NIGHT_DIR", help="folder of the night's result files")
+    get = actions.add_parser("baseline-get", help="write the stored nightly baseline into a new folder",
+                             description="Exit 0 and the line 'analysis: baseline night=NIGHT "
+                                         "files=N in DIR'; 2 when there is none (one line).")
+    get.add_argument("--db", required=True, type=Path, help="history file")
+    get.add_argument("--series", required=True, help="which nightly")
+    get.add_argument("-o", "--output", required=True, type=Path, metavar="DIR", help="a new folder")
     trend = actions.add_parser("trend", help="trend.csv, slow_degradation.csv and worst_trends.png/.pdf")
     trend.add_argument("--db", required=True, type=Path, help="history file")
     trend.add_argument("--node", help="only this node")
@@ -40,7 +57,35 @@ def add_parser(commands: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace, rejected: list[str]) -> int:
-    return {"append": _append, "trend": _trend}[args.action](args, rejected)
+    action = {"append": _append, "trend": _trend, "baseline-store": _baseline_store,
+              "baseline-get": _baseline_get}[args.action]
+    try:
+        return action(args, rejected)
+    except fleet_history.HistoryWriteError as error:  # the disk, not the input
+        rejected.append(str(error))
+        return 1
+
+
+#: A night's name as nightly.sh makes it (20261124T020000) or a date: letters, digits, ._:-
+_NIGHT_NAME = re.compile(r"[0-9A-Za-z][0-9A-Za-z._:-]{0,63}")
+
+
+def _baseline_store(args: argparse.Namespace, rejected: list[str]) -> int:
+    if not _NIGHT_NAME.fullmatch(args.night):
+        raise InputError(f"--night {args.night!r}; valid: up to 64 letters, digits and ._:- "
+                         "(the night folder's name, e.g. 20261124T020000)")
+    count = fleet_history.store_baseline(args.db, args.series, args.night, args.folder)
+    print(f"analysis: baseline night={args.night} files={count} of {shown(args.folder)} "
+          f"stored in {shown(args.db)}")
+    return 0
+
+
+def _baseline_get(args: argparse.Namespace, rejected: list[str]) -> int:
+    if args.output.exists() or args.output.is_symlink():
+        raise InputError(f"{shown(args.output)} exists; valid: a new folder")
+    night, count = fleet_history.load_baseline(args.db, args.series, args.output)
+    print(f"analysis: baseline night={night} files={count} in {shown(args.output)}")
+    return 0
 
 
 def _append(args: argparse.Namespace, rejected: list[str]) -> int:
@@ -51,9 +96,23 @@ def _append(args: argparse.Namespace, rejected: list[str]) -> int:
         raise InputError("give either result files and folders or one fleet.parquet, not both; "
                          "valid: RUN.h5/FOLDER... or DIR/fleet.parquet")
     if tables:
-        written = sum(fleet_history.append_parquet(args.db, path, args.night) for path in tables)
-        print(f"analysis: {written} rows of {', '.join(map(shown, tables))} appended to "
-              f"{shown(args.db)}")
+        # One unreadable table is named and the others are still stored; a refused write
+        # (HistoryWriteError: the disk) ends the command, the next file would meet the same.
+        written, stored = 0, []
+        for path in tables:
+            try:
+                written += fleet_history.append_parquet(args.db, path, args.night)
+            except fleet_history.HistoryWriteError:
+                raise
+            except InputError as error:
+                rejected.append(str(error))
+            else:
+                stored.append(path)
+        if stored:
+            print(f"analysis: {written} rows of {', '.join(map(shown, stored))} appended to "
+                  f"{shown(args.db)}")
+        if rejected:
+            return 2
         failed = sorted({n for path in tables for n in fleet_history.failed_nodes(path)})
         if failed:
             print(f"analysis: error: {len(failed)} node(s) failed, their rows stored with "

@@ -30,7 +30,9 @@
 #
 # Variables:
 #   MEMPATH_SLURM_DIR      state folder (config, logs, spool, records); must not exist or be
-#                          a folder owned by root that no one else may write; wiped by start
+#                          a folder owned by root that no one else may write, in parents
+#                          owned by root that no one else may write (or sticky, as /tmp);
+#                          wiped by start
 #                          [a new mktemp -d folder in /tmp per start]
 #   MEMPATH_SLURM_NET      first three octets of the private /24 [10.77.42]
 #   MEMPATH_SLURM_TIMEOUT  seconds start waits for both nodes to be idle [60]
@@ -72,6 +74,27 @@ check_given_path() {
         '' | /tmp | /var | /var/tmp | /home | /root | /usr | /etc | /opt | /run)
             bad_input "MEMPATH_SLURM_DIR=$1 is a system folder; name a folder of its own, e.g. /var/tmp/mempath-slurm" ;;
     esac
+    check_ancestors "$1"
+}
+
+# check_ancestors PATH: every folder above PATH, as written and as its links resolve, is
+# owned by root and writable by root alone, or is sticky like /tmp. Whoever may write a
+# parent can rename the state folder away and put their own in its place between our check
+# and our use (planted keys, a slurm.conf running their programs as root); in a sticky
+# folder only root may rename root's entries. Missing folders are made by root, 0755.
+check_ancestors() {
+    local up=$1 real owner mode
+    local -a above=()
+    while [ "$up" != / ]; do up=$(dirname -- "$up"); above+=("$up"); done
+    real=$(readlink -m -- "$(dirname -- "$1")")
+    while [ "$real" != / ]; do above+=("$real"); real=$(dirname -- "$real"); done
+    for up in "${above[@]}"; do
+        [ -e "$up" ] || continue
+        read -r owner mode < <(stat -L -c '%u %a' -- "$up") || owner=unknown
+        if [ "$owner" != 0 ] || { (( (8#$mode & 8#022) != 0 )) && (( (8#$mode & 8#1000) == 0 )); }; then
+            bad_input "MEMPATH_SLURM_DIR=$1 lies in $up (owner uid $owner, mode $mode), which others may change; valid: a folder whose parents are owned by root and writable by root alone (or sticky, like /tmp)"
+        fi
+    done
 }
 
 # private PATH: a real folder (no link) owned by root that no one else may write, so that

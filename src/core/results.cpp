@@ -368,6 +368,16 @@ void ResultFile::save() {
     unlink(tmp.c_str());
     throw std::runtime_error("cannot rename " + quoted(tmp) + " to " + quoted(path_) + " (" + why + ")");
   }
+  // The rename itself reaches the disk with its folder: after a crash PATH is then the new
+  // file, not the old name or none. Best effort: a folder that cannot be synced (some
+  // network file systems) changes nothing about the file.
+  const std::string::size_type slash = path_.rfind('/');
+  const std::string folder = slash == std::string::npos ? "." : slash == 0 ? "/" : path_.substr(0, slash);
+  const int dir_fd = open(folder.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (dir_fd >= 0) {
+    fsync(dir_fd);
+    close(dir_fd);
+  }
   saved_ = true;
 }
 

@@ -107,6 +107,15 @@ void check_layout(const Job& job, const Plan& plan) {
                      " (valid: ranks on 2 nodes, or on one host where they are split in two halves)");
   const auto per_node = ranks_per_node(job.node_of);
   const auto [lo, hi] = std::minmax_element(per_node.begin(), per_node.end());
+  // Rank l of node 0 exchanges with rank l of node 1: a rank without a partner would sit out
+  // every case while the file and summary lines name the job's full rank count.
+  if (*lo != *hi)
+    throw UsageError("bw pairs rank l of one node with rank l of the other; this job has " +
+                     std::to_string(per_node[0]) + " and " + std::to_string(per_node[1]) +
+                     " ranks on its two nodes" +
+                     (job.split_host ? " (" + std::to_string(job.size) + " ranks on one host, split in halves)" : "") +
+                     ", so " + std::to_string(*hi - *lo) + " would idle; valid: as many ranks on each node" +
+                     (job.split_host ? " (an even number on one host)" : " (srun --ntasks-per-node)"));
   if (plan.ppn && (*lo != *plan.ppn || *hi != *lo))
     throw UsageError("--ppn " + std::to_string(*plan.ppn) + " but the job has " + std::to_string(*lo) + ".." +
                      std::to_string(*hi) + " ranks per node; valid: launch that many per node (srun --ntasks-per-node)");

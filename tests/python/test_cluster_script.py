@@ -5,7 +5,7 @@ own, so they need no cluster and never touch a running one (no `stop`, no namesp
 - `stop` kills only processes the script recorded, and only while PID, start time and
   command name all still match: a pid file naming someone else's process is ignored;
 - the state folder is private: made by mktemp (0700, root), or a given one only when root
-  owns it and no one else may write it; the folder in use is recorded in a root-only file;
+  owns it and no one else may write it, nor any folder above it (unless sticky, as /tmp); the folder in use is recorded in a root-only file;
 - values go into slurm.conf literally, whatever characters they hold.
 """
 from __future__ import annotations
@@ -143,17 +143,33 @@ def unsafe_folders(tmp_path: Path):
     foreign.mkdir(mode=0o700)
     if ROOT:
         os.chown(foreign, 65534, 65534)
+    # A state folder in a parent someone else may write can be renamed away and replaced.
+    open_parent = tmp_path / "open"
+    open_parent.mkdir()
+    open_parent.chmod(0o777)
+    their_parent = tmp_path / "theirs"
+    their_parent.mkdir(mode=0o755)
+    if ROOT:
+        os.chown(their_parent, 65534, 65534)
+    linked_parent = tmp_path / "linked"
+    linked_parent.symlink_to(open_parent)
     full = tmp_path / "full"
     full.mkdir(mode=0o700)
     (full / "precious").write_text("x")
     return {"writable": writable, "link": link, "foreign": foreign, "full": full,
-            "odd characters": Path(f"{tmp_path}/a|b&c"), "system": Path("/tmp")}
+            "odd characters": Path(f"{tmp_path}/a|b&c"), "system": Path("/tmp"),
+            "writable parent": open_parent / "state", "parent of another user": their_parent / "state",
+            "under a linked parent": linked_parent / "state"}
 
 
-@pytest.mark.parametrize("which", ["writable", "link", "foreign", "full", "odd characters", "system"])
+@pytest.mark.parametrize("which", ["writable", "link", "foreign", "full", "odd characters", "system",
+                                   "writable parent", "parent of another user",
+                                   "under a linked parent"])
 @pytest.mark.parametrize("step", ["new_dir", "use_dir"])
 def test_unsafe_state_folders_are_refused_with_one_line(tmp_path: Path, which: str, step: str) -> None:
     folder = unsafe_folders(tmp_path)[which]
+    if which == "parent of another user" and not ROOT:
+        pytest.skip("only root can make a folder owned by someone else")
     if step == "use_dir" and which == "full":
         pytest.skip("a full private folder is a fine folder to look into")
     out = sourced(f"{step}; echo went-on", tmp_path / "record", {"MEMPATH_SLURM_DIR": str(folder)})

@@ -91,6 +91,17 @@ def test_split_sizes_that_cannot_be_split_are_bad_input(mpi_bin: Path, tmp_path:
     assert not (tmp_path / "s.h5").exists()
 
 
+def test_an_odd_rank_count_on_one_host_is_refused_not_left_idle(mpi_bin: Path, tmp_path: Path) -> None:
+    """Issue 22: 3 ranks on one host made halves of 2 and 1, and one rank sat out every case
+    while the file said mpi_ranks=3. bw pairs rank l of one node with rank l of the other."""
+    proc = mpirun(str(mpi_bin), "bw", "--max-size", "1KiB", "--reps", "1", "--output", str(tmp_path / "o.h5"),
+                  np_=3)
+    errors = error_lines(proc.stderr)
+    assert proc.returncode == 2 and len(errors) == 1, proc.stdout + proc.stderr
+    assert "2 and 1 ranks on its two nodes (3 ranks on one host, split in halves), so 1 would idle" in errors[0]
+    assert "an even number on one host" in errors[0] and not (tmp_path / "o.h5").exists()
+
+
 def test_a_run_states_its_expected_duration_first_and_its_elapsed_time_last(mpi_bin: Path, tmp_path: Path) -> None:
     """The duration model covers mempath-mpi (docs/cli.md, "Expected duration"): rank 0's
     EXPECT line before the first case, ELAPSED after the last; more work, longer expected."""
