@@ -50,7 +50,7 @@ def write_table(out: Path, table: pd.DataFrame) -> list[Path]:
     except ImportError:
         return []
     path = out / fleet_history.TABLE_FILE
-    con = duckdb.connect()
+    con = duckdb.connect(config=fleet_history.duckdb_config())
     try:
         con.execute("SET enable_progress_bar = false")
         con.register("night_rows", table[list(COLUMNS)])
