@@ -300,8 +300,8 @@ int cmd_export(const std::vector<std::string>& args) {
   if (auto table = opts.get("table")) {
     if (!run.tables.count(*table)) {
       std::vector<std::string> known;
-      for (const auto& [name, t] : run.tables) known.push_back(name);
-      throw UsageError("no table '" + *table + "' in '" + input + "'; it has: " +
+      for (const auto& [name, t] : run.tables) known.push_back(printable(name));
+      throw UsageError("no table '" + printable(*table) + "' in '" + printable(input) + "'; it has: " +
                        (known.empty() ? std::string("none") : join(known)));
     }
     names.push_back(*table);
