@@ -19,7 +19,8 @@ import numpy as np
 import pandas as pd
 
 from .robust import MAD_SCALE
-from ..results.io import Run, RunFileError, check_non_negative, decode, open_result, shown
+from ..results.io import (TEXT_ERRORS, Run, RunFileError, check_non_negative, decode, open_result,
+                          parse_topology, shown)
 
 COLUMNS = ("night", "node", "node_kind", "family", "path", "component", "metric", "value",
            "status", "higher_is_better", "synthetic", "gpu_uuids")
@@ -355,7 +356,7 @@ def _text(raw: Any) -> Any:
     if isinstance(raw, bytes):
         text = _TEXT.get(raw)
         if text is None:
-            text = _TEXT.setdefault(raw, raw.decode("utf-8"))
+            text = _TEXT.setdefault(raw, raw.decode("utf-8", TEXT_ERRORS))
         return text
     return raw
 
@@ -398,10 +399,7 @@ def _parsed(path: Path, attrs: Mapping[str, Any]) -> dict[str, Any]:
     if key in _TOPOS:
         shared = _TOPOS[key][1].topology
         return {**shared, "host": host} if "host" in shared else shared
-    try:
-        return json.loads(text)
-    except json.JSONDecodeError as error:
-        raise RunFileError(f"{shown(path)}: the topology attribute is not valid JSON ({error})") from None
+    return parse_topology(path, text)
 
 
 def _read_columns(path: Path, fid: Any, family: str) -> dict[str, np.ndarray]:

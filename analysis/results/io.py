@@ -2,6 +2,11 @@
 
 A table is a group of equal-length 1-D datasets, one per column (``bw/samples``,
 ``bw/cases``); strings are variable-length UTF-8 and come back as ``str``.
+
+This module is the one reader of result files for report, compare, fleet and history
+(docs/schema.md, "Reading a result file"): ``open_result`` checks the schema version and
+the links first; text that is not UTF-8 is decoded with ``errors="backslashreplace"``
+(each bad byte becomes the four characters ``\\xNN``, as ``mempath export`` does).
 """
 from __future__ import annotations
 
@@ -68,10 +73,25 @@ class RunSet:
         return list(dict.fromkeys(run.node for run in self.runs))
 
 
+#: How text that is not UTF-8 is decoded, here and in every reader of result files.
+TEXT_ERRORS = "backslashreplace"
+
+
+def text(value: bytes | str) -> str:
+    """Text of a result file as valid UTF-8: bytes that are not UTF-8 as \\xNN. h5py hands
+    such bytes of a UTF-8 attribute over as lone surrogates (surrogateescape), which no
+    UTF-8 writer accepts."""
+    if isinstance(value, str):
+        if value.isascii():
+            return value
+        value = value.encode("utf-8", "surrogateescape")
+    return value.decode("utf-8", TEXT_ERRORS)
+
+
 def decode(value: Any) -> Any:
     """An HDF5 attribute or cell as plain Python: str for bytes, int/float for numpy scalars."""
-    if isinstance(value, bytes):
-        return value.decode("utf-8")
+    if isinstance(value, (bytes, str)):
+        return text(value)
     if isinstance(value, np.generic):
         return value.item()
     if isinstance(value, np.ndarray):
@@ -99,18 +119,77 @@ def open_result(path: Path) -> h5py.File:
     version = handle.attrs.get("schema_version")
     if version is None or decode(handle.attrs.get("tool", "mempath")) != "mempath":
         handle.close()
-        raise RunFileError(f"{shown(path)}: not a mempath result file (no schema_version attribute)")
+        raise RunFileError(f"{shown(path)}: no schema_version attribute (or a tool other than mempath), so "
+                           "not a mempath result file; give a file written by mempath or the analysis")
     if decode(version) != SCHEMA_VERSION:
         handle.close()
-        raise RunFileError(f"{shown(path)}: schema_version {decode(version)} is not supported; "
-                           f"this analysis reads schema_version {SCHEMA_VERSION}")
+        raise RunFileError(f"{shown(path)}: schema_version {one_line(decode(version))} is not "
+                           f"supported; this analysis reads schema_version {SCHEMA_VERSION}")
+    try:
+        _check_links(path, handle)
+    except BaseException:
+        handle.close()
+        raise
     return handle
+
+
+def one_line(value: Any) -> str:
+    """A value of a file, in a message of one line: characters that are not printable
+    (line breaks, escapes) as \\xNN or \\uNNNN."""
+    if not isinstance(value, (str, bytes)):
+        return str(value)
+    return "".join(c if c.isprintable() else f"\\x{ord(c):02x}" if ord(c) < 256 else f"\\u{ord(c):04x}"
+                   for c in text(value))
+
+
+def _check_links(path: Path, handle: h5py.File) -> None:
+    """RunFileError unless every object is reached by one hard link: mempath writes nothing
+    else, and a soft or external link (a loop, another file) or an object of two names (a
+    group that holds itself) would make the tables a walk of the links, not of the file."""
+    seen = {h5py.h5o.get_info(handle.id).addr}
+
+    def visit(name: bytes, info: Any) -> str | None:
+        kinds = {h5py.h5l.TYPE_SOFT: "a soft link", h5py.h5l.TYPE_EXTERNAL: "an external link"}
+        if info.type != h5py.h5l.TYPE_HARD:
+            return f"{one_line(name)} is {kinds.get(info.type, 'a user-defined link')}"
+        if info.u in seen:
+            return f"{one_line(name)} links to an object already reached (a link cycle or a second name)"
+        seen.add(info.u)
+        return None
+
+    try:
+        problem = handle.id.links.visit(visit, info=True)
+    except (OSError, KeyError, ValueError, TypeError, RuntimeError) as error:
+        raise RunFileError(f"{shown(path)}: cannot be read ({error}); the file is damaged, "
+                           "give an intact mempath result file") from None
+    if problem:
+        raise RunFileError(f"{shown(path)}: {problem}; valid: a mempath result file, whose "
+                           "groups and datasets each have one name (no soft, external or repeated links)")
+
+
+def parse_topology(path: Path, value: Any) -> dict[str, Any]:
+    """The ``topology`` attribute: a JSON object whose processors, memories and paths,
+    where present, are lists of objects (what every reader of it indexes)."""
+    try:
+        topology = json.loads(str(value or "{}"))
+    except json.JSONDecodeError as error:
+        raise RunFileError(f"{shown(path)}: the topology attribute is not valid JSON ({error})") from None
+    valid = "valid: a JSON object as `mempath topo --json` writes"
+    if not isinstance(topology, dict):
+        raise RunFileError(f"{shown(path)}: the topology attribute is JSON of type "
+                           f"{type(topology).__name__}, not an object; {valid}")
+    for key in ("processors", "memories", "paths"):
+        items = topology.get(key, [])
+        if not isinstance(items, list) or not all(isinstance(item, dict) for item in items):
+            raise RunFileError(f"{shown(path)}: the topology attribute's {key} is not a list "
+                               f"of objects; {valid}")
+    return topology
 
 
 def column(dataset: h5py.Dataset) -> np.ndarray:
     """One column of a table; strings as an object array of str."""
     if h5py.check_string_dtype(dataset.dtype) is not None:
-        return np.asarray(dataset.asstr()[()], dtype=object)
+        return np.asarray(dataset.asstr(errors=TEXT_ERRORS)[()], dtype=object)
     return np.asarray(dataset[()])
 
 
@@ -166,12 +245,8 @@ def load_run(path: str | Path, name: str | None = None) -> Run:
             # h5py reports damaged objects inside a readable file with any of these.
             raise RunFileError(f"{shown(path)}: cannot be read ({error}); the file is damaged, "
                                "give an intact mempath result file") from None
-    text = attrs.get("topology") or "{}"
-    try:
-        topology = json.loads(text)
-    except json.JSONDecodeError as error:
-        raise RunFileError(f"{shown(path)}: the topology attribute is not valid JSON ({error})") from None
-    return Run(path=path, name=name or path.stem, attrs=attrs, topology=topology, tables=tables)
+    return Run(path=path, name=name or path.stem, attrs=attrs,
+               topology=parse_topology(path, attrs.get("topology")), tables=tables)
 
 
 def _run_names(paths: Sequence[Path]) -> list[str]:

@@ -1,14 +1,18 @@
 // `mempath export RUN.h5`: a result file as CSV or JSON, for people and tools that do not
 // read HDF5 (docs/cli.md). The file is read back by core/result_reader.
+#include <fcntl.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
+#include <cctype>
 #include <cerrno>
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
-#include <fstream>
+#include <filesystem>
 #include <iostream>
-#include <sstream>
+#include <system_error>
 
 #include "core/error.hpp"
 #include "core/json_writer.hpp"
@@ -28,9 +32,13 @@ std::vector<OptionSpec> export_option_specs() {
   };
 }
 
-// RFC 4180: a cell with a separator, quote or line break is quoted, its quotes doubled.
-std::string csv_cell(const std::string& text) {
-  if (text.find_first_of(",\"\r\n") == std::string::npos) return text;
+// A text cell (never a number): OWASP's CSV-injection rule, then RFC 4180. Text that a
+// spreadsheet would evaluate (it starts with = + - @ TAB CR) gets a leading ', which the
+// spreadsheet shows as text; a cell with a separator (, or the ; of some locales), quote or
+// line break is quoted, its quotes doubled, so no formula can start a cell of its own.
+std::string csv_cell(const std::string& raw) {
+  const std::string text = !raw.empty() && std::strchr("=+-@\t\r", raw.front()) ? "'" + raw : raw;
+  if (text.find_first_of(",;\"\r\n") == std::string::npos) return text;
   std::string quoted = "\"";
   for (char ch : text) quoted += ch == '"' ? std::string("\"\"") : std::string(1, ch);
   return quoted + "\"";
@@ -103,32 +111,165 @@ bool exists(const std::string& path) {
 }
 
 void refuse_existing(const std::string& path, bool overwrite) {
-  if (exists(path) && !overwrite) throw UsageError("'" + path + "' exists; --overwrite replaces it");
+  if (exists(path) && !overwrite) throw UsageError("'" + printable(path) + "' exists; --overwrite replaces it");
 }
 
+std::string parent_of(const std::string& path) {
+  const std::string parent = std::filesystem::path(path).parent_path().string();
+  return parent.empty() ? "." : parent;
+}
+
+std::string base_of(const std::string& path) {
+  std::string base = std::filesystem::path(path).filename().string();
+  return base.empty() ? "export" : base;
+}
+
+// A write that failed (a full disk, a file size limit): the output is left as it was.
+[[noreturn]] void write_failed(const std::string& path, int error) {
+  throw std::runtime_error("cannot write '" + printable(path) + "': " + std::strerror(error) +
+                           "; nothing was replaced");
+}
+
+// All of `text` into the new file `fd`, then to the disk: a full disk shows here (or at
+// fsync, for file systems that allocate late), never as a short file.
+void write_all(int fd, const std::string& text, const std::string& shown) {
+  for (size_t done = 0; done < text.size();) {
+    const ssize_t n = ::write(fd, text.data() + done, text.size() - done);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) write_failed(shown, n < 0 ? errno : ENOSPC);
+    done += static_cast<size_t>(n);
+  }
+  if (fsync(fd) != 0) write_failed(shown, errno);
+}
+
+mode_t current_umask() {
+  const mode_t mask = umask(0);
+  umask(mask);
+  return mask;
+}
+
+int create_file(const std::string& path) {
+  return ::open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);  // the umask applies
+}
+
+// A file beside `path` that no one else names: ".NAME.XXXXXX" (hidden; left only by a kill).
+int temp_file(const std::string& path, std::string& temp) {
+  temp = parent_of(path) + "/." + base_of(path) + ".XXXXXX";
+  const int fd = mkstemp(temp.data());
+  if (fd < 0) write_failed(path, errno);
+  fchmod(fd, 0666 & ~current_umask());  // mkstemp's 0600 would differ from a plain file's mode
+  return fd;
+}
+
+// Atomic: a temporary file in the same folder, renamed over `path` once complete, so a
+// reader sees the old file or the new one, and a failed write leaves the old one.
 void write_file(const std::string& path, const std::string& text) {
-  std::ofstream out(path, std::ios::binary | std::ios::trunc);
-  out << text;
-  out.close();
-  if (!out) throw std::runtime_error("cannot write '" + path + "': " + std::strerror(errno));
+  std::string temp;
+  const int fd = temp_file(path, temp);
+  try {
+    write_all(fd, text, path);
+  } catch (...) {
+    close(fd);
+    unlink(temp.c_str());
+    throw;
+  }
+  const int closed = close(fd);
+  if (closed != 0 || rename(temp.c_str(), path.c_str()) != 0) {
+    const int error = errno;
+    unlink(temp.c_str());
+    write_failed(path, error);
+  }
 }
 
 void make_folder(const std::string& path) {
-  if (mkdir(path.c_str(), 0755) != 0 && errno != EEXIST)
-    throw UsageError("cannot create folder '" + path + "': " + std::strerror(errno));
+  if (mkdir(path.c_str(), 0777) != 0) write_failed(path, errno);  // the umask applies
 }
 
-// Every table as FOLDER/GROUP/NAME.csv: the HDF5 paths, so a name never collides.
+// What a table name may become on disk: each part (between '/') 1..200 of letters, digits,
+// '_', '-', '.' and '+', not starting with '.' (no "..", no hidden files), so every table
+// lands inside the export folder under its own name. Others are refused, not renamed: a
+// renamed file could meet another table's name.
+void check_file_name(const std::string& table) {
+  for (const auto& part : split_list(table, '/')) {
+    bool ok = !part.empty() && part.size() <= 200 && part.front() != '.';
+    for (char c : part) ok = ok && (std::isalnum(static_cast<unsigned char>(c)) || std::strchr("_-.+", c));
+    if (!ok)
+      throw UsageError("table '" + printable(table) + "' cannot be a file name ('" + printable(part) +
+                       "'); valid in a name: letters, digits, '_', '-', '.', '+', not starting with '.'; "
+                       "export it with --format json or --table NAME -o FILE");
+  }
+}
+
+// A folder that --overwrite may replace: a previous export, nothing but CSV files and
+// folders of them. Anything else (a home folder named by mistake) is refused.
+bool is_export_folder(const std::string& folder) {
+  std::error_code error;
+  for (std::filesystem::recursive_directory_iterator it(folder, error), end; !error && it != end; it.increment(error)) {
+    const auto status = it->symlink_status(error);
+    if (error) return false;
+    if (std::filesystem::is_directory(status)) continue;
+    if (!std::filesystem::is_regular_file(status) || it->path().extension() != ".csv") return false;
+  }
+  return !error;
+}
+
+// Every table as FOLDER/GROUP/NAME.csv: the HDF5 paths, so a name never collides. Written
+// whole into a temporary folder beside FOLDER, which then takes FOLDER's place (exchanged
+// in one step where the file system can, else renamed aside and removed): a failed export
+// leaves no FOLDER or the previous one, never a mix.
 void write_csv_folder(const StoredRun& run, const std::vector<std::string>& names, const std::string& folder,
                       bool overwrite) {
   refuse_existing(folder, overwrite);
-  make_folder(folder);
-  for (const auto& name : names) {
-    const std::vector<std::string> parts = split_list(name, '/');
-    std::string path = folder;
-    for (size_t p = 0; p + 1 < parts.size(); ++p) make_folder(path += "/" + parts[p]);
-    write_file(path + "/" + parts.back() + ".csv", csv(run.tables.at(name)));
+  for (const auto& name : names) check_file_name(name);
+  struct stat st {};
+  const bool replacing = lstat(folder.c_str(), &st) == 0;
+  if (replacing && (!S_ISDIR(st.st_mode) || !is_export_folder(folder)))
+    throw UsageError("'" + printable(folder) + "' is not a folder of CSV files from an earlier export; "
+                     "--overwrite replaces only such a folder: name a new folder with -o");
+  std::string temp = parent_of(folder) + "/." + base_of(folder) + ".XXXXXX";
+  if (!mkdtemp(temp.data())) write_failed(folder, errno);
+  chmod(temp.c_str(), 0777 & ~current_umask());
+  const auto discard = [](const std::string& path) {
+    std::error_code ignored;
+    std::filesystem::remove_all(path, ignored);
+  };
+  try {
+    for (const auto& name : names) {
+      const std::vector<std::string> parts = split_list(name, '/');
+      std::string path = temp;
+      for (size_t p = 0; p + 1 < parts.size(); ++p)
+        if (!exists(path += "/" + parts[p])) make_folder(path);
+      const std::string file = path + "/" + parts.back() + ".csv";
+      const int fd = create_file(file);
+      if (fd < 0) write_failed(folder, errno);
+      try {
+        write_all(fd, csv(run.tables.at(name)), folder);
+      } catch (...) {
+        close(fd);
+        throw;
+      }
+      if (close(fd) != 0) write_failed(folder, errno);
+    }
+    if (!replacing) {
+      if (rename(temp.c_str(), folder.c_str()) != 0) write_failed(folder, errno);
+      return;
+    }
+    if (renameat2(AT_FDCWD, temp.c_str(), AT_FDCWD, folder.c_str(), RENAME_EXCHANGE) != 0) {
+      if (errno != EINVAL && errno != ENOSYS) write_failed(folder, errno);
+      std::string old = parent_of(folder) + "/." + base_of(folder) + ".old.XXXXXX";
+      if (!mkdtemp(old.data()) || rename(folder.c_str(), old.c_str()) != 0) write_failed(folder, errno);
+      if (rename(temp.c_str(), folder.c_str()) != 0) {
+        const int error = errno;
+        rename(old.c_str(), folder.c_str());
+        write_failed(folder, error);
+      }
+      temp = old;
+    }
+  } catch (...) {
+    discard(temp);
+    throw;
   }
+  discard(temp);  // the previous export, now at the temporary name
 }
 
 std::string without_h5(const std::string& path) {
@@ -159,8 +300,8 @@ int cmd_export(const std::vector<std::string>& args) {
   if (auto table = opts.get("table")) {
     if (!run.tables.count(*table)) {
       std::vector<std::string> known;
-      for (const auto& [name, t] : run.tables) known.push_back(name);
-      throw UsageError("no table '" + *table + "' in '" + input + "'; it has: " +
+      for (const auto& [name, t] : run.tables) known.push_back(printable(name));
+      throw UsageError("no table '" + printable(*table) + "' in '" + printable(input) + "'; it has: " +
                        (known.empty() ? std::string("none") : join(known)));
     }
     names.push_back(*table);
@@ -179,6 +320,7 @@ int cmd_export(const std::vector<std::string>& args) {
   const std::string output = opts.get_or("output", "-");
   if (output == "-") {
     std::cout << text << std::flush;
+    if (!std::cout) throw std::runtime_error(std::string("cannot write to standard output: ") + std::strerror(errno));
     return kExitOk;
   }
   refuse_existing(output, overwrite);
