@@ -10,6 +10,7 @@ from __future__ import annotations
 import os
 from collections.abc import Sequence
 from concurrent.futures import ProcessPoolExecutor
+from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -143,7 +144,50 @@ def read_files(files: Sequence[Path | NodeFolder], night: str | None = None,
     except (OSError, NotImplementedError):  # no process semaphores (some containers)
         return [read_chunk(chunk, night) for chunk in chunks]
     with pool:
-        return list(pool.map(read_chunk, chunks, [night] * len(chunks)))
+        futures = [pool.submit(read_chunk, chunk, night) for chunk in chunks]
+        try:
+            return [future.result() for future in futures]
+        except BrokenProcessPool:  # a reader died: HDF5 itself crashed on a damaged file
+            pass
+    return [f.result() if f.done() and f.exception() is None else _isolated(chunk, night)
+            for f, chunk in zip(futures, chunks)]
+
+
+def _isolated(units: Sequence[Path | NodeFolder], night: str | None) -> dict[str, Any]:
+    """read_chunk() of a chunk whose reader died, each unit in a process of its own: a file
+    on which the HDF5 library itself crashes (a damaged file; no reader of ours can catch
+    that) is one rejected line naming it, and the fleet's other files are still read."""
+    parts = []
+    for unit in units:
+        try:
+            with ProcessPoolExecutor(max_workers=1) as alone:
+                parts.append(alone.submit(read_chunk, [unit], night).result())
+        except BrokenProcessPool:
+            files = unit.files if isinstance(unit, NodeFolder) else (unit,)
+            if len(files) > 1:  # a node folder: find the file
+                parts.append(_isolated(list(files), night))
+                continue
+            line = (f"{shown(files[0])}: the HDF5 library crashed reading it; the file is "
+                    "damaged, give an intact mempath result file")
+            parts.append(read_chunk([], night) | {"rejected": [line],
+                                                   "broken": [(files[0], line)]})
+    return _merged(parts)
+
+
+def _merged(parts: Sequence[dict[str, Any]]) -> dict[str, Any]:
+    """read_chunk() answers of consecutive units as one answer."""
+    columns: dict[str, Any] = {}
+    for name in (*COLUMNS, WORDS, SPREAD):
+        if name in _TEXT_COLUMNS:
+            texts = Texts()
+            for part in parts:
+                texts.add(*part["columns"][name])
+            columns[name] = texts.coded()
+        else:
+            columns[name] = np.concatenate([part["columns"][name] for part in parts])
+    return {"columns": columns,
+            **{key: [x for part in parts for x in part[key]]
+               for key in ("rows", "stamps", "names", "rejected", "broken", "notes")}}
 
 
 def read_chunk(files: Sequence[Path | NodeFolder], night: str | None = None) -> dict[str, Any]:

@@ -148,3 +148,35 @@ def test_the_summary_is_written_atomically_through_no_planted_link(fleet, tmp_pa
     assert victim.read_text() == "keep"
     assert not (node / summary.NAME).is_symlink()
     assert not [p for p in node.iterdir() if p.name.startswith(f".{summary.NAME}")]
+
+
+def test_a_file_that_crashes_its_reader_is_named_and_the_rest_read(fleet, tmp_path, monkeypatch):
+    """HDF5 itself can crash on a damaged file (tests/fuzz finds such files): the reading
+    process dies, and the fleet reads every other file and names that one."""
+    import faulthandler
+    import signal
+
+    from analysis.fleet import table
+    plain, _ = fleet
+    files = load.result_files([plain])
+    victim = files[len(files) // 2]
+    real = table.load_cases_run
+
+    def crashing(path):
+        if Path(path) == victim:
+            faulthandler.disable()  # pytest's would print the dead process's stack
+            os.kill(os.getpid(), signal.SIGSEGV)
+        return real(path)
+
+    monkeypatch.setattr(load, "load_cases_run", crashing)  # the pool's processes are forks
+    monkeypatch.setattr(load, "CHUNK_FILES", 16)
+    rejected: list[str] = []
+    broken: list = []
+    table_ = load.load_fleet([plain], rejected, [], jobs=2, broken=broken)
+    assert [line for line in rejected if "HDF5 library crashed" in line] == [
+        f"{victim}: the HDF5 library crashed reading it; the file is damaged, give an intact "
+        "mempath result file"]
+    assert victim in [path for path, _ in broken]
+    monkeypatch.setattr(load, "load_cases_run", real)
+    whole = load.load_fleet([plain], [], [], jobs=2)
+    assert len(table_) == len(whole) - (whole[load.FILE] == str(victim)).sum()
