@@ -23,7 +23,7 @@ from markupsafe import Markup
 
 from .. import outfiles
 from . import tables
-from .mdtext import CODE_SPAN, CODE_SPAN_PATTERN
+from .mdtext import CODE_SPAN, CODE_SPAN_PATTERN, safe
 
 _TEMPLATES = Path(__file__).parent / "templates"
 #: The page's template; autoescaping on, so a text reaches the page escaped unless it went
@@ -72,7 +72,7 @@ def _plain(text: str) -> str:
 def _code(body: str) -> str:
     if body.startswith(" ") and body.endswith(" ") and body.strip():
         body = body[1:-1]
-    return f"<code>{html.escape(body)}</code>"
+    return f"<code>{html.escape(body, quote=False)}</code>"
 
 
 def _inline(text: Any, folder: Path) -> Markup:
@@ -80,10 +80,10 @@ def _inline(text: Any, folder: Path) -> Markup:
     its escapes, code spans, and the links and images that pass own_file."""
     text, out, at = str(text), [], 0
     for m in _TOKEN.finditer(text):
-        out.append(html.escape(text[at:m.start()]))
+        out.append(html.escape(text[at:m.start()], quote=False))
         at = m.end()
         if m["escaped"] is not None:
-            out.append(html.escape(m["escaped"]))
+            out.append(html.escape(m["escaped"], quote=False))
         elif m["code"] is not None:
             out.append(_code(m["body"]))
         elif m["image"]:
@@ -101,7 +101,7 @@ def _inline(text: Any, folder: Path) -> Markup:
                 out.append(f'<a href="{html.escape(quote(target, safe="/#"))}">{label}</a>')
             else:  # not a file of the report: the text as written, no link
                 out.append(f"[{label}]({html.escape(target)})")
-    out.append(html.escape(text[at:]))
+    out.append(html.escape(text[at:], quote=False))
     return Markup("".join(out))
 
 
@@ -134,7 +134,7 @@ def _blocks(lines: list[str]) -> list[dict[str, Any]]:
 
 def render(lines: list[str], folder: Path, title: str) -> str:
     return _PAGE.render(title=title, blocks=_blocks(lines), inline=lambda text: _inline(text, folder),
-                        csp=CSP, css=Markup(CSS)) + "\n"
+                        cell=lambda value: _inline(safe(value), folder), csp=CSP, css=Markup(CSS)) + "\n"
 
 
 def index_lines(lines: list[str]) -> list[str]:

@@ -51,7 +51,8 @@ def markdown(table: pd.DataFrame | Sequence[Any], rows: Sequence[Sequence[Any]] 
 
 
 def parse_row(line: str) -> list[str]:
-    """The cells of one Markdown table row, escaped pipes restored (the inverse of markdown)."""
+    """The cells of one Markdown table row, escaped pipes and Markdown restored (the
+    inverse of markdown: a cell is the text it was made from, mdtext.unescape)."""
     cells, cell, i = [], "", 0
     text = line.strip()
     while i < len(text):
@@ -63,7 +64,7 @@ def parse_row(line: str) -> list[str]:
         else:
             cell, i = cell + text[i], i + 1
     cells.append(cell.strip())
-    return cells[1:-1]
+    return [mdtext.unescape(c) for c in cells[1:-1]]
 
 
 def is_rule(cells: Sequence[str]) -> bool:
