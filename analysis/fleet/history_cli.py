@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pandas as pd
 
+from .. import outfiles
 from . import history as fleet_history
 from .load import load_fleet
 from ..errors import InputError
@@ -165,11 +166,11 @@ def write_trends(db: Path, out: Path, nights: int = 90, min_drop: float = 0.05,
     if node is not None:
         slow = slow[slow["node"] == node]
     out.mkdir(parents=True, exist_ok=True)
-    table.to_csv(out / "trend.csv", index=False)
-    slow.to_csv(out / "slow_degradation.csv", index=False)
+    outfiles.write_csv(table, out / "trend.csv")
+    outfiles.write_csv(slow, out / "slow_degradation.csv")
     _plot_worst(table, slow, out / "worst_trends.png")
     summary = {"series": len(table), "degrading": len(slow), "nodes": sorted(set(slow["node"]))}
-    (out / "slow_degradation.json").write_text(json.dumps(summary, indent=1))
+    outfiles.write_text(out / "slow_degradation.json", json.dumps(summary, indent=1))
     return table, slow
 
 

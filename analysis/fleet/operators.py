@@ -11,7 +11,8 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from ..render import tables
+from .. import outfiles
+from ..render import mdtext, tables
 from .table import WORDS
 
 #: Worst first; the contract's verdicts (docs/fleet.md).
@@ -87,7 +88,7 @@ def drain_lines(bad: pd.DataFrame, night: str = "") -> list[str]:
 
 def write_drain(out: Path, bad: pd.DataFrame, night: str = "") -> Path:
     path = out / "drain.txt"
-    path.write_text("\n".join(drain_lines(bad, night)) + "\n", encoding="ascii")
+    outfiles.write_text(path, "\n".join(drain_lines(bad, night)) + "\n", encoding="ascii")
     return path
 
 
@@ -151,8 +152,7 @@ def write_pages(out: Path, table: pd.DataFrame, bad: pd.DataFrame, flagged: pd.D
     """DIR/nodes/<node>.md for every node of ``bad`` (ranked()), and for the first
     ``figures`` of them with measured flagged cases a figure nodes/<node>.png."""
     figures = NODE_FIGURES if figures is None else figures
-    folder = out / "nodes"
-    folder.mkdir(parents=True, exist_ok=True)
+    folder = outfiles.folder(out / "nodes")  # a planted link would send the pages and their clean-up elsewhere
     for old in folder.glob("*.md"):  # a page of an earlier night's node would mislead
         old.unlink()
     for old in folder.glob("*.png"):
@@ -171,8 +171,8 @@ def write_pages(out: Path, table: pd.DataFrame, bad: pd.DataFrame, flagged: pd.D
             written += _figure(folder, stem, node, mine, table)
             figure, drawn = f"{stem}.png", drawn + 1
         path = folder / page_name(node)
-        path.write_text(_page(row, place, len(bad), mine, others.get(node, []), figure,
-                              figures if drawn >= figures and not figure else 0))
+        outfiles.write_text(path, _page(row, place, len(bad), mine, others.get(node, []), figure,
+                                        figures if drawn >= figures and not figure else 0))
         written.append(path)
     return written
 
@@ -180,7 +180,7 @@ def write_pages(out: Path, table: pd.DataFrame, bad: pd.DataFrame, flagged: pd.D
 def _page(row: dict, place: int, count: int, cases: pd.DataFrame, other: Sequence[str],
           figure: str, capped: int) -> str:
     node, verdict = str(row["node"]), str(row["verdict"])
-    lines = [f"# {node}: {verdict}", "",
+    lines = [f"# {mdtext.text(node)}: {verdict}", "",
              f"{place} of {count} nodes that are not healthy, worst first (failed, missing, "
              "degraded, suspect; then by the largest flagged deviation).", ""]
     facts = [["verdict", verdict], ["reason", str(row.get("reason", ""))],
@@ -210,9 +210,9 @@ def _page(row: dict, place: int, count: int, cases: pd.DataFrame, other: Sequenc
         lines += tables.markdown(["case", "value", "fleet median", "quartiles", "min to max",
                                   "rank", "deviation", "path"], rows, right=(1, 2, 5, 6))
     if other:
-        lines += ["## Other reasons", ""] + [f"- {text}" for text in other] + [""]
+        lines += ["## Other reasons", ""] + [f"- {mdtext.safe(text)}" for text in other] + [""]
     if figure:
-        lines += [f"![{node}: flagged cases against the fleet]({figure})", ""]
+        lines += [f"![{mdtext.text(node)}: flagged cases against the fleet]({figure})", ""]
     elif capped and len(cases):
         lines += [f"No figure: figures are drawn for the {capped} worst nodes only "
                   "(the table above has every number).", ""]
@@ -247,7 +247,7 @@ def _figure(folder: Path, stem: str, node: str, cases: pd.DataFrame,
     # PNG only (the page shows it): a PDF, with its embedded font, would double the cost.
     try:
         style.check(fig)
-        fig.savefig(folder / f"{stem}.png", dpi=style.DPI)
+        outfiles.save_figure(fig, folder / f"{stem}.png", dpi=style.DPI)
     finally:
         plt.close(fig)
     return [folder / f"{stem}.png"]

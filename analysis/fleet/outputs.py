@@ -10,6 +10,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from .. import outfiles
 from ..render import tables
 from . import history as fleet_history
 from . import integrity
@@ -29,10 +30,10 @@ def number(value: float, metric: str) -> str:
 def write_outputs(out: Path, table: pd.DataFrame, nodes: pd.DataFrame, flagged: pd.DataFrame,
                   rejected: Sequence[str], slow: pd.DataFrame | None = None) -> list[Path]:
     out.mkdir(parents=True, exist_ok=True)
-    nodes.to_csv(out / "nodes.csv", index=False)
+    outfiles.write_csv(nodes, out / "nodes.csv")
     records = json.loads(flagged.to_json(orient="records"))
-    (out / "flagged.json").write_text(json.dumps(records, indent=1, ensure_ascii=False))
-    (out / "summary.md").write_text(_summary(table, nodes, rejected, slow))
+    outfiles.write_text(out / "flagged.json", json.dumps(records, indent=1, ensure_ascii=False))
+    outfiles.write_text(out / "summary.md", _summary(table, nodes, rejected, slow))
     bad = operators.ranked(nodes, flagged)
     night = str(table["night"].iloc[0]) if len(table) else ""
     files = [out / "nodes.csv", out / "flagged.json", out / "summary.md",

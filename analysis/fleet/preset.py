@@ -20,6 +20,7 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
+from .. import outfiles
 from ..errors import InputError
 
 DATA = Path(__file__).resolve().parent / "data"
@@ -103,5 +104,5 @@ if __name__ == "__main__":
         preset = generate(name, binary)
         out = DATA / f"preset_{name}.json"
         out.parent.mkdir(exist_ok=True)
-        out.write_text(json.dumps(preset, indent=None, separators=(",", ":")) + "\n")
+        outfiles.write_text(out, json.dumps(preset, indent=None, separators=(",", ":")) + "\n")
         print(f"{out}: " + ", ".join(f"{f} {n}" for f, n in planned_counts(preset).items()))

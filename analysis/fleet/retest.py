@@ -17,6 +17,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from .. import outfiles
 from ..errors import InputError
 from ..results.io import shown
 from .load import load_fleet
@@ -109,8 +110,8 @@ def write_plan(out: Path, table: pd.DataFrame, nodes: pd.DataFrame) -> Path:
              + "\n ]" for host, entries in data["nodes"].items()]
     nodes_text = "{\n" + ",\n".join(hosts) + "\n}" if hosts else "{}"
     out.mkdir(parents=True, exist_ok=True)
-    (out / RETEST_JSON).write_text(f'{{"schema": {SCHEMA}, "night": {json.dumps(data["night"])}, '
-                                   f'"nodes": {nodes_text}}}\n')
+    outfiles.write_text(out / RETEST_JSON, f'{{"schema": {SCHEMA}, "night": {json.dumps(data["night"])}, '
+                                           f'"nodes": {nodes_text}}}\n')
     return out / RETEST_JSON
 
 

@@ -613,8 +613,9 @@ class Writer:
         if unit == "GBps":
             cases["max_GBps"] = drawn.max(axis=1) * nan
         if family == "pingpong":  # the round trips' percentiles, from the repetitions' spread
-            low, high = np.quantile(drawn, [0.05, 0.95], axis=1)
-            cases.update(p05_ns=low * nan, p95_ns=high * nan, max_ns=drawn.max(axis=1) * nan)
+            low, high, p99 = np.quantile(drawn, [0.05, 0.95, 0.99], axis=1)
+            cases.update(p05_ns=low * nan, p95_ns=high * nan, p99_ns=p99 * nan,
+                         mean_ns=drawn.mean(axis=1) * nan, max_ns=drawn.max(axis=1) * nan)
         taken = np.flatnonzero(ok)
         value = "bandwidth_GBps" if unit == "GBps" else ("rtt_ns" if family == "pingpong"
                                                          else "ns_per_access")

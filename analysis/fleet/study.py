@@ -34,6 +34,7 @@ from typing import Any
 
 import pandas as pd
 
+from .. import outfiles
 from ..errors import InputError
 
 VALUE_FAULTS = ("hbm", "channel", "c2c", "nvlink", "interconnect", "memcpy", "latency")
@@ -144,7 +145,7 @@ def run_one(out: Path, nodes: int, seed: int, scale: float, noise: str, spec: st
     truth = simulate(nodes, "gh200_quad", spec, sim, seed, layout=layout,
                      noise=noise or None, noise_scale=scale, jobs=jobs)
     expect = out / "nodes.txt"
-    expect.write_text("\n".join(truth["nodes"]) + "\n")
+    outfiles.write_text(expect, "\n".join(truth["nodes"]) + "\n")
     notes = []
     code, err = _cli(["fleet", str(sim), "-o", str(first), "--expect-nodes", str(expect)])
     notes.append(f"pass 1 exit {code}")
@@ -240,8 +241,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"study: error: {error}", file=sys.stderr)
         return 2
     text = report(results)
-    (args.output / "study.md").write_text(text)
-    (args.output / "study.json").write_text(json.dumps(
+    outfiles.write_text(args.output / "study.md", text)
+    outfiles.write_text(args.output / "study.json", json.dumps(
         {"faults": spec, "layout": args.layout, "rounds": args.rounds, "results": results},
         indent=1))
     print(text)

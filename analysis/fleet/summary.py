@@ -17,14 +17,13 @@ from __future__ import annotations
 import hashlib
 import json
 import math
-import os
-import tempfile
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
+from .. import outfiles
 from ..errors import InputError
 from ..results.io import shown
 from . import table
@@ -94,7 +93,7 @@ def _decoded(name: str, value: Any, rows: int) -> Any:
 
 
 def write(folder: Path) -> Path:
-    """Summarise the node folder's first-pass result files into folder/NAME (atomically:
+    """Summarise the node folder's first-pass result files into folder/NAME (outfiles:
     a reader never sees half a summary, a planted link is replaced, not followed)."""
     from .load import first_pass, read_chunk  # load imports this module
     if not folder.is_dir():
@@ -122,15 +121,7 @@ def write(folder: Path) -> Path:
         raise InputError(f"{shown(folder)}: a result file changed while it was summarised; "
                          "run fleet-summary again when the node's job has ended")
     target = folder / NAME
-    handle = tempfile.NamedTemporaryFile("w", dir=folder, prefix=f".{NAME}.", delete=False,
-                                         encoding="utf-8")
-    try:
-        with handle:
-            json.dump(document, handle, separators=(",", ":"), allow_nan=False)
-        os.replace(handle.name, target)
-    except BaseException:
-        os.unlink(handle.name)
-        raise
+    outfiles.write_text(target, json.dumps(document, separators=(",", ":"), allow_nan=False))
     return target
 
 

@@ -20,6 +20,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from .. import outfiles
 from ..model.peaks import ASSUMED_MARK, ASSUMED_NOTE, PeakModel
 from ..model.roles import labelled, role
 from ..render import style
@@ -401,7 +402,7 @@ def fig7_comparisons(frame: pd.DataFrame, ctx: Context) -> list[Comparison]:
 
 
 def _write_csv(frame: pd.DataFrame, path: Any, columns: Sequence[str]) -> None:
-    frame[[c for c in columns if c in frame]].to_csv(path, index=False)
+    outfiles.write_csv(frame[[c for c in columns if c in frame]], path)
 
 
 FIG7_CSV = ("host", "pu", "op", "mem", "role", "label", "asked_mem", "alloc", "kernel", "threads",
@@ -765,8 +766,8 @@ def allocation_apis(ctx: Context) -> Drawn:
     if len(ctx.topologies) == 1:
         table = table.drop(columns="host")
     csv = ctx.out / "allocation_apis.csv"
-    table.to_csv(csv, index=False)
-    evidence.to_csv(ctx.out / "allocation_apis_placements.csv", index=False)
+    outfiles.write_csv(table, csv)
+    outfiles.write_csv(evidence, ctx.out / "allocation_apis_placements.csv")
     used = set(evidence["run"]) | (set(bw["run"]) if not bw.empty and "run" in bw else set())
     notes = [
         "Documented: the API (DESIGN.md's allocator table, src/core/allocators.cpp) and the paper's Table II "

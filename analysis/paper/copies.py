@@ -18,6 +18,7 @@ import numpy as np
 import pandas as pd
 from matplotlib.colors import LogNorm, Normalize
 
+from .. import outfiles
 from ..model.roles import labelled, role
 from ..render import style
 from ..results.cases import best, by_threads, memory_aliases, natural_key
@@ -213,9 +214,10 @@ def copy_bandwidth(ctx: Context) -> Drawn:
     files = style.save(fig, ctx.out, "copy_bandwidth")
     csv = ctx.out / "copy_bandwidth.csv"
     table = top.rename(columns={"tput": "throughput_GBps"})
-    table[[c for c in ("host", "pu", "mem", "src_role", "dst_mem", "dst_role", "asked_mem", "asked_dst_mem",
-                       "alloc", "dst_alloc", "kernel", "threads", "throughput_GBps", "median_GBps", "size_bytes",
-                       "bytes", "run") if c in table]].to_csv(csv, index=False)
+    outfiles.write_csv(table[[c for c in ("host", "pu", "mem", "src_role", "dst_mem", "dst_role", "asked_mem",
+                                          "asked_dst_mem", "alloc", "dst_alloc", "kernel", "threads",
+                                          "throughput_GBps", "median_GBps", "size_bytes", "bytes", "run")
+                              if c in table]], csv)
     notes = [
         "Throughput as the paper defines it (sec. III-D): buffer size / time, each byte counted once, which is "
         "half the read + written rate /bw/cases records; one colour scale for every panel "
@@ -321,10 +323,11 @@ def copy_scaling(ctx: Context) -> Drawn:
     files = style.save(fig, ctx.out, "copy_scaling")
     frame = pd.concat(used, ignore_index=True)
     csv = ctx.out / "copy_scaling.csv"
-    frame[[c for c in ("host", "pu", "mem", "dst_mem", "src_role", "dst_role", "alloc", "dst_alloc", "threads",
-                       "blocks", "tput", "tput_min", "tput_max", "median_GBps", "run") if c in frame]] \
-        .rename(columns={"tput": "throughput_GBps", "tput_min": "min_throughput_GBps",
-                         "tput_max": "max_throughput_GBps"}).to_csv(csv, index=False)
+    outfiles.write_csv(frame[[c for c in ("host", "pu", "mem", "dst_mem", "src_role", "dst_role", "alloc",
+                                          "dst_alloc", "threads", "blocks", "tput", "tput_min", "tput_max",
+                                          "median_GBps", "run") if c in frame]]
+                       .rename(columns={"tput": "throughput_GBps", "tput_min": "min_throughput_GBps",
+                                        "tput_max": "max_throughput_GBps"}), csv)
     notes = [
         "Throughput = buffer size / time (each byte once; half the read + written rate /bw/cases records), the "
         "median of the case of the highest median at each thread count, band min-max of its repetitions; "
@@ -506,9 +509,9 @@ def cudamemcpy_allocators(ctx: Context) -> Drawn:
     bare = cell_texts(fig, heats)
     files = style.save(fig, ctx.out, "cudamemcpy_allocators")
     csv = ctx.out / "cudamemcpy_allocators.csv"
-    frame[[c for c in ("host", "gpu", "node", "src_alloc", "src_mem", "src_at", "dst_alloc", "dst_mem", "dst_at",
-                       "size_bytes", "median_GBps", "min_GBps", "max_GBps", "placement", "dst_placement", "run")
-           if c in frame]].to_csv(csv, index=False)
+    outfiles.write_csv(frame[[c for c in ("host", "gpu", "node", "src_alloc", "src_mem", "src_at", "dst_alloc",
+                                          "dst_mem", "dst_at", "size_bytes", "median_GBps", "min_GBps",
+                                          "max_GBps", "placement", "dst_placement", "run") if c in frame]], csv)
     skipped = ctx.table("allocmatrix/cases")
     skipped = skipped[skipped["status"] != "ok"] if "status" in skipped else skipped.iloc[:0]
     notes = [

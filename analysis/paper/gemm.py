@@ -14,6 +14,7 @@ import pandas as pd
 from matplotlib.colors import LogNorm
 from matplotlib.ticker import NullLocator
 
+from .. import outfiles
 from ..model.roles import ROLE_ORDER, labelled, role
 from ..render.style import PAGE_IN, legend_below, log_axis, panels, save, series
 from ..render.tables import markdown, num
@@ -305,7 +306,7 @@ def gemm_peaks(ctx: Context) -> Drawn:
     if not several:
         frame = frame.drop(columns="host")
     csv = ctx.out / "gemm_peaks.csv"
-    frame.to_csv(csv, index=False)
+    outfiles.write_csv(frame, csv)
     notes = [f"Paper: Table III, the H100 SXM's advertised dense peaks; datasheet: {sheet['fp32'].source}; mempath's peak model: SMs x the maximum "
              "SM clock x operations per SM and clock (the gemm table's peak_TFLOPs). This run's best: the "
              "highest median over every size and placement with C in the GPU's memory.",

@@ -9,6 +9,7 @@ from typing import Any
 
 import pandas as pd
 
+from .. import outfiles
 from ..render.tables import markdown, num
 from .items import Comparison, Context, Drawn, item
 from .published import Published, of
@@ -137,7 +138,7 @@ def gpu_characteristics(ctx: Context) -> Drawn:
     frame = pd.DataFrame({"": list(ROWS), **{h: [c.get(r, "") for r in ROWS] for h, c in
                                              {**runs, **_paper_columns()}.items()}}, dtype=object)
     csv = ctx.out / "gpu_characteristics.csv"
-    frame.to_csv(csv, index=False)
+    outfiles.write_csv(frame, csv)
     notes = ["This run's columns: the topology (SMs, memory, L2 from the CUDA runtime) and the root "
              "attribute gpu_clocks (the maximum clocks the runtime reports); the paper's: Table I (SMs, "
              "memory type, size, bandwidth) and, for the GH200 it measured, the text beside it "

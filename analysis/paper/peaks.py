@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import pandas as pd
 
+from .. import outfiles
 from ..model.peaks import ASSUMED_MARK, ASSUMED_NOTE
 from ..model.roles import labelled
 from ..render.tables import markdown, num
@@ -35,7 +36,7 @@ def theoretical_peaks(ctx: Context) -> Drawn:
     if len(ctx.topologies) == 1:
         frame = frame.drop(columns="host")
     csv = ctx.out / "theoretical_peaks.csv"
-    frame.to_csv(csv, index=False)
+    outfiles.write_csv(frame, csv)
     notes = ["Peak of a path = the slowest link or memory on its way, one direction, decimal GB/s "
              "(docs/analysis.md, \"Theoretical peaks\")."]
     if frame["peak GB/s"].astype(str).str.contains(ASSUMED_MARK).any():

@@ -11,9 +11,11 @@ from pathlib import Path
 
 import pandas as pd
 
+from .. import outfiles
 from ..errors import ERRORS_LOG, record_failure
 from ..model.peaks import PeakModel
 from ..render import html
+from ..render.mdtext import code
 from ..render.provenance import runs_table
 from ..render.tables import markdown, num
 from ..results.io import RunSet
@@ -46,8 +48,8 @@ def _source_lines(ctx: Context, names: Sequence[str]) -> list[str]:
     lines = []
     for run in ctx.runs.runs:
         if run.name in names:
-            lines.append(f"- `{run.name}` on `{run.node}`, commit `{run.attrs.get('git_revision', '?')}`: "
-                         f"`{run.attrs.get('command_line', '?')}`")
+            lines.append(f"- {code(run.name)} on {code(run.node)}, commit {code(run.attrs.get('git_revision', '?'))}: "
+                         f"{code(run.attrs.get('command_line', '?'))}")
     return lines
 
 
@@ -101,7 +103,7 @@ def write_paper(runs: RunSet, out: Path, only: Sequence[str] = ()) -> Paper:
             drawn = Drawn(why_not=f"failed: {paper.failed[-1]}")
         if item.kind == "table" and drawn.table:
             frame_md = out / f"{item.key}.md"
-            frame_md.write_text("\n".join(drawn.table) + "\n")
+            outfiles.write_text(frame_md, "\n".join(drawn.table) + "\n")
             drawn.files.append(frame_md)
         paper.drawn[item.key] = drawn
         paper.files += drawn.files
@@ -109,12 +111,12 @@ def write_paper(runs: RunSet, out: Path, only: Sequence[str] = ()) -> Paper:
     drawn_count = sum(1 for i in paper.items if paper.drawn[i.key].files)
     lines = ["# mempath: the paper's figures and tables", "",
              f"{drawn_count} of {len(paper.items)} items drawn from {len(runs.runs)} run(s) on "
-             f"{', '.join(f'`{h}`' for h in hosts)}. Figures are 3.5 in (one column) or 7.16 in "
+             f"{', '.join(code(h) for h in hosts)}. Figures are 3.5 in (one column) or 7.16 in "
              "(two columns) wide, as PNG (300 dpi) and PDF; memories are named by their role seen "
              "from the processor, with the NUMA node or GPU beside it. docs/paper.md maps each "
              "item to its command and ReFrame check.", ""]
     lines += runs_table(runs) + [""] + body + _comparison_lines(paper.items, paper.drawn)
-    (out / "paper.md").write_text("\n".join(lines) + "\n")
-    (out / "index.html").write_text(html.render(html.index_lines(lines), out, "mempath: the paper"))
+    outfiles.write_text(out / "paper.md", "\n".join(lines) + "\n")
+    outfiles.write_text(out / "index.html", html.render(html.index_lines(lines), out, "mempath: the paper"))
     paper.files += [out / "paper.md", out / "index.html"]
     return paper

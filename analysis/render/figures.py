@@ -26,6 +26,7 @@ from matplotlib.figure import Figure
 from matplotlib.font_manager import FontProperties
 from matplotlib.textpath import TextToPath
 
+from .. import outfiles
 from . import style
 from .style import COLUMN_IN, MIN_FONT_PT, PAGE_IN, save  # noqa: F401 (save: re-exported)
 from ..model.roles import ROLE_ORDER, role
@@ -228,7 +229,7 @@ def cell_table(heats: Sequence[Heat], annotated: bool, out: Path, stem: str, uni
     rows = [(h.title, r, c, h.grid[i, j], h.text[i][j])
             for h in heats for i, r in enumerate(h.rows) for j, c in enumerate(h.cols)]
     path = out / f"{stem}.csv"
-    pd.DataFrame(rows, columns=["panel", "row", "column", unit, "text"]).to_csv(path, index=False)
+    outfiles.write_csv(pd.DataFrame(rows, columns=["panel", "row", "column", unit, "text"]), path)
     return [path], note + f"[{path.name}]({path.name}) every cell."
 
 

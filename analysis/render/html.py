@@ -1,25 +1,51 @@
 """The report's index page: the Markdown the report writes (headings, paragraphs, pipe
 tables, images, links, lists, code spans) as one static HTML file that opens from disk,
 every PNG figure embedded as a data URI, nothing fetched from anywhere. The page is
-templates/report.html.j2 (jinja2, autoescaped) over the blocks parsed here."""
+templates/report.html.j2 (jinja2, autoescaped) over the blocks parsed here.
+
+Safe to publish on a web server (docs/analysis.md): text from result files is escaped
+(mdtext.py in the Markdown, _inline here); a link becomes one only where it points to an
+anchor of the page or to a file of the report's own folder, an image only where it is a
+PNG of that folder (embedded); and the page's Content Security Policy allows no script,
+no request for anything (images are data: URIs) and the one style element by its hash."""
 from __future__ import annotations
 
 import base64
+import hashlib
 import html
 import re
 from pathlib import Path
 from typing import Any
+from urllib.parse import quote
 
 import jinja2
 from markupsafe import Markup
 
+from .. import outfiles
 from . import tables
+from .mdtext import CODE_SPAN, CODE_SPAN_PATTERN, safe
 
+_TEMPLATES = Path(__file__).parent / "templates"
 #: The page's template; autoescaping on, so a text reaches the page escaped unless it went
 #: through _inline (which escapes it before adding its own markup).
 _PAGE = jinja2.Environment(
-    loader=jinja2.FileSystemLoader(Path(__file__).parent / "templates"), autoescape=True,
+    loader=jinja2.FileSystemLoader(_TEMPLATES), autoescape=True,
     trim_blocks=True, lstrip_blocks=True, undefined=jinja2.StrictUndefined).get_template("report.html.j2")
+#: The page's style sheet, inlined so that the page is one file; the policy names it by
+#: its hash, so no other style (nor an inline style attribute) applies.
+CSS = (_TEMPLATES / "report.css").read_text().strip()
+#: No script, no frame, no form, no base, nothing loaded: images are data: URIs.
+CSP = ("default-src 'none'; img-src data:; "
+       f"style-src 'sha256-{base64.b64encode(hashlib.sha256(CSS.encode()).digest()).decode()}'; "
+       "base-uri 'none'; form-action 'none'")
+
+#: An escaped ASCII punctuation character, a code span, a link or an image (a label may
+#: hold code spans and escapes; a target has no space or parenthesis).
+_TOKEN = re.compile(r"\\(?P<escaped>[!-/:-@\[-`{-~])"
+                    rf"|(?P<code>{CODE_SPAN_PATTERN})"
+                    r"|(?P<image>!)?\[(?P<label>(?:\\.|`[^`]*`|[^\]\\`])*)\]\((?P<target>[^()\s]*)\)", re.S)
+#: A target that may name a file of the report's folder: a relative path of plain names.
+_OWN_FILE = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.+,=@-]*(/[A-Za-z0-9_][A-Za-z0-9_.+,=@-]*)*")
 
 
 def slug(title: str) -> str:
@@ -27,24 +53,56 @@ def slug(title: str) -> str:
     return re.sub(r"[^a-z0-9 -]", "", title.lower()).strip().replace(" ", "-")
 
 
+def own_file(target: str, folder: Path) -> Path | None:
+    """The file of ``folder`` that ``target`` names, or None: no scheme, no absolute path,
+    no ``..``, no link that leads out of the folder, and the file is there."""
+    if not _OWN_FILE.fullmatch(target) or ".." in target.split("/"):
+        return None
+    root = folder.resolve()
+    path = (root / target).resolve()
+    return path if path.is_relative_to(root) and path.is_file() else None
+
+
+def _plain(text: str) -> str:
+    """A label as plain text (an image's alt): escapes and code fences removed."""
+    text = re.sub(r"\\([!-/:-@\[-`{-~])", r"\1", text)
+    return CODE_SPAN.sub(lambda m: m["body"], text)
+
+
+def _code(body: str) -> str:
+    if body.startswith(" ") and body.endswith(" ") and body.strip():
+        body = body[1:-1]
+    return f"<code>{html.escape(body, quote=False)}</code>"
+
+
 def _inline(text: Any, folder: Path) -> Markup:
-    out = html.escape(str(text), quote=False)
-
-    def image(m: re.Match) -> str:
-        path = folder / html.unescape(m[2])
-        if path.suffix == ".png" and path.is_file():
-            data = base64.b64encode(path.read_bytes()).decode()
-            return f'<img alt="{_attribute(m[1])}" src="data:image/png;base64,{data}">'
-        return f"[{m[1]}: {m[2]} not found]"
-
-    out = re.sub(r"!\[([^\]]*)\]\(([^)]+)\)", image, out)
-    out = re.sub(r"\[([^\]]+)\]\(([^)]+)\)", lambda m: f'<a href="{_attribute(m[2])}">{m[1]}</a>', out)
-    return Markup(re.sub(r"`([^`]+)`", r"<code>\1</code>", out))
-
-
-def _attribute(escaped: str) -> str:
-    """Text already escaped for the body, made safe inside a double-quoted attribute."""
-    return escaped.replace('"', "&quot;")
+    """One line of the report's Markdown as HTML: everything escaped, then the markup of
+    its escapes, code spans, and the links and images that pass own_file."""
+    text, out, at = str(text), [], 0
+    for m in _TOKEN.finditer(text):
+        out.append(html.escape(text[at:m.start()], quote=False))
+        at = m.end()
+        if m["escaped"] is not None:
+            out.append(html.escape(m["escaped"], quote=False))
+        elif m["code"] is not None:
+            out.append(_code(m["body"]))
+        elif m["image"]:
+            path = own_file(m["target"], folder)
+            alt = html.escape(_plain(m["label"]))
+            if path is not None and path.suffix == ".png":
+                data = base64.b64encode(path.read_bytes()).decode()
+                out.append(f'<img alt="{alt}" src="data:image/png;base64,{data}">')
+            else:
+                out.append(f"[{alt}: {html.escape(m['target'])} not found in the report]")
+        else:
+            target = m["target"]
+            label = _inline(m["label"], folder)
+            if re.fullmatch(r"#[a-z0-9-]*", target) or own_file(target, folder) is not None:
+                out.append(f'<a href="{html.escape(quote(target, safe="/#"))}">{label}</a>')
+            else:  # not a file of the report: the text as written, no link
+                out.append(f"[{label}]({html.escape(target)})")
+    out.append(html.escape(text[at:], quote=False))
+    return Markup("".join(out))
 
 
 def _blocks(lines: list[str]) -> list[dict[str, Any]]:
@@ -75,7 +133,8 @@ def _blocks(lines: list[str]) -> list[dict[str, Any]]:
 
 
 def render(lines: list[str], folder: Path, title: str) -> str:
-    return _PAGE.render(title=title, blocks=_blocks(lines), inline=lambda text: _inline(text, folder)) + "\n"
+    return _PAGE.render(title=title, blocks=_blocks(lines), inline=lambda text: _inline(text, folder),
+                        cell=lambda value: _inline(safe(value), folder), csp=CSP, css=Markup(CSS)) + "\n"
 
 
 def index_lines(lines: list[str]) -> list[str]:
@@ -92,6 +151,6 @@ def write_index(lines: list[str], folder: Path) -> list[Path]:
     """index.md and index.html in `folder`; figures are read from there."""
     lines = index_lines(lines)
     md, page = folder / "index.md", folder / "index.html"
-    md.write_text("\n".join(lines))
-    page.write_text(render(lines, folder, lines[0].lstrip("# ") if lines else "mempath report"))
+    outfiles.write_text(md, "\n".join(lines))
+    outfiles.write_text(page, render(lines, folder, lines[0].lstrip("# ") if lines else "mempath report"))
     return [md, page]

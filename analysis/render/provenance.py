@@ -6,6 +6,7 @@ from typing import Any
 import pandas as pd
 
 from ..results.io import RunSet
+from .mdtext import code
 from .tables import markdown
 
 
@@ -18,12 +19,12 @@ def runs_table(runs: RunSet) -> list[str]:
     """The '## Runs' section: every run with its tool version, git revision, times, CUDA
     versions and command line, so each output names what it was made from."""
     table = pd.DataFrame({
-        "run": [f"`{run.name}`" for run in runs.runs],
+        "run": [code(run.name) for run in runs.runs],
         "host": [run.node for run in runs.runs],
         **{name: [run.attrs.get(attr, "") for run in runs.runs] for name, attr in
            (("tool version", "tool_version"), ("git revision", "git_revision"),
             ("start (UTC)", "start_time"), ("end (UTC)", "end_time"))},
         "CUDA driver": [_cuda(run.attrs.get("cuda_driver_version")) for run in runs.runs],
         "CUDA runtime": [_cuda(run.attrs.get("cuda_runtime_version")) for run in runs.runs],
-        "command": [f"`{run.attrs.get('command_line', '')}`" for run in runs.runs]}, dtype=object)
+        "command": [code(run.attrs.get("command_line", "")) for run in runs.runs]}, dtype=object)
     return ["## Runs", ""] + markdown(table)

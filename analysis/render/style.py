@@ -20,6 +20,8 @@ from matplotlib.container import BarContainer  # noqa: E402
 from matplotlib.figure import Figure  # noqa: E402
 from matplotlib.text import Text  # noqa: E402
 
+from .. import outfiles  # noqa: E402
+
 COLUMN_IN = 3.5   # one column of a two-column journal page
 PAGE_IN = 7.16    # both columns
 MIN_FONT_PT = 7.0
@@ -159,7 +161,7 @@ def save(fig: Figure, out: Path, stem: str) -> list[Path]:
         raise
     paths = [out / f"{stem}.png", out / f"{stem}.pdf"]
     for path in paths:
-        fig.savefig(path, dpi=DPI, metadata={"Creator": "mempath"} if path.suffix == ".pdf" else None)
+        outfiles.save_figure(fig, path, dpi=DPI, metadata={"Creator": "mempath"} if path.suffix == ".pdf" else None)
     plt.close(fig)
     return paths
 

@@ -5,7 +5,8 @@ HTML of index.html is the report template's ``table`` macro over the DataFrame t
 
 Cells are formatted by the caller (``num`` for numbers that may be missing); a missing
 cell (None, NaN) is blank, and a ``|`` in a cell is escaped so that a reason or a command
-line cannot split a Markdown row.
+line cannot split a Markdown row. A cell is data (mdtext.safe): its code spans are kept,
+but a link, image or HTML tag in it (a host name or reason from a result file) is text.
 """
 from __future__ import annotations
 
@@ -15,6 +16,8 @@ from collections.abc import Collection, Sequence
 from typing import Any
 
 import pandas as pd
+
+from . import mdtext
 
 
 def num(value: Any, digits: int = 1) -> str:
@@ -31,7 +34,7 @@ def frame(header: Sequence[Any], rows: Sequence[Sequence[Any]]) -> pd.DataFrame:
 def _cell(value: Any) -> str:
     if value is None or (isinstance(value, float) and math.isnan(value)):
         return ""
-    return str(value).replace("|", "\\|")
+    return mdtext.safe(value).replace("|", "\\|")
 
 
 def markdown(table: pd.DataFrame | Sequence[Any], rows: Sequence[Sequence[Any]] | None = None,
@@ -48,7 +51,8 @@ def markdown(table: pd.DataFrame | Sequence[Any], rows: Sequence[Sequence[Any]] 
 
 
 def parse_row(line: str) -> list[str]:
-    """The cells of one Markdown table row, escaped pipes restored (the inverse of markdown)."""
+    """The cells of one Markdown table row, escaped pipes and Markdown restored (the
+    inverse of markdown: a cell is the text it was made from, mdtext.unescape)."""
     cells, cell, i = [], "", 0
     text = line.strip()
     while i < len(text):
@@ -60,7 +64,7 @@ def parse_row(line: str) -> list[str]:
         else:
             cell, i = cell + text[i], i + 1
     cells.append(cell.strip())
-    return cells[1:-1]
+    return [mdtext.unescape(c) for c in cells[1:-1]]
 
 
 def is_rule(cells: Sequence[str]) -> bool:

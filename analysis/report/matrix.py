@@ -17,6 +17,7 @@ import pandas as pd
 
 from ..results.cases import SEP, best, ordered, rank, unmeasured
 from ..render.figures import Files, Heat, cell_table, heatmaps, save
+from ..render.mdtext import code, safe
 from ..model.roles import kind_word
 from ..model.peaks import ASSUMED_MARK, ASSUMED_NOTE, PeakModel, pct_text
 from .sections import Context, Part, section
@@ -102,7 +103,7 @@ def markdown(table: pd.DataFrame, order: Order) -> str:
         rows = table[table["host"] == host]
         pus, mems = order.get(host, ([], []))
         note: dict[str, int] = {}
-        lines += [f"## Host `{host}`", ""]
+        lines += [f"## Host {code(host)}", ""]
         for op in MATRIX_OPS:
             part = rows[rows["op"] == op]
             lines += [f"### {op}", ""]
@@ -115,7 +116,7 @@ def markdown(table: pd.DataFrame, order: Order) -> str:
                     for pu in ordered(part["pu"], pus)]  # reasons numbered in reading order
             lines += tables.markdown(["PU \\ memory", *columns], grid, right=range(1, len(columns) + 1))
         if note:
-            lines += ["Reasons:", ""] + [f"{n}. {reason}" for reason, n in note.items()] + [""]
+            lines += ["Reasons:", ""] + [f"{n}. {safe(reason)}" for reason, n in note.items()] + [""]
         if (rows["status"].eq("ok") & rows["pct_of_peak"].notna() & rows["peak_assumed"].eq(True)).any():
             lines += [ASSUMED_NOTE, ""]
     return "\n".join(lines)

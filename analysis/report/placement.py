@@ -17,6 +17,7 @@ import pandas as pd
 
 from ..errors import InputError
 from ..render import tables
+from ..render.mdtext import code
 
 DEFAULT_ACTIVE_BYTES = 21e9  # the dual-GH200 seed: 21 GB of active weights per token
 COLUMNS = ["host", "gpu", "placement", "measured_by", "GBps", "ms_per_token",
@@ -103,7 +104,7 @@ def markdown(frames: dict[str, tuple[pd.DataFrame, list[tuple[int, str]]]],
              "Bandwidth is the measured median of the path (path_table.md); `vs HBM` is the "
              "share of the GPU's HBM read rate.", ""]
     for host, (frame, missing) in frames.items():
-        lines += [f"## Host `{host}`", ""]
+        lines += [f"## Host {code(host)}", ""]
         if frame.empty:
             lines += ["_No placement was measured._", ""]
         else:

@@ -9,6 +9,7 @@ from typing import Any
 
 import pandas as pd
 
+from .. import outfiles
 from ..model import pathtable
 
 from . import placement
@@ -21,6 +22,7 @@ from ..model.peaks import ASSUMED_MARK, ASSUMED_NOTE, PeakModel
 from ..model.rules import rules
 from .sections import Context, Part, figure_lines, section
 from ..render.tables import markdown, num
+from ..render.mdtext import code, safe
 
 
 def transfers_markdown(cases: pd.DataFrame, with_host: bool) -> str:
@@ -88,7 +90,7 @@ def path_markdown(tables: Mapping[str, tuple[pd.DataFrame, list[tuple[int, str, 
              "The comment and the rules below are derived from these numbers "
              "(docs/analysis.md).", ""]
     for host, (table, missing, advice) in tables.items():
-        lines += [f"## Host `{host}`", ""]
+        lines += [f"## Host {code(host)}", ""]
         if table.empty:
             lines += ["_No GPU path was measured._", ""]
         else:
@@ -100,7 +102,7 @@ def path_markdown(tables: Mapping[str, tuple[pd.DataFrame, list[tuple[int, str, 
             if (table["pct_of_peak"].notna() & table["peak_assumed"].eq(True)).any():
                 lines += [ASSUMED_NOTE, ""]
         if missing:
-            lines += ["Not measured:", ""] + [f"- gpu{g}: {p}" + (f": {why}" if why else "")
+            lines += ["Not measured:", ""] + [f"- gpu{g}: {safe(p)}" + (f": {safe(why)}" if why else "")
                                               for g, p, why in missing] + [""]
         lines += ["### Deployment rules", ""]
         lines += [f"- {rule}" for rule in advice] or ["_Too few paths measured for a rule._"]
@@ -120,7 +122,7 @@ def write(runs: RunSet, out: Path, topologies: Mapping[str, Mapping[str, Any]],
         return section
     sweep, latency = transfer_figures.write(cases, out, with_host, topologies)
     section.files += sweep + latency
-    (out / "transfers.md").write_text(transfers_markdown(cases, with_host))
+    outfiles.write_text(out / "transfers.md", transfers_markdown(cases, with_host))
     section.files.append(out / "transfers.md")
 
     tables, places = {}, {}
@@ -131,12 +133,12 @@ def write(runs: RunSet, out: Path, topologies: Mapping[str, Mapping[str, Any]],
         mine = cases[cases["host"] == host]
         tables[host] = (table, missing, rules(table, mine, host, node.gpus))
         places[host] = placement.build(table, host, node.gpus, node.host_nodes, active_bytes)
-    (out / "path_table.md").write_text(path_markdown(tables))
-    pd.concat([t for t, _, _ in tables.values()] or [pd.DataFrame(columns=pathtable.COLUMNS)]
-              ).to_csv(out / "path_table.csv", index=False)
-    (out / "placement.md").write_text(placement.markdown(places, active_bytes))
-    pd.concat([p for p, _ in places.values()] or [pd.DataFrame(columns=placement.COLUMNS)]
-              ).to_csv(out / "placement.csv", index=False)
+    outfiles.write_text(out / "path_table.md", path_markdown(tables))
+    outfiles.write_csv(pd.concat([t for t, _, _ in tables.values()] or [pd.DataFrame(columns=pathtable.COLUMNS)]),
+                       out / "path_table.csv")
+    outfiles.write_text(out / "placement.md", placement.markdown(places, active_bytes))
+    outfiles.write_csv(pd.concat([p for p, _ in places.values()] or [pd.DataFrame(columns=placement.COLUMNS)]),
+                       out / "placement.csv")
     section.files += [out / n for n in ("path_table.md", "path_table.csv", "placement.md",
                                         "placement.csv")]
 

@@ -10,6 +10,7 @@ import pandas as pd
 from matplotlib.ticker import FuncFormatter
 
 from ..render import style
+from ..render.mdtext import safe
 from ..render.figures import (PAGE_IN, Files, Heat, Styles, cell_table, finish, heat_text, heatmaps, labelled_or_name,
                               save, topologies)
 from ..results.io import RunSet
@@ -109,8 +110,8 @@ def write(runs: RunSet, out: Path) -> Part:
                         [pd.DataFrame()])
     if not skipped.empty:
         part.lines += ["Skipped unified-memory and allocator cases:", ""]
-        part.lines += [f"- {r.get('experiment', 'allocmatrix')} {r.get('alloc', r.get('src_alloc', ''))}: "
-                       f"{r['reason']}" for _, r in skipped.iterrows()] + [""]
+        part.lines += [f"- {safe(r.get('experiment', 'allocmatrix'))} {safe(r.get('alloc', r.get('src_alloc', '')))}: "
+                       f"{safe(r['reason'])}" for _, r in skipped.iterrows()] + [""]
     return part
 
 

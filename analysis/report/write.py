@@ -8,6 +8,7 @@ from typing import Any
 
 import pandas as pd
 
+from .. import outfiles
 from ..render import figures, html
 
 from . import matrix
@@ -17,6 +18,7 @@ from ..results.io import RunSet
 from ..model.peaks import PeakModel
 from .placement import DEFAULT_ACTIVE_BYTES
 from .sections import Context, figure_lines, registry
+from ..render.mdtext import code, safe, text
 from ..render.tables import markdown
 from ..render.provenance import runs_table
 from ..results.schema import REQUIRED
@@ -62,10 +64,10 @@ def _processor(p: Mapping[str, Any]) -> str:
 
 
 def _node(host: str, topology: Mapping[str, Any]) -> list[str]:
-    lines = [f"## Node `{host}`", ""]
+    lines = [f"## Node {code(host)}", ""]
     if not topology:
         return lines + ["_The runs hold no topology._", ""]
-    lines += [f"{topology.get('cpu_model', '?')} ({topology.get('arch', '?')}).", ""]
+    lines += [f"{text(topology.get('cpu_model', '?'))} ({text(topology.get('arch', '?'))}).", ""]
     processors = topology.get("processors", [])
     memories = topology.get("memories", [])
     lines += markdown(pd.DataFrame({"processor": [p["name"] for p in processors],
@@ -87,7 +89,7 @@ def _peaks(entries: pd.DataFrame, overrides: Mapping[str, float]) -> list[str]:
              "the known parts only. % of peak is given for read and write; copy moves "
              "bytes over two paths and is shown in GB/s only.", ""]
     if overrides:
-        lines += ["User peaks: " + ", ".join(f"`{k}` = {v:g}" for k, v in overrides.items()), ""]
+        lines += ["User peaks: " + ", ".join(f"{code(k)} = {v:g}" for k, v in overrides.items()), ""]
     if entries.empty:
         return lines + ["_No read or write path to give a peak for._", ""]
     paths = entries.drop_duplicates(["host", "pu", "mem"]).fillna(
@@ -144,7 +146,7 @@ def _remove_stale(out: Path, written: list[Path]) -> None:
         # Only plain files directly in the folder: a doctored manifest cannot reach out.
         if path.parent == out.resolve() and path not in keep and path.is_file():
             path.unlink()
-    manifest.write_text("".join(f"{path.name}\n" for path in written))
+    outfiles.write_text(manifest, "".join(f"{path.name}\n" for path in written))
 
 
 def write_report(runs: RunSet, out: Path, overrides: Mapping[str, float] | None = None,
@@ -168,8 +170,8 @@ def write_report(runs: RunSet, out: Path, overrides: Mapping[str, float] | None 
     many = len(hosts) > 1
 
     entries = matrix.entries(cases, models, order)
-    (out / "path_matrix.md").write_text(matrix.markdown(entries, order))
-    entries.to_csv(out / "path_matrix.csv", index=False)
+    outfiles.write_text(out / "path_matrix.md", matrix.markdown(entries, order))
+    outfiles.write_csv(entries, out / "path_matrix.csv")
     report.files += [out / "path_matrix.md", out / "path_matrix.csv"]
 
     mem_order = [m for _, mems in order.values() for m in mems]
@@ -202,8 +204,8 @@ def write_report(runs: RunSet, out: Path, overrides: Mapping[str, float] | None 
             sections += [f"## {section.heading}", ""] + part.lines
 
     lines = ["# mempath report", "",
-             f"Host(s): {', '.join(f'`{h}`' for h in hosts) or 'none'}; "
-             f"{len(runs.runs)} run(s); tables: {', '.join(runs.tables) or 'none'}.", ""]
+             f"Host(s): {', '.join(code(h) for h in hosts) or 'none'}; "
+             f"{len(runs.runs)} run(s); tables: {', '.join(map(text, runs.tables)) or 'none'}.", ""]
     lines += runs_table(runs)
     for host in hosts:
         lines += _node(host, topologies[host])
@@ -217,12 +219,12 @@ def write_report(runs: RunSet, out: Path, overrides: Mapping[str, float] | None 
     lines += _counts(runs, cases)
     if report.failed:
         lines += ["## Not written: errors", "", "These parts raised an error (traces in `errors.log`); "
-                  "the rest of the report stands.", ""] + [f"- {f}" for f in report.failed] + [""]
+                  "the rest of the report stands.", ""] + [f"- {safe(f)}" for f in report.failed] + [""]
     if report.missing:
-        lines += ["## Missing", ""] + [f"- {m}" for m in report.missing] + [""]
+        lines += ["## Missing", ""] + [f"- {safe(m)}" for m in report.missing] + [""]
     if rejected:
-        lines += ["## Files not read", ""] + [f"- {r}" for r in rejected] + [""]
-    (out / "summary.md").write_text("\n".join(lines))
+        lines += ["## Files not read", ""] + [f"- {safe(r)}" for r in rejected] + [""]
+    outfiles.write_text(out / "summary.md", "\n".join(lines))
     report.files.append(out / "summary.md")
     report.files += html.write_index(lines, out)
     _remove_stale(out, report.files)

@@ -3,20 +3,22 @@ root attributes (int64 or variable-length UTF-8 strings), one group per table
 (``bw/cases``), one contiguous 1-D dataset per column (int64, float64 or variable-length
 UTF-8 strings) with a ``units`` string attribute ("" where the column has none).
 
-Like the C++ writer the file appears whole or not at all: it is written to ``PATH.tmp``,
-synced and renamed over ``path``. Used by the LLM script, slurm/inventory.py, the fleet
+Like the C++ writer the file appears whole or not at all: it is written to a new file
+beside it (outfiles.replacing: never through a link planted there), synced and renamed
+over ``path``. Used by the LLM script, slurm/inventory.py, the fleet
 simulator and the test fixtures, so that every writer of the schema shares one reader's
 expectations (tests/python/test_h5writer.py compares it with the C++ binary's file).
 """
 from __future__ import annotations
 
-import os
 import shutil
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, NamedTuple
 
 import numpy as np
+
+from .. import outfiles
 
 SCHEMA_VERSION = 1
 KINDS = (int, float, str)
@@ -89,14 +91,15 @@ def write_result(path: str | Path, attributes: Mapping[str, Any],
 
     ``tables`` maps a table name (``"llm/cases"``) to its columns; every column of a table
     must have the same length. ``update``: where ``path`` exists, keep its attributes and
-    tables and replace only the tables (and attributes) given, still through PATH.tmp.
+    tables and replace only the tables (and attributes) given, still through a new file.
     ``sync=False`` skips the fsync: for the simulator's hundred thousand throwaway files.
     """
     h5py = _h5py()
     path = Path(path)
-    tmp = path.with_name(path.name + ".tmp")
     updating = update and path.exists()
-    try:
+    # outfiles.replacing: a new file beside PATH (a planted PATH.tmp link is never opened),
+    # fsynced unless sync=False, then os.replace.
+    with outfiles.replacing(path, sync=sync) as tmp:
         if updating:
             shutil.copyfile(path, tmp)
         with h5py.File(tmp, "a" if updating else "w") as handle:
@@ -115,11 +118,4 @@ def write_result(path: str | Path, attributes: Mapping[str, Any],
                 for column, values in data:
                     dataset = group.create_dataset(column.name, data=values, shape=(len(values),))
                     _attribute(dataset, "units", column.units)
-        if sync:
-            with open(tmp, "rb+") as handle:
-                os.fsync(handle.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        tmp.unlink(missing_ok=True)
-        raise
     return path

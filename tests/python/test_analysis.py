@@ -55,7 +55,8 @@ REPORT_FILES = ["path_matrix.md", "path_matrix.csv", "summary.md", "index.md", "
 def matrix_cells(markdown: str, op: str) -> dict[tuple[str, str], str]:
     """(pu, mem) -> cell text of the first `### op` table of path_matrix.md."""
     section = markdown.split(f"### {op}\n", 1)[1].split("###", 1)[0]
-    rows = [line.strip("|").split("|") for line in section.splitlines() if line.startswith("|")]
+    from analysis.render.tables import parse_row  # escapes undone, as the page reads them
+    rows = [parse_row(line) for line in section.splitlines() if line.startswith("|")]
     mems = [m.strip() for m in rows[0][1:]]
     return {(r[0].strip(), mem): cell.strip() for r in rows[2:] for mem, cell in zip(mems, r[1:])}
 

@@ -1,7 +1,9 @@
 """The report's and the paper's index.html opened in a real headless Chromium: the page's
 title, every <img> decoded (naturalWidth > 0), no console error (what Selenium calls
 SEVERE: console.error, an uncaught exception, a resource that failed to load), every
-table of the Markdown rendered with its rows.
+table of the Markdown rendered with its rows. A report of a hostile result file
+(hostile_run.py) makes no request outside its own file and runs no script, and its
+Content Security Policy stops a script or an outside image put into the page afterwards.
 
 Chromium is driven through its DevTools protocol over a pipe (--remote-debugging-pipe:
 JSON messages ending in a NUL byte on file descriptors 3 and 4), so no driver and no
@@ -22,6 +24,7 @@ from typing import Any
 
 import pytest
 
+import hostile_run
 import synth_scaleout
 from conftest import DATA, analysis_cli, chromium_binary
 from h5fixtures import topology
@@ -75,7 +78,7 @@ class Chromium:
         self._buffer, self._id, self.events = b"", 0, []
         target = self.call("Target.createTarget", {"url": "about:blank"})["targetId"]
         self._session = self.call("Target.attachToTarget", {"targetId": target, "flatten": True})["sessionId"]
-        for domain in ("Runtime", "Log", "Page"):
+        for domain in ("Runtime", "Log", "Page", "Network"):
             self.call(f"{domain}.enable", session=True)
 
     def _died(self, why: str) -> AssertionError:
@@ -121,6 +124,34 @@ class Chromium:
         page = Page(**json.loads(facts["result"]["value"]))
         page.errors = severe(self.events)
         return page
+
+    def evaluate(self, expression: str) -> Any:
+        answer = self.call("Runtime.evaluate", {"expression": expression, "returnByValue": True}, session=True)
+        assert "exceptionDetails" not in answer, answer
+        return answer["result"].get("value")
+
+    def settle(self, seconds: float) -> None:
+        """Keep the events of the next ``seconds`` (a load or a request the page starts late)."""
+        deadline = time.monotonic() + seconds
+        while (left := deadline - time.monotonic()) > 0:
+            ready, _, _ = select.select([self._read], [], [], left)
+            if ready:
+                chunk = os.read(self._read, 1 << 20)
+                if not chunk:
+                    raise self._died("closed the DevTools pipe")
+                self._buffer += chunk
+                while b"\0" in self._buffer:
+                    message, _, self._buffer = self._buffer.partition(b"\0")
+                    self.events.append(json.loads(message))
+
+    def requests(self, blocked: bool = False) -> list[str]:
+        """The URLs the page loaded since it was opened (the page itself among them), or
+        with ``blocked`` those the Content Security Policy refused (Chromium announces a
+        request before the policy refuses it)."""
+        refused = {e["params"]["requestId"] for e in self.events if e.get("method") == "Network.loadingFailed"
+                   and e["params"].get("blockedReason") == "csp"}
+        return [e["params"]["request"]["url"] for e in self.events
+                if e.get("method") == "Network.requestWillBeSent" and (e["params"]["requestId"] in refused) == blocked]
 
     def close(self) -> None:
         try:
@@ -176,6 +207,9 @@ def markdown_tables(text: str) -> list[int]:
 
 
 def markdown_images(text: str) -> list[str]:
+    """The PNG images of a Markdown text; none from its code spans or escaped brackets."""
+    text = re.sub(r"\\.|(?<!`)(`+)(?!`).+?(?<!`)\1(?!`)", lambda m: m[0] if m[0].startswith("\\") else " ",
+                  text, flags=re.S)
     return re.findall(r"!\[[^\]]*\]\(([^)]+\.png)\)", text)
 
 
@@ -242,3 +276,50 @@ def test_paper_page_of_the_synthetic_quad_gh200_runs(browser: Chromium, tmp_path
     page = browser.open(out / "index.html")
     assert_page(page, markdown, "mempath: the paper")
     assert {i["alt"] for i in page.images} >= {"MPI node-to-node bandwidth against the node's bytes, per processes per node"}
+
+
+def test_a_hostile_report_loads_nothing_from_outside_and_runs_no_script(browser: Chromium, tmp_path: Path) -> None:
+    """Links to javascript: and data:, images from an absolute path, from .. and from http,
+    <script>, <iframe>, <svg onload>, on* attributes and <style> with an outside URL, in the
+    attributes and cells of a result file: the page asks for nothing but its own file
+    (its figures are data: URIs), its title stays, no script element exists. Then a script
+    and an outside image are put into the page (as a flaw of the escaping would): the
+    Content Security Policy refuses both."""
+    run = hostile_run.write(tmp_path)
+    out = tmp_path / "report"
+    cli("report", run, "-o", out)
+    markdown = (out / "index.md").read_text()
+    page_file = out / "index.html"
+    page = browser.open(page_file)
+    assert_page(page, markdown, "mempath report")
+    browser.settle(1.0)
+    own = page_file.resolve().as_uri()
+    outside = [url for url in browser.requests() + browser.requests(blocked=True)
+               if url != own and not url.startswith("data:image/png;base64,")]
+    assert not outside, outside
+    assert browser.evaluate("document.title") == "mempath report"
+    assert browser.evaluate("document.scripts.length + document.querySelectorAll("
+                            "'iframe,object,embed,svg,link,base,form').length") == 0
+    handlers = browser.evaluate("[...document.querySelectorAll('*')].flatMap(e => [...e.attributes])"
+                                ".map(a => a.name).filter(n => n.startsWith('on') || n === 'style')")
+    assert handlers == []
+    links = browser.evaluate("[...document.links].map(a => a.getAttribute('href'))")
+    assert links and all(re.fullmatch(r"#[a-z0-9-]*|[\w.-]+", h) for h in links), links
+    # the style element is allowed by its hash: the page is styled
+    assert browser.evaluate("getComputedStyle(document.body).maxWidth") == "1200px"
+    # what the policy does where escaping had failed
+    browser.evaluate("""(() => {
+        const s = document.createElement('script');
+        s.textContent = "document.title = 'pwned'";
+        document.body.appendChild(s);
+        const i = document.createElement('img');
+        i.src = '""" + hostile_run.OUTSIDE_URL + """';
+        document.body.appendChild(i);
+        document.body.insertAdjacentHTML('beforeend', '<img src=x onerror="document.title=1">');
+    })()""")
+    browser.settle(1.0)
+    assert browser.evaluate("document.title") == "mempath report"
+    assert hostile_run.OUTSIDE_URL not in browser.requests()
+    assert hostile_run.OUTSIDE_URL in browser.requests(blocked=True)
+    refused = [e for e in severe(browser.events) if "Content Security Policy" in e]
+    assert refused, severe(browser.events)

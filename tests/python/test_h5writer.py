@@ -82,7 +82,7 @@ def test_the_file_appears_whole_and_update_replaces_only_the_tables_given(tmp_pa
     write_result(path, {"tool": "mempath", "host": "n1"},
                  {"a/cases": [Column("x", int, "", [1, 2])], "b/cases": [Column("y", str, "", ["é", ""])]})
     write_result(path, {"extra": 3}, {"a/cases": [Column("x", int, "", [7])]}, update=True)
-    assert not (tmp_path / "run.h5.tmp").exists()
+    assert [p.name for p in tmp_path.iterdir()] == ["run.h5"]  # no temporary file left
     with h5py.File(path) as f:
         assert f.attrs["schema_version"] == 1 and f.attrs["host"] == "n1" and f.attrs["extra"] == 3
         assert list(f["a/cases/x"][()]) == [7]

@@ -386,6 +386,7 @@ def test_pip_installs_mempath_analysis(pip_target: Path, tmp_path: Path):
     source = {p.relative_to(REPO / 'analysis') for p in (REPO / 'analysis').rglob('*.py')}
     assert source == {p.relative_to(package) for p in package.rglob('*.py')}
     assert (package / 'render' / 'templates' / 'report.html.j2').is_file()
+    assert (package / 'render' / 'templates' / 'report.css').is_file()
     assert not (pip_target / 'analysis').exists()
     code = ('import sys, mempath_analysis.__main__, mempath_analysis.report.write; '
             'print(mempath_analysis.__file__); '
