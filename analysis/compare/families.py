@@ -51,6 +51,21 @@ OUTCOMES = frozenset({
     "peak_large_bytes",
 })
 
+#: Configuration columns computed from other identity columns or from the node's topology
+#: (docs/schema.md): they tell no two cases apart that the others do not, so they are not
+#: read (each column read costs about 0.1 ms a file, and a fleet is 10,000 files a side).
+DERIVED = frozenset({
+    "pu_kind",                    # from pu
+    "bytes",                      # size x passes (x 2 for a copy, x streams for a transfer)
+    "via", "b_via",               # the path class: pu, mem and the topology
+    "gpus", "all_gpus", "gpu_label",  # memcpy: from gpu and dst_gpu (-1: every GPU)
+    "accesses",                   # chase: from size and line
+    "elements",                   # stream: array_bytes / 8
+    "operand_bytes", "flops",     # gemm: from m, n, k and dtype
+    "ops",                        # atomics: threads x ops_per_thread
+    "node_bytes", "rank_bytes",   # mpi_bw, nccl: size x pairs, size / ranks
+})
+
 #: Identity columns added after the first files were written, with the value docs/schema.md
 #: gives older files (a column name: that column's value). An added column without one here
 #: is matched only where both sides have it (runs.identity_columns).
@@ -58,6 +73,5 @@ DEFAULTS: dict[tuple[str, str], object] = {
     ("memcpy", "dst_gpu"): -1,          # GPU<->GPU copies came later: older ones are host transfers
     ("memcpy", "chunk_bytes"): -1,      # staged copies came later
     ("gemm", "c_alloc"): "device",
-    ("gemm", "b_via"): "=via",          # B shared A's placement before issue 20
     ("mpi_bw", "split"): 0,
 }

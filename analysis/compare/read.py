@@ -21,13 +21,15 @@ import numpy as np
 
 from ..errors import InputError
 from ..fleet.load import CHUNK_FILES, PARALLEL_MIN_FILES, default_jobs
-from ..fleet.table import _TEXT, _text
+from ..fleet.table import _TEXT, _attribute, _text
 from ..results.io import Run, RunFileError, _name_nodes, check_non_negative, open_result, shown
-from .families import FAMILIES, OUTCOMES
+from .families import DERIVED, FAMILIES, OUTCOMES
 
 #: Per process: column kinds seen per (family, column). A float column is an outcome (a
 #: figure, never configuration), so after the first file it is not even opened.
 _KINDS: dict[tuple[str, str], str] = {}
+#: Per process: root groups seen without a cases table (inventory, ...), not opened again.
+_NOT_FAMILIES: set[str] = set()
 #: The compared figures (each family's metric): numbers.
 FIGURES = {spec.metric for spec in FAMILIES.values()}
 
@@ -186,16 +188,19 @@ def _read_file(path: Path) -> tuple[str, Read, Read, list[str]]:
     with open_result(path) as handle:
         try:
             fid = handle.id
-            host = handle.attrs.get("host", "")
-            host = host.decode() if isinstance(host, bytes) else str(host)
+            host = str(_attribute(fid, "host")) if h5py.h5a.exists(fid, b"host") else ""
             cases: Read = {}
             samples: Read = {}
             unknown = []
             for raw in list(fid):
+                name = raw.decode()
+                if name not in FAMILIES and name in _NOT_FAMILIES:
+                    continue
                 family = _open(fid, raw)
                 if not isinstance(family, h5py.h5g.GroupID) or b"cases" not in family:
+                    if name not in FAMILIES:
+                        _NOT_FAMILIES.add(name)
                     continue
-                name = raw.decode()
                 group = _open(family, b"cases")
                 if not isinstance(group, h5py.h5g.GroupID):
                     continue
@@ -266,7 +271,7 @@ def _cases(path: Path, family: str, group: Any) -> tuple[dict[str, np.ndarray], 
     wanted = ["case_id", "status", "reason"] + ([spec.metric] if spec.table == "cases" else [])
     _lacking(path, table, group, wanted)
     columns = {name: _column(path, table, group, name) for name in wanted if name != "reason"}
-    outcomes = OUTCOMES.difference(spec.identity)
+    outcomes = (OUTCOMES | DERIVED).difference(spec.identity)
     for raw in list(group):
         name = raw.decode()
         if name in columns or name in outcomes or name == "reason" or _KINDS.get((family, name)) == "f":

@@ -260,15 +260,19 @@ def test_an_added_column_with_a_documented_default_still_tells_cases_apart(tmp_p
 def test_a_column_left_out_that_made_cases_distinct_is_not_compared(tmp_path: Path) -> None:
     """An added column without a default is left out of the identity; where that makes two
     cases of one file one key, they are listed as not compared, never pooled."""
-    old, new = _old_and_new(tmp_path, "pingpong")
-    with h5py.File(new, "r+") as f:  # two cases that differ only in `via` (absent from old)
-        group = f["pingpong/cases"]
-        for name in ("a", "b", "a_cpu", "b_cpu", "mem", "alloc", "flag_bytes", "round_trips"):
+    from analysis.compare.families import DERIVED, OUTCOMES
+    old, new = _old_and_new(tmp_path, "llm")
+    with h5py.File(new, "r+") as f:  # two cases that differ only in `prompt` (absent from old)
+        group = f["llm/cases"]
+        for name in group:
             values = group[name][()]
-            values[1] = values[0]
-            group[name][...] = values
-        via = group["via"][()]
-        via[1] = b"pcie"
-        group["via"][...] = via
+            outcome = name in (OUTCOMES | DERIVED) - set(FAMILIES["llm"].identity)
+            if not outcome and values.dtype.kind != "f" and name != "prompt":
+                values[1] = values[0]
+                group[name][...] = values
+        prompt = group["prompt"][()]
+        prompt[1] = b"random"
+        group["prompt"][...] = prompt
     proc = compare(old, new)
-    assert "matches several cases of one file" in proc.stdout, proc.stdout + proc.stderr
+    assert re.search(r"\| llm \| .*\| matches several cases of one file once prompt, torch_allocator "
+                     r"\(absent from some files\) are left out \|", proc.stdout), proc.stdout + proc.stderr
