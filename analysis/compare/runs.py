@@ -237,6 +237,12 @@ def compare(base: Side, run: Side, alpha: float = 0.01, min_change: float = 0.03
     """Every moved, failed, missing or invalid case, the number compared, what was not."""
     out = Outcome()
     with_host = set(base.hosts) == set(run.hosts)
+    if not with_host:
+        only = [(side, sorted(set(a.hosts) - set(b.hosts))) for side, a, b in (("BASE", base, run), ("RUN", run, base))]
+        out.notes.append("the hosts differ, so cases are matched without the host (the samples of all hosts "
+                         "of a side pooled): " + "; ".join(
+                             f"{len(h)} only in {side} ({', '.join(h[:5])}{', ...' if len(h) > 5 else ''})"
+                             for side, h in only if h))
     for family, spec in FAMILIES.items():
         if not (sum(base.cases[family].rows) or sum(run.cases[family].rows)):
             continue
@@ -429,6 +435,7 @@ def markdown(outcome: Outcome, listed: int | None = None) -> str:
     changes, skipped = outcome.changes, outcome.not_compared
     lines = [f"# Comparison: {outcome.compared} cases compared, {len(changes)} moved, failed or missing, "
              f"{len(skipped)} not compared", ""]
+    lines += [f"Note: {note}." for note in outcome.notes] + ([""] if outcome.notes else [])
     if outcome.per_family:
         lines += ["Compared per family: " + ", ".join(
             f"{FAMILIES[f].what} ({f}) {n}" for f, n in outcome.per_family.items()) + ".", ""]
