@@ -301,7 +301,8 @@ def _family(family: str, spec: Family, base: Side, run: Side, with_host: bool, a
     for k in np.flatnonzero(live & b_ok & r_present & ~r_ok):
         out.changes.append(Change(family, keys.name(k), *[math.nan] * 5, "failed", spec.unit,
                                   f"was ok, now {status[1][k]}: {reason[1][k]}"))
-    listed(live & b_present & ~b_ok, lambda k: f"{status[0][k]} in BASE ({reason[0][k]})"
+    listed(live & b_present & ~b_ok, lambda k: f"{status[0][k]} in BASE"
+           + (f" ({reason[0][k]})" if reason[0][k] else "")
            + (f", {status[1][k]} in RUN" if r_present[k] else ", absent from RUN"))
     listed(live & ~b_present & r_present, lambda k: f"absent from BASE ({status[1][k]} in RUN)")
     both = live & b_ok & r_ok
