@@ -302,6 +302,8 @@ def _samples(path: Path, family: str, group: Any) -> tuple[dict[str, np.ndarray]
     columns = {name: _column(path, table, group, name) for name in names}
     rows = _same_length(path, table, columns)
     check_non_negative(path, table, spec.metric, columns[spec.metric])
+    if b"time_s" in group:  # the measured time the metric comes from: a negative one is a broken file
+        check_non_negative(path, table, "time_s", _column(path, table, group, "time_s"))
     return columns, rows
 
 

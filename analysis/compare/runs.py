@@ -502,7 +502,7 @@ def run_compare(base: Path, run: Path, alpha: float, min_change: float, output: 
         # "0 cases compared" must never pass as a good run.
         kinds = pd.Series([_why(w) for _, _, w in outcome.not_compared], dtype=object).value_counts()
         said = ", ".join(f"{n} {k}" for k, n in kinds.items()) or "no cases in either"
-        raise InputError(f"nothing comparable between {shown(base)} and {shown(run)} ({said}; listed on "
-                         "stdout); valid: runs that share at least one case ok on both sides with "
-                         "finite samples")
+        raise InputError(f"nothing comparable: no case of {shown(run)} could be compared with {shown(base)} "
+                         f"({said}; listed on stdout); valid: runs that share at least one case ok on "
+                         "both sides with finite samples")
     return 1 if bad else 0
