@@ -33,7 +33,7 @@ from scipy import stats
 from ..errors import InputError
 from ..render import tables
 from ..results.io import shown
-from .families import DEFAULTS, FAMILIES, OUTCOMES, Family
+from .families import DEFAULTS, FAMILIES, Family
 from .read import Side, Table, files_of, read_side
 
 MIN_SAMPLES = 3  # fewer, or too few to reach alpha: the median change against the noise decides
