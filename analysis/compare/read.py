@@ -11,6 +11,7 @@ of each file is io's (``open_result``); a file that cannot be used is one line.
 """
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -142,7 +143,6 @@ def _number_nodes(side: Side) -> None:
             with open_result(side.paths[i]) as handle:
                 text = handle.attrs.get("topology", "{}")
             try:
-                import json
                 topology = json.loads(text.decode() if isinstance(text, bytes) else str(text))
             except (ValueError, UnicodeDecodeError):
                 topology = {}
