@@ -46,9 +46,10 @@ def _parser() -> argparse.ArgumentParser:
                              "placement table (default 21e9; units such as 21GB, 20GiB)")
     comp = commands.add_parser("compare", help="cases that moved beyond their noise between two sets of runs",
                                description="Match every case of BASE and RUN (files or folders of .h5), "
-                                           "compare the raw samples (Mann-Whitney U) and list what moved; "
-                                           "exit 1 on a regression, 2 on bad input or when no case "
-                                           "could be compared (docs/analysis.md).")
+                                           "every family, compare the raw samples (Mann-Whitney U) and "
+                                           "list what moved and what could not be compared; exit 1 on a "
+                                           "regression, 2 on bad input or when nothing could be compared "
+                                           "(docs/analysis.md).")
     comp.add_argument("base", type=Path, metavar="BASE", help="result file or folder: the reference")
     comp.add_argument("run", type=Path, metavar="RUN", help="result file or folder: the new runs")
     comp.add_argument("--alpha", type=float, default=0.01, help="significance level (default 0.01)")

@@ -1,22 +1,29 @@
 """``python -m analysis compare BASE RUN``: which cases moved beyond their run-to-run noise
 (docs/analysis.md, "Comparison and regression").
 
-A case is matched between BASE and RUN by its identity (the configuration columns of its
-family's cases table, plus the sample columns that split one case, such as a transfer's
-direction); its raw samples are compared with a two-sided Mann-Whitney U test, and it has
-*moved* when p < alpha and the median changed by more than max(min_change, 2 x the larger
-relative median absolute deviation of the two sample sets); with too few samples for the
-test to reach alpha (3 against 3 cannot), the median change against that bound decides
-alone. A move in the worse direction,
-an ok case that now fails or is skipped, and an ok case that vanished are regressions.
-A case with a NaN or infinite sample on either side is *invalid*: not a measurement, so
-never compared as ok, and a regression too (negative samples are refused when loading).
+Every family of families.FAMILIES is compared on its one metric. A case is matched between
+BASE and RUN by its identity (the configuration columns of its family's cases table that
+both sides hold, families.DEFAULTS filling a column that older files lack, plus the sample
+columns that split one case, such as a transfer's part); its raw samples are compared with
+a two-sided Mann-Whitney U test, and it has *moved* when p < alpha and the median changed
+by more than max(min_change, 2 x the larger relative median absolute deviation of the two
+sample sets); with too few samples for the test to reach alpha (3 against 3 cannot), the
+median change against that bound decides alone. A move in the worse direction, an ok case
+that now fails or is skipped, and an ok case that vanished are regressions. A case with a
+NaN or infinite sample on either side is *invalid*: not a measurement, so never compared as
+ok, and a regression too (negative samples are refused when loading).
+
+Only a case ok on both sides with samples on both sides is compared; every other case is
+listed as not compared, with why (skipped or failed in BASE, absent from one side, no
+samples). Everything is computed on whole columns at once: a fleet of 10,000 nodes against
+10,000 is over a million cases.
 """
 from __future__ import annotations
 
 import math
 import sys
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from functools import lru_cache
 from pathlib import Path
 
 import numpy as np
@@ -24,39 +31,14 @@ import pandas as pd
 from scipy import stats
 
 from ..errors import InputError
-from ..results.io import RunSet, load_runs, shown
 from ..render import tables
+from ..results.io import shown
+from .families import DEFAULTS, FAMILIES, Family
+from .read import Side, Table, files_of, read_side
 
-
-@dataclass(frozen=True)
-class Family:
-    metric: str                 # sample column compared
-    unit: str
-    higher_is_better: bool
-    sample_keys: tuple[str, ...] = ()  # sample columns that are part of the identity
-
-
-#: Every family with raw samples (docs/schema.md): the one place that says what is compared.
-FAMILIES: dict[str, Family] = {
-    "bw": Family("bandwidth_GBps", "GB/s", True),
-    "memcpy": Family("bandwidth_GBps", "GB/s", True, ("part",)),
-    "um": Family("bandwidth_GBps", "GB/s", True, ("phase", "state", "preceded_by", "iterations")),
-    "allocmatrix": Family("bandwidth_GBps", "GB/s", True),
-    "chase": Family("ns_per_access", "ns", False),
-    "pingpong": Family("rtt_ns", "ns", False),
-    "mpi_bw": Family("bandwidth_GBps", "GB/s", True),
-    "stream": Family("bandwidth_GBps", "GB/s", True),
-    "gemm": Family("tflops", "TFLOP/s", True),
-    "llm": Family("tokens_per_s", "tokens/s", True),
-}
-#: Case columns that are outcomes, not configuration (floats are outcomes too).
-OUTCOMES = {"case_id", "status", "reason", "reps", "placement", "dst_placement", "verified", "best_threads",
-            "cublas_version", "weight_placement", "path_source", "run", "host", "threads_launched"}
-#: Columns compare needs where a file holds the table (load_runs checks each file).
-REQUIRED = {table: columns for family, spec in FAMILIES.items() for table, columns in
-            ((f"{family}/cases", ("case_id", "status", "reason")),
-             (f"{family}/samples", ("case_id", spec.metric)))}
 MIN_SAMPLES = 3  # fewer, or too few to reach alpha: the median change against the noise decides
+#: Not-compared cases listed on stdout; compare.md and compare.csv (--output) list all.
+LISTED = 40
 
 
 def mann_whitney(x: np.ndarray, y: np.ndarray) -> tuple[float, float]:
@@ -73,45 +55,14 @@ def relative_mad(values: np.ndarray) -> float:
     return float(np.median(np.abs(values - med)) / abs(med)) if med else math.inf
 
 
-def _files(path: Path) -> list[Path]:
-    if path.is_dir():
-        found = sorted(path.rglob("*.h5"))
-        if not found:
-            raise InputError(f"{shown(path)} holds no .h5 result files; valid: a mempath .h5 file or a folder of them")
-        return found
-    if not path.exists():
-        raise InputError(f"{shown(path)} does not exist; valid: a mempath .h5 file or a folder of them")
-    return [path]
-
-
-def _identity(cases: pd.DataFrame) -> list[str]:
-    return [c for c in cases.columns if c not in OUTCOMES and cases[c].dtype.kind not in "fc"]
-
-
-def _cases_and_samples(runs: RunSet, family: str, with_host: bool) -> tuple[pd.DataFrame, pd.DataFrame]:
-    cases = runs.table(f"{family}/cases")
-    samples = runs.table(f"{family}/samples")
-    if cases.empty:
-        return cases, samples
-    ident = _identity(cases) + (["host"] if with_host else [])
-    spec = FAMILIES[family]
-    cases["key"] = [" ".join(f"{c}={v}" for c, v in zip(ident, row)) for row in cases[ident].itertuples(index=False)]
-    if not samples.empty:
-        keep = ["run", "case_id", spec.metric, *[k for k in spec.sample_keys if k in samples]]
-        samples = samples[keep].merge(cases[["run", "case_id", "key"]], on=["run", "case_id"])
-        for k in spec.sample_keys:
-            if k in samples:
-                samples["key"] = samples["key"] + f" {k}=" + samples[k].astype(str)
-    return cases, samples
+@lru_cache(maxsize=None)
+def can_reach(n1: int, n2: int, alpha: float) -> bool:
+    """Whether n1 against n2 samples can give p < alpha at all (3 vs 3 cannot go below 0.1)."""
+    return n1 >= MIN_SAMPLES and n2 >= MIN_SAMPLES and \
+        mann_whitney(np.arange(n1, dtype=float), np.arange(n1, n1 + n2, dtype=float))[1] < alpha
 
 
 NOTED = ("failed", "missing", "invalid")  # verdicts told by a note, not by medians
-
-
-def _not_finite(base: np.ndarray, run: np.ndarray) -> str:
-    """Why the samples are not a measurement (NaN or infinite values), or ''."""
-    counts = [(side, int((~np.isfinite(v)).sum()), len(v)) for side, v in (("BASE", base), ("RUN", run))]
-    return "; ".join(f"{n} of {total} samples in {side} are NaN or infinite" for side, n, total in counts if n)
 
 
 @dataclass
@@ -135,107 +86,423 @@ class Change:
                 f"({self.change * 100:+.1f} %, noise {self.noise * 100:.1f} %{p})")
 
 
-def compare(base: RunSet, run: RunSet, alpha: float = 0.01, min_change: float = 0.03) -> tuple[list[Change], int]:
-    """Every moved, failed or missing case, and how many cases were compared."""
-    with_host = set(base.hosts()) == set(run.hosts())
-    changes: list[Change] = []
-    compared = 0
+@dataclass
+class Outcome:
+    """What compare found: the moved, failed or missing cases, how many were compared (per
+    family too), and every case it could not compare with why."""
+
+    changes: list[Change] = field(default_factory=list)
+    compared: int = 0
+    per_family: dict[str, int] = field(default_factory=dict)
+    not_compared: list[tuple[str, str, str]] = field(default_factory=list)  # family, case, why
+    notes: list[str] = field(default_factory=list)
+
+
+# ---- identity -------------------------------------------------------------------------
+
+def identity_columns(family: str, sides: tuple[Table, Table]) -> tuple[list[str], list[str]]:
+    """The identity columns of ``family`` over both sides, and those left out: a column
+    some files lack is kept where families.DEFAULTS gives its value for them, else left
+    out, so that a baseline written before a column was added still matches."""
+    spec = FAMILIES[family]
+    skip = {"case_id", "status", "reason"} | ({spec.metric} if spec.table == "cases" else set())
+    names = [n for n in dict.fromkeys(n for t in sides for n in t.columns) if n not in skip]
+    kept, dropped = [], []
+    for name in names:
+        everywhere = all(t.present(name).all() for t in sides)
+        (kept if everywhere or (family, name) in DEFAULTS else dropped).append(name)
+    return kept, dropped
+
+
+def _filled(family: str, table: Table, name: str) -> np.ndarray:
+    default = DEFAULTS.get((family, name))
+    if isinstance(default, str) and default.startswith("="):  # another column's value
+        values = table.column(name, fill=None)
+        other = table.column(default[1:], fill=None)
+        return np.where(pd.isna(values), other, values) if len(values) else values
+    return table.column(name, fill=default)
+
+
+def _codes(columns: list[np.ndarray]) -> np.ndarray:
+    """One integer per distinct row of ``columns`` (equal rows, equal codes)."""
+    rows = len(columns[0]) if columns else 0
+    code = np.zeros(rows, dtype=np.int64)
+    for values in columns:
+        part, uniques = pd.factorize(values, use_na_sentinel=False)
+        if len(uniques) and int(code.max(initial=0)) + 1 > (2**62) // max(len(uniques), 1):
+            code = pd.factorize(code)[0].astype(np.int64)
+        code = code * max(len(uniques), 1) + part
+    return pd.factorize(code)[0].astype(np.int64) if rows else code
+
+
+@dataclass
+class Keys:
+    """The cases of both sides as key numbers: ``key[side]`` per case row; ``columns`` the
+    identity columns (and ``host`` where both sides ran on the same hosts); ``rows`` one
+    case row per key, for its name."""
+
+    key: tuple[np.ndarray, np.ndarray]
+    names: list[str]
+    values: dict[str, np.ndarray]  # per identity column, over base rows then run rows
+    first: np.ndarray              # per key: a row (over base then run) that names it
+
+    def name(self, key: int) -> str:
+        row = self.first[key]
+        return " ".join(f"{c}={_shown(self.values[c][row])}" for c in self.names)
+
+
+def _shown(value: object) -> str:
+    if isinstance(value, (float, np.floating)) and float(value).is_integer():
+        return str(int(value))
+    return str(value)
+
+
+def _keys(family: str, base: Side, run: Side, with_host: bool) -> tuple[Keys, list[str]]:
+    tables = (base.cases[family], run.cases[family])
+    names, dropped = identity_columns(family, tables)
+    values = {n: np.concatenate([_filled(family, t, n) for t in tables]) for n in names}
+    if with_host:
+        hosts = [np.asarray(s.hosts, dtype=object)[t.files()] for s, t in zip((base, run), tables)]
+        values["host"] = np.concatenate(hosts)
+        names = [*names, "host"]
+    code = _codes([values[n] for n in names]) if names else \
+        np.zeros(sum(sum(t.rows) for t in tables), dtype=np.int64)
+    split = sum(tables[0].rows)
+    _, first = np.unique(code, return_index=True)
+    return Keys((code[:split], code[split:]), names, values, first), dropped
+
+
+# ---- samples ---------------------------------------------------------------------------
+
+@dataclass
+class Stats:
+    """Per unit (a case, or one part of it) of one side: count, non-finite count, median,
+    relative MAD, and the sorted samples (``start`` of each unit's run of them)."""
+
+    count: np.ndarray
+    bad: np.ndarray
+    median: np.ndarray
+    rmad: np.ndarray
+    start: np.ndarray
+    values: np.ndarray
+
+
+def _medians(unit: np.ndarray, values: np.ndarray, units: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """count, start, median of each unit and the values sorted by (unit, value)."""
+    order = np.lexsort((values, unit))
+    unit, values = unit[order], values[order]
+    count = np.bincount(unit, minlength=units)
+    start = np.concatenate([[0], np.cumsum(count)[:-1]]).astype(np.int64)
+    median = np.full(units, np.nan)
+    has = count > 0
+    low, high = start + (count - 1) // 2, start + count // 2
+    median[has] = (values[low[has]] + values[high[has]]) / 2
+    return count, start, median, values
+
+
+def _stats(unit: np.ndarray, values: np.ndarray, units: int) -> Stats:
+    finite = np.isfinite(values)
+    bad = np.bincount(unit[~finite], minlength=units)
+    count, start, median, ordered = _medians(unit, values, units)
+    sorted_unit = np.repeat(np.arange(units), count)
+    _, _, mad, _ = _medians(sorted_unit, np.abs(ordered - median[sorted_unit]), units)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        rmad = np.where(median != 0, mad / np.abs(median), np.inf)
+    return Stats(count, bad, median, rmad, start, ordered)
+
+
+def _p_values(b: Stats, r: Stats, units: np.ndarray) -> np.ndarray:
+    """mann_whitney(x, y)[1] of each unit, many at once: units of equal sample counts go
+    through scipy as one 2-D call, split where scipy's per-pair choice of method differs."""
+    p = np.full(len(units), np.nan)
+    n1, n2 = b.count[units], r.count[units]
+    for a, c in set(zip(n1.tolist(), n2.tolist())):
+        where = np.flatnonzero((n1 == a) & (n2 == c))
+        x = b.values[b.start[units[where]][:, None] + np.arange(a)]
+        y = r.values[r.start[units[where]][:, None] + np.arange(c)]
+        both = np.sort(np.concatenate([x, y], axis=1), axis=1)
+        ties = (np.diff(both, axis=1) == 0).any(axis=1)
+        for tied in (False, True):
+            rows = ties == tied
+            if rows.any():
+                method = "asymptotic" if tied or (a > 8 and c > 8) else "exact"
+                p[where[rows]] = stats.mannwhitneyu(x[rows], y[rows], alternative="two-sided",
+                                                    method=method, axis=1).pvalue
+    return p
+
+
+# ---- the comparison --------------------------------------------------------------------
+
+def compare(base: Side, run: Side, alpha: float = 0.01, min_change: float = 0.03) -> Outcome:
+    """Every moved, failed, missing or invalid case, the number compared, what was not."""
+    out = Outcome()
+    with_host = set(base.hosts) == set(run.hosts)
+    if not with_host:
+        only = [(side, sorted(set(a.hosts) - set(b.hosts))) for side, a, b in (("BASE", base, run), ("RUN", run, base))]
+        out.notes.append("the hosts differ, so cases are matched without the host (the samples of all hosts "
+                         "of a side pooled): " + "; ".join(
+                             f"{len(h)} only in {side} ({', '.join(h[:5])}{', ...' if len(h) > 5 else ''})"
+                             for side, h in only if h))
     for family, spec in FAMILIES.items():
-        b_cases, b_samples = _cases_and_samples(base, family, with_host)
-        r_cases, r_samples = _cases_and_samples(run, family, with_host)
-        if b_cases.empty:
+        if not (sum(base.cases[family].rows) or sum(run.cases[family].rows)):
             continue
-        r_status = r_cases.groupby("key")["status"].agg(lambda s: "ok" if (s == "ok").any() else s.iloc[0]) \
-            if not r_cases.empty else pd.Series(dtype=object)
-        r_reason = r_cases.groupby("key")["reason"].first() if not r_cases.empty else pd.Series(dtype=object)
-        ok_keys = set(b_cases.loc[b_cases["status"] == "ok", "key"])
-        for key in sorted(ok_keys):
-            if key not in r_status.index:
-                changes.append(Change(family, key, math.nan, math.nan, math.nan, math.nan, math.nan, "missing",
-                                      spec.unit, "ok in BASE, absent from RUN"))
-            elif r_status[key] != "ok":
-                changes.append(Change(family, key, math.nan, math.nan, math.nan, math.nan, math.nan, "failed",
-                                      spec.unit, f"was ok, now {r_status[key]}: {r_reason.get(key, '')}"))
-        if b_samples.empty or r_samples.empty:
-            continue
-        b_groups = {k: g[spec.metric].to_numpy(float) for k, g in b_samples.groupby("key")}
-        for key, g in r_samples.groupby("key"):
-            if key not in b_groups:
-                continue
-            x, y = b_groups[key], g[spec.metric].to_numpy(float)
-            if not len(x) or not len(y):
-                continue
-            if broken := _not_finite(x, y):
-                changes.append(Change(family, key, math.nan, math.nan, math.nan, math.nan, math.nan, "invalid",
-                                      spec.unit, broken))
-                continue
-            compared += 1
-            mb, mr = float(np.median(x)), float(np.median(y))
-            change = (mr - mb) / mb if mb else math.inf
-            noise = 2 * max(relative_mad(x), relative_mad(y))
-            # Can these sample counts reach alpha at all? (3 vs 3 cannot go below p = 0.1.)
-            enough = len(x) >= MIN_SAMPLES and len(y) >= MIN_SAMPLES and \
-                mann_whitney(np.arange(len(x), dtype=float), np.arange(len(x), len(x) + len(y), dtype=float))[1] < alpha
-            p = mann_whitney(x, y)[1] if enough else math.nan
-            if abs(change) <= max(min_change, noise) or (enough and p >= alpha):
-                continue
-            better = (change > 0) == spec.higher_is_better
-            changes.append(Change(family, key, mb, mr, change, noise, p, "improved" if better else "regressed",
-                                  spec.unit))
-    return changes, compared
+        before = len(out.changes), out.compared
+        _family(family, spec, base, run, with_host, alpha, min_change, out)
+        out.per_family[family] = out.compared - before[1]
+    for name in sorted(set(base.unknown) | set(run.unknown)):
+        out.not_compared.append((name, "every case", f"table {name}/cases: compare knows no "
+                                 f"such family (it knows {', '.join(FAMILIES)})"))
+    return out
 
 
-def table(changes: list[Change]) -> pd.DataFrame:
-    return pd.DataFrame([{"family": c.family, "case": c.key, "base": c.base, "run": c.run, "unit": c.unit,
-                          "change_pct": c.change * 100, "noise_pct": c.noise * 100, "p": c.p, "verdict": c.verdict,
-                          "note": c.note} for c in changes],
-                        columns=["family", "case", "base", "run", "unit", "change_pct", "noise_pct", "p", "verdict",
-                                 "note"])
+def _first(key: np.ndarray, values: np.ndarray, keys: int, fill: object = "") -> np.ndarray:
+    """Per key: ``values`` of its first row (``fill`` where it has none)."""
+    out = np.full(keys, fill, dtype=object)
+    if len(key):
+        uniq, index = np.unique(key, return_index=True)
+        out[uniq] = values[index]
+    return out
 
 
-def markdown(changes: list[Change], compared: int) -> str:
-    lines = [f"# Comparison: {compared} cases compared, {len(changes)} moved, failed or missing", ""]
+def _family(family: str, spec: Family, base: Side, run: Side, with_host: bool, alpha: float,
+            min_change: float, out: Outcome) -> None:
+    keys, dropped = _keys(family, base, run, with_host)
+    n = len(keys.first)
+    sides = (base, run)
+    status, reason, present, ok = [], [], [], []
+    for side, key in zip(sides, keys.key):
+        table = side.cases[family]
+        st = table.column("status")
+        status.append(_first(key, st, n))
+        reason.append(_first(key, table.column("reason", fill=""), n))
+        present.append(np.bincount(key, minlength=n) > 0)
+        ok_rows = key[st == "ok"]
+        ok.append(np.bincount(ok_rows, minlength=n) > 0)
+        # "ok" wins: a case ok in one file of a side is ok there
+        status[-1][ok[-1]] = "ok"
+    ambiguous = np.zeros(n, dtype=bool)
+    if dropped:  # a key that now covers several cases of one file cannot be matched
+        for side, key in zip(sides, keys.key):
+            files = side.cases[family].files()
+            pairs = pd.DataFrame({"f": files, "k": key})
+            ambiguous[pairs.loc[pairs.duplicated(keep=False), "k"].to_numpy()] = True
+    (b_present, r_present), (b_ok, r_ok) = present, ok
+
+    def listed(mask: np.ndarray, why) -> None:
+        for k in np.flatnonzero(mask):
+            out.not_compared.append((family, keys.name(k), why(k)))
+
+    listed(ambiguous, lambda k: "matches several cases of one file once "
+           f"{', '.join(dropped)} (absent from some files) are left out")
+    live = ~ambiguous
+    for k in np.flatnonzero(live & b_ok & ~r_present):
+        out.changes.append(Change(family, keys.name(k), *[math.nan] * 5, "missing", spec.unit,
+                                  "ok in BASE, absent from RUN"))
+    for k in np.flatnonzero(live & b_ok & r_present & ~r_ok):
+        out.changes.append(Change(family, keys.name(k), *[math.nan] * 5, "failed", spec.unit,
+                                  f"was ok, now {status[1][k]}: {reason[1][k]}"))
+    listed(live & b_present & ~b_ok, lambda k: f"{status[0][k]} in BASE"
+           + (f" ({reason[0][k]})" if reason[0][k] else "")
+           + (f", {status[1][k]} in RUN" if r_present[k] else ", absent from RUN"))
+    listed(live & ~b_present & r_present, lambda k: f"absent from BASE ({status[1][k]} in RUN)")
+    both = live & b_ok & r_ok
+    _samples(family, spec, sides, keys, both, alpha, min_change, out)
+
+
+def _side_samples(family: str, spec: Family, side: Side, key: np.ndarray, both: np.ndarray,
+                  sample_keys: list[str]) -> tuple[np.ndarray, np.ndarray, list[np.ndarray]]:
+    """Key, value and sample-key columns of the samples of ok case rows whose key is
+    compared (samples of a skipped or failed row are not a measurement of the case)."""
+    cases = side.cases[family]
+    if spec.table == "cases":  # the one figure of the case is its sample
+        rows = np.flatnonzero((cases.column("status") == "ok") & both[key])
+        return key[rows], cases.column(spec.metric)[rows].astype(float), []
+    table = side.samples[family]
+    none = (np.array([], dtype=np.int64), np.array([]), [np.array([], dtype=object)] * len(sample_keys))
+    if not sum(table.rows) or not len(key):
+        return none
+    row, matched = _case_rows(cases, table)
+    keep = np.flatnonzero(matched)
+    keep = keep[(cases.column("status")[row[keep]] == "ok") & both[key[row[keep]]]]
+    value = table.column(spec.metric)[keep].astype(float)
+    parts = [table.column(k, fill="")[keep] for k in sample_keys]
+    return key[row[keep]], value, parts
+
+
+def _case_rows(cases: Table, samples: Table) -> tuple[np.ndarray, np.ndarray]:
+    """Per sample: the row of its case (same file, same case_id) and whether there is one."""
+    case_ids = cases.column("case_id").astype(np.int64)
+    sample_ids = samples.column("case_id").astype(np.int64)
+    low = min(case_ids.min(initial=0), sample_ids.min(initial=0))
+    span = max(case_ids.max(initial=0), sample_ids.max(initial=0)) - low + 1
+    if span * (len(cases.rows) + 1) < 2**62:  # one integer per (file, case_id)
+        case_code = cases.files().astype(np.int64) * span + (case_ids - low)
+        sample_code = samples.files().astype(np.int64) * span + (sample_ids - low)
+    else:  # case ids far apart (no writer does that): number the pairs instead
+        both = _codes([np.concatenate([cases.files(), samples.files()]),
+                       np.concatenate([case_ids, sample_ids])])
+        case_code, sample_code = both[:len(case_ids)], both[len(case_ids):]
+    order = np.argsort(case_code, kind="stable")
+    where = np.minimum(np.searchsorted(case_code[order], sample_code), len(order) - 1)
+    row = order[where]
+    return row, case_code[row] == sample_code
+
+
+def _samples(family: str, spec: Family, sides: tuple[Side, Side], keys: Keys, both: np.ndarray,
+             alpha: float, min_change: float, out: Outcome) -> None:
+    present = [[k for k in spec.sample_keys if s.samples[family].present(k).all()] for s in sides]
+    sample_keys = [k for k in spec.sample_keys if all(k in p for p in present)]
+    drawn = [_side_samples(family, spec, s, k, both, sample_keys) for s, k in zip(sides, keys.key)]
+    split = len(drawn[0][0])
+    columns = [np.concatenate([drawn[0][0], drawn[1][0]])] + \
+        [np.concatenate([drawn[0][2][i], drawn[1][2][i]]) for i in range(len(sample_keys))]
+    unit = _codes(columns) if split or len(drawn[1][0]) else np.array([], dtype=np.int64)
+    units = int(unit.max()) + 1 if len(unit) else 0
+    unit_key = np.zeros(units, dtype=np.int64)
+    unit_key[unit] = columns[0]
+    first_sample = np.full(units, -1, dtype=np.int64)
+    uniq, index = np.unique(unit, return_index=True)
+    first_sample[uniq] = index
+    part_values = [np.concatenate([d[2][i] for d in drawn]) for i in range(len(sample_keys))]
+
+    def unit_name(u: int) -> str:
+        name = keys.name(int(unit_key[u]))
+        return name + "".join(f" {k}={_shown(v[first_sample[u]])}" for k, v in zip(sample_keys, part_values))
+
+    b = _stats(unit[:split], np.concatenate([drawn[0][1]]), units)
+    r = _stats(unit[split:], drawn[1][1], units)
+    # Keys compared on both sides but without samples on one: not comparable.
+    has = [np.bincount(d[0], minlength=len(both)) > 0 for d in drawn]
+    for k in np.flatnonzero(both & ~(has[0] & has[1])):
+        where = " and ".join(s for s, h in (("BASE", has[0][k]), ("RUN", has[1][k])) if not h)
+        out.not_compared.append((family, keys.name(k), f"ok but no samples in {where}"))
+    if not units:
+        return
+    keyed = has[0][unit_key] & has[1][unit_key]
+    b_has, r_has = b.count > 0, r.count > 0
+    for u in np.flatnonzero(keyed & (b_has != r_has)):
+        out.not_compared.append((family, unit_name(u), f"samples only in {'BASE' if b_has[u] else 'RUN'}"))
+    paired = np.flatnonzero(keyed & b_has & r_has)
+    invalid = (b.bad[paired] > 0) | (r.bad[paired] > 0)
+    for u in paired[invalid]:
+        note = "; ".join(f"{bad} of {count} samples in {s} are NaN or infinite" for s, bad, count in
+                         (("BASE", b.bad[u], b.count[u]), ("RUN", r.bad[u], r.count[u])) if bad)
+        out.changes.append(Change(family, unit_name(u), *[math.nan] * 5, "invalid", spec.unit, note))
+    units_ok = paired[~invalid]
+    out.compared += len(units_ok)
+    mb, mr = b.median[units_ok], r.median[units_ok]
+    with np.errstate(divide="ignore", invalid="ignore"):
+        change = np.where(mb != 0, (mr - mb) / mb, np.inf)
+    noise = 2 * np.maximum(b.rmad[units_ok], r.rmad[units_ok])
+    beyond = np.abs(change) > np.maximum(min_change, noise)
+    enough = np.array([can_reach(int(x), int(y), alpha) for x, y in
+                       zip(b.count[units_ok], r.count[units_ok])], dtype=bool) \
+        if beyond.any() else np.zeros(len(units_ok), dtype=bool)
+    p = np.full(len(units_ok), np.nan)
+    test = beyond & enough
+    if test.any():
+        p[test] = _p_values(b, r, units_ok[test])
+    moved = beyond & (~enough | (p < alpha))
+    for i in np.flatnonzero(moved):
+        better = (change[i] > 0) == spec.higher_is_better
+        out.changes.append(Change(family, unit_name(units_ok[i]), float(mb[i]), float(mr[i]),
+                                  float(change[i]), float(noise[i]), float(p[i]),
+                                  "improved" if better else "regressed", spec.unit))
+
+
+# ---- output ----------------------------------------------------------------------------
+
+def table(changes: list[Change], not_compared: list[tuple[str, str, str]] = ()) -> pd.DataFrame:
+    """compare.csv: every moved, failed, missing or invalid case, then every case not
+    compared (verdict ``not compared``, why in ``note``)."""
+    rows = [{"family": c.family, "case": c.key, "base": c.base, "run": c.run, "unit": c.unit,
+             "change_pct": c.change * 100, "noise_pct": c.noise * 100, "p": c.p, "verdict": c.verdict,
+             "note": c.note} for c in changes]
+    rows += [{"family": f, "case": k, "base": math.nan, "run": math.nan, "unit": FAMILIES[f].unit if f in FAMILIES else "",
+              "change_pct": math.nan, "noise_pct": math.nan, "p": math.nan, "verdict": "not compared",
+              "note": why} for f, k, why in not_compared]
+    return pd.DataFrame(rows, columns=["family", "case", "base", "run", "unit", "change_pct", "noise_pct", "p",
+                                       "verdict", "note"])
+
+
+def _why(text: str) -> str:
+    """The kind of a not-compared reason, for the count table (its words before details)."""
+    return text.split(" (")[0].split(":")[0]
+
+
+def markdown(outcome: Outcome, listed: int | None = None) -> str:
+    """The comparison as Markdown; ``listed``: at most this many not-compared cases (all
+    where None)."""
+    changes, skipped = outcome.changes, outcome.not_compared
+    lines = [f"# Comparison: {outcome.compared} cases compared, {len(changes)} moved, failed or missing, "
+             f"{len(skipped)} not compared", ""]
+    lines += [f"Note: {note}." for note in outcome.notes] + ([""] if outcome.notes else [])
+    if outcome.per_family:
+        lines += ["Compared per family: " + ", ".join(
+            f"{FAMILIES[f].what} ({f}) {n}" for f, n in outcome.per_family.items()) + ".", ""]
     if not changes:
-        return "\n".join(lines + ["Nothing moved beyond its noise.", ""])
-    moved = table(changes)
-    noted = moved["verdict"].isin(NOTED)
+        lines += ["Nothing moved beyond its noise.", ""]
+    else:
+        moved = table(changes)
+        noted = moved["verdict"].isin(NOTED)
 
-    def shown(column: str, fmt: str, suffix: str | pd.Series = "") -> pd.Series:
-        return (moved[column].map(lambda v: format(v, fmt)) + suffix).where(~noted, "")
+        def cell(column: str, fmt: str, suffix: str | pd.Series = "") -> pd.Series:
+            return (moved[column].map(lambda v: format(v, fmt)) + suffix).where(~noted, "")
 
-    cells = pd.DataFrame({
-        "family": moved["family"], "case": moved["case"],
-        "base": shown("base", ".4g", " " + moved["unit"]), "run": shown("run", ".4g", " " + moved["unit"]),
-        "change": shown("change_pct", "+.1f", " %"), "noise": shown("noise_pct", ".1f", " %"),
-        "p": shown("p", ".1e"),
-        "verdict": moved["verdict"].where(~noted, moved["verdict"] + ": " + moved["note"])})
-    return "\n".join(lines + tables.markdown(cells, right={2, 3, 4, 5, 6}))
+        cells = pd.DataFrame({
+            "family": moved["family"], "case": moved["case"],
+            "base": cell("base", ".4g", " " + moved["unit"]), "run": cell("run", ".4g", " " + moved["unit"]),
+            "change": cell("change_pct", "+.1f", " %"), "noise": cell("noise_pct", ".1f", " %"),
+            "p": cell("p", ".1e"),
+            "verdict": moved["verdict"].where(~noted, moved["verdict"] + ": " + moved["note"])})
+        lines += tables.markdown(cells, right={2, 3, 4, 5, 6})
+    if skipped:
+        lines += [f"## Not compared ({len(skipped)})", ""]
+        counts = pd.DataFrame(skipped, columns=["family", "case", "why"])
+        counts["kind"] = counts["why"].map(_why)
+        summary = counts.groupby(["family", "kind"], sort=False).size().reset_index()
+        lines += tables.markdown(pd.DataFrame({"family": summary["family"], "why": summary["kind"],
+                                               "cases": summary[0].astype(str)}), right={2})
+        shown_rows = skipped if listed is None else skipped[:listed]
+        lines += tables.markdown(pd.DataFrame(shown_rows, columns=["family", "case", "why"]))
+        if len(shown_rows) < len(skipped):
+            lines += [f"(the first {len(shown_rows)} of {len(skipped)}; compare.md and compare.csv of "
+                      "--output DIR list all)", ""]
+    return "\n".join(lines)
 
 
 def run_compare(base: Path, run: Path, alpha: float, min_change: float, output: Path | None,
-                rejected: list[str]) -> int:
+                rejected: list[str], jobs: int | None = None) -> int:
     """The command: prints the table, one REGRESSION line per case on stderr; exit 1 on any,
     InputError (exit 2) when no case could be compared. Unusable files go to ``rejected``."""
     if not 0 < alpha < 1 or min_change < 0:
         raise InputError(f"--alpha {alpha} / --min-change {min_change}: valid: 0 < alpha < 1, min-change >= 0")
     if output:  # before the work, so that an unusable folder costs nothing
         output.mkdir(parents=True, exist_ok=True)
-    base_runs = load_runs(_files(base), REQUIRED, rejected)
-    run_runs = load_runs(_files(run), REQUIRED, rejected)
-    families = [f for f in FAMILIES if not base_runs.table(f"{f}/cases").empty]
-    if not families:
-        raise InputError(f"{shown(base)} holds no family with cases to compare; valid: mempath result files")
-    changes, compared = compare(base_runs, run_runs, alpha, min_change)
-    text = markdown(changes, compared)
-    print(text)
+    sides = []
+    for path in (base, run):
+        side = read_side(files_of(path), jobs)
+        rejected += side.rejected
+        if not side.files:
+            if len(side.rejected) == 1:
+                raise InputError(rejected.pop())
+            raise InputError(f"none of the {len(side.rejected)} files of {shown(path)} is usable (each "
+                             "named above); valid: mempath result files (docs/schema.md)")
+        sides.append(side)
+    outcome = compare(sides[0], sides[1], alpha, min_change)
+    outcome.changes.sort(key=lambda c: (list(FAMILIES).index(c.family), c.key))
+    print(markdown(outcome, LISTED))
     if output:
-        (output / "compare.md").write_text(text)
-        table(changes).to_csv(output / "compare.csv", index=False)
-    bad = [c for c in changes if c.verdict != "improved"]
+        (output / "compare.md").write_text(markdown(outcome))
+        table(outcome.changes, outcome.not_compared).to_csv(output / "compare.csv", index=False)
+    bad = [c for c in outcome.changes if c.verdict != "improved"]
     for c in bad:
         print(c.line(), file=sys.stderr)
-    if not bad and not compared:
+    if not bad and not outcome.compared:
         # "0 cases compared" must never pass as a good run.
-        raise InputError(f"no case of {shown(run)} could be compared with {shown(base)}; valid: runs "
-                         "that share at least one ok case with finite samples")
+        kinds = pd.Series([_why(w) for _, _, w in outcome.not_compared], dtype=object).value_counts()
+        said = ", ".join(f"{n} {k}" for k, n in kinds.items()) or "no cases in either"
+        raise InputError(f"nothing comparable: no case of {shown(run)} could be compared with {shown(base)} "
+                         f"({said}; listed on stdout); valid: runs that share at least one case ok on "
+                         "both sides with finite samples")
     return 1 if bad else 0

@@ -3,6 +3,7 @@ from row dicts: the statistics, what counts as moved, regressed or improved, bad
 from __future__ import annotations
 
 import math
+import re
 import os
 import subprocess
 import sys
@@ -215,3 +216,81 @@ def test_nightly_first_night_must_hold_a_valid_case(tmp_path: Path) -> None:
         f["bw/samples/bandwidth_GBps"][...] = np.inf
     proc = night(tmp_path, nan)
     assert proc.returncode == 1 and not (tmp_path / "nights" / "last-good").exists(), proc.stderr
+
+
+# ---- issue 22: nothing comparable is exit 2, and what was not compared is said ----------
+
+def _with_samples_of_every_case(path: Path, status: str) -> Path:
+    """Two cases, each with 10 samples, all of status ``status`` (a skipped case whose
+    file still holds samples: a hostile or damaged file)."""
+    rows = [case(mem=m, median_GBps=g) for m, g in (("numa0", 450.0), ("numa1", 120.0))]
+    samples = [{"case_id": i, "rep": r, "bandwidth_GBps": row["median_GBps"] * (1 + 0.001 * r), "time_s": 1.0,
+                **{k: row.get(k, "") for k in ("op", "pu", "pu_kind", "mem", "alloc", "kernel")}}
+               for i, row in enumerate(rows) for r in range(10)]
+    for row in rows:
+        row.update(status=status, reason="not here" if status != "ok" else "")
+    return write_run(path, rows, samples, topology=topology("gh200_single"))
+
+
+def test_all_skipped_is_nothing_comparable_and_exit_2(tmp_path: Path) -> None:
+    """HEAD compared the samples of skipped cases and exited 0."""
+    base = _with_samples_of_every_case(tmp_path / "base.h5", "skipped")
+    run = _with_samples_of_every_case(tmp_path / "run.h5", "skipped")
+    proc = compare(str(base), str(run))
+    assert proc.returncode == 2, proc.stdout + proc.stderr
+    lines = proc.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("analysis: error: nothing comparable"), proc.stderr
+    assert "2 skipped in BASE" in lines[0]
+    assert "0 cases compared" in proc.stdout and "2 not compared" in proc.stdout
+    assert proc.stdout.count("skipped in BASE (not here), skipped in RUN") == 2, proc.stdout
+    ok = _with_samples_of_every_case(tmp_path / "ok.h5", "ok")
+    for a, b in ((ok, run), (base, ok)):  # ok on one side only: a regression, or nothing to compare
+        proc = compare(str(a), str(b))
+        assert proc.returncode == (1 if a == ok else 2), proc.stdout + proc.stderr
+
+
+def test_an_ok_case_without_samples_is_not_compared_and_said(tmp_path: Path) -> None:
+    """HEAD left it out silently: '1 cases compared, 0 moved', exit 0, numa1 unnamed."""
+    import h5py
+    base = bw_run(tmp_path / "base.h5", {"numa0": 450.0, "numa1": 120.0})
+    run = tmp_path / "run.h5"
+    run.write_bytes(base.read_bytes())
+    with h5py.File(run, "r+") as f:  # numa1's samples are gone, the case still says ok
+        group = f["bw/samples"]
+        keep = group["case_id"][()] == 0
+        for name in list(group):
+            values = group[name][()][keep]
+            del group[name]
+            group[name] = values
+    proc = compare(str(base), str(run), "--output", str(tmp_path / "out"))
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "1 cases compared, 0 moved, failed or missing, 1 not compared" in proc.stdout, proc.stdout
+    assert re.search(r"\| bw \| .*mem=numa1 .*\| ok but no samples in RUN \|", proc.stdout), proc.stdout
+    csv = (tmp_path / "out" / "compare.csv").read_text()
+    assert "not compared,ok but no samples in RUN" in csv and "mem=numa1" in csv
+    both = tmp_path / "both.h5"  # no case has samples on either side: nothing comparable
+    both.write_bytes(run.read_bytes())
+    with h5py.File(both, "r+") as f:
+        del f["bw/samples"]
+    proc = compare(str(both), str(both))
+    assert proc.returncode == 2 and "nothing comparable" in proc.stderr, proc.stdout + proc.stderr
+    assert "2 ok but no samples in BASE and RUN" in proc.stderr, proc.stderr
+
+
+def test_a_case_that_appeared_or_was_failed_in_base_is_listed(tmp_path: Path) -> None:
+    base = bw_run(tmp_path / "base.h5", {"numa0": 450.0, "numa1": 120.0}, status={"numa1": "failed"})
+    run = bw_run(tmp_path / "run.h5", {"numa0": 450.0, "numa1": 120.0, "numa4": 330.0})
+    proc = compare(str(base), str(run))
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert re.search(r"mem=numa1 .*\| failed in BASE \(timed out\), ok in RUN \|", proc.stdout), proc.stdout
+    assert re.search(r"mem=numa4 .*\| absent from BASE \(ok in RUN\) \|", proc.stdout), proc.stdout
+
+
+def test_a_family_compare_does_not_know_is_said(tmp_path: Path) -> None:
+    from h5fixtures import table as columns
+    extra = {"future/cases": columns({"case_id": int, "status": str, "reason": str}, [{"case_id": 0, "status": "ok"}])}
+    rows = [case(mem="numa0", median_GBps=450.0)]
+    base = write_run(tmp_path / "base.h5", rows, topology=topology("gh200_single"), extra=extra)
+    proc = compare(str(base), str(base))
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "table future/cases: compare knows no such family" in proc.stdout, proc.stdout

@@ -1,0 +1,319 @@
+"""The columns compare needs from BASE and RUN, read from thousands of files at once.
+
+A nightly fleet is tens of thousands of small files on each side, and opening and reading
+them is most of compare's time (each HDF5 dataset read costs about 0.1 ms here, whatever
+its size). So, as the fleet does (analysis/fleet/load.py), a pool of processes reads chunks
+of files through h5py's low-level calls and returns numpy columns, never DataFrames; and
+only the columns a comparison uses are read: a family's identity columns (its
+configuration: integers and strings that are not outcomes), ``case_id``, ``status``,
+``reason`` (only where a case is not ok) and the metric with its sample keys. Validation
+of each file is io's (``open_result``); a file that cannot be used is one line.
+"""
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import h5py
+import numpy as np
+
+from ..errors import InputError
+from ..fleet.load import CHUNK_FILES, PARALLEL_MIN_FILES, default_jobs
+from ..fleet.table import _TEXT, _attribute, _text
+from ..results.io import Run, RunFileError, _name_nodes, check_non_negative, open_result, shown
+from .families import DERIVED, FAMILIES, OUTCOMES
+
+#: Per process: column kinds seen per (family, column). A float column is an outcome (a
+#: figure, never configuration), so after the first file it is not even opened.
+_KINDS: dict[tuple[str, str], str] = {}
+#: Per process: root groups seen without a cases table (inventory, ...), not opened again.
+_NOT_FAMILIES: set[str] = set()
+#: The compared figures (each family's metric): numbers.
+FIGURES = {spec.metric for spec in FAMILIES.values()}
+
+
+@dataclass
+class Table:
+    """One table of one family over many files: columns concatenated in file order, the
+    row count of each file (0 where it lacks the table), and which files hold each column."""
+
+    rows: list[int] = field(default_factory=list)
+    columns: dict[str, list[tuple[int, np.ndarray]]] = field(default_factory=dict)
+
+    def add(self, columns: Mapping[str, np.ndarray], rows: int) -> None:
+        position = len(self.rows)
+        self.rows.append(rows)
+        for name, values in columns.items():
+            self.columns.setdefault(name, []).append((position, values))
+
+    def skip(self) -> None:
+        self.rows.append(0)
+
+    def extend(self, other: Table) -> None:
+        offset = len(self.rows)
+        self.rows.extend(other.rows)
+        for name, parts in other.columns.items():
+            self.columns.setdefault(name, []).extend((offset + p, v) for p, v in parts)
+
+    def files(self) -> np.ndarray:
+        """The file (position) of each row."""
+        return np.repeat(np.arange(len(self.rows)), self.rows)
+
+    def present(self, name: str) -> np.ndarray:
+        """Per file: whether it holds column ``name`` (files without the table count as holding it)."""
+        held = np.asarray(self.rows) == 0
+        held[[p for p, _ in self.columns.get(name, [])]] = True
+        return held
+
+    def column(self, name: str, fill: Any = None) -> np.ndarray:
+        """Column ``name`` over every row; ``fill`` in the rows of files that lack it."""
+        parts = dict(self.columns.get(name, []))
+        arrays = [parts[p] if p in parts else np.full(n, fill, dtype=object)
+                  for p, n in enumerate(self.rows) if n]
+        if not arrays:
+            return np.array([], dtype=object)
+        kinds = {a.dtype.kind for a in arrays}
+        if len(kinds) > 1 or "O" in kinds:
+            return np.concatenate([a.astype(object) for a in arrays])
+        return np.concatenate(arrays)
+
+
+@dataclass
+class Side:
+    """BASE or RUN: per usable file its name and node, per family its cases and samples."""
+
+    files: list[str] = field(default_factory=list)
+    hosts: list[str] = field(default_factory=list)
+    cases: dict[str, Table] = field(default_factory=lambda: {f: Table() for f in FAMILIES})
+    samples: dict[str, Table] = field(default_factory=lambda: {f: Table() for f in FAMILIES})
+    unknown: dict[str, int] = field(default_factory=dict)  # cases tables compare does not know
+    rejected: list[str] = field(default_factory=list)
+    paths: list[Path] = field(default_factory=list)
+
+    def extend(self, other: Side) -> None:
+        self.files += other.files
+        self.hosts += other.hosts
+        self.paths += other.paths
+        for family in FAMILIES:
+            self.cases[family].extend(other.cases[family])
+            self.samples[family].extend(other.samples[family])
+        for name, count in other.unknown.items():
+            self.unknown[name] = self.unknown.get(name, 0) + count
+        self.rejected += other.rejected
+
+
+def read_side(files: Sequence[Path], jobs: int | None = None) -> Side:
+    """Every file's columns (read_chunk), in file order, by ``jobs`` processes."""
+    jobs = default_jobs() if jobs is None else max(1, jobs)
+    chunks = [list(files[i:i + CHUNK_FILES]) for i in range(0, len(files), CHUNK_FILES)]
+    parts: list[Side]
+    if jobs == 1 or len(files) < PARALLEL_MIN_FILES or len(chunks) < 2:
+        parts = [read_chunk(chunk) for chunk in chunks]
+    else:
+        from concurrent.futures import ProcessPoolExecutor
+        try:
+            pool = ProcessPoolExecutor(max_workers=min(jobs, len(chunks)))
+        except (OSError, NotImplementedError):  # no process semaphores (some containers)
+            parts = [read_chunk(chunk) for chunk in chunks]
+        else:
+            with pool:
+                parts = list(pool.map(read_chunk, chunks))
+    side = Side()
+    for part in parts:
+        side.extend(part)
+    _number_nodes(side)
+    return side
+
+
+def _number_nodes(side: Side) -> None:
+    """Nodes named as io.load_runs names them (a host name with several topologies gets
+    ``#2``, ...). Only a host with several files can have several topologies, so only
+    those files' topologies are parsed: a fleet of one file a node parses none."""
+    positions: dict[str, list[int]] = {}
+    for i, host in enumerate(side.hosts):
+        positions.setdefault(host, []).append(i)
+    for host, where in positions.items():
+        if len(where) < 2:
+            continue
+        runs = []
+        for i in where:
+            with open_result(side.paths[i]) as handle:
+                text = handle.attrs.get("topology", "{}")
+            try:
+                topology = json.loads(text.decode() if isinstance(text, bytes) else str(text))
+            except (ValueError, UnicodeDecodeError):
+                topology = {}
+            runs.append(Run(path=side.paths[i], name=side.files[i], attrs={"host": host},
+                            topology=topology if isinstance(topology, dict) else {}))
+        _name_nodes(runs)
+        for i, run in zip(where, runs):
+            side.hosts[i] = run.node
+
+
+def read_chunk(files: Sequence[Path]) -> Side:
+    """The compare columns of some files; an unusable file is one line in ``rejected``."""
+    side = Side()
+    for path in files:
+        try:
+            host, cases, samples, unknown = _read_file(Path(path))
+        except RunFileError as error:
+            side.rejected.append(str(error))
+            continue
+        side.files.append(shown(path))
+        side.paths.append(Path(path))
+        side.hosts.append(host)
+        for family in FAMILIES:
+            for tables, read in ((side.cases, cases), (side.samples, samples)):
+                if family in read:
+                    tables[family].add(*read[family])
+                else:
+                    tables[family].skip()
+        for name in unknown:
+            side.unknown[name] = side.unknown.get(name, 0) + 1
+    return side
+
+
+Read = dict[str, tuple[dict[str, np.ndarray], int]]
+
+
+def _open(parent: Any, name: bytes) -> Any:
+    """The group or dataset ``name`` of ``parent`` (one open: its type from the open)."""
+    return h5py.h5o.open(parent, name)
+
+
+def _read_file(path: Path) -> tuple[str, Read, Read, list[str]]:
+    with open_result(path) as handle:
+        try:
+            fid = handle.id
+            host = str(_attribute(fid, "host")) if h5py.h5a.exists(fid, b"host") else ""
+            cases: Read = {}
+            samples: Read = {}
+            unknown = []
+            for raw in list(fid):
+                name = raw.decode()
+                if name not in FAMILIES and name in _NOT_FAMILIES:
+                    continue
+                family = _open(fid, raw)
+                if not isinstance(family, h5py.h5g.GroupID) or b"cases" not in family:
+                    if name not in FAMILIES:
+                        _NOT_FAMILIES.add(name)
+                    continue
+                group = _open(family, b"cases")
+                if not isinstance(group, h5py.h5g.GroupID):
+                    continue
+                if name not in FAMILIES:
+                    unknown.append(name)
+                    continue
+                cases[name] = _cases(path, name, group)
+                if FAMILIES[name].table == "samples" and b"samples" in family:
+                    group = _open(family, b"samples")
+                    if isinstance(group, h5py.h5g.GroupID):
+                        samples[name] = _samples(path, name, group)
+        except (OSError, KeyError, ValueError, TypeError, RuntimeError) as error:
+            # h5py reports damaged objects inside a readable file with any of these.
+            raise RunFileError(f"{shown(path)}: cannot be read ({error}); the file is damaged, "
+                               "give an intact mempath result file") from None
+    return host or "unknown", cases, samples, unknown
+
+
+def _lacking(path: Path, table: str, group: Any, wanted: Sequence[str]) -> None:
+    lacking = [c for c in wanted if c.encode() not in group]
+    if lacking:
+        raise RunFileError(f"{shown(path)}: table {table} lacks the column(s) {', '.join(lacking)}; "
+                           "valid: the columns of docs/schema.md")
+
+
+def _values(path: Path, table: str, name: str, dataset: Any) -> np.ndarray:
+    """One column, as fleet.table._dataset reads it (strings as shared str), from an open
+    dataset: opening is a third of a read's cost, so each dataset is opened once."""
+    if not isinstance(dataset, h5py.h5d.DatasetID) or len(dataset.shape) != 1:
+        raise RunFileError(f"{shown(path)}: {table}/{name} is not a 1-D column; "
+                           "valid: a table of 1-D columns (docs/schema.md)")
+    data = np.empty(dataset.shape, dtype=dataset.dtype)
+    if data.size:
+        dataset.read(h5py.h5s.ALL, h5py.h5s.ALL, data)
+    if data.dtype.kind in "OS":
+        raw = data.tolist()
+        texts = list(map(_TEXT.get, raw))
+        if None in texts:
+            texts = [_text(v) for v in raw]
+        return np.array(texts, dtype=object)
+    return data
+
+
+def _column(path: Path, table: str, group: Any, name: str) -> np.ndarray:
+    return _values(path, table, name, _open(group, name.encode()))
+
+
+def _same_length(path: Path, table: str, columns: Mapping[str, np.ndarray]) -> int:
+    """The table's row count; also checks that ``case_id`` is an integer and any figure a
+    number (a string there would make the comparison itself fail)."""
+    for name, values in columns.items():
+        numeric = "iu" if name == "case_id" else "iuf" if name in FIGURES else ""
+        if numeric and values.dtype.kind not in numeric:
+            raise RunFileError(f"{shown(path)}: column {name} of table {table} holds "
+                               f"{'text' if values.dtype.kind in 'OSU' else values.dtype}; valid: "
+                               f"{'integers' if name == 'case_id' else 'numbers'} (docs/schema.md)")
+    lengths = {len(v) for v in columns.values()}
+    if len(lengths) > 1:
+        raise RunFileError(f"{shown(path)}: table {table} has columns of different lengths")
+    return lengths.pop() if lengths else 0
+
+
+def _cases(path: Path, family: str, group: Any) -> tuple[dict[str, np.ndarray], int]:
+    """case_id, status, every identity column, reason where a case is not ok, and the metric
+    where the family's figure is in its cases table (nccl)."""
+    table = f"{family}/cases"
+    spec = FAMILIES[family]
+    wanted = ["case_id", "status", "reason"] + ([spec.metric] if spec.table == "cases" else [])
+    _lacking(path, table, group, wanted)
+    columns = {name: _column(path, table, group, name) for name in wanted if name != "reason"}
+    outcomes = (OUTCOMES | DERIVED).difference(spec.identity)
+    for raw in list(group):
+        name = raw.decode()
+        if name in columns or name in outcomes or name == "reason" or _KINDS.get((family, name)) == "f":
+            continue
+        dataset = _open(group, raw)
+        kind = "f" if isinstance(dataset, h5py.h5d.DatasetID) and dataset.dtype.kind in "fc" else ""
+        _KINDS[(family, name)] = kind
+        if not kind:
+            columns[name] = _values(path, table, name, dataset)
+    rows = _same_length(path, table, columns)
+    if len(np.unique(columns["case_id"])) != rows:
+        raise RunFileError(f"{shown(path)}: table {table} names a case_id twice; valid: one row a case")
+    if (columns["status"] != "ok").any():
+        reason = _column(path, table, group, "reason")
+        if len(reason) != rows:
+            raise RunFileError(f"{shown(path)}: table {table} has columns of different lengths")
+        columns["reason"] = reason
+    if spec.table == "cases":
+        check_non_negative(path, table, spec.metric, columns[spec.metric])
+    return columns, rows
+
+
+def _samples(path: Path, family: str, group: Any) -> tuple[dict[str, np.ndarray], int]:
+    table = f"{family}/samples"
+    spec = FAMILIES[family]
+    _lacking(path, table, group, ("case_id", spec.metric))
+    names = ["case_id", spec.metric, *[k for k in spec.sample_keys if k.encode() in group]]
+    columns = {name: _column(path, table, group, name) for name in names}
+    rows = _same_length(path, table, columns)
+    check_non_negative(path, table, spec.metric, columns[spec.metric])
+    if b"time_s" in group:  # the measured time the metric comes from: a negative one is a broken file
+        check_non_negative(path, table, "time_s", _column(path, table, group, "time_s"))
+    return columns, rows
+
+
+def files_of(path: Path) -> list[Path]:
+    """BASE or RUN: the file, or every .h5 file below the folder."""
+    if path.is_dir():
+        found = sorted(path.rglob("*.h5"))
+        if not found:
+            raise InputError(f"{shown(path)} holds no .h5 result files; valid: a mempath .h5 file or a folder of them")
+        return found
+    if not path.exists():
+        raise InputError(f"{shown(path)} does not exist; valid: a mempath .h5 file or a folder of them")
+    return [path]

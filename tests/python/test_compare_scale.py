@@ -1,0 +1,108 @@
+"""Issue 22: compare at fleet scale, for correctness (no timing here; the measurement of
+10,000 nodes against 10,000 is docs/results/2026-11-26-compare-scale.md): 500 simulated
+nodes against a copy of them with known changes, read by the process pool."""
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import h5py
+import numpy as np
+import pytest
+
+from analysis.compare.read import read_side
+from analysis.compare.runs import compare
+from analysis.fleet.sim import simulate
+
+NODES = 500
+
+
+def _edit(path: Path, table: str, edit) -> None:
+    with h5py.File(path, "r+") as f:
+        group = f[table]
+        columns = {name: group[name][()] for name in group}
+        columns = edit(columns)
+        for name in list(group):
+            del group[name]
+        for name, values in columns.items():
+            group.create_dataset(name, data=values)
+
+
+@pytest.fixture(scope="module")
+def fleets(tmp_path_factory):
+    root = tmp_path_factory.mktemp("compare_scale")
+    base = root / "base"
+    simulate(NODES, "gh200_quad", "", base, seed=5, jobs=2)
+    run = root / "run"
+    shutil.copytree(base, run)
+
+    def scaled(case_id: int, metric: str, factor: float):
+        def edit(columns):
+            hit = columns["case_id"] == case_id
+            columns[metric] = np.where(hit, columns[metric] * factor, columns[metric])
+            return columns
+        return edit
+
+    _edit(run / "nid000007.h5", "bw/samples", scaled(0, "bandwidth_GBps", 0.5))
+    _edit(run / "nid000100.h5", "pingpong/samples", scaled(3, "rtt_ns", 2.0))
+
+    def failed(columns):
+        columns["status"] = columns["status"].astype(object)
+        columns["status"][1] = b"failed"
+        columns["reason"] = columns["reason"].astype(object)
+        columns["reason"][1] = b"timing guard"
+        return columns
+
+    _edit(run / "nid000200.h5", "memcpy/cases", failed)
+    _edit(run / "nid000400.h5", "bw/samples", lambda c: {k: v[c["case_id"] != 5] for k, v in c.items()})
+    (run / "nid000300.h5").unlink()
+    return base, run
+
+
+def _ok_cases(path: Path) -> int:
+    with h5py.File(path, "r") as f:
+        return sum(int((f[f"{family}/cases/status"][()] == b"ok").sum()) for family in f
+                   if f"{family}/cases" in f)
+
+
+def test_five_hundred_nodes_against_five_hundred(fleets) -> None:
+    base, run = fleets
+    files = sorted(base.glob("*.h5"))
+    assert len(files) == NODES
+    base_side = read_side(files, jobs=2)
+    assert len(base_side.files) == NODES and base_side.rejected == []
+    # The same hosts on both sides: every case of every node is matched on its own.
+    run_side = read_side(sorted(run.glob("*.h5")) + [base / "nid000300.h5"], jobs=2)
+    assert len(run_side.files) == NODES and run_side.rejected == []
+    out = compare(base_side, run_side)
+    assert out.notes == []
+    verdicts = sorted((c.family, c.verdict, c.key.split("host=")[1]) for c in out.changes)
+    assert verdicts == [("bw", "regressed", "nid000007"), ("memcpy", "failed", "nid000200"),
+                        ("pingpong", "regressed", "nid000100")], verdicts
+    halved = next(c for c in out.changes if c.family == "bw")
+    assert halved.change == pytest.approx(-0.5) and halved.p < 0.01
+    doubled = next(c for c in out.changes if c.family == "pingpong")
+    assert doubled.change == pytest.approx(1.0) and doubled.p < 0.01
+    assert [(f, k.split("host=")[1], why) for f, k, why in out.not_compared] == \
+        [("bw", "nid000400", "ok but no samples in RUN")]
+    total = sum(_ok_cases(f) for f in files)
+    assert out.compared == total - 2  # the failed case and the one without samples
+    assert sum(out.per_family.values()) == out.compared
+    assert set(out.per_family) == {"bw", "memcpy", "chase", "pingpong"}
+
+    # Read by one process, the same outcome.
+    serial = compare(read_side(files, jobs=1), run_side)
+    assert [(c.key, c.verdict, c.change) for c in serial.changes] == [(c.key, c.verdict, c.change) for c in out.changes]
+    assert serial.compared == out.compared and serial.not_compared == out.not_compared
+
+
+def test_other_hosts_on_the_two_sides_are_said(fleets) -> None:
+    """A node without its file in RUN: the hosts differ, cases are matched without the host
+    (the fleet command, not compare, finds missing nodes: --expect-nodes), and that is said."""
+    base, run = fleets
+    names = [f"nid{i:06d}.h5" for i in range(296, 306)]
+    out = compare(read_side([base / n for n in names], jobs=1),
+                  read_side([run / n for n in names if (run / n).exists()], jobs=1))
+    assert out.notes == ["the hosts differ, so cases are matched without the host (the samples of all hosts "
+                         "of a side pooled): 1 only in BASE (nid000300)"]
+    assert out.compared > 0 and all(c.verdict != "missing" for c in out.changes)
