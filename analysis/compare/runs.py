@@ -30,6 +30,7 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
+from .. import outfiles
 from ..errors import InputError
 from ..render import tables
 from ..results.io import shown
@@ -493,8 +494,8 @@ def run_compare(base: Path, run: Path, alpha: float, min_change: float, output: 
     outcome.changes.sort(key=lambda c: (list(FAMILIES).index(c.family), c.key))
     print(markdown(outcome, LISTED))
     if output:
-        (output / "compare.md").write_text(markdown(outcome))
-        table(outcome.changes, outcome.not_compared).to_csv(output / "compare.csv", index=False)
+        outfiles.write_text(output / "compare.md", markdown(outcome))
+        outfiles.write_csv(table(outcome.changes, outcome.not_compared), output / "compare.csv")
     bad = [c for c in outcome.changes if c.verdict != "improved"]
     for c in bad:
         print(c.line(), file=sys.stderr)

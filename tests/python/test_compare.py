@@ -294,3 +294,4 @@ def test_a_family_compare_does_not_know_is_said(tmp_path: Path) -> None:
     proc = compare(str(base), str(base))
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert "table future/cases: compare knows no such family" in proc.stdout, proc.stdout
+
