@@ -23,7 +23,8 @@ import numpy as np
 from ..errors import InputError
 from ..fleet.load import CHUNK_FILES, PARALLEL_MIN_FILES, default_jobs
 from ..fleet.table import _TEXT, _attribute, _text
-from ..results.io import Run, RunFileError, _name_nodes, check_non_negative, open_result, shown
+from ..results.io import (Run, RunFileError, _name_nodes, check_non_negative, open_result,
+                          parse_topology, shown)
 from .families import DERIVED, FAMILIES, OUTCOMES
 
 #: Per process: column kinds seen per (family, column). A float column is an outcome (a
@@ -189,6 +190,8 @@ def _read_file(path: Path) -> tuple[str, Read, Read, list[str]]:
         try:
             fid = handle.id
             host = str(_attribute(fid, "host")) if h5py.h5a.exists(fid, b"host") else ""
+            if h5py.h5a.exists(fid, b"topology"):  # refused as every reader refuses it
+                parse_topology(path, _attribute(fid, "topology"))
             cases: Read = {}
             samples: Read = {}
             unknown = []

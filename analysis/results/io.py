@@ -116,8 +116,14 @@ def open_result(path: Path) -> h5py.File:
     except OSError:
         raise RunFileError(f"{shown(path)}: not an HDF5 file (or a truncated one); "
                            "give a mempath result file (.h5)") from None
-    version = handle.attrs.get("schema_version")
-    if version is None or decode(handle.attrs.get("tool", "mempath")) != "mempath":
+    try:
+        version = handle.attrs.get("schema_version")
+        tool = decode(handle.attrs.get("tool", "mempath"))
+    except (OSError, KeyError, ValueError, TypeError, RuntimeError) as error:
+        handle.close()  # h5py's errors for a damaged attribute of a readable file
+        raise RunFileError(f"{shown(path)}: cannot be read ({one_line(str(error))}); the file is "
+                           "damaged, give an intact mempath result file") from None
+    if version is None or tool != "mempath":
         handle.close()
         raise RunFileError(f"{shown(path)}: no schema_version attribute (or a tool other than mempath), so "
                            "not a mempath result file; give a file written by mempath or the analysis")
@@ -127,6 +133,10 @@ def open_result(path: Path) -> h5py.File:
                            f"supported; this analysis reads schema_version {SCHEMA_VERSION}")
     try:
         _check_links(path, handle)
+    except (OSError, KeyError, ValueError, TypeError, RuntimeError) as error:
+        handle.close()
+        raise RunFileError(f"{shown(path)}: cannot be read ({one_line(str(error))}); the file is "
+                           "damaged, give an intact mempath result file") from None
     except BaseException:
         handle.close()
         raise

@@ -3,6 +3,7 @@
 #include <hdf5.h>
 #include <sys/stat.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cmath>
 #include <cstdio>
@@ -208,6 +209,17 @@ struct Reader {
     if (H5Sget_simple_extent_ndims(space) != 1) fail(where + " is not one column (1-D)");
     hsize_t n = 0;
     H5Sget_simple_extent_dims(space, &n, nullptr);
+    // A damaged dataspace can claim any length: no column holds more cells than its file has
+    // bytes (mempath writes no compressed dataset; a filtered one may hold 1024 times more),
+    // so a bigger claim is refused before its buffer is allocated.
+    Id plist(H5Dget_create_plist(data), H5Pclose);
+    Id file(H5Iget_file_id(data), H5Fclose);
+    hsize_t file_bytes = 0;
+    if (plist < 0 || file < 0 || H5Fget_filesize(file, &file_bytes) < 0) fail("cannot open " + where);
+    const hsize_t cell_bytes = std::max<hsize_t>(1, H5Tget_size(type));
+    const hsize_t room = (H5Pget_nfilters(plist) > 0 ? 1024 : 1) * std::max<hsize_t>(file_bytes, 1);
+    if (n > room / cell_bytes)
+      fail(where + " claims " + std::to_string(n) + " cells, more than its file can hold; the file is damaged");
     std::string units;
     if (H5Aexists(data, "units") > 0) {
       const Attribute u = attribute(data, "units");

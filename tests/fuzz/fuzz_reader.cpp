@@ -411,11 +411,18 @@ void on_fatal_signal(int sig, siginfo_t*, void* context) {
     for (int j = i + 1; j < n; ++j) same += frames[j] == frames[i];
     recursion = same >= 8;
   }
-  // The first frame outside the C library (memcpy, malloc) from the one that faulted on.
+  // The first frame outside the C and sanitizer runtimes (memcpy, malloc) from the one that
+  // faulted on.
   int at = 0;
   while (at < n && frames[at] != pc) ++at;
   if (at == n) at = std::min(n, 2);  // the handler, then the kernel's trampoline
-  while (at < n && std::strstr(object_of(frames[at]), "libc.so") != nullptr) ++at;
+  // The runtime below libhdf5 too: a hang's alarm often lands in the sanitizer's malloc.
+  auto runtime = [](const char* object) {
+    return std::strstr(object, "libc.so") || std::strstr(object, "libasan") ||
+           std::strstr(object, "libubsan") || std::strstr(object, "libstdc++") ||
+           std::strstr(object, "libgcc_s");
+  };
+  while (at < n && runtime(object_of(frames[at]))) ++at;
   if (at < n) pc = frames[at];
   const bool in_hdf5 = pc && std::strstr(object_of(pc), "libhdf5") != nullptr;
   // No allocation here: the heap may be what broke.

@@ -190,6 +190,8 @@ def test_retest_redraws_only_the_listed_cases_and_keeps_the_fault(preset_fleet, 
         healthy: [{"file": "chase.h5", "family": "chase", "path": cpu, "args": []}]}}))
     again = tmp_path / "retest"
     assert main(["simulate", "--retest", str(retest), "--from", str(out), "-o", str(again)]) == 0
+    assert (again / "round3" / hbm["node"] / "bw.h5").is_file()  # 3 rounds, as vet_node.sh
+    again = again / "round1"  # the first of the retest's rounds (VET_RETEST_ROUNDS)
     assert _files(again / hbm["node"]) == {"bw.h5"} and _files(again / healthy) == {"chase.h5"}
     redrawn = _table(again / hbm["node"] / "bw.h5").set_index("path")["value"]
     assert list(redrawn.index) == [path]
