@@ -239,7 +239,7 @@ def test_sbatch_retests_the_flagged_node(tmp_path: Path, mode: str, verdict: str
     assert list(plan["nodes"]) == ["n2"], log
     assert sorted(e["path"] for e in plan["nodes"]["n2"]) == sorted(reads["path"]), plan
     assert sorted(p.name for p in (out / "retest").iterdir()) == ["n2"], log
-    assert (out / "retest" / "n2" / "bw.h5").is_file(), log
+    assert all((out / "retest" / "n2" / f"round{r}" / "bw.h5").is_file() for r in (1, 2, 3)), log
     assert re.search(r"first pass: .* in \d+ s", log) and \
         re.search(r"retest pass: 1 flagged node\(s\) \(n2\) .* in \d+ s", log), log
     import pandas as pd
