@@ -7,11 +7,10 @@ of files through h5py's low-level calls and returns numpy columns, never DataFra
 only the columns a comparison uses are read: a family's identity columns (its
 configuration: integers and strings that are not outcomes), ``case_id``, ``status``,
 ``reason`` (only where a case is not ok) and the metric with its sample keys. Validation
-of each file is io's (``open_result``); a file that cannot be used is one line.
+of each file is io's (``result_file``); a file that cannot be used is one line.
 """
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -22,9 +21,8 @@ import numpy as np
 
 from ..errors import InputError
 from ..fleet.load import CHUNK_FILES, PARALLEL_MIN_FILES, default_jobs
-from ..fleet.table import _TEXT, _attribute, _text
-from ..results.io import (Run, RunFileError, _name_nodes, check_non_negative, open_result,
-                          parse_topology, shown)
+from ..results.io import (RunFileError, attribute, check_non_negative, node_facts, node_names,
+                          parse_topology, read_column, result_file, shown)
 from .families import DERIVED, FAMILIES, OUTCOMES
 
 #: Per process: column kinds seen per (family, column). A float column is an outcome (a
@@ -32,6 +30,9 @@ from .families import DERIVED, FAMILIES, OUTCOMES
 _KINDS: dict[tuple[str, str], str] = {}
 #: Per process: root groups seen without a cases table (inventory, ...), not opened again.
 _NOT_FAMILIES: set[str] = set()
+#: Per process: io.node_facts and the host of each topology text seen. The files of one node share one
+#: topology, and parsing it (tens of KB of JSON) cost more than reading a table.
+_FACTS: dict[str, tuple[str, str]] = {}
 #: The compared figures (each family's metric): numbers.
 FIGURES = {spec.metric for spec in FAMILIES.values()}
 
@@ -43,17 +44,21 @@ class Table:
 
     rows: list[int] = field(default_factory=list)
     columns: dict[str, list[tuple[int, np.ndarray]]] = field(default_factory=dict)
+    made: dict[tuple[str, str], np.ndarray] = field(default_factory=dict, repr=False)
 
     def add(self, columns: Mapping[str, np.ndarray], rows: int) -> None:
+        self.made.clear()
         position = len(self.rows)
         self.rows.append(rows)
         for name, values in columns.items():
             self.columns.setdefault(name, []).append((position, values))
 
     def skip(self) -> None:
+        self.made.clear()
         self.rows.append(0)
 
     def extend(self, other: Table) -> None:
+        self.made.clear()
         offset = len(self.rows)
         self.rows.extend(other.rows)
         for name, parts in other.columns.items():
@@ -70,7 +75,16 @@ class Table:
         return held
 
     def column(self, name: str, fill: Any = None) -> np.ndarray:
-        """Column ``name`` over every row; ``fill`` in the rows of files that lack it."""
+        """Column ``name`` over every row; ``fill`` in the rows of files that lack it (made
+        once: the comparison asks for some columns several times)."""
+        key = (name, repr(fill))
+        if key not in self.made:
+            made = self._column(name, fill)
+            made.flags.writeable = False  # shared by every caller
+            self.made[key] = made
+        return self.made[key]
+
+    def _column(self, name: str, fill: Any) -> np.ndarray:
         parts = dict(self.columns.get(name, []))
         arrays = [parts[p] if p in parts else np.full(n, fill, dtype=object)
                   for p, n in enumerate(self.rows) if n]
@@ -88,6 +102,7 @@ class Side:
 
     files: list[str] = field(default_factory=list)
     hosts: list[str] = field(default_factory=list)
+    facts: list[str] = field(default_factory=list)  # per file: io.node_facts of its topology
     cases: dict[str, Table] = field(default_factory=lambda: {f: Table() for f in FAMILIES})
     samples: dict[str, Table] = field(default_factory=lambda: {f: Table() for f in FAMILIES})
     unknown: dict[str, int] = field(default_factory=dict)  # cases tables compare does not know
@@ -97,6 +112,7 @@ class Side:
     def extend(self, other: Side) -> None:
         self.files += other.files
         self.hosts += other.hosts
+        self.facts += other.facts
         self.paths += other.paths
         for family in FAMILIES:
             self.cases[family].extend(other.cases[family])
@@ -125,33 +141,8 @@ def read_side(files: Sequence[Path], jobs: int | None = None) -> Side:
     side = Side()
     for part in parts:
         side.extend(part)
-    _number_nodes(side)
+    side.hosts = node_names(side.hosts, side.facts)  # as io.load_runs names nodes
     return side
-
-
-def _number_nodes(side: Side) -> None:
-    """Nodes named as io.load_runs names them (a host name with several topologies gets
-    ``#2``, ...). Only a host with several files can have several topologies, so only
-    those files' topologies are parsed: a fleet of one file a node parses none."""
-    positions: dict[str, list[int]] = {}
-    for i, host in enumerate(side.hosts):
-        positions.setdefault(host, []).append(i)
-    for host, where in positions.items():
-        if len(where) < 2:
-            continue
-        runs = []
-        for i in where:
-            with open_result(side.paths[i]) as handle:
-                text = handle.attrs.get("topology", "{}")
-            try:
-                topology = json.loads(text.decode() if isinstance(text, bytes) else str(text))
-            except (ValueError, UnicodeDecodeError):
-                topology = {}
-            runs.append(Run(path=side.paths[i], name=side.files[i], attrs={"host": host},
-                            topology=topology if isinstance(topology, dict) else {}))
-        _name_nodes(runs)
-        for i, run in zip(where, runs):
-            side.hosts[i] = run.node
 
 
 def read_chunk(files: Sequence[Path]) -> Side:
@@ -159,13 +150,14 @@ def read_chunk(files: Sequence[Path]) -> Side:
     side = Side()
     for path in files:
         try:
-            host, cases, samples, unknown = _read_file(Path(path))
+            host, facts, cases, samples, unknown = _read_file(Path(path))
         except RunFileError as error:
             side.rejected.append(str(error))
             continue
         side.files.append(shown(path))
         side.paths.append(Path(path))
         side.hosts.append(host)
+        side.facts.append(facts)
         for family in FAMILIES:
             for tables, read in ((side.cases, cases), (side.samples, samples)):
                 if family in read:
@@ -180,22 +172,34 @@ def read_chunk(files: Sequence[Path]) -> Side:
 Read = dict[str, tuple[dict[str, np.ndarray], int]]
 
 
+def _names(group: Any) -> list[bytes]:
+    """The link names of a group, in one pass (iterating a GroupID looks each up by index)."""
+    names: list[bytes] = []
+    group.links.iterate(names.append)
+    return names
+
+
 def _open(parent: Any, name: bytes) -> Any:
     """The group or dataset ``name`` of ``parent`` (one open: its type from the open)."""
     return h5py.h5o.open(parent, name)
 
 
-def _read_file(path: Path) -> tuple[str, Read, Read, list[str]]:
-    with open_result(path) as handle:
+def _read_file(path: Path) -> tuple[str, str, Read, Read, list[str]]:
+    with result_file(path) as fid:
         try:
-            fid = handle.id
-            host = str(_attribute(fid, "host")) if h5py.h5a.exists(fid, b"host") else ""
-            if h5py.h5a.exists(fid, b"topology"):  # refused as every reader refuses it
-                parse_topology(path, _attribute(fid, "topology"))
+            host = str(attribute(fid, "host")) if h5py.h5a.exists(fid, b"host") else ""
+            text = str(attribute(fid, "topology")) if h5py.h5a.exists(fid, b"topology") else "{}"
+            known = _FACTS.get(text)
+            if known is None:  # refused as every reader refuses it
+                topology = parse_topology(path, text)
+                if len(_FACTS) > 1024:
+                    _FACTS.clear()
+                known = _FACTS[text] = (node_facts(topology), str(topology.get("host") or ""))
+            facts, topology_host = known
             cases: Read = {}
             samples: Read = {}
             unknown = []
-            for raw in list(fid):
+            for raw in _names(fid):
                 name = raw.decode()
                 if name not in FAMILIES and name in _NOT_FAMILIES:
                     continue
@@ -219,7 +223,7 @@ def _read_file(path: Path) -> tuple[str, Read, Read, list[str]]:
             # h5py reports damaged objects inside a readable file with any of these.
             raise RunFileError(f"{shown(path)}: cannot be read ({error}); the file is damaged, "
                                "give an intact mempath result file") from None
-    return host or "unknown", cases, samples, unknown
+    return str(host or topology_host or "unknown"), facts, cases, samples, unknown
 
 
 def _lacking(path: Path, table: str, group: Any, wanted: Sequence[str]) -> None:
@@ -229,26 +233,8 @@ def _lacking(path: Path, table: str, group: Any, wanted: Sequence[str]) -> None:
                            "valid: the columns of docs/schema.md")
 
 
-def _values(path: Path, table: str, name: str, dataset: Any) -> np.ndarray:
-    """One column, as fleet.table._dataset reads it (strings as shared str), from an open
-    dataset: opening is a third of a read's cost, so each dataset is opened once."""
-    if not isinstance(dataset, h5py.h5d.DatasetID) or len(dataset.shape) != 1:
-        raise RunFileError(f"{shown(path)}: {table}/{name} is not a 1-D column; "
-                           "valid: a table of 1-D columns (docs/schema.md)")
-    data = np.empty(dataset.shape, dtype=dataset.dtype)
-    if data.size:
-        dataset.read(h5py.h5s.ALL, h5py.h5s.ALL, data)
-    if data.dtype.kind in "OS":
-        raw = data.tolist()
-        texts = list(map(_TEXT.get, raw))
-        if None in texts:
-            texts = [_text(v) for v in raw]
-        return np.array(texts, dtype=object)
-    return data
-
-
-def _column(path: Path, table: str, group: Any, name: str) -> np.ndarray:
-    return _values(path, table, name, _open(group, name.encode()))
+def _column(table: str, group: Any, name: str) -> np.ndarray:
+    return read_column(_open(group, name.encode()), f"{table}/{name}")
 
 
 def _same_length(path: Path, table: str, columns: Mapping[str, np.ndarray]) -> int:
@@ -273,9 +259,9 @@ def _cases(path: Path, family: str, group: Any) -> tuple[dict[str, np.ndarray], 
     spec = FAMILIES[family]
     wanted = ["case_id", "status", "reason"] + ([spec.metric] if spec.table == "cases" else [])
     _lacking(path, table, group, wanted)
-    columns = {name: _column(path, table, group, name) for name in wanted if name != "reason"}
+    columns = {name: _column(table, group, name) for name in wanted if name != "reason"}
     outcomes = (OUTCOMES | DERIVED).difference(spec.identity)
-    for raw in list(group):
+    for raw in _names(group):
         name = raw.decode()
         if name in columns or name in outcomes or name == "reason" or _KINDS.get((family, name)) == "f":
             continue
@@ -283,12 +269,12 @@ def _cases(path: Path, family: str, group: Any) -> tuple[dict[str, np.ndarray], 
         kind = "f" if isinstance(dataset, h5py.h5d.DatasetID) and dataset.dtype.kind in "fc" else ""
         _KINDS[(family, name)] = kind
         if not kind:
-            columns[name] = _values(path, table, name, dataset)
+            columns[name] = read_column(dataset, f"{table}/{name}")
     rows = _same_length(path, table, columns)
     if len(np.unique(columns["case_id"])) != rows:
         raise RunFileError(f"{shown(path)}: table {table} names a case_id twice; valid: one row a case")
     if (columns["status"] != "ok").any():
-        reason = _column(path, table, group, "reason")
+        reason = _column(table, group, "reason")
         if len(reason) != rows:
             raise RunFileError(f"{shown(path)}: table {table} has columns of different lengths")
         columns["reason"] = reason
@@ -302,11 +288,11 @@ def _samples(path: Path, family: str, group: Any) -> tuple[dict[str, np.ndarray]
     spec = FAMILIES[family]
     _lacking(path, table, group, ("case_id", spec.metric))
     names = ["case_id", spec.metric, *[k for k in spec.sample_keys if k.encode() in group]]
-    columns = {name: _column(path, table, group, name) for name in names}
+    columns = {name: _column(table, group, name) for name in names}
     rows = _same_length(path, table, columns)
     check_non_negative(path, table, spec.metric, columns[spec.metric])
     if b"time_s" in group:  # the measured time the metric comes from: a negative one is a broken file
-        check_non_negative(path, table, "time_s", _column(path, table, group, "time_s"))
+        check_non_negative(path, table, "time_s", _column(table, group, "time_s"))
     return columns, rows
 
 

@@ -32,6 +32,7 @@ from scipy import stats
 
 from .. import outfiles
 from ..errors import InputError
+from ..fleet.robust import grouped_medians
 from ..render import tables
 from ..results.io import shown
 from .families import DEFAULTS, FAMILIES, Family
@@ -146,10 +147,21 @@ class Keys:
     names: list[str]
     values: dict[str, np.ndarray]  # per identity column, over base rows then run rows
     first: np.ndarray              # per key: a row (over base then run) that names it
+    #: Per column, each value's ``column=value`` text: tens of thousands of cases are named
+    #: (listed as not compared) from a few distinct values.
+    shown: dict[str, dict[object, str]] = field(default_factory=dict)
 
     def name(self, key: int) -> str:
         row = self.first[key]
-        return " ".join(f"{c}={_shown(self.values[c][row])}" for c in self.names)
+        parts = []
+        for column in self.names:
+            value = self.values[column][row]
+            memo = self.shown.setdefault(column, {})
+            text = memo.get(value)
+            if text is None:
+                text = memo[value] = f"{column}={_shown(value)}"
+            parts.append(text)
+        return " ".join(parts)
 
 
 def _shown(value: object) -> str:
@@ -188,25 +200,12 @@ class Stats:
     values: np.ndarray
 
 
-def _medians(unit: np.ndarray, values: np.ndarray, units: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-    """count, start, median of each unit and the values sorted by (unit, value)."""
-    order = np.lexsort((values, unit))
-    unit, values = unit[order], values[order]
-    count = np.bincount(unit, minlength=units)
-    start = np.concatenate([[0], np.cumsum(count)[:-1]]).astype(np.int64)
-    median = np.full(units, np.nan)
-    has = count > 0
-    low, high = start + (count - 1) // 2, start + count // 2
-    median[has] = (values[low[has]] + values[high[has]]) / 2
-    return count, start, median, values
-
-
 def _stats(unit: np.ndarray, values: np.ndarray, units: int) -> Stats:
     finite = np.isfinite(values)
     bad = np.bincount(unit[~finite], minlength=units)
-    count, start, median, ordered = _medians(unit, values, units)
+    count, start, median, ordered = grouped_medians(unit, values, units)
     sorted_unit = np.repeat(np.arange(units), count)
-    _, _, mad, _ = _medians(sorted_unit, np.abs(ordered - median[sorted_unit]), units)
+    _, _, mad, _ = grouped_medians(sorted_unit, np.abs(ordered - median[sorted_unit]), units)
     with np.errstate(divide="ignore", invalid="ignore"):
         rmad = np.where(median != 0, mad / np.abs(median), np.inf)
     return Stats(count, bad, median, rmad, start, ordered)

@@ -18,9 +18,9 @@ import h5py
 import numpy as np
 import pandas as pd
 
-from .robust import MAD_SCALE
-from ..results.io import (TEXT_ERRORS, Run, RunFileError, check_non_negative, decode, open_result,
-                          parse_topology, shown)
+from .robust import MAD_SCALE, grouped_medians
+from ..results.io import (Run, RunFileError, attribute, check_non_negative, parse_topology,
+                          read_column, result_file, shown)
 
 COLUMNS = ("night", "node", "node_kind", "family", "path", "component", "metric", "value",
            "status", "higher_is_better", "synthetic", "gpu_uuids")
@@ -333,10 +333,9 @@ def load_cases_run(path: Any) -> Run:
     damaged file raises RunFileError). The attributes and columns are read through
     h5py's low-level calls: its high-level objects cost more per column than the read."""
     path = Path(path)
-    with open_result(path) as handle:
+    with result_file(path) as fid:
         try:
-            fid = handle.id
-            attrs = {key: _attribute(fid, key) for key in ATTRIBUTES
+            attrs = {key: attribute(fid, key) for key in ATTRIBUTES
                      if h5py.h5a.exists(fid, key.encode())}
             tables = {f"{f}/cases": _read_columns(path, fid, f)
                       for f in FAMILIES if _has_cases(fid, f)}
@@ -347,47 +346,13 @@ def load_cases_run(path: Any) -> Run:
                tables=tables)  # type: ignore[arg-type]
 
 
-# Text cells decoded once per process: alike nodes repeat the same few hundred strings, and
-# one shared str per text keeps a fleet's tables at a pointer per cell.
-_TEXT: dict[bytes, str] = {}
-
-
-def _text(raw: Any) -> Any:
-    if isinstance(raw, bytes):
-        text = _TEXT.get(raw)
-        if text is None:
-            text = _TEXT.setdefault(raw, raw.decode("utf-8", TEXT_ERRORS))
-        return text
-    return raw
-
-
-def _attribute(fid: Any, key: str) -> Any:
-    attribute = h5py.h5a.open(fid, key.encode())
-    data = np.empty(attribute.shape, dtype=attribute.dtype)
-    attribute.read(data)
-    if data.shape == ():
-        return decode(_text(data[()]) if key != "topology" else data[()])
-    return decode(data)
-
-
 def _has_cases(fid: Any, family: str) -> bool:
     name = family.encode()
     return name in fid and b"cases" in h5py.h5g.open(fid, name)
 
 
 def _dataset(group: Any, name: str) -> np.ndarray:
-    """One column: strings as an object array of (shared) str, as io.column() returns."""
-    dataset = h5py.h5d.open(group, name.encode())
-    data = np.empty(dataset.shape, dtype=dataset.dtype)
-    if data.size:
-        dataset.read(h5py.h5s.ALL, h5py.h5s.ALL, data)
-    if data.dtype.kind in "OS":
-        raw = data.tolist()
-        texts = list(map(_TEXT.get, raw))  # C-level lookups; a text not seen yet is rare
-        if None in texts:
-            texts = [_text(v) for v in raw]
-        return np.array(texts, dtype=object)
-    return data
+    return read_column(h5py.h5o.open(group, name.encode()), name)
 
 
 def _parsed(path: Path, attrs: Mapping[str, Any]) -> dict[str, Any]:
@@ -468,22 +433,9 @@ def _sample_spread(ids: np.ndarray, values: np.ndarray, rows: int) -> np.ndarray
     ids, values = ids[keep], values[keep]
     if not len(ids):
         return spread
-    median = _group_median(ids, values, rows)
-    mad = _group_median(ids, np.abs(values - median[ids]), rows)
+    median = grouped_medians(ids, values, rows)[2]
+    mad = grouped_medians(ids, np.abs(values - median[ids]), rows)[2]
     counts = np.bincount(ids, minlength=rows)
     with np.errstate(divide="ignore", invalid="ignore"):
         spread = np.where(counts >= 2, MAD_SCALE * mad / median, np.nan)
     return spread
-
-
-def _group_median(ids: np.ndarray, values: np.ndarray, rows: int) -> np.ndarray:
-    order = np.lexsort((values, ids))
-    ids, values = ids[order], values[order]
-    counts = np.bincount(ids, minlength=rows)
-    starts = np.concatenate([[0], np.cumsum(counts)[:-1]])
-    low = starts + (counts - 1) // 2
-    high = starts + counts // 2
-    median = np.full(rows, np.nan)
-    has = counts > 0
-    median[has] = (values[low[has]] + values[high[has]]) / 2
-    return median

@@ -11,7 +11,9 @@ the links first; text that is not UTF-8 is decoded with ``errors="backslashrepla
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Mapping, Sequence
+import os
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -106,41 +108,102 @@ def shown(path: str | Path) -> str:
 
 def open_result(path: Path) -> h5py.File:
     """Open and validate: a mempath file of the schema version this package reads."""
+    return h5py.File(open_result_id(path))
+
+
+@contextmanager
+def result_file(path: Path) -> Iterator[Any]:
+    """open_result's checks, the file as h5py's low-level FileID: readers of thousands of
+    files (fleet, compare) read through low-level calls, where h5py's File and its
+    attribute objects cost more per file than the reads."""
+    fid = open_result_id(path)
+    try:
+        yield fid
+    finally:
+        fid.close()
+
+
+def open_result_id(path: Path) -> Any:
+    """The FileID of a validated mempath file of the schema version this package reads."""
     if not path.is_file():
         raise RunFileError(f"{shown(path)}: no such file")
     if shown(path.name) != path.name:  # the name goes into UTF-8 reports and tables
         raise RunFileError(f"{shown(path)}: the file name is not valid UTF-8; "
                            "valid: a UTF-8 file name (rename the file)")
     try:
-        handle = h5py.File(path, "r")
+        fid = h5py.h5f.open(os.fsencode(path), h5py.h5f.ACC_RDONLY)
     except OSError:
         raise RunFileError(f"{shown(path)}: not an HDF5 file (or a truncated one); "
                            "give a mempath result file (.h5)") from None
     try:
-        version = handle.attrs.get("schema_version")
-        tool = decode(handle.attrs.get("tool", "mempath"))
+        version = attribute(fid, "schema_version") if h5py.h5a.exists(fid, b"schema_version") else None
+        tool = attribute(fid, "tool") if h5py.h5a.exists(fid, b"tool") else "mempath"
+        if version is None or tool != "mempath":
+            raise RunFileError(f"{shown(path)}: no schema_version attribute (or a tool other than mempath), "
+                               "so not a mempath result file; give a file written by mempath or the analysis")
+        if version != SCHEMA_VERSION:
+            raise RunFileError(f"{shown(path)}: schema_version {one_line(version)} is not "
+                               f"supported; this analysis reads schema_version {SCHEMA_VERSION}")
+        _check_links(path, fid)
     except (OSError, KeyError, ValueError, TypeError, RuntimeError) as error:
-        handle.close()  # h5py's errors for a damaged attribute of a readable file
-        raise RunFileError(f"{shown(path)}: cannot be read ({one_line(str(error))}); the file is "
-                           "damaged, give an intact mempath result file") from None
-    if version is None or tool != "mempath":
-        handle.close()
-        raise RunFileError(f"{shown(path)}: no schema_version attribute (or a tool other than mempath), so "
-                           "not a mempath result file; give a file written by mempath or the analysis")
-    if decode(version) != SCHEMA_VERSION:
-        handle.close()
-        raise RunFileError(f"{shown(path)}: schema_version {one_line(decode(version))} is not "
-                           f"supported; this analysis reads schema_version {SCHEMA_VERSION}")
-    try:
-        _check_links(path, handle)
-    except (OSError, KeyError, ValueError, TypeError, RuntimeError) as error:
-        handle.close()
+        fid.close()  # h5py's errors for a damaged attribute or link table of a readable file
         raise RunFileError(f"{shown(path)}: cannot be read ({one_line(str(error))}); the file is "
                            "damaged, give an intact mempath result file") from None
     except BaseException:
-        handle.close()
+        fid.close()
         raise
-    return handle
+    return fid
+
+
+# Text cells decoded once per process: alike files repeat the same few hundred strings, and
+# one shared str per text keeps a fleet's tables at a pointer per cell.
+_TEXTS: dict[bytes, str] = {}
+#: Per process: the HDF5 memory type of each column dtype (h5py makes a new one per read).
+_MTYPES: dict[tuple[str, str], Any] = {}
+
+
+def shared_text(raw: Any) -> Any:
+    """``raw`` bytes as text (TEXT_ERRORS), one shared str per distinct text; else ``raw``."""
+    if isinstance(raw, bytes):
+        text = _TEXTS.get(raw)
+        if text is None:
+            text = _TEXTS.setdefault(raw, raw.decode("utf-8", TEXT_ERRORS))
+        return text
+    return raw
+
+
+def attribute(fid: Any, key: str) -> Any:
+    """A root attribute through the low-level calls, decoded (decode)."""
+    handle = h5py.h5a.open(fid, key.encode())
+    data = np.empty(handle.shape, dtype=handle.dtype)
+    handle.read(data)
+    if data.shape == ():
+        return decode(shared_text(data[()]) if key != "topology" else data[()])
+    return decode(data)
+
+
+def read_column(dataset: Any, name: str) -> np.ndarray:
+    """One column from an open low-level dataset: numbers as their array, strings as an
+    object array of shared str (as column() returns). ValueError (the file is damaged)
+    where ``name`` is not a 1-D dataset."""
+    shape = dataset.shape if isinstance(dataset, h5py.h5d.DatasetID) else ()
+    if len(shape) != 1:
+        raise ValueError(f"{name} is not a 1-D column (docs/schema.md)")
+    dtype = dataset.dtype
+    data = np.empty(shape, dtype=dtype)
+    if data.size:
+        key = (dtype.str, repr(dtype.metadata))
+        mtype = _MTYPES.get(key)
+        if mtype is None:
+            mtype = _MTYPES[key] = h5py.h5t.py_create(dtype)
+        dataset.read(h5py.h5s.ALL, h5py.h5s.ALL, data, mtype)
+    if data.dtype.kind in "OS":
+        raw = data.tolist()
+        texts = list(map(_TEXTS.get, raw))  # C-level lookups; a text not seen yet is rare
+        if None in texts:
+            texts = [shared_text(v) for v in raw]
+        return np.array(texts, dtype=object)
+    return data
 
 
 def one_line(value: Any) -> str:
@@ -152,11 +215,11 @@ def one_line(value: Any) -> str:
                    for c in text(value))
 
 
-def _check_links(path: Path, handle: h5py.File) -> None:
+def _check_links(path: Path, fid: Any) -> None:
     """RunFileError unless every object is reached by one hard link: mempath writes nothing
     else, and a soft or external link (a loop, another file) or an object of two names (a
     group that holds itself) would make the tables a walk of the links, not of the file."""
-    seen = {h5py.h5o.get_info(handle.id).addr}
+    seen = {h5py.h5o.get_info(fid).addr}
 
     def visit(name: bytes, info: Any) -> str | None:
         kinds = {h5py.h5l.TYPE_SOFT: "a soft link", h5py.h5l.TYPE_EXTERNAL: "an external link"}
@@ -168,7 +231,7 @@ def _check_links(path: Path, handle: h5py.File) -> None:
         return None
 
     try:
-        problem = handle.id.links.visit(visit, info=True)
+        problem = fid.links.visit(visit, info=True)
     except (OSError, KeyError, ValueError, TypeError, RuntimeError) as error:
         raise RunFileError(f"{shown(path)}: cannot be read ({error}); the file is damaged, "
                            "give an intact mempath result file") from None
@@ -269,20 +332,33 @@ def _run_names(paths: Sequence[Path]) -> list[str]:
     return [shown(p) for p in paths]
 
 
+def node_facts(topology: Mapping[str, Any]) -> str:
+    """What tells two machines of one host name apart (not sizes: they vary between runs)."""
+    return json.dumps([topology.get("cpu_model"), topology.get("arch"),
+                       [[p.get(k) for k in ("name", "model", "cores")]
+                        for p in topology.get("processors", [])],
+                       [[m.get("name"), m.get("kind")] for m in topology.get("memories", [])]])
+
+
+def node_names(hosts: Sequence[str], facts: Sequence[str]) -> list[str]:
+    """Per run: its host name, numbered (``#2``, ...) where one host name has several
+    topologies (node_facts)."""
+    seen: dict[str, list[str]] = {}
+    names = []
+    for host, fact in zip(hosts, facts):
+        kinds = seen.setdefault(host, [])
+        if fact not in kinds:
+            kinds.append(fact)
+        number = kinds.index(fact) + 1
+        names.append(host if number == 1 else f"{host}#{number}")
+    return names
+
+
 def _name_nodes(runs: Sequence[Run]) -> None:
     """Set ``node``: the host name, numbered where one host name has several topologies."""
-    seen: dict[str, list[str]] = {}
-    for run in runs:
-        topo = run.topology
-        facts = json.dumps([topo.get("cpu_model"), topo.get("arch"),  # not sizes: they vary
-                            [[p.get(k) for k in ("name", "model", "cores")]
-                             for p in topo.get("processors", [])],
-                            [[m.get("name"), m.get("kind")] for m in topo.get("memories", [])]])
-        kinds = seen.setdefault(run.host, [])
-        if facts not in kinds:
-            kinds.append(facts)
-        number = kinds.index(facts) + 1
-        run.node = run.host if number == 1 else f"{run.host}#{number}"
+    names = node_names([run.host for run in runs], [node_facts(run.topology) for run in runs])
+    for run, name in zip(runs, names):
+        run.node = name
 
 
 def _check_columns(run: Run, required: Mapping[str, Sequence[str]]) -> None:

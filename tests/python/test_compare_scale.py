@@ -106,3 +106,43 @@ def test_other_hosts_on_the_two_sides_are_said(fleets) -> None:
     assert out.notes == ["the hosts differ, so cases are matched without the host (the samples of all hosts "
                          "of a side pooled): 1 only in BASE (nid000300)"]
     assert out.compared > 0 and all(c.verdict != "missing" for c in out.changes)
+
+
+def test_grouped_medians_are_each_groups_sorted_median() -> None:
+    """The one grouped median of compare and the fleet (fleet/robust.py): per group its
+    count, start, median and values sorted within it, NaN last, for groups of any sizes."""
+    from analysis.fleet.robust import grouped_medians
+    rng = np.random.default_rng(7)
+    for trial in range(40):
+        groups = int(rng.integers(1, 30))
+        group = rng.integers(0, groups, int(rng.integers(0, 200)))
+        values = rng.normal(size=len(group))
+        values[rng.random(len(group)) < 0.05] = np.nan
+        count, start, median, ordered = grouped_medians(group, values, groups)
+        for g in range(groups):
+            mine = np.sort(values[group == g])  # NaN last, as in ordered
+            assert count[g] == len(mine), trial
+            assert np.array_equal(ordered[start[g]:start[g] + count[g]], mine, equal_nan=True), trial
+            expected = np.nan if not len(mine) else (mine[(len(mine) - 1) // 2] + mine[len(mine) // 2]) / 2
+            assert np.array_equal(median[g], expected, equal_nan=True), trial
+
+
+def test_one_host_of_several_topologies_is_numbered_without_opening_files_again(tmp_path: Path,
+                                                                                monkeypatch) -> None:
+    """Files of one host name with two topologies are two nodes (``n1``, ``n1#2``), as the
+    report names them; telling them apart reads nothing more (reopening each file of a
+    preset-layout fleet, 13 a node, once cost more than reading it)."""
+    from h5fixtures import case, topology, write_run
+    from analysis.results import io
+    topo = {name: {**topology(name), "host": "n1"} for name in ("gh200_single", "x86_h100")}
+    files = [write_run(tmp_path / "a.h5", [case()], topology=topo["gh200_single"]),
+             write_run(tmp_path / "b.h5", [case()], topology=topo["x86_h100"]),
+             write_run(tmp_path / "c.h5", [case()], topology=topo["gh200_single"])]
+    opened = []
+    real = io.open_result_id
+    monkeypatch.setattr(io, "open_result_id", lambda path: opened.append(path) or real(path))
+    side = read_side(files, jobs=1)
+    assert side.hosts == ["n1", "n1#2", "n1"]
+    assert sorted(opened) == sorted(files)
+    out = compare(side, read_side(files, jobs=1))
+    assert out.notes == [] and out.compared == 2  # n1 (two files pooled) and n1#2
