@@ -20,7 +20,7 @@ import h5py
 import numpy as np
 import pytest
 
-from conftest import analysis_cli, run
+from conftest import DATA, analysis_cli, run
 from h5fixtures import case, topology, write_run
 
 # Long enough for a slow CI machine to export a tiny file, short enough to catch a hang.
@@ -87,6 +87,18 @@ def test_export_refuses_in_one_line(mempath_cpu_bin: Path, tmp_path: Path, kind:
         proc = export(mempath_cpu_bin, path, *args, "-o", tmp_path / "out")
         err = one_error_line(proc)
         assert expected in err and ("valid" in err or "give" in err or "reads" in err), err
+        assert not (tmp_path / "out").exists() and proc.stdout == b""
+
+
+def test_export_of_a_file_on_which_libhdf5_crashes_is_one_line(mempath_cpu_bin: Path, tmp_path: Path) -> None:
+    """Byte damage (found by tests/fuzz) on which Debian's libhdf5 1.10 dies of SIGSEGV in its
+    own code (H5HG_read) while mempath reads the file: one line and exit 2, as for any file
+    read_run refuses, and nothing written. (A newer libhdf5 may refuse it itself: one line too.)"""
+    path = DATA / "damaged" / "libhdf5_crash.h5"
+    for args in ([], ["--format", "json"]):
+        proc = export(mempath_cpu_bin, path, *args, "-o", tmp_path / "out")
+        err = one_error_line(proc)
+        assert "libhdf5_crash.h5" in err and "give an intact mempath result file" in err, err
         assert not (tmp_path / "out").exists() and proc.stdout == b""
 
 
