@@ -20,6 +20,7 @@
 #include "core/error.hpp"
 #include "core/kinds.hpp"
 #include "core/topology.hpp"
+#include "gpu/memcpy_api.hpp"
 
 namespace {
 
@@ -90,6 +91,10 @@ void* mempath_alloc(ssize_t size, int device, cudaStream_t stream) {
     }
     auto buf = mempath::allocate(topology(), placed_alloc, placed_mem, static_cast<size_t>(size), 0);
     cudaSetDevice(device);  // allocating on another GPU made that one current; PyTorch asked for `device`
+    // Another GPU's memory: `device`'s kernels reach it only once peer access is on (as the
+    // gemm, chase and atomics commands turn it on); without it the first read is an illegal
+    // address. A pair with no peer path is this allocation's error, not a crash later.
+    if (buf->gpu() >= 0 && buf->gpu() != device) mempath::gpu::enable_peer_access(device, buf->gpu());
     void* p = buf->data();
     buffers[p] = std::move(buf);
     count(static_cast<size_t>(size), 1);

@@ -259,6 +259,23 @@ def test_every_placement_of_a_tiny_model_runs_in_the_pytorch_process(mempath_bin
     assert proc.stdout.count("status=ok") == 2, proc.stdout
 
 
+@pytest.mark.gpu
+def test_weights_in_a_peer_gpus_memory_are_read_over_peer_access(mempath_bin: Path, tmp_path: Path) -> None:
+    """`peer`: the weights in gpu1's HBM, the decode on gpu0. Without peer access turned on by
+    the placement library, gpu0's first read of them was an illegal address (4x H100, stop 22)."""
+    pytest.importorskip("torch")
+    t = json.loads(subprocess.run([str(mempath_bin), "topo", "--json"], capture_output=True, text=True,
+                                  check=True).stdout)
+    if sum(1 for p in t["processors"] if p["kind"] == "gpu") < 2:
+        pytest.skip("peer memory needs at least 2 GPUs; this node has fewer")
+    env = {**os.environ, "MEMPATH_BIN": str(mempath_bin)}
+    proc = subprocess.run([sys.executable, str(SCRIPT), "--model", "tiny", "--placement", "peer", "--gpu", "0",
+                           "--lib", str(mempath_bin.parent / "libmempath_placement.so"), "--mempath", str(mempath_bin),
+                           "--output", str(tmp_path / "peer.h5")], capture_output=True, text=True, env=env, timeout=300)
+    assert proc.returncode == 0, proc.stderr + proc.stdout
+    assert proc.stdout.count("status=ok") == 1 and "placement=peer" in proc.stdout, proc.stdout
+
+
 def fake_mempath(tmp_path: Path, node: str) -> Path:
     """A `mempath` whose `topo --json` is a reference node's, for runs on this GPU-less machine."""
     script = tmp_path / "mempath"
