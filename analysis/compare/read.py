@@ -30,8 +30,8 @@ from .families import DERIVED, FAMILIES, OUTCOMES
 _KINDS: dict[tuple[str, str], str] = {}
 #: Per process: root groups seen without a cases table (inventory, ...), not opened again.
 _NOT_FAMILIES: set[str] = set()
-#: Per process: io.node_facts and the host of each topology text seen. The files of one node share one
-#: topology, and parsing it (tens of KB of JSON) cost more than reading a table.
+#: Per process: io.node_facts and the host of each topology text seen. The files of one
+#: node share one topology, and parsing it (tens of KB of JSON) cost more than a table.
 _FACTS: dict[str, tuple[str, str]] = {}
 #: The compared figures (each family's metric): numbers.
 FIGURES = {spec.metric for spec in FAMILIES.values()}
