@@ -184,7 +184,7 @@ def attribute(fid: Any, key: str) -> Any:
 
 def read_column(dataset: Any, name: str) -> np.ndarray:
     """One column from an open low-level dataset: numbers as their array, strings as an
-    object array of shared str (as column() returns). ValueError (the file is damaged)
+    object array of shared str. ValueError (the file is damaged)
     where ``name`` is not a 1-D dataset."""
     shape = dataset.shape if isinstance(dataset, h5py.h5d.DatasetID) else ()
     if len(shape) != 1:
@@ -259,13 +259,6 @@ def parse_topology(path: Path, value: Any) -> dict[str, Any]:
     return topology
 
 
-def column(dataset: h5py.Dataset) -> np.ndarray:
-    """One column of a table; strings as an object array of str."""
-    if h5py.check_string_dtype(dataset.dtype) is not None:
-        return np.asarray(dataset.asstr(errors=TEXT_ERRORS)[()], dtype=object)
-    return np.asarray(dataset[()])
-
-
 def check_non_negative(path: Path, table: str, name: str, values: np.ndarray) -> None:
     """RunFileError where a time or rate column (NON_NEGATIVE) holds a negative value."""
     if values.dtype.kind == "f" and name.endswith(NON_NEGATIVE) and (values < 0).any():
@@ -274,7 +267,7 @@ def check_non_negative(path: Path, table: str, name: str, values: np.ndarray) ->
 
 
 def _read_table(path: Path, group: h5py.Group) -> pd.DataFrame:
-    columns = {name: column(ds) for name, ds in group.items() if isinstance(ds, h5py.Dataset)}
+    columns = {name: read_column(ds.id, name) for name, ds in group.items() if isinstance(ds, h5py.Dataset)}
     lengths = {len(values) for values in columns.values()}
     if len(lengths) > 1:
         raise RunFileError(f"{shown(path)}: table {group.name} has columns of different lengths")
