@@ -1,5 +1,6 @@
 """Robust spread shared by the night's verdicts (verdicts.py) and the history's trends
-(history.py): a node is judged against the median and MAD of its kind, never the mean."""
+(history.py): a node is judged against the median and MAD of its kind, never the mean; and
+the grouped median of the fleet table's spreads and of compare's samples."""
 from __future__ import annotations
 
 import numpy as np
