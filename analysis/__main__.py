@@ -10,13 +10,11 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from .compare.runs import run_compare
 from .errors import ERRORS_LOG, InputError
 from .fleet import history_cli as fleet_history_cli
 from .results.io import load_runs, shown
 from .model.peaks import load_overrides
 from .report.placement import DEFAULT_ACTIVE_BYTES, parse_active_bytes
-from .report.write import write_report
 from .results.schema import REQUIRED
 
 
@@ -225,6 +223,7 @@ def check_simulate_args(nodes: int, seed: int, night: str) -> None:
 
 def _report(args: argparse.Namespace, rejected: list[str]) -> int:
     active_bytes = parse_active_bytes(args.active_bytes)
+    from .report.write import write_report  # here: compare and the fleet do without matplotlib
     overrides = load_overrides(args.peaks) if args.peaks else {}
     runs = load_runs(args.runs, REQUIRED, rejected)
     report = write_report(runs, args.output, overrides, active_bytes, rejected)
@@ -265,6 +264,7 @@ def _result_files(paths: Sequence[Path]) -> list[Path]:
 
 
 def _compare(args: argparse.Namespace, rejected: list[str]) -> int:
+    from .compare.runs import run_compare
     return run_compare(args.base, args.run, args.alpha, args.min_change, args.output, rejected)
 
 

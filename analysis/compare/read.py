@@ -2,8 +2,8 @@
 
 A nightly fleet is tens of thousands of small files on each side, and opening and reading
 them is most of compare's time (each HDF5 dataset read costs about 0.1 ms here, whatever
-its size). So, as the fleet does (analysis/fleet/load.py), a pool of processes reads chunks
-of files through h5py's low-level calls and returns numpy columns, never DataFrames; and
+its size). So, as the fleet does (analysis/fleet/load.py), child processes read chunks
+of files through h5py's low-level calls and return numpy columns, never DataFrames; and
 only the columns a comparison uses are read: a family's identity columns (its
 configuration: integers and strings that are not outcomes), ``case_id``, ``status``,
 ``reason`` (only where a case is not ok) and the metric with its sample keys. Validation
@@ -20,7 +20,7 @@ import h5py
 import numpy as np
 
 from ..errors import InputError
-from ..fleet.load import CHUNK_FILES, PARALLEL_MIN_FILES, default_jobs
+from ..results import workers
 from ..results.io import (RunFileError, attribute, check_non_negative, node_facts, node_names,
                           parse_topology, read_column, result_file, shown)
 from .families import DERIVED, FAMILIES, OUTCOMES
@@ -123,25 +123,25 @@ class Side:
 
 
 def read_side(files: Sequence[Path], jobs: int | None = None) -> Side:
-    """Every file's columns (read_chunk), in file order, by ``jobs`` processes."""
-    jobs = default_jobs() if jobs is None else max(1, jobs)
-    chunks = [list(files[i:i + CHUNK_FILES]) for i in range(0, len(files), CHUNK_FILES)]
-    parts: list[Side]
-    if jobs == 1 or len(files) < PARALLEL_MIN_FILES or len(chunks) < 2:
-        parts = [read_chunk(chunk) for chunk in chunks]
-    else:
-        from concurrent.futures import ProcessPoolExecutor
-        try:
-            pool = ProcessPoolExecutor(max_workers=min(jobs, len(chunks)))
-        except (OSError, NotImplementedError):  # no process semaphores (some containers)
-            parts = [read_chunk(chunk) for chunk in chunks]
-        else:
-            with pool:
-                parts = list(pool.map(read_chunk, chunks))
+    """Every file's columns (read_chunk), in file order, read by ``jobs`` child processes
+    (results/workers.py: a file on which the HDF5 library crashes or hangs is one line)."""
+    def lost(path: Path, why: str) -> Side:
+        side = Side()
+        side.rejected.append(f"{shown(path)}: {why}; the file is damaged, give an intact "
+                             "mempath result file")
+        return side
+
+    side = Side()
+    for part in workers.read_all(read_chunk, files, jobs, lost, _merged):
+        side.extend(part)
+    side.hosts = node_names(side.hosts, side.facts)  # as io.load_runs names nodes
+    return side
+
+
+def _merged(parts: Sequence[Side]) -> Side:
     side = Side()
     for part in parts:
         side.extend(part)
-    side.hosts = node_names(side.hosts, side.facts)  # as io.load_runs names nodes
     return side
 
 
@@ -179,11 +179,6 @@ def _names(group: Any) -> list[bytes]:
     return names
 
 
-def _open(parent: Any, name: bytes) -> Any:
-    """The group or dataset ``name`` of ``parent`` (one open: its type from the open)."""
-    return h5py.h5o.open(parent, name)
-
-
 def _read_file(path: Path) -> tuple[str, str, Read, Read, list[str]]:
     with result_file(path) as fid:
         try:
@@ -201,24 +196,20 @@ def _read_file(path: Path) -> tuple[str, str, Read, Read, list[str]]:
             unknown = []
             for raw in _names(fid):
                 name = raw.decode()
-                if name not in FAMILIES and name in _NOT_FAMILIES:
+                if name in _NOT_FAMILIES:
                     continue
-                family = _open(fid, raw)
-                if not isinstance(family, h5py.h5g.GroupID) or b"cases" not in family:
-                    if name not in FAMILIES:
+                family = h5py.h5o.open(fid, raw)
+                held = set(_names(family)) if isinstance(family, h5py.h5g.GroupID) else set()
+                if b"cases" not in held:
+                    if name not in FAMILIES:  # inventory and the like
                         _NOT_FAMILIES.add(name)
-                    continue
-                group = _open(family, b"cases")
-                if not isinstance(group, h5py.h5g.GroupID):
                     continue
                 if name not in FAMILIES:
                     unknown.append(name)
                     continue
-                cases[name] = _cases(path, name, group)
-                if FAMILIES[name].table == "samples" and b"samples" in family:
-                    group = _open(family, b"samples")
-                    if isinstance(group, h5py.h5g.GroupID):
-                        samples[name] = _samples(path, name, group)
+                cases[name] = _cases(path, name, h5py.h5g.open(family, b"cases"))
+                if FAMILIES[name].table == "samples" and b"samples" in held:
+                    samples[name] = _samples(path, name, h5py.h5g.open(family, b"samples"))
         except (OSError, KeyError, ValueError, TypeError, RuntimeError) as error:
             # h5py reports damaged objects inside a readable file with any of these.
             raise RunFileError(f"{shown(path)}: cannot be read ({error}); the file is damaged, "
@@ -226,15 +217,15 @@ def _read_file(path: Path) -> tuple[str, str, Read, Read, list[str]]:
     return str(host or topology_host or "unknown"), facts, cases, samples, unknown
 
 
-def _lacking(path: Path, table: str, group: Any, wanted: Sequence[str]) -> None:
-    lacking = [c for c in wanted if c.encode() not in group]
+def _lacking(path: Path, table: str, held: set[bytes], wanted: Sequence[str]) -> None:
+    lacking = [c for c in wanted if c.encode() not in held]
     if lacking:
         raise RunFileError(f"{shown(path)}: table {table} lacks the column(s) {', '.join(lacking)}; "
                            "valid: the columns of docs/schema.md")
 
 
 def _column(table: str, group: Any, name: str) -> np.ndarray:
-    return read_column(_open(group, name.encode()), f"{table}/{name}")
+    return read_column(h5py.h5o.open(group, name.encode()), f"{table}/{name}")
 
 
 def _same_length(path: Path, table: str, columns: Mapping[str, np.ndarray]) -> int:
@@ -252,20 +243,28 @@ def _same_length(path: Path, table: str, columns: Mapping[str, np.ndarray]) -> i
     return lengths.pop() if lengths else 0
 
 
+#: Per family: the cases columns that are never identity (outcomes, derived), as link names.
+_NOT_IDENTITY = {family: {n.encode() for n in (OUTCOMES | DERIVED).difference(spec.identity)}
+                 for family, spec in FAMILIES.items()}
+
+
 def _cases(path: Path, family: str, group: Any) -> tuple[dict[str, np.ndarray], int]:
     """case_id, status, every identity column, reason where a case is not ok, and the metric
     where the family's figure is in its cases table (nccl)."""
     table = f"{family}/cases"
     spec = FAMILIES[family]
+    names = _names(group)
     wanted = ["case_id", "status", "reason"] + ([spec.metric] if spec.table == "cases" else [])
-    _lacking(path, table, group, wanted)
+    _lacking(path, table, set(names), wanted)
     columns = {name: _column(table, group, name) for name in wanted if name != "reason"}
-    outcomes = (OUTCOMES | DERIVED).difference(spec.identity)
-    for raw in _names(group):
-        name = raw.decode()
-        if name in columns or name in outcomes or name == "reason" or _KINDS.get((family, name)) == "f":
+    skipped = _NOT_IDENTITY[family]
+    for raw in names:
+        if raw in skipped:
             continue
-        dataset = _open(group, raw)
+        name = raw.decode()
+        if name in columns or _KINDS.get((family, name)) == "f":
+            continue
+        dataset = h5py.h5o.open(group, raw)
         kind = "f" if isinstance(dataset, h5py.h5d.DatasetID) and dataset.dtype.kind in "fc" else ""
         _KINDS[(family, name)] = kind
         if not kind:
@@ -286,12 +285,13 @@ def _cases(path: Path, family: str, group: Any) -> tuple[dict[str, np.ndarray], 
 def _samples(path: Path, family: str, group: Any) -> tuple[dict[str, np.ndarray], int]:
     table = f"{family}/samples"
     spec = FAMILIES[family]
-    _lacking(path, table, group, ("case_id", spec.metric))
-    names = ["case_id", spec.metric, *[k for k in spec.sample_keys if k.encode() in group]]
+    held = set(_names(group))
+    _lacking(path, table, held, ("case_id", spec.metric))
+    names = ["case_id", spec.metric, *[k for k in spec.sample_keys if k.encode() in held]]
     columns = {name: _column(table, group, name) for name in names}
     rows = _same_length(path, table, columns)
     check_non_negative(path, table, spec.metric, columns[spec.metric])
-    if b"time_s" in group:  # the measured time the metric comes from: a negative one is a broken file
+    if b"time_s" in held:  # the measured time the metric comes from: a negative one is a broken file
         check_non_negative(path, table, "time_s", _column(table, group, "time_s"))
     return columns, rows
 

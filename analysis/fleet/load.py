@@ -7,10 +7,7 @@ column arrays (never DataFrames or per-row objects), concatenated here in file o
 that the table is the same however many processes read it."""
 from __future__ import annotations
 
-import os
 from collections.abc import Sequence
-from concurrent.futures import ProcessPoolExecutor
-from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -19,15 +16,11 @@ import numpy as np
 import pandas as pd
 
 from ..errors import InputError
+from ..results import workers
 from ..results.io import RunFileError, shown
 from . import summary
 from .table import COLUMNS, SPREAD, WORDS, fleet_columns, load_cases_run
 
-#: Files a process reads per task: large enough that a task's overhead (one pickled
-#: answer) is small against its reads, small enough that 2 processes stay evenly busy.
-CHUNK_FILES = 256
-#: Below this many files one process reads them all: a pool costs more than it saves.
-PARALLEL_MIN_FILES = 64
 #: Beside COLUMNS: the file (as shown) a row came from; integrity.py holds a node's files
 #: against its plan and names the file in a reason.
 FILE = "file"
@@ -82,20 +75,6 @@ def result_units(paths: Sequence[Path]) -> list[Path | NodeFolder]:
     return units
 
 
-#: At most this many reading processes: each holds its own caches and interpreter (about
-#: 100 MB), and a login node's hundred CPUs would cost more memory than they save time.
-MAX_JOBS = 16
-
-
-def default_jobs() -> int:
-    """The processes that read: the CPUs this process may run on, at most MAX_JOBS."""
-    try:
-        cpus = len(os.sched_getaffinity(0))
-    except AttributeError:  # not on Linux
-        cpus = os.cpu_count() or 1
-    return max(1, min(cpus, MAX_JOBS))
-
-
 def load_fleet(paths: Sequence[Path], rejected: list[str], notes: list[str],
                night: str | None = None, jobs: int | None = None,
                nights: bool = False,
@@ -134,44 +113,17 @@ def load_fleet(paths: Sequence[Path], rejected: list[str], notes: list[str],
 
 def read_files(files: Sequence[Path | NodeFolder], night: str | None = None,
                jobs: int | None = None) -> list[dict[str, Any]]:
-    """read_chunk() of every chunk of ``files`` (files and node folders), in their order."""
-    jobs = default_jobs() if jobs is None else max(1, jobs)
-    chunks = [files[i:i + CHUNK_FILES] for i in range(0, len(files), CHUNK_FILES)]
-    if jobs == 1 or len(files) < PARALLEL_MIN_FILES or len(chunks) < 2:
-        return [read_chunk(chunk, night) for chunk in chunks]
-    try:
-        pool = ProcessPoolExecutor(max_workers=min(jobs, len(chunks)))
-    except (OSError, NotImplementedError):  # no process semaphores (some containers)
-        return [read_chunk(chunk, night) for chunk in chunks]
-    with pool:
-        futures = [pool.submit(read_chunk, chunk, night) for chunk in chunks]
-        try:
-            return [future.result() for future in futures]
-        except BrokenProcessPool:  # a reader died: HDF5 itself crashed on a damaged file
-            pass
-    return [f.result() if f.done() and f.exception() is None else _isolated(chunk, night)
-            for f, chunk in zip(futures, chunks)]
+    """read_chunk() of every chunk of ``files`` (files and node folders), in their order,
+    in child processes (results/workers.py): a file on which the HDF5 library itself
+    crashes or hangs (a damaged file; no reader of ours can catch that) is one rejected
+    line naming it, and the fleet's other files are still read."""
+    def lost(unit: Path | NodeFolder, why: str) -> dict[str, Any]:
+        if isinstance(unit, NodeFolder):  # find the file
+            return _merged(read_files(list(unit.files), night, jobs))
+        line = f"{shown(unit)}: {why}; the file is damaged, give an intact mempath result file"
+        return read_chunk([], night) | {"rejected": [line], "broken": [(unit, line)]}
 
-
-def _isolated(units: Sequence[Path | NodeFolder], night: str | None) -> dict[str, Any]:
-    """read_chunk() of a chunk whose reader died, each unit in a process of its own: a file
-    on which the HDF5 library itself crashes (a damaged file; no reader of ours can catch
-    that) is one rejected line naming it, and the fleet's other files are still read."""
-    parts = []
-    for unit in units:
-        try:
-            with ProcessPoolExecutor(max_workers=1) as alone:
-                parts.append(alone.submit(read_chunk, [unit], night).result())
-        except BrokenProcessPool:
-            files = unit.files if isinstance(unit, NodeFolder) else (unit,)
-            if len(files) > 1:  # a node folder: find the file
-                parts.append(_isolated(list(files), night))
-                continue
-            line = (f"{shown(files[0])}: the HDF5 library crashed reading it; the file is "
-                    "damaged, give an intact mempath result file")
-            parts.append(read_chunk([], night) | {"rejected": [line],
-                                                   "broken": [(files[0], line)]})
-    return _merged(parts)
+    return workers.read_all(lambda chunk: read_chunk(chunk, night), files, jobs, lost, _merged)
 
 
 def _merged(parts: Sequence[dict[str, Any]]) -> dict[str, Any]:

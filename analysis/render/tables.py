@@ -10,6 +10,7 @@ but a link, image or HTML tag in it (a host name or reason from a result file) i
 """
 from __future__ import annotations
 
+import functools
 import math
 import re
 from collections.abc import Collection, Sequence
@@ -34,6 +35,15 @@ def frame(header: Sequence[Any], rows: Sequence[Sequence[Any]]) -> pd.DataFrame:
 def _cell(value: Any) -> str:
     if value is None or (isinstance(value, float) and math.isnan(value)):
         return ""
+    try:
+        return _escaped(value)
+    except TypeError:  # unhashable
+        return _escaped.__wrapped__(value)
+
+
+@functools.lru_cache(maxsize=1 << 16, typed=True)
+def _escaped(value: Any) -> str:
+    """A cell's text: long tables (compare's, a fleet's) repeat a few thousand values."""
     return mdtext.safe(value).replace("|", "\\|")
 
 

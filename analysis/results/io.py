@@ -23,6 +23,7 @@ import numpy as np
 import pandas as pd
 
 from ..errors import InputError
+from . import workers
 
 SCHEMA_VERSION = 1
 #: Float columns whose names end so are times or rates (docs/schema.md): never negative.
@@ -377,15 +378,31 @@ def load_runs(paths: Iterable[str | Path], required: Mapping[str, Sequence[str]]
     file of thousands does not hide the rest; RunFileError only when no file is usable.
     """
     files = [Path(p) for p in paths]
+
+    def read(chunk: Sequence[tuple[Path, str]]) -> list[Run | str]:
+        answers: list[Run | str] = []
+        for path, name in chunk:
+            try:
+                answers.append(_usable(path, name, required or {}))
+            except RunFileError as error:
+                answers.append(str(error))
+        return answers
+
+    def lost(unit: tuple[Path, str], why: str) -> list[Run | str]:
+        return [f"{shown(unit[0])}: {why}; the file is damaged, give an intact mempath result file"]
+
+    # In child processes (workers.py): a file on which libhdf5 crashes or hangs is one line.
+    chunks = workers.read_all(read, list(zip(files, _run_names(files))), None, lost,
+                              lambda parts: [answer for part in parts for answer in part])
     runs: list[Run] = []
     bad: list[str] = []
-    for path, name in zip(files, _run_names(files)):
-        try:
-            runs.append(_usable(path, name, required or {}))
-        except RunFileError as error:
-            if rejected is None:
-                raise
-            bad.append(str(error))
+    for answer in (answer for chunk in chunks for answer in chunk):
+        if isinstance(answer, Run):
+            runs.append(answer)
+        elif rejected is None:
+            raise RunFileError(answer)
+        else:
+            bad.append(answer)
     if bad and not runs:
         if len(bad) == 1:
             raise RunFileError(bad[0])

@@ -138,11 +138,16 @@ def test_one_host_of_several_topologies_is_numbered_without_opening_files_again(
     files = [write_run(tmp_path / "a.h5", [case()], topology=topo["gh200_single"]),
              write_run(tmp_path / "b.h5", [case()], topology=topo["x86_h100"]),
              write_run(tmp_path / "c.h5", [case()], topology=topo["gh200_single"])]
-    opened = []
+    opened = tmp_path / "opened"  # written by the reading process, a fork of this one
     real = io.open_result_id
-    monkeypatch.setattr(io, "open_result_id", lambda path: opened.append(path) or real(path))
+
+    def counted(path):
+        with opened.open("a") as log:
+            log.write(f"{path}\n")
+        return real(path)
+    monkeypatch.setattr(io, "open_result_id", counted)
     side = read_side(files, jobs=1)
     assert side.hosts == ["n1", "n1#2", "n1"]
-    assert sorted(opened) == sorted(files)
+    assert sorted(opened.read_text().split()) == sorted(map(str, files))
     out = compare(side, read_side(files, jobs=1))
     assert out.notes == [] and out.compared == 2  # n1 (two files pooled) and n1#2

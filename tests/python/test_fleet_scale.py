@@ -22,6 +22,7 @@ from analysis.fleet import operators, outputs
 from analysis.fleet import table as fleet_table
 from analysis.fleet.location import location
 from analysis.fleet.sim import simulate
+from analysis.results import workers
 
 
 @pytest.fixture(scope="module")
@@ -188,8 +189,7 @@ def test_summary_groups_xnames_by_chassis_and_says_nids_have_no_location(fleet, 
 
 def test_parallel_load_gives_the_serial_table(fleet, monkeypatch):
     runs, _ = fleet
-    monkeypatch.setattr(fleet_load, "CHUNK_FILES", 5)
-    monkeypatch.setattr(fleet_load, "PARALLEL_MIN_FILES", 1)
+    monkeypatch.setattr(workers, "CHUNK_FILES", 5)
     serial_notes, parallel_notes = [], []
     serial = fleet_load.load_fleet([runs], [], serial_notes, jobs=1)
     parallel = fleet_load.load_fleet([runs], [], parallel_notes, jobs=2)
@@ -205,12 +205,13 @@ def test_loading_hundreds_of_files_keeps_memory_low(fleet, tmp_path):
     _clone(files, tmp_path, [f"nid{i:06d}" for i in range(300)])
     for cache in (fleet_table._TOPOS, fleet_table._NAMES, fleet_table._TABLE_NAMES):
         cache.clear()
-    tracemalloc.start()
+    tracemalloc.start()  # the table, as the reading child's answer becomes it here
     table = fleet_load.load_fleet([tmp_path], [], [], jobs=1)
     _, peak = tracemalloc.get_traced_memory()
     tracemalloc.stop()
     assert table["node"].nunique() == 300
     assert peak / len(table) < 1500, f"{peak / len(table):.0f} bytes a row"
+    fleet_load.read_chunk(sorted(tmp_path.glob("*.h5")))  # in this process: its caches seen
     assert len(fleet_table._TOPOS) == 1
 
 
@@ -289,13 +290,9 @@ def test_a_suspect_node_gets_a_page_and_no_drain_line(fleet, tmp_path):
     assert {p.stem for p in (tmp_path / "nodes").glob("*.md")} == set(bad["node"])
 
 
-def test_without_process_semaphores_one_process_reads(fleet, monkeypatch):
+def test_without_fork_this_process_reads(fleet, monkeypatch):
     runs, _ = fleet
-    monkeypatch.setattr(fleet_load, "CHUNK_FILES", 5)
-    monkeypatch.setattr(fleet_load, "PARALLEL_MIN_FILES", 1)
-
-    def refused(*args, **kwargs):
-        raise OSError(38, "Function not implemented")
-    monkeypatch.setattr(fleet_load, "ProcessPoolExecutor", refused)
+    monkeypatch.setattr(workers, "CHUNK_FILES", 5)
+    monkeypatch.delattr(workers.os, "fork")
     table = fleet_load.load_fleet([runs], [], [], jobs=2)
     assert table["node"].nunique() == len(list(runs.glob("*.h5")))

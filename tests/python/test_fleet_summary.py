@@ -13,6 +13,7 @@ import pytest
 from analysis.__main__ import main
 from analysis.fleet import load, summary
 from analysis.fleet.sim import simulate
+from analysis.results import workers
 
 
 @pytest.fixture(scope="module")
@@ -168,8 +169,8 @@ def test_a_file_that_crashes_its_reader_is_named_and_the_rest_read(fleet, tmp_pa
             os.kill(os.getpid(), signal.SIGSEGV)
         return real(path)
 
-    monkeypatch.setattr(load, "load_cases_run", crashing)  # the pool's processes are forks
-    monkeypatch.setattr(load, "CHUNK_FILES", 16)
+    monkeypatch.setattr(load, "load_cases_run", crashing)  # the reading processes are forks
+    monkeypatch.setattr(workers, "CHUNK_FILES", 16)
     rejected: list[str] = []
     broken: list = []
     table_ = load.load_fleet([plain], rejected, [], jobs=2, broken=broken)

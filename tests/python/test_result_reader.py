@@ -221,6 +221,68 @@ def test_report_compare_and_fleet_refuse_in_one_line(tmp_path: Path, kind: str,
         assert "bad.h5: " in line and expected in line and any(w in line for w in ("valid", "reads", "give")), line
 
 
+#: Byte damage (found by tests/fuzz) on which HDF5 2.0, h5py 3.16's, loops for ever.
+HANG = DATA.parents[1] / "fuzz" / "crashes" / "results" / "libhdf5_hang.h5"
+
+
+def test_report_compare_and_fleet_end_on_a_file_on_which_libhdf5_hangs(tmp_path: Path) -> None:
+    """No Python code can interrupt libhdf5's own loop: the commands read in child processes
+    with a deadline (analysis/results/workers.py), so the file is one line naming it, and
+    the other files are read. (Another libhdf5 may refuse the file at once: one line too.)"""
+    runs = tmp_path / "runs"
+    runs.mkdir()
+    good = good_run(runs / "good.h5")
+    shutil.copy(HANG, runs / "hang.h5")
+    env = {**os.environ, "MEMPATH_READ_DEADLINE_S": "2"}
+    hangs = h5py.version.hdf5_version == "2.0.0"
+    for args, rc in ((["report", good, runs / "hang.h5", "-o", tmp_path / "report"], 2),
+                     (["compare", good, runs], 2),
+                     (["fleet", runs, "-o", tmp_path / "fleet"], 1)):
+        proc = subprocess.run([sys.executable, "-m", "analysis", *map(str, args)], cwd=DATA.parents[2],
+                              capture_output=True, text=True, timeout=LIMIT_S * 2, env=env)
+        assert proc.returncode == rc and "Traceback" not in proc.stderr, proc.stderr
+        lines = [line for line in proc.stderr.splitlines() if "hang.h5" in line]
+        assert lines and all("damaged, give an intact mempath result file" in line for line in lines), lines
+        if hangs:
+            assert "reading it did not end within 2 s (the HDF5 library hangs on it)" in lines[0]
+    assert (tmp_path / "report" / "summary.md").is_file()  # from good.h5
+    assert (tmp_path / "fleet" / "summary.md").is_file()
+
+
+def _crashing_on(victim: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """open_result_id kills its process where it opens ``victim``, as libhdf5's SIGSEGV
+    does (the reading processes are forks: they inherit this)."""
+    import faulthandler
+
+    from analysis.results import io as results_io
+    real = results_io.open_result_id
+
+    def crashing(path: Path):
+        if Path(path) == victim:
+            faulthandler.disable()  # pytest's would print the dead process's stack
+            os.kill(os.getpid(), signal.SIGSEGV)
+        return real(path)
+    monkeypatch.setattr(results_io, "open_result_id", crashing)
+
+
+def test_report_and_compare_name_a_file_that_crashes_its_reader(tmp_path: Path,
+                                                                monkeypatch: pytest.MonkeyPatch) -> None:
+    from analysis.compare.read import read_side
+    from analysis.results import workers
+    from analysis.results.io import RunFileError, load_runs
+    files = [good_run(tmp_path / f"n{i}.h5") for i in range(5)]
+    _crashing_on(files[2], monkeypatch)
+    monkeypatch.setattr(workers, "CHUNK_FILES", 2)
+    line = f"{files[2]}: the HDF5 library crashed reading it; the file is damaged, give an intact mempath result file"
+    side = read_side(files, jobs=2)
+    assert side.rejected == [line] and side.paths == files[:2] + files[3:]
+    rejected: list[str] = []
+    runs = load_runs(files, rejected=rejected)
+    assert rejected == [line] and [run.path for run in runs.runs] == files[:2] + files[3:]
+    with pytest.raises(RunFileError, match="crashed reading it"):
+        load_runs(files)
+
+
 def test_fleet_reads_text_that_is_not_utf8(tmp_path: Path) -> None:
     from analysis.fleet.table import load_cases_run
     bad = edited(tmp_path, "garbled.h5", lambda f: f.attrs.create(
