@@ -158,7 +158,7 @@ def run_fleet(runs: Sequence[Path], out: Path, options: Options, expected: Seque
         out.mkdir(parents=True, exist_ok=True)
         slow, trend_files = add_history(out, integrity.held_back(table, found["node"]), history)
         worst = slow.drop_duplicates("node").set_index("node")["text"]  # worst first
-        nodes = nodes.assign(slow_trend=nodes["node"].map(worst).fillna(""))
+        nodes = nodes.assign(slow_trend=nodes["node"].map(worst).astype(object).fillna(""))
     files = write_outputs(out, table, nodes, flagged, [*rejected, *notes], slow)
     return nodes, [*files, write_plan(out, table, nodes), *trend_files]
 
