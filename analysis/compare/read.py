@@ -22,7 +22,8 @@ import numpy as np
 from ..errors import InputError
 from ..results import workers
 from ..results.io import (RunFileError, attribute, check_non_negative, node_facts, node_names,
-                          parse_topology, read_column, result_file, shown)
+                          parse_topology, read_column, result_file, shown,
+                          unreadable)
 from .families import DERIVED, FAMILIES, OUTCOMES
 
 #: Per process: column kinds seen per (family, column). A float column is an outcome (a
@@ -127,13 +128,10 @@ def read_side(files: Sequence[Path], jobs: int | None = None) -> Side:
     (results/workers.py: a file on which the HDF5 library crashes or hangs is one line)."""
     def lost(path: Path, why: str) -> Side:
         side = Side()
-        side.rejected.append(f"{shown(path)}: {why}; the file is damaged, give an intact "
-                             "mempath result file")
+        side.rejected.append(unreadable(path, why))
         return side
 
-    side = Side()
-    for part in workers.read_all(read_chunk, files, jobs, lost, _merged):
-        side.extend(part)
+    side = _merged(workers.read_all(read_chunk, files, jobs, lost, _merged))
     side.hosts = node_names(side.hosts, side.facts)  # as io.load_runs names nodes
     return side
 

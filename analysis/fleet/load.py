@@ -2,7 +2,7 @@
 expanded, the files of one host merged, the newest run kept where two hold a case.
 
 A fleet is tens of thousands of small files, and reading them is most of the analysis:
-they are read by a pool of processes, each given a chunk of files and returning numpy
+they are read by child processes (results/workers.py), each given a chunk of files and returning numpy
 column arrays (never DataFrames or per-row objects), concatenated here in file order, so
 that the table is the same however many processes read it."""
 from __future__ import annotations
@@ -17,7 +17,7 @@ import pandas as pd
 
 from ..errors import InputError
 from ..results import workers
-from ..results.io import RunFileError, shown
+from ..results.io import RunFileError, shown, unreadable
 from . import summary
 from .table import COLUMNS, SPREAD, WORDS, fleet_columns, load_cases_run
 
@@ -120,7 +120,7 @@ def read_files(files: Sequence[Path | NodeFolder], night: str | None = None,
     def lost(unit: Path | NodeFolder, why: str) -> dict[str, Any]:
         if isinstance(unit, NodeFolder):  # find the file
             return _merged(read_files(list(unit.files), night, jobs))
-        line = f"{shown(unit)}: {why}; the file is damaged, give an intact mempath result file"
+        line = unreadable(unit, why)
         return read_chunk([], night) | {"rejected": [line], "broken": [(unit, line)]}
 
     return workers.read_all(lambda chunk: read_chunk(chunk, night), files, jobs, lost, _merged)

@@ -107,6 +107,11 @@ def shown(path: str | Path) -> str:
     return str(path).encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
 
 
+def unreadable(path: Path, why: str) -> str:
+    """The line for a file the HDF5 library could not read: ``why`` says what it did."""
+    return f"{shown(path)}: {why}; the file is damaged, give an intact mempath result file"
+
+
 def open_result(path: Path) -> h5py.File:
     """Open and validate: a mempath file of the schema version this package reads."""
     return h5py.File(open_result_id(path))
@@ -389,7 +394,7 @@ def load_runs(paths: Iterable[str | Path], required: Mapping[str, Sequence[str]]
         return answers
 
     def lost(unit: tuple[Path, str], why: str) -> list[Run | str]:
-        return [f"{shown(unit[0])}: {why}; the file is damaged, give an intact mempath result file"]
+        return [unreadable(unit[0], why)]
 
     # In child processes (workers.py): a file on which libhdf5 crashes or hangs is one line.
     chunks = workers.read_all(read, list(zip(files, _run_names(files))), None, lost,
