@@ -131,6 +131,7 @@ def _fork(read: Callable[[list[Unit]], Any], chunk: list[Unit]) -> tuple[int, in
     """A child reading ``chunk``; its answer, or the exception read() raised, comes pickled
     through the pipe it returns, as (True, answer) or (False, exception)."""
     fd_in, fd_out = os.pipe()
+    parent = os.getpid()
     pid = os.fork()
     if pid:
         os.close(fd_out)
@@ -138,6 +139,7 @@ def _fork(read: Callable[[list[Unit]], Any], chunk: list[Unit]) -> tuple[int, in
     status = 1
     try:  # the child: never returns into the parent's code
         os.close(fd_in)
+        _die_with(parent)
         gc.disable()
         try:
             data = pickle.dumps((True, read(chunk)), protocol=pickle.HIGHEST_PROTOCOL)
@@ -152,6 +154,18 @@ def _fork(read: Callable[[list[Unit]], Any], chunk: list[Unit]) -> tuple[int, in
         status = 0
     finally:
         os._exit(status)
+
+
+def _die_with(parent: int) -> None:
+    """This child killed when its parent dies (Linux): a child looping in libhdf5 must not
+    outlive a parent that was killed (Ctrl-C, a job's time limit, a fuzzer's deadline)."""
+    try:
+        import ctypes
+        ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
+    except (OSError, AttributeError):  # not Linux: the parent's finally is all there is
+        return
+    if os.getppid() != parent:  # it died before prctl
+        os._exit(1)
 
 
 def _gather(running: dict[int, tuple[int, int, float, bytearray]],

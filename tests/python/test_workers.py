@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import gc
 import os
+from pathlib import Path
 
 import pytest
 
@@ -59,3 +60,44 @@ def test_a_deadline_that_is_not_a_positive_number_is_one_line(monkeypatch: pytes
             workers.read_all(_pids, [1], 1, lambda u, why: [(u, why)], _merged)
     monkeypatch.setenv("MEMPATH_READ_DEADLINE_S", "")
     assert workers.deadline() == workers.DEADLINE_S
+
+
+def test_a_child_dies_with_its_parent(tmp_path) -> None:
+    """A parent killed while its child loops (a job's time limit, Ctrl-C) leaves no child
+    reading on: the child dies with it (PR_SET_PDEATHSIG)."""
+    import signal
+    import subprocess
+    import sys
+    import time
+    pidfile = tmp_path / "child"
+    script = f"""
+import os, sys, time
+sys.path.insert(0, {str(Path(__file__).resolve().parents[2])!r})
+from analysis.results import workers
+def read(chunk):
+    open({str(pidfile)!r}, "w").write(str(os.getpid()))
+    while True:
+        pass
+workers.read_all(read, [1], 1, lambda u, why: why, lambda parts: parts)
+"""
+    parent = subprocess.Popen([sys.executable, "-c", script])
+    try:
+        for _ in range(200):
+            if pidfile.exists() and pidfile.read_text():
+                break
+            time.sleep(0.05)
+        child = int(pidfile.read_text())
+        parent.send_signal(signal.SIGKILL)
+        parent.wait(timeout=10)
+        for _ in range(100):
+            try:
+                state = Path(f"/proc/{child}/stat").read_text().rsplit(")", 1)[1].split()[0]
+            except FileNotFoundError:
+                return
+            if state == "Z":  # dead, not yet reaped by whoever adopted it
+                return
+            time.sleep(0.05)
+        os.kill(child, signal.SIGKILL)
+        pytest.fail("the child outlived its killed parent")
+    finally:
+        parent.kill()
