@@ -33,6 +33,9 @@ db=$(absolute "${MEMPATH_NIGHTLY_DB:-${XDG_DATA_HOME:-$HOME/.local/share}/mempat
 series=${MEMPATH_NIGHTLY_SERIES:-$dir}
 first=${MEMPATH_NIGHTLY_FIRST:-0}
 stamp=$(date -u +%Y%m%dT%H%M%S)
+# A night started again within the same second (by hand) gets a folder of its own.
+first_stamp=$stamp
+for ((n = 2; n < 100; n++)); do [[ -e $dir/$stamp ]] || break; stamp=$first_stamp-$n; done
 night="$dir/$stamp"
 python=${MEMPATH_PYTHON:-python3}
 # shellcheck source=slurm/job_clock.sh

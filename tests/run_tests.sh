@@ -3,6 +3,10 @@
 # end to end, analysis on real results, ReFrame listing and a local ReFrame run).
 # GPU tests skip without a GPU; run them on a GPU node with the same command. Arguments go
 # to pytest (`tests/run_tests.sh -k chase`, `tests/run_tests.sh tests/python/test_mpi.py`).
+# pytest runs on MEMPATH_TEST_WORKERS processes (pytest-xdist; default: one per CPU, 2 to 8:
+# many tests wait on a subprocess or a deadline); 0 runs it in this process. Tests
+# marked `ci` (their own builds of mempath) are left to CI's pass unless MEMPATH_CI_TESTS=1
+# (docs/testing.md, "Two tiers").
 # Exit status: non-zero when the setup, the build, ctest or pytest failed (pytest's own
 # status when it failed, else ctest's), so CI never reads a failed run as a pass (issue 12).
 set -euo pipefail
@@ -19,7 +23,15 @@ targets=(tests/python)
 for arg in "$@"; do
   [ -e "${arg%%::*}" ] && { targets=(); break; }
 done
-python -m pytest "${targets[@]}" "$@" || pytest_rc=$?
+cpus=$(nproc)
+workers=${MEMPATH_TEST_WORKERS:-$(( cpus < 2 ? 2 : cpus > 8 ? 8 : cpus ))}
+parallel=(-n "$workers" --dist loadfile)
+if ! python -c 'import xdist' 2>/dev/null; then
+  # An environment prepared without it (MEMPATH_NO_PIP=1 on an offline node): serial.
+  echo "run_tests.sh: pytest-xdist is not installed: the tests run in one process (slower)" >&2
+  parallel=()
+fi
+python -m pytest "${parallel[@]}" "${targets[@]}" "$@" || pytest_rc=$?
 [ "$ctest_rc" -eq 0 ] || echo "run_tests.sh: ctest failed (exit $ctest_rc)" >&2
 [ "$pytest_rc" -eq 0 ] || echo "run_tests.sh: pytest failed (exit $pytest_rc)" >&2
 [ "$pytest_rc" -ne 0 ] && exit "$pytest_rc"

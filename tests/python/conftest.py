@@ -5,9 +5,16 @@ a GPU node with the same test command. Tests that open pages in a headless Chrom
 marked `browser` and skip where none is installed (`apt-get install chromium`; .ci/run
 installs it and fails if they skipped). Tests of the CI's two-node Slurm cluster are marked
 `slurm` and run only with MEMPATH_SLURM_CLUSTER=1 (set after `slurm/ci/cluster.sh start`).
+Tests that build a second mempath of their own (ReFrame's build fixture, the install tree,
+the sanitizer build of the fuzzer) are marked `ci`: the README's test command leaves them to
+CI's own pass, which sets MEMPATH_CI_TESTS=1 (docs/testing.md, "Two tiers").
+
+The test command runs pytest in parallel (pytest-xdist, a test file per worker, so module
+fixtures are made once); GPU tests take turns on a lock, so no two measure one GPU at once.
 """
 from __future__ import annotations
 
+import fcntl
 import os
 import re
 import shlex
@@ -79,17 +86,32 @@ def chromium_binary() -> str | None:
 
 HAVE_CHROMIUM = chromium_binary() is not None
 HAVE_SLURM_CLUSTER = os.environ.get("MEMPATH_SLURM_CLUSTER") == "1"
+#: CI's own pass: the `ci` tests run (elsewhere they are deselected, and the header says so).
+CI_TIER = os.environ.get("MEMPATH_CI_TESTS") == "1"
 
 
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", "gpu: needs an NVIDIA GPU; skipped without one")
-    config.addinivalue_line("markers", "slow: takes more than a few seconds")
+    config.addinivalue_line("markers", "ci: builds a mempath of its own (minutes on 2 cores); run in CI's "
+                            "own pass, or anywhere with MEMPATH_CI_TESTS=1")
     config.addinivalue_line("markers", "browser: opens pages in a headless Chromium; skipped without one")
     config.addinivalue_line("markers", "slurm: needs the CI Slurm cluster (slurm/ci/cluster.sh "
                             "start); skipped unless MEMPATH_SLURM_CLUSTER=1")
 
 
+def pytest_report_header(config: pytest.Config) -> str:
+    if CI_TIER:
+        return "mempath: CI's tier included (MEMPATH_CI_TESTS=1): the `ci` tests run"
+    return ("mempath: the `ci` tests (builds of their own: ReFrame's build fixture, the install tree, "
+            "the sanitizer fuzzer) are left to CI's pass; MEMPATH_CI_TESTS=1 runs them here")
+
+
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    if not CI_TIER:
+        left = [item for item in items if item.get_closest_marker("ci")]
+        if left:
+            config.hook.pytest_deselected(items=left)
+            items[:] = [item for item in items if not item.get_closest_marker("ci")]
     skip = pytest.mark.skip(reason="no NVIDIA GPU visible (nvidia-smi -L failed)")
     skip_slurm = pytest.mark.skip(reason="no CI Slurm cluster (slurm/ci/cluster.sh start, "
                                          "then MEMPATH_SLURM_CLUSTER=1)")
@@ -101,6 +123,18 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
             item.add_marker(skip_browser)
         if item.get_closest_marker("slurm") and not HAVE_SLURM_CLUSTER:
             item.add_marker(skip_slurm)
+
+
+@pytest.fixture(autouse=True)
+def _one_gpu_test_at_a_time(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory):
+    """GPU tests of parallel workers take turns (a lock beside the workers' temporary
+    folders): two benchmarks on one GPU would measure each other."""
+    if "gpu" not in request.node.keywords:
+        yield
+        return
+    with open(tmp_path_factory.getbasetemp().parent / "mempath-gpu.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        yield
 
 
 def _binary(env: str, default: Path) -> Path:
@@ -161,3 +195,4 @@ def planned_summary_lines(binary: Path, fixture: Path, subcommand: str, *args: s
             body = " ".join(f"{k}={shlex.quote(v) if v else '-'}" for k, v in fields.items())
             lines.append(f"MEMPATH {bench} {body} status={status} {tail}".rstrip())
     return lines
+

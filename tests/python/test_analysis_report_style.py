@@ -83,7 +83,6 @@ def _assert_every_figure_in_style(out: Path, checked: list[Figure], expected: se
         assert f"({stem}.png)" in summary and f"({stem}.pdf)" in summary
 
 
-@pytest.mark.slow
 def test_the_whole_report_of_a_synthetic_quad_gh200_is_in_style(quad) -> None:
     out, checked, paths = quad
     for path in paths:
@@ -92,7 +91,6 @@ def test_the_whole_report_of_a_synthetic_quad_gh200_is_in_style(quad) -> None:
     _assert_every_figure_in_style(out, checked, QUAD_FIGURES)
 
 
-@pytest.mark.slow
 def test_quad_panels_wrap_into_rows(quad) -> None:
     _, checked, _ = quad
     chase = _titled(checked, "Pointer chase")
@@ -106,7 +104,6 @@ def test_quad_panels_wrap_into_rows(quad) -> None:
     assert scaling.get_size_inches()[0] == pytest.approx(style.PAGE_IN)
 
 
-@pytest.mark.slow
 def test_quad_lines_are_memories_by_role(quad) -> None:
     _, checked, _ = quad
     scaling = _titled(checked, "cpu0 read")
@@ -124,7 +121,6 @@ def test_quad_lines_are_memories_by_role(quad) -> None:
     assert look[scaling]["local HBM"] == look[chase]["local HBM"]
 
 
-@pytest.mark.slow
 def test_quad_heatmaps_print_numbers_only_where_7_pt_fits(quad) -> None:
     out, checked, _ = quad
     summary = (out / "summary.md").read_text()
@@ -149,7 +145,6 @@ def test_quad_heatmaps_print_numbers_only_where_7_pt_fits(quad) -> None:
     assert "colour only" in summary.split("### Ping-pong matrix", 1)[1].split("###", 1)[0]
 
 
-@pytest.mark.slow
 def test_the_whole_report_of_the_real_files_is_in_style(real) -> None:
     out, checked = real
     _assert_every_figure_in_style(out, checked, REAL_FIGURES)

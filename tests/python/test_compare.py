@@ -158,8 +158,6 @@ def night(tmp_path: Path, src: Path, rc: int = 0, **more: str) -> subprocess.Com
     env = {**os.environ, "MEMPATH_NIGHTLY_DIR": str(tmp_path / "nights"), "MEMPATH_REFRAME": str(stub),
            "MEMPATH_PYTHON": sys.executable, "NIGHT_SRC": str(src), "NIGHT_RC": str(rc),
            "MEMPATH_NIGHTLY_DB": str(db), "MEMPATH_NIGHTLY_FIRST": "0" if db.exists() else "1", **more}
-    import time
-    time.sleep(1.1)  # nights are named by the second
     return subprocess.run(["bash", str(REPO / "slurm" / "nightly.sh")], capture_output=True, text=True, env=env,
                           timeout=300)
 

@@ -374,7 +374,6 @@ def test_vet_node_refuses_a_bad_retest_list(tmp_path, text):
     assert not (tmp_path / "vet").exists()
 
 
-@pytest.mark.slow
 def test_local_retest_run_of_the_vetting_check(tmp_path):
     """The ReFrame check with `retest`: this node's listed case re-run into
     vetting/retest/<host>/ and kept in the output folder, the check passing."""

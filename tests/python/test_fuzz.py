@@ -1,13 +1,16 @@
 """The fuzzers of tests/fuzz run for a fixed time on every test run (issue 22: "so the next
 hostile file is found here"; docs/testing.md):
 - the Python readers (analysis.results.io, the fleet's load_cases_run) under hypothesis;
-- the C++ result reader and snapshot loader under a seeded mutation loop, built with
-  AddressSanitizer and UBSan in a build folder of its own (build-fuzz).
+- the C++ result reader and snapshot loader under a seeded mutation loop: in the test
+  command the plain build's `build/fuzz/mempath_fuzz` (nothing more to build); in CI's own
+  pass (`ci`) also built with AddressSanitizer and UBSan in a build folder of its own
+  (build-fuzz), which takes a minute of two cores.
 
 The seed is MEMPATH_FUZZ_SEED, else the day's date (printed: a failure reproduces with it);
-MEMPATH_FUZZ_SECONDS scales the time. Nothing here skips: hypothesis is imported (a missing
-one fails collection) and a build failure fails the test. The reproducers of earlier
-failures (tests/fuzz/crashes) are replayed, except those listed in tests/fuzz/known.txt.
+MEMPATH_FUZZ_SECONDS is each fuzzer's time (default 10 s, 30 s in CI's pass). Nothing here
+skips: hypothesis is imported (a missing one fails collection) and a build failure fails
+the test. The reproducers of earlier failures (tests/fuzz/crashes) are replayed, except
+those listed in tests/fuzz/known.txt.
 """
 from __future__ import annotations
 
@@ -18,10 +21,12 @@ import sys
 from pathlib import Path
 
 import hypothesis  # noqa: F401  - the Python fuzzer needs it: a missing one fails here, loudly
+import pytest
 
-REPO = Path(__file__).resolve().parents[2]
+from conftest import CI_TIER, REPO
+
 FUZZ = REPO / "tests" / "fuzz"
-SECONDS = float(os.environ.get("MEMPATH_FUZZ_SECONDS", "30"))
+SECONDS = float(os.environ.get("MEMPATH_FUZZ_SECONDS") or (30 if CI_TIER else 10))
 SEED = int(os.environ.get("MEMPATH_FUZZ_SEED") or datetime.date.today().strftime("%Y%m%d"))
 #: Snapshots of the fixtures that seed the snapshot fuzzer beside its own corpus (the larger
 #: GH200 ones cost more to copy per input than they add).
@@ -57,8 +62,10 @@ def test_python_readers_keep_their_contract_under_fuzzing(tmp_path: Path) -> Non
         "\n".join(l for l in proc.stdout.splitlines() if l.startswith(("FAIL", "  ")))
 
 
-def test_cpp_result_reader_and_snapshot_loader_survive_fuzzing(tmp_path: Path) -> None:
-    fuzzer = _asan_fuzzer(tmp_path)
+def _fuzz_cpp(fuzzer: Path, tmp_path: Path) -> None:
+    """Both targets of ``fuzzer`` for SECONDS together; the reproducers replayed."""
+    if not fuzzer.is_file():
+        pytest.fail(f"{fuzzer} does not exist: build it first (tests/run_tests.sh does)")
     seeds = tmp_path / "fixtures"
     seeds.mkdir()
     for name in SNAPSHOT_SEEDS:
@@ -75,3 +82,12 @@ def test_cpp_result_reader_and_snapshot_loader_survive_fuzzing(tmp_path: Path) -
         if proc.returncode != 0:
             failed += [l for l in proc.stdout.splitlines() if l.startswith(("FAIL", "  "))]
     assert not failed, f"the C++ parsers failed (seed {SEED}):\n" + "\n".join(failed)
+
+
+def test_cpp_result_reader_and_snapshot_loader_survive_fuzzing(mempath_bin: Path, tmp_path: Path) -> None:
+    _fuzz_cpp(mempath_bin.parent / "fuzz" / "mempath_fuzz", tmp_path)
+
+
+@pytest.mark.ci
+def test_cpp_parsers_survive_fuzzing_under_the_sanitizers(tmp_path: Path) -> None:
+    _fuzz_cpp(_asan_fuzzer(tmp_path), tmp_path)

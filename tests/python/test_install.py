@@ -199,26 +199,29 @@ def cmake(*args: str, cwd: Path, timeout: int = 1200) -> subprocess.CompletedPro
 
 
 #: An MPI to build mempath-mpi with. The README's machine has none (the setup installs no
-#: MPI): there the recipe's `~mpi` variant is installed and tested; with MPI (CI's second
-#: pass, a cluster's login node) its default `+mpi`, which fails without MPI by design.
+#: MPI); CI's own pass (these tests are `ci`) has one and installs both variants: `~mpi`,
+#: and the recipe's default `+mpi`, which fails without MPI by design.
 HAVE_MPI = shutil.which('mpicc') is not None
 
 
-@pytest.fixture(scope='module')
-def installed(tmp_path_factory) -> Path:
-    """PREFIX of `~cuda +mpi` (`~cuda ~mpi` where no MPI is installed) configured with the
-    recipe's arguments (as Spack passes them: from the top-level CMakeLists.txt, Release,
-    its own prefix), built and installed."""
+@pytest.fixture(scope='module', params=[False, True], ids=['~mpi', '+mpi'])
+def installed(request, tmp_path_factory) -> Path:
+    """PREFIX of `~cuda ~mpi` and of `~cuda +mpi` (where MPI is installed) configured with
+    the recipe's arguments (as Spack passes them: from the top-level CMakeLists.txt,
+    Release, its own prefix), built and installed."""
+    mpi = request.param
+    if mpi and not HAVE_MPI:
+        pytest.skip('no MPI here (mpicc): the +mpi variant is installed where MPI is (CI\'s own pass)')
     if not shutil.which('cmake'):
         pytest.fail('cmake is not installed (apt-get install cmake)')
     tmp = tmp_path_factory.mktemp('spack_like')
     build, prefix = tmp / 'build', tmp / 'prefix'
-    args = recipe_args(cuda=False, mpi=HAVE_MPI)
+    args = recipe_args(cuda=False, mpi=mpi)
     done = cmake('-S', str(REPO), '-B', str(build), '-DCMAKE_BUILD_TYPE=Release',
                  f'-DCMAKE_INSTALL_PREFIX={prefix}', *args, cwd=tmp)
     assert done.returncode == 0, done.stdout + done.stderr
     assert 'mempath: CUDA support OFF' in done.stdout
-    expected = ('mempath: mempath-mpi ON (NCCL OFF)' if HAVE_MPI else
+    expected = ('mempath: mempath-mpi ON (NCCL OFF)' if mpi else
                 'mempath: mempath-mpi OFF (no MPI found)')
     assert expected in done.stdout
     done = cmake('--build', str(build), '-j', str(os.cpu_count() or 2), cwd=tmp)
@@ -229,11 +232,12 @@ def installed(tmp_path_factory) -> Path:
     return prefix
 
 
-@pytest.mark.slow
-def test_install_tree(installed: Path):
+@pytest.mark.ci
+def test_install_tree(installed: Path, request):
     bindir, share = installed / 'bin', installed / 'share' / 'mempath'
+    mpi = request.node.callspec.params['installed']
     for exe in ('mempath', 'mempath-mpi'):
-        assert os.access(bindir / exe, os.X_OK) == (exe == 'mempath' or HAVE_MPI), exe
+        assert os.access(bindir / exe, os.X_OK) == (exe == 'mempath' or mpi), exe
     # The placement library is built with CUDA only.
     assert not (installed / 'lib' / 'libmempath_placement.so').exists()
     checks = {p.name for p in (REPO / 'reframe_checks').glob('*.py')} | {'run_suite.sh'}
@@ -261,7 +265,7 @@ def installed_reframe(prefix: Path, *args: str, cwd: Path, timeout: int = 300):
                           cwd=cwd, env=env, capture_output=True, text=True, timeout=timeout)
 
 
-@pytest.mark.slow
+@pytest.mark.ci
 def test_installed_checks_list_without_a_build_tree(installed: Path, tmp_path: Path):
     out = installed_reframe(installed, '-l', cwd=tmp_path)
     text = out.stdout + out.stderr
@@ -272,7 +276,7 @@ def test_installed_checks_list_without_a_build_tree(installed: Path, tmp_path: P
     assert re.search(r'^- MempathBandwidth %op=read %pu_kind=cpu /', out.stdout, re.MULTILINE), text
 
 
-@pytest.mark.slow
+@pytest.mark.ci
 def test_installed_check_runs_the_binary_from_path(installed: Path, tmp_path: Path):
     report = tmp_path / 'report.json'
     out = installed_reframe(installed, '-r', '-n', 'MempathBandwidth%op=read%pu_kind=cpu',

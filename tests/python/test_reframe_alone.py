@@ -44,7 +44,6 @@ def lone_reframe(tmp_path_factory) -> Path:
     return venv / 'bin' / 'reframe'
 
 
-@pytest.mark.slow
 def test_acceptance_checks_pass_under_a_lone_reframe(lone_reframe: Path, mempath_cpu_bin: Path,
                                                       tmp_path: Path):
     """Every CPU acceptance check, on this node, with the binary that was built: bandwidth,

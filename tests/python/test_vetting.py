@@ -156,7 +156,6 @@ def prebuilt_sources(tmp_path: Path, mempath: Path) -> Path:
     return src
 
 
-@pytest.mark.slow
 def test_local_run_of_the_vetting_check(tmp_path: Path):
     src = prebuilt_sources(tmp_path, binary())
     report = tmp_path / 'report.json'
