@@ -3,8 +3,9 @@ under operand placement (`mempath gemm`) and LLM decode under weight placement
 (`src/llm/llm_placement.py`).
 
     MempathStream         tag acceptance, every partition: `stream --all --threads all
-                          --alloc numa,device` (all cores of each CPU, each GPU, every
-                          memory with the path's usual allocator); `{kernel}_GBps_
+                          --alloc numa,device --mem local-host,local-hbm,peer-host,
+                          peer-hbm,interleave` (all cores of each CPU, each GPU, each
+                          memory role with the path's usual allocator); `{kernel}_GBps_
                           {pu_kind}_{mem_kind}_{via}_{alloc}_min` for copy and triad: the
                           slowest path of the class at its best thread count (STREAM's
                           figure), e.g. `triad_GBps_cpu_numa_local_numa_min`.
@@ -74,7 +75,8 @@ mempath_run.define(globals(), MempathStreamCommand, (
     Row('MempathStream', time_limit=ACCEPTANCE_TIME_LIMIT,
         descr='mempath stream --all --threads all: STREAM-class bandwidth of every path',
         tags=frozenset({'applications', 'acceptance'}),
-        case_options=('--all', '--threads', 'all', '--alloc', 'numa,device')),
+        case_options=('--all', '--threads', 'all', '--alloc', 'numa,device'),
+        body={'mems': f'{mempath_run.ACCEPTANCE_MEMS},interleave'}),
 ))
 
 

@@ -5,8 +5,9 @@ The measurement is the binary's (docs/cli.md); these checks launch it, keep the 
 file and turn the `MEMPATH chase ...` / `MEMPATH pingpong ...` summary lines
 (docs/schema.md) into performance variables:
 
-    MempathChase          tag acceptance, every `remote` partition: `chase --all --size 1GiB`,
-                          one random chase per processor x memory with the path's default
+    MempathChase          tag acceptance, every `remote` partition: `chase --all --size 1GiB
+                          --mem local-host,local-hbm,peer-host,peer-hbm`, one random
+                          chase per processor x memory role with the path's default
                           allocator.
     MempathChaseSweep     tag full, one check per allocator (`%alloc=`; CUDA allocators
                           on `+nvgpu`): `chase --all --pattern random,sequential --alloc
@@ -110,7 +111,8 @@ CHECKS = (
     Row('MempathChase', output_file='chase.h5', time_limit=ACCEPTANCE_TIME_LIMIT,
         descr='mempath chase --all: pointer-chase latency at 1 GiB of every path',
         tags=frozenset({'latency', 'acceptance'}), case_options=('--all',),
-        body={'subcommand': 'chase', 'size': '1GiB', 'metric': CHASE_METRIC}),
+        body={'subcommand': 'chase', 'size': '1GiB', 'mems': mempath_run.ACCEPTANCE_MEMS,
+              'metric': CHASE_METRIC}),
     Row('MempathAtomics', output_file='atomics.h5', time_limit=FULL_TIME_LIMIT,
         descr='mempath atomics --all: GPU fetch-and-add throughput, counters in every memory',
         tags=frozenset({'atomics', 'full', 'gpu'}), case_options=('--all',),

@@ -34,6 +34,11 @@ FULL_TIME_LIMIT = '2h'
 #: Multi-node MPI / NCCL jobs. (Builds: mempath_build.BUILD_TIME_LIMIT, also here.)
 SCALEOUT_TIME_LIMIT = '20m'
 
+#: The memories of an acceptance check, by role seen from each processor (docs/cli.md,
+#: "Memory roles"): its own host memory and HBM, the next superchip's. A nightly sees a
+#: path class get slower through one well-placed path of it, not every symmetric copy.
+ACCEPTANCE_MEMS = 'local-host,local-hbm,peer-host,peer-hbm'
+
 #: Partitions a check may run on, by feature (as centres write them, e.g. CSCS's): `remote`
 #: marks the partitions whose jobs land on compute nodes, never `*` (that includes login
 #: nodes); `nvgpu` an NVIDIA GPU, `mpi` a launcher that starts MPI ranks across nodes.

@@ -113,10 +113,11 @@ def test_the_estimate_of_a_tag_on_a_snapshot_sums_its_checks(mempath_cpu_bin: Pa
             "MempathTransferBandwidth %coverage=acceptance"} <= set(rows)
     assert "not modelled: mempath-mpi has no --from plan" in rows["MempathMpiBandwidth %ranks_per_node=1"]
     assert "not modelled: runs python3" in rows["MempathInventory"]
-    assert "bw: " in rows["MempathBandwidth %op=read %pu_kind=gpu"]
+    assert "bw: " in rows["MempathBandwidth %op=read %pu_kind=gpu %coverage=acceptance"]
     # The total is the sum of the per-check figures of their own plans.
     total = float(proc.stdout.splitlines()[-1].split("expected_s=")[1].split(")")[0])
-    plan = run(mempath_cpu_bin, "chase", "--all", "--size", "1GiB", "--from", str(FIXTURES / "gh200_quad"))
+    plan = run(mempath_cpu_bin, "chase", "--all", "--mem", "local-host,local-hbm,peer-host,peer-hbm", "--size", "1GiB",
+               "--from", str(FIXTURES / "gh200_quad"))
     chase_s = float(fields(plan.stdout.splitlines()[-1], "EXPECT")["expected_s"])
     assert total > chase_s > 0
     assert "2 not modelled" in proc.stdout.splitlines()[-1]

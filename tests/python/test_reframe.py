@@ -32,8 +32,14 @@ CPU_KERNELS = ('avx512', 'avx2', 'neon', 'sve', 'scalar')
 QUAD_GH200 = REPO / 'tests' / 'fixtures' / 'gh200_quad'
 
 
-def check_name(op: str, kind: str) -> str:
-    return f'MempathBandwidth %op={op} %pu_kind={kind}'
+def check_name(op: str, kind: str, coverage: str = 'full') -> str:
+    return f'MempathBandwidth %op={op} %pu_kind={kind} %coverage={coverage}'
+
+
+def bandwidth_names(kinds: tuple[str, ...]) -> list[str]:
+    """Every op's full check and the acceptance checks of reads and copies, per kind."""
+    return sorted([check_name(op, k) for op in OPS for k in kinds] +
+                  [check_name(op, k, 'acceptance') for op in ('read', 'copy') for k in kinds])
 
 
 def reframe_exe() -> str:
@@ -126,20 +132,19 @@ def bandwidth_checks(names: list[str]) -> list[str]:
 
 def test_generic_lists_cpu_checks_and_gpu_checks_only_with_a_gpu():
     kinds = ('cpu', 'gpu') if generic_has_gpu() else ('cpu',)
-    expected = {check_name(op, kind) for op in OPS for kind in kinds}
-    assert sorted(bandwidth_checks(listed('generic.py'))) == sorted(expected)
+    assert sorted(bandwidth_checks(listed('generic.py'))) == bandwidth_names(kinds)
 
 
 def test_acceptance_tag_selects_read_and_copy():
     names = listed('generic.py', '--tag', 'acceptance', '--tag', 'cpu')
-    assert sorted(names) == sorted([check_name('read', 'cpu'), check_name('copy', 'cpu')])
+    assert sorted(names) == sorted([check_name('read', 'cpu', 'acceptance'), check_name('copy', 'cpu', 'acceptance')])
     full = listed('generic.py', '--tag', 'full', '--tag', 'cpu')
     assert len(full) == len(OPS)
 
 
 def test_alps_config_lists_gpu_checks_on_gh200():
     names = bandwidth_checks(listed('alps.py', '--system', 'daint:normal'))
-    assert sorted(names) == sorted(check_name(op, k) for op in OPS for k in ('cpu', 'gpu'))
+    assert sorted(names) == bandwidth_names(('cpu', 'gpu'))
 
 
 def alps_partitions(system: str = 'daint') -> dict[str, dict]:
@@ -191,7 +196,7 @@ def test_alps_account_and_partition_come_from_the_environment():
 def test_ci_config_lists_cpu_and_mpi_checks_only():
     names = listed('ci.py', '--system', 'ci:cpu')
     bandwidth = [n for n in names if n.startswith('MempathBandwidth')]
-    assert sorted(bandwidth) == sorted(check_name(op, 'cpu') for op in OPS)
+    assert sorted(bandwidth) == bandwidth_names(('cpu',))
     others = {n.split(' %')[0] for n in names} - {'MempathBandwidth'}
     assert others == {'MempathChase', 'MempathChaseSweep', 'MempathMpiBandwidth', 'MempathInventory',
                       'MempathStream', 'MempathStreamSweep', 'MempathVetting',
@@ -459,7 +464,7 @@ def run_with_fake_mempath(tmp_path: Path, lines: list[str], exit_code: int) -> d
     script.chmod(0o755)
     report = tmp_path / 'report.json'
     reframe('-C', str(CONFIGS / 'generic.py'), '-c', str(CHECKS), '-r',
-            '-n', 'MempathBandwidth%op=read%pu_kind=cpu',
+            '-n', 'MempathBandwidth%op=read%pu_kind=cpu%coverage=full',
             '-S', f'MempathBuild.sourcesdir={src}', '--prefix', str(tmp_path / 'rfm'),
             '--report-file', str(report))
     cases = {tc['name']: tc for tc in json.loads(report.read_text())['runs'][0]['testcases']}
@@ -548,12 +553,12 @@ def test_a_site_changes_the_time_limit_with_set_var():
 
 # ---- a real run ------------------------------------------------------------------------
 
-@pytest.mark.slow
+@pytest.mark.ci
 def test_local_run_of_the_cpu_acceptance_check(tmp_path: Path):
     if mempath_binary() is None:
         pytest.skip('mempath does not build here yet (no build/mempath): nothing to run')
     report = tmp_path / 'report.json'
-    name = check_name('read', 'cpu')
+    name = check_name('read', 'cpu', 'acceptance')
     out = reframe('-C', str(CONFIGS / 'generic.py'), '-c', str(CHECKS), '-r',
                   '--tag', 'acceptance', '-n', 'MempathBandwidth%op=read%pu_kind=cpu',
                   '-S', 'MempathBandwidth.size=8MiB', '-S', 'MempathBandwidth.in_cache=true',
@@ -586,7 +591,7 @@ def test_a_gh200_job_asks_for_the_partitions_gpus_and_runs_the_given_binary(tmp_
     """num_gpus_per_node from the partition's devices (4 on alps.py's `normal`), and the
     binary of `mempath_bin` (as a uenv's `mempath` on PATH would be): nothing built."""
     out = reframe('-C', str(CONFIGS / 'alps.py'), '--system', 'daint:normal',
-                  '-c', str(CHECKS / 'bandwidth.py'), '-n', 'MempathBandwidth%op=read%pu_kind=gpu',
+                  '-c', str(CHECKS / 'bandwidth.py'), '-n', 'MempathBandwidth%op=read%pu_kind=gpu%coverage=full',
                   '--dry-run', '--prefix', str(tmp_path), '-S', 'MempathBuild.mempath_bin=/opt/uenv/bin/mempath')
     assert out.returncode == 0, out.stdout + out.stderr
     job = next(tmp_path.glob('stage/daint/normal/prgenv-gnu/MempathBandwidth*/rfm_job.sh')).read_text()

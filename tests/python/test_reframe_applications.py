@@ -214,7 +214,8 @@ def test_stream_command_lines(tmp_path: Path) -> None:
             line = next(l for l in script.read_text().splitlines() if "/mempath " in l)
             commands[tc["name"]] = shlex.split(line)[1:]
     assert commands == {
-        "MempathStream": ["stream", "--all", "--threads", "all", "--alloc", "numa,device", "--size", "2GiB",
+        "MempathStream": ["stream", "--all", "--threads", "all", "--alloc", "numa,device",
+                          "--mem", "local-host,local-hbm,peer-host,peer-hbm,interleave", "--size", "2GiB",
                           "--output", "stream.h5"],
         **{f"MempathStreamSweep %alloc={a}": ["stream", "--all", "--alloc", a, "--size", "2GiB",
                                              "--output", "stream.h5"] for a in ALLOCS},

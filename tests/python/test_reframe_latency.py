@@ -439,7 +439,8 @@ def dry_run_commands(config: Path, prefix: Path, *args: str) -> dict[str, list[s
 def test_commands_of_the_checks(gpu_config: Path, tmp_path: Path) -> None:
     cmds = dry_run_commands(gpu_config, tmp_path / 'rfm')
     assert cmds == {
-        'MempathChase': ['chase', '--all', '--size', '1GiB', '--output', 'chase.h5'],
+        'MempathChase': ['chase', '--all', '--mem', 'local-host,local-hbm,peer-host,peer-hbm', '--size', '1GiB',
+                         '--output', 'chase.h5'],
         **{sweep(a): ['chase', '--all', '--pattern', 'random,sequential', '--alloc', a,
                       '--output', 'chase_sweep.h5'] for a in CHASE_SWEEP_ALLOCS},
         'MempathPingPong': ['pingpong', '--alloc', 'pinned', '--output', 'pingpong.h5'],
@@ -464,8 +465,8 @@ def test_variables_change_the_commands(gpu_config: Path, tmp_path: Path) -> None
         '-S', 'MempathPingPong.timeout=3', '-S', 'MempathPingPong.mems=numa0',
         '-S', 'MempathChaseSweep.mems=numa0,gpu0', '-S', 'MempathChaseSweep.reps=3',
         '-S', 'MempathPingPongFull.warmup=10')
-    assert cmds['MempathChase'] == ['chase', '--all', '--pu', 'cpu0,gpu0', '--size', '64MiB',
-                                    '--reps', '5', '--output', 'chase.h5']
+    assert cmds['MempathChase'] == ['chase', '--all', '--pu', 'cpu0,gpu0', '--mem', 'local-host,local-hbm,peer-host,peer-hbm',
+                                    '--size', '64MiB', '--reps', '5', '--output', 'chase.h5']
     assert cmds['MempathPingPong'] == ['pingpong', '--alloc', 'pinned', '--mem', 'numa0',
                                        '--round-trips', '100', '--stall-timeout', '3',
                                        '--output', 'pingpong.h5']

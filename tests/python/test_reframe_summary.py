@@ -257,12 +257,11 @@ def test_summary_sanity(tmp_path: Path, lines, only_passing, error) -> None:
 #: GPU partitions only. `*`: every compute partition.
 CHECKS_OF_THE_TABLES = {
     'MempathAllocatorMatrix': ({'full', 'gpu'}, '2h', '+nvgpu'),
-    'MempathBandwidth %op=copy %pu_kind=cpu': ({'full', 'acceptance', 'cpu'}, '2h', '*'),
-    'MempathBandwidth %op=copy %pu_kind=gpu': ({'full', 'acceptance', 'gpu'}, '2h', '+nvgpu'),
-    'MempathBandwidth %op=read %pu_kind=cpu': ({'full', 'acceptance', 'cpu'}, '2h', '*'),
-    'MempathBandwidth %op=read %pu_kind=gpu': ({'full', 'acceptance', 'gpu'}, '2h', '+nvgpu'),
-    'MempathBandwidth %op=write %pu_kind=cpu': ({'full', 'cpu'}, '2h', '*'),
-    'MempathBandwidth %op=write %pu_kind=gpu': ({'full', 'gpu'}, '2h', '+nvgpu'),
+    **{f'MempathBandwidth %op={op} %pu_kind={kind} %coverage=full': ({'full', kind}, '2h', systems)
+       for op in ('read', 'write', 'copy') for kind, systems in (('cpu', '*'), ('gpu', '+nvgpu'))},
+    # The nightly's bandwidth (issue 30): reads and copies of each memory role, no sweep.
+    **{f'MempathBandwidth %op={op} %pu_kind={kind} %coverage=acceptance': ({'acceptance', kind}, '2h', systems)
+       for op in ('read', 'copy') for kind, systems in (('cpu', '*'), ('gpu', '+nvgpu'))},
     'MempathChase': ({'acceptance', 'latency'}, '20m', '*'),
     'MempathChaseSweep %alloc=system': ({'full', 'latency'}, '2h', '*'),
     'MempathChaseSweep %alloc=numa': ({'full', 'latency'}, '2h', '*'),
@@ -388,8 +387,13 @@ def test_rows_and_flags_make_one_command_form(every_feature: Path, tmp_path: Pat
             line = next(l for l in script.read_text().splitlines() if '/mempath' in l)
             commands[tc['name']] = line.split(' ', 1)[1]
     assert commands == {
-        'MempathBandwidth %op=read %pu_kind=cpu':
+        'MempathBandwidth %op=read %pu_kind=cpu %coverage=full':
             'bw --all --op read --pu-kind cpu --size 8MiB --pu cpu0 --in-cache '
+            '--threads all --kernel grid --output bw.h5',
+        # Acceptance: its memory roles unless `mems` is set; quick unless `quick` is.
+        'MempathBandwidth %op=read %pu_kind=cpu %coverage=acceptance':
+            'bw --all --op read --pu-kind cpu --size 8MiB --pu cpu0 '
+            '--mem local-host,local-hbm,peer-host,peer-hbm --in-cache '
             '--threads all --kernel grid --output bw.h5',
         'MempathUnifiedMemory': 'um --size 64MiB --reps 3 --output um.h5',
         'MempathAllocatorMatrix': 'allocmatrix --output allocmatrix.h5',
