@@ -171,7 +171,11 @@ int run_benchmark(Benchmark& bench, const std::vector<std::string>& args, const 
 
   ResultRun run(opts, bench.name(), topo, argv);
   ResultFile& file = run.file();
-  const TableSpec case_spec = bench.cases_table(), sample_spec = bench.samples_table();
+  TableSpec case_spec = bench.cases_table();
+  const TableSpec sample_spec = bench.samples_table();
+  // Every family's case rows say how long the case took (setup, warm-up, timed runs,
+  // checks): what the duration model is calibrated against (core/duration_model.hpp).
+  case_spec.columns.push_back({std::string(model::kCaseSecondsColumn), ColumnType::Float, "s"});
   Table& samples = file.table(sample_spec.name, sample_spec.columns);
   Table& case_rows = file.table(case_spec.name, case_spec.columns);
   bench.begin(file);
@@ -196,7 +200,7 @@ int run_benchmark(Benchmark& bench, const std::vector<std::string>& args, const 
   });
   auto end_group = [&] {
     if (group.empty()) return;
-    if (bench.end_group(case_rows, group)) file.save();
+    if (bench.end_group(case_rows, group)) file.checkpoint();
     progress.clear();
     for (size_t r : group) {
       const Row row = table_row(case_rows, r);
@@ -210,19 +214,21 @@ int run_benchmark(Benchmark& bench, const std::vector<std::string>& args, const 
     const auto started = std::chrono::steady_clock::now();
     const Outcome o = run_one(bench, run, i, next_id);
     const std::chrono::duration<double> took = std::chrono::steady_clock::now() - started;
-    const CaseRows rows = bench.rows(i, o, next_id);
+    CaseRows rows = bench.rows(i, o, next_id);
     for (const Row& r : rows.samples) samples.append(r);
-    for (const Row& r : rows.cases) {
+    for (Row& r : rows.cases) {
+      r[std::string(model::kCaseSecondsColumn)] = took.count();
       group.push_back(case_rows.rows());
       case_rows.append(r);
       ++next_id;
     }
     file.set_attribute("end_time", utc_now_iso8601());
-    file.save();
+    file.checkpoint();
     if (o.status == "failed") exit_code = kExitFailed;
     progress.step(i + 1, case_words(bench, i), o.status == "skipped" ? -1 : took.count());
   }
   end_group();
+  file.finish();
   progress.finish();
   bench.print_tables(case_rows);
   const std::chrono::duration<double> elapsed = std::chrono::steady_clock::now() - run_start;

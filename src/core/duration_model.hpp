@@ -10,6 +10,10 @@
 
 namespace mempath::model {
 
+// The column of every family's cases table that holds the wall seconds of the run that
+// produced the row: what this model is held against (docs/results/, "duration model").
+inline constexpr const char* kCaseSecondsColumn = "case_s";
+
 // --- fixed costs --------------------------------------------------------------------
 // Per case: the result file rewritten and renamed, threads or a kernel launched, the
 // summary built. Also what makes every planned case cost more than nothing.

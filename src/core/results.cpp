@@ -345,7 +345,19 @@ std::vector<char> file_image(const std::map<std::string, Attribute>& attributes,
 
 }  // namespace
 
+void ResultFile::checkpoint() {
+  pending_ = true;
+  const auto now = std::chrono::steady_clock::now();
+  if (saved_ && now - last_save_end_ < kSaveEvery * last_save_cost_) return;
+  save();
+}
+
+void ResultFile::finish() {
+  if (pending_) save();
+}
+
 void ResultFile::save() {
+  const auto started = std::chrono::steady_clock::now();
   const std::vector<char> bytes = file_image(attributes_, tables_);
   const std::string tmp = path_ + ".tmp";
   int fd = open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
@@ -379,6 +391,9 @@ void ResultFile::save() {
     close(dir_fd);
   }
   saved_ = true;
+  pending_ = false;
+  last_save_end_ = std::chrono::steady_clock::now();
+  last_save_cost_ = last_save_end_ - started;
 }
 
 void ResultFile::abandon(const std::string& why) {

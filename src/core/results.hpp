@@ -3,6 +3,7 @@
 // one HDF5 file per run, rewritten atomically after every finished case (docs/schema.md).
 // Output policy (docs/cli.md): an existing file is never replaced unless asked for, and
 // then only once a case has finished; one run at a time writes a file (PATH.lock).
+#include <chrono>
 #include <cstdint>
 #include <map>
 #include <string>
@@ -66,6 +67,13 @@ class ResultFile {
   // always the last complete file. A write error (disk full) throws std::runtime_error with
   // one line and leaves PATH as it was.
   void save();
+  // After a finished case: save() now, unless saving has become costly (a sweep of many
+  // short cases whose file grows with every one): then only once the cases since the last
+  // save ran kSaveEvery times as long as that save took, so that rewriting the file never
+  // takes more than a few per cent of a run instead of most of it. finish() saves what is
+  // left; abandon() does too.
+  void checkpoint();
+  void finish();
   const std::string& path() const { return path_; }
 
   // Ends the process from any thread (the watchdog's): records `why` in the attribute
@@ -78,7 +86,13 @@ class ResultFile {
   std::map<std::string, Table> tables_;
   int lock_fd_ = -1;
   bool saved_ = false;
+  bool pending_ = false;  // rows appended since the last save
+  std::chrono::steady_clock::time_point last_save_end_{};
+  std::chrono::steady_clock::duration last_save_cost_{};
 };
+
+// A checkpoint saves once the time since the last save is this many times what it cost.
+inline constexpr int kSaveEvery = 20;
 
 inline constexpr int64_t kSchemaVersion = 1;
 

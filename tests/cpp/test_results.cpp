@@ -56,6 +56,39 @@ TEST(ResultFile, SavesAtomicallyAndReadsBack) {
   std::filesystem::remove(path);
 }
 
+namespace {
+// Rows of bw/samples in the file at `path` as it is on disk.
+hsize_t rows_on_disk(const std::string& path) {
+  hid_t file = H5Fopen(path.c_str(), H5F_ACC_RDONLY, H5P_DEFAULT);
+  hid_t ds = H5Dopen2(file, "bw/samples/n", H5P_DEFAULT);
+  hid_t space = H5Dget_space(ds);
+  hsize_t rows = 0;
+  H5Sget_simple_extent_dims(space, &rows, nullptr);
+  H5Sclose(space);
+  H5Dclose(ds);
+  H5Fclose(file);
+  return rows;
+}
+}  // namespace
+
+TEST(ResultFile, ACheckpointRightAfterACostlySaveWaitsAndFinishSavesIt) {
+  const std::string path = temp_path("-checkpoint.h5");
+  {
+    ResultFile f(path, {{"tool", std::string("mempath")}});
+    Table& t = f.table("bw/samples", kColumns);
+    // Enough strings that one rewrite costs milliseconds: the next checkpoint, at once, waits.
+    for (int64_t i = 0; i < 200000; ++i) t.append({{"n", i}, {"x", 1.0}, {"s", std::string("numa0")}});
+    f.checkpoint();  // the first save is never put off
+    EXPECT_EQ(rows_on_disk(path), 200000u);
+    t.append({{"n", int64_t{-1}}, {"x", 1.0}, {"s", std::string("numa0")}});
+    f.checkpoint();
+    EXPECT_EQ(rows_on_disk(path), 200000u);
+    f.finish();
+    EXPECT_EQ(rows_on_disk(path), 200001u);
+  }
+  std::filesystem::remove(path);
+}
+
 TEST(ResultFile, UnwritableFolderIsUsageError) {
   EXPECT_THROW(ResultFile("/nonexistent-dir/x.h5", {}), UsageError);
 }
