@@ -23,11 +23,12 @@ __global__ void init_kernel(double* a, double* b, double* c, size_t n, double a0
 
 __device__ __forceinline__ size_t element() { return blockIdx.x * static_cast<size_t>(blockDim.x) + threadIdx.x; }
 
-// Each kernel in the layout that measured fastest on H100 (docs/results/2026-11-24-
-// gpu-kernels.md, same session as BabelStream): copy and mul one 16-byte pair per thread
-// in blocks of 1024, a grid that covers the arrays once (3,046 GB/s against 2,820 for
-// block tiles on a resident grid and 2,980 for BabelStream's copy); add and triad one
-// element per thread in blocks of 1024 (3,058 GB/s).
+// Copy, mul, add and triad in one layout: one 16-byte pair of doubles per thread, blocks of
+// 1024, a grid that covers the arrays once. On H100 copy and mul measured 3,046 GB/s in it
+// against 2,820 for block tiles on a resident grid and 2,980 for BabelStream's copy
+// (docs/results/2026-11-24-gpu-kernels.md); on H200 add and triad with one double per
+// thread trailed BabelStream by 8 %: three arrays in flight need the wider loads more
+// (docs/results/2026-11-28-gpu-stream-h200.md).
 __global__ void copy_kernel(const double2* __restrict a, double2* __restrict c, size_t n2) {
   const size_t i = element();
   if (i < n2) c[i] = a[i];
@@ -39,14 +40,21 @@ __global__ void mul_kernel(double2* __restrict b, const double2* __restrict c, d
     b[i] = make_double2(s * v.x, s * v.y);
   }
 }
-__global__ void add_kernel(const double* __restrict a, const double* __restrict b, double* __restrict c, size_t n) {
+__global__ void add_kernel(const double2* __restrict a, const double2* __restrict b, double2* __restrict c,
+                           size_t n2) {
   const size_t i = element();
-  if (i < n) c[i] = a[i] + b[i];
+  if (i < n2) {
+    const double2 x = a[i], y = b[i];
+    c[i] = make_double2(x.x + y.x, x.y + y.y);
+  }
 }
-__global__ void triad_kernel(double* __restrict a, const double* __restrict b, const double* __restrict c, double s,
-                             size_t n) {
+__global__ void triad_kernel(double2* __restrict a, const double2* __restrict b, const double2* __restrict c,
+                             double s, size_t n2) {
   const size_t i = element();
-  if (i < n) a[i] = b[i] + s * c[i];
+  if (i < n2) {
+    const double2 x = b[i], y = c[i];
+    a[i] = make_double2(x.x + s * y.x, x.y + s * y.y);
+  }
 }
 
 __global__ void dot_kernel(const double* __restrict a, const double* __restrict b, double* __restrict partial, size_t n) {
@@ -98,7 +106,6 @@ StreamRun run_stream(int gpu, double* a_host, double* b_host, double* c_host, si
   cuda_check(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, gpu), "SM count");
   cuda_check(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&dot_per_sm, dot_kernel, kBlock, 0), "occupancy");
   const int dot_blocks = sms * std::max(1, dot_per_sm);
-  const size_t blocks = (n + kBlock - 1) / kBlock;
   // n is a multiple of 8 (arrays are whole 64-byte lines): pairs cover every element.
   const size_t n2 = n / 2;
   const size_t pair_blocks = (n2 + kBlock - 1) / kBlock;
@@ -110,7 +117,7 @@ StreamRun run_stream(int gpu, double* a_host, double* b_host, double* c_host, si
   DeviceArray<unsigned long long> bad(1);
 
   StreamRun run;
-  run.threads = static_cast<int>(std::min<size_t>(blocks * kBlock, 1ULL << 30));
+  run.threads = static_cast<int>(std::min<size_t>(pair_blocks * kBlock, 1ULL << 30));
   run.seconds.resize(kKernels);
   init_kernel<<<dot_blocks, kBlock, 0, stream.s>>>(a, b, c, n, start[0], start[1], start[2]);
   cuda_check(cudaGetLastError(), "init kernel");
@@ -121,9 +128,9 @@ StreamRun run_stream(int gpu, double* a_host, double* b_host, double* c_host, si
     cuda_check(cudaEventRecord(ev.e[1], stream.s), "cudaEventRecord");
     mul_kernel<<<pair_blocks, kBlock, 0, stream.s>>>(b2, c2, scalar, n2);
     cuda_check(cudaEventRecord(ev.e[2], stream.s), "cudaEventRecord");
-    add_kernel<<<blocks, kBlock, 0, stream.s>>>(a, b, c, n);
+    add_kernel<<<pair_blocks, kBlock, 0, stream.s>>>(a2, b2, c2, n2);
     cuda_check(cudaEventRecord(ev.e[3], stream.s), "cudaEventRecord");
-    triad_kernel<<<blocks, kBlock, 0, stream.s>>>(a, b, c, scalar, n);
+    triad_kernel<<<pair_blocks, kBlock, 0, stream.s>>>(a2, b2, c2, scalar, n2);
     cuda_check(cudaEventRecord(ev.e[4], stream.s), "cudaEventRecord");
     dot_kernel<<<dot_blocks, kBlock, 0, stream.s>>>(a, b, partial.p, n);
     cuda_check(cudaEventRecord(ev.e[5], stream.s), "cudaEventRecord");
