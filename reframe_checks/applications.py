@@ -76,7 +76,7 @@ mempath_run.define(globals(), MempathStreamCommand, (
         descr='mempath stream --all --threads all: STREAM-class bandwidth of every path',
         tags=frozenset({'applications', 'acceptance'}),
         case_options=('--all', '--threads', 'all', '--alloc', 'numa,device'),
-        body={'mems': f'{mempath_run.ACCEPTANCE_MEMS},interleave'}),
+        body={'mems': f'{mempath_run.MEMORY_ROLES},interleave'}),
 ))
 
 
@@ -89,7 +89,7 @@ mempath_run.define(globals(), PerAllocatorStream, (
     Row('MempathStreamSweep', time_limit=FULL_TIME_LIMIT,
         descr='mempath stream --all: STREAM by thread count, one allocator',
         tags=frozenset({'applications', 'full'}), case_options=('--all',),
-        body={'alloc': parameter(mempath_run.ALLOCATORS)}),
+        body={'alloc': parameter(mempath_run.ALLOCATORS), 'mems': f'{mempath_run.MEMORY_ROLES},interleave'}),
 ))
 mempath_run.define(globals(), MempathGemmCommand, (
     Row('MempathGemm', time_limit=ACCEPTANCE_TIME_LIMIT,
@@ -99,5 +99,5 @@ mempath_run.define(globals(), MempathGemmCommand, (
     Row('MempathGemmPlacement', time_limit=FULL_TIME_LIMIT,
         descr='mempath gemm --all: cuBLAS TFLOP/s under operand placement',
         tags=frozenset({'applications', 'full', 'gpu'}),
-        case_options=('--all', '--dtype', 'fp16,fp64')),
+        case_options=('--all', '--dtype', 'fp16,fp64'), body={'mems': mempath_run.MEMORY_ROLES}),
 ))

@@ -61,7 +61,7 @@ class MempathBandwidth(mempath_run.MempathCommand, mempath_run.WholeNode):
     #: Allow buffers smaller than 4x the caches on the path (`--in-cache`).
     in_cache = variable(bool, value=False)
     #: Comma-separated filters of `--all` (`--pu`, `--mem`, `--alloc`); empty: all
-    #: (`mems` None: the coverage's, mempath_run.ACCEPTANCE_MEMS or all).
+    #: (`mems` None: the coverage's, mempath_run.MEMORY_ROLES or all).
     pus = variable(str, value='')
     mems = variable(str, type(None), value=None)
     allocs = variable(str, value='')
@@ -92,7 +92,7 @@ class MempathBandwidth(mempath_run.MempathCommand, mempath_run.WholeNode):
         value = getattr(self, name)
         nightly = self.coverage == 'acceptance'
         if name == 'mems' and value is None:
-            return mempath_run.ACCEPTANCE_MEMS if nightly else ''
+            return mempath_run.MEMORY_ROLES if nightly else ''
         if name == 'quick' and value is None:
             return nightly
         return value

@@ -111,7 +111,7 @@ CHECKS = (
     Row('MempathChase', output_file='chase.h5', time_limit=ACCEPTANCE_TIME_LIMIT,
         descr='mempath chase --all: pointer-chase latency at 1 GiB of every path',
         tags=frozenset({'latency', 'acceptance'}), case_options=('--all',),
-        body={'subcommand': 'chase', 'size': '1GiB', 'mems': mempath_run.ACCEPTANCE_MEMS,
+        body={'subcommand': 'chase', 'size': '1GiB', 'mems': mempath_run.MEMORY_ROLES,
               'metric': CHASE_METRIC}),
     Row('MempathAtomics', output_file='atomics.h5', time_limit=FULL_TIME_LIMIT,
         descr='mempath atomics --all: GPU fetch-and-add throughput, counters in every memory',
@@ -140,7 +140,7 @@ mempath_run.define(globals(), PerAllocatorChase, (
         descr='mempath chase --all: latency by buffer size, one allocator',
         tags=frozenset({'latency', 'full'}),
         case_options=('--all', '--pattern', 'random,sequential'),
-        body={'subcommand': 'chase', 'metric': CHASE_METRIC,
+        body={'subcommand': 'chase', 'metric': CHASE_METRIC, 'mems': mempath_run.MEMORY_ROLES,
               'alloc': parameter(mempath_run.ALLOCATORS)}),
 ))
 class PerAllocatorPingPong(MempathPingPongCommand, mempath_run.PerAllocator):

@@ -34,10 +34,12 @@ FULL_TIME_LIMIT = '2h'
 #: Multi-node MPI / NCCL jobs. (Builds: mempath_build.BUILD_TIME_LIMIT, also here.)
 SCALEOUT_TIME_LIMIT = '20m'
 
-#: The memories of an acceptance check, by role seen from each processor (docs/cli.md,
-#: "Memory roles"): its own host memory and HBM, the next superchip's. A nightly sees a
-#: path class get slower through one well-placed path of it, not every symmetric copy.
-ACCEPTANCE_MEMS = 'local-host,local-hbm,peer-host,peer-hbm'
+#: Memories by their role seen from each processor (docs/cli.md, "Memory roles"): its own
+#: host memory and HBM, the next superchip's. The acceptance checks measure these (a
+#: nightly sees a path class get slower through one well-placed path of it), and so do the
+#: full suite's sweeps of sizes, threads or operands: every path is measured once by the
+#: full bandwidth checks, and sweeping each symmetric peer again would repeat a link class.
+MEMORY_ROLES = 'local-host,local-hbm,peer-host,peer-hbm'
 
 #: Partitions a check may run on, by feature (as centres write them, e.g. CSCS's): `remote`
 #: marks the partitions whose jobs land on compute nodes, never `*` (that includes login

@@ -102,6 +102,7 @@ class AllocMatrixBenchmark : public Benchmark {
     if (!plan_only && !gpu::built_with_cuda())
       throw UsageError("this mempath build has no CUDA support: 'mempath allocmatrix' needs a CUDA build");
     topo_ = &topo;
+    rates_ = model::rates_of(topo);
     g_ = static_cast<int>(opts.integer("gpu", 0, 0));
     const GpuInfo* info = topo.find_gpu(g_);
     if (!info) throw UsageError("GPU " + std::to_string(g_) + " does not exist; this node has " +
@@ -146,7 +147,7 @@ class AllocMatrixBenchmark : public Benchmark {
             {"dst_alloc", c.dst_alloc}, {"dst_mem", c.dst_mem}, {"size", std::to_string(size_)}};
   }
   std::string skip_reason(size_t) const override { return ""; }
-  // Modelled: two buffers set up, warm-up and timed copies (pageable or managed memory at
+  // Modelled: the buffers made, warm-up and timed copies (pageable or managed memory at
   // the pageable rate, device to device at HBM's, else over a PCIe-like link), the
   // destination cleared and checked.
   double expected_seconds(size_t i) const override {
@@ -155,11 +156,14 @@ class AllocMatrixBenchmark : public Benchmark {
       return alloc_kind(a) == Alloc::Pinned || alloc_kind(a) == Alloc::Registered || alloc_kind(a) == Alloc::Device;
     };
     const bool on_gpu = alloc_kind(c.src_alloc) == Alloc::Device && alloc_kind(c.dst_alloc) == Alloc::Device;
-    const double gbps = on_gpu ? model::kGpuLocalGBps
-                        : pagelocked(c.src_alloc) && pagelocked(c.dst_alloc) ? model::kPcieGBps
+    const double gbps = on_gpu ? rates_.gpu_local_gbps
+                        : pagelocked(c.src_alloc) && pagelocked(c.dst_alloc) ? rates_.pcie_gbps
                                                                              : model::kPageableCopyGBps;
     const double size = static_cast<double>(size_);
-    return model::kCaseOverheadS + model::setup_s(3 * size) + model::verify_s(size) +
+    // Source and destination by their allocators, the expected bytes in host memory.
+    const double made = model::setup_s(size, c.src_alloc) + model::setup_s(size, c.dst_alloc) +
+                        model::setup_s(size, "system");
+    return model::kCaseOverheadS + made + model::verify_s(size, "system") +
            model::seconds((warmup_ + reps_) * size, gbps);
   }
 
@@ -215,6 +219,7 @@ class AllocMatrixBenchmark : public Benchmark {
 
  private:
   const Topology* topo_ = nullptr;
+  model::Rates rates_;
   int g_ = 0, reps_ = 10, warmup_ = 2;
   uint64_t size_ = 0;
   std::vector<MatrixCase> cases_;

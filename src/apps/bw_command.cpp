@@ -111,18 +111,24 @@ std::vector<BwCase> plan(const Topology& topo, const Options& opts, const BwSett
   return cases;
 }
 
-// Modelled (core/duration_model.hpp): its buffers set up, warm-up and timed repetitions
-// at the path's rate (a CPU's limited by its threads, a GPU block's by one block, a grid
-// sweep point's by its blocks of 512 threads), the destination checked.
-double bw_case_seconds(const BwCase& c, const BwSettings& s) {
+// Modelled (core/duration_model.hpp): its buffers made by their allocators (managed host
+// pages a GPU reads move to it first), warm-up and timed repetitions at the path's rate (a
+// CPU's limited by its threads, a GPU block's by one block, a grid sweep point's by its
+// blocks of 512 threads), the destination checked.
+double bw_case_seconds(const model::Rates& rates, const BwCase& c, const BwSettings& s) {
   const double size = static_cast<double>(c.size);
-  const int buffers = c.op == Op::Copy ? 2 : 1;
-  double gbps = model::threads_gbps(c.pu_kind, c.via, c.threads);
+  const bool copy = c.op == Op::Copy;
+  double gbps = model::threads_gbps(rates, c.pu_kind, c.via, c.threads);
   if (c.kernel == "block") gbps = std::min(gbps, model::kGpuBlockGBps);
   if (c.blocks > 0) gbps = std::min(gbps, model::kGpuBlockGBps * c.blocks * kSweepBlockThreads / 1024);
-  const double timed = model::seconds((s.warmup + s.reps) * bw_passes(c) * buffers * size, gbps);
-  const double check = c.op == Op::Read ? 0 : model::verify_s(size);
-  return model::kCaseOverheadS + model::setup_s(buffers * size) + timed + check;
+  // A GPU's copy across a link reads over one direction of it and writes over the other.
+  if (copy && c.pu_kind == "gpu" && c.via != "local") gbps *= 2;
+  const double timed = model::seconds((s.warmup + s.reps) * bw_passes(c) * (copy ? 2 : 1) * size, gbps);
+  double made = model::setup_s(size, c.alloc) + (copy ? model::setup_s(size, c.dst_alloc) : 0);
+  if (c.pu_kind == "gpu" && c.alloc == "managed" && c.mem.rfind("gpu", 0) != 0)
+    made += model::seconds(size, model::kMigrateGBps);
+  const double check = c.op == Op::Read ? 0 : model::verify_s(size, copy ? c.dst_alloc : c.alloc);
+  return model::kCaseOverheadS + made + timed + check;
 }
 
 const std::vector<ColumnSpec> kSampleColumns = {
@@ -171,6 +177,7 @@ class BwBenchmark : public Benchmark {
 
   void plan(const Options& opts, const Topology& topo, bool) override {
     topo_ = &topo;
+    rates_ = model::rates_of(topo);
     settings_ = settings_from(opts);
     cases_ = mempath::plan(topo, opts, settings_);
     if (cases_.empty()) throw UsageError("the filters select no case on this node; see 'mempath list'");
@@ -202,8 +209,8 @@ class BwBenchmark : public Benchmark {
   }
   std::string skip_reason(size_t i) const override { return cases_[i].skip_reason; }
   double expected_seconds(size_t i) const override {
-    const double noise = first_noise_use_[i] ? model::setup_s(static_cast<double>(cases_[i].noise.size)) : 0;
-    return bw_case_seconds(cases_[i], settings_) + noise;
+    const double noise = first_noise_use_[i] ? model::setup_s(static_cast<double>(cases_[i].noise.size), "numa") : 0;
+    return bw_case_seconds(rates_, cases_[i], settings_) + noise;
   }
 
   void prepare() override { noise_buffers_ = std::make_unique<NoiseBuffers>(*topo_); }
@@ -304,6 +311,7 @@ class BwBenchmark : public Benchmark {
  private:
   bool all_ = false;
   const Topology* topo_ = nullptr;
+  model::Rates rates_;
   BwSettings settings_;
   std::vector<BwCase> cases_;
   // The noise column: the reader's PU:MEM, or the option itself where a case has none

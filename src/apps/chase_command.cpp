@@ -78,7 +78,7 @@ struct Walk {
 };
 
 // Default dependent loads per repetition: ~0.1-0.4 s at memory latency on each kind.
-uint64_t default_accesses(const ChaseCase& c) { return c.pu_kind == "gpu" ? 1ULL << 18 : 1ULL << 21; }
+uint64_t default_accesses(const ChaseCase& c) { return c.pu_kind == "gpu" ? 1ULL << 18 : 1ULL << 20; }
 
 Walk run(const Topology& topo, const ChaseCase& c, uint64_t size, bool sequential, const Settings& s) {
   Walk o;
@@ -280,21 +280,25 @@ class ChaseBenchmark : public Benchmark {
             {"huge", s_.huge_pages ? "1" : "0"}};
   }
   std::string skip_reason(size_t i) const override { return bases_[items_[i].base].skip_reason; }
-  // Modelled, per size (--from: an item is its whole sweep): the chain built, the buffer
-  // set up, a warm-up pass and the timed loads, each a cache hit while the buffer fits
-  // the largest cache, else a miss of the processor's kind.
+  // Modelled, per size (--from: an item is its whole sweep): the chain built (device
+  // memory: as an image in pageable memory, then copied in), the buffer made, a warm-up
+  // pass and the timed loads, each a cache hit while the buffer fits the largest cache,
+  // else a miss: a CPU's, a GPU's to its own HBM or to another memory.
   double expected_seconds(size_t i) const override {
     const Item& it = items_[i];
     const ChaseCase& c = bases_[it.base];
     uint64_t largest = 0;
     for (const auto& k : model_caches_[it.base]) largest = std::max(largest, k.bytes);
     const double accesses = static_cast<double>(s_.accesses ? s_.accesses : default_accesses(c));
+    const std::string alloc = alloc_name(c.alloc);
+    const double miss = c.pu_kind != "gpu" ? model::kCpuMemoryLoadS
+                        : c.via == "local" ? model::kGpuLocalLoadS : model::kGpuRemoteLoadS;
     double total = 0;
     for (uint64_t size : it.size ? std::vector<uint64_t>{it.size} : sizes_of(it.base)) {
-      const double elements = static_cast<double>(size / s_.line);
-      const double load = size <= largest ? model::kCacheLoadS
-                          : c.pu_kind == "gpu" ? model::kGpuMemoryLoadS : model::kCpuMemoryLoadS;
-      total += model::kCaseOverheadS + model::setup_s(static_cast<double>(size)) + elements * model::kChainElementS +
+      const double bytes = static_cast<double>(size), elements = static_cast<double>(size / s_.line);
+      const double load = size <= largest ? model::kCacheLoadS : miss;
+      const double image = alloc == "device" ? model::setup_s(bytes, "system") + model::seconds(bytes, model::kPageableCopyGBps) : 0;
+      total += model::kCaseOverheadS + model::setup_s(bytes, alloc) + image + elements * model::kChainElementS +
                (std::min(elements, accesses) + s_.reps * accesses) * load;
     }
     return total;

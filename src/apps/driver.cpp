@@ -143,10 +143,12 @@ struct Expectation {
   double seconds = 0;
 };
 
-Expectation expectation(const Benchmark& bench) {
+Expectation expectation(const Benchmark& bench, const Topology& topo) {
   Expectation e;
   for (size_t i = 0; i < bench.cases(); ++i)
     if (!bench.plan_skips(i)) ++e.planned, e.seconds += bench.expected_seconds(i);
+  // A plan that runs nothing costs nothing worth saying; one that runs a case, the run's fixed cost.
+  if (e.planned > 0) e.seconds += model::run_overhead_s(topo.gpus.size());
   return e;
 }
 
@@ -163,7 +165,7 @@ int run_benchmark(Benchmark& bench, const std::vector<std::string>& args, const 
   bench.plan(opts, topo, plan_only);
   if (plan_only) {
     for (size_t i = 0; i < bench.cases(); ++i) bench.print_plan(i);
-    const Expectation e = expectation(bench);
+    const Expectation e = expectation(bench, topo);
     std::printf("%s\n", model::expect_line(bench.name(), bench.cases(), e.planned, e.seconds).c_str());
     return kExitOk;
   }
@@ -180,7 +182,7 @@ int run_benchmark(Benchmark& bench, const std::vector<std::string>& args, const 
   Table& case_rows = file.table(case_spec.name, case_spec.columns);
   bench.begin(file);
   // Said before the first case, so a log shows how long the run should take while it runs.
-  const Expectation expected = expectation(bench);
+  const Expectation expected = expectation(bench, topo);
   std::printf("%s\n", model::expect_line(bench.name(), bench.cases(), expected.planned, expected.seconds).c_str());
   std::fflush(stdout);
 

@@ -75,7 +75,7 @@ struct GemmOutcome {
 };
 
 GemmOutcome run(const Topology& topo, int gpu, const std::string& dtype, int64_t n, const Placement& pa,
-                const Placement& pb, int warmup, int reps) {
+                const Placement& pb, int warmup, int reps, bool reps_given) {
   GemmOutcome o;
   const uint64_t bytes = static_cast<uint64_t>(n) * n * gemm_element_bytes(dtype);
   const std::string c_mem = "gpu" + std::to_string(gpu);
@@ -101,7 +101,7 @@ GemmOutcome run(const Topology& topo, int gpu, const std::string& dtype, int64_t
   }
   // Corners and an interior point: every row and column block of C is somewhere probed.
   const std::vector<std::pair<int64_t, int64_t>> probes = {{0, 0}, {n - 1, n - 1}, {n / 3, 2 * n / 3}, {n - 1, 0}};
-  const gpu::GemmRun r = gpu::run_gemm(gpu, dtype, n, a->data(), b->data(), c->data(), warmup, reps, probes);
+  const gpu::GemmRun r = gpu::run_gemm(gpu, dtype, n, a->data(), b->data(), c->data(), warmup, reps, reps_given, probes);
   o.seconds = r.seconds;
   o.cublas_version = r.cublas_version;
   o.calls_per_rep = r.calls_per_rep;
@@ -198,15 +198,17 @@ class GemmBenchmark : public Benchmark {
             {"all", "", "A and B in every memory x allocator the GPU can read"},
             {"ab", "shared|independent", "with --all: A and B in one placement (shared, the default) or in every "
                                          "pair of placements, A's x B's (independent)"},
-            {"reps", "N", "timed calls (default 10)"},
+            {"reps", "N", "timed calls (default 10; without it, as many as fit in 10 s, at least 3)"},
             {"warmup", "N", "untimed calls first (default 2)"}};
   }
 
   void plan(const Options& opts, const Topology& topo, bool plan_only) override {
     if (!plan_only && !gpu::built_with_cuda()) throw UsageError("this mempath build has no CUDA support: gemm needs a CUDA build");
     topo_ = &topo;
+    rates_ = model::rates_of(topo);
     gpu_ = static_cast<int>(opts.integer("gpu", 0, 0));
     reps_ = static_cast<int>(opts.integer("reps", 10, 1, kMaxReps));
+    reps_given_ = opts.has("reps");
     warmup_ = static_cast<int>(opts.integer("warmup", 2, 0, kMaxReps));
     std::vector<std::string> dtypes = opts.has("dtype") ? opts.list("dtype") : split_list("fp16,tf32,fp32,fp64");
     for (const auto& d : dtypes) gemm_element_bytes(d);
@@ -301,18 +303,21 @@ class GemmBenchmark : public Benchmark {
     double in_place = 0, moved = 0;
     for (const Placement* p : {&c.a, &c.b}) {
       if (p->via != "local" && p->alloc != "managed" && p->alloc != "device")
-        in_place += model::gemm_in_place_s(n, tensor16, p->via) / 2;
+        in_place += model::gemm_in_place_s(rates_, n, tensor16, p->via) / 2;
       else
-        moved += model::seconds(matrix, model::path_gbps("gpu", p->via));
+        moved += model::seconds(matrix, model::path_gbps(rates_, "gpu", p->via));
     }
     const double call = std::max(compute, in_place) + moved;
-    return model::kCaseOverheadS + model::setup_s(3 * matrix) + model::verify_s(matrix) + (warmup_ + reps_ + 1) * call;
+    const double made = model::setup_s(matrix, c.a.alloc) + model::setup_s(matrix, c.b.alloc) +
+                        model::setup_s(matrix, "device");
+    const int reps = gemm_timed_reps(reps_, reps_given_, call);
+    return model::kCaseOverheadS + made + model::verify_s(matrix, "system") + (warmup_ + reps + 1) * call;
   }
 
   void prepare() override { dev_ = gpu::gemm_device(gpu_); }
   Outcome run(size_t i) override {
     const GemmCase& c = cases_[i];
-    GemmOutcome o = mempath::run(*topo_, gpu_, c.dtype, c.n, c.a, c.b, warmup_, reps_);
+    GemmOutcome o = mempath::run(*topo_, gpu_, c.dtype, c.n, c.a, c.b, warmup_, reps_, reps_given_);
     return {o.status, o.reason, o};
   }
 
@@ -384,7 +389,9 @@ class GemmBenchmark : public Benchmark {
 
  private:
   const Topology* topo_ = nullptr;
+  model::Rates rates_;
   int gpu_ = 0, reps_ = 10, warmup_ = 2;
+  bool reps_given_ = false;
   bool independent_ = false;
   std::string pu_;
   gpu::GemmDevice dev_{};

@@ -179,6 +179,7 @@ class MemcpyBenchmark : public Benchmark {
       throw UsageError("this mempath build has no CUDA support: 'mempath memcpy' needs a CUDA build "
                        "(rebuild where nvcc is found)");
     topo_ = &topo;
+    rates_ = model::rates_of(topo);
     const MemcpyRequest request = request_from(opts);
     settings_.reps = static_cast<int>(opts.integer("reps", request.latency ? kLatencyReps : 10, 1, kMaxReps));
     settings_.warmup = static_cast<int>(opts.integer("warmup", request.latency ? kLatencyWarmup : 2, 0, kMaxReps));
@@ -201,21 +202,23 @@ class MemcpyBenchmark : public Benchmark {
   // The runners record the plan's skips themselves (with the case's buffers and parts).
   std::string skip_reason(size_t) const override { return ""; }
   bool plan_skips(size_t i) const override { return !cases_[i].skip_reason.empty(); }
-  // Modelled: a buffer group's four buffers per GPU set up by its first case; per case the
-  // destinations cleared and checked, and warm-up, timed and cool-down transfers each a
-  // call plus its bytes at the route's rate (pageable and managed memory at the pageable
-  // rate, a staged GPU<->GPU copy at half the rate: it crosses two links), the GPUs of
-  // --all-gpus at once.
+  // Modelled: a buffer group's buffers made by its first case (two of the case's allocator
+  // and two of device memory per GPU); per case the host side checked, and warm-up, timed
+  // and cool-down transfers each a call plus its bytes at the route's rate (pageable and
+  // managed memory at the pageable rate, a staged GPU<->GPU copy at half the rate: it
+  // crosses two links), the GPUs of --all-gpus at once.
   double expected_seconds(size_t i) const override {
     const MemcpyCase& c = cases_[i];
     const double size = static_cast<double>(c.size), gpus = static_cast<double>(c.gpus.size());
     const double streams = c.direction == "bidir" || c.direction == "d2d-bidir" ? 2 : 1;
-    double total = model::kCaseOverheadS + 2 * model::verify_s(gpus * streams * size);
-    if (first_of_buffer_group(i))
-      total += model::setup_s(4 * gpus * static_cast<double>(capacity_.at(c.buffer_key())));
+    double total = model::kCaseOverheadS + 2 * model::verify_s(gpus * streams * size, c.alloc);
+    if (first_of_buffer_group(i)) {
+      const double buffers = 2 * gpus * static_cast<double>(capacity_.at(c.buffer_key()));
+      total += model::setup_s(buffers, c.d2d() ? "device" : c.alloc) + model::setup_s(buffers, "device");
+    }
     double gbps = host_blocking_copy(c.alloc, c.engine) || c.alloc == "system" || c.alloc == "managed"
                       ? model::kPageableCopyGBps
-                      : model::path_gbps("gpu", c.via);
+                      : model::path_gbps(rates_, "gpu", c.via);
     if (c.engine == "staged") gbps /= 2;
     // (Concurrent streams' few cool-down copies are left to the model's slack.)
     return total + (settings_.warmup + settings_.reps) * (model::kCopyCallS + model::seconds(streams * size, gbps));
@@ -345,6 +348,7 @@ class MemcpyBenchmark : public Benchmark {
 
  private:
   const Topology* topo_ = nullptr;
+  model::Rates rates_;
   MemcpySettings settings_;
   std::vector<MemcpyCase> cases_;
   std::map<std::string, uint64_t> capacity_;

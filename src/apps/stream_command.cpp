@@ -127,6 +127,7 @@ class StreamBenchmark : public Benchmark {
 
   void plan(const Options& opts, const Topology& topo, bool plan_only) override {
     topo_ = &topo;
+    rates_ = model::rates_of(topo);
     StreamRequest req;
     req.all = opts.flag("all");
     if (auto v = opts.get("size")) {
@@ -163,16 +164,20 @@ class StreamBenchmark : public Benchmark {
             {"threads", std::to_string(c.threads)}, {"size", std::to_string(c.size)}};
   }
   std::string skip_reason(size_t i) const override { return cases_[i].bw.skip_reason; }
-  // Modelled: three arrays set up and checked, each kernel's arrays per repetition at the
-  // path's rate (a CPU's limited by its threads).
+  // Modelled: three arrays made by their allocator (managed host pages a GPU reads move to
+  // it first) and checked, each kernel's arrays per repetition at the path's rate (a CPU's
+  // limited by its threads).
   double expected_seconds(size_t i) const override {
     const BwCase& c = cases_[i].bw;
-    const double size = static_cast<double>(c.size);
-    const double gbps = model::threads_gbps(c.pu_kind, c.via, c.threads);
+    const double arrays_bytes = 3 * static_cast<double>(c.size);
+    const double gbps = model::threads_gbps(rates_, c.pu_kind, c.via, c.threads);
     int arrays = 0;
     for (const auto& k : stream_kernels(c.pu_kind)) arrays += k.arrays;
-    return model::kCaseOverheadS + model::setup_s(3 * size) + model::verify_s(3 * size) +
-           model::seconds((warmup_ + reps_) * arrays * size, gbps);
+    double made = model::setup_s(arrays_bytes, c.alloc);
+    if (c.pu_kind == "gpu" && c.alloc == "managed" && c.mem.rfind("gpu", 0) != 0)
+      made += model::seconds(arrays_bytes, model::kMigrateGBps);
+    return model::kCaseOverheadS + made + model::verify_s(arrays_bytes, c.alloc) +
+           model::seconds((warmup_ + reps_) * arrays * static_cast<double>(c.size), gbps);
   }
   Outcome run(size_t i) override {
     Measured m = mempath::run(*topo_, cases_[i], warmup_, reps_);
@@ -255,6 +260,7 @@ class StreamBenchmark : public Benchmark {
     return false;
   }
   const Topology* topo_ = nullptr;
+  model::Rates rates_;
   int reps_ = 10, warmup_ = 1;
   std::vector<StreamCase> cases_;
 };

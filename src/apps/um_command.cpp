@@ -329,16 +329,16 @@ class UmBenchmark : public Benchmark {
   // Modelled: every pass over the buffer that moves pages at the migration rate (what
   // device memory does faster counts alike), GPU bursts at HBM's rate.
   double expected_seconds(size_t i) const override {
-    const std::string exp = cases_[i].spec->name;
+    const std::string exp = cases_[i].spec->name, alloc = cases_[i].alloc;
     const double size = static_cast<double>(c_->size), move = model::seconds(size, model::kMigrateGBps);
-    double s = model::kCaseOverheadS + model::setup_s(size) + model::verify_s(size);
+    double s = model::kCaseOverheadS + model::setup_s(size, alloc) + model::verify_s(size, "system");
     if (exp == "interleave")  // bursts n = 1, 2, 4 .. iters; two CPU phases, each followed by a burst
       for (int n = 1; n <= c_->max_iterations; n *= 2)
         s += c_->reps * 2 * (2 * move + model::seconds(n * size, model::kGpuLocalGBps));
     else if (exp == "inplace")
       s += std::max(c_->reps, 2) * 2 * move;
     else  // evict: fresh buffer, cold, warm and evicted reads, pages moved back between
-      s += c_->reps * (model::setup_s(size) + 4 * move);
+      s += c_->reps * (model::setup_s(size, alloc) + 4 * move);
     return s;
   }
   Outcome run(size_t i) override {

@@ -4,16 +4,26 @@
 #include <cstdio>
 #include <sstream>
 
+#include "core/kinds.hpp"
+#include "core/topology.hpp"
+
 namespace mempath::model {
 
 namespace {
 
-double link_gbps(const std::string& pu_kind, const std::string& link) {
-  if (link == "local") return pu_kind == "gpu" ? kGpuLocalGBps : kCpuLocalGBps;
-  if (link == "c2c") return kC2cGBps;
-  if (link == "nvlink") return kNvlinkGBps;
-  if (link == "interconnect") return kInterconnectGBps;
-  return kPcieGBps;  // pcie, peer, spread, unknown, "": the slow guess errs long
+double link_gbps(const Rates& r, const std::string& pu_kind, const std::string& link) {
+  if (link == "local") return pu_kind == "gpu" ? r.gpu_local_gbps : r.cpu_socket_gbps;
+  if (link == "c2c") return r.c2c_gbps;
+  if (link == "nvlink") return r.nvlink_gbps;
+  if (link == "interconnect") return r.interconnect_gbps;
+  return r.pcie_gbps;  // pcie, peer, spread, unknown, "": the host link
+}
+
+// An allocator's kind; "none" (a path no allocator serves) counts as pageable memory.
+Alloc kind_of(const std::string& alloc) {
+  for (const auto& row : kAllocTable)
+    if (alloc == row.name) return row.kind;
+  return Alloc::System;
 }
 
 std::string format_seconds(double s) {
@@ -24,25 +34,58 @@ std::string format_seconds(double s) {
 
 }  // namespace
 
-double path_gbps(const std::string& pu_kind, const std::string& via) {
-  double gbps = link_gbps(pu_kind, via.empty() ? "" : "local");
+Rates rates_of(const Topology& topo) {
+  Rates r;
+  bool superchip = false;
+  double pcie = 0;
+  size_t nvlink_peers = 0;
+  for (const auto& g : topo.gpus) {
+    superchip = superchip || g.link_type == "c2c";
+    const int gen = std::clamp(g.pcie_gen, 0, 5), width = g.pcie_width;
+    // The slowest GPU's link counts: the estimate errs long, never short, on a mixed node.
+    const double gbps = gen > 0 && width > 0 ? width * kPcieLaneGBps[gen] : 16 * kPcieLaneGBps[4];
+    pcie = pcie > 0 ? std::min(pcie, gbps) : gbps;
+    nvlink_peers = std::max(nvlink_peers, g.nvlink_peers.size());
+  }
+  if (pcie > 0) r.pcie_gbps = pcie;
+  if (superchip) r.cpu_socket_gbps = kGraceSocketGBps;
+  if (nvlink_peers > 0) r.nvlink_gbps = kNvlinkGpuGBps / static_cast<double>(nvlink_peers);
+  return r;
+}
+
+double path_gbps(const Rates& rates, const std::string& pu_kind, const std::string& via) {
+  double gbps = link_gbps(rates, pu_kind, via.empty() ? "" : "local");
   std::stringstream links(via);
-  for (std::string link; std::getline(links, link, '+');) gbps = std::min(gbps, link_gbps(pu_kind, link));
+  for (std::string link; std::getline(links, link, '+');) gbps = std::min(gbps, link_gbps(rates, pu_kind, link));
   return gbps;
 }
 
-double threads_gbps(const std::string& pu_kind, const std::string& via, int threads) {
-  const double gbps = path_gbps(pu_kind, via);
+double threads_gbps(const Rates& rates, const std::string& pu_kind, const std::string& via, int threads) {
+  const double gbps = path_gbps(rates, pu_kind, via);
   return pu_kind == "cpu" ? std::min(gbps, kCpuCoreGBps * std::max(threads, 1)) : gbps;
 }
 
 double seconds(double bytes, double gbps) { return bytes / (gbps * 1e9); }
-double setup_s(double bytes) { return seconds(bytes, kSetupGBps); }
-double gemm_in_place_s(double n, bool tensor16, const std::string& via) {
-  const double flop_per_byte = tensor16 ? kGemmInPlaceFlopPerByte16 : kGemmInPlaceFlopPerByte32;
-  return seconds(2 * n * n * n / flop_per_byte, path_gbps("gpu", via));
+
+double run_overhead_s(size_t gpus) { return kRunOverheadS + kGpuContextS * static_cast<double>(gpus); }
+
+double setup_s(double bytes, const std::string& alloc) {
+  switch (kind_of(alloc)) {
+    case Alloc::Pinned: return seconds(bytes, kPinnedGBps);
+    case Alloc::Registered: return seconds(bytes, kRegisteredGBps);
+    case Alloc::Device: return seconds(bytes, kDeviceFillGBps);
+    default: return seconds(bytes, kTouchGBps);
+  }
 }
-double verify_s(double bytes) { return seconds(bytes, kVerifyGBps); }
+
+double verify_s(double bytes, const std::string& alloc) {
+  return seconds(bytes, kind_of(alloc) == Alloc::Device ? kDeviceFillGBps : kHostVerifyGBps);
+}
+
+double gemm_in_place_s(const Rates& rates, double n, bool tensor16, const std::string& via) {
+  const double flop_per_byte = tensor16 ? kGemmInPlaceFlopPerByte16 : kGemmInPlaceFlopPerByte32;
+  return seconds(2 * n * n * n / flop_per_byte, path_gbps(rates, "gpu", via));
+}
 
 std::string expect_line(const std::string& bench, size_t cases, size_t planned, double expected_s) {
   return "EXPECT " + bench + " cases=" + std::to_string(cases) + " planned=" + std::to_string(planned) +

@@ -1,48 +1,84 @@
 #pragma once
 // How long a planned case is expected to take: a model, never a measurement
 // (docs/methodology.md, "Expected duration"). Every constant of it is here, named; each
-// benchmark adds up what its case does (buffers set up, repetitions x bytes at the
-// path's rate, dependent loads, checks) from these. The rates are deliberately low (a
-// PCIe-attached GPU, a far socket) so that the estimate errs long; it aims to be right
-// within a factor of ~2, and a run's ELAPSED line says how far off it was.
+// benchmark adds up what its case does (buffers made, repetitions x bytes at the path's
+// rate, dependent loads, checks) from these, at the rates of the node it plans for
+// (Rates, from its topology). The constants are measured on H100 and H200 nodes (case_s
+// of every case, docs/results/2026-11-28-duration-model.md); a GH200's links come from
+// their documented peaks at the efficiency the Alps paper measured. The aim is to be right
+// within 1.5x per check; a run's ELAPSED line says how far off it was.
 #include <cstdint>
 #include <string>
+
+namespace mempath {
+struct Topology;
+}
 
 namespace mempath::model {
 
 // The column of every family's cases table that holds the wall seconds of the run that
-// produced the row: what this model is held against (docs/results/, "duration model").
+// produced the row: what this model is held against.
 inline constexpr const char* kCaseSecondsColumn = "case_s";
 
 // --- fixed costs --------------------------------------------------------------------
-// Per case: the result file rewritten and renamed, threads or a kernel launched, the
-// summary built. Also what makes every planned case cost more than nothing.
-inline constexpr double kCaseOverheadS = 0.1;
-// Allocating, first-touching and filling a buffer, any allocator (page faults, pinning
-// or registering, cudaMalloc plus a fill kernel), GB/s.
-inline constexpr double kSetupGBps = 4;
-// Checking a destination's bytes afterwards (host byte compares dominate), GB/s.
-inline constexpr double kVerifyGBps = 4;
+// Once per run: the process and its first file, and the CUDA context of each GPU (0.1 to
+// 0.55 s measured with 0 to 2 GPUs).
+inline constexpr double kRunOverheadS = 0.15;
+inline constexpr double kGpuContextS = 0.15;
+// Per case: threads or kernels launched, the summary built, the file checkpointed.
+inline constexpr double kCaseOverheadS = 0.01;
+
+// --- making buffers (allocate, first touch or fill) and checking them, GB/s ----------
+// Pageable memory (system, numa, managed) first touched by the case's CPU threads.
+inline constexpr double kTouchGBps = 8;
+// cudaMallocHost: the driver pins page by page (1.7 to 4.5 GB/s on H100 and H200 nodes).
+inline constexpr double kPinnedGBps = 3;
+// numa_alloc_onnode, touched, then cudaHostRegister.
+inline constexpr double kRegisteredGBps = 5;
+// cudaMalloc and a fill kernel; a check of device memory runs on the GPU as fast.
+inline constexpr double kDeviceFillGBps = 300;
+// A destination checked by the CPU, byte for byte.
+inline constexpr double kHostVerifyGBps = 15;
+// Managed pages moved by faults to the processor that touches them.
+inline constexpr double kMigrateGBps = 5;
 
 // --- bandwidth of a path, GB/s (the slowest link of a route counts) ------------------
-inline constexpr double kCpuCoreGBps = 5;        // one CPU core streaming memory
-inline constexpr double kCpuLocalGBps = 100;     // a CPU socket on its own memory
-inline constexpr double kGpuLocalGBps = 1500;    // a GPU on its own HBM, all SMs (A100: ~1500)
-inline constexpr double kGpuBlockGBps = 10;      // one GPU block of 1024 threads, anywhere
-inline constexpr double kC2cGBps = 100;          // Grace <-> Hopper (NVLink-C2C)
-inline constexpr double kNvlinkGBps = 100;       // GPU <-> GPU over NVLink
-inline constexpr double kInterconnectGBps = 30;  // between CPU sockets
-inline constexpr double kPcieGBps = 25;          // PCIe (gen 4 x16; gen 5 moves ~50), a peer without NVLink, unknown links
-inline constexpr double kPageableCopyGBps = 5;   // cudaMemcpy of pageable or managed memory
-inline constexpr double kMigrateGBps = 5;        // managed pages moved by faults
+// One CPU core streaming memory (8.6 measured per core of a 16-core x86 socket).
+inline constexpr double kCpuCoreGBps = 8;
+// A whole x86 socket on its own DDR (137-146 measured on the H100 and H200 hosts); a
+// Grace socket on its LPDDR5X (500 GB/s documented, at 80 %).
+inline constexpr double kX86SocketGBps = 140;
+inline constexpr double kGraceSocketGBps = 400;
+// A Hopper GPU on its own HBM, all SMs (H100 3,050, H200 4,300 measured; A100's
+// 1,500-1,900 errs short).
+inline constexpr double kGpuLocalGBps = 3000;
+// One GPU block of 1024 threads, anywhere.
+inline constexpr double kGpuBlockGBps = 10;
+// PCIe per lane and generation, one direction, at the 80 % a GPU copy reaches (gen 5 x16:
+// 50 GB/s, 51-55 measured); a link of unknown width or generation: gen 4 x16.
+inline constexpr double kPcieLaneGBps[6] = {0, 0.2, 0.4, 0.79, 1.58, 3.15};
+// NVLink: a Hopper GPU's 18 links (450 GB/s per direction), at the 83 % measured between
+// two H200s, shared evenly by the peers it is wired to (a quad GH200's pair: 125).
+inline constexpr double kNvlinkGpuGBps = 375;
+// NVLink-C2C (450 GB/s): Hopper reads LPDDR at 93 %, Grace reads HBM at 53 % (Alps paper).
+inline constexpr double kC2cGBps = 300;
+// Between the Grace sockets of a quad GH200.
+inline constexpr double kInterconnectGBps = 100;
+// cudaMemcpy of pageable memory (staged through the driver's buffers).
+inline constexpr double kPageableCopyGBps = 5;
 
 // --- latency ---------------------------------------------------------------------------
-inline constexpr double kCacheLoadS = 10e-9;    // a dependent load that hits a cache
-inline constexpr double kCpuMemoryLoadS = 200e-9;  // one that misses, CPU
-inline constexpr double kGpuMemoryLoadS = 1e-6;    // one that misses, GPU (host memory: more)
-inline constexpr double kChainElementS = 30e-9;    // building a chase chain, per element
-inline constexpr double kRoundTripS = 5e-6;        // a ping-pong round trip, any pair
-inline constexpr double kCopyCallS = 20e-6;        // one cudaMemcpyAsync + synchronise
+inline constexpr double kCacheLoadS = 10e-9;       // a dependent load that hits a cache
+inline constexpr double kCpuMemoryLoadS = 250e-9;  // one that misses, CPU (180-280 ns measured)
+inline constexpr double kGpuLocalLoadS = 400e-9;   // a GPU's miss to its own HBM (340-350 ns)
+inline constexpr double kGpuRemoteLoadS = 1.5e-6;  // to another memory (NVLink 1.0, PCIe 1.5 us)
+// Building a chase chain, per element: its order shuffled and written (50 ns measured).
+inline constexpr double kChainElementS = 50e-9;
+inline constexpr double kRoundTripS = 5e-6;        // a ping-pong round trip (0.1-6.5 us measured)
+// A CPU<->GPU round trip on a managed flag where the GPU has no ATS: the page moves by a
+// fault each way (1.25 ms measured on two H200s).
+inline constexpr double kManagedBounceS = 1.25e-3;
+inline constexpr double kCopyCallS = 12e-6;        // one cudaMemcpyAsync + synchronise (12 us measured)
 
 // --- scale-out (mempath-mpi) -----------------------------------------------------------
 // One node into the network, all its ranks together (an Alps node's Slingshot 11 NICs
@@ -53,8 +89,10 @@ inline constexpr double kCollectiveS = 50e-6;   // one NCCL collective's launch 
 inline constexpr double kNcclInitS = 5;         // ncclCommInitRank over the job, once per run
 
 // --- compute -----------------------------------------------------------------------
-inline constexpr double kGemmTflops16 = 200;  // fp16 / tf32 tensor cores
-inline constexpr double kGemmTflops32 = 20;   // fp32 / fp64
+// Hopper at large sizes: fp16 700-900 and tf32 ~400 TFLOP/s on tensor cores, fp32 (FP32
+// cores) and fp64 (tensor cores) 50-65 measured on H100 and H200.
+inline constexpr double kGemmTflops16 = 500;  // fp16 / tf32
+inline constexpr double kGemmTflops32 = 50;   // fp32 / fp64
 // A GEMM whose A and B stay in host (or peer) memory re-reads their tiles over the link:
 // flops per byte crossing it. Measured on the H100 with pinned operands over PCIe gen 5
 // (docs/results/2026-11-22-applications.md: 5.6 TFLOP/s fp16, 0.55 fp64 at ~50 GB/s),
@@ -64,19 +102,33 @@ inline constexpr double kGemmInPlaceFlopPerByte32 = 10;
 inline constexpr double kAtomicsOpsPerS = 1e9;  // fetch-and-adds of a whole GPU
 inline constexpr double kAtomicsThreads = 1 << 18;  // threads of one launch on a large GPU
 
+// The rates of one node's links, from its topology.
+struct Rates {
+  double cpu_socket_gbps = kX86SocketGBps;
+  double gpu_local_gbps = kGpuLocalGBps;
+  double pcie_gbps = 16 * kPcieLaneGBps[4];
+  double nvlink_gbps = kNvlinkGpuGBps;  // one GPU pair
+  double c2c_gbps = kC2cGBps;
+  double interconnect_gbps = kInterconnectGBps;
+};
+Rates rates_of(const Topology& topo);
+
 // GB/s of a processor of kind `pu_kind` ("cpu"/"gpu") on a route `via` (topology's
 // names joined by '+': local, c2c, nvlink, interconnect, pcie...): its slowest link.
-double path_gbps(const std::string& pu_kind, const std::string& via);
+double path_gbps(const Rates& rates, const std::string& pu_kind, const std::string& via);
 // path_gbps of `threads` threads of a processor: a CPU's limited to kCpuCoreGBps each.
-double threads_gbps(const std::string& pu_kind, const std::string& via, int threads);
+double threads_gbps(const Rates& rates, const std::string& pu_kind, const std::string& via, int threads);
 // Seconds to move `bytes` at `gbps`.
 double seconds(double bytes, double gbps);
+// Seconds of a run's fixed costs on a node with `gpus` GPUs.
+double run_overhead_s(size_t gpus);
 // Seconds of one n x n GEMM call whose operands are read in place over `via`.
-double gemm_in_place_s(double n, bool tensor16, const std::string& via);
-// Seconds to set up (allocate, touch, fill) `bytes` of buffers.
-double setup_s(double bytes);
-// Seconds to check `bytes` of a destination.
-double verify_s(double bytes);
+double gemm_in_place_s(const Rates& rates, double n, bool tensor16, const std::string& via);
+// Seconds to make `bytes` of buffers of allocator `alloc` (system, numa, managed, pinned,
+// registered, device).
+double setup_s(double bytes, const std::string& alloc);
+// Seconds to check `bytes` of a destination of allocator `alloc` (device memory on the GPU).
+double verify_s(double bytes, const std::string& alloc);
 
 // The lines that state the model and calibrate it (docs/cli.md, "Expected duration").
 // Not `MEMPATH ` lines: the summary parsers never see them.

@@ -1,5 +1,6 @@
 #include "core/gemm_model.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 
@@ -13,6 +14,11 @@ int gemm_element_bytes(const std::string& dtype) {
   if (dtype == "tf32" || dtype == "fp32") return 4;
   if (dtype == "fp64") return 8;
   throw UsageError("invalid --dtype '" + dtype + "'; valid: " + join(gemm_dtypes()));
+}
+
+int gemm_timed_reps(int reps, bool reps_given, double per_call_s) {
+  if (reps_given || per_call_s * reps <= kGemmTimedBudgetS) return reps;
+  return std::min(reps, std::max(kGemmMinReps, static_cast<int>(kGemmTimedBudgetS / per_call_s)));
 }
 
 int64_t gemm_size_for_bytes(const std::string& dtype, uint64_t bytes) {

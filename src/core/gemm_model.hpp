@@ -30,6 +30,14 @@ int gemm_flop_per_sm_clock(int cc_major, int cc_minor, const std::string& dtype)
 // TFLOP/s at `sm_clock_khz` on `sms` SMs; NaN when the rate is unknown.
 double gemm_peak_tflops(int cc_major, int cc_minor, int sms, int sm_clock_khz, const std::string& dtype);
 
+// Timed calls of one case: `reps`; with no --reps given, a case whose calls last long
+// (operands read over a link: seconds a call) times only as many as fit in
+// kGemmTimedBudgetS, at least kGemmMinReps: such calls agree to 1 % (a pinned fp64 16384
+// on H100 ran 0.53 TFLOP/s in every one of ten), so more repeat nothing.
+inline constexpr double kGemmTimedBudgetS = 10;
+inline constexpr int kGemmMinReps = 3;
+int gemm_timed_reps(int reps, bool reps_given, double per_call_s);
+
 // The operand values: multiples of 1/8 in [-1, 1], exact in every dtype, so products are
 // exact and a C element is a sum the host can predict (only fp16's output rounds).
 inline double gemm_a_value(int64_t index) { return static_cast<double>((index * 7 + 3) % 17 - 8) / 8.0; }

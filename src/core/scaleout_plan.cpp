@@ -218,8 +218,8 @@ double mpi_bw_case_s(uint64_t rank_bytes, int pairs, bool bidir, int reps, bool 
     const double messages = (rep == 0 ? 1 : windows) * static_cast<double>(kMpiWindow) * dirs;
     const double transfer = model::seconds(messages * static_cast<double>(rank_bytes) * p, node_gbps);
     // Untimed: the senders' pattern, the receivers' clear and check, a barrier and a broadcast.
-    s += std::max(transfer, messages * model::kMpiMessageS) + model::setup_s(2.0 * rank_bytes) +
-         model::verify_s(static_cast<double>(rank_bytes)) + 4 * model::kRoundTripS;
+    s += std::max(transfer, messages * model::kMpiMessageS) + model::setup_s(2.0 * rank_bytes, "system") +
+         model::verify_s(static_cast<double>(rank_bytes), "system") + 4 * model::kRoundTripS;
   }
   return s;
 }
@@ -229,18 +229,20 @@ double nccl_case_s(const NcclCase& c, int ranks, int nodes, const std::string& v
   // busbw's bytes, at least the buffer once (one rank copies its input to its output),
   // at the slower of the buffers' path and the links between the ranks.
   const double moved = static_cast<double>(c.size) * std::max(busbw_factor(c.collective, ranks), 1.0);
-  double gbps = model::path_gbps("gpu", via);
-  if (ranks > 1) gbps = std::min(gbps, nodes > 1 ? model::kNetworkGBps : model::path_gbps("gpu", gpu_link));
+  // A rank sees no topology of the other nodes: the generic rates of Rates{}.
+  const model::Rates rates;
+  double gbps = model::path_gbps(rates, "gpu", via);
+  if (ranks > 1) gbps = std::min(gbps, nodes > 1 ? model::kNetworkGBps : model::path_gbps(rates, "gpu", gpu_link));
   // The check copies the output back through a pageable stage and compares it on the host;
   // host output is cleared by the host first.
   const double out = static_cast<double>(c.size);
-  const double check = model::seconds(out, model::kPageableCopyGBps) + model::verify_s(out) +
-                       (host_output ? model::setup_s(out) : 0.0);
+  const double check = model::seconds(out, model::kPageableCopyGBps) + model::verify_s(out, "system") +
+                       (host_output ? model::setup_s(out, "system") : 0.0);
   return model::kCaseOverheadS + (warmup + iters) * (model::seconds(moved, gbps) + model::kCollectiveS) + check;
 }
 
 double nccl_setup_s(uint64_t in_bytes, uint64_t out_bytes) {
-  return model::setup_s(static_cast<double>(in_bytes + out_bytes)) +
+  return model::setup_s(static_cast<double>(in_bytes + out_bytes), "device") +
          model::seconds(static_cast<double>(in_bytes), model::kPageableCopyGBps);
 }
 

@@ -123,7 +123,7 @@ void gemm_fill(int gpu, const std::string& dtype, void* p, int64_t elements, boo
 }
 
 GemmRun run_gemm(int gpu, const std::string& dtype, int64_t n, const void* a_host, const void* b_host, void* c,
-                 int warmup, int reps, const std::vector<std::pair<int64_t, int64_t>>& probes) {
+                 int warmup, int reps, bool reps_given, const std::vector<std::pair<int64_t, int64_t>>& probes) {
   const Cublas& lib = cublas();
   use_device(gpu);
   Handle handle(lib);
@@ -173,6 +173,7 @@ GemmRun run_gemm(int gpu, const std::string& dtype, int64_t n, const void* a_hos
     if (per_call < kOneCallSettles * interval) per_call = timed(kProbeCalls);
     per_call = std::max(per_call, 1e-9);
     run.calls_per_rep = static_cast<int>(std::clamp(std::ceil(interval / per_call), 1.0, 4096.0));
+    reps = gemm_timed_reps(reps, reps_given, per_call * run.calls_per_rep);
   }
   // Calls back to back with an event between intervals: the GPU never waits for the host,
   // so no launch latency falls inside an interval.

@@ -27,7 +27,8 @@ struct GemmRun {
 };
 
 // C = A x B (column-major n x n); C in GPU memory. `probes` are (i, j) pairs read back.
+// `reps` timed intervals, fewer for long calls unless `reps_given` (gemm_timed_reps).
 GemmRun run_gemm(int gpu, const std::string& dtype, int64_t n, const void* a, const void* b, void* c,
-                 int warmup, int reps, const std::vector<std::pair<int64_t, int64_t>>& probes);
+                 int warmup, int reps, bool reps_given, const std::vector<std::pair<int64_t, int64_t>>& probes);
 
 }  // namespace mempath::gpu

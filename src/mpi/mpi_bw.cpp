@@ -388,7 +388,7 @@ int cmd_bw(const std::vector<std::string>& args, const std::vector<std::string>&
   size_t planned = 0;
   for (const auto& alloc : plan.allocs) {
     if (alloc_info(alloc).gpu_owned && !cuda_aware_problem().empty()) continue;
-    expected_s += model::setup_s(2.0 * static_cast<double>(max_message));
+    expected_s += model::setup_s(2.0 * static_cast<double>(max_message), "system");
     for (const auto& mode : plan.modes)
       for (uint64_t size : rank_sizes) expected_s += mpi_bw_case_s(size, pairs, mode == "bi", plan.reps, job.split_host);
     planned += plan.modes.size() * rank_sizes.size();

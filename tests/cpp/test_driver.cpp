@@ -3,12 +3,14 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <cmath>
 #include <filesystem>
 #include <sstream>
 #include <stdexcept>
 #include <thread>
 
 #include "apps/driver.hpp"
+#include "core/duration_model.hpp"
 #include "core/error.hpp"
 #include "core/summary_line.hpp"
 
@@ -187,15 +189,23 @@ TEST(Driver, ALineCarriesVerifiedWhereTheRowHasIt) {
   EXPECT_EQ(printed[1], "MEMPATH fake what=fail status=failed best=-1 verified=0 reason=\"data check\"");
 }
 
-// The model's sum over the cases the plan runs (the skipped second one costs nothing),
-// said first, and the run's wall time beside it last: neither is a summary line.
+// The model's sum over the cases the plan runs (the skipped second one costs nothing) and
+// the run's own fixed cost, said first, and the run's wall time beside it last: neither is
+// a summary line.
 TEST(Driver, SaysTheExpectedDurationFirstAndTheElapsedOneLast) {
   Scripted b({"ok", "skip", "fail"});
   const auto printed = lines(run(b).out);
   ASSERT_EQ(printed.size(), 5u);
-  EXPECT_EQ(printed.front(), "EXPECT fake cases=3 planned=2 skipped=1 expected_s=8.0");
+  const std::string expect = "EXPECT fake cases=3 planned=2 skipped=1 expected_s=";
+  ASSERT_EQ(printed.front().rfind(expect, 0), 0u) << printed.front();
+  const double expected = std::stod(printed.front().substr(expect.size()));
+  // This node's fixed cost: the process and each of its GPUs' contexts (printed to 0.1 s).
+  const double gpus = (expected - 8.0 - model::kRunOverheadS) / model::kGpuContextS;
+  EXPECT_GE(std::round(gpus), 0) << printed.front();
+  EXPECT_NEAR(gpus, std::round(gpus), 0.34) << printed.front();
   EXPECT_EQ(printed.back().rfind("ELAPSED fake cases=3 elapsed_s=", 0), 0u) << printed.back();
-  EXPECT_NE(printed.back().find(" expected_s=8.0"), std::string::npos) << printed.back();
+  EXPECT_NE(printed.back().find(" expected_s=" + printed.front().substr(expect.size())), std::string::npos)
+      << printed.back();
   EXPECT_EQ(summary_lines(run(b).out).size(), 3u);
 }
 

@@ -217,6 +217,7 @@ def test_stream_command_lines(tmp_path: Path) -> None:
         "MempathStream": ["stream", "--all", "--threads", "all", "--alloc", "numa,device",
                           "--mem", "local-host,local-hbm,peer-host,peer-hbm,interleave", "--size", "2GiB",
                           "--output", "stream.h5"],
-        **{f"MempathStreamSweep %alloc={a}": ["stream", "--all", "--alloc", a, "--size", "2GiB",
-                                             "--output", "stream.h5"] for a in ALLOCS},
+        **{f"MempathStreamSweep %alloc={a}": ["stream", "--all", "--alloc", a,
+                                             "--mem", "local-host,local-hbm,peer-host,peer-hbm,interleave",
+                                             "--size", "2GiB", "--output", "stream.h5"] for a in ALLOCS},
     }
