@@ -112,9 +112,14 @@ class AtomicsBenchmark : public Benchmark {
             {"ops", std::to_string(s_.ops)}};
   }
   std::string skip_reason(size_t i) const override { return cases_[i].skip_reason; }
-  // Modelled: every launch a large GPU's threads x --ops fetch-and-adds at the model's rate.
-  double expected_seconds(size_t) const override {
-    const double launch = model::kAtomicsThreads * static_cast<double>(s_.ops) / model::kAtomicsOpsPerS;
+  // Modelled: every launch a large GPU's threads x --ops fetch-and-adds at the rate of
+  // where the counters are: its own memory, another GPU's (NVLink), host memory.
+  double expected_seconds(size_t i) const override {
+    const std::string& via = cases_[i].via;
+    const double rate = via == "local"                         ? model::kAtomicsLocalOpsPerS
+                        : via.find("nvlink") == 0 && via.find('+') == std::string::npos ? model::kAtomicsPeerOpsPerS
+                                                               : model::kAtomicsHostOpsPerS;
+    const double launch = model::kAtomicsThreads * static_cast<double>(s_.ops) / rate;
     return model::kCaseOverheadS + (s_.warmup + s_.reps) * launch;
   }
 

@@ -206,7 +206,7 @@ class MemcpyBenchmark : public Benchmark {
   // and two of device memory per GPU); per case the host side checked, and warm-up, timed
   // and cool-down transfers each a call plus its bytes at the route's rate (pageable and
   // managed memory at the pageable rate, a staged GPU<->GPU copy at half the rate: it
-  // crosses two links), the GPUs of --all-gpus at once.
+  // crosses two links), the GPUs of --all-gpus at once; each timed transfer's row saved.
   double expected_seconds(size_t i) const override {
     const MemcpyCase& c = cases_[i];
     const double size = static_cast<double>(c.size), gpus = static_cast<double>(c.gpus.size());
@@ -221,7 +221,8 @@ class MemcpyBenchmark : public Benchmark {
                       : model::path_gbps(rates_, "gpu", c.via);
     if (c.engine == "staged") gbps /= 2;
     // (Concurrent streams' few cool-down copies are left to the model's slack.)
-    return total + (settings_.warmup + settings_.reps) * (model::kCopyCallS + model::seconds(streams * size, gbps));
+    return total + (settings_.warmup + settings_.reps) * (model::kCopyCallS + model::seconds(streams * size, gbps)) +
+           settings_.reps * model::kTransferRowS;
   }
   void print_plan(size_t i) const override { mempath::print_plan(name(), plan_fields(i), cases_[i].skip_reason); }
 

@@ -22,15 +22,15 @@ inline constexpr const char* kCaseSecondsColumn = "case_s";
 
 // --- fixed costs --------------------------------------------------------------------
 // Once per run: the process and its first file, and the CUDA context of each GPU (0.1 to
-// 0.55 s measured with 0 to 2 GPUs).
-inline constexpr double kRunOverheadS = 0.15;
-inline constexpr double kGpuContextS = 0.15;
+// 0.3 s measured with one GPU, 0.25 to 0.65 s with two).
+inline constexpr double kRunOverheadS = 0.1;
+inline constexpr double kGpuContextS = 0.1;
 // Per case: threads or kernels launched, the summary built, the file checkpointed.
 inline constexpr double kCaseOverheadS = 0.01;
 
 // --- making buffers (allocate, first touch or fill) and checking them, GB/s ----------
 // Pageable memory (system, numa, managed) first touched by the case's CPU threads.
-inline constexpr double kTouchGBps = 8;
+inline constexpr double kTouchGBps = 6;
 // cudaMallocHost: the driver pins page by page (1.7 to 4.5 GB/s on H100 and H200 nodes).
 inline constexpr double kPinnedGBps = 3;
 // numa_alloc_onnode, touched, then cudaHostRegister.
@@ -45,15 +45,16 @@ inline constexpr double kMigrateGBps = 5;
 // --- bandwidth of a path, GB/s (the slowest link of a route counts) ------------------
 // One CPU core streaming memory (8.6 measured per core of a 16-core x86 socket).
 inline constexpr double kCpuCoreGBps = 8;
-// A whole x86 socket on its own DDR (137-146 measured on the H100 and H200 hosts); a
-// Grace socket on its LPDDR5X (500 GB/s documented, at 80 %).
-inline constexpr double kX86SocketGBps = 140;
+// A whole x86 socket on its own DDR (137-152 measured on the H100 and H200 hosts, 83 on a
+// busier H200 host); a Grace socket on its LPDDR5X (500 GB/s documented, at 80 %).
+inline constexpr double kX86SocketGBps = 120;
 inline constexpr double kGraceSocketGBps = 400;
 // A Hopper GPU on its own HBM, all SMs (H100 3,050, H200 4,300 measured; A100's
 // 1,500-1,900 errs short).
 inline constexpr double kGpuLocalGBps = 3000;
-// One GPU block of 1024 threads, anywhere.
-inline constexpr double kGpuBlockGBps = 10;
+// One GPU block of 1024 threads on its own HBM (113-117 measured on H200); a path's rate
+// caps it elsewhere (32 over PCIe, 53 over NVLink measured).
+inline constexpr double kGpuBlockGBps = 100;
 // PCIe per lane and generation, one direction, at the 80 % a GPU copy reaches (gen 5 x16:
 // 50 GB/s, 51-55 measured); a link of unknown width or generation: gen 4 x16.
 inline constexpr double kPcieLaneGBps[6] = {0, 0.2, 0.4, 0.79, 1.58, 3.15};
@@ -79,6 +80,8 @@ inline constexpr double kRoundTripS = 5e-6;        // a ping-pong round trip (0.
 // fault each way (1.25 ms measured on two H200s).
 inline constexpr double kManagedBounceS = 1.25e-3;
 inline constexpr double kCopyCallS = 12e-6;        // one cudaMemcpyAsync + synchronise (12 us measured)
+// A transfer's sample row written to the file (its text columns: 12-15 us measured).
+inline constexpr double kTransferRowS = 12e-6;
 
 // --- scale-out (mempath-mpi) -----------------------------------------------------------
 // One node into the network, all its ranks together (an Alps node's Slingshot 11 NICs
@@ -99,8 +102,14 @@ inline constexpr double kGemmTflops32 = 50;   // fp32 / fp64
 // rounded down.
 inline constexpr double kGemmInPlaceFlopPerByte16 = 100;
 inline constexpr double kGemmInPlaceFlopPerByte32 = 10;
-inline constexpr double kAtomicsOpsPerS = 1e9;  // fetch-and-adds of a whole GPU
+// Fetch-and-adds of a whole GPU on counters in its own memory, another GPU's, host memory
+// (H200: a launch of 2^18 x 64 in 0.5 ms, 15 ms over NVLink, 70 ms over PCIe).
+inline constexpr double kAtomicsLocalOpsPerS = 1e10;
+inline constexpr double kAtomicsPeerOpsPerS = 1e9;
+inline constexpr double kAtomicsHostOpsPerS = 2.5e8;
 inline constexpr double kAtomicsThreads = 1 << 18;  // threads of one launch on a large GPU
+// cuBLAS opened and its first handle made: the first GEMM case of a run (0.4 s measured).
+inline constexpr double kCublasLoadS = 0.4;
 
 // The rates of one node's links, from its topology.
 struct Rates {
