@@ -26,7 +26,7 @@ inline constexpr const char* kCaseSecondsColumn = "case_s";
 inline constexpr double kRunOverheadS = 0.1;
 inline constexpr double kGpuContextS = 0.1;
 // Per case: threads or kernels launched, the summary built, the file checkpointed.
-inline constexpr double kCaseOverheadS = 0.01;
+inline constexpr double kCaseOverheadS = 0.005;
 
 // --- making buffers (allocate, first touch or fill) and checking them, GB/s ----------
 // Pageable memory (system, numa, managed) first touched by the case's CPU threads.

@@ -28,7 +28,7 @@ __device__ __forceinline__ size_t element() { return blockIdx.x * static_cast<si
 // against 2,820 for block tiles on a resident grid and 2,980 for BabelStream's copy
 // (docs/results/2026-11-24-gpu-kernels.md); on H200 add and triad with one double per
 // thread trailed BabelStream by 8 %: three arrays in flight need the wider loads more
-// (docs/results/2026-11-28-gpu-stream-h200.md).
+// (docs/results/2026-11-28-gpu-stream.md).
 __global__ void copy_kernel(const double2* __restrict a, double2* __restrict c, size_t n2) {
   const size_t i = element();
   if (i < n2) c[i] = a[i];
