@@ -5,12 +5,14 @@ them is most of compare's time (each HDF5 dataset read costs about 0.1 ms here, 
 its size). So, as the fleet does (analysis/fleet/load.py), child processes read chunks
 of files through h5py's low-level calls and return numpy columns, never DataFrames; and
 only the columns a comparison uses are read: a family's identity columns (its
-configuration: integers and strings that are not outcomes), ``case_id``, ``status``,
-``reason`` (only where a case is not ok) and the metric with its sample keys. Validation
+configuration: integers and strings that are not outcomes; once per plan, _PLANS),
+``case_id``, ``status``, ``reason`` (only where a case is not ok) and the metric with its
+sample keys. Validation
 of each file is io's (``result_file``); a file that cannot be used is one line.
 """
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -36,6 +38,18 @@ _NOT_FAMILIES: set[str] = set()
 _FACTS: dict[str, tuple[str, str]] = {}
 #: The compared figures (each family's metric): numbers.
 FIGURES = {spec.metric for spec in FAMILIES.values()}
+#: Per process: a family's identity columns by the plan that made them. A case's identity
+#: (its configuration) is what mempath planned: a function of the binary, its command line
+#: (less where it wrote) and the node's topology (less its host name). A fleet's nodes run
+#: one command on one kind of node, so after the first file of a plan the others' identity
+#: columns are not read again (a 4-family file holds ~40 of them; reading them was two
+#: thirds of compare's time at 10,000 files a side). Anything that differs (another binary,
+#: option, topology, table layout or row count) is another plan, read in full.
+_PLANS: dict[tuple, dict[str, np.ndarray]] = {}
+#: Per process: topology text -> the same without the host name (the plan's input).
+_PLAN_TOPOLOGY: dict[str, str] = {}
+#: Options that say where or how a run wrote, not what it measured.
+_NOT_PLAN_OPTIONS = {"--output": 1, "--overwrite": 0, "--progress": 0, "--no-progress": 0, "--timeout": 1}
 
 
 @dataclass
@@ -189,6 +203,7 @@ def _read_file(path: Path) -> tuple[str, str, Read, Read, list[str]]:
                     _FACTS.clear()
                 known = _FACTS[text] = (node_facts(topology), str(topology.get("host") or ""))
             facts, topology_host = known
+            plan = _plan_of(fid, text)
             cases: Read = {}
             samples: Read = {}
             unknown = []
@@ -205,7 +220,7 @@ def _read_file(path: Path) -> tuple[str, str, Read, Read, list[str]]:
                 if name not in FAMILIES:
                     unknown.append(name)
                     continue
-                cases[name] = _cases(path, name, h5py.h5g.open(family, b"cases"))
+                cases[name] = _cases(path, name, h5py.h5g.open(family, b"cases"), plan)
                 if FAMILIES[name].table == "samples" and b"samples" in held:
                     samples[name] = _samples(path, name, h5py.h5g.open(family, b"samples"))
         except (OSError, KeyError, ValueError, TypeError, RuntimeError) as error:
@@ -213,6 +228,36 @@ def _read_file(path: Path) -> tuple[str, str, Read, Read, list[str]]:
             raise RunFileError(f"{shown(path)}: cannot be read ({error}); the file is damaged, "
                                "give an intact mempath result file") from None
     return str(host or topology_host or "unknown"), facts, cases, samples, unknown
+
+
+def _plan_of(fid: Any, topology_text: str) -> tuple | None:
+    """What made the file's cases: its binary, command line less where it wrote, and
+    topology less the host name; None where a part is missing (read everything)."""
+    words = []
+    for name in (b"tool_version", b"git_revision", b"command_line"):
+        if not h5py.h5a.exists(fid, name):
+            return None
+        words.append(str(attribute(fid, name.decode())))
+    argv, kept, skip = words[2].split(" "), [], 0
+    for word in argv[1:]:  # argv[0]: the binary's path, which may differ from node to node
+        if skip:
+            skip -= 1
+        elif word in _NOT_PLAN_OPTIONS:
+            skip = _NOT_PLAN_OPTIONS[word]
+        else:
+            kept.append(word)
+    topology = _PLAN_TOPOLOGY.get(topology_text)
+    if topology is None:
+        try:
+            parsed = json.loads(topology_text)
+        except ValueError:
+            return None
+        if isinstance(parsed, dict):
+            parsed.pop("host", None)
+        if len(_PLAN_TOPOLOGY) > 1024:
+            _PLAN_TOPOLOGY.clear()
+        topology = _PLAN_TOPOLOGY[topology_text] = json.dumps(parsed, sort_keys=True)
+    return words[0], words[1], " ".join(kept), topology
 
 
 def _lacking(path: Path, table: str, held: set[bytes], wanted: Sequence[str]) -> None:
@@ -246,27 +291,39 @@ _NOT_IDENTITY = {family: {n.encode() for n in (OUTCOMES | DERIVED).difference(sp
                  for family, spec in FAMILIES.items()}
 
 
-def _cases(path: Path, family: str, group: Any) -> tuple[dict[str, np.ndarray], int]:
-    """case_id, status, every identity column, reason where a case is not ok, and the metric
-    where the family's figure is in its cases table (nccl)."""
+def _cases(path: Path, family: str, group: Any, plan: tuple | None) -> tuple[dict[str, np.ndarray], int]:
+    """case_id, status, every identity column (those of an earlier file of the same plan:
+    _PLANS), reason where a case is not ok, and the metric where the family's figure is in
+    its cases table (nccl)."""
     table = f"{family}/cases"
     spec = FAMILIES[family]
     names = _names(group)
     wanted = ["case_id", "status", "reason"] + ([spec.metric] if spec.table == "cases" else [])
     _lacking(path, table, set(names), wanted)
     columns = {name: _column(table, group, name) for name in wanted if name != "reason"}
-    skipped = _NOT_IDENTITY[family]
-    for raw in names:
-        if raw in skipped:
-            continue
-        name = raw.decode()
-        if name in columns or _KINDS.get((family, name)) == "f":
-            continue
-        dataset = h5py.h5o.open(group, raw)
-        kind = "f" if isinstance(dataset, h5py.h5d.DatasetID) and dataset.dtype.kind in "fc" else ""
-        _KINDS[(family, name)] = kind
-        if not kind:
-            columns[name] = read_column(dataset, f"{table}/{name}")
+    key = None if plan is None else (*plan, family, tuple(names), len(columns["case_id"]))
+    known = _PLANS.get(key) if key else None
+    if known is not None:
+        columns.update(known)
+    else:
+        identity = {}
+        skipped = _NOT_IDENTITY[family]
+        for raw in names:
+            if raw in skipped:
+                continue
+            name = raw.decode()
+            if name in columns or _KINDS.get((family, name)) == "f":
+                continue
+            dataset = h5py.h5o.open(group, raw)
+            kind = "f" if isinstance(dataset, h5py.h5d.DatasetID) and dataset.dtype.kind in "fc" else ""
+            _KINDS[(family, name)] = kind
+            if not kind:
+                identity[name] = read_column(dataset, f"{table}/{name}")
+        columns.update(identity)
+        if key and {len(v) for v in identity.values()} <= {len(columns["case_id"])}:
+            if len(_PLANS) > 256:
+                _PLANS.clear()
+            _PLANS[key] = identity
     rows = _same_length(path, table, columns)
     if len(np.unique(columns["case_id"])) != rows:
         raise RunFileError(f"{shown(path)}: table {table} names a case_id twice; valid: one row a case")

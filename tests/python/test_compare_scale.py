@@ -151,3 +151,32 @@ def test_one_host_of_several_topologies_is_numbered_without_opening_files_again(
     assert sorted(opened.read_text().split()) == sorted(map(str, files))
     out = compare(side, read_side(files, jobs=1))
     assert out.notes == [] and out.compared == 2  # n1 (two files pooled) and n1#2
+
+
+def test_files_of_another_command_line_keep_their_own_identity_columns(tmp_path: Path) -> None:
+    """Identity columns are read once per plan (binary, command line less where it wrote,
+    topology less the host name): two nodes that ran another command, whose single case is
+    another memory, are told apart although every other part of their plan is the same."""
+    import json
+    from h5fixtures import case, topology, write_run
+    from test_compare import RNG
+
+    def node(folder: Path, host: str, mem: str, gbps: float) -> None:
+        row = case(mem=mem, median_GBps=gbps)
+        samples = [{**{k: row.get(k, "") for k in ("op", "pu", "pu_kind", "mem", "dst_mem", "alloc", "dst_alloc",
+                                                   "kernel", "noise")},
+                    **{k: row.get(k, -1) for k in ("threads", "size_bytes", "bytes")},
+                    "case_id": 0, "rep": r, "bandwidth_GBps": v, "time_s": 1 / v}
+                   for r, v in enumerate(gbps * (1 + 0.002 * RNG.standard_normal(10)))]
+        topo = {**topology("gh200_single"), "host": host}
+        write_run(folder / f"{host}.h5", [row], samples, topology=json.dumps(topo),
+                  attrs={"host": host, "command_line": f"mempath bw --mem {mem} --output {host}.h5"})
+
+    for side, slow in (("base", 120.0), ("run", 60.0)):
+        (tmp_path / side).mkdir()
+        node(tmp_path / side, "n1", "numa0", 450.0)
+        node(tmp_path / side, "n2", "numa1", slow)
+    outcome = compare(read_side(sorted((tmp_path / "base").glob("*.h5"))),
+                      read_side(sorted((tmp_path / "run").glob("*.h5"))))
+    bad = [c.line() for c in outcome.changes if c.verdict != "improved"]
+    assert len(bad) == 1 and "mem=numa1" in bad[0] and "n2" in bad[0], bad
