@@ -3,8 +3,8 @@
 # end to end, analysis on real results, ReFrame listing and a local ReFrame run).
 # GPU tests skip without a GPU; run them on a GPU node with the same command. Arguments go
 # to pytest (`tests/run_tests.sh -k chase`, `tests/run_tests.sh tests/python/test_mpi.py`).
-# pytest runs on MEMPATH_TEST_WORKERS processes (pytest-xdist; default: one per CPU, 2 to 8:
-# many tests wait on a subprocess or a deadline); 0 runs it in this process. Tests
+# pytest runs on MEMPATH_TEST_WORKERS processes (pytest-xdist; default: two per CPU, at most
+# 8: many tests wait on a subprocess or a deadline); 0 runs it in this process. Tests
 # marked `ci` (their own builds of mempath) are left to CI's pass unless MEMPATH_CI_TESTS=1
 # (docs/testing.md, "Two tiers").
 # Exit status: non-zero when the setup, the build, ctest or pytest failed (pytest's own
@@ -24,7 +24,7 @@ for arg in "$@"; do
   [ -e "${arg%%::*}" ] && { targets=(); break; }
 done
 cpus=$(nproc)
-workers=${MEMPATH_TEST_WORKERS:-$(( cpus < 2 ? 2 : cpus > 8 ? 8 : cpus ))}
+workers=${MEMPATH_TEST_WORKERS:-$(( 2 * cpus > 8 ? 8 : 2 * cpus ))}
 parallel=(-n "$workers" --dist loadfile)
 if ! python -c 'import xdist' 2>/dev/null; then
   # An environment prepared without it (MEMPATH_NO_PIP=1 on an offline node): serial.
