@@ -25,6 +25,8 @@ import h5py
 import numpy as np
 
 REPO = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(REPO / "reframe_checks"))
+from expected_duration import plan_command  # noqa: E402  (one way to turn a run into its plan)
 
 
 def text(value) -> str:
@@ -32,15 +34,7 @@ def text(value) -> str:
 
 
 def modelled(mempath: str, command_line: str, snapshot: str) -> float:
-    argv = shlex.split(command_line)[1:]
-    kept, skip = [], False
-    for word in argv:
-        if skip:
-            skip = False
-        elif word == "--output":
-            skip = True
-        elif word not in ("--overwrite", "--progress", "--no-progress"):
-            kept.append(word)
+    kept = plan_command(shlex.split(command_line)[1:])
     out = subprocess.run([mempath, *kept, "--from", snapshot], capture_output=True, text=True, timeout=300)
     found = re.search(r"^EXPECT .*expected_s=([0-9.]+)", out.stdout, re.M)
     if out.returncode or not found:

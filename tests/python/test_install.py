@@ -273,13 +273,13 @@ def test_installed_checks_list_without_a_build_tree(installed: Path, tmp_path: P
     assert 'skipping test file' not in text, text
     found = re.search(r'^Found (\d+) check\(s\)$', out.stdout, re.MULTILINE)
     assert found and int(found.group(1)) >= 1, text
-    assert re.search(r'^- MempathBandwidth %op=read %pu_kind=cpu /', out.stdout, re.MULTILINE), text
+    assert re.search(r'^- MempathBandwidth %op=read %pu_kind=cpu %coverage=full /', out.stdout, re.MULTILINE), text
 
 
 @pytest.mark.ci
 def test_installed_check_runs_the_binary_from_path(installed: Path, tmp_path: Path):
     report = tmp_path / 'report.json'
-    out = installed_reframe(installed, '-r', '-n', 'MempathBandwidth%op=read%pu_kind=cpu',
+    out = installed_reframe(installed, '-r', '-n', 'MempathBandwidth%op=read%pu_kind=cpu%coverage=acceptance',
                             '-S', 'MempathBandwidth.size=8MiB',
                             '-S', 'MempathBandwidth.in_cache=true', '-S', 'MempathBandwidth.reps=3',
                             '--prefix', str(tmp_path / 'rfm'), '--report-file', str(report),
