@@ -1,4 +1,4 @@
-"""Application checks (issue 6): STREAM-class bandwidth (`mempath stream`), cuBLAS GEMM
+"""Application checks: STREAM-class bandwidth (`mempath stream`), cuBLAS GEMM
 under operand placement (`mempath gemm`) and LLM decode under weight placement
 (`src/llm/llm_placement.py`).
 

@@ -1,4 +1,4 @@
-"""Latency checks (issue 4): the pointer chase (`mempath chase`) and the compare-and-swap
+"""Latency checks: the pointer chase (`mempath chase`) and the compare-and-swap
 ping-pong (`mempath pingpong`).
 
 The measurement is the binary's (docs/cli.md); these checks launch it, keep the HDF5

@@ -26,7 +26,7 @@ from reframe.core.pipeline import RegressionTestPlugin
 REPO_ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), '..'))
 
 
-#: Wall-clock limit of building mempath or nccl-tests in a job (issue 12: never hang a job).
+#: Wall-clock limit of building mempath or nccl-tests in a job (never hang a job).
 BUILD_TIME_LIMIT = '1h'
 
 

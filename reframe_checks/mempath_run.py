@@ -25,7 +25,7 @@ from mempath_build import BUILD_TIME_LIMIT, MempathBuild  # noqa: F401 (one plac
 # Wall-clock limits of the checks' jobs, per family (ReFrame's `time_limit`, and
 # `build_time_limit` for the build fixtures). Generous on purpose: only a hung run reaches
 # them, and it then fails there instead of holding the node until the allocation or the
-# nightly job ends (issue 12). A check's limit is a ReFrame variable: a site changes every
+# nightly job ends. A check's limit is a ReFrame variable: a site changes every
 # check's with `-S time_limit=1h`, or one check's with `-S MempathChaseSweep.time_limit=4h`.
 #: Acceptance checks (the nightly subset: one default-sized pass over the paths).
 ACCEPTANCE_TIME_LIMIT = '20m'

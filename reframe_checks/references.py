@@ -255,7 +255,7 @@ def resolve_latency(perf_vars: Iterable[str], partition=None) -> dict[str, dict[
     return resolve_in(LATENCY_REFERENCES, perf_vars, partition)
 
 
-# ---- Applications (issue 6): STREAM, GEMM, LLM decode. No published figure of these tools
+# ---- Applications: STREAM, GEMM, LLM decode. No published figure of these tools
 # ---- on GH200 to seed from: the variables are logged without a band until measured runs
 # ---- (docs/results/) give one. Same shape as the tables above.
 APPLICATION_REFERENCES: dict[str, dict[str, Reference]] = {}

@@ -1,4 +1,4 @@
-"""Scale-out checks (issue 5), valid on partitions with the `mpi` feature; each spans two
+"""Scale-out checks, valid on partitions with the `mpi` feature; each spans two
 nodes unless said otherwise:
 
     MempathMpiBandwidth   `mempath-mpi bw`, 1/2/4 ranks per node (parameter), uni- and

@@ -156,7 +156,7 @@ TRANSFER_CHECKS = (
               # Largest size of the sweep; empty: the binary's (4 GiB, or what fits). 1 GiB:
               # a copy saturates its link by 4-16 MiB (H100: 52.8-52.9 GB/s from 128 MiB to
               # 2 GiB, docs/results/2026-11-22-h100-transfers.md), so 2 and 4 GiB measure
-              # nothing new and took 80 % of the sweep's time (issue 30).
+              # nothing new and took 80 % of the sweep's time.
               'max_size': variable(str, value='1GiB'),
               'DEFAULTS': {'full': {'gpus': 'all', **FULL_BW}}}),
     Row('MempathTransferLatency', tags=frozenset(), case_options=('--latency',),

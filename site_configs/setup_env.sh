@@ -12,7 +12,7 @@
 #                       it is, or the Python of MEMPATH_PYTHON when it has the packages
 # Sourcing changes only PATH, MEMPATH_BIN and the mempath_* names: the caller's shell
 # options (errexit, nounset, pipefail) and working directory stay as they were, so a
-# script's own `set -e` keeps guarding what it runs next (issue 12). Scripts that need the
+# script's own `set -e` keeps guarding what it runs next. Scripts that need the
 # repository root cd to "$mempath_root" themselves. Returns non-zero when a step failed.
 mempath_root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 

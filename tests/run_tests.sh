@@ -8,7 +8,7 @@
 # marked `ci` (their own builds of mempath) are left to CI's pass unless MEMPATH_CI_TESTS=1
 # (docs/testing.md, "Two tiers").
 # Exit status: non-zero when the setup, the build, ctest or pytest failed (pytest's own
-# status when it failed, else ctest's), so CI never reads a failed run as a pass (issue 12).
+# status when it failed, else ctest's), so CI never reads a failed run as a pass.
 set -euo pipefail
 source "$(dirname "$0")/../site_configs/setup_env.sh"
 cd "$mempath_root"

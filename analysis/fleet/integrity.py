@@ -1,4 +1,4 @@
-"""A node is never healthier than its files (issue 21, docs/fleet.md "Failed nodes").
+"""A node is never healthier than its files (docs/fleet.md "Failed nodes").
 
 A node is ``failed``, whatever the fleet's size and whatever its other values say, when
 - one of its result files cannot be read (truncated, not HDF5, another schema): the file

@@ -1,4 +1,4 @@
-"""Confirm before condemning (issue 21): a flagged case is measured again on its node
+"""Confirm before condemning: a flagged case is measured again on its node
 before the node is called degraded.
 
 The first pass writes DIR/retest.json: per flagged node, each flagged case, the preset

@@ -1,4 +1,4 @@
-"""The detection study of issue 21 on the simulator: false positives before and after the
+"""The detection study on the simulator: false positives before and after the
 confirm pass, recall per fault class and size, broken files named.
 
     python -m analysis.fleet.study -o DIR [--nodes 2688] [--seeds 1,2] [--noise h100]

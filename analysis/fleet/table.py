@@ -1,6 +1,6 @@
 """The fleet table: one tidy row per (node, path, metric) of a result file.
 
-This is the shared interface of issue #11 (docs/fleet.md): the fleet analysis and the
+This is the shared interface (docs/fleet.md): the fleet analysis and the
 history database read exactly these columns. A ``path`` names a case without the values
 that differ between alike nodes (the GPU grid's thread count follows the SM count), so
 that the same path on every node of a kind can be compared; ``component`` names the part

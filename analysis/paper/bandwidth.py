@@ -605,7 +605,7 @@ def read_write_under_contention(ctx: Context) -> Drawn:
 # ---------------------------------------------------------------- Table II
 
 ALLOCATORS = ("system", "numa", "pinned", "registered", "managed", "device")
-# What each allocator is (DESIGN.md's allocator table, src/core/allocators.cpp) and what
+# What each allocator is (docs/design.md's allocator table, src/core/allocators.cpp) and what
 # the paper's Table II prints for it: placement and automatic migration (documented).
 API = {
     "system": "mmap (malloc), first touch by a thread of the asked node",
@@ -770,7 +770,7 @@ def allocation_apis(ctx: Context) -> Drawn:
     outfiles.write_csv(evidence, ctx.out / "allocation_apis_placements.csv")
     used = set(evidence["run"]) | (set(bw["run"]) if not bw.empty and "run" in bw else set())
     notes = [
-        "Documented: the API (DESIGN.md's allocator table, src/core/allocators.cpp) and the paper's Table II "
+        "Documented: the API (docs/design.md's allocator table, src/core/allocators.cpp) and the paper's Table II "
         "placement and automatic migration. Measured in these runs: where each buffer's pages were after its "
         "case (the placement columns of /bw/cases, /allocmatrix/cases and /um: move_pages, CUDA range "
         "attributes), counted per buffer, and whether a CPU or GPU case with the allocator ran (/bw/cases); "

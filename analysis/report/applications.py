@@ -1,4 +1,4 @@
-"""Report part for the applications (issue 6): STREAM bandwidth by thread count with the
+"""Report part for the applications: STREAM bandwidth by thread count with the
 best thread count marked, the GPU stream kernels under placement (the paper's
 BabelStream table), cuBLAS GEMM TFLOP/s by size per data type and operand placement
 against the peak model (Figures 15-16), and LLM decode tokens/s per weight placement next

@@ -1,4 +1,4 @@
-"""Report part for `mempath chase` and `mempath pingpong` (issue 4): latency against
+"""Report part for `mempath chase` and `mempath pingpong`: latency against
 buffer size per processor with the cache sizes drawn as vertical lines (the paper's
 Figures 11-12), random against sequential chains (the prefetcher test), the ping-pong
 matrix per flag memory (Figure 13) and the round-trip distributions.

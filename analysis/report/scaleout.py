@@ -1,4 +1,4 @@
-"""Report part for the scale-out runs of `mempath-mpi` (issue 5): node-to-node bandwidth
+"""Report part for the scale-out runs of `mempath-mpi`: node-to-node bandwidth
 against message size per ranks-per-node, uni- vs bidirectional (the paper's Figure 14);
 NCCL bus bandwidth against size per buffer placement, and against the node count at the
 largest size (Figures 18-19); the mpi4py node inventory as a table."""

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # A real two-node Slurm cluster on this one machine, for CI and for trying multi-node
-# checks by hand (issue 5; shared/SLURM_CI.md says what is known to work).
+# checks by hand (shared/SLURM_CI.md says what is known to work).
 #
 #   slurm/ci/cluster.sh start          # (re)start: stop, wipe the state folder, start
 #   slurm/ci/cluster.sh status         # sinfo; exit 1 when the cluster is not up
@@ -20,7 +20,7 @@
 #
 # Needs root (namespaces, daemons as root). Installs what is missing with apt-get.
 #
-# Security (it runs as root on shared machines; issue 12): the state folder is private,
+# Security (it runs as root on shared machines): the state folder is private,
 # a fresh `mktemp -d` (root, 0700; munge's group may traverse it to reach munge's own
 # folder) unless MEMPATH_SLURM_DIR names one that only root can write; the folder in use is
 # recorded in $RECORD (root, 0600), where status, exec and stop find it. Secrets are

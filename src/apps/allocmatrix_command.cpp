@@ -1,5 +1,5 @@
 // `mempath allocmatrix`: cudaMemcpy between every source allocator and every destination
-// allocator (issue 3, item 3; the paper's Figure 5). Each copy is cudaMemcpyAsync with
+// allocator (the paper's Figure 5). Each copy is cudaMemcpyAsync with
 // cudaMemcpyDefault followed by a stream synchronise, timed on the host: what a plain
 // cudaMemcpy costs an application, whatever the driver picks (copy engine, staging of
 // pageable memory, a CPU copy).
@@ -10,10 +10,10 @@
 #include <iostream>
 
 #include "apps/benchmark.hpp"
-#include "core/duration_model.hpp"
-#include "core/alloc_kind.hpp"
 #include "core/allocators.hpp"
+#include "core/duration_model.hpp"
 #include "core/error.hpp"
+#include "core/kinds.hpp"
 #include "core/numa_policy.hpp"
 #include "core/options.hpp"
 #include "core/stats.hpp"

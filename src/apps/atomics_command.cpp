@@ -1,5 +1,5 @@
 // `mempath atomics`: atomic fetch-and-add throughput of each GPU on a counter array in
-// each memory, through each allocator (issue 14's demonstration; docs/cli.md). The count
+// each memory, through each allocator (docs/cli.md). The count
 // every counter ends with is the data check.
 #include <cstdlib>
 #include <cstring>

@@ -6,12 +6,12 @@
 #include <memory>
 #include <set>
 
-#include "apps/bw_runner.hpp"
 #include "apps/benchmark.hpp"
+#include "apps/bw_runner.hpp"
 #include "apps/driver.hpp"
-#include "core/alloc_kind.hpp"
 #include "core/duration_model.hpp"
 #include "core/error.hpp"
+#include "core/kinds.hpp"
 #include "core/options.hpp"
 #include "core/stats.hpp"
 #include "core/text_table.hpp"

@@ -1,5 +1,5 @@
 // `mempath chase`: dependent-load latency of one CPU thread or one GPU thread over a
-// buffer of each memory and allocator, swept over sizes (issue 4; docs/cli.md).
+// buffer of each memory and allocator, swept over sizes (docs/cli.md).
 #include <cmath>
 #include <cstdio>
 #include <cstring>
@@ -7,16 +7,16 @@
 #include <limits>
 
 #include "apps/benchmark.hpp"
-#include "core/duration_model.hpp"
-#include "core/alloc_kind.hpp"
+#include "apps/plan_print.hpp"
 #include "core/allocators.hpp"
 #include "core/chase_chain.hpp"
 #include "core/chase_plan.hpp"
+#include "core/duration_model.hpp"
 #include "core/error.hpp"
 #include "core/guards.hpp"
+#include "core/kinds.hpp"
 #include "core/numa_policy.hpp"
 #include "core/options.hpp"
-#include "apps/plan_print.hpp"
 #include "core/stats.hpp"
 #include "core/timer.hpp"
 #include "core/units.hpp"

@@ -50,7 +50,7 @@ std::string progress_line(size_t done, size_t total, const std::string& what, do
 namespace {
 
 // The benchmark's fields plus `verified` wherever its rows have that column: the checks
-// take the verdict from stdout, so they need no HDF5 reader beside ReFrame (issue 19).
+// take the verdict from stdout, so they need no HDF5 reader beside ReFrame.
 std::vector<SummaryField> line_fields(const Benchmark& bench, const Row& row) {
   auto fields = bench.summary_fields(row);
   const bool listed = std::any_of(fields.begin(), fields.end(), [](const SummaryField& f) {

@@ -1,6 +1,6 @@
 // `mempath gemm`: cuBLAS GEMM on one GPU with A and B in each memory, together or each in
 // its own (the paper's Figure 15: A's memory x B's memory), C in the GPU's own device
-// memory; fp16/tf32/fp32/fp64, by size; TFLOP/s against the peak model (issues 6, 20).
+// memory; fp16/tf32/fp32/fp64, by size; TFLOP/s against the peak model.
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
@@ -11,13 +11,13 @@
 #include "apps/benchmark.hpp"
 #include "apps/driver.hpp"
 #include "apps/plan_print.hpp"
-#include "core/duration_model.hpp"
-#include "core/alloc_kind.hpp"
 #include "core/allocators.hpp"
 #include "core/bw_plan.hpp"
+#include "core/duration_model.hpp"
 #include "core/error.hpp"
 #include "core/gemm_model.hpp"
 #include "core/guards.hpp"
+#include "core/kinds.hpp"
 #include "core/options.hpp"
 #include "core/stats.hpp"
 #include "core/text_table.hpp"

@@ -3,8 +3,8 @@
 
 #include <algorithm>
 
-#include "core/alloc_kind.hpp"
 #include "core/error.hpp"
+#include "core/kinds.hpp"
 #include "core/numa_policy.hpp"
 #include "core/units.hpp"
 #include "gpu/gpu_api.hpp"

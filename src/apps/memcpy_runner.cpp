@@ -5,8 +5,8 @@
 #include <atomic>
 #include <cstring>
 
-#include "core/alloc_kind.hpp"
 #include "core/error.hpp"
+#include "core/kinds.hpp"
 #include "core/numa_policy.hpp"
 #include "core/units.hpp"
 #include "gpu/gpu_api.hpp"

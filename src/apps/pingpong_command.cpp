@@ -1,5 +1,5 @@
 // `mempath pingpong`: compare-and-swap round trips on a one-byte flag between two agents
-// (a CPU core, a GPU thread), with the flag in each memory (issue 4; docs/cli.md).
+// (a CPU core, a GPU thread), with the flag in each memory (docs/cli.md).
 // Agent a turns the flag 0 -> 1 and agent b 1 -> 0, each retrying its CAS until it
 // succeeds: a round trip is the time between two successes of a.
 #include <algorithm>
@@ -10,11 +10,11 @@
 #include <limits>
 
 #include "apps/benchmark.hpp"
-#include "core/duration_model.hpp"
-#include "core/alloc_kind.hpp"
 #include "core/allocators.hpp"
 #include "core/cycle_counter.hpp"
+#include "core/duration_model.hpp"
 #include "core/error.hpp"
+#include "core/kinds.hpp"
 #include "core/numa_policy.hpp"
 #include "core/options.hpp"
 #include "core/pingpong_plan.hpp"

@@ -1,6 +1,6 @@
 // `mempath stream`: STREAM's Copy/Scale/Add/Triad on CPU cores by thread count, and
 // BabelStream's Copy/Mul/Add/Triad/Dot on GPUs, over arrays from any allocator and
-// memory (issue 6; docs/cli.md).
+// memory (docs/cli.md).
 #include <cmath>
 #include <cstdio>
 #include <iostream>
@@ -8,11 +8,11 @@
 
 #include "apps/benchmark.hpp"
 #include "apps/driver.hpp"
-#include "core/duration_model.hpp"
-#include "core/alloc_kind.hpp"
 #include "core/allocators.hpp"
+#include "core/duration_model.hpp"
 #include "core/error.hpp"
 #include "core/guards.hpp"
+#include "core/kinds.hpp"
 #include "core/options.hpp"
 #include "core/stats.hpp"
 #include "core/stream_plan.hpp"

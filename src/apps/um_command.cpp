@@ -1,4 +1,4 @@
-// `mempath um`: unified-memory behaviour (issue 3, item 5; docs/cli.md):
+// `mempath um`: unified-memory behaviour (docs/cli.md):
 //   interleave  GPU writes (cudaMemset bursts of 1..N back-to-back iterations) interleaved
 //               with CPU writes (memset, and one store per page) on managed and on
 //               system-allocated memory: what page migration costs each side, and the
@@ -20,13 +20,13 @@
 #include <limits>
 
 #include "apps/benchmark.hpp"
-#include "core/duration_model.hpp"
-#include "core/alloc_kind.hpp"
+#include "apps/plan_print.hpp"
 #include "core/allocators.hpp"
+#include "core/duration_model.hpp"
 #include "core/error.hpp"
+#include "core/kinds.hpp"
 #include "core/numa_policy.hpp"
 #include "core/options.hpp"
-#include "apps/plan_print.hpp"
 #include "core/stats.hpp"
 #include "core/timer.hpp"
 #include "core/units.hpp"

@@ -1,5 +1,5 @@
 #pragma once
-// The one allocator layer (DESIGN.md): system, numa, device, managed, pinned, registered.
+// The one allocator layer (docs/design.md): system, numa, device, managed, pinned, registered.
 // A Buffer owns its memory, was first touched where its memory name says, and can say
 // where its pages really are.
 #include <cstddef>

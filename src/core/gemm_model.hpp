@@ -1,7 +1,7 @@
 #pragma once
 // GEMM arithmetic that needs no GPU: data types, the square size whose matrix has a given
 // number of bytes, FLOP count, the peak model, and the operand values the data check
-// predicts (issue 6; docs/methodology.md).
+// predicts (docs/methodology.md).
 #include <cstdint>
 #include <string>
 #include <vector>

@@ -1,6 +1,6 @@
 #pragma once
 // Allocator, memory and processor kinds as values, with the properties the code asks of
-// them. The rows are in core/kinds.def, shared with analysis/kinds.py. Names are only for
+// them. The rows are in core/kinds.def, shared with analysis/results/kinds.py. Names are only for
 // the CLI, result files and JSON; code compares kinds and asks the descriptor. Every
 // helper accepts a name or a kind (x_kind(x), x_name(x)), so code holding either compiles.
 #include <array>

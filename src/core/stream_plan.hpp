@@ -1,5 +1,5 @@
 #pragma once
-// STREAM-class kernels (issue 6): which cases run, the bytes each kernel is counted for
+// STREAM-class kernels: which cases run, the bytes each kernel is counted for
 // (as STREAM and BabelStream count them), and the values the arrays must hold after a
 // number of repetitions, which is the data check. Pure planning: nothing is allocated.
 #include <cstdint>

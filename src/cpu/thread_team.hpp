@@ -1,7 +1,7 @@
 #pragma once
 // Pinned worker threads that start a timed region together: time = last end - common
 // start, where the common start is taken by the last thread to arrive, just before it
-// releases the others (DESIGN.md, Measurement).
+// releases the others (docs/design.md, Conventions).
 #include <atomic>
 #include <exception>
 #include <functional>

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""LLM decode with the weights placed in a chosen memory (issue 6; docs/cli.md).
+"""LLM decode with the weights placed in a chosen memory (docs/cli.md).
 
 A Llama-style decoder in plain PyTorch (RMSNorm, rotary embeddings, grouped-query attention
 with a KV cache, SwiGLU MLP) with random weights of a real model's shape (nothing is

@@ -1,5 +1,5 @@
-// `mempath-mpi bw`: node-to-node bandwidth with windows of MPI_Isend/MPI_Irecv (issue 5,
-// docs/cli.md). Each rank on node 0 talks to the rank with the same local index on node
+// `mempath-mpi bw`: node-to-node bandwidth with windows of MPI_Isend/MPI_Irecv
+// (docs/cli.md). Each rank on node 0 talks to the rank with the same local index on node
 // 1; all ranks of a node start at one time their node's first rank chose, and a
 // repetition ends when the node's last rank is done (the paper's method). With --split
 // the sizes are the node's, divided among its ranks (the paper's Fig. 14). Every
@@ -12,11 +12,10 @@
 #include <memory>
 #include <optional>
 
-#include "core/alloc_kind.hpp"
 #include "core/allocators.hpp"
 #include "core/duration_model.hpp"
-#include "core/kinds.hpp"
 #include "core/error.hpp"
+#include "core/kinds.hpp"
 #include "core/numa_policy.hpp"
 #include "core/options.hpp"
 #include "core/provenance.hpp"

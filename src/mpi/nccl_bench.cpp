@@ -1,6 +1,6 @@
 // `mempath-mpi nccl`: NCCL all-reduce and all-gather, one GPU per rank, with the buffers
 // in the GPU's own memory (cudaMalloc or system-allocated on GH200's HBM node), in host
-// memory, in another GPU's memory, or in another superchip's host memory (issue 5, the
+// memory, in another GPU's memory, or in another superchip's host memory (the
 // paper's Figs. 18/19; docs/cli.md). Placements, sizes and bandwidths (nccl-tests') are
 // planned in core/scaleout_plan.hpp. Every element of every result is checked, untimed,
 // against what the collective must give.

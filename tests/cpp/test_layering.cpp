@@ -1,4 +1,4 @@
-// Dependencies point one way (docs/DESIGN: core at the bottom): gpu/ implements what core
+// Dependencies point one way (docs/design.md: core at the bottom): gpu/ implements what core
 // declares (core/device_runtime.hpp, query_gpus), so no core file may include gpu/.
 #include <gtest/gtest.h>
 
