@@ -195,9 +195,9 @@ def _simulate(args: argparse.Namespace, rejected: list[str]) -> int:
 
 
 def _fleet_summary(args: argparse.Namespace, rejected: list[str]) -> int:
-    from .fleet import summary
+    from .fleet.load import write_summary
     for folder in args.folders:
-        print(f"analysis: fleet summary {shown(summary.write(folder))}")
+        print(f"analysis: fleet summary {shown(write_summary(folder))}")
     return 0
 
 

@@ -32,7 +32,7 @@ from scipy import stats
 
 from .. import outfiles
 from ..errors import InputError
-from ..fleet.robust import grouped_medians
+from ..robust import grouped_medians
 from ..render import tables
 from ..results.io import shown
 from .families import DEFAULTS, FAMILIES, Family

@@ -24,7 +24,7 @@ import pandas as pd
 
 from . import table as fleet_table
 from ..errors import InputError
-from .robust import MAD_SCALE
+from ..robust import MAD_SCALE
 from ..results.io import shown
 
 #: The fleet table's columns (analysis/fleet/table.py), in its order, with their DuckDB types.

@@ -34,6 +34,20 @@ def first_pass(folder: Path, pattern: str) -> list[Path]:
     return sorted(f for f in folder.rglob(pattern) if "retest" not in f.relative_to(folder).parts[:-1])
 
 
+def write_summary(folder: Path) -> Path:
+    """Summarise the node folder's first-pass result files into folder/summary.NAME
+    (summary.py; `python -m analysis fleet-summary`)."""
+    if not folder.is_dir():
+        raise InputError(f"{shown(folder)}: not a folder; valid: a node's result folder "
+                         "(OUTDIR/<host> of vet_node.sh)")
+    files = first_pass(folder, "*.h5")
+    if not files:
+        raise InputError(f"{shown(folder)}: holds no .h5 result file; valid: a node's result "
+                         "folder (OUTDIR/<host> of vet_node.sh)")
+    stats = summary.file_stats(folder, files)
+    return summary.write(folder, files, stats, read_chunk(files))
+
+
 def result_files(paths: Sequence[Path]) -> list[Path]:
     """RUNS: files as given, folders expanded to their first-pass .h5 files."""
     files: list[Path] = []

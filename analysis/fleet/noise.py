@@ -22,7 +22,7 @@ import pandas as pd
 from ..errors import InputError
 from ..results.io import RunFileError, shown
 from .load import result_files
-from .robust import MAD_SCALE
+from ..robust import MAD_SCALE
 from .table import SPREAD, fleet_columns, load_cases_run
 
 DATA = Path(__file__).resolve().parent / "data"

@@ -16,7 +16,7 @@ from . import history as fleet_history
 from . import integrity
 from . import operators
 from .location import chassis_of, located
-from .history_cli import write_trends
+from .trends import write_trends
 from .table import COLUMNS, WORDS
 
 

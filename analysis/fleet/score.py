@@ -16,7 +16,7 @@ import pandas as pd
 
 from ..errors import InputError
 from ..results.io import shown
-from .robust import MAD_SCALE
+from ..robust import MAD_SCALE
 from .table import SPREAD
 
 

@@ -31,7 +31,7 @@ import h5py
 import numpy as np
 
 from ..errors import InputError
-from . import summary
+from .load import write_summary
 from ..results.h5writer import column, write_result
 from ..model.peaks import PeakModel
 from . import noise as noise_model
@@ -673,7 +673,7 @@ def _write_nodes(indices: Sequence[int]) -> None:
         writer.node(job["out"], name, index, job["night"], fault)
         if job["summaries"] and (job["out"] / name).is_dir():
             try:
-                summary.write(job["out"] / name)
+                write_summary(job["out"] / name)
             except InputError:  # a node without a readable file: no summary, as on a node
                 pass
 

@@ -45,7 +45,7 @@ def _digest() -> str:
 _DIGEST = _digest()
 
 
-def _stats(folder: Path, files: Sequence[Path]) -> list[list[Any]]:
+def file_stats(folder: Path, files: Sequence[Path]) -> list[list[Any]]:
     out = []
     for path in files:
         stat = path.stat()
@@ -92,36 +92,32 @@ def _decoded(name: str, value: Any, rows: int) -> Any:
     return array
 
 
-def write(folder: Path) -> Path:
-    """Summarise the node folder's first-pass result files into folder/NAME (outfiles:
-    a reader never sees half a summary, a planted link is replaced, not followed)."""
-    from .load import first_pass, read_chunk  # load imports this module
-    if not folder.is_dir():
-        raise InputError(f"{shown(folder)}: not a folder; valid: a node's result folder "
-                         "(OUTDIR/<host> of vet_node.sh)")
-    files = first_pass(folder, "*.h5")
-    if not files:
-        raise InputError(f"{shown(folder)}: holds no .h5 result file; valid: a node's result "
-                         "folder (OUTDIR/<host> of vet_node.sh)")
-    stats = _stats(folder, files)
-    chunk = read_chunk(files)
+def document(folder: Path, files: Sequence[Path], stats: list[list[Any]], chunk: dict[str, Any]) -> dict[str, Any]:
+    """The summary of the node folder's first-pass ``files`` (their ``stats`` before they were
+    read) from load.read_chunk()'s answer ``chunk`` of them: what folder/NAME holds."""
     read = {shown(p): p for p in files}
     try:
         columns = {c: _encoded(c, chunk["columns"][c]) for c in (*COLUMNS, WORDS, SPREAD)}
     except ValueError as error:
         raise InputError(f"{shown(folder)}: cannot be summarised ({error})") from None
-    document = {
+    return {
         "format": FORMAT, "version": VERSION, "digest": _DIGEST, "files": stats,
         "rows": chunk["rows"], "stamps": chunk["stamps"],
         "names": [read[n].relative_to(folder).as_posix() for n in chunk["names"]],
         "broken": [p.relative_to(folder).as_posix() for p, _ in chunk["broken"]],
         "columns": columns,
     }
-    if _stats(folder, files) != stats:  # a file changed while it was read: no summary
+
+
+def write(folder: Path, files: Sequence[Path], stats: list[list[Any]], chunk: dict[str, Any]) -> Path:
+    """folder/NAME from document() (outfiles: a reader never sees half a summary, a
+    planted link is replaced, not followed), unless a file changed while it was read."""
+    summary = document(folder, files, stats, chunk)
+    if file_stats(folder, files) != stats:  # a file changed while it was read: no summary
         raise InputError(f"{shown(folder)}: a result file changed while it was summarised; "
                          "run fleet-summary again when the node's job has ended")
     target = folder / NAME
-    outfiles.write_text(target, json.dumps(document, separators=(",", ":"), allow_nan=False))
+    outfiles.write_text(target, json.dumps(summary, separators=(",", ":"), allow_nan=False))
     return target
 
 
@@ -137,7 +133,7 @@ def read(folder: Path, files: Sequence[Path]) -> tuple[dict[str, Any] | None, st
             return None, "not a fleet summary"
         if document.get("version") != VERSION or document.get("digest") != _DIGEST:
             return None, "written by another version of the analysis"
-        if document.get("files") != _stats(folder, files):
+        if document.get("files") != file_stats(folder, files):
             return None, "the node's files changed since it was written"
         rows = [int(r) for r in document["rows"]]
         names = [str(n) for n in document["names"]]

@@ -18,7 +18,7 @@ import h5py
 import numpy as np
 import pandas as pd
 
-from .robust import MAD_SCALE, grouped_medians
+from ..robust import MAD_SCALE, grouped_medians
 from ..results.io import (Run, RunFileError, attribute, check_non_negative, parse_topology,
                           read_column, result_file, shown)
 

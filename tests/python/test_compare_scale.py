@@ -109,9 +109,9 @@ def test_other_hosts_on_the_two_sides_are_said(fleets) -> None:
 
 
 def test_grouped_medians_are_each_groups_sorted_median() -> None:
-    """The one grouped median of compare and the fleet (fleet/robust.py): per group its
+    """The one grouped median of compare and the fleet (analysis/robust.py): per group its
     count, start, median and values sorted within it, NaN last, for groups of any sizes."""
-    from analysis.fleet.robust import grouped_medians
+    from analysis.robust import grouped_medians
     rng = np.random.default_rng(7)
     for trial in range(40):
         groups = int(rng.integers(1, 30))

@@ -21,7 +21,7 @@ from analysis.fleet import sim
 from analysis.fleet.preset import load_preset, planned_counts
 from analysis.fleet.score import Options, score
 from analysis.fleet.sim import simulate
-from analysis.fleet.study import judge, run_one
+from analysis.fleet_study import judge, run_one
 from analysis.fleet.table import SPREAD, fleet_columns, load_cases_run
 from analysis.results.io import RunFileError
 

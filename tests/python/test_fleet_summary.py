@@ -28,7 +28,7 @@ def fleet(tmp_path_factory):
     shutil.copytree(plain, summarised)
     for node in sorted(p for p in summarised.iterdir() if p.is_dir()):
         if any(node.rglob("*.h5")):
-            summary.write(node)
+            load.write_summary(node)
     return plain, summarised
 
 
@@ -145,7 +145,7 @@ def test_the_summary_is_written_atomically_through_no_planted_link(fleet, tmp_pa
     victim.write_text("keep")
     (node / summary.NAME).unlink()
     (node / summary.NAME).symlink_to(victim)
-    summary.write(node)
+    load.write_summary(node)
     assert victim.read_text() == "keep"
     assert not (node / summary.NAME).is_symlink()
     assert not [p for p in node.iterdir() if p.name.startswith(f".{summary.NAME}")]
