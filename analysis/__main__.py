@@ -12,7 +12,7 @@ from pathlib import Path
 
 from .errors import ERRORS_LOG, InputError
 from .fleet import history_cli as fleet_history_cli
-from .results.io import load_runs, shown
+from .results.io import load_runs, result_files, shown
 from .model.peaks import load_overrides
 from .report.placement import DEFAULT_ACTIVE_BYTES, parse_active_bytes
 from .results.schema import REQUIRED
@@ -254,9 +254,7 @@ def _failed(out: Path, failed: Sequence[str]) -> int:
 
 def _result_files(paths: Sequence[Path]) -> list[Path]:
     """Files as given; a folder stands for the .h5 files under it (a paper set's output)."""
-    files: list[Path] = []
-    for path in paths:
-        files += sorted(path.rglob("*.h5")) if path.is_dir() else [path]
+    files = result_files(paths)
     if not files:
         raise InputError(f"no .h5 file under {', '.join(shown(p) for p in paths)}; valid: mempath "
                          "result files or folders holding them")

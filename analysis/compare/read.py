@@ -24,7 +24,7 @@ import numpy as np
 from ..errors import InputError
 from ..results import workers
 from ..results.io import (RunFileError, attribute, check_non_negative, node_facts, node_names,
-                          parse_topology, read_column, result_file, shown,
+                          parse_topology, read_column, result_file, result_files, shown,
                           unreadable)
 from .families import DERIVED, FAMILIES, OUTCOMES
 
@@ -354,7 +354,7 @@ def _samples(path: Path, family: str, group: Any) -> tuple[dict[str, np.ndarray]
 def files_of(path: Path) -> list[Path]:
     """BASE or RUN: the file, or every .h5 file below the folder."""
     if path.is_dir():
-        found = sorted(path.rglob("*.h5"))
+        found = result_files([path])
         if not found:
             raise InputError(f"{shown(path)} holds no .h5 result files; valid: a mempath .h5 file or a folder of them")
         return found

@@ -17,7 +17,10 @@ import pandas as pd
 
 from ..errors import InputError
 from ..results import workers
-from ..results.io import RunFileError, shown, unreadable
+from ..results.io import RunFileError, files_below, result_files, shown, unreadable
+
+#: The folder of a node's retest pass (vet_node.sh), left out of a first pass.
+RETEST = ("retest",)
 from . import summary
 from .table import COLUMNS, SPREAD, WORDS, fleet_columns, load_cases_run
 
@@ -29,9 +32,9 @@ _TEXT_COLUMNS = tuple(c for c in (*COLUMNS, WORDS) if c not in ("value", "higher
 
 
 def first_pass(folder: Path, pattern: str) -> list[Path]:
-    """The files matching ``pattern`` below ``folder`` (recursively), but for those in a
-    ``retest`` folder below it: a retest pass is read with --retest only."""
-    return sorted(f for f in folder.rglob(pattern) if "retest" not in f.relative_to(folder).parts[:-1])
+    """The files matching ``pattern`` below ``folder``, but for those in a ``retest`` folder
+    below it: a retest pass is read with --retest only."""
+    return files_below(folder, pattern, RETEST)
 
 
 def write_summary(folder: Path) -> Path:
@@ -48,12 +51,9 @@ def write_summary(folder: Path) -> Path:
     return summary.write(folder, files, stats, read_chunk(files))
 
 
-def result_files(paths: Sequence[Path]) -> list[Path]:
+def first_pass_files(paths: Sequence[Path]) -> list[Path]:
     """RUNS: files as given, folders expanded to their first-pass .h5 files."""
-    files: list[Path] = []
-    for path in paths:
-        files.extend(first_pass(path, "*.h5") if path.is_dir() else [path])
-    return files
+    return result_files(paths, RETEST)
 
 
 @dataclass(frozen=True)
@@ -65,7 +65,7 @@ class NodeFolder:
 
 
 def result_units(paths: Sequence[Path]) -> list[Path | NodeFolder]:
-    """result_files(), but where an expanded folder holds node folders with a fleet summary,
+    """first_pass_files(), but where an expanded folder holds node folders with a fleet summary,
     each such node's files are one NodeFolder, in the place of its first file."""
     units: list[Path | NodeFolder] = []
     for path in paths:

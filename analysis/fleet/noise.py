@@ -21,7 +21,7 @@ import pandas as pd
 
 from ..errors import InputError
 from ..results.io import RunFileError, shown
-from .load import result_files
+from .load import first_pass_files
 from ..robust import MAD_SCALE
 from .table import SPREAD, fleet_columns, load_cases_run
 
@@ -62,7 +62,7 @@ def residuals(runs: Sequence[Path], rejected: list[str]) -> pd.DataFrame:
     within-run spread; RUNS are folders (or files), one a repeated run."""
     parts = []
     for index, run in enumerate(runs):
-        for path in result_files([run]):
+        for path in first_pass_files([run]):
             try:
                 columns = fleet_columns(load_cases_run(path))
             except RunFileError as error:

@@ -22,7 +22,7 @@ import pandas as pd
 
 from .. import outfiles
 from ..model.peaks import ASSUMED_MARK, ASSUMED_NOTE, PeakModel
-from ..model.roles import labelled, role
+from ..model.roles import ROLE_ORDER, labelled, role
 from ..render import style
 from ..render.tables import markdown
 from ..results.cases import best, memory_aliases, natural_key
@@ -30,9 +30,6 @@ from . import published
 from .items import Comparison, Context, Drawn, item
 
 OPS = ("read", "write")
-# Memory roles in the order the figures show them (model.roles names them).
-ROLE_ORDER = ("local LPDDR", "local DDR", "local HBM", "device memory", "peer LPDDR", "peer DDR",
-              "peer HBM", "peer device memory", "LPDDR", "DDR", "HBM")
 BW_COMMAND = "mempath bw --all"
 NOISE_COMMAND = "mempath bw --all --op read,write --threads all --noise partner"
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Collection, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -105,6 +105,22 @@ def decode(value: Any) -> Any:
 def shown(path: str | Path) -> str:
     """``path`` as printable UTF-8 text: bytes of a non-UTF-8 name as \\xNN escapes."""
     return str(path).encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
+
+
+def files_below(folder: Path, pattern: str = "*.h5", skip: Collection[str] = ()) -> list[Path]:
+    """The files matching ``pattern`` below ``folder`` (recursively, sorted), but for those
+    inside a subfolder named in ``skip`` (the fleet's `retest` pass)."""
+    skipped = set(skip)
+    return sorted(f for f in folder.rglob(pattern) if not skipped & set(f.relative_to(folder).parts[:-1]))
+
+
+def result_files(paths: Sequence[Path], skip: Collection[str] = ()) -> list[Path]:
+    """The one folder expander of every command: files as given, a folder standing for the
+    .h5 files below it (files_below). Each command says in its own words when none is found."""
+    files: list[Path] = []
+    for path in paths:
+        files.extend(files_below(path, "*.h5", skip) if path.is_dir() else [path])
+    return files
 
 
 def unreadable(path: Path, why: str) -> str:

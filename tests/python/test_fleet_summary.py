@@ -159,7 +159,7 @@ def test_a_file_that_crashes_its_reader_is_named_and_the_rest_read(fleet, tmp_pa
 
     from analysis.fleet import table
     plain, _ = fleet
-    files = load.result_files([plain])
+    files = load.first_pass_files([plain])
     victim = files[len(files) // 2]
     real = table.load_cases_run
 
