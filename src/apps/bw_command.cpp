@@ -124,9 +124,8 @@ double bw_case_seconds(const model::Rates& rates, const BwCase& c, const BwSetti
   // A GPU's copy across a link reads over one direction of it and writes over the other.
   if (copy && c.pu_kind == "gpu" && c.via != "local") gbps *= 2;
   const double timed = model::seconds((s.warmup + s.reps) * bw_passes(c) * (copy ? 2 : 1) * size, gbps);
-  double made = model::setup_s(size, c.alloc) + (copy ? model::setup_s(size, c.dst_alloc) : 0);
-  if (c.pu_kind == "gpu" && c.alloc == "managed" && c.mem.rfind("gpu", 0) != 0)
-    made += model::seconds(size, model::kMigrateGBps);
+  const double made = model::setup_s(size, c.alloc) + (copy ? model::setup_s(size, c.dst_alloc) : 0) +
+                      model::migration_s(size, c.pu_kind, c.alloc, c.mem);
   const double check = c.op == Op::Read ? 0 : model::verify_s(size, copy ? c.dst_alloc : c.alloc);
   return model::kCaseOverheadS + made + timed + check;
 }

@@ -173,9 +173,7 @@ class StreamBenchmark : public Benchmark {
     const double gbps = model::threads_gbps(rates_, c.pu_kind, c.via, c.threads);
     int arrays = 0;
     for (const auto& k : stream_kernels(c.pu_kind)) arrays += k.arrays;
-    double made = model::setup_s(arrays_bytes, c.alloc);
-    if (c.pu_kind == "gpu" && c.alloc == "managed" && c.mem.rfind("gpu", 0) != 0)
-      made += model::seconds(arrays_bytes, model::kMigrateGBps);
+    const double made = model::setup_s(arrays_bytes, c.alloc) + model::migration_s(arrays_bytes, c.pu_kind, c.alloc, c.mem);
     return model::kCaseOverheadS + made + model::verify_s(arrays_bytes, c.alloc) +
            model::seconds((warmup_ + reps_) * arrays * static_cast<double>(c.size), gbps);
   }

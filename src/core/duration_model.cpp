@@ -82,6 +82,11 @@ double verify_s(double bytes, const std::string& alloc) {
   return seconds(bytes, kind_of(alloc) == Alloc::Device ? kDeviceFillGBps : kHostVerifyGBps);
 }
 
+double migration_s(double bytes, const std::string& pu_kind, const std::string& alloc, const std::string& mem) {
+  const bool moves = pu_kind == "gpu" && kind_of(alloc) == Alloc::Managed && mem.rfind("gpu", 0) != 0;
+  return moves ? seconds(bytes, kMigrateGBps) : 0;
+}
+
 double gemm_in_place_s(const Rates& rates, double n, bool tensor16, const std::string& via) {
   const double flop_per_byte = tensor16 ? kGemmInPlaceFlopPerByte16 : kGemmInPlaceFlopPerByte32;
   return seconds(2 * n * n * n / flop_per_byte, path_gbps(rates, "gpu", via));

@@ -138,6 +138,9 @@ double gemm_in_place_s(const Rates& rates, double n, bool tensor16, const std::s
 double setup_s(double bytes, const std::string& alloc);
 // Seconds to check `bytes` of a destination of allocator `alloc` (device memory on the GPU).
 double verify_s(double bytes, const std::string& alloc);
+// Seconds the faults take to move `bytes` of managed host pages to a GPU that reads them
+// (0 for a CPU, another allocator, or memory already on a GPU).
+double migration_s(double bytes, const std::string& pu_kind, const std::string& alloc, const std::string& mem);
 
 // The lines that state the model and calibrate it (docs/cli.md, "Expected duration").
 // Not `MEMPATH ` lines: the summary parsers never see them.
