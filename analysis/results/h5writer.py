@@ -19,6 +19,7 @@ from typing import Any, NamedTuple
 import numpy as np
 
 from .. import outfiles
+from . import families
 
 SCHEMA_VERSION = 1
 KINDS = (int, float, str)
@@ -47,6 +48,17 @@ def units_of(name: str) -> str:
 def column(name: str, values: Iterable[Any], kind: type | None = None) -> Column:
     """A Column with units from its name; ``kind`` from a numpy array's dtype where not given."""
     return Column(name, kind or kind_of(np.asarray(values)), units_of(name), values)
+
+
+#: The Python kind of each column type of src/core/families.def.
+KIND_OF_TYPE = {"Int": int, "Float": float, "String": str}
+
+
+def table_columns(table: str, rows: Sequence[Mapping[str, Any]]) -> list[Column]:
+    """``rows`` (dicts by column name) as the columns of ``table`` ("llm/cases") that
+    src/core/families.def lists: their names, order, kinds and units, as the C++ writer's."""
+    return [Column(c.name, KIND_OF_TYPE[c.type], c.unit, [r[c.name] for r in rows])
+            for c in families.columns(table)]
 
 
 def _h5py():

@@ -28,24 +28,6 @@ namespace {
 constexpr uint8_t kSource = 0x01, kCleared = 0x00;
 const std::vector<std::string> kAllocs = {"system", "numa", "pinned", "registered", "managed", "device"};
 
-const std::vector<ColumnSpec> kSampleColumns = {
-    {"case_id", ColumnType::Int, ""},       {"rep", ColumnType::Int, ""},
-    {"src_alloc", ColumnType::String, ""},  {"src_mem", ColumnType::String, ""},
-    {"dst_alloc", ColumnType::String, ""},  {"dst_mem", ColumnType::String, ""},
-    {"size_bytes", ColumnType::Int, "bytes"}, {"time_s", ColumnType::Float, "s"},
-    {"bandwidth_GBps", ColumnType::Float, "GB/s"},
-};
-const std::vector<ColumnSpec> kCaseColumns = {
-    {"case_id", ColumnType::Int, ""},        {"src_alloc", ColumnType::String, ""},
-    {"src_mem", ColumnType::String, ""},     {"dst_alloc", ColumnType::String, ""},
-    {"dst_mem", ColumnType::String, ""},     {"size_bytes", ColumnType::Int, "bytes"},
-    {"status", ColumnType::String, ""},      {"reason", ColumnType::String, ""},
-    {"reps", ColumnType::Int, ""},           {"median_GBps", ColumnType::Float, "GB/s"},
-    {"min_GBps", ColumnType::Float, "GB/s"}, {"max_GBps", ColumnType::Float, "GB/s"},
-    {"placement", ColumnType::String, ""},   {"dst_placement", ColumnType::String, ""},
-    {"verified", ColumnType::Int, ""},
-};
-
 // Every byte of dst equals `value`: a GPU kernel for device memory, CPU threads otherwise.
 bool holds(const Topology& topo, const Buffer& b, uint8_t value, int gpu) {
   if (alloc_kind(b.alloc()) == Alloc::Device)
@@ -188,8 +170,6 @@ class AllocMatrixBenchmark : public Benchmark {
     return out;
   }
 
-  TableSpec cases_table() const override { return {"allocmatrix/cases", kCaseColumns}; }
-  TableSpec samples_table() const override { return {"allocmatrix/samples", kSampleColumns}; }
   CaseRows rows(size_t i, const Outcome& out, int64_t id) override {
     const MatrixCase& c = cases_[i];
     const Copies r = out.data.has_value() ? std::any_cast<Copies>(out.data) : Copies{};

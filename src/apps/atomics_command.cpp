@@ -24,22 +24,6 @@ constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
 // 2^20 counters are 128 MiB of lines: far more than any GPU has warps.
 constexpr long long kMaxCounters = 1LL << 20;
 
-const std::vector<ColumnSpec> kSampleColumns = {
-    {"case_id", ColumnType::Int, ""}, {"rep", ColumnType::Int, ""},
-    {"time_s", ColumnType::Float, "s"}, {"Mops", ColumnType::Float, "Mop/s"}};
-const std::vector<ColumnSpec> kCaseColumns = {
-    {"case_id", ColumnType::Int, ""},       {"pu", ColumnType::String, ""},
-    {"mem", ColumnType::String, ""},        {"alloc", ColumnType::String, ""},
-    {"via", ColumnType::String, ""},        {"scope", ColumnType::String, ""},
-    {"counters", ColumnType::Int, ""},      {"threads", ColumnType::Int, ""},
-    {"ops_per_thread", ColumnType::Int, ""}, {"ops", ColumnType::Int, ""},
-    {"status", ColumnType::String, ""},     {"reason", ColumnType::String, ""},
-    {"reps", ColumnType::Int, ""},          {"median_Mops", ColumnType::Float, "Mop/s"},
-    {"min_Mops", ColumnType::Float, "Mop/s"}, {"max_Mops", ColumnType::Float, "Mop/s"},
-    {"median_time_s", ColumnType::Float, "s"}, {"verified", ColumnType::Int, ""},
-    {"host_native_atomics", ColumnType::Int, ""}, {"placement", ColumnType::String, ""},
-};
-
 struct Settings {
   gpu::AtomicScope scope = gpu::AtomicScope::Device;
   std::string scope_name = "device";
@@ -153,8 +137,6 @@ class AtomicsBenchmark : public Benchmark {
     return o;
   }
 
-  TableSpec cases_table() const override { return {"atomics/cases", kCaseColumns}; }
-  TableSpec samples_table() const override { return {"atomics/samples", kSampleColumns}; }
   CaseRows rows(size_t i, const Outcome& out, int64_t id) override {
     const AtomicsCase& c = cases_[i];
     const auto* m = std::any_cast<Measured>(&out.data);

@@ -73,8 +73,11 @@ class Benchmark {
   // skipped; any other exception -> failed (the driver's rules).
   virtual Outcome run(size_t i) = 0;
 
-  virtual TableSpec cases_table() const = 0;
-  virtual TableSpec samples_table() const = 0;
+  // Its tables: NAME/cases and NAME/samples with the columns of core/families.def, whose
+  // cases tables end with the case's seconds (model::kCaseSecondsColumn), which the driver
+  // fills. Only the driver's own tests override them.
+  virtual TableSpec cases_table() const;
+  virtual TableSpec samples_table() const;
   // The rows of case i; `first_id` is the case_id of its first cases row.
   virtual CaseRows rows(size_t i, const Outcome& o, int64_t first_id) = 0;
   // The MEMPATH line's fields of one written row (summary_line's rules apply).
@@ -115,6 +118,9 @@ struct Program {
   std::string usage;  // "usage: mempath <command> [options]\nMeasures ..."
   std::vector<Command> commands;
 };
+
+// mempath's registry (apps/registry.cpp).
+const Program& mempath_program();
 
 std::string usage_text(const Program& program);
 // The command named `name`; UsageError listing the valid names for any other.

@@ -130,39 +130,6 @@ double bw_case_seconds(const model::Rates& rates, const BwCase& c, const BwSetti
   return model::kCaseOverheadS + made + timed + check;
 }
 
-const std::vector<ColumnSpec> kSampleColumns = {
-    {"case_id", ColumnType::Int, ""},      {"rep", ColumnType::Int, ""},
-    {"op", ColumnType::String, ""},        {"pu", ColumnType::String, ""},
-    {"pu_kind", ColumnType::String, ""},   {"mem", ColumnType::String, ""},
-    {"dst_mem", ColumnType::String, ""},   {"alloc", ColumnType::String, ""},
-    {"dst_alloc", ColumnType::String, ""}, {"kernel", ColumnType::String, ""},
-    {"threads", ColumnType::Int, ""},      {"size_bytes", ColumnType::Int, "bytes"},
-    {"bytes", ColumnType::Int, "bytes"},   {"time_s", ColumnType::Float, "s"},
-    {"bandwidth_GBps", ColumnType::Float, "GB/s"}, {"noise", ColumnType::String, ""},
-    {"blocks", ColumnType::Int, ""},
-};
-
-const std::vector<ColumnSpec> kCaseColumns = {
-    {"case_id", ColumnType::Int, ""},        {"op", ColumnType::String, ""},
-    {"pu", ColumnType::String, ""},          {"pu_kind", ColumnType::String, ""},
-    {"mem", ColumnType::String, ""},         {"dst_mem", ColumnType::String, ""},
-    {"alloc", ColumnType::String, ""},       {"dst_alloc", ColumnType::String, ""},
-    {"kernel", ColumnType::String, ""},      {"threads", ColumnType::Int, ""},
-    {"size_bytes", ColumnType::Int, "bytes"}, {"bytes", ColumnType::Int, "bytes"},
-    {"noise", ColumnType::String, ""},       {"via", ColumnType::String, ""},
-    {"status", ColumnType::String, ""},      {"reason", ColumnType::String, ""},
-    {"reps", ColumnType::Int, ""},           {"passes", ColumnType::Int, ""},
-    {"median_GBps", ColumnType::Float, "GB/s"}, {"min_GBps", ColumnType::Float, "GB/s"},
-    {"max_GBps", ColumnType::Float, "GB/s"}, {"placement", ColumnType::String, ""},
-    {"dst_placement", ColumnType::String, ""}, {"placed", ColumnType::Int, ""},
-    {"verified", ColumnType::Int, ""},
-    {"cache_resident", ColumnType::Int, ""},
-    {"blocks", ColumnType::Int, ""},
-    {"noise_size_bytes", ColumnType::Int, "bytes"}, {"noise_threads", ColumnType::Int, ""},
-    {"noise_bytes", ColumnType::Int, "bytes"}, {"noise_time_s", ColumnType::Float, "s"},
-    {"noise_GBps", ColumnType::Float, "GB/s"},
-};
-
 std::string dash(const std::string& s) { return s.empty() ? "-" : s; }
 
 class BwBenchmark : public Benchmark {
@@ -218,8 +185,6 @@ class BwBenchmark : public Benchmark {
     return {o.status, o.reason, o};
   }
 
-  TableSpec cases_table() const override { return {"bw/cases", kCaseColumns}; }
-  TableSpec samples_table() const override { return {"bw/samples", kSampleColumns}; }
   CaseRows rows(size_t i, const Outcome& out, int64_t id) override {
     const BwCase& c = cases_[i];
     CaseOutcome o;

@@ -13,6 +13,7 @@
 #include "core/chase_plan.hpp"
 #include "core/duration_model.hpp"
 #include "core/error.hpp"
+#include "core/families.hpp"
 #include "core/guards.hpp"
 #include "core/kinds.hpp"
 #include "core/numa_policy.hpp"
@@ -31,34 +32,6 @@ namespace {
 constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
 // Below this an in-kernel %globaltimer interval is too coarse to trust.
 constexpr double kMinGpuChaseSeconds = 100e-6;
-
-const std::vector<ColumnSpec> kSampleColumns = {
-    {"case_id", ColumnType::Int, ""},        {"rep", ColumnType::Int, ""},
-    {"pu", ColumnType::String, ""},          {"cpu", ColumnType::Int, ""},
-    {"mem", ColumnType::String, ""},         {"alloc", ColumnType::String, ""},
-    {"pattern", ColumnType::String, ""},     {"size_bytes", ColumnType::Int, "bytes"},
-    {"line_bytes", ColumnType::Int, "bytes"}, {"locality_bytes", ColumnType::Int, "bytes"},
-    {"huge_pages", ColumnType::Int, ""},     {"accesses", ColumnType::Int, ""},
-    {"time_s", ColumnType::Float, "s"},      {"ns_per_access", ColumnType::Float, "ns"},
-    {"cycles_per_access", ColumnType::Float, "cycles"},
-};
-const std::vector<ColumnSpec> kCaseColumns = {
-    {"case_id", ColumnType::Int, ""},        {"pu", ColumnType::String, ""},
-    {"cpu", ColumnType::Int, ""},            {"mem", ColumnType::String, ""},
-    {"alloc", ColumnType::String, ""},       {"pattern", ColumnType::String, ""},
-    {"size_bytes", ColumnType::Int, "bytes"}, {"line_bytes", ColumnType::Int, "bytes"},
-    {"locality_bytes", ColumnType::Int, "bytes"}, {"huge_pages", ColumnType::Int, ""},
-    {"accesses", ColumnType::Int, ""},       {"via", ColumnType::String, ""},
-    {"status", ColumnType::String, ""},      {"reason", ColumnType::String, ""},
-    {"reps", ColumnType::Int, ""},           {"median_ns", ColumnType::Float, "ns"},
-    {"min_ns", ColumnType::Float, "ns"},     {"median_cycles", ColumnType::Float, "cycles"},
-    {"huge_page_fraction", ColumnType::Float, ""}, {"placement", ColumnType::String, ""},
-    {"placed", ColumnType::Int, ""},         {"verified", ColumnType::Int, ""},
-};
-const std::vector<ColumnSpec> kCacheColumns = {
-    {"pu", ColumnType::String, ""}, {"level", ColumnType::String, ""},
-    {"bytes", ColumnType::Int, "bytes"}, {"source", ColumnType::String, ""},
-};
 
 struct Settings {
   std::vector<uint64_t> sizes;  // empty: the sweep
@@ -305,7 +278,7 @@ class ChaseBenchmark : public Benchmark {
   }
 
   void begin(ResultFile& file) override {
-    Table& table = file.table("chase/caches", kCacheColumns);
+    Table& table = file.table("chase/caches", columns_of("chase/caches"));
     for (const auto& k : caches_)
       table.append({{"pu", k.pu}, {"level", k.level}, {"bytes", static_cast<int64_t>(k.bytes)}, {"source", k.source}});
   }
@@ -315,8 +288,6 @@ class ChaseBenchmark : public Benchmark {
     return {w.status, w.reason, w};
   }
 
-  TableSpec cases_table() const override { return {"chase/cases", kCaseColumns}; }
-  TableSpec samples_table() const override { return {"chase/samples", kSampleColumns}; }
   CaseRows rows(size_t i, const Outcome& out, int64_t id) override {
     const Item& it = items_[i];
     const ChaseCase& c = bases_[it.base];

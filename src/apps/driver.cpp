@@ -11,12 +11,15 @@
 #include "apps/plan_print.hpp"
 #include "core/duration_model.hpp"
 #include "core/error.hpp"
+#include "core/families.hpp"
 #include "core/provenance.hpp"
 #include "core/result_run.hpp"
 
 namespace mempath {
 
 void Benchmark::print_plan(size_t i) const { mempath::print_plan(name(), plan_fields(i), skip_reason(i)); }
+TableSpec Benchmark::cases_table() const { return {name() + "/cases", columns_of(name() + "/cases")}; }
+TableSpec Benchmark::samples_table() const { return {name() + "/samples", columns_of(name() + "/samples")}; }
 
 Row table_row(const Table& table, size_t index) {
   Row row;
@@ -173,11 +176,8 @@ int run_benchmark(Benchmark& bench, const std::vector<std::string>& args, const 
 
   ResultRun run(opts, bench.name(), topo, argv);
   ResultFile& file = run.file();
-  TableSpec case_spec = bench.cases_table();
+  const TableSpec case_spec = bench.cases_table();
   const TableSpec sample_spec = bench.samples_table();
-  // Every family's case rows say how long the case took (setup, warm-up, timed runs,
-  // checks): what the duration model is calibrated against (core/duration_model.hpp).
-  case_spec.columns.push_back({std::string(model::kCaseSecondsColumn), ColumnType::Float, "s"});
   Table& samples = file.table(sample_spec.name, sample_spec.columns);
   Table& case_rows = file.table(case_spec.name, case_spec.columns);
   bench.begin(file);

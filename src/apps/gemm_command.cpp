@@ -31,30 +31,6 @@ namespace {
 
 constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
 
-const std::vector<ColumnSpec> kSampleColumns = {
-    {"case_id", ColumnType::Int, ""}, {"rep", ColumnType::Int, ""},
-    {"time_s", ColumnType::Float, "s"}, {"tflops", ColumnType::Float, "TFLOP/s"},
-};
-const std::vector<ColumnSpec> kCaseColumns = {
-    {"case_id", ColumnType::Int, ""},           {"gpu", ColumnType::Int, ""},
-    {"dtype", ColumnType::String, ""},          {"m", ColumnType::Int, ""},
-    {"n", ColumnType::Int, ""},                 {"k", ColumnType::Int, ""},
-    {"a_mem", ColumnType::String, ""},          {"a_alloc", ColumnType::String, ""},
-    {"b_mem", ColumnType::String, ""},          {"b_alloc", ColumnType::String, ""},
-    {"c_mem", ColumnType::String, ""},          {"c_alloc", ColumnType::String, ""},
-    {"via", ColumnType::String, ""},            {"b_via", ColumnType::String, ""},
-    {"status", ColumnType::String, ""},         {"reason", ColumnType::String, ""},
-    {"reps", ColumnType::Int, ""},              {"median_TFLOPs", ColumnType::Float, "TFLOP/s"},
-    {"best_TFLOPs", ColumnType::Float, "TFLOP/s"}, {"min_TFLOPs", ColumnType::Float, "TFLOP/s"},
-    {"peak_TFLOPs", ColumnType::Float, "TFLOP/s"}, {"fraction_of_peak", ColumnType::Float, ""},
-    {"operand_bytes", ColumnType::Int, "bytes"}, {"flops", ColumnType::Int, "FLOP"},
-    {"placement", ColumnType::String, ""},      {"b_placement", ColumnType::String, ""},
-    {"placed", ColumnType::Int, ""},
-    {"verified", ColumnType::Int, ""},
-    {"cublas_version", ColumnType::Int, ""},
-    {"calls_per_rep", ColumnType::Int, ""},
-};
-
 // Where one operand lives: memory, allocator, the path class from the GPU to it, and why
 // the GPU cannot read it there (empty: it can).
 struct Placement {
@@ -324,8 +300,6 @@ class GemmBenchmark : public Benchmark {
     return {o.status, o.reason, o};
   }
 
-  TableSpec cases_table() const override { return {"gemm/cases", kCaseColumns}; }
-  TableSpec samples_table() const override { return {"gemm/samples", kSampleColumns}; }
   CaseRows rows(size_t i, const Outcome& out, int64_t id) override {
     const GemmCase& c = cases_[i];
     const int64_t n = c.n;

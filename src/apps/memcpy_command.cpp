@@ -65,39 +65,6 @@ MemcpyRequest request_from(const Options& opts) {
   return r;
 }
 
-const std::vector<ColumnSpec> kSampleColumns = {
-    {"case_id", ColumnType::Int, ""},         {"rep", ColumnType::Int, ""},
-    {"mode", ColumnType::String, ""},         {"gpu", ColumnType::Int, ""},
-    {"host_numa", ColumnType::Int, ""},       {"cpu_numa", ColumnType::Int, ""},
-    {"alloc", ColumnType::String, ""},        {"direction", ColumnType::String, ""},
-    {"part", ColumnType::String, ""},         {"engine", ColumnType::String, ""},
-    {"size_bytes", ColumnType::Int, "bytes"}, {"bytes", ColumnType::Int, "bytes"},
-    {"time_s", ColumnType::Float, "s"},       {"bandwidth_GBps", ColumnType::Float, "GB/s"},
-    {"timing", ColumnType::String, ""},       {"dst_gpu", ColumnType::Int, ""},
-};
-
-const std::vector<ColumnSpec> kCaseColumns = {
-    {"case_id", ColumnType::Int, ""},           {"mode", ColumnType::String, ""},
-    {"gpu", ColumnType::Int, ""},               {"gpus", ColumnType::String, ""},
-    {"all_gpus", ColumnType::Int, ""},          {"host_numa", ColumnType::Int, ""},
-    {"cpu_numa", ColumnType::Int, ""},          {"alloc", ColumnType::String, ""},
-    {"direction", ColumnType::String, ""},      {"engine", ColumnType::String, ""},
-    {"size_bytes", ColumnType::Int, "bytes"},   {"bytes", ColumnType::Int, "bytes"},
-    {"timing", ColumnType::String, ""},         {"via", ColumnType::String, ""},
-    {"sweep", ColumnType::Int, ""},             {"status", ColumnType::String, ""},
-    {"reason", ColumnType::String, ""},         {"reps", ColumnType::Int, ""},
-    {"median_GBps", ColumnType::Float, "GB/s"}, {"min_GBps", ColumnType::Float, "GB/s"},
-    {"max_GBps", ColumnType::Float, "GB/s"},    {"h2d_median_GBps", ColumnType::Float, "GB/s"},
-    {"d2h_median_GBps", ColumnType::Float, "GB/s"}, {"median_time_s", ColumnType::Float, "s"},
-    {"p99_time_s", ColumnType::Float, "s"},     {"min_time_s", ColumnType::Float, "s"},
-    {"max_time_s", ColumnType::Float, "s"},     {"saturation_bytes", ColumnType::Int, "bytes"},
-    {"sm_threads", ColumnType::Int, ""},        {"placement", ColumnType::String, ""},
-    {"verified", ColumnType::Int, ""},
-    {"dst_gpu", ColumnType::Int, ""},           {"chunk_bytes", ColumnType::Int, "bytes"},
-    {"fwd_median_GBps", ColumnType::Float, "GB/s"}, {"rev_median_GBps", ColumnType::Float, "GB/s"},
-    {"gpu_label", ColumnType::String, ""},  // the GPU(s) as the MEMPATH line names them: 0, 0,1, all
-};
-
 std::string ints(const std::vector<int>& v) {
   std::string s;
   for (size_t i = 0; i < v.size(); ++i) s += (i ? "," : "") + std::to_string(v[i]);
@@ -238,8 +205,6 @@ class MemcpyBenchmark : public Benchmark {
     return {o.status, o.reason, o};
   }
 
-  TableSpec cases_table() const override { return {"memcpy/cases", kCaseColumns}; }
-  TableSpec samples_table() const override { return {"memcpy/samples", kSampleColumns}; }
   CaseRows rows(size_t i, const Outcome& out, int64_t id) override {
     const MemcpyCase& c = cases_[i];
     MemcpyOutcome o;

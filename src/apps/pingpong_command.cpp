@@ -32,19 +32,6 @@ constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
 // The flag's allocation: a page of its own, so nothing else shares its cache lines.
 constexpr size_t kFlagAllocation = 4096;
 
-const std::vector<ColumnSpec> kSampleColumns = {
-    {"case_id", ColumnType::Int, ""}, {"index", ColumnType::Int, ""}, {"rtt_ns", ColumnType::Float, "ns"}};
-const std::vector<ColumnSpec> kCaseColumns = {
-    {"case_id", ColumnType::Int, ""},    {"a", ColumnType::String, ""},       {"b", ColumnType::String, ""},
-    {"a_cpu", ColumnType::Int, ""},      {"b_cpu", ColumnType::Int, ""},      {"mem", ColumnType::String, ""},
-    {"alloc", ColumnType::String, ""},   {"via", ColumnType::String, ""},     {"flag_bytes", ColumnType::Int, "bytes"},
-    {"round_trips", ColumnType::Int, ""}, {"status", ColumnType::String, ""}, {"reason", ColumnType::String, ""},
-    {"median_ns", ColumnType::Float, "ns"}, {"mean_ns", ColumnType::Float, "ns"}, {"min_ns", ColumnType::Float, "ns"},
-    {"p05_ns", ColumnType::Float, "ns"}, {"p95_ns", ColumnType::Float, "ns"},  {"p99_ns", ColumnType::Float, "ns"},
-    {"max_ns", ColumnType::Float, "ns"}, {"placement", ColumnType::String, ""}, {"placed", ColumnType::Int, ""},
-    {"verified", ColumnType::Int, ""},
-};
-
 struct Settings {
   uint64_t round_trips = 10000, warmup = 1000;
   double timeout_s = 10;
@@ -204,8 +191,6 @@ class PingPongBenchmark : public Benchmark {
     return {o.status, o.reason, o};
   }
 
-  TableSpec cases_table() const override { return {"pingpong/cases", kCaseColumns}; }
-  TableSpec samples_table() const override { return {"pingpong/samples", kSampleColumns}; }
   CaseRows rows(size_t i, const Outcome& out, int64_t id) override {
     const auto& c = cases_[i];
     const auto* o = std::any_cast<PingOutcome>(&out.data);

@@ -28,25 +28,6 @@ namespace {
 constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
 constexpr double kDotTolerance = 1e-8;  // a sum of n products rounds; the elements do not
 
-const std::vector<ColumnSpec> kSampleColumns = {
-    {"case_id", ColumnType::Int, ""}, {"rep", ColumnType::Int, ""},
-    {"time_s", ColumnType::Float, "s"}, {"bandwidth_GBps", ColumnType::Float, "GB/s"},
-};
-const std::vector<ColumnSpec> kCaseColumns = {
-    {"case_id", ColumnType::Int, ""},       {"pu", ColumnType::String, ""},
-    {"pu_kind", ColumnType::String, ""},    {"mem", ColumnType::String, ""},
-    {"alloc", ColumnType::String, ""},      {"via", ColumnType::String, ""},
-    {"threads", ColumnType::Int, ""},       {"kernel", ColumnType::String, ""},
-    {"elements", ColumnType::Int, ""},      {"array_bytes", ColumnType::Int, "bytes"},
-    {"bytes", ColumnType::Int, "bytes"},    {"status", ColumnType::String, ""},
-    {"reason", ColumnType::String, ""},     {"reps", ColumnType::Int, ""},
-    {"best_GBps", ColumnType::Float, "GB/s"}, {"median_GBps", ColumnType::Float, "GB/s"},
-    {"min_GBps", ColumnType::Float, "GB/s"}, {"max_GBps", ColumnType::Float, "GB/s"},
-    {"verified", ColumnType::Int, ""},      {"placement", ColumnType::String, ""},
-    {"placed", ColumnType::Int, ""},        {"sweep", ColumnType::Int, ""},         {"best_threads", ColumnType::Int, ""},
-    {"sweep_complete", ColumnType::Int, ""},
-};
-
 struct Measured {
   std::string status = "ok", reason, placement;
   std::vector<std::vector<double>> seconds;  // [kernel][rep]
@@ -182,8 +163,6 @@ class StreamBenchmark : public Benchmark {
     return {m.status, m.reason, m};
   }
 
-  TableSpec cases_table() const override { return {"stream/cases", kCaseColumns}; }
-  TableSpec samples_table() const override { return {"stream/samples", kSampleColumns}; }
   // One cases row per kernel.
   CaseRows rows(size_t i, const Outcome& out, int64_t id) override {
     const StreamCase& sc = cases_[i];

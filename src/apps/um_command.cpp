@@ -39,33 +39,6 @@ namespace {
 
 constexpr uint8_t kFill = 0x01;
 
-const std::vector<ColumnSpec> kSampleColumns = {
-    {"case_id", ColumnType::Int, ""},         {"experiment", ColumnType::String, ""},
-    {"alloc", ColumnType::String, ""},        {"gpu", ColumnType::String, ""},
-    {"mem", ColumnType::String, ""},          {"size_bytes", ColumnType::Int, "bytes"},
-    {"iterations", ColumnType::Int, ""},      {"rep", ColumnType::Int, ""},
-    {"run", ColumnType::Int, ""},             {"phase", ColumnType::String, ""},
-    {"preceded_by", ColumnType::String, ""},  {"state", ColumnType::String, ""},
-    {"bytes", ColumnType::Int, "bytes"},      {"time_s", ColumnType::Float, "s"},
-    {"bandwidth_GBps", ColumnType::Float, "GB/s"}, {"placement", ColumnType::String, ""},
-    {"first_touch", ColumnType::String, ""},  {"first_placement", ColumnType::String, ""},
-    {"app_time_s", ColumnType::Float, "s"},
-};
-const std::vector<ColumnSpec> kCaseColumns = {
-    {"case_id", ColumnType::Int, ""},   {"experiment", ColumnType::String, ""},
-    {"alloc", ColumnType::String, ""},  {"gpu", ColumnType::String, ""},
-    {"mem", ColumnType::String, ""},    {"size_bytes", ColumnType::Int, "bytes"},
-    {"status", ColumnType::String, ""}, {"reason", ColumnType::String, ""},
-    {"verified", ColumnType::Int, ""},
-    // The figures of the MEMPATH line (NaN where the experiment has none).
-    {"first_GBps", ColumnType::Float, "GB/s"},   {"later_GBps", ColumnType::Float, "GB/s"},
-    {"cold_GBps", ColumnType::Float, "GB/s"},    {"warm_GBps", ColumnType::Float, "GB/s"},
-    {"evicted_GBps", ColumnType::Float, "GB/s"}, {"gpu_iter_us_n1", ColumnType::Float, "us"},
-    {"gpu_iter_us_nmax", ColumnType::Float, "us"}, {"max_iterations", ColumnType::Int, ""},
-    {"placement", ColumnType::String, ""},
-    {"first_touch", ColumnType::String, ""}, {"first_placement", ColumnType::String, ""},
-};
-
 constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
 
 struct Sample {
@@ -350,8 +323,6 @@ class UmBenchmark : public Benchmark {
     return o;
   }
 
-  TableSpec cases_table() const override { return {"um/cases", kCaseColumns}; }
-  TableSpec samples_table() const override { return {"um/samples", kSampleColumns}; }
   CaseRows rows(size_t i, const Outcome& out, int64_t id) override {
     const UmCase& uc = cases_[i];
     const auto* m = std::any_cast<Measured>(&out.data);

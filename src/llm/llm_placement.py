@@ -171,20 +171,10 @@ def write_h5(path: Path, attrs: dict, cases: list[dict], samples: list[dict]) ->
     # The script runs as `python3 src/llm/llm_placement.py` from anywhere (ReFrame, docs/cli.md):
     # analysis/ is found from the repo root; h5writer needs only numpy and h5py (no pandas).
     sys.path.insert(0, str(REPO))
-    from analysis.results.h5writer import column, write_result
-    write_result(path, attrs, {name: [column(col, [r[col] for r in rows], typ) for col, typ in columns.items()]
-                               for name, rows, columns in (("llm/cases", cases, CASE_COLUMNS),
-                                                           ("llm/samples", samples, SAMPLE_COLUMNS))})
-
-
-CASE_COLUMNS = {"case_id": int, "model": str, "params": int, "weight_bytes": int, "dtype": str, "placement": str,
-                "weight_alloc": str, "weight_mem": str, "weight_placement": str, "gpu": int, "batch": int,
-                "prompt_tokens": int, "new_tokens": int, "cuda_graph": int, "status": str, "reason": str, "reps": int,
-                "median_tokens_per_s": float, "best_tokens_per_s": float, "path_GBps": float, "path_source": str,
-                "bound_tokens_per_s": float, "fraction_of_bound": float, "verified": int, "decode_mode": str,
-                "decode_fallback": str, "path_case": str, "prompt": str, "torch_allocator": str,
-                "peak_small_bytes": int, "peak_large_bytes": int}
-SAMPLE_COLUMNS = {"case_id": int, "rep": int, "time_s": float, "tokens_per_s": float}
+    # The columns are src/core/families.def's llm rows, as the C++ writers' are theirs.
+    from analysis.results.h5writer import table_columns, write_result
+    write_result(path, attrs, {name: table_columns(name, rows) for name, rows in (("llm/cases", cases),
+                                                                                  ("llm/samples", samples))})
 
 
 def load_torch():

@@ -15,6 +15,7 @@
 #include "core/allocators.hpp"
 #include "core/duration_model.hpp"
 #include "core/error.hpp"
+#include "core/families.hpp"
 #include "core/kinds.hpp"
 #include "core/numa_policy.hpp"
 #include "core/options.hpp"
@@ -32,30 +33,6 @@
 
 namespace mempath::mpi {
 namespace {
-
-const std::vector<ColumnSpec> kSampleColumns = {
-    {"case_id", ColumnType::Int, ""}, {"rep", ColumnType::Int, ""},
-    {"mode", ColumnType::String, ""}, {"alloc", ColumnType::String, ""},
-    {"ppn", ColumnType::Int, ""},     {"size_bytes", ColumnType::Int, "bytes"},
-    {"bytes", ColumnType::Int, "bytes"}, {"time_s", ColumnType::Float, "s"},
-    {"bandwidth_GBps", ColumnType::Float, "GB/s"}, {"node_bytes", ColumnType::Int, "bytes"},
-};
-const std::vector<ColumnSpec> kCaseColumns = {
-    {"case_id", ColumnType::Int, ""},    {"mode", ColumnType::String, ""},
-    {"alloc", ColumnType::String, ""},   {"mem", ColumnType::String, ""},
-    {"ppn", ColumnType::Int, ""},        {"pairs", ColumnType::Int, ""},
-    {"size_bytes", ColumnType::Int, "bytes"}, {"window", ColumnType::Int, ""},
-    {"windows", ColumnType::Int, ""},    {"status", ColumnType::String, ""},
-    {"reason", ColumnType::String, ""},  {"reps", ColumnType::Int, ""},
-    {"median_GBps", ColumnType::Float, "GB/s"}, {"min_GBps", ColumnType::Float, "GB/s"},
-    {"max_GBps", ColumnType::Float, "GB/s"}, {"same_host", ColumnType::Int, ""},
-    {"verified", ColumnType::Int, ""},   {"split", ColumnType::Int, ""},
-    {"node_bytes", ColumnType::Int, "bytes"},
-};
-const std::vector<ColumnSpec> kRankColumns = {
-    {"rank", ColumnType::Int, ""}, {"host", ColumnType::String, ""}, {"node", ColumnType::Int, ""},
-    {"local", ColumnType::Int, ""}, {"numa", ColumnType::Int, ""}, {"cpus", ColumnType::String, ""},
-};
 
 // Whether this MPI library moves device buffers itself: the compile-time promise and
 // the library's own run-time answer (Open MPI's MPIX_Query_cuda_support).
@@ -278,7 +255,7 @@ void record_case(ResultFile& file, const CaseRow& c, const std::vector<double>& 
   std::vector<double> gbps;
   for (double t : seconds) gbps.push_back(bytes / t / 1e9);
   for (size_t k = 0; k < seconds.size(); ++k)
-    file.table("mpi_bw/samples", kSampleColumns)
+    file.table("mpi_bw/samples", columns_of("mpi_bw/samples"))
         .append({{"case_id", c.id}, {"rep", static_cast<int64_t>(k)}, {"mode", c.mode}, {"alloc", c.alloc},
                  {"ppn", static_cast<int64_t>(c.ppn)}, {"size_bytes", static_cast<int64_t>(c.size)},
                  {"bytes", static_cast<int64_t>(bytes)}, {"time_s", seconds[k]}, {"bandwidth_GBps", gbps[k]},
@@ -293,7 +270,7 @@ void record_case(ResultFile& file, const CaseRow& c, const std::vector<double>& 
                    {"min_GBps", sum.min}, {"max_GBps", sum.max}, {"same_host", static_cast<int64_t>(c.same_host)},
                    {"verified", static_cast<int64_t>(c.verified)}, {"split", static_cast<int64_t>(c.split)},
                    {"node_bytes", node_bytes}};
-  file.table("mpi_bw/cases", kCaseColumns).append(row);
+  file.table("mpi_bw/cases", columns_of("mpi_bw/cases")).append(row);
   std::printf("%s\n", summary_line("mpi_bw", row,
                                     {field("mode"), field("alloc"), field("ppn"), field("pairs"),
                                      field("size", "size_bytes"), field("split"), field("node_size", "node_bytes"),
@@ -316,7 +293,7 @@ std::map<std::string, Attribute> bw_attributes(const Topology& topo, const std::
 }
 
 void record_ranks(ResultFile& file, const Job& job, const std::vector<std::string>& rank_rows) {
-  auto& ranks = file.table("mpi_bw/ranks", kRankColumns);
+  auto& ranks = file.table("mpi_bw/ranks", columns_of("mpi_bw/ranks"));
   for (int r = 0; r < job.size; ++r) {
     const auto bar = rank_rows[r].find('|');
     ranks.append({{"rank", static_cast<int64_t>(r)}, {"host", job.hosts[r]}, {"node", static_cast<int64_t>(job.node_of[r])},
@@ -377,8 +354,8 @@ int cmd_bw(const std::vector<std::string>& args, const std::vector<std::string>&
   JobFile file(job, opts, "mpi-bw", topo.host, [&] { return bw_attributes(topo, argv, job); });
   ResultFile* out = file.rank0();
   if (out) {
-    out->table("mpi_bw/samples", kSampleColumns);
-    out->table("mpi_bw/cases", kCaseColumns);
+    out->table("mpi_bw/samples", columns_of("mpi_bw/samples"));
+    out->table("mpi_bw/cases", columns_of("mpi_bw/cases"));
     record_ranks(*out, job, rank_rows);  // saved with the first finished case, not before
   }
   // The model's expectation (docs/cli.md, "Expected duration"): device buffers without a

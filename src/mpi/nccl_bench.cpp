@@ -19,6 +19,7 @@
 #include "core/duration_model.hpp"
 #include "core/kinds.hpp"
 #include "core/error.hpp"
+#include "core/families.hpp"
 #include "core/options.hpp"
 #include "core/provenance.hpp"
 #include "core/summary_line.hpp"
@@ -39,18 +40,6 @@ void nccl_check(ncclResult_t r, const char* what) {
 void cuda_ok(cudaError_t r, const char* what) {
   if (r != cudaSuccess) throw std::runtime_error(std::string(what) + ": " + cudaGetErrorString(r));
 }
-
-const std::vector<ColumnSpec> kCaseColumns = {
-    {"case_id", ColumnType::Int, ""},     {"collective", ColumnType::String, ""},
-    {"placement", ColumnType::String, ""}, {"alloc", ColumnType::String, ""},
-    {"ranks", ColumnType::Int, ""},       {"nodes", ColumnType::Int, ""},
-    {"size_bytes", ColumnType::Int, "bytes"}, {"iters", ColumnType::Int, ""},
-    {"status", ColumnType::String, ""},   {"reason", ColumnType::String, ""},
-    {"time_us", ColumnType::Float, "us"}, {"algbw_GBps", ColumnType::Float, "GB/s"},
-    {"busbw_GBps", ColumnType::Float, "GB/s"}, {"verified", ColumnType::Int, ""},
-    {"mem", ColumnType::String, ""},      {"via", ColumnType::String, ""},
-    {"rank_bytes", ColumnType::Int, "bytes"},
-};
 
 // Host memory the checks stage through: 16 MiB, whatever the buffer size.
 constexpr uint64_t kStageFloats = 4ULL << 20;
@@ -164,7 +153,7 @@ void record_case(ResultFile& file, const CaseRow& c) {
                    {"status", c.status}, {"reason", c.reason}, {"time_us", c.us > 0 ? c.us : std::nan("")},
                    {"algbw_GBps", algbw}, {"busbw_GBps", busbw}, {"verified", static_cast<int64_t>(c.status == "ok")},
                    {"mem", c.mem}, {"via", c.via}, {"rank_bytes", static_cast<int64_t>(c.rank_bytes)}};
-  file.table("nccl/cases", kCaseColumns).append(row);
+  file.table("nccl/cases", columns_of("nccl/cases")).append(row);
   std::printf("%s\n", summary_line("nccl", row,
                                     {field("coll", "collective"), field("placement"), field("alloc"), field("mem"),
                                      field("ranks"), field("nodes"), field("size", "size_bytes"),
@@ -296,7 +285,7 @@ int cmd_nccl(const std::vector<std::string>& args, const std::vector<std::string
     planned += cases.size();
   }
   if (out_file) {
-    out_file->table("nccl/cases", kCaseColumns);
+    out_file->table("nccl/cases", columns_of("nccl/cases"));
     std::printf("%s\n", model::expect_line("nccl", placements.size() * cases.size(), planned, expected_s).c_str());
     std::fflush(stdout);
   }

@@ -66,7 +66,8 @@ class Scripted : public Benchmark {
   TableSpec cases_table() const override {
     return {"fake/cases", {{"case_id", ColumnType::Int, ""}, {"what", ColumnType::String, ""},
                            {"status", ColumnType::String, ""}, {"reason", ColumnType::String, ""},
-                           {"value", ColumnType::Float, ""}, {"best", ColumnType::Int, ""}}};
+                           {"value", ColumnType::Float, ""}, {"best", ColumnType::Int, ""},
+                           {model::kCaseSecondsColumn, ColumnType::Float, "s"}}};
   }
   TableSpec samples_table() const override { return {"fake/samples", {{"case_id", ColumnType::Int, ""}}}; }
   CaseRows rows(size_t i, const Outcome& o, int64_t id) override {

@@ -8,6 +8,7 @@
 #include <fstream>
 
 #include "apps/driver.hpp"
+#include "core/duration_model.hpp"
 #include "core/error.hpp"
 #include "core/result_reader.hpp"
 #include "core/results.hpp"
@@ -141,7 +142,8 @@ class Tabled : public Benchmark {
   Outcome run(size_t) override { return {"ok", "", 42.0}; }
   TableSpec cases_table() const override {
     return {"tabled/cases", {{"case_id", ColumnType::Int, ""}, {"status", ColumnType::String, ""},
-                             {"median_GBps", ColumnType::Float, "GB/s"}}};
+                             {"median_GBps", ColumnType::Float, "GB/s"},
+                             {model::kCaseSecondsColumn, ColumnType::Float, "s"}}};
   }
   TableSpec samples_table() const override { return {"tabled/samples", {{"case_id", ColumnType::Int, ""}}}; }
   CaseRows rows(size_t, const Outcome& o, int64_t id) override {

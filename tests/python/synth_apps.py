@@ -22,9 +22,8 @@ from typing import Any
 
 from h5fixtures import table, write_run  # noqa: I001  (puts the repo root on sys.path first)
 from analysis.model.roles import role
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "src" / "llm"))
-import llm_placement  # noqa: E402  (imports no torch until it decodes)
+from analysis.results.families import columns
+from analysis.results.h5writer import KIND_OF_TYPE
 
 SYNTHETIC = {"synthetic": 1, "git_revision": "synthetic", "tool_version": "0.2.0"}
 GPU_CLOCKS = [{"gpu": g, "sm_clock_khz": 1980000, "mem_clock_khz": 2619000} for g in range(4)]
@@ -59,8 +58,8 @@ GEMM_CASES = {"case_id": int, "gpu": int, "dtype": str, "m": int, "n": int, "k":
               "peak_TFLOPs": float, "fraction_of_peak": float, "operand_bytes": int, "flops": int,
               "placement": str, "b_placement": str, "placed": int, "verified": int, "cublas_version": int,
               "calls_per_rep": int}
-# The LLM tables as the script writes them (its own column lists, not a copy).
-LLM_CASES, LLM_SAMPLES = llm_placement.CASE_COLUMNS, llm_placement.SAMPLE_COLUMNS
+# The LLM tables as the script writes them (src/core/families.def's rows, not a copy).
+LLM_CASES, LLM_SAMPLES = ({c.name: KIND_OF_TYPE[c.type] for c in columns(f"llm/{t}")} for t in ("cases", "samples"))
 
 # ---- the model of the node (GH200 figures of the paper's order of magnitude; not measured) ----
 UM_SIZE = 256 << 20

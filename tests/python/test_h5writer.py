@@ -2,6 +2,7 @@
 table read back from a `mempath bw` file and rewritten in Python has the same structure."""
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 from pathlib import Path
@@ -10,6 +11,7 @@ import h5py
 import numpy as np
 import pytest
 
+from analysis.results.families import columns
 from analysis.results.h5writer import Column, column, kind_of, units_of, write_result
 from analysis.results.io import load_run
 from conftest import REPO, run
@@ -106,19 +108,21 @@ def test_kinds_from_numpy() -> None:
 
 
 LLM_WRITE = """
-import sys
+import json, sys
 sys.path[:] = [p for p in sys.path if p not in ("", ".")] + [sys.argv[1] + "/src/llm"]
 import llm_placement as llm
-case = {c: (1 if t is int else 0.5 if t is float else "x") for c, t in llm.CASE_COLUMNS.items()}
-sample = {c: (0 if t is int else 0.25) for c, t in llm.SAMPLE_COLUMNS.items()}
+case, sample = json.loads(sys.argv[3])
 llm.write_h5(llm.Path(sys.argv[2]), {"tool": "mempath", "schema_version": 1, "host": "n1"}, [case], [sample, sample])
 """
+# A value of each column's type, by families.def's type names.
+VALUE = {"Int": 1, "Float": 0.5, "String": "x"}
 
 
 def test_the_llm_script_writes_through_the_python_writer_from_any_folder(tmp_path: Path) -> None:
     """It runs as `python3 src/llm/llm_placement.py`: analysis/ is not on its path by itself."""
     out = tmp_path / "llm.h5"
-    proc = subprocess.run([sys.executable, "-c", LLM_WRITE, str(REPO), str(out)], cwd=tmp_path,
+    case, sample = ({c.name: VALUE[c.type] for c in columns(f"llm/{t}")} for t in ("cases", "samples"))
+    proc = subprocess.run([sys.executable, "-c", LLM_WRITE, str(REPO), str(out), json.dumps([case, sample])], cwd=tmp_path,
                           capture_output=True, text=True, timeout=120)
     assert proc.returncode == 0, proc.stderr
     run = load_run(out)

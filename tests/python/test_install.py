@@ -370,7 +370,8 @@ def pip_target(tmp_path_factory) -> Path:
     (src / 'docs').mkdir()
     shutil.copy(REPO / 'docs' / 'analysis.md', src / 'docs')
     (src / 'src' / 'core').mkdir(parents=True)
-    shutil.copy(REPO / 'src' / 'core' / 'kinds.def', src / 'src' / 'core')
+    for table in ('kinds.def', 'families.def'):
+        shutil.copy(REPO / 'src' / 'core' / table, src / 'src' / 'core')
     target = tmp / 'target'
     done = subprocess.run([python, '-m', 'pip', 'install', '-q', '--no-deps',
                            '--no-build-isolation', '--target', str(target), str(src)],
@@ -399,13 +400,16 @@ def test_pip_installs_mempath_analysis(pip_target: Path, tmp_path: Path):
     assert out.returncode == 0, out.stderr
     where, bare = out.stdout.split()
     assert Path(where).parent == package and bare == 'False', out.stdout
-    # The kinds table comes along (data-files), read from the install, not the checkout.
-    code = ('from mempath_analysis.results import kinds; print(kinds.KINDS_DEF); '
-            'print(kinds.load()["alloc"]["pinned"]["page_locked"])')
+    # The kinds and families tables come along (data-files), read from the install, not the
+    # checkout.
+    code = ('from mempath_analysis.results import families, kinds; print(kinds.KINDS_DEF); '
+            'print(kinds.load()["alloc"]["pinned"]["page_locked"]); print(families.FAMILIES_DEF); '
+            'print(families.FAMILIES["chase"].metric)')
     out = run_installed(pip_target, '-c', code, cwd=tmp_path)
     assert out.returncode == 0, out.stderr
-    where, pinned = out.stdout.split()
+    where, pinned, families_where, chase = out.stdout.split()
     assert Path(where).is_relative_to(pip_target) and pinned == 'True', out.stdout
+    assert Path(families_where).is_relative_to(pip_target) and chase == 'ns_per_access', out.stdout
 
 
 def test_pip_entry_points(pip_target: Path, tmp_path: Path):

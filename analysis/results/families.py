@@ -1,0 +1,123 @@
+"""Result families and the columns of their tables, read from the C++ table itself.
+
+src/core/families.def is the one copy: C++ includes it as X-macros (src/core/families.hpp)
+and creates its HDF5 tables from it; this module parses the same rows, so the two cannot
+drift (tests/cpp/test_families.cpp compares its reading with the C++ table). Usage::
+
+    from analysis.results.families import FAMILIES, columns, required
+    FAMILIES["chase"].metric              # "ns_per_access"
+    [c.name for c in columns("stream/samples")]  # ["case_id", "rep", "time_s", "bandwidth_GBps"]
+"""
+from __future__ import annotations
+
+import ast
+import json
+import re
+import sys
+from pathlib import Path
+from typing import NamedTuple
+
+# The table in a source tree, else the copy `pip install` puts under the prefix or the
+# --target folder (pyproject.toml's data-files): the same file, never a second one.
+_HERE = Path(__file__).resolve().parent
+_CANDIDATES = (_HERE.parents[1] / "src" / "core" / "families.def",
+               Path(sys.prefix) / "share" / "mempath" / "families.def",
+               _HERE.parents[1] / "share" / "mempath" / "families.def")
+FAMILIES_DEF = next((p for p in _CANDIDATES if p.is_file()), _CANDIDATES[0])
+
+
+class Family(NamedTuple):
+    """One family (the HDF5 group of its tables) and its headline figure."""
+
+    name: str
+    what: str               # the family in words, for output
+    metric: str             # the headline column
+    unit: str
+    higher_is_better: bool
+    metric_table: str       # "samples" (one value a repetition) or "cases"
+    cases_metric: str       # the cases table's median of the metric; "" where none
+
+
+class Column(NamedTuple):
+    """One column of a table: its type is "Int", "Float" or "String" as in C++."""
+
+    name: str
+    type: str
+    unit: str               # "" for none
+    required: bool          # every reader needs it (results/schema.py REQUIRED)
+
+
+# Field names after the macro's name, in its argument order (families.def's header says why
+# each exists); the column rows start with their table's name.
+_FIELDS = {"FAMILY": Family._fields, "COLUMN": ("table", *Column._fields)}
+_ROW = re.compile(r"^MEMPATH_(FAMILY|COLUMN)\((.*)\)\s*$")
+_TYPES = ("Int", "Float", "String")
+
+
+def _value(text: str, field: str):
+    text = text.strip()
+    if text[0] == '"':
+        return ast.literal_eval(text)
+    if field == "type":
+        if text not in _TYPES:
+            raise ValueError(f"column type {text!r}; valid: {', '.join(_TYPES)}")
+        return text
+    return bool(int(text))
+
+
+class Table(NamedTuple):
+    """The file read: families by name and each table's columns, both in table order."""
+
+    families: dict[str, Family]
+    tables: dict[str, tuple[Column, ...]]
+
+
+def load(path: Path = FAMILIES_DEF) -> Table:
+    families: dict[str, Family] = {}
+    tables: dict[str, list[Column]] = {}
+    for line in path.read_text().splitlines():
+        match = _ROW.match(line.strip())
+        if not match:
+            continue
+        kind, args = match.group(1), match.group(2).split(",")
+        fields = _FIELDS[kind]
+        if len(args) != len(fields):
+            raise ValueError(f"{path}: {line.strip()!r} has {len(args)} fields; valid: {len(fields)}")
+        values = [_value(a, f) for a, f in zip(args, fields)]
+        if kind == "FAMILY":
+            families[values[0]] = Family(*values)
+        else:
+            tables.setdefault(values[0], []).append(Column(*values[1:]))
+    return Table(families, {name: tuple(cols) for name, cols in tables.items()})
+
+
+_TABLE = load()
+#: Every family mempath, mempath-mpi and the LLM script write, by name, in table order.
+FAMILIES: dict[str, Family] = _TABLE.families
+#: Every table's name ("bw/cases", "chase/caches", "mpi_bw/ranks", ...), in table order.
+TABLES: tuple[str, ...] = tuple(_TABLE.tables)
+
+
+def columns(table: str) -> tuple[Column, ...]:
+    """The columns of ``table`` ("stream/cases") in the writer's order; KeyError naming the
+    valid tables for any other."""
+    try:
+        return _TABLE.tables[table]
+    except KeyError:
+        raise KeyError(f"no table {table!r} in {FAMILIES_DEF.name}; valid: {', '.join(TABLES)}") from None
+
+
+def required(table: str) -> tuple[str, ...]:
+    """The names of the columns every reader of ``table`` needs, in the writer's order."""
+    return tuple(c.name for c in columns(table) if c.required)
+
+
+def rows(table: Table | None = None) -> dict[str, list[dict]]:
+    """The table as lists in table order (the form tests/cpp/test_families.cpp compares)."""
+    t = table or _TABLE
+    return {"families": [f._asdict() for f in t.families.values()],
+            "columns": [{"table": name, **c._asdict()} for name, cols in t.tables.items() for c in cols]}
+
+
+if __name__ == "__main__":
+    print(json.dumps(rows(), indent=1))

@@ -1,0 +1,51 @@
+#pragma once
+// Result families and the columns of their tables, as rows of core/families.def (shared with
+// analysis/results/families.py): every writer creates its tables from here, so C++, Python
+// and docs/schema.md name one list.
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "core/results.hpp"
+
+namespace mempath {
+
+struct FamilyInfo {
+  const char* name;
+  const char* what;
+  const char* metric;
+  const char* unit;
+  bool higher_is_better;
+  const char* metric_table;
+  const char* cases_metric;
+};
+struct ColumnInfo {
+  const char* table;
+  const char* name;
+  ColumnType type;
+  const char* unit;
+  bool required;
+};
+
+#define MEMPATH_FAMILY(...) FamilyInfo{__VA_ARGS__},
+#define MEMPATH_COLUMN(...)
+inline constexpr FamilyInfo kFamilyTable[] = {
+#include "core/families.def"
+};
+#undef MEMPATH_FAMILY
+#undef MEMPATH_COLUMN
+#define MEMPATH_FAMILY(...)
+#define MEMPATH_COLUMN(table, name, type, unit, required) ColumnInfo{table, name, ColumnType::type, unit, required},
+inline constexpr ColumnInfo kColumnTable[] = {
+#include "core/families.def"
+};
+#undef MEMPATH_FAMILY
+#undef MEMPATH_COLUMN
+
+// The columns of `table` ("stream/cases") in order; std::logic_error naming the tables that
+// exist for any other (a writer asking for a table the table lacks is a programming error).
+const std::vector<ColumnSpec>& columns_of(std::string_view table);
+// Every table name, in the order of their first row.
+std::vector<std::string> table_names();
+
+}  // namespace mempath
