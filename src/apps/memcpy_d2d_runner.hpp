@@ -23,6 +23,8 @@ class MemcpyD2dRunner {
   MemcpyOutcome run(const MemcpyCase& c, uint64_t capacity, const MemcpySettings& settings, bool single);
 
  private:
+  void measure(const MemcpyCase& c, uint64_t capacity, const MemcpySettings& settings, bool single,
+               MemcpyOutcome& out);
   // The buffer named `name`, allocated on first use with at least `bytes` (device buffers:
   // `capacity`, or for a sweep the largest of its sizes that fits). "" or why it cannot.
   std::string ensure(const std::string& name, const std::string& alloc, const std::string& mem, uint64_t bytes,

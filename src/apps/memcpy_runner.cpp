@@ -1,6 +1,5 @@
 #include "apps/memcpy_runner.hpp"
 
-
 #include <algorithm>
 #include <atomic>
 #include <cstring>
@@ -17,8 +16,6 @@ namespace {
 
 constexpr uint8_t kH2DByte = 0x5A;  // host sources of h2d copies
 constexpr uint8_t kD2HByte = 0xA5;  // device sources of d2h copies
-constexpr uint8_t kClearByte = 0x00;
-constexpr int kMinCooldown = 2;     // copies after the timed ones on concurrent streams
 
 // Bytes of host memory that differ from `value`, counted by threads of the buffer's node.
 uint64_t count_host_mismatches(const Topology& topo, int numa, const void* ptr, size_t bytes, uint8_t value) {
@@ -40,6 +37,7 @@ uint64_t count_host_mismatches(const Topology& topo, int numa, const void* ptr, 
   return bad;
 }
 
+}  // namespace
 
 std::string join_distinct(const std::vector<std::string>& items) {
   std::vector<std::string> seen;
@@ -52,7 +50,49 @@ std::string join_distinct(const std::vector<std::string>& items) {
   return out;
 }
 
-}  // namespace
+MemcpyOutcome run_memcpy_case(const MemcpyCase& c, const std::function<void(MemcpyOutcome&)>& measure,
+                              const std::function<void()>& forget) {
+  MemcpyOutcome out;
+  if (!c.skip_reason.empty()) {
+    out.status = "skipped";
+    out.reason = c.skip_reason;
+    return out;
+  }
+  try {
+    measure(out);
+  } catch (const UsageError&) {
+    throw;
+  } catch (const Unsupported& e) {
+    out = MemcpyOutcome{};
+    out.status = "skipped";
+    out.reason = e.what();
+  } catch (const std::exception& e) {
+    out.status = "failed";
+    out.reason = e.what();
+    out.verified = false;
+    for (auto& p : out.parts) p.seconds.clear();
+    forget();
+  }
+  return out;
+}
+
+bool skipped_for(const std::string& why, bool single, MemcpyOutcome& out) {
+  if (why.empty()) return false;
+  if (single) throw UsageError(why);
+  out.status = "skipped";
+  out.reason = why;
+  return true;
+}
+
+void judge(MemcpyOutcome& out, bool released_late, uint64_t bad) {
+  if (released_late)
+    out.reason = "the spin kernel timed out before every copy was queued, so launch overhead is inside the "
+                 "timing (the host blocked while queueing)";
+  out.verified = bad == 0;
+  if (!out.verified)
+    out.reason = std::to_string(bad) + " bytes (or words) of the destination differ from the source after the copies";
+  if (!out.verified || !out.reason.empty()) out.status = "failed";
+}
 
 // The issuing thread runs on the CPUs of `node` with its memory bound there (what
 // `numactl --cpunodebind=N --membind=N` does for a whole process).
@@ -81,99 +121,76 @@ std::string MemcpyRunner::ensure(std::unique_ptr<Buffer>& slot, const MemcpyCase
 
 MemcpyOutcome MemcpyRunner::run(const MemcpyCase& c, uint64_t capacity, const MemcpySettings& settings,
                                 bool single) {
-  MemcpyOutcome out;
-  if (!c.skip_reason.empty()) {
-    out.status = "skipped";
-    out.reason = c.skip_reason;
-    return out;
-  }
-  try {
-    if (key_ != c.buffer_key()) {
-      buffers_.clear();  // frees the previous group's buffers before allocating new ones
-      buffers_.resize(c.gpus.size());
-      key_ = c.buffer_key();
-    }
-    const bool h2d = c.direction != "d2h", d2h = c.direction != "h2d";
-    for (size_t i = 0; i < c.gpus.size(); ++i) {
-      Buffers& b = buffers_[i];
-      std::string why;
-      if (h2d && why.empty()) why = ensure(b.host_src, c, i, true, kH2DByte, capacity);
-      if (h2d && why.empty()) why = ensure(b.dev_dst, c, i, false, kClearByte, capacity);
-      if (d2h && why.empty()) why = ensure(b.dev_src, c, i, false, kD2HByte, capacity);
-      if (d2h && why.empty()) why = ensure(b.host_dst, c, i, true, kClearByte, capacity);
-      if (!why.empty()) {
-        if (single) throw UsageError(why);
-        out.status = "skipped";
-        out.reason = why;
-        return out;
-      }
-    }
-
-    bind_issuing_thread(topo_, c.cpu_numa);
-    // Destinations start cleared, so the check after the case sees this case's copies.
-    std::vector<gpu::CopyStream> streams;
-    const int sm_share = c.direction == "bidir" ? 2 : 1;
-    for (size_t i = 0; i < c.gpus.size(); ++i) {
-      Buffers& b = buffers_[i];
-      const int g = c.gpus[i];
-      if (h2d) {
-        gpu::set_device_bytes(g, b.dev_dst->data(), c.size, kClearByte);
-        streams.push_back({g, gpu::CopyDir::H2D, b.dev_dst->data(), b.host_src->data(), c.size, c.engine == "sm", sm_share});
-        out.parts.push_back({"h2d", g, c.host_numas[i], c.size, {}});
-      }
-      if (d2h) {
-        std::memset(b.host_dst->data(), kClearByte, c.size);
-        streams.push_back({g, gpu::CopyDir::D2H, b.host_dst->data(), b.dev_src->data(), c.size, c.engine == "sm", sm_share});
-        out.parts.push_back({"d2h", g, c.host_numas[i], c.size, {}});
-      }
-    }
-
-    if (c.timing == "host") {
-      const auto& s = streams.front();  // planned: one stream (latency, pageable)
-      out.parts.front().seconds = gpu::time_sync_copies(s.gpu, s.dir, s.dst, s.src, s.bytes, settings.warmup, settings.reps);
-    } else {
-      const int cooldown = streams.size() > 1 ? std::max(kMinCooldown, settings.warmup) : 0;
-      gpu::CopyRun run = gpu::run_copies(streams, settings.warmup, settings.reps, cooldown);
-      for (size_t s = 0; s < streams.size(); ++s) out.parts[s].seconds = run.seconds[s];
-      if (c.engine == "sm") out.sm_threads = run.sm_threads;
-      if (run.released_late)
-        out.reason = "the spin kernel timed out before every copy was queued, so launch overhead is inside the "
-                     "timing (the host blocked while queueing)";
-    }
-
-    // Every destination must hold its source's bytes.
-    uint64_t bad = 0;
-    for (size_t i = 0; i < c.gpus.size(); ++i) {
-      Buffers& b = buffers_[i];
-      if (h2d) bad += gpu::count_device_byte_mismatches(c.gpus[i], b.dev_dst->data(), c.size, kH2DByte);
-      if (d2h) bad += count_host_mismatches(topo_, c.host_numas[i], b.host_dst->data(), c.size, kD2HByte);
-    }
-    out.verified = bad == 0;
-    if (!out.verified)
-      out.reason = std::to_string(bad) + " bytes (or words) of the destination differ from the source after the copies";
-    if (!out.verified || !out.reason.empty()) out.status = "failed";
-
-    std::vector<std::string> where;
-    for (const auto& b : buffers_) {
-      if (b.host_src) where.push_back(placement(*b.host_src));
-      if (b.host_dst) where.push_back(placement(*b.host_dst));
-    }
-    out.placement = join_distinct(where);
-  } catch (const UsageError&) {
-    throw;
-  } catch (const Unsupported& e) {
-    out = MemcpyOutcome{};
-    out.status = "skipped";
-    out.reason = e.what();
-  } catch (const std::exception& e) {
-    out.status = "failed";
-    out.reason = e.what();
-    out.verified = false;
-    for (auto& p : out.parts) p.seconds.clear();
-    buffers_.clear();  // a CUDA error may have left them unusable: start the next case afresh
+  return run_memcpy_case(c, [&](MemcpyOutcome& out) { measure(c, capacity, settings, single, out); }, [this] {
+    buffers_.clear();
     key_.clear();
+  });
+}
+
+void MemcpyRunner::measure(const MemcpyCase& c, uint64_t capacity, const MemcpySettings& settings, bool single,
+                           MemcpyOutcome& out) {
+  if (key_ != c.buffer_key()) {
+    buffers_.clear();  // frees the previous group's buffers before allocating new ones
+    buffers_.resize(c.gpus.size());
+    key_ = c.buffer_key();
   }
-  return out;
+  const bool h2d = c.direction != "d2h", d2h = c.direction != "h2d";
+  for (size_t i = 0; i < c.gpus.size(); ++i) {
+    Buffers& b = buffers_[i];
+    std::string why;
+    if (h2d && why.empty()) why = ensure(b.host_src, c, i, true, kH2DByte, capacity);
+    if (h2d && why.empty()) why = ensure(b.dev_dst, c, i, false, kClearByte, capacity);
+    if (d2h && why.empty()) why = ensure(b.dev_src, c, i, false, kD2HByte, capacity);
+    if (d2h && why.empty()) why = ensure(b.host_dst, c, i, true, kClearByte, capacity);
+    if (skipped_for(why, single, out)) return;
+  }
+
+  bind_issuing_thread(topo_, c.cpu_numa);
+  // Destinations start cleared, so the check after the case sees this case's copies.
+  std::vector<gpu::CopyStream> streams;
+  const int sm_share = c.direction == "bidir" ? 2 : 1;
+  for (size_t i = 0; i < c.gpus.size(); ++i) {
+    Buffers& b = buffers_[i];
+    const int g = c.gpus[i];
+    if (h2d) {
+      gpu::set_device_bytes(g, b.dev_dst->data(), c.size, kClearByte);
+      streams.push_back({g, gpu::CopyDir::H2D, b.dev_dst->data(), b.host_src->data(), c.size, c.engine == "sm", sm_share});
+      out.parts.push_back({"h2d", g, c.host_numas[i], c.size, {}});
+    }
+    if (d2h) {
+      std::memset(b.host_dst->data(), kClearByte, c.size);
+      streams.push_back({g, gpu::CopyDir::D2H, b.host_dst->data(), b.dev_src->data(), c.size, c.engine == "sm", sm_share});
+      out.parts.push_back({"d2h", g, c.host_numas[i], c.size, {}});
+    }
+  }
+
+  bool released_late = false;
+  if (c.timing == "host") {
+    const auto& s = streams.front();  // planned: one stream (latency, pageable)
+    out.parts.front().seconds = gpu::time_sync_copies(s.gpu, s.dir, s.dst, s.src, s.bytes, settings.warmup, settings.reps);
+  } else {
+    const int cooldown = streams.size() > 1 ? std::max(kMinCooldown, settings.warmup) : 0;
+    gpu::CopyRun run = gpu::run_copies(streams, settings.warmup, settings.reps, cooldown);
+    for (size_t s = 0; s < streams.size(); ++s) out.parts[s].seconds = run.seconds[s];
+    if (c.engine == "sm") out.sm_threads = run.sm_threads;
+    released_late = run.released_late;
+  }
+
+  // Every destination must hold its source's bytes.
+  uint64_t bad = 0;
+  for (size_t i = 0; i < c.gpus.size(); ++i) {
+    Buffers& b = buffers_[i];
+    if (h2d) bad += gpu::count_device_byte_mismatches(c.gpus[i], b.dev_dst->data(), c.size, kH2DByte);
+    if (d2h) bad += count_host_mismatches(topo_, c.host_numas[i], b.host_dst->data(), c.size, kD2HByte);
+  }
+  judge(out, released_late, bad);
+
+  std::vector<std::string> where;
+  for (const auto& b : buffers_) {
+    if (b.host_src) where.push_back(placement(*b.host_src));
+    if (b.host_dst) where.push_back(placement(*b.host_dst));
+  }
+  out.placement = join_distinct(where);
 }
 
 }  // namespace mempath
