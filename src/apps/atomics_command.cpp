@@ -10,6 +10,7 @@
 #include "core/allocators.hpp"
 #include "core/atomics_plan.hpp"
 #include "core/error.hpp"
+#include "core/kinds.hpp"
 #include "core/guards.hpp"
 #include "core/options.hpp"
 #include "core/stats.hpp"
@@ -57,7 +58,7 @@ class AtomicsBenchmark : public Benchmark {
   std::vector<OptionSpec> options() const override {
     return {{"pu", "LIST", "GPUs: gpuN (default: all)"},
             {"mem", "LIST", "memories of the counters: numaN, gpuN (default: all)"},
-            {"alloc", "LIST", "system, numa, device, managed, pinned, registered (default: the path's)"},
+            {"alloc", "LIST", kind_list(kAllocTable) + " (default: the path's)"},
             {"all", "", "every allocator of each path, not only its default one"},
             {"scope", "SCOPE", "device (atomicAdd, default) or system (atomicAdd_system)"},
             {"counters", "N", "counters, each on its own 128-byte line (default: one per warp; "

@@ -28,7 +28,7 @@ std::vector<OptionSpec> filter_option_specs() {
       {"pu-kind", "KIND", "with --all: cpu or gpu only"},
       {"mem", "MEM", "memory read or written, the source of a copy: numaN or gpuN"},
       {"dst-mem", "MEM", "destination memory of a copy (default: --mem)"},
-      {"alloc", "ALLOC", "system, numa, device, managed, pinned, registered"},
+      {"alloc", "ALLOC", kind_list(kAllocTable)},
       {"threads", "N|sweep", "CPU threads (default: all cores of the PU), or sweep 1,2,4..all; for a GPU "
                                "sweep runs the grid kernel with 1,2,4.. blocks of 512 threads, then its full grid; "
                                "with --all: sweep (default: CPU paths; given: GPU paths too) or all (no sweep)"},

@@ -152,7 +152,7 @@ class ChaseBenchmark : public Benchmark {
                              "with --all a comma list filter"},
                 {"cpu", "N", "logical CPU the chasing thread is pinned to (default: the PU's first core)"},
                 {"mem", "MEM", "memory chased: numaN or gpuN (default: the PU's own); --all: a filter"},
-                {"alloc", "ALLOC", "system, numa, device, managed, pinned, registered (default: the path's); "
+                {"alloc", "ALLOC", kind_list(kAllocTable) + " (default: the path's); "
                                    "with --all a comma list, or all"},
                 {"size", "SIZE|sweep", "buffer size(s), comma list, or sweep (default): powers of two "
                                        "from --min-size to --max-size"},

@@ -97,7 +97,7 @@ class StreamBenchmark : public Benchmark {
             {"pu-kind", "KIND", "with --all: cpu or gpu only"},
             {"mem", "MEM", "memory of the three arrays: numaN, gpuN or interleave (pages over "
                            "every host NUMA node; read by cpus); with --all a filter"},
-            {"alloc", "ALLOC", "system, numa, device, managed, pinned, registered (default: the path's)"},
+            {"alloc", "ALLOC", kind_list(kAllocTable) + " (default: the path's)"},
             {"threads", "N|sweep|all", "CPU threads (default sweep: 1, 2, 4 .. all cores, best reported)"},
             {"size", "SIZE", "bytes per array (default 1GiB, raised to 4x the caches on the path)"},
             {"in-cache", "", "allow arrays smaller than 4x the caches (cache bandwidth)"},
