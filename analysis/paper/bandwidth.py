@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -25,9 +25,9 @@ from ..model.peaks import ASSUMED_MARK, ASSUMED_NOTE, PeakModel
 from ..model.roles import ROLE_ORDER, labelled, role
 from ..render import style
 from ..render.tables import markdown
-from ..results.cases import best, memory_aliases, natural_key
+from ..results.cases import best, drawn_under, natural_key, same_memory
 from . import published
-from .items import Comparison, Context, Drawn, item
+from ..render.items import Comparison, Context, Drawn, item
 
 OPS = ("read", "write")
 BW_COMMAND = "mempath bw --all"
@@ -45,56 +45,6 @@ def single_memory(placement: Any) -> str | None:
     return text
 
 
-MOSTLY = 0.9  # a buffer this share of whose pages lay on one memory is drawn under it
-
-
-def main_memory(placement: Any) -> str | None:
-    """The memory that holds at least MOSTLY of a buffer's pages (``numa0`` for
-    ``numa0:0.97,numa1:0.03``; pages not backed yet, ``unknown:F``, count against it);
-    None for an unknown placement or pages split more evenly."""
-    one = single_memory(placement)
-    if one is not None:
-        return one
-    shares = {}
-    for part in str(placement or "").split(","):
-        name, _, share = part.strip().partition(":")
-        try:
-            shares[name] = float(share)
-        except ValueError:
-            return None
-    top = max((n for n in shares if n != "unknown"), key=lambda n: shares[n], default=None)
-    return top if top is not None and shares[top] >= MOSTLY else None
-
-
-def _same(a: str, b: str, aliases: Mapping[str, str]) -> bool:
-    return aliases.get(a, a) == aliases.get(b, b)
-
-
-def relocate_side(requested: str, placement: Any, alloc: str, aliases: Mapping[str, str],
-                  known: Iterable[str]) -> tuple[str | None, str]:
-    """Where one buffer of a case is drawn: (memory, '' ) or (None, why it is not drawn).
-
-    The placed memory (main_memory: the one holding most pages) where it is a known memory
-    other than the requested (an HBM NUMA node and its GPU count as one memory); the
-    requested one where the pages stayed, or where the system cannot say and the allocator
-    does not migrate (not managed)."""
-    if not requested:
-        return "", ""
-    where = main_memory(placement)
-    if where is None:
-        text = str(placement or "").strip()
-        if text in ("", "unknown") and alloc != "managed":
-            return requested, ""
-        if text in ("", "unknown", "host"):
-            return None, f"{alloc} pages of {requested}: placement unknown (managed pages may have moved)"
-        return None, f"{alloc} pages of {requested} were split ({text})"
-    if _same(where, requested, aliases):
-        return requested, ""
-    if where not in set(known):
-        return None, f"{alloc} pages of {requested} were on {where}, a memory the topology does not list"
-    return where, ""
-
-
 def relocated(cases: pd.DataFrame, topologies: Mapping[str, Mapping[str, Any]]) -> tuple[pd.DataFrame, list[str]]:
     """The cases that ran, each under the memories its pages were on (``mem``, ``dst_mem``;
     the asked ones kept in ``asked_mem``, ``asked_dst_mem``); ``placed`` True for every row
@@ -106,14 +56,12 @@ def relocated(cases: pd.DataFrame, topologies: Mapping[str, Mapping[str, Any]]) 
     rows, notes = [], {}
     for row in ran.to_dict("records"):
         topo = topologies.get(row["host"], {})
-        aliases = memory_aliases(topo)
-        known = [m["name"] for m in topo.get("memories", [])]
-        mem, why = relocate_side(str(row.get("mem") or ""), row.get("placement"), str(row.get("alloc") or ""),
-                                 aliases, known)
-        dst_alloc = str(row.get("dst_alloc") or row.get("alloc") or "")
-        dst, why_dst = relocate_side(str(row.get("dst_mem") or ""), row.get("dst_placement"), dst_alloc,
-                                     aliases, known)
-        if mem is None or dst is None:
+        mem, why = drawn_under(topo, str(row.get("mem") or ""), str(row.get("alloc") or ""), row.get("placement"))
+        dst, why_dst = "", ""
+        if row.get("dst_mem"):
+            dst, why_dst = drawn_under(topo, str(row["dst_mem"]), str(row.get("dst_alloc") or row.get("alloc") or ""),
+                                       row.get("dst_placement"))
+        if why or why_dst:
             reason = why or why_dst
             notes[reason] = notes.get(reason, 0) + 1
             continue
@@ -486,7 +434,7 @@ def contention(ctx: Context) -> tuple[pd.DataFrame, list[str]]:
     split = top["noise"].str.split(":", n=1, expand=True)
     top = top.assign(noise_pu=split[0], noise_mem=split[1])
     top = with_roles(top, ctx.topologies, "noise_pu", "noise_mem", "noise_role")
-    same = [_same(m, n, memory_aliases(ctx.topologies.get(h, {})))
+    same = [same_memory(ctx.topologies.get(h, {}), m, n)
             for h, m, n in zip(top["host"], top["mem"], top["noise_mem"])]
     mem_peak = [ctx.models[h].memory(m).gbps if h in ctx.models else None for h, m in zip(top["host"], top["mem"])]
     total = top["median_GBps"].astype(float) + top["noise_GBps"].astype(float)
@@ -694,14 +642,13 @@ def _placement_text(ev: pd.DataFrame, topology: Mapping[str, Any]) -> str:
     memories by their role seen from the processor that touched them."""
     if ev.empty:
         return "not measured"
-    aliases = memory_aliases(topology)
     kinds = {p["name"]: p.get("kind") for p in topology.get("processors", [])}
     stayed, moved, unknown = 0, {}, {}
     for r in ev.itertuples():
         where = single_memory(r.placement)
         who = "a GPU's" if kinds.get(r.pu) == "gpu" else "a CPU's"
         asked = role(topology, r.pu, r.mem) or _kind_name(topology, r.mem)
-        if where is not None and _same(where, r.mem, aliases):
+        if where is not None and same_memory(topology, where, r.mem):
             stayed += 1
         elif where is not None:
             key = f"{asked} -> {role(topology, r.pu, where) or _kind_name(topology, where)} after {who} {r.by}"

@@ -21,11 +21,11 @@ from matplotlib.colors import LogNorm, Normalize
 from .. import outfiles
 from ..model.roles import labelled, role
 from ..render import style
-from ..results.cases import best, by_threads, memory_aliases, natural_key
+from ..results.cases import best, by_threads, drawn_under, memory_aliases, natural_key
 from . import published
 from .bandwidth import (COMPARED, compact, compare, paper_processors, pu_title, relocated, role_rank, run_gpu,
-                        single_memory, with_roles)
-from .items import Comparison, Context, Drawn, item
+                        with_roles)
+from ..render.items import Comparison, Context, Drawn, item
 
 COPY_COMMAND = "mempath bw --all --op copy"
 SCALING_COMMAND = ("mempath bw --pu cpuN --op copy --mem M --dst-mem M' --threads sweep; the same with "
@@ -354,8 +354,8 @@ ALLOC_ORDER = ("system", "numa", "pinned", "registered", "managed", "device")
 
 def allocmatrix_frame(ctx: Context) -> tuple[pd.DataFrame, list[str]]:
     """cudaMemcpy cases that ran, with the GPU, the host node asked (``node``), where each
-    buffer's pages were (``src_at``, ``dst_at``: the placement, the asked memory where it is
-    not known and the allocator does not migrate) and their roles seen from the GPU."""
+    buffer is drawn (``src_at``, ``dst_at``: results.cases.drawn_under) and their roles seen
+    from the GPU."""
     cases = ctx.table("allocmatrix/cases")
     if cases.empty or "src_alloc" not in cases:
         return pd.DataFrame(), []
@@ -365,11 +365,11 @@ def allocmatrix_frame(ctx: Context) -> tuple[pd.DataFrame, list[str]]:
     rows, notes = [], []
     for r in ran.to_dict("records"):
         topo = ctx.topologies.get(r["host"], {})
-        ends = []
-        for mem, at, alloc in ((r["src_mem"], r.get("placement"), r["src_alloc"]),
-                               (r["dst_mem"], r.get("dst_placement"), r["dst_alloc"])):
-            where = single_memory(at)
-            ends.append(where if where else (mem if alloc != "managed" else f"{mem}?"))
+        # A matrix of allocators keeps a buffer drawn nowhere in its allocator's row: marked
+        # unplaced ("?"), under the memory it asked for.
+        ends = [drawn_under(topo, mem, alloc, at)[0] or f"{mem}?"
+                for mem, at, alloc in ((r["src_mem"], r.get("placement"), r["src_alloc"]),
+                                       (r["dst_mem"], r.get("dst_placement"), r["dst_alloc"]))]
         node = next((m for m in (r["src_mem"], r["dst_mem"]) if not str(m).startswith("gpu")), "")
         rows.append({**r, "node": node, "src_at": ends[0], "dst_at": ends[1]})
     frame = pd.DataFrame(rows)

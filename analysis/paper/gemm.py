@@ -18,8 +18,8 @@ from .. import outfiles
 from ..model.roles import ROLE_ORDER, labelled, role
 from ..render.style import PAGE_IN, legend_below, log_axis, panels, save, series
 from ..render.tables import markdown, num
-from ..results.cases import drawn_under, memory_aliases
-from .items import Comparison, Context, Drawn, item
+from ..results.cases import drawn_under
+from ..render.items import Comparison, Context, Drawn, item
 from .published import of
 
 DTYPES = ("fp16", "tf32", "fp32", "fp64")
@@ -50,12 +50,11 @@ def gemm_cases(ctx: Context) -> tuple[pd.DataFrame, list[str]]:
         notes.append(f"{int((~local_c).sum())} case(s) with C outside the GPU's own memory left out (the paper "
                      "keeps C in local HBM).")
     ok = ok[local_c]
-    aliases = {h: memory_aliases(t) for h, t in ctx.topologies.items()}
     b_place = ok["b_placement"] if "b_placement" in ok else pd.Series(np.nan, index=ok.index)
     b_place = b_place.where(b_place.notna(), ok["placement"])  # files before B was placed apart
-    ok["a_drawn"] = [drawn_under(m, a, p if isinstance(p, str) else "", aliases.get(h, {}))
+    ok["a_drawn"] = [drawn_under(ctx.topologies.get(h, {}), m, a, p)[0]
                      for m, a, p, h in zip(ok["a_mem"], ok["a_alloc"], ok["placement"], ok["host"])]
-    ok["b_drawn"] = [drawn_under(m, a, p if isinstance(p, str) else "", aliases.get(h, {}))
+    ok["b_drawn"] = [drawn_under(ctx.topologies.get(h, {}), m, a, p)[0]
                      for m, a, p, h in zip(ok["b_mem"], ok["b_alloc"], b_place, ok["host"])]
     lost = ok[(ok["a_drawn"] == "") | (ok["b_drawn"] == "")]
     if not lost.empty:

@@ -11,7 +11,7 @@ import pandas as pd
 
 from .. import outfiles
 from ..render.tables import markdown, num
-from .items import Comparison, Context, Drawn, item
+from ..render.items import Comparison, Context, Drawn, item
 from .published import Published, of
 
 #: The paper's Table I columns: key in published.py -> header.

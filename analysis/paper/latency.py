@@ -6,7 +6,7 @@ memory it named is drawn under the memory they ended in, one of unknown placemen
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 import numpy as np
@@ -16,9 +16,9 @@ from matplotlib.colors import LogNorm
 from matplotlib.ticker import NullLocator
 
 from ..model.roles import ROLE_ORDER, by_role, labelled, role
-from ..render.style import COLUMN_IN, PAGE_IN, legend_below, log_axis, panels, save, series
-from ..results.cases import drawn_under, memory_aliases, natural_key
-from .items import Context, Drawn, item
+from ..render.style import COLUMN_IN, PAGE_IN, log_axis, panels, save, series
+from ..results.cases import drawn_under, natural_key
+from ..render.items import Context, Drawn, Grid, faceted, item
 
 CHASE_COMMAND = "mempath chase --all"
 PINGPONG_COMMAND = "mempath pingpong"
@@ -45,6 +45,19 @@ def processors(topology: Mapping[str, Any], names) -> list[str]:
     return sorted(set(names), key=lambda n: (order.index(n) if n in order else len(order), natural_key(n)))
 
 
+def _drawn(ctx: Context, cases: pd.DataFrame, what: str, name: Callable[[Any], str]
+           ) -> tuple[pd.DataFrame, list[str]]:
+    """The cases with ``drawn``, the memory each is drawn under (results.cases.drawn_under,
+    '' for none), and the note naming those drawn nowhere (``name`` of a row)."""
+    cases = cases.assign(drawn=[drawn_under(ctx.topologies.get(r.host, {}), r.mem, r.alloc, r.placement)[0]
+                                for r in cases.itertuples()])
+    lost = cases[cases["drawn"] == ""]
+    if lost.empty:
+        return cases, []
+    return cases, [f"Not drawn, {what} of unknown or mixed placement: "
+                   + ", ".join(sorted({name(r) for r in lost.itertuples()})) + "."]
+
+
 def chase_points(ctx: Context) -> tuple[pd.DataFrame, list[str], list[str]]:
     """The random-chain chase cases that stand for their path, one allocator per processor
     and memory: a row per (host, pu, drawn memory, size) with ``ns``, the median over the
@@ -56,13 +69,7 @@ def chase_points(ctx: Context) -> tuple[pd.DataFrame, list[str], list[str]]:
     ran = cases[(cases["status"] == "ok") & (cases["pattern"] == "random")].copy()
     if "locality_bytes" in ran:  # a chain kept within TLB-sized groups measures something else
         ran = ran[(ran["locality_bytes"] < 0) | (ran["locality_bytes"] >= ran["size_bytes"])]
-    aliases = {h: memory_aliases(t) for h, t in ctx.topologies.items()}
-    ran["drawn"] = [drawn_under(r.mem, r.alloc, r.placement if isinstance(r.placement, str) else "",
-                                aliases.get(r.host, {})) for r in ran.itertuples()]
-    lost = ran[ran["drawn"] == ""]
-    if not lost.empty:
-        notes.append("Not drawn, pages of unknown or mixed placement: " + ", ".join(
-            sorted({f"{r.pu} {r.alloc} {r.mem}" for r in lost.itertuples()})) + ".")
+    ran, notes = _drawn(ctx, ran, "pages", lambda r: f"{r.pu} {r.alloc} {r.mem}")
     moved = ran[(ran["drawn"] != "") & (ran["drawn"] != ran["mem"])]
     if not moved.empty:
         notes.append("Drawn where the pages were, not where asked: " + ", ".join(
@@ -94,41 +101,48 @@ def _panels_of(ctx: Context, points: pd.DataFrame) -> list[tuple[str, str]]:
       "figure", ("chase/cases",), CHASE_COMMAND, order=11)
 def latency_by_memory(ctx: Context) -> Drawn:
     points, notes, runs = chase_points(ctx)
-    if points.empty:
-        return Drawn(why_not=f"no random pointer-chase case finished; measured by `{CHASE_COMMAND}`", notes=notes)
-    top = points.loc[points.groupby(["host", "pu", "drawn"])["size_bytes"].transform("max") == points["size_bytes"]]
-    top = top.drop_duplicates(["host", "pu", "drawn"])
-    keys = _panels_of(ctx, top)
-    several_hosts = len({h for h, _ in keys}) > 1
-    bars_per_panel = max(len(top[(top["host"] == h) & (top["pu"] == p)]) for h, p in keys)
-    fig, axes = panels(len(keys), PAGE_IN, panel_height=max(1.4, 0.5 + 0.125 * bars_per_panel), max_cols=2)
-    xmax = float(top["ns"].max())
-    for ax, (host, pu) in zip(axes, keys):
-        topology = ctx.topologies.get(host, {})
-        mine = top[(top["host"] == host) & (top["pu"] == pu)].set_index("drawn")
-        mems = by_role(topology, pu, list(mine.index))
-        y = np.arange(len(mems))[::-1]
-        for yi, mem in zip(y, mems):
-            r = role(topology, pu, mem) or mem
-            value = float(mine.loc[mem, "ns"])
-            ax.barh(yi, value, height=0.7, color=series(_role_style(r))["color"], label=r,
-                    hatch=HATCHES[_role_style(r) % len(HATCHES)], edgecolor="black", linewidth=0.4)
-            ax.text(value + 0.01 * xmax, yi, f"{value:.0f}", va="center", ha="left", fontsize=7)
-        ax.set_yticks(y, [labelled(topology, pu, m) for m in mems])
-        ax.set_xlim(0, xmax * 1.18)
-        ax.set_ylim(-0.6, len(mems) - 0.4)
-        sizes = sorted({int(s) for s in mine["size_bytes"]})
-        ax.set_title(f"{host}: " * several_hosts + f"{pu} ({' / '.join(_size(s) for s in sizes)} buffer)")
-        ax.set_xlabel("latency per load (ns, median)")
-        ax.grid(True, axis="x")
-    legend_below(fig, axes)
-    files = save(fig, ctx.out, "latency_by_memory")
-    notes = ["Latency of one dependent load: a single random cycle over every 64-byte line of the buffer, "
-             "one CPU thread pinned to a core of the socket, or one GPU thread; median over repetitions and "
-             "runs, at the largest buffer chased on each path.",
-             "Where a memory was chased through several allocators, the first of "
-             f"{', '.join(ALLOC_PREFERENCE)} is shown."] + notes
-    return Drawn(files=files, notes=notes, runs=runs)
+
+    def grid(points: pd.DataFrame) -> Grid:
+        top = points.loc[points.groupby(["host", "pu", "drawn"])["size_bytes"].transform("max")
+                         == points["size_bytes"]].drop_duplicates(["host", "pu", "drawn"])
+        keys = _panels_of(ctx, top)
+        several_hosts = len({h for h, _ in keys}) > 1
+        xmax = float(top["ns"].max())
+
+        def mine(host: str, pu: str) -> pd.DataFrame:
+            return top[(top["host"] == host) & (top["pu"] == pu)].set_index("drawn")
+
+        def draw(ax: Axes, panel: tuple[str, str]) -> None:
+            topology = ctx.topologies.get(panel[0], {})
+            bars = mine(*panel)
+            mems = by_role(topology, panel[1], list(bars.index))
+            y = np.arange(len(mems))[::-1]
+            for yi, mem in zip(y, mems):
+                r = role(topology, panel[1], mem) or mem
+                value = float(bars.loc[mem, "ns"])
+                ax.barh(yi, value, height=0.7, color=series(_role_style(r))["color"], label=r,
+                        hatch=HATCHES[_role_style(r) % len(HATCHES)], edgecolor="black", linewidth=0.4)
+                ax.text(value + 0.01 * xmax, yi, f"{value:.0f}", va="center", ha="left", fontsize=7)
+            ax.set_yticks(y, [labelled(topology, panel[1], m) for m in mems])
+            ax.set_xlim(0, xmax * 1.18)
+            ax.set_ylim(-0.6, len(mems) - 0.4)
+            ax.set_xlabel("latency per load (ns, median)")
+            ax.grid(True, axis="x")
+
+        def title(panel: tuple[str, str]) -> str:
+            sizes = sorted({int(s) for s in mine(*panel)["size_bytes"]})
+            return f"{panel[0]}: " * several_hosts + f"{panel[1]} ({' / '.join(_size(s) for s in sizes)} buffer)"
+
+        bars_per_panel = max(len(mine(h, p)) for h, p in keys)
+        return Grid(keys, draw, title, PAGE_IN, max(1.4, 0.5 + 0.125 * bars_per_panel), max_cols=2)
+
+    caption = ["Latency of one dependent load: a single random cycle over every 64-byte line of the buffer, "
+               "one CPU thread pinned to a core of the socket, or one GPU thread; median over repetitions and "
+               "runs, at the largest buffer chased on each path.",
+               "Where a memory was chased through several allocators, the first of "
+               f"{', '.join(ALLOC_PREFERENCE)} is shown."]
+    return faceted(ctx, "latency_by_memory", points, f"no random pointer-chase case finished; measured by "
+                   f"`{CHASE_COMMAND}`", grid, notes, caption, runs)
 
 
 def _caches(ctx: Context, host: str, pu: str) -> list[tuple[str, int, str]]:
@@ -205,59 +219,64 @@ def _end_labels(ax: Axes, ends: list[tuple[float, float, str, str]], span: tuple
       "figure", ("chase/cases", "chase/caches"), CHASE_COMMAND, order=12)
 def latency_by_size(ctx: Context) -> Drawn:
     points, notes, runs = chase_points(ctx)
-    if points.empty:
-        return Drawn(why_not=f"no random pointer-chase case finished; measured by `{CHASE_COMMAND}`", notes=notes)
-    keys = _panels_of(ctx, points)
-    several_hosts = len({h for h, _ in keys}) > 1
-    fig, axes = panels(len(keys), PAGE_IN, panel_height=1.9, max_cols=2)
-    one_size = []
-    cache_words = []
-    for ax, (host, pu) in zip(axes, keys):
-        topology = ctx.topologies.get(host, {})
-        mine = points[(points["host"] == host) & (points["pu"] == pu)].drop_duplicates(["drawn", "size_bytes"])
-        lo, hi = float(mine["ns"].min()) / 1.6, float(mine["ns"].max()) * 1.6
-        xs = mine["size_bytes"].astype(float)
-        caches = _caches(ctx, host, pu)
-        xlo = min([xs.min(), *[c[1] for c in caches]]) / 2
-        xhi = max([xs.max(), *[c[1] for c in caches]])
-        ends = []
-        for mem in by_role(topology, pu, list(mine["drawn"])):
-            line = mine[mine["drawn"] == mem].sort_values("size_bytes")
-            r = role(topology, pu, mem) or mem
-            style = series(_role_style(r))
-            ax.plot(line["size_bytes"].to_numpy(float), line["ns"].to_numpy(float), label=r, **style)
-            ends.append((float(line["size_bytes"].iloc[-1]), float(line["ns"].iloc[-1]), mem, style["color"]))
-            if len(line) == 1:
-                one_size.append(f"{pu} {mem}")
-        for level, size, source in caches:
-            ax.axvline(size, color="0.45", linestyle=":", linewidth=0.8)
-            ax.annotate(f"{level} {_size(size)}", (size, 1.0), xycoords=("data", "axes fraction"), rotation=90,
-                        va="top", ha="right", fontsize=7, color="0.3")
-            cache_words.append(f"{host} " * several_hosts + f"{pu} {level} {_size(size)} ({source})")
-        ax.set_xscale("log", base=2)
-        ax.set_xlim(xlo, xhi * 32)  # room on the right for the memories' names
-        ax.set_ylim(lo, hi)
-        log_axis(ax, "y")
-        ticks = [2.0 ** e for e in range(int(math.ceil(math.log2(xlo))), int(math.log2(xhi)) + 1, 4)]
-        ax.set_xticks(ticks, [_size(t).replace(" ", "") for t in ticks])
-        ax.xaxis.set_minor_locator(NullLocator())
-        ax.grid(True, which="major")
-        _end_labels(ax, ends, (lo, hi))
-        ax.set_title(f"{host}: " * several_hosts + pu)
-        ax.set_xlabel("buffer size (bytes, log2)")
-        ax.set_ylabel("latency per load (ns)")
-    legend_below(fig, axes)
-    files = save(fig, ctx.out, "latency_by_size")
-    notes = ["Latency of one dependent load over a random cycle through the whole buffer, median over "
-             "repetitions and runs; each line is one memory, coloured by its role seen from the processor and "
-             "named at its end; dotted vertical lines: the processor's caches.",
-             "Caches: " + "; ".join(dict.fromkeys(cache_words)) + " (sysfs: the chasing core's; cuda: the "
-             "runtime's L2; table: mempath's L1 by compute capability; topology: the run's topology, "
-             "where the file has no /chase/caches)." if cache_words else "No cache size known."] + notes
+    one_size: list[str] = []
+    cache_words: list[str] = []
+
+    def grid(points: pd.DataFrame) -> Grid:
+        keys = _panels_of(ctx, points)
+        several_hosts = len({h for h, _ in keys}) > 1
+
+        def draw(ax: Axes, panel: tuple[str, str]) -> None:
+            host, pu = panel
+            topology = ctx.topologies.get(host, {})
+            mine = points[(points["host"] == host) & (points["pu"] == pu)].drop_duplicates(["drawn", "size_bytes"])
+            lo, hi = float(mine["ns"].min()) / 1.6, float(mine["ns"].max()) * 1.6
+            xs = mine["size_bytes"].astype(float)
+            caches = _caches(ctx, host, pu)
+            xlo = min([xs.min(), *[c[1] for c in caches]]) / 2
+            xhi = max([xs.max(), *[c[1] for c in caches]])
+            ends = []
+            for mem in by_role(topology, pu, list(mine["drawn"])):
+                line = mine[mine["drawn"] == mem].sort_values("size_bytes")
+                r = role(topology, pu, mem) or mem
+                style = series(_role_style(r))
+                ax.plot(line["size_bytes"].to_numpy(float), line["ns"].to_numpy(float), label=r, **style)
+                ends.append((float(line["size_bytes"].iloc[-1]), float(line["ns"].iloc[-1]), mem, style["color"]))
+                if len(line) == 1:
+                    one_size.append(f"{pu} {mem}")
+            for level, size, source in caches:
+                ax.axvline(size, color="0.45", linestyle=":", linewidth=0.8)
+                ax.annotate(f"{level} {_size(size)}", (size, 1.0), xycoords=("data", "axes fraction"), rotation=90,
+                            va="top", ha="right", fontsize=7, color="0.3")
+                cache_words.append(f"{host} " * several_hosts + f"{pu} {level} {_size(size)} ({source})")
+            ax.set_xscale("log", base=2)
+            ax.set_xlim(xlo, xhi * 32)  # room on the right for the memories' names
+            ax.set_ylim(lo, hi)
+            log_axis(ax, "y")
+            ticks = [2.0 ** e for e in range(int(math.ceil(math.log2(xlo))), int(math.log2(xhi)) + 1, 4)]
+            ax.set_xticks(ticks, [_size(t).replace(" ", "") for t in ticks])
+            ax.xaxis.set_minor_locator(NullLocator())
+            ax.grid(True, which="major")
+            _end_labels(ax, ends, (lo, hi))
+            ax.set_xlabel("buffer size (bytes, log2)")
+            ax.set_ylabel("latency per load (ns)")
+
+        return Grid(keys, draw, lambda panel: f"{panel[0]}: " * several_hosts + panel[1], PAGE_IN, 1.9, max_cols=2)
+
+    drawn = faceted(ctx, "latency_by_size", points, f"no random pointer-chase case finished; measured by "
+                    f"`{CHASE_COMMAND}`", grid, notes, runs=runs)
+    if drawn.files:  # the caption names what the panels found: their caches, their single points
+        drawn.notes[:0] = [
+            "Latency of one dependent load over a random cycle through the whole buffer, median over "
+            "repetitions and runs; each line is one memory, coloured by its role seen from the processor and "
+            "named at its end; dotted vertical lines: the processor's caches.",
+            "Caches: " + "; ".join(dict.fromkeys(cache_words)) + " (sysfs: the chasing core's; cuda: the "
+            "runtime's L2; table: mempath's L1 by compute capability; topology: the run's topology, "
+            "where the file has no /chase/caches)." if cache_words else "No cache size known."]
     if one_size:
-        notes.append("One buffer size only (a point, no line): " + ", ".join(one_size) + f"; `{CHASE_COMMAND}` "
-                     "sweeps the sizes (4 KiB to 1 GiB or more).")
-    return Drawn(files=files, notes=notes, runs=runs)
+        drawn.notes.append("One buffer size only (a point, no line): " + ", ".join(one_size) + f"; "
+                           f"`{CHASE_COMMAND}` sweeps the sizes (4 KiB to 1 GiB or more).")
+    return drawn
 
 
 def home(topology: Mapping[str, Any], mem: str) -> str:
@@ -301,15 +320,7 @@ def pingpong(ctx: Context) -> Drawn:
     cases = ctx.table("pingpong/cases")
     if cases.empty:
         return Drawn(why_not=f"no /pingpong/cases; measured by `{PINGPONG_COMMAND}`")
-    aliases = {h: memory_aliases(t) for h, t in ctx.topologies.items()}
-    ok = cases[cases["status"] == "ok"].copy()
-    ok["drawn"] = [drawn_under(r.mem, r.alloc, r.placement if isinstance(r.placement, str) else "",
-                               aliases.get(r.host, {})) for r in ok.itertuples()]
-    notes: list[str] = []
-    lost = ok[ok["drawn"] == ""]
-    if not lost.empty:
-        notes.append("Not drawn, flag of unknown or mixed placement: " + ", ".join(
-            sorted({f"{r.a}-{r.b} {r.alloc} {r.mem}" for r in lost.itertuples()})) + ".")
+    ok, notes = _drawn(ctx, cases[cases["status"] == "ok"], "flag", lambda r: f"{r.a}-{r.b} {r.alloc} {r.mem}")
     moved = ok[(ok["drawn"] != "") & (ok["drawn"] != ok["mem"])]
     if not moved.empty:
         notes.append("Drawn under the memory the flag's page ended in, not the one asked: " + "; ".join(

@@ -9,8 +9,8 @@ import pandas as pd
 
 from ..model.roles import ROLE_ORDER, labelled, role
 from ..render.style import PAGE_IN, legend_below, panels, save, series
-from ..results.cases import drawn_under, memory_aliases
-from .items import Comparison, Context, Drawn, item
+from ..results.cases import drawn_under
+from ..render.items import Comparison, Context, Drawn, item
 from .published import of
 
 PAPER_MODELS = ("llama-2-7b", "llama-2-13b")
@@ -47,9 +47,9 @@ def _cases(ctx: Context) -> tuple[pd.DataFrame, list[str], bool]:
     notes: list[str] = []
     if ok.empty:
         return ok, notes, False
-    aliases = {h: memory_aliases(t) for h, t in ctx.topologies.items()}
     ok["pu"] = [f"gpu{int(g)}" for g in ok["gpu"]]
-    ok["drawn"] = [drawn_under(m, a, p if isinstance(p, str) and p != "gpu pool" else "", aliases.get(h, {}))
+    # The PyTorch pool reports no NUMA node: its weights are where the allocator put them.
+    ok["drawn"] = [drawn_under(ctx.topologies.get(h, {}), m, a, "" if p == "gpu pool" else p)[0]
                    for m, a, p, h in zip(ok["weight_mem"], ok["weight_alloc"], ok["weight_placement"], ok["host"])]
     lost = ok[ok["drawn"] == ""]
     if not lost.empty:

@@ -9,7 +9,7 @@ from .. import outfiles
 from ..model.peaks import ASSUMED_MARK, ASSUMED_NOTE
 from ..model.roles import labelled
 from ..render.tables import markdown, num
-from .items import Context, Drawn, item
+from ..render.items import Context, Drawn, item
 
 
 @item("theoretical_peaks", "Fig. 3", "Theoretical peak of every path, with its source", "table",

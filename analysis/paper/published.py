@@ -28,6 +28,9 @@ PAPER = "Fusco et al. (alps-gh200-data-movement-paper.txt)"
 DUAL_BLOG = "What 2x GH200 delivers (dual-gh200-workstation-blog.txt)"
 DATACRUNCH = "DataCrunch, MEMCPY Analysis from Grace Hopper GH200 (gh200-memcpy-article.txt)"
 THROUGHPUT_ARTICLE = "Benchmarking GPUs: Measuring Throughput between CPU and GPU (cpu-gpu-throughput-article.txt)"
+H100_DATASHEET = ("NVIDIA H100 Tensor Core GPU datasheet, H100 SXM column (tensor-core figures printed "
+                  "'with sparsity', 'specifications 1/2 lower without sparsity'), as transcribed at "
+                  "https://archive-lib.hpctech.co.jp/gpuproduct/nvidia-h100.html")
 
 VALUES: tuple[Published, ...] = (
     # --- mpi_bandwidth (Fig. 14), nccl_by_size (Fig. 18), nccl_by_nodes (Fig. 19): analysis/paper/scaleout.py
@@ -81,25 +84,15 @@ VALUES: tuple[Published, ...] = (
     Published("table3.fp32.tflops", "H100 SXM FP32 peak (no tensor core)", 67, "TFLOP/s", f"{ALPS_PAPER}, Table III"),
     Published("table3.fp64.tflops", "H100 SXM FP64 tensor-core peak", 67, "TFLOP/s", f"{ALPS_PAPER}, Table III"),
     Published("table3.datasheet.fp16_sparse.tflops", "H100 SXM FP16 tensor core, with sparsity", 1979, "TFLOP/s",
-              "NVIDIA H100 Tensor Core GPU datasheet, H100 SXM column (tensor-core figures printed "
-              "'with sparsity', 'specifications 1/2 lower without sparsity'), as transcribed at "
-              "https://archive-lib.hpctech.co.jp/gpuproduct/nvidia-h100.html"),
+              H100_DATASHEET),
     Published("table3.datasheet.tf32_sparse.tflops", "H100 SXM TF32 tensor core, with sparsity", 989, "TFLOP/s",
-              "NVIDIA H100 Tensor Core GPU datasheet, H100 SXM column (tensor-core figures printed "
-              "'with sparsity', 'specifications 1/2 lower without sparsity'), as transcribed at "
-              "https://archive-lib.hpctech.co.jp/gpuproduct/nvidia-h100.html"),
+              H100_DATASHEET),
     Published("table3.datasheet.fp32.tflops", "H100 SXM FP32", 67, "TFLOP/s",
-              "NVIDIA H100 Tensor Core GPU datasheet, H100 SXM column (tensor-core figures printed "
-              "'with sparsity', 'specifications 1/2 lower without sparsity'), as transcribed at "
-              "https://archive-lib.hpctech.co.jp/gpuproduct/nvidia-h100.html"),
+              H100_DATASHEET),
     Published("table3.datasheet.fp64_tensor.tflops", "H100 SXM FP64 tensor core", 67, "TFLOP/s",
-              "NVIDIA H100 Tensor Core GPU datasheet, H100 SXM column (tensor-core figures printed "
-              "'with sparsity', 'specifications 1/2 lower without sparsity'), as transcribed at "
-              "https://archive-lib.hpctech.co.jp/gpuproduct/nvidia-h100.html"),
+              H100_DATASHEET),
     Published("table3.datasheet.fp64.tflops", "H100 SXM FP64 (no tensor core)", 34, "TFLOP/s",
-              "NVIDIA H100 Tensor Core GPU datasheet, H100 SXM column (tensor-core figures printed "
-              "'with sparsity', 'specifications 1/2 lower without sparsity'), as transcribed at "
-              "https://archive-lib.hpctech.co.jp/gpuproduct/nvidia-h100.html"),
+              H100_DATASHEET),
     # Fig. 17's section prints the peak memory of its allocator (small: < 1 MB allocations).
     Published("fig17.llama-2-7b.peak_small", "Llama-2 7B fp16 decode: peak of small (< 1 MB) allocations",
               133, "MB", f"{ALPS_PAPER}, sec. IV-B"),

@@ -25,7 +25,7 @@ from matplotlib.ticker import FixedLocator, FuncFormatter, NullLocator
 from ..render.style import COLUMN_IN, PAGE_IN, from_zero, legend_below, panels, save, series
 from ..model.roles import labelled, role
 from ..results.transfers import size_label
-from .items import Comparison, Context, Drawn, item
+from ..render.items import Comparison, Context, Drawn, item
 from .published import Published, of
 
 # ---- shared ---------------------------------------------------------------------------------
@@ -133,21 +133,19 @@ def _mpi_points(cases: pd.DataFrame) -> pd.DataFrame:
 
 
 def _mpi_comparisons(points: pd.DataFrame, where: str) -> list[Comparison]:
+    # (published key, mode, processes per node, this run's words, GB/s -> the published unit)
+    held = (("fig14.bi.node_max", "bi", 4, "bidirectional, 4 processes per node, {size} per node in {where}", 1),
+            ("fig14.uni.port", "uni", 1, "unidirectional, 1 process per node, {size} in {where} (GB/s x 8)", 8))
     out = []
-    bi4 = points[(points["mode"] == "bi") & (points["ppn"] == 4)]
-    if not bi4.empty:
-        p = _published("fig14.bi.node_max")
-        top = bi4[bi4["node_bytes"] == bi4["node_bytes"].max()].iloc[0]
-        out.append(Comparison("mpi_bandwidth", f"{p.quantity}; this run: bidirectional, 4 processes per "
-                              f"node, {size_label(top['node_bytes'])} per node in {where}",
-                              p.value, float(top["gbps"]), p.unit, p.source))
-    uni1 = points[(points["mode"] == "uni") & (points["ppn"] == 1)]
-    if not uni1.empty:
-        p = _published("fig14.uni.port")
-        top = uni1[uni1["node_bytes"] == uni1["node_bytes"].max()].iloc[0]
-        out.append(Comparison("mpi_bandwidth", f"{p.quantity}; this run: unidirectional, 1 process per "
-                              f"node, {size_label(top['node_bytes'])} in {where} (GB/s x 8)",
-                              p.value, float(top["gbps"]) * 8, p.unit, p.source))
+    for key, mode, ppn, words, scale in held:
+        mine = points[(points["mode"] == mode) & (points["ppn"] == ppn)]
+        if mine.empty:
+            continue
+        p = _published(key)
+        top = mine[mine["node_bytes"] == mine["node_bytes"].max()].iloc[0]
+        out.append(Comparison("mpi_bandwidth", f"{p.quantity}; this run: "
+                              + words.format(size=size_label(top["node_bytes"]), where=where),
+                              p.value, float(top["gbps"]) * scale, p.unit, p.source))
     return out
 
 

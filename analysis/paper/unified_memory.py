@@ -5,6 +5,8 @@ translation (ATS) and page migration cost each side."""
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -12,8 +14,8 @@ from matplotlib.ticker import NullLocator
 
 from ..model.roles import ROLE_ORDER, labelled, role
 from ..render.style import PAGE_IN, legend_below, log_axis, panels, save, series
-from ..results.cases import drawn_under, memory_aliases
-from .items import Comparison, Context, Drawn, item
+from ..results.cases import drawn_under
+from ..render.items import Comparison, Context, Drawn, item
 from .published import of
 
 CPU_PHASES = ("cpu_memset", "cpu_page_stride")
@@ -47,12 +49,12 @@ def step_times(samples: pd.DataFrame) -> tuple[pd.DataFrame, bool]:
                        step_s=both["time_s"].astype(float) + both["cpu_s"].astype(float)), False
 
 
-def _first(row: pd.Series, aliases: dict[str, str]) -> str:
+def _first(row: pd.Series, topology: Mapping[str, Any]) -> str:
     """Where a case's pages were first: its first_placement where recorded, '' where not."""
     first = row.get("first_placement")
     if first is None or pd.isna(first) or not str(first):
         return ""
-    return drawn_under(str(row["mem"]), str(row["alloc"]), str(first), aliases)
+    return drawn_under(topology, str(row["mem"]), str(row["alloc"]), first)[0]
 
 
 def _series_label(topology: dict, gpu: str, alloc: str, first: str) -> str:
@@ -127,8 +129,7 @@ def ats_vs_managed(ctx: Context) -> Drawn:
     if steps.empty:
         return Drawn(why_not="no interleave case ran (" + "; ".join(
             f"{r.alloc}: {r.reason}" for r in cases.itertuples()) + f"); measured by `{COMMAND}`")
-    aliases = {h: memory_aliases(t) for h, t in ctx.topologies.items()}
-    firsts = {(r.run, r.case_id): _first(pd.Series(r._asdict()), aliases.get(r.host, {}))
+    firsts = {(r.run, r.case_id): _first(pd.Series(r._asdict()), ctx.topologies.get(r.host, {}))
               for r in cases.itertuples()}
     steps = steps.assign(first=[firsts.get((r, c), "") for r, c in zip(steps["run"], steps["case_id"])])
     # Median over the repetitions of a run, then over the runs.

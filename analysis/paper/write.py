@@ -19,7 +19,7 @@ from ..render.mdtext import code
 from ..render.provenance import runs_table
 from ..render.tables import markdown, num
 from ..results.io import RunSet
-from .items import Comparison, Context, Drawn, Item, registry
+from ..render.items import Comparison, Context, Drawn, Item, registry
 
 
 @dataclass
@@ -92,7 +92,7 @@ def write_paper(runs: RunSet, out: Path, only: Sequence[str] = ()) -> Paper:
     hosts = runs.hosts()
     topologies = {host: next(r.topology for r in runs.runs if r.node == host) for host in hosts}
     ctx = Context(runs, out, topologies, {h: PeakModel(t, {}) for h, t in topologies.items()})
-    paper = Paper(out, items=[i for i in registry() if not only or i.key in only])
+    paper = Paper(out, items=[i for i in registry(__package__) if not only or i.key in only])
     body: list[str] = []
     for item in paper.items:
         why = _absent(runs, item)

@@ -14,7 +14,8 @@ from ..render import style
 from ..render.figures import (COLUMN_IN, MIN_FONT_PT, PAGE_IN, Files, Styles, finish, labelled_or_name,
                               log2_threads, save, text_in, topologies)
 from ..results.io import RunSet
-from .sections import Context, Part, ok, section
+from ..render.items import Context, item
+from .sections import Part, ok
 from ..render.tables import markdown, num
 
 CPU_KERNELS = ("copy", "scale", "add", "triad")
@@ -251,7 +252,7 @@ def write(runs: RunSet, out: Path, gpus: bool = True) -> Part:
     return part
 
 
-@section("applications", "Applications (STREAM, GEMM, LLM)",
-         ("stream/cases", "gemm/cases", "llm/cases"), order=50)
+@item("applications", "", "Applications (STREAM, GEMM, LLM)", "section",
+      ("stream/cases", "gemm/cases", "llm/cases"), "", order=50)
 def _section(ctx: Context) -> Part:
     return write(ctx.runs, ctx.out, bool(ctx.gpu_hosts()))

@@ -7,7 +7,8 @@ from __future__ import annotations
 
 import pandas as pd
 
-from .sections import Context, Part, section
+from ..render.items import Context, item
+from .sections import Part
 from ..render.tables import markdown, num
 
 NATIVE = {1: "yes", 0: "no"}
@@ -32,7 +33,7 @@ def lines(cases: pd.DataFrame) -> list[str]:
     return markdown(header, rows, right={header.index("counters"), header.index("median Mop/s")})
 
 
-@section("atomics", "Atomic throughput", ("atomics/cases",), order=35)
+@item("atomics", "", "Atomic throughput", "section", ("atomics/cases",), "", order=35)
 def _section(ctx: Context) -> Part:
     cases = ctx.runs.table("atomics/cases")
     part = Part(lines=lines(cases))

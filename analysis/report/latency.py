@@ -20,7 +20,8 @@ from ..results.io import RunSet
 from .scaleout import bytes_axis
 from ..render.tables import markdown, num
 from ..results.transfers import size_label
-from .sections import Context, Part, ok, section
+from ..render.items import Context, item
+from .sections import Part, ok
 
 CHASE_PATH = ["host", "pu", "cpu", "mem", "alloc"]
 NOT_OK = {"skipped": "skip", "failed": "failed"}
@@ -277,8 +278,8 @@ def write(runs: RunSet, out: Path) -> Part:
     return part
 
 
-@section("latency", "Latency (pointer chase, ping-pong)",
-         ("chase/cases", "chase/caches", "pingpong/cases", "pingpong/samples"), order=30)
+@item("latency", "", "Latency (pointer chase, ping-pong)", "section",
+      ("chase/cases", "chase/caches", "pingpong/cases", "pingpong/samples"), "", order=30)
 def _section(ctx: Context) -> Part:
     part = write(ctx.runs, ctx.out)
     if not (part.files or part.lines):  # runs without chase or pingpong need no word about them

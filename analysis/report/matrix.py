@@ -20,7 +20,8 @@ from ..render.figures import Files, Heat, cell_table, heatmaps, save
 from ..render.mdtext import code, safe
 from ..model.roles import kind_word
 from ..model.peaks import ASSUMED_MARK, ASSUMED_NOTE, PeakModel, pct_text
-from .sections import Context, Part, section
+from ..render.items import Context, item
+from .sections import Part
 from ..render import tables
 
 MATRIX_OPS = ("read", "write")
@@ -176,7 +177,7 @@ def heatmap(table: pd.DataFrame, order: Order, out: Path, with_host: bool = Fals
     return Files(files + extra, note)
 
 
-@section(HEATMAP, "Path matrix heatmap", ("bw/cases",), order=5)
+@item(HEATMAP, "", "Path matrix heatmap", "section", ("bw/cases",), "", order=5)
 def _heatmap_section(ctx: Context) -> Part:
     part = Part()
     if ctx.entries.empty:

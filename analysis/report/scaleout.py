@@ -12,7 +12,8 @@ from matplotlib.ticker import FuncFormatter, LogLocator, NullLocator
 from ..render import style
 from ..render.figures import COLUMN_IN, PAGE_IN, Files, Styles, finish, save
 from ..results.io import RunSet
-from .sections import Context, Part, ok, section
+from ..render.items import Context, item
+from .sections import Part, ok
 from ..render.tables import markdown
 
 
@@ -128,8 +129,8 @@ def write(runs: RunSet, out: Path) -> Part:
     return part
 
 
-@section("scaleout", "Scale-out (MPI, NCCL)",
-         ("mpi_bw/cases", "nccl/cases", "inventory/ranks"), order=40)
+@item("scaleout", "", "Scale-out (MPI, NCCL)", "section",
+      ("mpi_bw/cases", "nccl/cases", "inventory/ranks"), "", order=40)
 def _section(ctx: Context) -> Part:
     part = write(ctx.runs, ctx.out)
     # Single-node runs hold no MPI or NCCL table: their figures' misses are no news.

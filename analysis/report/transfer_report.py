@@ -20,7 +20,8 @@ from ..results import transfers
 from ..results.io import RunSet
 from ..model.peaks import ASSUMED_MARK, ASSUMED_NOTE, PeakModel
 from ..model.rules import rules
-from .sections import Context, Part, figure_lines, section
+from ..render.items import Context, item
+from .sections import Part, figure_lines
 from ..render.tables import markdown, num
 from ..render.mdtext import code, safe
 
@@ -163,7 +164,7 @@ def write(runs: RunSet, out: Path, topologies: Mapping[str, Mapping[str, Any]],
     return section
 
 
-@section("transfers", "Transfers and placement", ("memcpy/cases", "bw/cases"), order=10)
+@item("transfers", "", "Transfers and placement", "section", ("memcpy/cases", "bw/cases"), "", order=10)
 def _section(ctx: Context) -> Part:
     if "memcpy/cases" not in ctx.runs.tables and not ctx.gpu_hosts():
         return Part()  # no GPU, no host<->device transfer to measure: nothing is missing

@@ -14,7 +14,8 @@ from ..render.mdtext import safe
 from ..render.figures import (PAGE_IN, Files, Heat, Styles, cell_table, finish, heat_text, heatmaps, labelled_or_name,
                               save, topologies)
 from ..results.io import RunSet
-from .sections import Context, Part, ok, section
+from ..render.items import Context, item
+from .sections import Part, ok
 
 ALLOCS = ("system", "numa", "pinned", "registered", "managed", "device")
 UM_STATES = (("inplace", ("first", "later")), ("evict", ("cold", "warm", "evicted")))
@@ -115,8 +116,8 @@ def write(runs: RunSet, out: Path) -> Part:
     return part
 
 
-@section("unified", "Allocators and unified memory", ("allocmatrix/cases", "um/cases", "um/samples"),
-         order=20)
+@item("unified", "", "Allocators and unified memory", "section",
+      ("allocmatrix/cases", "um/cases", "um/samples"), "", order=20)
 def _section(ctx: Context) -> Part:
     part = write(ctx.runs, ctx.out)
     # Without a figure the section stays out of summary.md, and so do its misses: most

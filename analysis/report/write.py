@@ -12,12 +12,13 @@ from .. import outfiles
 from ..render import figures, html
 
 from . import matrix
-from ..results.cases import CASE_COLUMNS, mark_placement, memory_aliases, misplaced_note, ordered
+from ..results.cases import CASE_COLUMNS, mark_placement, misplaced_note, ordered
 from ..errors import ERRORS_LOG, InputError, record_failure
 from ..results.io import RunSet
 from ..model.peaks import PeakModel
 from .placement import DEFAULT_ACTIVE_BYTES
-from .sections import Context, figure_lines, registry
+from ..render.items import Context, registry
+from .sections import figure_lines
 from ..render.mdtext import code, safe, text
 from ..render.tables import markdown
 from ..render.provenance import runs_table
@@ -163,7 +164,7 @@ def write_report(runs: RunSet, out: Path, overrides: Mapping[str, float] | None 
     report = Report(out)
     hosts = runs.hosts()
     topologies = {host: next(r.topology for r in runs.runs if r.node == host) for host in hosts}
-    cases = mark_placement(_cases(runs), {h: memory_aliases(t) for h, t in topologies.items()})
+    cases = mark_placement(_cases(runs), topologies)
     models = {host: PeakModel(topo, overrides) for host, topo in topologies.items()}
     order = {host: ([p["name"] for p in t.get("processors", [])],
                     [m["name"] for m in t.get("memories", [])]) for host, t in topologies.items()}
@@ -191,17 +192,17 @@ def write_report(runs: RunSet, out: Path, overrides: Mapping[str, float] | None 
         report.missing.append(f"copy heatmap not drawn: {no_copy}")
     context = Context(runs, out, topologies, models, entries, cases, active_bytes, many)
     sections: list[str] = []
-    for section in registry():
+    for section in registry(__package__):
         try:
             part = section.build(context)
         except Exception as err:  # noqa: BLE001  one section's bug must not cost the whole report
-            report.failed.append(record_failure(out, f"section {section.heading!r}", err))
+            report.failed.append(record_failure(out, f"section {section.title!r}", err))
             continue
         report.files += part.files
         report.missing += part.missing
         report.notes += part.notes
         if part.lines:
-            sections += [f"## {section.heading}", ""] + part.lines
+            sections += [f"## {section.title}", ""] + part.lines
 
     lines = ["# mempath report", "",
              f"Host(s): {', '.join(code(h) for h in hosts) or 'none'}; "

@@ -3,10 +3,12 @@
 A case stands for its path when it ran (status ok) alone (no ``noise``), out of cache
 (not ``cache_resident``) and its pages were where it names (``placement``): managed
 memory migrates on access, so a CPU reading managed memory "on gpu0" may read host
-memory. An unknown placement is accepted except for managed memory.
+memory. Where a case is drawn is one rule (``drawn_under``) for the report, the paper and
+the binary's own ``placed`` verdict (C++ placed_as_named).
 """
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
@@ -29,25 +31,24 @@ def memory_aliases(topology: Mapping[str, Any]) -> dict[str, str]:
             if m.get("kind") == "device" and m.get("numa") is not None}
 
 
-def _placed(placement: str, wanted: str, alloc: str, aliases: Mapping[str, str]) -> bool:
-    if not wanted:
-        return True
-    if placement in ("", "unknown"):
-        return alloc != "managed"
-    return aliases.get(placement, placement) == aliases.get(wanted, wanted)
+def same_memory(topology: Mapping[str, Any], a: str, b: str) -> bool:
+    """``a`` and ``b`` name one memory (``numa4`` and ``gpu0`` on Grace Hopper)."""
+    aliases = memory_aliases(topology)
+    return aliases.get(a, a) == aliases.get(b, b)
 
 
-def mark_placement(cases: pd.DataFrame, aliases: Mapping[str, Mapping[str, str]]) -> pd.DataFrame:
-    """Add the column ``placed``: the pages were on the memories the case names.
+def mark_placement(cases: pd.DataFrame, topologies: Mapping[str, Mapping[str, Any]]) -> pd.DataFrame:
+    """Add the column ``placed``: every buffer of the case is drawn under the memory it
+    names (drawn_under).
 
     Files of 0.2.0 on carry the binary's own verdict (``placed`` 1/0, -1 for a case that did
-    not run; C++ placed_as_named); for older files the same rule is applied here: ``aliases``
-    maps a host to its memory_aliases(), a mixed placement does not count.
+    not run; C++ placed_as_named, the same rule); older files get it here.
     """
     rows = cases.fillna({"placement": "", "dst_placement": "", "dst_mem": ""})
     dst_allocs = cases["dst_alloc"].fillna("") if "dst_alloc" in cases else cases["alloc"]
-    placed = [_placed(r.placement, r.mem, r.alloc, aliases.get(r.host, {}))
-              and _placed(r.dst_placement, r.dst_mem, dst_alloc or r.alloc, aliases.get(r.host, {}))
+    placed = [all(drawn_under(topologies.get(r.host, {}), mem, alloc, where)[0] == mem
+                  for mem, alloc, where in ((r.mem, r.alloc, r.placement),
+                                            (r.dst_mem, dst_alloc or r.alloc, r.dst_placement)) if mem)
               for r, dst_alloc in zip(rows.itertuples(), dst_allocs)]
     if "placed" in cases:
         recorded = pd.to_numeric(cases["placed"], errors="coerce").fillna(-1)
@@ -142,16 +143,27 @@ def unmeasured(group: pd.DataFrame) -> tuple[str, str]:
     return status, SEP.join(dict.fromkeys(reasons))
 
 
-def drawn_under(mem: str, alloc: str, placement: str, aliases: Mapping[str, str]) -> str:
-    """The memory a case is drawn under: the named one where its pages stayed there (a
-    GPU's HBM node and its gpuN count as one), else where they ended, never the one asked
-    for; '' where that is not known (a managed case of unknown placement) or the pages
-    ended on several memories (``numa0:0.5,numa4:0.5``)."""
-    mem, placement = str(mem or ""), str(placement or "")
-    if placement in ("", "unknown", "-"):
-        return "" if alloc == "managed" else mem
-    if ":" in placement or "," in placement:
-        return ""
-    if aliases.get(placement, placement) == aliases.get(mem, mem):
-        return mem
-    return placement
+def drawn_under(topology: Mapping[str, Any], mem: str, alloc: str, placement: Any) -> tuple[str, str]:
+    """(the memory a buffer is drawn under, '') or ('', why it is drawn nowhere).
+
+    Where its pages were, never where it asked them to be: the named memory where they
+    stayed there (a GPU's HBM NUMA node and its gpuN are one memory), else the one memory
+    that holds them. Pages split over several memories (``numa0:0.97,numa1:0.03``) stand
+    for none of them, at any share: so says the binary's ``placed`` too, and a case must
+    not stand for a path in one figure and be dropped from the next. An unknown placement
+    is the named memory unless the allocator migrates pages (managed)."""
+    mem = str(mem or "")
+    text = "" if placement is None or (isinstance(placement, float) and math.isnan(placement)) \
+        else str(placement).strip()
+    if text in ("", "unknown", "-"):
+        if alloc == "managed":
+            return "", f"{alloc} pages of {mem}: placement unknown (managed pages may have moved)"
+        return mem, ""
+    if any(c in text for c in ",:;"):
+        return "", f"{alloc} pages of {mem} were split ({text})"
+    if same_memory(topology, text, mem):
+        return mem, ""
+    known = [m["name"] for m in topology.get("memories", [])]
+    if known and text not in known:
+        return "", f"{alloc} pages of {mem} were on {text}, a memory the topology does not list"
+    return text, ""

@@ -456,8 +456,8 @@ def test_report_of_two_hosts_keeps_them_apart(gh200_run: Path, tmp_path: Path) -
 
 
 def test_placement_decides_whether_a_case_stands_for_its_path() -> None:
-    aliases = {"n": memory_aliases(topology("gh200_single"))}
-    assert aliases["n"] == {"numa1": "gpu0"}
+    topologies = {"n": topology("gh200_single")}
+    assert memory_aliases(topologies["n"]) == {"numa1": "gpu0"}
     rows = [case(mem="gpu0", alloc="managed", placement="numa1"),      # gpu0's HBM node
             case(mem="numa0", placement="numa0:0.5,numa1:0.5"),        # mixed
             case(mem="numa0", placement="unknown"),                    # not managed: trusted
@@ -469,20 +469,20 @@ def test_placement_decides_whether_a_case_stands_for_its_path() -> None:
             case(op="copy", mem="numa0", dst_mem="numa0", alloc="managed", dst_alloc="numa",
                  placement="numa0", dst_placement="unknown")]
     cases = pd.DataFrame(rows).assign(host="n")
-    assert list(mark_placement(cases, aliases)["placed"]) == [True, False, True, False, False,
-                                                               False, True]
+    assert list(mark_placement(cases, topologies)["placed"]) == [True, False, True, False, False,
+                                                                  False, True]
 
 
 def test_the_binarys_placed_column_wins_over_the_rule_here() -> None:
     """0.2.0 files say themselves whether a case's pages stayed (`placed`); older files
     (no column, or -1: did not run) get the rule applied here."""
-    aliases = {"n": memory_aliases(topology("gh200_single"))}
+    topologies = {"n": topology("gh200_single")}
     rows = [case(mem="numa0", placement="numa0", placed=0),           # the binary says moved
             case(mem="numa0", alloc="managed", placement="unknown", placed=1),
             case(mem="numa0", placement="numa0", placed=-1),          # not run: the rule
             case(mem="numa0", alloc="managed", placement="unknown", placed=-1)]
     cases = pd.DataFrame(rows).assign(host="n", dst_mem="")
-    assert list(mark_placement(cases, aliases)["placed"]) == [False, True, True, False]
+    assert list(mark_placement(cases, topologies)["placed"]) == [False, True, True, False]
 
 
 def test_report_leaves_out_cases_whose_pages_were_elsewhere(tmp_path: Path) -> None:

@@ -1,5 +1,5 @@
-"""The report's section registry (analysis/report/sections.py) and its one table writer
-(analysis/render/tables.py)."""
+"""The report's sections in the one item registry (analysis/render/items.py) and its one
+table writer (analysis/render/tables.py)."""
 from __future__ import annotations
 
 import ast
@@ -10,6 +10,7 @@ import pytest
 
 from analysis.render import html
 
+from analysis.render import items
 from analysis.report import sections
 
 from analysis.render import tables
@@ -38,24 +39,25 @@ def test_num_is_blank_where_missing() -> None:
 
 
 def test_registry_holds_every_section_in_report_order() -> None:
-    found = sections.registry()
-    assert [s.name for s in found] == SECTIONS
+    found = items.registry("analysis.report")
+    assert [s.key for s in found] == SECTIONS and {s.kind for s in found} == {"section"}
     schema = (REPO / "docs" / "schema.md").read_text()
     for section in found:
-        assert section.heading and section.tables
+        assert section.title and section.tables
         for table in section.tables:  # every table a section reads is a documented one
-            assert f"/{table}" in schema, (section.name, table)
+            assert f"/{table}" in schema, (section.key, table)
 
 
 def test_the_report_runs_every_registered_section(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     run = write_run(tmp_path / "r.h5", [case()], topology=topology("x86_h100"))
     seen: list[str] = []
 
-    def probe(ctx: sections.Context) -> sections.Part:
+    def probe(ctx: items.Context) -> sections.Part:
         seen.append(ctx.out.name)
         return sections.Part(lines=["probe line", ""], missing=["probe missing"])
 
-    monkeypatch.setitem(sections._SECTIONS, "probe", sections.Section("probe", "Probe", ("bw/cases",), 45, probe))
+    monkeypatch.setitem(items._ITEMS, "probe", items.Item("probe", "", "Probe", "section", ("bw/cases",), "", 45,
+                                                          probe, "analysis.report.probe"))
     write_report(load_runs([run]), tmp_path / "out")
     summary = (tmp_path / "out" / "summary.md").read_text()
     assert seen == ["out"]
@@ -68,7 +70,7 @@ def test_sections_without_data_stay_out_of_the_summary(tmp_path: Path) -> None:
     run = write_run(tmp_path / "r.h5", [case()], topology=topology("x86_h100"))
     write_report(load_runs([run]), tmp_path / "out")
     headings = re.findall(r"^## (.*)$", (tmp_path / "out" / "summary.md").read_text(), re.M)
-    present = {s.heading for s in sections.registry()} & set(headings)
+    present = {s.title for s in items.registry("analysis.report")} & set(headings)
     assert present == {"Path matrix heatmap", "Transfers and placement"}  # says why it produced nothing
 
 
@@ -83,7 +85,7 @@ def test_no_analysis_module_imports_another_ones_private_names() -> None:
 
 def test_a_name_registered_twice_is_refused() -> None:
     with pytest.raises(ValueError, match="registered twice"):
-        sections.section("latency", "Again", ("chase/cases",), 99)(lambda ctx: sections.Part())
+        items.item("latency", "", "Again", "section", ("chase/cases",), "", 99)(lambda ctx: sections.Part())
 
 
 def test_a_section_that_raises_costs_only_itself(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
@@ -93,10 +95,11 @@ def test_a_section_that_raises_costs_only_itself(tmp_path: Path, monkeypatch: py
     from analysis.__main__ import main
     run = write_run(tmp_path / "r.h5", [case()], topology=topology("x86_h100"))
 
-    def broken(ctx: sections.Context) -> sections.Part:
+    def broken(ctx: items.Context) -> sections.Part:
         raise RuntimeError("a bug in this section\nsecond line")
 
-    monkeypatch.setitem(sections._SECTIONS, "broken", sections.Section("broken", "Broken", ("bw/cases",), 45, broken))
+    monkeypatch.setitem(items._ITEMS, "broken", items.Item("broken", "", "Broken", "section", ("bw/cases",), "", 45,
+                                                           broken, "analysis.report.broken"))
     out = tmp_path / "out"
     (out).mkdir()
     (out / "errors.log").write_text("--- an earlier run's error\n")
@@ -109,5 +112,5 @@ def test_a_section_that_raises_costs_only_itself(tmp_path: Path, monkeypatch: py
     assert "## Transfers and placement" in summary and (out / "index.html").is_file()
     log = (out / "errors.log").read_text()
     assert "earlier run" not in log and "Traceback" in log and "second line" in log
-    monkeypatch.delitem(sections._SECTIONS, "broken")
+    monkeypatch.delitem(items._ITEMS, "broken")
     assert main(["report", str(run), "-o", str(out)]) == 0 and not (out / "errors.log").exists()

@@ -111,7 +111,7 @@ def test_the_report_section_tables_every_case_and_flags_non_native_host_atomics(
 
 
 def test_the_section_is_silent_without_atomics_and_quiet_on_native_gpus(tmp_path: Path) -> None:
-    from analysis.report.sections import Context
+    from analysis.render.items import Context
     empty = load_runs([write_run(tmp_path / "bw.h5", [], topology=topology("x86_h100"))])
     assert atomics_section.lines(empty.table("atomics/cases")) == []
     native = load_runs([write_atomics(tmp_path / "n.h5", [atomics_case(host_native_atomics=1, mem="numa0", via="c2c")])])

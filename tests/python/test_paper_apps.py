@@ -19,7 +19,7 @@ import pytest
 from analysis.paper import gemm, hardware, latency, llm, unified_memory
 from analysis.paper.published import VALUES, of
 from analysis.paper.write import Paper, write_paper
-from analysis.render import style
+from analysis.render import items, style
 from analysis.results.io import load_runs, load_table
 from conftest import DATA
 from h5fixtures import table, topology, write_run
@@ -57,7 +57,7 @@ class Recorder:
 def _paper(paths: list[Path], out: Path) -> tuple[Paper, Recorder]:
     recorder = Recorder()
     with pytest.MonkeyPatch.context() as patch:
-        for module in MODULES:
+        for module in (*MODULES, items):  # items: the faceted figures' one save
             patch.setattr(module, "save", recorder.save)
         paper = write_paper(load_runs(paths), out, only=ITEMS)
     return paper, recorder

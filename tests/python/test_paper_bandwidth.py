@@ -19,7 +19,7 @@ import synth_bandwidth
 from h5fixtures import topology
 from analysis.model.peaks import ASSUMED_MARK, ASSUMED_NOTE
 from analysis.paper import bandwidth, copies, published
-from analysis.paper.items import registry
+from analysis.render.items import registry
 from analysis.paper.write import write_paper
 from analysis.render import style
 from analysis.results.io import load_runs
@@ -85,11 +85,11 @@ def comparison(paper: Any, key: str, pub_key: str) -> Any:
 
 
 def test_items_registered_with_the_papers_numbers() -> None:
-    items = {i.key: i for i in registry()}
+    items = {i.key: i for i in registry("analysis.paper")}
     for key, ref in KEYS.items():
         assert items[key].ref == ref
     assert items["allocation_apis"].kind == "table"
-    order = [i.key for i in registry() if i.key in KEYS]
+    order = [i.key for i in registry("analysis.paper") if i.key in KEYS]
     assert order.index("allocation_apis") < order.index("cudamemcpy_allocators") < \
         order.index("read_write_bandwidth") < order.index("copy_bandwidth") < order.index("copy_scaling")
 
@@ -164,20 +164,6 @@ def test_managed_cases_are_drawn_under_the_memory_their_pages_were_on(quad: tupl
     pulled = [r for r in fig5 if r["src_alloc"] == "managed" and r["dst_alloc"] == "device" and r["node"] == "numa0"]
     assert [r["src_at"] for r in pulled] == ["numa4"]
     assert "managed\nlocal HBM (numa4)" in drawing.texts["cudamemcpy_allocators"]
-
-
-def test_relocate_side() -> None:
-    aliases = {"numa4": "gpu0"}
-    known = ["numa0", "numa4", "gpu0"]
-    assert bandwidth.relocate_side("gpu0", "numa4", "managed", aliases, known) == ("gpu0", "")
-    assert bandwidth.relocate_side("numa0", "numa4", "managed", aliases, known) == ("numa4", "")
-    assert bandwidth.relocate_side("numa0", "unknown", "pinned", aliases, known) == ("numa0", "")
-    assert bandwidth.relocate_side("numa0", "unknown", "managed", aliases, known)[0] is None
-    where, why = bandwidth.relocate_side("numa0", "numa0:0.5,numa4:0.5", "system", aliases, known)
-    assert where is None and "split" in why
-    assert bandwidth.relocate_side("numa0", "numa4:0.95,numa0:0.05", "managed", aliases, known) == ("numa4", "")
-    assert bandwidth.relocate_side("numa0", "numa0:0.85,unknown:0.15", "system", aliases, known)[0] is None
-    assert bandwidth.relocate_side("numa0", "numa9", "system", aliases, known)[0] is None
 
 
 def test_contention_cases_stay_out_of_the_alone_figure(quad: tuple[Any, Drawing]) -> None:

@@ -113,12 +113,12 @@ def test_paper_from_real_files_lists_every_item_and_its_sources(tmp_path):
     proc = analysis_cli("paper", DATA / "h100_gemm.h5", DATA / "h100_chase_cpu.h5", "-o", out)
     assert proc.returncode == 0, proc.stderr
     text = (out / "paper.md").read_text()
-    from analysis.paper.items import registry
-    for item in registry():
+    from analysis.render.items import registry
+    for item in registry("analysis.paper"):
         assert f"## {item.ref}: {item.title}" in text
     assert "Fig. 3" in text and "local DDR (numa0)" in text
     assert "h100_gemm" in text and "command" in text.lower()
-    assert (out / "index.html").read_text().count("<h2") >= len(registry())
+    assert (out / "index.html").read_text().count("<h2") >= len(registry("analysis.paper"))
     assert "## Published values against this run" in text
 
 
@@ -132,8 +132,8 @@ def test_paper_without_usable_files_is_one_line_and_exit_2(tmp_path):
 
 def test_an_item_that_raises_is_said_and_the_others_drawn(tmp_path, monkeypatch, capsys):
     from analysis.__main__ import main
-    from analysis.paper import items
-    fig3 = next(i for i in items.registry() if i.ref == "Fig. 3")
+    from analysis.render import items
+    fig3 = next(i for i in items.registry("analysis.paper") if i.ref == "Fig. 3")
 
     def broken(ctx):
         raise KeyError("bw/cases")

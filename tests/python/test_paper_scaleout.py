@@ -14,7 +14,7 @@ import pytest
 
 import synth_scaleout
 from analysis.paper import scaleout
-from analysis.paper.items import registry
+from analysis.render.items import registry
 from analysis.paper.published import VALUES, of
 from analysis.paper.write import Paper, write_paper
 from analysis.render.style import DPI, PAGE_IN, check
@@ -303,7 +303,7 @@ def test_nccl_by_nodes_falls_back_to_a_size_every_node_count_has(tmp_path: Path)
 # ---- registry and published values -----------------------------------------------------------------
 
 def test_registered_items_and_their_tables_are_documented() -> None:
-    items = {i.key: i for i in registry()}
+    items = {i.key: i for i in registry("analysis.paper")}
     assert [(items[k].ref, items[k].kind) for k in KEYS] == [("Fig. 14", "figure"), ("Fig. 18", "figure"),
                                                              ("Fig. 19", "figure")]
     schema = (REPO / "docs" / "schema.md").read_text()

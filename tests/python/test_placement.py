@@ -1,0 +1,45 @@
+"""One placement rule (results.cases.drawn_under, issue #31 item 2): where a buffer is
+drawn is asked once, and the report (mark_placement), the paper's bandwidth figures
+(Fig. 7, relocated) and its latency figures (Fig. 11, chase_points) get the same answer."""
+from __future__ import annotations
+
+from types import SimpleNamespace
+
+import pandas as pd
+import pytest
+
+from analysis.paper.bandwidth import relocated
+from analysis.paper.latency import chase_points
+from analysis.results.cases import drawn_under, mark_placement
+from h5fixtures import topology
+
+GH200 = topology("gh200_single")  # numa0 LPDDR, numa1 the HBM of gpu0
+
+
+@pytest.mark.parametrize("mem, alloc, placement, where", [
+    ("gpu0", "managed", "numa1", "gpu0"),        # an HBM node and its GPU: one memory
+    ("numa0", "managed", "numa1", "numa1"),      # moved: drawn where the pages were
+    ("numa0", "pinned", "unknown", "numa0"),     # not known, does not migrate: as named
+    ("numa0", "managed", "unknown", ""),         # not known, may have migrated: nowhere
+    ("numa0", "system", float("nan"), "numa0"),  # no placement recorded
+    ("numa0", "system", "numa0:0.97,numa1:0.03", ""),  # split, at any share: nowhere
+    ("numa0", "system", "numa9", ""),            # a memory the node does not have
+])
+def test_a_buffer_is_drawn_where_its_pages_were(mem: str, alloc: str, placement: object, where: str) -> None:
+    drawn, why = drawn_under(GH200, mem, alloc, placement)
+    assert drawn == where and bool(why) == (not where)
+
+
+def test_a_case_97_percent_on_numa0_is_drawn_in_no_figure_and_stands_for_no_path() -> None:
+    """The issue's case: Fig. 7 drew it (a 0.9 share), Fig. 11 dropped it."""
+    split = "numa0:0.97,numa1:0.03"
+    bw = pd.DataFrame([{"host": "n", "op": "read", "pu": "cpu0", "mem": "numa0", "dst_mem": "", "alloc": "system",
+                        "status": "ok", "median_GBps": 400.0, "placement": split, "dst_placement": ""}])
+    assert relocated(bw, {"n": GH200})[0].empty                            # Fig. 7
+    assert not mark_placement(bw, {"n": GH200})["placed"].iloc[0]          # the report
+    chase = pd.DataFrame([{"host": "n", "pu": "cpu0", "mem": "numa0", "alloc": "numa", "status": "ok",
+                           "pattern": "random", "size_bytes": 1 << 30, "median_ns": 120.0, "placement": split,
+                           "huge_pages": 0, "run": "r"}])
+    ctx = SimpleNamespace(table=lambda name: chase, topologies={"n": GH200}, runs_of=lambda frame: ["r"])
+    points, notes, _ = chase_points(ctx)                                   # Fig. 11
+    assert points.empty and "mixed placement" in notes[0]
