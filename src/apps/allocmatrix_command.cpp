@@ -10,6 +10,7 @@
 #include <iostream>
 
 #include "apps/benchmark.hpp"
+#include "apps/common_options.hpp"
 #include "core/allocators.hpp"
 #include "core/duration_model.hpp"
 #include "core/error.hpp"
@@ -27,6 +28,7 @@ namespace {
 
 constexpr uint8_t kSource = 0x01, kCleared = 0x00;
 const std::vector<std::string> kAllocs = {"system", "numa", "pinned", "registered", "managed", "device"};
+constexpr Repetitions kRepetitions = {10, 2};
 
 // Every byte of dst equals `value`: a GPU kernel for device memory, CPU threads otherwise.
 bool holds(const Topology& topo, const Buffer& b, uint8_t value, int gpu) {
@@ -64,35 +66,32 @@ struct Copies {
 
 class AllocMatrixBenchmark : public Benchmark {
  public:
-  std::string name() const override { return "allocmatrix"; }
-  std::string description() const override { return "cudaMemcpy between every source and destination allocator"; }
-  std::string summary() const override {
-    return "cudaMemcpy between every source and destination allocator: host memory on --mem, "
-           "device memory on --gpu (the paper's Figure 5).";
-  }
+  AllocMatrixBenchmark()
+      : Benchmark({"allocmatrix",
+                   "cudaMemcpy between every source and destination allocator",
+                   "cudaMemcpy between every source and destination allocator: host memory on --mem, "
+                   "device memory on --gpu (the paper's Figure 5)."}) {}
   std::vector<OptionSpec> options() const override {
-    return {{"gpu", "N", "GPU of the device buffers and of the CUDA calls (default 0)"},
-            {"mem", "LIST", "NUMA nodes of host buffers, one matrix each: numaN, a comma list, or all "
-                            "(default: the GPU's nearest host node)"},
-            {"alloc", "LIST", "allocators (default: system, numa, pinned, registered, managed, device)"},
-            {"size", "SIZE", "bytes per copy (default 256MiB)"},
-            {"reps", "N", "timed repetitions (default 10)"},
-            {"warmup", "N", "untimed repetitions first (default 2)"}};
+    std::vector<OptionSpec> specs = {
+        {"gpu", "N", "GPU of the device buffers and of the CUDA calls (default 0)"},
+        {"mem", "LIST", "NUMA nodes of host buffers, one matrix each: numaN, a comma list, or all "
+                        "(default: the GPU's nearest host node)"},
+        {"alloc", "LIST", "allocators (default: " + join(kAllocs) + ")"},
+        {"size", "SIZE", "bytes per copy (default 256MiB)"}};
+    append(specs, repetition_options(kRepetitions));
+    return specs;
   }
 
   void plan(const Options& opts, const Topology& topo, bool plan_only) override {
-    if (!plan_only && !gpu::built_with_cuda())
-      throw UsageError("this mempath build has no CUDA support: 'mempath allocmatrix' needs a CUDA build");
+    if (!plan_only) require_cuda_build("'mempath allocmatrix' needs a CUDA build");
     topo_ = &topo;
     rates_ = model::rates_of(topo);
-    g_ = static_cast<int>(opts.integer("gpu", 0, 0));
-    const GpuInfo* info = topo.find_gpu(g_);
-    if (!info) throw UsageError("GPU " + std::to_string(g_) + " does not exist; this node has " +
-                                std::to_string(topo.gpus.size()) + " GPUs");
+    const GpuInfo& info = gpu_option(opts, topo);
+    g_ = info.id;
     std::vector<std::string> numa_mems;
     for (const auto& m : topo.memories)
       if (m.numa >= 0) numa_mems.push_back(m.name);
-    const std::string mem_opt = opts.get_or("mem", "numa" + std::to_string(std::max(0, info->host_numa)));
+    const std::string mem_opt = opts.get_or("mem", "numa" + std::to_string(std::max(0, info.host_numa)));
     const std::vector<std::string> hosts =
         mem_opt == "all" ? numa_mems : opts.has("mem") ? opts.list("mem") : std::vector<std::string>{mem_opt};
     for (const auto& h : hosts)
@@ -102,10 +101,9 @@ class AllocMatrixBenchmark : public Benchmark {
     for (const auto& a : allocs)
       if (std::find(kAllocs.begin(), kAllocs.end(), a) == kAllocs.end())
         throw UsageError("invalid --alloc '" + a + "'; valid: " + join(kAllocs));
-    size_ = opts.has("size") ? parse_size(*opts.get("size")) : 256ULL << 20;
-    if (size_ % 4096) throw UsageError("--size must be a multiple of 4KiB");
-    reps_ = static_cast<int>(opts.integer("reps", 10, 1, kMaxReps));
-    warmup_ = static_cast<int>(opts.integer("warmup", 2, 0, kMaxReps));
+    size_ = page_multiple_size(opts, 256ULL << 20);
+    const Repetitions r = read_repetitions(opts, kRepetitions);
+    reps_ = r.reps, warmup_ = r.warmup;
     for (const auto& h : hosts) {
       const Memory* hm = topo.find_mem(h);
       if (2 * size_ > static_cast<uint64_t>(hm->free_bytes) && hm->free_bytes > 0)

@@ -6,6 +6,7 @@
 #include <limits>
 
 #include "apps/benchmark.hpp"
+#include "apps/common_options.hpp"
 #include "core/duration_model.hpp"
 #include "core/allocators.hpp"
 #include "core/atomics_plan.hpp"
@@ -41,6 +42,8 @@ struct Measured {
   std::string placement;
 };
 
+constexpr Repetitions kRepetitions = {10, 1};
+
 // Test-only (tests/python/test_atomics.py, docs/cli.md): MEMPATH_TEST_EXTRA_ATOMIC=1 adds
 // one increment after the timed launches, to prove that the count check can fail.
 bool inject_fault() {
@@ -50,22 +53,22 @@ bool inject_fault() {
 
 class AtomicsBenchmark : public Benchmark {
  public:
-  std::string name() const override { return "atomics"; }
-  std::string description() const override { return "atomic fetch-and-add throughput of GPUs on counters in each memory"; }
-  std::string summary() const override {
-    return "Atomic fetch-and-add throughput of each GPU on counters in each memory (docs/cli.md).";
-  }
+  AtomicsBenchmark()
+      : Benchmark({"atomics",
+                   "atomic fetch-and-add throughput of GPUs on counters in each memory",
+                   "Atomic fetch-and-add throughput of each GPU on counters in each memory (docs/cli.md)."}) {}
   std::vector<OptionSpec> options() const override {
-    return {{"pu", "LIST", "GPUs: gpuN (default: all)"},
-            {"mem", "LIST", "memories of the counters: numaN, gpuN (default: all)"},
-            {"alloc", "LIST", kind_list(kAllocTable) + " (default: the path's)"},
-            {"all", "", "every allocator of each path, not only its default one"},
-            {"scope", "SCOPE", "device (atomicAdd, default) or system (atomicAdd_system)"},
-            {"counters", "N", "counters, each on its own 128-byte line (default: one per warp; "
-                              "1: every thread on one counter, contention)"},
-            {"ops", "N", "atomic adds per thread per launch (default 64)"},
-            {"reps", "N", "timed launches (default 10)"},
-            {"warmup", "N", "untimed launches first (default 1)"}};
+    std::vector<OptionSpec> specs = {
+        {"pu", "LIST", "GPUs: gpuN (default: all)"},
+        {"mem", "LIST", "memories of the counters: numaN, gpuN (default: all)"},
+        {"alloc", "LIST", kind_list(kAllocTable) + " (default: the path's)"},
+        {"all", "", "every allocator of each path, not only its default one"},
+        {"scope", "SCOPE", "device (atomicAdd, default) or system (atomicAdd_system)"},
+        {"counters", "N", "counters, each on its own 128-byte line (default: one per warp; "
+                          "1: every thread on one counter, contention)"},
+        {"ops", "N", "atomic adds per thread per launch (default 64)"}};
+    append(specs, repetition_options(kRepetitions, "launches"));
+    return specs;
   }
 
   void plan(const Options& opts, const Topology& topo, bool plan_only) override {
@@ -74,11 +77,9 @@ class AtomicsBenchmark : public Benchmark {
     s_.scope = s_.scope_name == "system" ? gpu::AtomicScope::System : gpu::AtomicScope::Device;
     s_.counters = static_cast<uint64_t>(opts.integer("counters", 0, 1, kMaxCounters));
     s_.ops = static_cast<uint64_t>(opts.integer("ops", 64, 1, 1LL << 20));
-    s_.reps = static_cast<int>(opts.integer("reps", 10, 1, kMaxReps));
-    s_.warmup = static_cast<int>(opts.integer("warmup", 1, 0, kMaxReps));
-    // A CPU-only build sees no GPU on a live node: say why, not that nothing matched.
-    if (!plan_only && !gpu::built_with_cuda())
-      throw UsageError("this mempath build has no CUDA support: atomics runs on GPUs and needs a CUDA build");
+    const Repetitions r = read_repetitions(opts, kRepetitions);
+    s_.reps = r.reps, s_.warmup = r.warmup;
+    if (!plan_only) require_cuda_build("atomics runs on GPUs and needs a CUDA build");
     cases_ = atomics_cases(topo, {opts.list("pu"), opts.list("mem"), opts.list("alloc"), opts.flag("all")});
     if (cases_.empty())
       throw UsageError(topo.gpus.empty() ? "no GPU on this node: atomics runs on GPUs"

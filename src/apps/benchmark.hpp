@@ -38,12 +38,20 @@ struct CaseRows {
 
 using PlanFields = std::vector<std::pair<std::string, std::string>>;
 
+// A benchmark's name and the words of its help: fixed text, given once to its constructor.
+struct About {
+  std::string name;
+  std::string description;  // the one line of `mempath --help`
+  std::string summary;      // the head of `mempath NAME --help`
+};
+
 class Benchmark {
  public:
+  explicit Benchmark(About about) : about_(std::move(about)) {}
   virtual ~Benchmark() = default;
-  virtual std::string name() const = 0;
-  virtual std::string description() const = 0;  // the one line of `mempath --help`
-  virtual std::string summary() const = 0;      // the head of `mempath NAME --help`
+  const std::string& name() const { return about_.name; }
+  const std::string& description() const { return about_.description; }
+  const std::string& summary() const { return about_.summary; }
   // Its own options; the driver adds --output, --overwrite, --timeout and --from.
   virtual std::vector<OptionSpec> options() const = 0;
 
@@ -96,6 +104,9 @@ class Benchmark {
   // from the written rows (bw --all's path matrix, memcpy's GPU x direction table; the
   // printer is core/text_table.hpp). What is printed must not start with MEMPATH.
   virtual void print_tables(const Table& cases) const { (void)cases; }
+
+ private:
+  About about_;
 };
 
 // A command of `mempath` or `mempath-mpi`: a Benchmark run by the driver, or a command of

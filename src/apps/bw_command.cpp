@@ -2,11 +2,11 @@
 #include <cstdio>
 #include <iostream>
 #include <limits>
-#include <map>
 #include <memory>
 #include <set>
 
 #include "apps/benchmark.hpp"
+#include "apps/common_options.hpp"
 #include "apps/bw_runner.hpp"
 #include "apps/driver.hpp"
 #include "core/duration_model.hpp"
@@ -20,12 +20,14 @@
 namespace mempath {
 namespace {
 
+constexpr Repetitions kRepetitions = {10, 2};
+
 // The case filters shared by `bw --all` and `list`.
 std::vector<OptionSpec> filter_option_specs() {
-  return {
+  std::vector<OptionSpec> specs = {
       {"op", "OP", "read, write or copy (with --all: a comma list filter)"},
       {"pu", "PU", "processor: cpuN, cpus, gpuN (default: the first CPU node)"},
-      {"pu-kind", "KIND", "with --all: cpu or gpu only"},
+      pu_kind_filter_option(),
       {"mem", "MEM", "memory read or written, the source of a copy: numaN or gpuN"},
       {"dst-mem", "MEM", "destination memory of a copy (default: --mem)"},
       {"alloc", "ALLOC", kind_list(kAllocTable)},
@@ -34,9 +36,9 @@ std::vector<OptionSpec> filter_option_specs() {
                                "with --all: sweep (default: CPU paths; given: GPU paths too) or all (no sweep)"},
       {"kernel", "grid|block", "GPU kernel: all SMs (default) or one block of 1024 threads "
                                "(with --all a filter; default both)"},
-      {"size", "SIZE", "bytes per buffer (default 1GiB, raised to 4x the caches on the path)"},
-      {"in-cache", "", "allow buffers smaller than 4x the caches (cache bandwidth)"},
   };
+  append(specs, cache_sized_options("buffer"));
+  return specs;
 }
 
 std::vector<OptionSpec> list_option_specs() {
@@ -47,9 +49,8 @@ std::vector<OptionSpec> list_option_specs() {
 
 std::vector<OptionSpec> bw_option_specs() {
   auto specs = filter_option_specs();
+  append(specs, repetition_options(kRepetitions));
   specs.insert(specs.end(), {
-      {"reps", "N", "timed repetitions (default 10)"},
-      {"warmup", "N", "untimed repetitions first (default 2)"},
       {"noise", "PU:MEM|partner", "another processor reads MEM continuously during each case, its bytes "
                                    "counted; partner: the other processor of each case's superchip reads "
                                    "the memory across the link between them (x86: the GPU and its socket)"},
@@ -63,8 +64,8 @@ std::vector<OptionSpec> bw_option_specs() {
 BwSettings settings_from(const Options& opts) {
   BwSettings s;
   if (auto v = opts.get("size")) s.size = parse_size(*v);
-  s.reps = static_cast<int>(opts.integer("reps", 10, 1, kMaxReps));
-  s.warmup = static_cast<int>(opts.integer("warmup", 2, 0, kMaxReps));
+  const Repetitions r = read_repetitions(opts, kRepetitions);
+  s.reps = r.reps, s.warmup = r.warmup;
   s.in_cache = opts.flag("in-cache");
   return s;
 }
@@ -134,11 +135,10 @@ std::string dash(const std::string& s) { return s.empty() ? "-" : s; }
 
 class BwBenchmark : public Benchmark {
  public:
-  std::string name() const override { return "bw"; }
-  std::string description() const override { return "read/write/copy bandwidth of processor x memory x allocator"; }
-  std::string summary() const override {
-    return "Read, write and copy bandwidth of processor x memory x allocator (docs/cli.md).";
-  }
+  BwBenchmark()
+      : Benchmark({"bw",
+                   "read/write/copy bandwidth of processor x memory x allocator",
+                   "Read, write and copy bandwidth of processor x memory x allocator (docs/cli.md)."}) {}
   std::vector<OptionSpec> options() const override { return bw_option_specs(); }
 
   void plan(const Options& opts, const Topology& topo, bool) override {
@@ -253,19 +253,15 @@ class BwBenchmark : public Benchmark {
   // best median of the path's cases (any allocator, kernel or thread count).
   void print_tables(const Table& cases) const override {
     if (!all_) return;
-    std::vector<std::string> ops;
-    std::map<std::string, Pivot> matrices;
+    PivotByKey matrices;  // by op
     for (size_t r = 0; r < cases.rows(); ++r) {
       const Row row = table_row(cases, r);
       const auto text = [&](const char* column) { return std::get<std::string>(row.at(column)); };
-      const std::string op = text("op"), dst = text("dst_mem");
-      if (!matrices.count(op)) ops.push_back(op);
+      const std::string dst = text("dst_mem");
       const std::string memory = text("mem") + (dst.empty() || dst == text("mem") ? "" : ">" + dst);
-      const bool placed = std::get<int64_t>(row.at("placed")) == 1;
-      const std::string status = text("status") == "ok" && !placed ? "misplaced" : text("status");
-      matrices[op].add(text("pu"), memory, status, std::get<double>(row.at("median_GBps")));
+      matrices[text("op")].add(text("pu"), memory, status_shown(row), std::get<double>(row.at("median_GBps")));
     }
-    for (const auto& op : ops)
+    for (const auto& op : matrices.keys())
       std::printf("\n%s", matrices.at(op).format("bw " + op + ": median GB/s, best case per processor (row) "
                                                      "and memory (column) whose pages stayed there; - none, fail failed",
                                                  "pu\\mem").c_str());

@@ -7,6 +7,7 @@
 #include <limits>
 
 #include "apps/benchmark.hpp"
+#include "apps/common_options.hpp"
 #include "apps/plan_print.hpp"
 #include "core/allocators.hpp"
 #include "core/chase_chain.hpp"
@@ -140,13 +141,10 @@ uint64_t parse_bytes_option(const Options& opts, const std::string& name, uint64
 
 class ChaseBenchmark : public Benchmark {
  public:
-  std::string name() const override { return "chase"; }
-  std::string description() const override {
-    return "pointer-chase latency of one CPU or GPU thread over each memory, by size";
-  }
-  std::string summary() const override {
-    return "Pointer-chase latency of one CPU or GPU thread over each memory (docs/cli.md).";
-  }
+  ChaseBenchmark()
+      : Benchmark({"chase",
+                   "pointer-chase latency of one CPU or GPU thread over each memory, by size",
+                   "Pointer-chase latency of one CPU or GPU thread over each memory (docs/cli.md)."}) {}
   std::vector<OptionSpec> options() const override {
     return {{"pu", "PU", "cpuN (one thread on a core of NUMA node N) or gpuN (one GPU thread); "
                              "with --all a comma list filter"},
@@ -193,8 +191,7 @@ class ChaseBenchmark : public Benchmark {
       throw UsageError("--max-size " + format_size(s.max_size) + " is below --min-size " + format_size(s.min_size));
 
     for (const auto& pu : opts.list("pu"))
-      if (!plan_only && pu.rfind("gpu", 0) == 0 && !gpu::built_with_cuda())
-        throw UsageError("this mempath build has no CUDA support: --pu " + pu + " needs a CUDA build");
+      if (!plan_only && pu.rfind("gpu", 0) == 0) require_cuda_build("--pu " + pu + " needs a CUDA build");
     if (opts.flag("all")) {
       if (opts.has("cpu")) throw UsageError("--cpu picks the core of one case; --all uses each node's first core");
       bases_ = all_chase_cases(topo, opts.list("pu"), opts.list("mem"), opts.list("alloc"));

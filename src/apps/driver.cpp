@@ -34,6 +34,11 @@ Row table_row(const Table& table, size_t index) {
   return row;
 }
 
+std::string status_shown(const Row& row) {
+  const std::string& status = std::get<std::string>(row.at("status"));
+  return status == "ok" && std::get<int64_t>(row.at("placed")) != 1 ? "misplaced" : status;
+}
+
 std::string format_eta(double seconds) {
   const long s = std::lround(std::max(seconds, 0.0));
   if (s < 60) return std::to_string(s) + " s";

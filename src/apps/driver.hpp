@@ -21,4 +21,8 @@ std::string format_eta(double seconds);
 // Row `index` of `table` as a Row (the cells as written, after any Table::set).
 Row table_row(const Table& table, size_t index);
 
+// A written row's status in a printed table: an ok case whose pages were not where they
+// were asked to be shows as misplaced, not as the path's figure.
+std::string status_shown(const Row& row);
+
 }  // namespace mempath

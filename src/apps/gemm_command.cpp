@@ -9,6 +9,7 @@
 #include <map>
 
 #include "apps/benchmark.hpp"
+#include "apps/common_options.hpp"
 #include "apps/driver.hpp"
 #include "apps/plan_print.hpp"
 #include "core/allocators.hpp"
@@ -150,14 +151,11 @@ struct GemmCase {
 
 class GemmBenchmark : public Benchmark {
  public:
-  std::string name() const override { return "gemm"; }
-  std::string description() const override {
-    return "cuBLAS GEMM with A and B in each memory (or each pair), fp16/tf32/fp32/fp64, by size";
-  }
-  std::string summary() const override {
-    return "cuBLAS GEMM with A and B placed in each memory, together or each on its own, C in the GPU's "
-           "device memory (docs/cli.md).";
-  }
+  GemmBenchmark()
+      : Benchmark({"gemm",
+                   "cuBLAS GEMM with A and B in each memory (or each pair), fp16/tf32/fp32/fp64, by size",
+                   "cuBLAS GEMM with A and B placed in each memory, together or each on its own, C in the GPU's "
+                   "device memory (docs/cli.md)."}) {}
   std::vector<OptionSpec> options() const override {
     return {{"gpu", "N", "the GPU that multiplies (default 0)"},
             {"dtype", "LIST", "fp16, tf32, fp32, fp64 (default: all)"},
@@ -179,13 +177,13 @@ class GemmBenchmark : public Benchmark {
   }
 
   void plan(const Options& opts, const Topology& topo, bool plan_only) override {
-    if (!plan_only && !gpu::built_with_cuda()) throw UsageError("this mempath build has no CUDA support: gemm needs a CUDA build");
+    if (!plan_only) require_cuda_build("gemm needs a CUDA build");
     topo_ = &topo;
     rates_ = model::rates_of(topo);
     gpu_ = static_cast<int>(opts.integer("gpu", 0, 0));
-    reps_ = static_cast<int>(opts.integer("reps", 10, 1, kMaxReps));
+    const Repetitions r = read_repetitions(opts, {10, 2});
+    reps_ = r.reps, warmup_ = r.warmup;
     reps_given_ = opts.has("reps");
-    warmup_ = static_cast<int>(opts.integer("warmup", 2, 0, kMaxReps));
     std::vector<std::string> dtypes = opts.has("dtype") ? opts.list("dtype") : split_list("fp16,tf32,fp32,fp64");
     for (const auto& d : dtypes) gemm_element_bytes(d);
     if (opts.has("size") && opts.has("matrix-bytes")) throw UsageError("--size and --matrix-bytes exclude each other; valid: one of them");
@@ -342,21 +340,16 @@ class GemmBenchmark : public Benchmark {
   // --ab independent: the paper's Figure 15 per dtype, A's placement (row) x B's (column).
   void print_tables(const Table& cases) const override {
     if (!independent_) return;
-    std::vector<std::string> dtypes;
-    std::map<std::string, Pivot> matrices;
+    PivotByKey matrices;  // by dtype
     for (size_t r = 0; r < cases.rows(); ++r) {
       const Row row = table_row(cases, r);
       const auto text = [&](const char* column) { return std::get<std::string>(row.at(column)); };
-      const std::string dtype = text("dtype"), status = text("status");
-      if (!matrices.count(dtype)) dtypes.push_back(dtype);
-      const bool placed = std::get<int64_t>(row.at("placed")) == 1;
       // Skipped cases name their row and column but never hide a size that ran.
-      const double rank = status == "skipped" ? -1.0 : static_cast<double>(std::get<int64_t>(row.at("n")));
-      matrices[dtype].add(text("a_mem") + "/" + text("a_alloc"), text("b_mem") + "/" + text("b_alloc"),
-                          status == "ok" && !placed ? "misplaced" : status, std::get<double>(row.at("median_TFLOPs")),
-                          rank);
+      const double rank = text("status") == "skipped" ? -1.0 : static_cast<double>(std::get<int64_t>(row.at("n")));
+      matrices[text("dtype")].add(text("a_mem") + "/" + text("a_alloc"), text("b_mem") + "/" + text("b_alloc"),
+                                  status_shown(row), std::get<double>(row.at("median_TFLOPs")), rank);
     }
-    for (const auto& dtype : dtypes)
+    for (const auto& dtype : matrices.keys())
       std::printf("\n%s", matrices.at(dtype).format("gemm " + dtype + ": median TFLOP/s at the largest n, A's memory/"
                                                     "allocator (row) x B's (column), C in " + pu_ + " (cudaMalloc); "
                                                     "- none or moved pages, fail failed",

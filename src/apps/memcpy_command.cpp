@@ -5,6 +5,7 @@
 #include <map>
 
 #include "apps/benchmark.hpp"
+#include "apps/common_options.hpp"
 #include "apps/driver.hpp"
 #include "apps/memcpy_d2d_runner.hpp"
 #include "apps/memcpy_runner.hpp"
@@ -21,8 +22,8 @@
 namespace mempath {
 namespace {
 
-constexpr int kLatencyReps = 1000;
-constexpr int kLatencyWarmup = 100;
+constexpr Repetitions kRepetitions = {10, 2};
+constexpr Repetitions kLatencyRepetitions = {1000, 100};  // --latency: small transfers, many more
 
 std::vector<OptionSpec> memcpy_option_specs() {
   return {
@@ -43,8 +44,10 @@ std::vector<OptionSpec> memcpy_option_specs() {
       {"sweep", "", "transfer sizes 4KiB .. --max-size (powers of two) and the saturation size"},
       {"max-size", "SIZE", "largest size of --sweep (default 4GiB; lowered to what fits)"},
       {"latency", "", "host-observed cudaMemcpyAsync + cudaStreamSynchronize, 4B .. 1MiB"},
-      {"reps", "N", "timed repetitions (default 10; --latency 1000)"},
-      {"warmup", "N", "untimed repetitions first (default 2; --latency 100)"},
+      {"reps", "N", "timed repetitions (default " + std::to_string(kRepetitions.reps) + "; --latency " +
+                        std::to_string(kLatencyRepetitions.reps) + ")"},
+      {"warmup", "N", "untimed repetitions first (default " + std::to_string(kRepetitions.warmup) + "; --latency " +
+                          std::to_string(kLatencyRepetitions.warmup) + ")"},
   };
 }
 
@@ -131,25 +134,20 @@ Measured measure(const MemcpyCase& c, const MemcpyOutcome& o, const Row& common)
 
 class MemcpyBenchmark : public Benchmark {
  public:
-  std::string name() const override { return "memcpy"; }
-  std::string description() const override {
-    return "host<->device transfers: copy engine and SM copies, size sweep, latency";
-  }
-  std::string summary() const override {
-    return "Host<->device transfers: copy-engine and SM copies, h2d/d2h/bidirectional, size sweep, "
-           "small-transfer latency; GPU<->GPU peer and staged copies (--direction d2d) (docs/cli.md).";
-  }
+  MemcpyBenchmark()
+      : Benchmark({"memcpy",
+                   "host<->device transfers: copy engine and SM copies, size sweep, latency",
+                   "Host<->device transfers: copy-engine and SM copies, h2d/d2h/bidirectional, size sweep, "
+                   "small-transfer latency; GPU<->GPU peer and staged copies (--direction d2d) (docs/cli.md)."}) {}
   std::vector<OptionSpec> options() const override { return memcpy_option_specs(); }
 
   void plan(const Options& opts, const Topology& topo, bool plan_only) override {
-    if (!plan_only && !gpu::built_with_cuda())
-      throw UsageError("this mempath build has no CUDA support: 'mempath memcpy' needs a CUDA build "
-                       "(rebuild where nvcc is found)");
+    if (!plan_only) require_cuda_build("'mempath memcpy' needs a CUDA build (rebuild where nvcc is found)");
     topo_ = &topo;
     rates_ = model::rates_of(topo);
     const MemcpyRequest request = request_from(opts);
-    settings_.reps = static_cast<int>(opts.integer("reps", request.latency ? kLatencyReps : 10, 1, kMaxReps));
-    settings_.warmup = static_cast<int>(opts.integer("warmup", request.latency ? kLatencyWarmup : 2, 0, kMaxReps));
+    const Repetitions r = read_repetitions(opts, request.latency ? kLatencyRepetitions : kRepetitions);
+    settings_.reps = r.reps, settings_.warmup = r.warmup;
     cases_ = plan_memcpy(topo, request);
     // The largest size of each buffer group: a sweep allocates its buffers once.
     for (const auto& c : cases_) capacity_[c.buffer_key()] = std::max(capacity_[c.buffer_key()], c.size);

@@ -10,6 +10,7 @@
 #include <limits>
 
 #include "apps/benchmark.hpp"
+#include "apps/common_options.hpp"
 #include "core/allocators.hpp"
 #include "core/cycle_counter.hpp"
 #include "core/duration_model.hpp"
@@ -135,13 +136,10 @@ PingOutcome run(const Topology& topo, const PingPongCase& c, const Settings& s) 
 
 class PingPongBenchmark : public Benchmark {
  public:
-  std::string name() const override { return "pingpong"; }
-  std::string description() const override {
-    return "compare-and-swap round trips between processors, flag in each memory";
-  }
-  std::string summary() const override {
-    return "Compare-and-swap round trips between processors, the flag in each memory (docs/cli.md).";
-  }
+  PingPongBenchmark()
+      : Benchmark({"pingpong",
+                   "compare-and-swap round trips between processors, flag in each memory",
+                   "Compare-and-swap round trips between processors, the flag in each memory (docs/cli.md)."}) {}
   std::vector<OptionSpec> options() const override {
     return {{"pu", "LIST", "agents: cpuN (a core of NUMA node N), gpuN (one GPU thread) (default: all)"},
             {"mem", "LIST", "memories the flag is placed in: numaN, gpuN (default: all)"},
@@ -160,8 +158,7 @@ class PingPongBenchmark : public Benchmark {
     s_.timeout_s = static_cast<double>(opts.integer("stall-timeout", 10, 1, 3600));
     const auto pus = opts.list("pu");
     for (const auto& p : pus)
-      if (!plan_only && p.rfind("gpu", 0) == 0 && !gpu::built_with_cuda())
-        throw UsageError("this mempath build has no CUDA support: agent " + p + " needs a CUDA build");
+      if (!plan_only && p.rfind("gpu", 0) == 0) require_cuda_build("agent " + p + " needs a CUDA build");
     cases_ = pingpong_cases(topo, pus, opts.list("mem"), opts.list("alloc"));
     if (cases_.empty()) throw UsageError("the filters select no pair and memory on this node");
   }

@@ -7,6 +7,7 @@
 #include <limits>
 
 #include "apps/benchmark.hpp"
+#include "apps/common_options.hpp"
 #include "apps/driver.hpp"
 #include "core/allocators.hpp"
 #include "core/duration_model.hpp"
@@ -26,6 +27,7 @@ namespace mempath {
 namespace {
 
 constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
+constexpr Repetitions kRepetitions = {10, 1};
 constexpr double kDotTolerance = 1e-8;  // a sum of n products rounds; the elements do not
 
 struct Measured {
@@ -85,25 +87,24 @@ Measured run(const Topology& topo, const StreamCase& sc, int warmup, int reps) {
 
 class StreamBenchmark : public Benchmark {
  public:
-  std::string name() const override { return "stream"; }
-  std::string description() const override {
-    return "STREAM (CPU, by thread count) and BabelStream (GPU) kernels under placement";
-  }
-  std::string summary() const override {
-    return "STREAM (CPU) and BabelStream (GPU) kernels under placement (docs/cli.md).";
-  }
+  StreamBenchmark()
+      : Benchmark({"stream",
+                   "STREAM (CPU, by thread count) and BabelStream (GPU) kernels under placement",
+                   "STREAM (CPU) and BabelStream (GPU) kernels under placement (docs/cli.md)."}) {}
   std::vector<OptionSpec> options() const override {
-    return {{"pu", "PU", "cpuN, cpus or gpuN (default: the first CPU node); with --all a filter"},
-            {"pu-kind", "KIND", "with --all: cpu or gpu only"},
-            {"mem", "MEM", "memory of the three arrays: numaN, gpuN or interleave (pages over "
-                           "every host NUMA node; read by cpus); with --all a filter"},
-            {"alloc", "ALLOC", kind_list(kAllocTable) + " (default: the path's)"},
-            {"threads", "N|sweep|all", "CPU threads (default sweep: 1, 2, 4 .. all cores, best reported)"},
-            {"size", "SIZE", "bytes per array (default 1GiB, raised to 4x the caches on the path)"},
-            {"in-cache", "", "allow arrays smaller than 4x the caches (cache bandwidth)"},
-            {"reps", "N", "timed repetitions of the kernel set (default 10)"},
-            {"warmup", "N", "untimed repetitions first (default 1)"},
-            {"all", "", "every processor x memory x allocator of the node; the options above filter"}};
+    std::vector<OptionSpec> specs = {
+        {"pu", "PU", "cpuN, cpus or gpuN (default: the first CPU node); with --all a filter"},
+        pu_kind_filter_option(),
+        {"mem", "MEM", "memory of the three arrays: numaN, gpuN or interleave (pages over "
+                       "every host NUMA node; read by cpus); with --all a filter"},
+        {"alloc", "ALLOC", kind_list(kAllocTable) + " (default: the path's)"},
+        {"threads", "N|sweep|all", "CPU threads (default sweep: 1, 2, 4 .. all cores, best reported)"}};
+    append(specs, cache_sized_options("array"));
+    specs.insert(specs.end(),
+                 {{"reps", "N", "timed repetitions of the kernel set (default " + std::to_string(kRepetitions.reps) + ")"},
+                  {"warmup", "N", "untimed repetitions first (default " + std::to_string(kRepetitions.warmup) + ")"},
+                  {"all", "", "every processor x memory x allocator of the node; the options above filter"}});
+    return specs;
   }
 
   void plan(const Options& opts, const Topology& topo, bool plan_only) override {
@@ -117,8 +118,8 @@ class StreamBenchmark : public Benchmark {
         throw UsageError("--size " + *v + " is not a multiple of 64 bytes of at least 4KiB; valid: e.g. 1GiB");
     }
     req.settings.in_cache = opts.flag("in-cache");
-    reps_ = static_cast<int>(opts.integer("reps", 10, 1, kMaxReps));
-    warmup_ = static_cast<int>(opts.integer("warmup", 1, 0, kMaxReps));
+    const Repetitions r = read_repetitions(opts, kRepetitions);
+    reps_ = r.reps, warmup_ = r.warmup;
     const std::string threads = opts.get_or("threads", "");
     if (req.all) {
       req.filters.pus = opts.list("pu");
@@ -132,8 +133,7 @@ class StreamBenchmark : public Benchmark {
       if (opts.has("pu-kind")) throw UsageError("--pu-kind filters --all; for one case use --pu");
       req.pu = opts.get_or("pu", ""), req.mem = opts.get_or("mem", ""), req.alloc = opts.get_or("alloc", "");
       req.threads = threads;
-      if (!plan_only && req.pu.rfind("gpu", 0) == 0 && !gpu::built_with_cuda())
-        throw UsageError("this mempath build has no CUDA support: --pu " + req.pu + " needs a CUDA build");
+      if (!plan_only && req.pu.rfind("gpu", 0) == 0) require_cuda_build("--pu " + req.pu + " needs a CUDA build");
     }
     cases_ = stream_cases(topo, req);
     if (cases_.empty()) throw UsageError("the filters select no processor x memory on this node");

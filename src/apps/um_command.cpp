@@ -20,6 +20,7 @@
 #include <limits>
 
 #include "apps/benchmark.hpp"
+#include "apps/common_options.hpp"
 #include "apps/plan_print.hpp"
 #include "core/allocators.hpp"
 #include "core/duration_model.hpp"
@@ -212,13 +213,10 @@ struct Measured {
 
 class UmBenchmark : public Benchmark {
  public:
-  std::string name() const override { return "um"; }
-  std::string description() const override {
-    return "unified memory: interleaved CPU/GPU writes, in-place updates, evictions";
-  }
-  std::string summary() const override {
-    return "Unified-memory behaviour: interleaved CPU/GPU writes, in-place updates, cold/warm/evicted reads.";
-  }
+  UmBenchmark()
+      : Benchmark({"um",
+                   "unified memory: interleaved CPU/GPU writes, in-place updates, evictions",
+                   "Unified-memory behaviour: interleaved CPU/GPU writes, in-place updates, cold/warm/evicted reads."}) {}
   std::vector<OptionSpec> options() const override {
     return {{"exp", "LIST", "interleave, inplace, evict (default: all)"},
             {"gpu", "N", "CUDA device (default 0)"},
@@ -232,15 +230,12 @@ class UmBenchmark : public Benchmark {
   }
 
   void plan(const Options& opts, const Topology& topo, bool plan_only) override {
-    if (!plan_only && !gpu::built_with_cuda())
-      throw UsageError("this mempath build has no CUDA support: 'mempath um' needs a CUDA build");
-    const int g = static_cast<int>(opts.integer("gpu", 0, 0));
-    const GpuInfo* info = topo.find_gpu(g);
-    if (!info) throw UsageError("GPU " + std::to_string(g) + " does not exist; this node has " +
-                                std::to_string(topo.gpus.size()) + " GPUs");
+    if (!plan_only) require_cuda_build("'mempath um' needs a CUDA build");
+    const GpuInfo& info = gpu_option(opts, topo);
+    const int g = info.id;
     const std::string own = "gpu" + std::to_string(g);
     const std::vector<std::string> mem_option =
-        opts.has("mem") ? opts.list("mem") : std::vector<std::string>{"numa" + std::to_string(std::max(0, info->host_numa))};
+        opts.has("mem") ? opts.list("mem") : std::vector<std::string>{"numa" + std::to_string(std::max(0, info.host_numa))};
     const bool sweep = mem_option == std::vector<std::string>{"sweep"};
     std::vector<std::string> valid;
     for (const auto& x : topo.memories)
@@ -253,9 +248,8 @@ class UmBenchmark : public Benchmark {
     }
     const long long iters = opts.integer("iters", 256, 1, 1 << 20);
     if (iters & (iters - 1)) throw UsageError("--iters must be a power of two, got " + std::to_string(iters));
-    c_ = std::make_unique<Context>(Context{topo, g, opts.has("size") ? parse_size(*opts.get("size")) : 256ULL << 20,
+    c_ = std::make_unique<Context>(Context{topo, g, page_multiple_size(opts, 256ULL << 20),
                                            static_cast<int>(opts.integer("reps", 3, 1, kMaxReps)), static_cast<int>(iters)});
-    if (c_->size % 4096) throw UsageError("--size must be a multiple of 4KiB");
     std::vector<std::string> exps = opts.has("exp") ? opts.list("exp") : split_list("interleave,inplace,evict");
     const auto alloc_filter = opts.list("alloc");
     for (const auto& e : exps) {

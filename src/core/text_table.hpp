@@ -32,6 +32,22 @@ class Pivot {
   std::map<std::pair<std::string, std::string>, Cell> cells_;
 };
 
+// One Pivot per key (bw's op, gemm's dtype), the keys in the order they were first seen.
+class PivotByKey {
+ public:
+  Pivot& operator[](const std::string& key) {
+    auto [it, added] = pivots_.try_emplace(key);
+    if (added) keys_.push_back(key);
+    return it->second;
+  }
+  const std::vector<std::string>& keys() const { return keys_; }
+  const Pivot& at(const std::string& key) const { return pivots_.at(key); }
+
+ private:
+  std::vector<std::string> keys_;
+  std::map<std::string, Pivot> pivots_;
+};
+
 // Columns under a header, two spaces apart; `rows` as wide as `header`. `align` has one
 // letter per column, `l` (text) or `r` (numbers); empty: the first column left (it names
 // the row), the others right.

@@ -43,10 +43,8 @@ namespace {
 // Each case's script: "ok", "skip" (by the plan), "unsupported", "usage", "throw", "fail".
 class Scripted : public Benchmark {
  public:
-  explicit Scripted(std::vector<std::string> script, bool grouped = false) : script_(std::move(script)), grouped_(grouped) {}
-  std::string name() const override { return "fake"; }
-  std::string description() const override { return "scripted cases"; }
-  std::string summary() const override { return "Scripted cases."; }
+  explicit Scripted(std::vector<std::string> script, bool grouped = false)
+      : Benchmark({"fake", "scripted cases", "Scripted cases."}), script_(std::move(script)), grouped_(grouped) {}
   std::vector<OptionSpec> options() const override { return {}; }
   void plan(const Options&, const Topology&, bool) override {}
   size_t cases() const override { return script_.size(); }

@@ -130,9 +130,10 @@ namespace {
 // summary line.
 class Tabled : public Benchmark {
  public:
-  std::string name() const override { return "tabled"; }
-  std::string description() const override { return "two cases and a table"; }
-  std::string summary() const override { return "Two cases."; }
+  Tabled()
+      : Benchmark({"tabled",
+                   "two cases and a table",
+                   "Two cases."}) {}
   std::vector<OptionSpec> options() const override { return {}; }
   void plan(const Options&, const Topology&, bool) override {}
   size_t cases() const override { return 2; }
