@@ -7,8 +7,8 @@ of files through h5py's low-level calls and return numpy columns, never DataFram
 only the columns a comparison uses are read: a family's identity columns (its
 configuration: integers and strings that are not outcomes; once per plan, _PLANS),
 ``case_id``, ``status``, ``reason`` (only where a case is not ok) and the metric with its
-sample keys. Validation
-of each file is io's (``result_file``); a file that cannot be used is one line.
+sample keys. Each file is read through the one walk of a result file (results/h5file.py),
+which validates it; a file that cannot be used is one line.
 """
 from __future__ import annotations
 
@@ -18,14 +18,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import h5py
 import numpy as np
 
 from ..errors import InputError
 from ..results import workers
-from ..results.io import (RunFileError, attribute, check_non_negative, node_facts, node_names,
-                          parse_topology, read_column, result_file, result_files, shown,
-                          unreadable)
+from ..results.h5file import Group, RunFileError, check_non_negative, shown, unreadable, walk
+from ..results.io import node_facts, node_names, parse_topology, result_files
 from .families import DERIVED, FAMILIES, OUTCOMES
 
 #: Per process: column kinds seen per (family, column). A float column is an outcome (a
@@ -184,60 +182,47 @@ def read_chunk(files: Sequence[Path]) -> Side:
 Read = dict[str, tuple[dict[str, np.ndarray], int]]
 
 
-def _names(group: Any) -> list[bytes]:
-    """The link names of a group, in one pass (iterating a GroupID looks each up by index)."""
-    names: list[bytes] = []
-    group.links.iterate(names.append)
-    return names
-
-
 def _read_file(path: Path) -> tuple[str, str, Read, Read, list[str]]:
-    with result_file(path) as fid:
-        try:
-            host = str(attribute(fid, "host")) if h5py.h5a.exists(fid, b"host") else ""
-            text = str(attribute(fid, "topology")) if h5py.h5a.exists(fid, b"topology") else "{}"
-            known = _FACTS.get(text)
-            if known is None:  # refused as every reader refuses it
-                topology = parse_topology(path, text)
-                if len(_FACTS) > 1024:
-                    _FACTS.clear()
-                known = _FACTS[text] = (node_facts(topology), str(topology.get("host") or ""))
-            facts, topology_host = known
-            plan = _plan_of(fid, text)
-            cases: Read = {}
-            samples: Read = {}
-            unknown = []
-            for raw in _names(fid):
-                name = raw.decode()
-                if name in _NOT_FAMILIES:
-                    continue
-                family = h5py.h5o.open(fid, raw)
-                held = set(_names(family)) if isinstance(family, h5py.h5g.GroupID) else set()
-                if b"cases" not in held:
-                    if name not in FAMILIES:  # inventory and the like
-                        _NOT_FAMILIES.add(name)
-                    continue
-                if name not in FAMILIES:
-                    unknown.append(name)
-                    continue
-                cases[name] = _cases(path, name, h5py.h5g.open(family, b"cases"), plan)
-                if FAMILIES[name].table == "samples" and b"samples" in held:
-                    samples[name] = _samples(path, name, h5py.h5g.open(family, b"samples"))
-        except (OSError, KeyError, ValueError, TypeError, RuntimeError) as error:
-            # h5py reports damaged objects inside a readable file with any of these.
-            raise RunFileError(f"{shown(path)}: cannot be read ({error}); the file is damaged, "
-                               "give an intact mempath result file") from None
+    with walk(path) as root:
+        host = str(root.attribute("host", ""))
+        text = str(root.attribute("topology", "{}"))
+        known = _FACTS.get(text)
+        if known is None:  # refused as every reader refuses it
+            topology = parse_topology(path, text)
+            if len(_FACTS) > 1024:
+                _FACTS.clear()
+            known = _FACTS[text] = (node_facts(topology), str(topology.get("host") or ""))
+        facts, topology_host = known
+        plan = _plan_of(root, text)
+        cases: Read = {}
+        samples: Read = {}
+        unknown = []
+        for raw in root.names():
+            name = raw.decode()
+            if name in _NOT_FAMILIES:
+                continue
+            family = root.group(name)
+            if family is None or not family.has("cases"):
+                if name not in FAMILIES:  # inventory and the like
+                    _NOT_FAMILIES.add(name)
+                continue
+            if name not in FAMILIES:
+                unknown.append(name)
+                continue
+            cases[name] = _cases(family.group("cases"), plan)
+            if FAMILIES[name].table == "samples" and family.has("samples"):
+                samples[name] = _samples(family.group("samples"))
     return str(host or topology_host or "unknown"), facts, cases, samples, unknown
 
 
-def _plan_of(fid: Any, topology_text: str) -> tuple | None:
+def _plan_of(root: Group, topology_text: str) -> tuple | None:
     """What made the file's cases: its binary, command line less where it wrote, and
     topology less the host name; None where a part is missing (read everything)."""
     words = []
-    for name in (b"tool_version", b"git_revision", b"command_line"):
-        if not h5py.h5a.exists(fid, name):
+    for name in ("tool_version", "git_revision", "command_line"):
+        if not root.has_attribute(name):
             return None
-        words.append(str(attribute(fid, name.decode())))
+        words.append(str(root.attribute(name)))
     argv, kept, skip = words[2].split(" "), [], 0
     for word in argv[1:]:  # argv[0]: the binary's path, which may differ from node to node
         if skip:
@@ -260,30 +245,16 @@ def _plan_of(fid: Any, topology_text: str) -> tuple | None:
     return words[0], words[1], " ".join(kept), topology
 
 
-def _lacking(path: Path, table: str, held: set[bytes], wanted: Sequence[str]) -> None:
-    lacking = [c for c in wanted if c.encode() not in held]
-    if lacking:
-        raise RunFileError(f"{shown(path)}: table {table} lacks the column(s) {', '.join(lacking)}; "
-                           "valid: the columns of docs/schema.md")
-
-
-def _column(table: str, group: Any, name: str) -> np.ndarray:
-    return read_column(h5py.h5o.open(group, name.encode()), f"{table}/{name}")
-
-
-def _same_length(path: Path, table: str, columns: Mapping[str, np.ndarray]) -> int:
-    """The table's row count; also checks that ``case_id`` is an integer and any figure a
-    number (a string there would make the comparison itself fail)."""
+def _checked(table: Group, columns: Mapping[str, np.ndarray]) -> int:
+    """The table's row count (Group.rows); also checks that ``case_id`` is an integer and
+    any figure a number (a string there would make the comparison itself fail)."""
     for name, values in columns.items():
         numeric = "iu" if name == "case_id" else "iuf" if name in FIGURES else ""
         if numeric and values.dtype.kind not in numeric:
-            raise RunFileError(f"{shown(path)}: column {name} of table {table} holds "
+            raise RunFileError(f"{shown(table.path)}: column {name} of table {table.name} holds "
                                f"{'text' if values.dtype.kind in 'OSU' else values.dtype}; valid: "
                                f"{'integers' if name == 'case_id' else 'numbers'} (docs/schema.md)")
-    lengths = {len(v) for v in columns.values()}
-    if len(lengths) > 1:
-        raise RunFileError(f"{shown(path)}: table {table} has columns of different lengths")
-    return lengths.pop() if lengths else 0
+    return table.rows(columns)
 
 
 #: Per family: the cases columns that are never identity (outcomes, derived), as link names.
@@ -291,16 +262,16 @@ _NOT_IDENTITY = {family: {n.encode() for n in (OUTCOMES | DERIVED).difference(sp
                  for family, spec in FAMILIES.items()}
 
 
-def _cases(path: Path, family: str, group: Any, plan: tuple | None) -> tuple[dict[str, np.ndarray], int]:
+def _cases(group: Group, plan: tuple | None) -> tuple[dict[str, np.ndarray], int]:
     """case_id, status, every identity column (those of an earlier file of the same plan:
     _PLANS), reason where a case is not ok, and the metric where the family's figure is in
     its cases table (nccl)."""
-    table = f"{family}/cases"
+    family = group.name.partition("/")[0]
     spec = FAMILIES[family]
-    names = _names(group)
-    wanted = ["case_id", "status", "reason"] + ([spec.metric] if spec.table == "cases" else [])
-    _lacking(path, table, set(names), wanted)
-    columns = {name: _column(table, group, name) for name in wanted if name != "reason"}
+    names = group.names()
+    wanted = ["case_id", "status"] + ([spec.metric] if spec.table == "cases" else [])
+    group.require([*wanted, "reason"])
+    columns = group.columns(wanted)
     key = None if plan is None else (*plan, family, tuple(names), len(columns["case_id"]))
     known = _PLANS.get(key) if key else None
     if known is not None:
@@ -314,40 +285,33 @@ def _cases(path: Path, family: str, group: Any, plan: tuple | None) -> tuple[dic
             name = raw.decode()
             if name in columns or _KINDS.get((family, name)) == "f":
                 continue
-            dataset = h5py.h5o.open(group, raw)
-            kind = "f" if isinstance(dataset, h5py.h5d.DatasetID) and dataset.dtype.kind in "fc" else ""
+            kind = "f" if group.kind(name) in ("f", "c") else ""
             _KINDS[(family, name)] = kind
             if not kind:
-                identity[name] = read_column(dataset, f"{table}/{name}")
+                identity[name] = group.column(name)
         columns.update(identity)
         if key and {len(v) for v in identity.values()} <= {len(columns["case_id"])}:
             if len(_PLANS) > 256:
                 _PLANS.clear()
             _PLANS[key] = identity
-    rows = _same_length(path, table, columns)
+    rows = _checked(group, columns)
     if len(np.unique(columns["case_id"])) != rows:
-        raise RunFileError(f"{shown(path)}: table {table} names a case_id twice; valid: one row a case")
+        raise RunFileError(f"{shown(group.path)}: table {group.name} names a case_id twice; valid: one row a case")
     if (columns["status"] != "ok").any():
-        reason = _column(table, group, "reason")
-        if len(reason) != rows:
-            raise RunFileError(f"{shown(path)}: table {table} has columns of different lengths")
-        columns["reason"] = reason
+        columns["reason"] = group.columns(["reason"])["reason"]
+        _checked(group, columns)
     if spec.table == "cases":
-        check_non_negative(path, table, spec.metric, columns[spec.metric])
+        check_non_negative(group.path, group.name, spec.metric, columns[spec.metric])
     return columns, rows
 
 
-def _samples(path: Path, family: str, group: Any) -> tuple[dict[str, np.ndarray], int]:
-    table = f"{family}/samples"
-    spec = FAMILIES[family]
-    held = set(_names(group))
-    _lacking(path, table, held, ("case_id", spec.metric))
-    names = ["case_id", spec.metric, *[k for k in spec.sample_keys if k.encode() in held]]
-    columns = {name: _column(table, group, name) for name in names}
-    rows = _same_length(path, table, columns)
-    check_non_negative(path, table, spec.metric, columns[spec.metric])
-    if b"time_s" in held:  # the measured time the metric comes from: a negative one is a broken file
-        check_non_negative(path, table, "time_s", _column(table, group, "time_s"))
+def _samples(group: Group) -> tuple[dict[str, np.ndarray], int]:
+    spec = FAMILIES[group.name.partition("/")[0]]
+    columns = group.columns(["case_id", spec.metric], spec.sample_keys)
+    rows = _checked(group, columns)
+    check_non_negative(group.path, group.name, spec.metric, columns[spec.metric])
+    if group.has("time_s"):  # the measured time the metric comes from: a negative one is a broken file
+        check_non_negative(group.path, group.name, "time_s", group.column("time_s"))
     return columns, rows
 
 

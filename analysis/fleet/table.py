@@ -14,13 +14,13 @@ from pathlib import Path
 from collections.abc import Callable, Mapping
 from typing import Any
 
-import h5py
 import numpy as np
 import pandas as pd
 
 from ..robust import MAD_SCALE, grouped_medians
-from ..results.io import (Run, RunFileError, attribute, check_non_negative, parse_topology,
-                          read_column, result_file, shown)
+from ..results import families
+from ..results.h5file import Group, check_non_negative, walk
+from ..results.io import Run, parse_topology
 
 COLUMNS = ("night", "node", "node_kind", "family", "path", "component", "metric", "value",
            "status", "higher_is_better", "synthetic", "gpu_uuids")
@@ -31,13 +31,10 @@ WORDS = "what"
 #: (1.4826 MAD / median of its samples; NaN where it had fewer than 2 or the file cannot say).
 #: score.py widens a case's z scale by it, so one noisy measurement is not condemned.
 SPREAD = "spread"
-#: The cases tables read and the one metric each contributes (its median).
+#: The cases tables read and the one metric each contributes (its median): the families of
+#: src/core/families.def that name a cases metric.
 FAMILIES: dict[str, tuple[str, bool]] = {
-    "bw": ("median_GBps", True),
-    "memcpy": ("median_GBps", True),
-    "chase": ("median_ns", False),
-    "pingpong": ("median_ns", False),
-}
+    name: (f.cases_metric, f.higher_is_better) for name, f in families.FAMILIES.items() if f.cases_metric}
 
 
 #: The root attributes the fleet table reads.
@@ -329,30 +326,18 @@ def load_cases_run(path: Any) -> Run:
     tables that the fleet table needs, each table a dict of arrays (not a DataFrame).
 
     A node's samples and most case columns are not needed, and reading them was most of
-    the time of a fleet of thousands; validation and the one-line errors are io's (a
-    damaged file raises RunFileError). The attributes and columns are read through
-    h5py's low-level calls: its high-level objects cost more per column than the read."""
+    the time of a fleet of thousands; the file is read through the one walk of a result
+    file (results/h5file.py), whose one-line errors a damaged file raises."""
     path = Path(path)
-    with result_file(path) as fid:
-        try:
-            attrs = {key: attribute(fid, key) for key in ATTRIBUTES
-                     if h5py.h5a.exists(fid, key.encode())}
-            tables = {f"{f}/cases": _read_columns(path, fid, f)
-                      for f in FAMILIES if _has_cases(fid, f)}
-        except (OSError, KeyError, ValueError, TypeError, RuntimeError) as error:
-            raise RunFileError(f"{shown(path)}: cannot be read ({error}); the file is damaged, "
-                               "give an intact mempath result file") from None
+    with walk(path) as root:
+        attrs = {key: root.attribute(key) for key in ATTRIBUTES if root.has_attribute(key)}
+        tables = {}
+        for family in FAMILIES:
+            cases = root.group(f"{family}/cases")
+            if cases is not None:
+                tables[f"{family}/cases"] = _read_columns(root, family, cases)
     return Run(path=path, name=path.stem, attrs=attrs, topology=_parsed(path, attrs),
                tables=tables)  # type: ignore[arg-type]
-
-
-def _has_cases(fid: Any, family: str) -> bool:
-    name = family.encode()
-    return name in fid and b"cases" in h5py.h5g.open(fid, name)
-
-
-def _dataset(group: Any, name: str) -> np.ndarray:
-    return read_column(h5py.h5o.open(group, name.encode()), name)
 
 
 def _parsed(path: Path, attrs: Mapping[str, Any]) -> dict[str, Any]:
@@ -367,26 +352,12 @@ def _parsed(path: Path, attrs: Mapping[str, Any]) -> dict[str, Any]:
     return parse_topology(path, text)
 
 
-def _read_columns(path: Path, fid: Any, family: str) -> dict[str, np.ndarray]:
+def _read_columns(root: Group, family: str, cases: Group) -> dict[str, np.ndarray]:
     """The needed columns of one cases table, checked as io checks a whole table."""
-    table = f"{family}/cases"
-    group = h5py.h5g.open(fid, table.encode())
     metric = FAMILIES[family][0]
-    wanted = (*NAME_COLUMNS[family], "status", metric)
-    try:
-        columns = {name: _dataset(group, name) for name in wanted}
-    except KeyError:  # the columns are listed only when one is not there
-        lacking = [c for c in wanted if c.encode() not in group]
-        if not lacking:
-            raise
-        raise RunFileError(f"{shown(path)}: table {table} lacks the column(s) "
-                           f"{', '.join(lacking)}; valid: the columns of docs/schema.md") from None
-    columns.update({name: _dataset(group, name) for name in OPTIONAL_COLUMNS.get(family, ())
-                    if name.encode() in group})
-    if len({len(v) for v in columns.values()}) > 1:
-        raise RunFileError(f"{shown(path)}: table {table} has columns of different lengths")
-    check_non_negative(path, table, metric, columns[metric])
-    columns[SPREAD] = _spread(fid, family, group, len(columns[metric]))
+    columns = cases.columns((*NAME_COLUMNS[family], "status", metric), OPTIONAL_COLUMNS.get(family, ()))
+    check_non_negative(root.path, cases.name, metric, columns[metric])
+    columns[SPREAD] = _spread(root, family, cases, len(columns[metric]))
     return columns
 
 
@@ -395,27 +366,27 @@ def _read_columns(path: Path, fid: Any, family: str) -> dict[str, np.ndarray]:
 _SAMPLES = {"bw": "bandwidth_GBps", "chase": "ns_per_access"}
 
 
-def _spread(fid: Any, family: str, cases: Any, rows: int) -> np.ndarray:
+def _spread(root: Group, family: str, cases: Group, rows: int) -> np.ndarray:
     """SPREAD of each case. bw and chase from their samples (a few per case, cheap);
     ping-pong from p05/p95 (10,000 round trips a case are not read: (p95 - p05) / 3.29 is
     a normal's sigma); memcpy (several streams a repetition in its samples) from min/max
     over its repetitions, a range / d2(reps), the normal's sigma from a range of n."""
     spread = np.full(rows, np.nan)
-    if family in _SAMPLES and f"{family}/samples".encode() in fid:
-        samples = h5py.h5g.open(fid, f"{family}/samples".encode())
-        if b"case_id" in samples and _SAMPLES[family].encode() in samples:
-            ids = np.asarray(_dataset(samples, "case_id"), dtype=np.int64)
-            values = np.asarray(_dataset(samples, _SAMPLES[family]), dtype=float)
+    samples = root.group(f"{family}/samples") if family in _SAMPLES else None
+    if samples is not None:
+        if samples.has("case_id") and samples.has(_SAMPLES[family]):
+            ids = np.asarray(samples.column("case_id"), dtype=np.int64)
+            values = np.asarray(samples.column(_SAMPLES[family]), dtype=float)
             return _sample_spread(ids, values, rows)
-    elif family == "pingpong" and all(c in cases for c in (b"p05_ns", b"p95_ns", b"median_ns")):
-        p05, p95, median = (np.asarray(_dataset(cases, c), dtype=float)
+    elif family == "pingpong" and all(cases.has(c) for c in ("p05_ns", "p95_ns", "median_ns")):
+        p05, p95, median = (np.asarray(cases.column(c), dtype=float)
                             for c in ("p05_ns", "p95_ns", "median_ns"))
         with np.errstate(divide="ignore", invalid="ignore"):
             return (p95 - p05) / 3.29 / median
-    elif all(c in cases for c in (b"min_GBps", b"max_GBps", b"median_GBps", b"reps")):
-        low, high, median = (np.asarray(_dataset(cases, c), dtype=float)
+    elif all(cases.has(c) for c in ("min_GBps", "max_GBps", "median_GBps", "reps")):
+        low, high, median = (np.asarray(cases.column(c), dtype=float)
                              for c in ("min_GBps", "max_GBps", "median_GBps"))
-        reps = np.asarray(_dataset(cases, "reps"), dtype=np.int64)
+        reps = np.asarray(cases.column("reps"), dtype=np.int64)
         d2 = np.interp(reps, np.arange(2, 11), _D2, right=np.nan)
         with np.errstate(divide="ignore", invalid="ignore"):
             spread = np.where(reps >= 2, (high - low) / d2 / median, np.nan)

@@ -1,5 +1,5 @@
-"""Fuzzing of the Python readers of result files: analysis.results.io (open_result, load_run,
-load_runs) and the fleet's analysis.fleet.table.load_cases_run (docs/testing.md).
+"""Fuzzing of the Python readers of result files: the walk of analysis.results.h5file, io's
+load_run and load_runs, and the fleet's analysis.fleet.table.load_cases_run (docs/testing.md).
 
 Hypothesis draws the inputs, two ways:
 - structured: a corpus file changed through h5py: root attributes replaced by values of any
@@ -48,6 +48,7 @@ sys.path.insert(0, str(REPO))
 from analysis.errors import InputError  # noqa: E402
 from analysis.fleet.table import load_cases_run  # noqa: E402
 from analysis.results import io  # noqa: E402
+from analysis.results.h5file import walk  # noqa: E402
 
 FUZZ = Path(__file__).resolve().parent
 CORPUS = FUZZ / "corpus" / "results"
@@ -64,8 +65,11 @@ def _check_run(run: Any) -> None:
     assert isinstance(run.node, str) and isinstance(run.host, str)
 
 
-def _open_result(path: Path) -> None:
-    io.open_result(path).close()
+def _walk(path: Path) -> None:
+    """The one walk every reader goes through: validation, then every table listed."""
+    with walk(path) as root:
+        for table in root.tables():
+            table.table()
 
 
 def _load_run(path: Path) -> None:
@@ -88,7 +92,7 @@ def _load_cases_run(path: Path) -> None:
 
 
 READERS: dict[str, Callable[[Path], None]] = {
-    "open_result": _open_result, "load_run": _load_run, "load_runs": _load_runs_with_an_intact_file, "load_cases_run": _load_cases_run,
+    "walk": _walk, "load_run": _load_run, "load_runs": _load_runs_with_an_intact_file, "load_cases_run": _load_cases_run,
 }
 GOOD = CORPUS / "pingpong.h5"  # an intact (and the smallest) file for load_runs' mix
 

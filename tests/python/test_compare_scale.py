@@ -133,19 +133,19 @@ def test_one_host_of_several_topologies_is_numbered_without_opening_files_again(
     report names them; telling them apart reads nothing more (reopening each file of a
     preset-layout fleet, 13 a node, once cost more than reading it)."""
     from h5fixtures import case, topology, write_run
-    from analysis.results import io
+    from analysis.results import h5file
     topo = {name: {**topology(name), "host": "n1"} for name in ("gh200_single", "x86_h100")}
     files = [write_run(tmp_path / "a.h5", [case()], topology=topo["gh200_single"]),
              write_run(tmp_path / "b.h5", [case()], topology=topo["x86_h100"]),
              write_run(tmp_path / "c.h5", [case()], topology=topo["gh200_single"])]
     opened = tmp_path / "opened"  # written by the reading process, a fork of this one
-    real = io.open_result_id
+    real = h5file._open
 
     def counted(path):
         with opened.open("a") as log:
             log.write(f"{path}\n")
         return real(path)
-    monkeypatch.setattr(io, "open_result_id", counted)
+    monkeypatch.setattr(h5file, "_open", counted)
     side = read_side(files, jobs=1)
     assert side.hosts == ["n1", "n1#2", "n1"]
     assert sorted(opened.read_text().split()) == sorted(map(str, files))

@@ -250,19 +250,19 @@ def test_report_compare_and_fleet_end_on_a_file_on_which_libhdf5_hangs(tmp_path:
 
 
 def _crashing_on(victim: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """open_result_id kills its process where it opens ``victim``, as libhdf5's SIGSEGV
+    """The walk kills its process where it opens ``victim``, as libhdf5's SIGSEGV
     does (the reading processes are forks: they inherit this)."""
     import faulthandler
 
-    from analysis.results import io as results_io
-    real = results_io.open_result_id
+    from analysis.results import h5file
+    real = h5file._open
 
     def crashing(path: Path):
         if Path(path) == victim:
             faulthandler.disable()  # pytest's would print the dead process's stack
             os.kill(os.getpid(), signal.SIGSEGV)
         return real(path)
-    monkeypatch.setattr(results_io, "open_result_id", crashing)
+    monkeypatch.setattr(h5file, "_open", crashing)
 
 
 def test_report_and_compare_name_a_file_that_crashes_its_reader(tmp_path: Path,
