@@ -1,8 +1,12 @@
-"""What compare compares: one row per family of docs/schema.md, and nothing per family
-elsewhere (runs.py reads this table only)."""
+"""What compare compares: each family of src/core/families.def (its words, metric, unit,
+direction and the table holding the metric) with what only compare needs: the sample
+columns that split a case into parts and the outcome columns that are configuration in
+that family. runs.py reads this table only."""
 from __future__ import annotations
 
 from dataclasses import dataclass
+
+from ..results import families as table
 
 
 @dataclass(frozen=True)
@@ -18,26 +22,17 @@ class Family:
     identity: tuple[str, ...] = ()      # OUTCOMES names that are configuration in this family
 
 
+_SAMPLE_KEYS = {"memcpy": ("part", "gpu"), "um": ("phase", "state", "preceded_by", "iterations")}
+# The placement of an LLM case or a collective is the name asked (hbm, host, peer), not
+# where pages were found: part of what the case is.
+_IDENTITY = {"llm": ("placement",), "nccl": ("placement",)}
+
 #: Every family that mempath (and llm_placement.py) writes, with its headline figure: the
 #: metric the fleet, the report and the ReFrame checks judge it by (docs/schema.md).
 FAMILIES: dict[str, Family] = {
-    "bw": Family("bandwidth", "bandwidth_GBps", "GB/s", True),
-    "memcpy": Family("transfers", "bandwidth_GBps", "GB/s", True, sample_keys=("part", "gpu")),
-    "um": Family("unified memory", "bandwidth_GBps", "GB/s", True,
-                 sample_keys=("phase", "state", "preceded_by", "iterations")),
-    "allocmatrix": Family("allocator matrix", "bandwidth_GBps", "GB/s", True),
-    "chase": Family("latency", "ns_per_access", "ns", False),
-    "pingpong": Family("ping-pong", "rtt_ns", "ns", False),
-    "atomics": Family("atomics", "Mops", "Mop/s", True),
-    "stream": Family("STREAM", "bandwidth_GBps", "GB/s", True),
-    "gemm": Family("GEMM", "tflops", "TFLOP/s", True),
-    # The placement of an LLM case or a collective is the name asked (hbm, host, peer),
-    # not where pages were found: part of what the case is.
-    "llm": Family("LLM decode", "tokens_per_s", "tokens/s", True, identity=("placement",)),
-    "mpi_bw": Family("MPI", "bandwidth_GBps", "GB/s", True),
-    # nccl writes no samples: one bus bandwidth a case, over --iters collectives.
-    "nccl": Family("NCCL", "busbw_GBps", "GB/s", True, table="cases", identity=("placement",)),
-}
+    name: Family(f.what, f.metric, f.unit, f.higher_is_better, f.metric_table,
+                 _SAMPLE_KEYS.get(name, ()), _IDENTITY.get(name, ()))
+    for name, f in table.FAMILIES.items()}
 
 #: Case columns that are outcomes of a run, not its configuration (float columns are
 #: outcomes too, whatever their name): where pages were, whether data checked, what the

@@ -10,20 +10,13 @@ drift (tests/cpp/test_families.cpp compares its reading with the C++ table). Usa
 """
 from __future__ import annotations
 
-import ast
 import json
-import re
-import sys
 from pathlib import Path
 from typing import NamedTuple
 
-# The table in a source tree, else the copy `pip install` puts under the prefix or the
-# --target folder (pyproject.toml's data-files): the same file, never a second one.
-_HERE = Path(__file__).resolve().parent
-_CANDIDATES = (_HERE.parents[1] / "src" / "core" / "families.def",
-               Path(sys.prefix) / "share" / "mempath" / "families.def",
-               _HERE.parents[1] / "share" / "mempath" / "families.def")
-FAMILIES_DEF = next((p for p in _CANDIDATES if p.is_file()), _CANDIDATES[0])
+from . import deffile
+
+FAMILIES_DEF = deffile.find("families.def")
 
 
 class Family(NamedTuple):
@@ -50,19 +43,15 @@ class Column(NamedTuple):
 # Field names after the macro's name, in its argument order (families.def's header says why
 # each exists); the column rows start with their table's name.
 _FIELDS = {"FAMILY": Family._fields, "COLUMN": ("table", *Column._fields)}
-_ROW = re.compile(r"^MEMPATH_(FAMILY|COLUMN)\((.*)\)\s*$")
 _TYPES = ("Int", "Float", "String")
 
 
 def _value(text: str, field: str):
-    text = text.strip()
-    if text[0] == '"':
-        return ast.literal_eval(text)
-    if field == "type":
-        if text not in _TYPES:
-            raise ValueError(f"column type {text!r}; valid: {', '.join(_TYPES)}")
-        return text
-    return bool(int(text))
+    if field != "type":
+        return deffile.literal(text)
+    if text not in _TYPES:
+        raise ValueError(f"column type {text!r}; valid: {', '.join(_TYPES)}")
+    return text
 
 
 class Table(NamedTuple):
@@ -75,15 +64,8 @@ class Table(NamedTuple):
 def load(path: Path = FAMILIES_DEF) -> Table:
     families: dict[str, Family] = {}
     tables: dict[str, list[Column]] = {}
-    for line in path.read_text().splitlines():
-        match = _ROW.match(line.strip())
-        if not match:
-            continue
-        kind, args = match.group(1), match.group(2).split(",")
-        fields = _FIELDS[kind]
-        if len(args) != len(fields):
-            raise ValueError(f"{path}: {line.strip()!r} has {len(args)} fields; valid: {len(fields)}")
-        values = [_value(a, f) for a, f in zip(args, fields)]
+    for kind, args in deffile.rows(path, {m: len(f) for m, f in _FIELDS.items()}):
+        values = [_value(a, f) for a, f in zip(args, _FIELDS[kind])]
         if kind == "FAMILY":
             families[values[0]] = Family(*values)
         else:

@@ -9,19 +9,12 @@ this module parses the same rows, so the two cannot drift (tests/cpp/test_kinds.
 """
 from __future__ import annotations
 
-import ast
 import json
-import re
-import sys
 from pathlib import Path
 
-# The table in a source tree, else the copy `pip install` puts under the prefix or the
-# --target folder (pyproject.toml's data-files): the same file, never a second one.
-_HERE = Path(__file__).resolve().parent
-_CANDIDATES = (_HERE.parents[1] / "src" / "core" / "kinds.def",
-               Path(sys.prefix) / "share" / "mempath" / "kinds.def",
-               _HERE.parents[1] / "share" / "mempath" / "kinds.def")
-KINDS_DEF = next((p for p in _CANDIDATES if p.is_file()), _CANDIDATES[0])
+from . import deffile
+
+KINDS_DEF = deffile.find("kinds.def")
 
 # Column names after the enum, in the macro's argument order (kinds.def's header says why
 # each exists).
@@ -31,29 +24,14 @@ _COLUMNS = {
     "MEM": ("name", "numa_node"),
     "PU": ("name",),
 }
-_ROW = re.compile(r"^MEMPATH_(ALLOC|MEM|PU)\((.*)\)\s*$")
-
-
-def _value(text: str):
-    text = text.strip()
-    if text[0] in "\"'":
-        return ast.literal_eval(text)
-    return bool(int(text))
 
 
 def load(path: Path = KINDS_DEF) -> dict[str, dict[str, dict]]:
     """{"alloc"|"mem"|"pu": {name: {column: value}}}, each in table order."""
     table: dict[str, dict[str, dict]] = {"alloc": {}, "mem": {}, "pu": {}}
-    for line in path.read_text().splitlines():
-        match = _ROW.match(line.strip())
-        if not match:
-            continue
-        family, args = match.group(1), match.group(2).split(",")
-        columns = _COLUMNS[family]
-        if len(args) != len(columns) + 1:
-            raise ValueError(f"{path}: {line.strip()!r} has {len(args)} fields; valid: {len(columns) + 1}")
-        row = dict(zip(columns, (_value(a) for a in args[1:])))
-        table[family.lower()][row["name"]] = row
+    for macro, args in deffile.rows(path, {m: len(c) + 1 for m, c in _COLUMNS.items()}):
+        row = dict(zip(_COLUMNS[macro], map(deffile.literal, args[1:])))
+        table[macro.lower()][row["name"]] = row
     return table
 
 
@@ -61,6 +39,7 @@ _TABLE = load()
 ALLOCATORS = _TABLE["alloc"]
 MEMORY_KINDS = _TABLE["mem"]
 PROCESSOR_KINDS = _TABLE["pu"]
+
 
 def rows(table: dict[str, dict[str, dict]] | None = None) -> dict[str, list[dict]]:
     """The table as lists in table order (the form tests/cpp/test_kinds.cpp compares)."""
