@@ -177,25 +177,7 @@ pingpong_measure=(--round-trips "$round_trips")
 start=$SECONDS
 if [[ -n $retest ]]; then
   # One line a case of this host: "FAMILY<TAB>OUTPUT NAME<TAB>ARG<TAB>ARG...".
-  if ! cases=$("${VET_PYTHON:-python3}" - "$retest" "$host" <<'EOF'
-import json, sys
-try:
-    with open(sys.argv[1]) as handle:
-        entries = json.load(handle)["nodes"].get(sys.argv[2], [])
-    seen = {}
-    for e in entries:
-        stem = e["file"][:-3]
-        seen[stem] = seen.get(stem, 0) + 1
-        name = stem if seen[stem] == 1 else f"{stem}-{seen[stem]}"
-        if e["family"] not in ("bw", "memcpy", "chase", "pingpong"):
-            raise ValueError(f"family {e['family']!r}")
-        if not e["file"].endswith(".h5") or e["file"].startswith("/") or ".." in e["file"]:
-            raise ValueError(f"file {e['file']!r} (a name below the host folder)")
-        print("\t".join([e["family"], name, *e["args"]]))
-except (OSError, ValueError, KeyError, TypeError, AttributeError) as error:
-    sys.exit(f"{type(error).__name__}: {error}")
-EOF
-  ); then
+  if ! cases=$(PYTHONPATH="$here${PYTHONPATH:+:$PYTHONPATH}" "${VET_PYTHON:-python3}" -m analysis.fleet.retest_list cases "$retest" "$host"); then
     echo "vet_node.sh: VET_RETEST=$retest cannot be read on $host (the line above); valid: the retest.json of analysis fleet" >&2
     exit 2
   fi

@@ -34,7 +34,7 @@ from ..errors import InputError
 from .load import write_summary
 from ..results.h5writer import column, write_result
 from ..model.peaks import PeakModel
-from . import noise as noise_model
+from . import noise as noise_model, retest_list
 from .preset import load_preset
 from .table import NAMERS, Topo
 
@@ -759,10 +759,10 @@ def simulate_retest(retest: Path, source: Path, out: Path, rounds: int = 3) -> d
         raise InputError(f"--rounds {rounds}: valid: a whole number of rounds, 1 to 99")
     truth = _read_json(source / "truth.json", "the simulation's truth.json (valid: --from "
                                               "a folder written by analysis simulate)")
-    wanted = _read_json(retest, "the retest list (valid: DIR/retest.json of analysis fleet)")
-    if not isinstance(wanted, dict) or not isinstance(wanted.get("nodes"), dict):
-        raise InputError(f"{retest}: not a retest list; valid: {{\"schema\": 1, \"nodes\": "
-                         "{\"HOST\": [{\"file\": ..., \"path\": ...}]}}")
+    try:
+        wanted = retest_list.read(retest)
+    except ValueError as error:
+        raise InputError(f"{retest}: {error} (the retest list: DIR/retest.json of analysis fleet)") from None
     model = _read_json(source / "noise.json", "noise.json") if truth.get("noise") == "noise.json" else None
     layout = truth.get("layout", "node")
     writer = Writer(_plan_of(truth["fixture"], layout), int(truth["seed"]), model,
@@ -770,7 +770,7 @@ def simulate_retest(retest: Path, source: Path, out: Path, rounds: int = 3) -> d
     faults = {f["node"]: Fault(**f) for f in truth["faults"]}
     index = {name: i for i, name in enumerate(truth["nodes"])}
     written: dict[str, int] = {}
-    for host, entries in wanted["nodes"].items():
+    for host, entries in wanted.items():
         if host not in index:
             raise InputError(f"{retest}: host {host} is not a node of {source}; valid: the "
                              "simulation's nodes (truth.json)")

@@ -371,7 +371,18 @@ def test_vet_node_refuses_a_bad_retest_list(tmp_path, text):
     bad.write_text(text)
     out = _vet(tmp_path / "vet", VET_RETEST=str(bad))
     assert out.returncode == 2 and "VET_RETEST" in out.stderr
+    assert f"{bad}: " in out.stderr  # the reader's own line (analysis.fleet.retest_list)
     assert not (tmp_path / "vet").exists()
+
+
+def test_the_one_retest_list_reader_needs_only_the_standard_library():
+    """vet_node.sh and vet_fleet.sbatch read retest.json with a compute node's python3,
+    the simulator with the analysis' own: one reader, importing no third-party package."""
+    import sys
+    code = ("import sys, analysis.fleet.retest_list; "
+            "print(sorted({m.split('.')[0] for m in sys.modules} & {'numpy', 'pandas', 'h5py'}))")
+    out = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True)
+    assert out.returncode == 0 and out.stdout.strip() == "[]", out.stderr
 
 
 def test_local_retest_run_of_the_vetting_check(tmp_path):
