@@ -160,10 +160,12 @@ class AllocMatrixBenchmark : public Benchmark {
       if (warmup_ > 0) clear(*dst, g_);
       r.seconds = gpu::time_sync_copies(g_, gpu::CopyDir::H2D, dst->data(), src->data(), size_, 0, reps_);
     });
-    r.verified = holds(*topo_, *dst, kSource, g_);
-    if (!r.verified) out.status = "failed", out.reason = "destination differs from the source after the copies";
+    // Where the copies left the pages, read before the check: its CPU threads would pull a
+    // managed destination to host memory, and the case would be labelled with their node.
     r.placement = placement(*src);
     r.dst_placement = placement(*dst);
+    r.verified = holds(*topo_, *dst, kSource, g_);
+    if (!r.verified) out.status = "failed", out.reason = "destination differs from the source after the copies";
     out.data = r;
     return out;
   }
