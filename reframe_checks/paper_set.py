@@ -72,8 +72,9 @@ STEPS: tuple[Step, ...] = (
           'local-host,local-hbm,peer-host,peer-hbm', '--alloc', 'numa,device,pinned',
           '--matrix-bytes', '512MiB', '--dtype', 'fp16,fp64', '--reps', '3', '--warmup', '1'), 40),
     Step('MempathPaperGemmScalingDtype', 'gemm', 'Fig. 16', 'gpu', 'mempath', 'gemm_scaling_dtype.h5',
-         ('gemm', '--gpu', '0', '--all', '--mem', 'local-hbm', '--alloc', 'device', '--size', 'sweep',
-          '--dtype', 'fp16,tf32,fp32,fp64', '--reps', '3', '--warmup', '1'), 20),
+         ('gemm', '--gpu', '0', '--all', '--mem', 'local-hbm', '--alloc', 'device', '--size',
+          '1024,2048,4096,8192,16384,32768,65536', '--dtype', 'fp16,tf32,fp32,fp64', '--reps', '3',
+          '--warmup', '1'), 20),
     Step('MempathPaperGemmScalingPlacement', 'gemm', 'Fig. 16', 'gpu', 'mempath', 'gemm_scaling_placement.h5',
          ('gemm', '--gpu', '0', '--all', '--mem', 'local-host,local-hbm,peer-host,peer-hbm',
           '--alloc', 'numa,device,pinned', '--size', 'sweep', '--dtype', 'fp16', '--reps', '3',
@@ -85,11 +86,11 @@ STEPS: tuple[Step, ...] = (
          ('--model', 'llama-2-13b', '--dtype', 'fp16', '--new-tokens', '100', '--prompt-tokens', 'empty',
           '--placement', 'default,hbm,host,host-remote,peer'), 40),
     Step('MempathPaperNccl', 'nccl', 'Fig. 18', 'gpu-ranks', 'mempath-mpi', 'nccl.h5',
-         ('nccl', '--placement', 'device,hbm-system,host,peer-host'), 30),
+         ('nccl', '--placement', 'device,hbm-system,host,peer,peer-host'), 30),
     Step('MempathPaperMpiBandwidth', 'mpi_bw', 'Fig. 14', 'nodes', 'mempath-mpi', 'mpi_bw.h5',
          ('bw', '--split'), 30),
     Step('MempathPaperNcclNodes', 'nccl', 'Fig. 19', 'nodes', 'mempath-mpi', 'nccl_nodes.h5',
-         ('nccl', '--placement', 'device,host,peer-host', '--paper-sizes'), 30),
+         ('nccl', '--placement', 'device,hbm-system,host,peer,peer-host', '--paper-sizes'), 30),
 )
 
 

@@ -112,7 +112,7 @@ std::vector<int64_t> sizes_from(const Options& opts, const std::string& dtype) {
     return {n};
   }
   const std::string text = opts.get_or("size", "sweep");
-  if (text == "sweep") return {1024, 2048, 4096, 8192, 16384};
+  if (text == "sweep") return {1024, 2048, 4096, 8192, 16384, 32768};
   std::vector<int64_t> out;
   for (const auto& item : opts.list("size")) {
     const long long n = parse_int(item, "--size");
@@ -159,7 +159,7 @@ class GemmBenchmark : public Benchmark {
   std::vector<OptionSpec> options() const override {
     return {{"gpu", "N", "the GPU that multiplies (default 0)"},
             {"dtype", "LIST", "fp16, tf32, fp32, fp64 (default: all)"},
-            {"size", "LIST|sweep", "square sizes m = n = k, rounded down to a multiple of 8 (default sweep 1024 .. 16384)"},
+            {"size", "LIST|sweep", "square sizes m = n = k, rounded down to a multiple of 8 (default sweep 1024 .. 32768)"},
             {"matrix-bytes", "SIZE", "instead of --size: the largest multiple of 8 whose matrix fits in SIZE bytes (e.g. 4GiB)"},
             {"mem", "MEM", "memory of A and B: numaN or gpuN (default: the GPU's own); --all: a filter"},
             {"alloc", "ALLOC", "allocator of A and B (default: the path's); --all: a filter"},
