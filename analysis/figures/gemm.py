@@ -16,7 +16,8 @@ from matplotlib.ticker import NullLocator
 
 from .. import outfiles
 from ..model.roles import ROLE_ORDER, labelled, role
-from ..render.style import PAGE_IN, legend_below, log_axis, panels, save, series
+from ..render import style
+from ..render.style import PAGE_IN, legend_below, log_axis, panels, series
 from ..render.tables import markdown, num
 from ..results.cases import drawn_under
 from ..render.items import Comparison, Context, Drawn, item
@@ -151,7 +152,7 @@ def gemm_placement(ctx: Context) -> Drawn:
         ax.set_title(f"{host} {pu} " * several + f"{dtype}, n = {n} ({matrix / 1e9:.2g} GB/matrix)")
     if image is not None:
         fig.colorbar(image, ax=axes, label="TFLOP/s (median)", shrink=0.8)
-    files = save(fig, ctx.out, "gemm_placement")
+    files = style.save(fig, ctx.out, "gemm_placement")
     notes = ["C = A x B, square n x n, cuBLAS; C always in the multiplying GPU's own memory; median TFLOP/s "
              "(2n^3 / time) over repetitions and runs, per data type at the size with the most placements "
              "(the largest of those); memories "
@@ -241,7 +242,7 @@ def gemm_scaling(ctx: Context) -> Drawn:
         ax.set_xlabel("n (m = n = k)")
         ax.set_ylabel("TFLOP/s (median)")
     legend_below(fig, axes)
-    files = save(fig, ctx.out, "gemm_scaling")
+    files = style.save(fig, ctx.out, "gemm_scaling")
     notes = ["First panel of a GPU: A and B fixed in its own memory, one line per data type; the others: one data "
              "type, one line per placement of A and B together (pairs placed apart are in Fig. 15). C always in "
              "the GPU's own memory; median TFLOP/s over repetitions and runs; log-log axes."] + notes

@@ -16,7 +16,8 @@ from matplotlib.colors import LogNorm
 from matplotlib.ticker import NullLocator
 
 from ..model.roles import ROLE_ORDER, by_role, labelled, role
-from ..render.style import COLUMN_IN, PAGE_IN, log_axis, panels, save, series
+from ..render import style
+from ..render.style import COLUMN_IN, PAGE_IN, log_axis, panels, series
 from ..results.cases import drawn_under, natural_key
 from ..render.items import Context, Drawn, Grid, faceted, item
 
@@ -371,7 +372,7 @@ def pingpong(ctx: Context) -> Drawn:
         ax.set_title(f"{host}: " * several_hosts + f"flag: {home(topology, mem)}, {alloc}")
     if image is not None:
         fig.colorbar(image, ax=axes, label="round trip (ns, median)", shrink=0.8)
-    files = save(fig, ctx.out, "pingpong")
+    files = style.save(fig, ctx.out, "pingpong")
     notes = ["Round trip: one compare-and-swap exchange from agent a to agent b and back, on a one-byte flag "
              "alone in its pair of cache lines; median over the round trips, then over the runs; cells in ns "
              "(k: thousand, M: million); grey: not measured. cpuN x cpuN: two cores of socket N.",

@@ -8,7 +8,8 @@ import numpy as np
 import pandas as pd
 
 from ..model.roles import ROLE_ORDER, labelled, role
-from ..render.style import PAGE_IN, legend_below, panels, save, series
+from ..render import style
+from ..render.style import PAGE_IN, legend_below, panels, series
 from ..results.cases import drawn_under
 from ..render.items import Comparison, Context, Drawn, item
 from .published import of
@@ -107,7 +108,7 @@ def llm_decode(ctx: Context) -> Drawn:
                      + (f", {int(prompt)}-token prompt" if int(prompt) > 1 else "")
                      + (f", batch {int(batch)}" if int(batch) != 1 else ""))
     legend_below(fig, axes)
-    files = save(fig, ctx.out, "llm_decode")
+    files = style.save(fig, ctx.out, "llm_decode")
     notes = ["Decode after an empty prompt (the BOS token alone) unless a panel names its prompt. "
              "Tokens/s: new tokens after the first over the decode time (CUDA events around the decode steps), "
              "median over repetitions and runs. Bound: each decode step reads every weight once, so tokens/s <= "

@@ -33,7 +33,7 @@ H100_DATASHEET = ("NVIDIA H100 Tensor Core GPU datasheet, H100 SXM column (tenso
                   "https://archive-lib.hpctech.co.jp/gpuproduct/nvidia-h100.html")
 
 VALUES: tuple[Published, ...] = (
-    # --- mpi_bandwidth (Fig. 14), nccl_by_size (Fig. 18), nccl_by_nodes (Fig. 19): analysis/paper/scaleout.py
+    # --- mpi_bandwidth (Fig. 14), nccl_by_size (Fig. 18), nccl_by_nodes (Fig. 19): analysis/figures/scaleout.py
     # Figs. 18 and 19 print no value in the text (only their sizes, kept in scaleout.py).
     Published("fig14.bi.node_max", "node to other nodes, bidirectional, maximum achievable "
               "(4 Slingshot 11 ports of 200 Gb/s per node)", 100.0, "GB/s",
@@ -104,7 +104,7 @@ VALUES: tuple[Published, ...] = (
               52, "GB", f"{ALPS_PAPER}, sec. IV-B"),
     # --- end of Table I, Fig. 4, Table III, Fig. 17 ---
     # --- Figs. 5, 7, 9, 10 and Table II: bandwidth of processor x memory, under contention,
-    # copies, cudaMemcpy between allocators (analysis/paper/bandwidth.py, copies.py). ---
+    # copies, cudaMemcpy between allocators (analysis/figures/bandwidth.py, copies.py). ---
     # The paper prints Fig. 7's ratios in sec. III-C; Figs. 5, 9 and 10 print no number
     # (sec. III-A's 250 and 450 GB/s are theoretical copy peaks, not measurements).
     Published("fig7.hopper.read.local_lpddr.pct", "Hopper read of local LPDDR, % of the path's peak",

@@ -22,7 +22,8 @@ import pandas as pd
 from matplotlib.axes import Axes
 from matplotlib.ticker import FixedLocator, FuncFormatter, NullLocator
 
-from ..render.style import COLUMN_IN, PAGE_IN, from_zero, legend_below, panels, save, series
+from ..render import style
+from ..render.style import COLUMN_IN, PAGE_IN, from_zero, legend_below, panels, series
 from ..model.roles import labelled, role
 from ..results.transfers import size_label
 from ..render.items import Comparison, Context, Drawn, item
@@ -68,7 +69,7 @@ def _line(ax: Axes, x: Sequence[float], y: Sequence[float], index: int, label: s
 def _published(key: str) -> Published:
     found = [p for p in of(key) if p.key == key]
     if not found:
-        raise KeyError(f"no published value {key!r} in analysis/paper/published.py")
+        raise KeyError(f"no published value {key!r} in analysis/figures/published.py")
     return found[0]
 
 
@@ -198,7 +199,7 @@ def mpi_bandwidth(ctx: Context) -> Drawn:
         ax.grid(True)
         from_zero(ax)
     legend_below(fig, axes, title=f"buffers in {where}, {alloc}")
-    files = save(fig, ctx.out, "mpi_bandwidth")
+    files = style.save(fig, ctx.out, "mpi_bandwidth")
     split = _int(drawn, "split", -1)
     notes += [
         "Bandwidth = the node's bytes moved / time (uni: node 0's sends; bi: both directions "
@@ -383,7 +384,7 @@ def nccl_by_size(ctx: Context) -> Drawn:
 
     fig, axes = _nccl_figure(points, "size_bytes", colls, xaxis)
     legend_below(fig, axes, title="each process's buffers in (memory roles seen from gpu0)")
-    files = save(fig, ctx.out, "nccl_by_size")
+    files = style.save(fig, ctx.out, "nccl_by_size")
     notes = _definitions(f"n = {ranks} here") + _same_performance_note(points)
     if nodes != 1:
         notes.append(f"No single-node sweep: drawn from the fewest nodes with one ({nodes}).")
@@ -449,7 +450,7 @@ def nccl_by_nodes(ctx: Context) -> Drawn:
     log_y = bool(values.max() > 10 * values.min())
     fig, axes = _nccl_figure(points, "nodes", colls, xaxis, log_y)
     legend_below(fig, axes, title="each process's buffers in (memory roles seen from gpu0)")
-    files = save(fig, ctx.out, "nccl_by_nodes")
+    files = style.save(fig, ctx.out, "nccl_by_nodes")
     notes = _definitions(f"n = {wanted} x nodes") + [
         f"Sizes as the paper's: all-reduce {size_label(PAPER_ALLREDUCE_BYTES)}, all-gather "
         f"{size_label(PAPER_ALLGATHER_RANK_BYTES)} per process (Sec. IV-C: \"4 GB\", \"16 MB times "

@@ -13,7 +13,8 @@ import pandas as pd
 from matplotlib.ticker import NullLocator
 
 from ..model.roles import ROLE_ORDER, labelled, role
-from ..render.style import PAGE_IN, legend_below, log_axis, panels, save, series
+from ..render import style
+from ..render.style import PAGE_IN, legend_below, log_axis, panels, series
 from ..results.cases import drawn_under
 from ..render.items import Comparison, Context, Drawn, item
 from .published import of
@@ -171,7 +172,7 @@ def ats_vs_managed(ctx: Context) -> Drawn:
         if phase == "cpu_memset":
             comparisons += _comparisons(topology, host, gpu, part, phase, published)
     legend_below(fig, axes)
-    files = save(fig, ctx.out, "ats_vs_managed")
+    files = style.save(fig, ctx.out, "ats_vs_managed")
     sizes = sorted({int(s) for s in cases.loc[cases["status"] == "ok", "size_bytes"]})
     notes = [("Step = one CPU write phase then a burst of n back-to-back GPU cudaMemset calls over the same "
               "buffer; its time is " + ("one host clock from the CPU phase's start to the burst's end "

@@ -13,13 +13,13 @@ import pandas as pd
 
 from .. import outfiles
 from ..errors import ERRORS_LOG, record_failure
-from ..model.peaks import PeakModel
 from ..render import html
 from ..render.mdtext import code
 from ..render.provenance import runs_table
 from ..render.tables import markdown, num
 from ..results.io import RunSet
-from ..render.items import Comparison, Context, Drawn, Item, registry
+from ..render.items import Comparison, Context, Drawn, Item, draw
+from .. import figures
 
 
 @dataclass
@@ -34,13 +34,6 @@ class Paper:
     def missing(self) -> list[str]:
         return [f"{i.ref} {i.title}: {self.drawn[i.key].why_not}" for i in self.items
                 if not self.drawn[i.key].files and not self.drawn[i.key].table]
-
-
-def _absent(runs: RunSet, item: Item) -> str:
-    """Why an item cannot be drawn from these runs at all ('' when a table it reads is here)."""
-    if any(name in runs.tables and not runs.tables[name].empty for name in item.tables):
-        return ""
-    return f"no run holds {' or '.join('/' + t for t in item.tables)}; measured by `{item.command}`"
 
 
 def _source_lines(ctx: Context, names: Sequence[str]) -> list[str]:
@@ -90,14 +83,12 @@ def write_paper(runs: RunSet, out: Path, only: Sequence[str] = ()) -> Paper:
     out.mkdir(parents=True, exist_ok=True)
     (out / ERRORS_LOG).unlink(missing_ok=True)  # an earlier run's errors are not this one's
     hosts = runs.hosts()
-    topologies = {host: next(r.topology for r in runs.runs if r.node == host) for host in hosts}
-    ctx = Context(runs, out, topologies, {h: PeakModel(t, {}) for h, t in topologies.items()})
-    paper = Paper(out, items=[i for i in registry(__package__) if not only or i.key in only])
+    ctx = Context.of(runs, out)
+    paper = Paper(out, items=[i for i in figures.every() if not only or i.key in only])
     body: list[str] = []
     for item in paper.items:
-        why = _absent(runs, item)
         try:
-            drawn = Drawn(why_not=why) if why else item.build(ctx)
+            drawn = draw(ctx, item)
         except Exception as err:  # noqa: BLE001  one item's bug must not cost the other items
             paper.failed.append(record_failure(out, f"{item.ref} {item.title}", err))
             drawn = Drawn(why_not=f"failed: {paper.failed[-1]}")

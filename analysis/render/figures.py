@@ -2,7 +2,8 @@
 (style.py: widths, fonts, palette, legends, the check ``save`` runs), and the report's two
 bandwidth figures (thread scaling, copy heatmap).
 
-- ``save``: style.save, the one way a figure is written (PNG at 300 dpi and PDF, checked).
+- Figures are written by ``style.save``, called through the module (tests patch that one
+  name), the one way a figure is written (PNG at 300 dpi and PDF, checked).
 - ``Styles``: a series style per legend label, the same role (``local HBM``) in the same
   look in every figure.
 - ``heatmaps``: panels of annotated cells wrapped into rows at page width; annotation (7 pt)
@@ -28,7 +29,7 @@ from matplotlib.textpath import TextToPath
 
 from .. import outfiles
 from . import style
-from .style import COLUMN_IN, MIN_FONT_PT, PAGE_IN, save  # noqa: F401 (save: re-exported)
+from .style import COLUMN_IN, MIN_FONT_PT, PAGE_IN  # noqa: F401 (re-exported)
 from ..model.roles import ROLE_ORDER, role
 from ..results.cases import best, by_threads, ordered, unmeasured
 
@@ -278,7 +279,7 @@ def thread_scaling(cases: pd.DataFrame, out: Path, topologies: Mapping[str, Mapp
         ax.set(title=f"{host}: {pu} {op}" if with_host else f"{pu} {op}", xlabel="CPU threads",
                ylabel="GB/s (median)")
     finish(fig, axes)
-    return Files(save(fig, out, "thread_scaling"),
+    return Files(style.save(fig, out, "thread_scaling"),
                  "Lines: memories by their role seen from the CPU of the panel (memories of one role, "
                  "such as the peer nodes, share a look); band: min-max of the repetitions.")
 
@@ -318,7 +319,7 @@ def copy_heatmap(cases: pd.DataFrame, out: Path, mem_order: Sequence[str] = (),
                           [labelled_or_name(topology, pu, m) for m in srcs], dsts))
     fig, _, annotated = heatmaps(heats, "GB/s (median; bytes read + written)", "destination memory",
                                  "source memory", title="copy: median GB/s of the best case")
-    files = save(fig, out, "copy_heatmap")
+    files = style.save(fig, out, "copy_heatmap")
     table, note = cell_table(heats, annotated, out, "copy_heatmap", "median_GBps")
     return Files(files + table, note)
 

@@ -21,9 +21,9 @@ from matplotlib.figure import Figure
 
 from .. import outfiles
 from ..plugins import import_all
+from ..model.peaks import PeakModel
 from ..results.io import RunSet
 from . import style
-from .style import save
 
 KINDS = ("figure", "table", "section")
 
@@ -69,6 +69,15 @@ class Context:
     cases: pd.DataFrame | None = None             # bw/cases with placement marked
     active_bytes: float = math.nan                # the report's LLM bytes per token
     many: bool = False                            # more than one node: name the host
+
+    @classmethod
+    def of(cls, runs: RunSet, out: Path, overrides: Mapping[str, float] | None = None) -> Context:
+        """The Context of ``runs`` written into ``out``: each node's topology (its first run's)
+        and peak model (``overrides``: the user's peaks)."""
+        hosts = runs.hosts()
+        topologies = {host: next(r.topology for r in runs.runs if r.node == host) for host in hosts}
+        return cls(runs, out, topologies, {h: PeakModel(t, dict(overrides or {})) for h, t in topologies.items()},
+                   many=len(hosts) > 1)
 
     def table(self, name: str) -> pd.DataFrame:
         return self.runs.table(name)
@@ -124,6 +133,20 @@ def registry(package: str) -> list[Item]:
     return sorted(mine, key=lambda i: (i.order, i.key))
 
 
+def absent(runs: RunSet, item: Item) -> str:
+    """Why an item cannot be drawn from these runs at all ('' when a table it reads is here)."""
+    if any(name in runs.tables and not runs.tables[name].empty for name in item.tables):
+        return ""
+    return f"no run holds {' or '.join('/' + t for t in item.tables)}; measured by `{item.command}`"
+
+
+def draw(ctx: Context, item: Item) -> Drawn:
+    """What ``item`` makes of ``ctx``: its builder's Drawn, or why not where no table it
+    reads is in the runs. The paper and the report both draw an item through this."""
+    why = absent(ctx.runs, item)
+    return Drawn(why_not=why) if why else item.build(ctx)
+
+
 @dataclass
 class Grid:
     """A faceted figure's layout: one panel per entry of ``panels``, each drawn by
@@ -159,7 +182,7 @@ def faceted(ctx: Context, key: str, data: pd.DataFrame, why_empty: str, grid: Ca
         style.legend_below(fig, axes)
     if layout.finish is not None:
         layout.finish(fig, axes)
-    files = save(fig, ctx.out, key)
+    files = style.save(fig, ctx.out, key)
     if csv is not None:
         rows, columns = csv
         path = ctx.out / f"{key}.csv"

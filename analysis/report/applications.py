@@ -12,7 +12,7 @@ import pandas as pd
 
 from ..render import style
 from ..render.figures import (COLUMN_IN, MIN_FONT_PT, PAGE_IN, Files, Styles, finish, labelled_or_name,
-                              log2_threads, save, text_in, topologies)
+                              log2_threads, text_in, topologies)
 from ..results.io import RunSet
 from ..render.items import Context, item
 from .sections import Part, ok
@@ -73,7 +73,7 @@ def stream_threads(runs: RunSet, out: Path) -> Files:
     allocs = ", ".join(dict.fromkeys(p[3] for p in panels))
     finish(fig, axes, "STREAM (CPU) by thread count" + ("" if several_allocs else f", arrays from {allocs}")
            + " (dotted: the best triad thread count)")
-    return Files(save(fig, out, "stream_threads"))
+    return Files(style.save(fig, out, "stream_threads"))
 
 
 def _gpu_table(runs: RunSet) -> pd.DataFrame:
@@ -127,7 +127,7 @@ def stream_gpu_placement(runs: RunSet, out: Path) -> Files:
         _dots(ax, names[host, pu], {k: part[k].to_numpy(dtype=float) for k in GPU_KERNELS}, styles, "best GB/s (log)")
         ax.set_title(f"{host}: " * many_hosts + f"{pu}: arrays in")
     finish(fig, axes, "GPU stream kernels by placement of the arrays")
-    return Files(save(fig, out, "stream_gpu_placement"))
+    return Files(style.save(fig, out, "stream_gpu_placement"))
 
 
 def gemm_sweep(runs: RunSet, out: Path) -> Files:
@@ -161,7 +161,7 @@ def gemm_sweep(runs: RunSet, out: Path) -> Files:
         ax.grid(True, which="major")
         ax.set(title=f"GEMM {dtype}: A, B placed; C in HBM", xlabel="n (m = n = k)", ylabel="TFLOP/s (median)")
     finish(fig, axes)
-    return Files(save(fig, out, "gemm_sweep"))
+    return Files(style.save(fig, out, "gemm_sweep"))
 
 
 def llm_placement(runs: RunSet, out: Path) -> Files:
@@ -178,7 +178,7 @@ def llm_placement(runs: RunSet, out: Path) -> Files:
                            "memory-time bound": rows["bound_tokens_per_s"].to_numpy(dtype=float)},
           Styles(), "tokens/s, batch 1 decode (log)")
     finish(fig, axes, "LLM decode by placement of the weights")
-    return Files(save(fig, out, "llm_placement"))
+    return Files(style.save(fig, out, "llm_placement"))
 
 
 def _tables(runs: RunSet) -> list[str]:
@@ -230,24 +230,27 @@ def _tables(runs: RunSet) -> list[str]:
     return lines
 
 
+#: The section's figures in order: (table that must hold cases, stem, title, drawing, why
+#: not drawn, only where a node has a GPU).
+FIGURES = (
+    ("stream/cases", "stream_threads", "STREAM by thread count", stream_threads,
+     "no CPU thread sweep of `mempath stream` finished", False),
+    ("stream/cases", "stream_gpu_placement", "GPU stream kernels by placement",
+     stream_gpu_placement, "no GPU case of `mempath stream` finished", True),
+    ("gemm/cases", "gemm_sweep", "GEMM TFLOP/s by size and operand placement", gemm_sweep,
+     "no `mempath gemm` case finished", False),
+    ("llm/cases", "llm_placement", "LLM decode by weight placement", llm_placement,
+     "no LLM placement finished", False),
+)
+
+
 def write(runs: RunSet, out: Path, gpus: bool = True) -> Part:
-    """``gpus``: a node of the runs has a GPU; else a missing GPU figure is no news."""
+    """``gpus``: a node of the runs has a GPU; else a missing GPU figure is no news. A
+    figure of a family the runs did not measure is left out without a word."""
     part = Part()
-    has_stream = not runs.table("stream/cases").empty
-    has_gemm = not runs.table("gemm/cases").empty
-    has_llm = not runs.table("llm/cases").empty
-    if has_stream:
-        part.add_figure("stream_threads", "STREAM by thread count", stream_threads(runs, out),
-                        "no CPU thread sweep of `mempath stream` finished")
-        if gpus:
-            part.add_figure("stream_gpu_placement", "GPU stream kernels by placement", stream_gpu_placement(runs, out),
-                            "no GPU case of `mempath stream` finished")
-    if has_gemm:
-        part.add_figure("gemm_sweep", "GEMM TFLOP/s by size and operand placement", gemm_sweep(runs, out),
-                        "no `mempath gemm` case finished")
-    if has_llm:
-        part.add_figure("llm_placement", "LLM decode by weight placement", llm_placement(runs, out),
-                        "no LLM placement finished")
+    for table, stem, title, drawing, why, gpu_only in FIGURES:
+        if not runs.table(table).empty and (gpus or not gpu_only):
+            part.add_figure(stem, title, drawing(runs, out), why)
     part.lines += _tables(runs)
     return part
 

@@ -1,7 +1,7 @@
-"""Report part for `mempath chase` and `mempath pingpong`: latency against
-buffer size per processor with the cache sizes drawn as vertical lines (the paper's
-Figures 11-12), random against sequential chains (the prefetcher test), the ping-pong
-matrix per flag memory (Figure 13) and the round-trip distributions.
+"""Report part for `mempath chase` and `mempath pingpong`: the paper's Fig. 12 (latency
+against buffer size, caches marked) and Fig. 13 (the ping-pong matrix per flag memory),
+drawn by their items (analysis/figures/latency.py); random against sequential chains (the
+prefetcher test) and the round-trip distributions, the report's own.
 
 Several runs: the figures show the median over the runs of one node, the tables list
 every run (with a `run` column when there is more than one)."""
@@ -11,11 +11,9 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
-from matplotlib.colors import LogNorm
 
 from ..render import style
-from ..render.figures import (COLUMN_IN, MIN_FONT_PT, PAGE_IN, Files, Heat, Styles, cell_table, finish, heatmaps,
-                              role_label, role_rank, save, topologies)
+from ..render.figures import COLUMN_IN, PAGE_IN, Files, Styles, finish, role_label, role_rank, topologies
 from ..results.io import RunSet
 from .scaleout import bytes_axis
 from ..render.tables import markdown, num
@@ -61,43 +59,6 @@ def _agent_title(host: str, pu: str, cpu, many_hosts: bool) -> str:
     return f"{host}: {_agent(pu, cpu)}" if many_hosts else _agent(pu, cpu)
 
 
-def chase_latency(runs: RunSet, out: Path) -> Files:
-    """ns per load against the buffer size, one panel per chasing processor (a CPU: its
-    core), one line per memory chased, labelled by its role seen from that processor; the
-    processor's cache sizes as dotted vertical lines."""
-    cases = ok(runs.table("chase/cases"))
-    cases = cases[cases["pattern"] == "random"] if not cases.empty else cases
-    if cases.empty:
-        return Files()
-    caches = runs.table("chase/caches")
-    topos = topologies(runs)
-    lines = _medians(cases, CHASE_PATH)
-    labels = _labels(lines, topos, [*CHASE_PATH, "size_bytes"])
-    panels = list(dict.fromkeys(k[:3] for k in lines.index))
-    many_hosts = len({h for h, _, _ in panels}) > 1
-    fig, axes = style.panels(len(panels), PAGE_IN if len(panels) > 1 else COLUMN_IN, max_cols=3)
-    styles = Styles()
-    for ax, (host, pu, cpu) in zip(axes, panels):
-        drawn = [(labels[host, pu, mem, alloc], line) for (mem, alloc), line in
-                 lines.loc[host, pu, cpu].groupby(level=["mem", "alloc"], sort=False)]
-        for label, line in sorted(drawn, key=lambda item: role_rank(item[0])):
-            ax.plot(line.index.get_level_values("size_bytes"), line.to_numpy(), label=label, **styles(label))
-        mine = caches[(caches["host"] == host) & (caches["pu"] == pu)] if not caches.empty else caches
-        # /chase/caches has no core column: one size per level of the processor.
-        for level, size in dict(zip(mine.get("level", []), mine.get("bytes", []))).items():
-            ax.axvline(int(size), color="0.55", linestyle=":", linewidth=0.8, gid=f"cache:{level}")
-            ax.annotate(f"{level} {size_label(size)}", (int(size), 1), xycoords=("data", "axes fraction"),
-                        rotation=90, va="top", ha="right", fontsize=MIN_FONT_PT, color="0.35")
-        bytes_axis(ax)
-        style.log_axis(ax, "y")
-        ax.grid(True, which="major")
-        ax.set(title=_agent_title(host, pu, cpu, many_hosts), xlabel="buffer (bytes)", ylabel="ns per load (median)")
-    finish(fig, axes, "Pointer chase, random chain: latency by buffer size (dotted: cache sizes)")
-    return Files(save(fig, out, "chase_latency"),
-                 "Lines: memories by their role seen from the chasing processor (memories of one role, such as "
-                 "the peer nodes, share a look); medians over the runs.")
-
-
 def chase_prefetch(runs: RunSet, out: Path) -> Files:
     """Random against sequential chains of the same path: one panel per processor, one line
     per memory (role) and order."""
@@ -124,48 +85,7 @@ def chase_prefetch(runs: RunSet, out: Path) -> Files:
         ax.grid(True, which="major")
         ax.set(title=_agent_title(host, pu, cpu, many_hosts), xlabel="buffer (bytes)", ylabel="ns per load (median)")
     finish(fig, axes, "Random vs sequential chain: what a prefetcher hides")
-    return Files(save(fig, out, "chase_prefetch"))
-
-
-def _cells(part: pd.DataFrame) -> dict[tuple[str, str], tuple[float, str]]:
-    """(a, b) -> (median ns over the runs' ok cases, text); no ok case: its status."""
-    cells = {}
-    for (a, b), g in part.groupby(["a", "b"], sort=False):
-        ok = g.loc[g["status"] == "ok", "median_ns"].astype(float)
-        cells[a, b] = (ok.median(), _ns(ok.median())) if len(ok) else (np.nan, NOT_OK.get(g["status"].iloc[0], "?"))
-    return cells
-
-
-def pingpong_matrix(runs: RunSet, out: Path) -> Files:
-    """One panel per flag memory: initiator x partner, the median round trip over the runs,
-    on one colour scale for every panel."""
-    cases = runs.table("pingpong/cases")
-    if cases.empty or (cases["status"] == "ok").sum() == 0:
-        return Files()
-    flags = list(dict.fromkeys(zip(cases["host"], cases["mem"], cases["alloc"])))
-    many_hosts = cases["host"].nunique() > 1
-    ok = cases[cases["status"] == "ok"]["median_ns"].astype(float)
-    norm = LogNorm(ok.min(), max(ok.max(), 1.01 * ok.min()))  # one scale for every flag memory
-    heats = []
-    for host, mem, alloc in flags:
-        mine = cases[cases["host"] == host]
-        part = mine[(mine["mem"] == mem) & (mine["alloc"] == alloc)]
-        agents = list(dict.fromkeys(list(mine["a"]) + list(mine["b"])))  # same order in every panel
-        grid = np.full((len(agents), len(agents)), np.nan)
-        text = [["" for _ in agents] for _ in agents]
-        cells = _cells(part)
-        for (a, b), (value, label) in cells.items():
-            i, j = agents.index(a), agents.index(b)
-            # A round trip is the same both ways: mirror unless b->a was measured itself.
-            for x, y in {(i, j)} | ({(j, i)} if (b, a) not in cells else set()):
-                grid[x, y], text[x][y] = value, label
-        heats.append(Heat(f"{host}: " * many_hosts + f"flag in {mem} ({alloc})", grid, text, agents, agents))
-    fig, _, annotated = heatmaps(heats, "round trip, ns (median over runs)", "b", "a (initiates)", norm=norm,
-                                 title="CAS ping-pong round trip (cpuN x cpuN: two cores of node N)")
-    files = save(fig, out, "pingpong_matrix")
-    extra, note = cell_table(heats, annotated, out, "pingpong_matrix", "median_ns",
-                             "the table \"Ping-pong round trips\" below")
-    return Files(files + extra, note)
+    return Files(style.save(fig, out, "chase_prefetch"))
 
 
 def _superchip(topology, agent: str):
@@ -238,7 +158,7 @@ def pingpong_distribution(runs: RunSet, out: Path) -> Files:
     finish(fig, axes, "Ping-pong round trips: distribution (marks: median, p99)")
     note = "" if named else ("Curves by the kind of pair (pairs of one kind share a look); the ping-pong matrix "
                              "and the table below give each pair.")
-    return Files(save(fig, out, "pingpong_distribution"), note)
+    return Files(style.save(fig, out, "pingpong_distribution"), note)
 
 
 def _tables(runs: RunSet) -> list[str]:
@@ -264,14 +184,18 @@ def _tables(runs: RunSet) -> list[str]:
     return lines
 
 
-def write(runs: RunSet, out: Path) -> Part:
+#: The paper's figures this section shows (analysis/figures/latency.py): Fig. 12, latency
+#: against buffer size with the caches marked, and Fig. 13, the ping-pong matrix.
+SHARED = ("latency_by_size", "pingpong")
+
+
+def write(ctx: Context) -> Part:
+    runs, out = ctx.runs, ctx.out
     part = Part()
-    part.add_figure("chase_latency", "Pointer-chase latency by buffer size", chase_latency(runs, out),
-                    "no random `mempath chase` case finished")
+    part.add_item(ctx, "latency_by_size")
     part.add_figure("chase_prefetch", "Random vs sequential chase", chase_prefetch(runs, out),
                     "no path was chased in both orders (`--pattern random,sequential`)")
-    part.add_figure("pingpong_matrix", "Ping-pong matrix", pingpong_matrix(runs, out),
-                    "no `mempath pingpong` case finished")
+    part.add_item(ctx, "pingpong")
     part.add_figure("pingpong_distribution", "Ping-pong round-trip distributions", pingpong_distribution(runs, out),
                     "no `mempath pingpong` samples of a finished case")
     part.lines += _tables(runs)
@@ -281,7 +205,7 @@ def write(runs: RunSet, out: Path) -> Part:
 @item("latency", "", "Latency (pointer chase, ping-pong)", "section",
       ("chase/cases", "chase/caches", "pingpong/cases", "pingpong/samples"), "", order=30)
 def _section(ctx: Context) -> Part:
-    part = write(ctx.runs, ctx.out)
+    part = write(ctx)
     if not (part.files or part.lines):  # runs without chase or pingpong need no word about them
         part.missing = []
     return part

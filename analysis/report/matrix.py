@@ -16,7 +16,8 @@ import numpy as np
 import pandas as pd
 
 from ..results.cases import SEP, best, ordered, rank, unmeasured
-from ..render.figures import Files, Heat, cell_table, heatmaps, save
+from ..render import style
+from ..render.figures import Files, Heat, cell_table, heatmaps
 from ..render.mdtext import code, safe
 from ..model.roles import kind_word
 from ..model.peaks import ASSUMED_MARK, ASSUMED_NOTE, PeakModel, pct_text
@@ -171,7 +172,7 @@ def heatmap(table: pd.DataFrame, order: Order, out: Path, with_host: bool = Fals
         heats.append(Heat(f"{host}: {title}" if with_host else title, grid, text, pus,
                           [f"{m} {kind_word(kinds, m)}".strip() if kinds else m for m in mems]))
     fig, _, annotated = heatmaps(heats, "GB/s (median)", "memory", "processor")
-    files = save(fig, out, HEATMAP)
+    files = style.save(fig, out, HEATMAP)
     extra, note = cell_table(heats, annotated, out, HEATMAP, "median_GBps",
                              "[path_matrix.md](path_matrix.md)")
     return Files(files + extra, note)

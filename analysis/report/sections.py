@@ -1,6 +1,8 @@
 """What a report section returns (Part) and how it embeds a figure. A section module
 registers its builder in the one registry (render.items, kind "section", the heading as
-its title); the report runs them in ``order``."""
+its title); the report runs them in ``order``. A figure the paper draws too is named in
+its section by the paper's item key (``Part.add_item``) and drawn by that one item
+(analysis/figures), not drawn again here."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field
@@ -8,6 +10,8 @@ from pathlib import Path
 
 import pandas as pd
 
+from .. import figures
+from ..render.items import Context, draw
 
 
 @dataclass
@@ -27,6 +31,21 @@ class Part:
             self.lines += figure_lines(stem, title, note=getattr(files, "note", ""))
         else:
             self.missing.append(f"{title} not drawn: {why_not}")
+
+
+    def add_item(self, ctx: Context, key: str) -> None:
+        """Draw the paper's item ``key`` into the report (files named by the key), its
+        caption notes under it, or say why it was not drawn."""
+        item = figures.by_key(key)
+        drawn = draw(ctx, item)
+        title = f"{item.title} ({item.ref})"
+        self.files += drawn.files
+        if not drawn.files:
+            self.missing.append(f"{title} not drawn: {drawn.why_not}")
+            return
+        self.lines += figure_lines(key, title)
+        self.lines += [n if n.startswith("- ") else f"- {n}" for n in drawn.notes]
+        self.lines += ([f"- Not shown: {drawn.why_not}."] if drawn.why_not else []) + [""] * bool(drawn.notes or drawn.why_not)
 
 
 def figure_lines(stem: str, title: str, why_not: str | None = None, note: str = "") -> list[str]:

@@ -13,7 +13,7 @@ from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 
 from ..render import style
-from ..render.figures import COLUMN_IN, MIN_FONT_PT, PAGE_IN, Files, Styles, finish, role_label, save
+from ..render.figures import COLUMN_IN, MIN_FONT_PT, PAGE_IN, Files, Styles, finish, role_label
 from ..results import transfers
 from ..results.cases import ordered
 
@@ -151,5 +151,5 @@ def write(cases: pd.DataFrame, out: Path, with_host: bool = False,
     """Write both figures where there is data; (sweep files, latency files)."""
     sweep = sweep_figure(cases, with_host, topologies)
     latency = latency_figure(cases, with_host, topologies)
-    return (Files(save(sweep, out, SWEEP_STEM)) if sweep else Files(),
-            Files(save(latency, out, LATENCY_STEM)) if latency else Files())
+    return (Files(style.save(sweep, out, SWEEP_STEM)) if sweep else Files(),
+            Files(style.save(latency, out, LATENCY_STEM)) if latency else Files())

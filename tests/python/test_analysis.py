@@ -14,7 +14,7 @@ from analysis.results.cases import mark_placement, memory_aliases
 from analysis.errors import InputError
 from analysis.results.io import RunFileError, load_run, load_runs, load_table
 from analysis.model.peaks import PeakModel, hbm_gbps, load_overrides, pcie_gbps
-from analysis.report import matrix
+from analysis.render import style
 from analysis.report.write import write_report
 from conftest import analysis_cli, assert_png
 from h5fixtures import case, topology, write_run
@@ -288,12 +288,12 @@ def test_summary_links_figures_and_counts_cases(gh200_run: Path, tmp_path: Path)
 def heatmap_texts(monkeypatch: pytest.MonkeyPatch) -> dict[str, list[str]]:
     """Panel title -> its cell texts, of each path heatmap drawn while the test runs."""
     drawn: dict[str, list[str]] = {}
-    real = matrix.save
+    real = style.save
 
     def record(fig, out, stem):  # type: ignore[no-untyped-def]
         drawn.update({ax.get_title(): [t.get_text() for t in ax.texts] for ax in fig.axes if ax.texts})
         return real(fig, out, stem)
-    monkeypatch.setattr(matrix, "save", record)
+    monkeypatch.setattr(style, "save", record)
     return drawn
 
 

@@ -12,9 +12,11 @@ from typing import Any
 import numpy as np
 import pytest
 
+from analysis.render import style
 from analysis.report import latency
 
 from analysis.report import scaleout
+from analysis.render.items import Context
 from analysis.results.io import RunSet, load_runs
 from conftest import DATA
 from analysis.report.write import write_report
@@ -26,16 +28,16 @@ NCCL = DATA / "h200x2_nccl.h5"
 
 
 def test_every_latency_figure_from_real_runs(tmp_path: Path) -> None:
-    part = latency.write(load_runs([*CHASE, PINGPONG]), tmp_path)
+    part = latency.write(Context.of(load_runs([*CHASE, PINGPONG]), tmp_path))
     stems = {p.stem for p in part.files}
-    assert stems == {"chase_latency", "chase_prefetch", "pingpong_matrix", "pingpong_distribution"}
+    assert stems == {"latency_by_size", "chase_prefetch", "pingpong", "pingpong_distribution"}
     assert all(p.stat().st_size > 10_000 for p in part.files)
     assert not part.missing
 
 
 def test_latency_table_shows_the_measured_medians_and_skip_reasons(tmp_path: Path) -> None:
     runs = load_runs([*CHASE, PINGPONG])
-    text = "\n".join(latency.write(runs, tmp_path).lines)
+    text = "\n".join(latency.write(Context.of(runs, tmp_path)).lines)
     chase = runs.table("chase/cases")
     gpu_1g = chase[(chase.pu == "gpu0") & (chase.size_bytes == 1 << 30) & (chase.pattern == "random")]
     assert f"{float(gpu_1g.median_ns.iloc[0]):.1f}" in text
@@ -45,45 +47,11 @@ def test_latency_table_shows_the_measured_medians_and_skip_reasons(tmp_path: Pat
     assert f"{pinned.median_ns:.0f} | {pinned.p99_ns:.0f}" in text
 
 
-def test_cache_sizes_are_drawn_where_the_hardware_reported_them(tmp_path: Path, monkeypatch) -> None:
-    lines = []
-    import matplotlib.axes
-    real = matplotlib.axes.Axes.axvline
-    monkeypatch.setattr(matplotlib.axes.Axes, "axvline",
-                        lambda self, x, *a, **k: lines.append(x) or real(self, x, *a, **k))
-    runs = load_runs(CHASE[:2])
-    latency.chase_latency(runs, tmp_path)
-    caches = runs.table("chase/caches")
-    assert sorted(lines) == sorted(int(b) for b in caches["bytes"])
-
-
-@pytest.fixture
-def heats(monkeypatch) -> list[Any]:
-    """The panels (render.figures.Heat) of each heatmap the latency part draws."""
-    seen: list[Any] = []
-    real = latency.heatmaps
-    monkeypatch.setattr(latency, "heatmaps", lambda panels, *a, **k: seen.extend(panels) or real(panels, *a, **k))
-    return seen
-
-
-def test_pingpong_matrix_is_symmetric_and_uses_medians(tmp_path: Path, heats) -> None:
-    runs = load_runs([PINGPONG])
-    latency.pingpong_matrix(runs, tmp_path)
-    cases = runs.table("pingpong/cases")
-    flags = list(dict.fromkeys(zip(cases["mem"], cases["alloc"])))
-    pinned = heats[flags.index(("numa0", "pinned"))]
-    assert pinned.title == "flag in numa0 (pinned)" and pinned.rows == pinned.cols == ["cpu0", "gpu0"]
-    cg = cases[(cases.a == "cpu0") & (cases.b == "gpu0") & (cases.alloc == "pinned")].median_ns.iloc[0]
-    assert np.isclose(pinned.grid[0, 1], cg) and np.isclose(pinned.grid[1, 0], cg)
-    device = heats[flags.index(("gpu0", "device"))].text
-    assert device[0][0] == "skip"  # two CPU cores cannot share cudaMalloc memory
-
-
 def test_nccl_figure_and_table_from_a_real_run(tmp_path: Path) -> None:
     runs = load_runs([NCCL])
-    part = scaleout.write(runs, tmp_path)
-    assert {p.stem for p in part.files} == {"nccl_bandwidth"}
-    assert any("MPI node-to-node" in m for m in part.missing)  # no bw run given
+    part = scaleout.write(Context.of(runs, tmp_path))
+    assert {p.stem for p in part.files} == {"nccl_by_size"}  # the paper's Fig. 18; one node count: no Fig. 19
+    assert any("MPI node-to-node" in m and "(Fig. 14)" in m for m in part.missing)  # no bw run given
     cases = runs.table("nccl/cases")
     top = cases[(cases.size_bytes == cases.size_bytes.max()) & (cases.collective == "allreduce") &
                 (cases.placement == "device")]
@@ -93,15 +61,15 @@ def test_nccl_figure_and_table_from_a_real_run(tmp_path: Path) -> None:
 
 def test_report_without_latency_or_scaleout_tables_still_works(tmp_path: Path) -> None:
     empty = RunSet(runs=[], tables={})
-    assert latency.write(empty, tmp_path).files == []
-    assert len(latency.write(empty, tmp_path).missing) == 4
-    assert scaleout.write(empty, tmp_path).files == []
+    assert latency.write(Context.of(empty, tmp_path)).files == []
+    assert len(latency.write(Context.of(empty, tmp_path)).missing) == 4
+    assert scaleout.write(Context.of(empty, tmp_path)).files == []
 
 
 def test_whole_report_links_the_latency_figures(tmp_path: Path) -> None:
     write_report(load_runs([*CHASE, PINGPONG, NCCL]), tmp_path)
     summary = (tmp_path / "summary.md").read_text()
-    for stem in ("chase_latency", "chase_prefetch", "pingpong_matrix", "pingpong_distribution", "nccl_bandwidth"):
+    for stem in ("latency_by_size", "chase_prefetch", "pingpong", "pingpong_distribution", "nccl_by_size"):
         assert f"({stem}.png)" in summary and (tmp_path / f"{stem}.png").is_file()
 
 
@@ -220,14 +188,14 @@ def synthetic(tmp_path: Path) -> Path:
 def figures(monkeypatch) -> dict[str, Any]:
     """The figures the part draws, kept open instead of written."""
     seen: dict[str, Any] = {}
-    monkeypatch.setattr(latency, "save", lambda fig, out, stem: seen.update({stem: fig}) or [out / f"{stem}.png"])
+    monkeypatch.setattr(style, "save", lambda fig, out, stem: seen.update({stem: fig}) or [out / f"{stem}.png"])
     return seen
 
 
 def test_synthetic_run_writes_every_figure_and_says_nothing_is_missing(synthetic: Path, tmp_path: Path) -> None:
-    part = latency.write(load_runs([synthetic]), tmp_path)
+    part = latency.write(Context.of(load_runs([synthetic]), tmp_path))
     assert sorted(p.name for p in part.files) == sorted(
-        f"{stem}.{ext}" for stem in ("chase_latency", "chase_prefetch", "pingpong_matrix", "pingpong_distribution")
+        f"{stem}.{ext}" for stem in ("latency_by_size", "chase_prefetch", "pingpong", "pingpong_distribution")
         for ext in ("png", "pdf"))
     assert all(p.is_file() and p.stat().st_size > 1000 for p in part.files)
     assert part.missing == []
@@ -235,7 +203,7 @@ def test_synthetic_run_writes_every_figure_and_says_nothing_is_missing(synthetic
 
 def test_chase_table_has_the_largest_size_with_its_median_and_cycles(synthetic: Path, tmp_path: Path,
                                                                      figures) -> None:
-    lines = latency.write(load_runs([synthetic]), tmp_path).lines
+    lines = latency.write(Context.of(load_runs([synthetic]), tmp_path)).lines
     rows = [line for line in lines if line.startswith("| x86_h100 |") and "| random |" in line]
     top = SIZES[-1]
     assert f"| x86_h100 | cpu0 core 0 | numa0 | numa | random | 64 MiB | {cpu_ns(top):.1f} |  |" in rows
@@ -247,40 +215,12 @@ def test_chase_table_has_the_largest_size_with_its_median_and_cycles(synthetic: 
 
 def test_pingpong_table_has_medians_p99_and_the_reasons_of_skipped_and_failed(synthetic: Path,
                                                                               tmp_path: Path, figures) -> None:
-    text = "\n".join(latency.write(load_runs([synthetic]), tmp_path).lines)
+    text = "\n".join(latency.write(Context.of(load_runs([synthetic]), tmp_path)).lines)
     assert "| x86_h100 | cpu0 core 0 | gpu0 | numa0 | pinned | 1890 | 2268 | 1909 | ok |" in text
     assert "| x86_h100 | cpu0 core 0 | cpu0 core 1 | numa0 | numa | 150 | 180 | 152 | ok |" in text
     assert f"| x86_h100 | cpu0 core 0 | gpu0 | gpu0 | device |  |  |  | skipped: {SKIP_DEVICE} |" in text
     assert "| managed |  |  |  | failed: timeout after 10 s |" in text
     assert "nan" not in text
-
-
-def test_chase_latency_panels_lines_and_cache_lines(synthetic: Path, tmp_path: Path, figures) -> None:
-    latency.chase_latency(load_runs([synthetic]), tmp_path)
-    axes = [ax for ax in figures["chase_latency"].axes if ax.get_title()]
-    assert [ax.get_title() for ax in axes] == ["cpu0 core 0", "gpu0"]  # one node: no host in the titles
-    cpu, gpu = axes
-    data = [line for line in cpu.lines if line.get_label() == "local DDR"]  # numa0, by its role from cpu0
-    assert len(data) == 1  # random only: the sequential chain has its own figure
-    assert list(data[0].get_xdata()) == SIZES
-    assert np.allclose(data[0].get_ydata(), [cpu_ns(s) for s in SIZES])
-    assert [line.get_label() for line in gpu.lines if not line.get_label().startswith("_")] == ["device memory"]
-    assert cpu.get_xscale() == "log" and cpu.xaxis.get_major_formatter()(1 << 20) == "1M"
-    vertical = sorted(line.get_xdata()[0] for line in cpu.lines if str(line.get_gid()).startswith("cache:"))
-    assert vertical == [b for _, b in CPU_CACHES]
-    legend = figures["chase_latency"].legends
-    assert len(legend) == 1 and [t.get_text() for t in legend[0].get_texts()] == ["local DDR", "device memory"]
-    assert {t.get_text() for t in cpu.texts} == {"L1d 48 KiB", "L2 2 MiB", "L3 32 MiB"}
-    assert {t.get_text() for t in gpu.texts} == {"L1 256 KiB", "L2 50 MiB"}
-
-
-def test_cores_of_one_numa_node_get_their_own_panels(tmp_path: Path, figures) -> None:
-    rows = [chase_case(s, 90.0) for s in SIZES] + [chase_case(s, 140.0, cpu=8) for s in SIZES]
-    run = write_latency_run(tmp_path / "cores.h5", rows, CACHE_ROWS[:3])
-    latency.chase_latency(load_runs([run]), tmp_path)
-    axes = [ax for ax in figures["chase_latency"].axes if ax.get_title()]
-    assert [ax.get_title() for ax in axes] == ["cpu0 core 0", "cpu0 core 8"]
-    assert [ax.lines[0].get_ydata()[0] for ax in axes] == [90.0, 140.0]
 
 
 def test_prefetch_figure_pairs_random_and_sequential_of_one_path_only(synthetic: Path, tmp_path: Path,
@@ -293,23 +233,6 @@ def test_prefetch_figure_pairs_random_and_sequential_of_one_path_only(synthetic:
     assert np.allclose(lines["local DDR, sequential"].get_ydata(), 2.5)
     looks = [(line.get_color(), line.get_marker(), line.get_linestyle()) for line in lines.values()]
     assert looks[0][0] != looks[1][0] and looks[0][2] != looks[1][2]  # told apart in greyscale too
-
-
-def test_pingpong_matrix_cells_medians_mirrors_and_skips(synthetic: Path, tmp_path: Path, heats) -> None:
-    reverse = pingpong_case("gpu0", "cpu0", "numa0", "pinned", 2500.0, a_cpu=-1, b_cpu=0)
-    run = write_latency_run(tmp_path / "pp.h5", pingpong=PINGPONG_ROWS + [reverse])
-    files = latency.pingpong_matrix(load_runs([run]), tmp_path)
-    panels = {heat.title: (heat.grid, heat.text) for heat in heats}
-    assert set(panels) == {"flag in numa0 (numa)", "flag in numa0 (pinned)", "flag in gpu0 (device)",
-                           "flag in numa0 (managed)"}
-    grid, text = panels["flag in numa0 (pinned)"]  # agents cpu0, gpu0
-    assert grid[0, 1] == 1890.0 and text[0][1] == "1.89us"
-    assert grid[1, 0] == 2500.0  # measured from gpu0 itself: not overwritten by the mirror
-    grid, text = panels["flag in gpu0 (device)"]  # agents cpu0, gpu0
-    assert text[0][1] == text[1][0] == text[0][0] == "skip" and np.isnan(grid[0, 1])
-    assert grid[1, 1] == 1950.0
-    assert panels["flag in numa0 (managed)"][1][0][1] == "failed"
-    assert files.note == ""  # 2 x 2 cells: every value printed at 7 pt
 
 
 def test_pingpong_distribution_one_ecdf_per_ok_case_with_median_and_p99(synthetic: Path, tmp_path: Path,
@@ -331,8 +254,8 @@ def test_several_runs_figures_take_the_median_and_tables_name_the_run(tmp_path: 
                                [pingpong_case("cpu0", "gpu0", "numa0", "pinned", ns * 10)])
              for i, ns in ((1, 100.0), (2, 120.0))]
     runs = load_runs(paths)
-    part = latency.write(runs, tmp_path)
-    axes = [ax for ax in figures["chase_latency"].axes if ax.get_title()]
+    part = latency.write(Context.of(runs, tmp_path))
+    axes = [ax for ax in figures["latency_by_size"].axes if ax.get_title()]  # the paper's Fig. 12
     assert len(axes) == 1 and np.allclose(axes[0].lines[0].get_ydata(), 110.0)
     text = "\n".join(part.lines)
     assert "| run | host | processor |" in text and "| run | host | a | b |" in text
@@ -357,6 +280,8 @@ def test_report_of_only_skipped_pingpong_cases_lists_them_and_says_why_no_figure
     report = write_report(load_runs([run]), tmp_path / "report")
     summary = (tmp_path / "report" / "summary.md").read_text()
     assert "## Latency" in summary and f"skipped: {SKIP_DEVICE}" in summary
-    assert not (tmp_path / "report" / "pingpong_matrix.png").exists()
-    assert "Ping-pong matrix not drawn: no `mempath pingpong` case finished" in report.missing
-    assert "- Pointer-chase latency by buffer size not drawn: no random `mempath chase` case finished" in summary
+    assert not (tmp_path / "report" / "pingpong.png").exists()
+    assert any(m.startswith("Ping-pong round trip between processors, by memory of the flag (CAS) (Fig. 13) not "
+                            "drawn: no ping-pong case finished") for m in report.missing)
+    assert "- Memory access latency against buffer size, caches marked (pointer chase) (Fig. 12) not drawn: " \
+        "no run holds /chase/cases or /chase/caches" in summary

@@ -5,43 +5,49 @@ from __future__ import annotations
 from pathlib import Path
 
 import numpy as np
-import pandas as pd
 
+from analysis.render.items import Context
 from analysis.report import unified
 from analysis.results.io import RunSet, load_runs
-from conftest import DATA
+from conftest import DATA, REPO, analysis_cli
 
 RUNS = [DATA / "h100_allocmatrix.h5", DATA / "h100_um.h5"]
 
 
 def test_figures_and_lines_from_real_runs(tmp_path: Path) -> None:
-    part = unified.write(load_runs(RUNS), tmp_path)
-    names = {p.name for p in part.files}
-    assert names == {"alloc_heatmap.png", "alloc_heatmap.pdf", "unified_memory.png", "unified_memory.pdf"}
-    assert all(p.stat().st_size > 10_000 for p in part.files)
+    part = unified.write(Context.of(load_runs(RUNS), tmp_path))
+    names = {p.name for p in part.files}  # cudamemcpy_allocators: the paper's Fig. 5, its item and source data
+    assert names == {"cudamemcpy_allocators.png", "cudamemcpy_allocators.pdf", "cudamemcpy_allocators.csv",
+                     "unified_memory.png", "unified_memory.pdf"}
+    assert all(p.stat().st_size > 10_000 for p in part.files if p.suffix != ".csv")
     assert not part.missing
     assert any("no ATS/HMM" in line for line in part.lines)  # the skipped system cases
 
 
-def test_heatmap_cells_are_the_medians(tmp_path: Path, monkeypatch) -> None:
-    runs = load_runs(RUNS[:1])
-    seen = []
-    real = unified.heatmaps
-    monkeypatch.setattr(unified, "heatmaps", lambda heats, *a, **k: seen.extend(heats) or real(heats, *a, **k))
-    files = unified.alloc_heatmap(runs, tmp_path)
-    cases = runs.table("allocmatrix/cases")
-    pinned_to_device = cases[(cases.src_alloc == "pinned") & (cases.dst_alloc == "device")]["median_GBps"]
-    (heat,) = seen
-    assert heat.grid.shape == (6, 6)
-    assert np.isclose(heat.grid[2, 5], float(pinned_to_device.iloc[0]))
-    assert heat.title == "host memory: local DDR (numa0)"  # its role seen from the GPU
-    assert heat.rows[2] == "pinned (numa0)" and heat.cols[5] == "device"
-    assert files.note == "" and not (tmp_path / "alloc_heatmap.csv").exists()  # 6 x 6: numbers printed
-
-
 def test_nothing_to_draw_is_said(tmp_path: Path) -> None:
     empty = RunSet(runs=[], tables={})
-    part = unified.write(empty, tmp_path)
+    part = unified.write(Context.of(empty, tmp_path))
     assert part.files == [] and len(part.missing) == 2
-    assert unified.alloc_heatmap(RunSet(runs=[], tables={"allocmatrix/cases": pd.DataFrame(
-        {"status": ["skipped"], "host": ["h"]})}), tmp_path) == []
+
+
+def test_a_run_without_inplace_or_evict_samples_draws_the_interleave_panel(tmp_path: Path) -> None:
+    """A log axis of nothing raised (the reports of the 2026-11-26/27 paper sets exited 1):
+    the experiments with no sample above 0 GB/s get no panel, and the note says so."""
+    runs = load_runs(RUNS[1:])
+    samples = runs.table("um/samples")
+    runs.tables["um/samples"] = samples.assign(bandwidth_GBps=np.where(samples["experiment"] == "evict", 0.0,
+                                                                        samples["bandwidth_GBps"]))
+    runs.tables["um/samples"] = runs.tables["um/samples"][runs.tables["um/samples"]["experiment"] != "inplace"]
+    files = unified.um_figure(runs, tmp_path)
+    assert [p.name for p in files] == ["unified_memory.png", "unified_memory.pdf"]
+    assert "No panel for inplace, evict" in files.note and "Not drawn (0 GB/s" in files.note
+
+
+def test_the_report_of_a_recorded_paper_set_exits_0_with_no_errors_log(tmp_path: Path) -> None:
+    """Its um/samples hold interleave only: the unified-memory figure raised on the empty
+    log axes of the other experiments, and the report exited 1 with an errors.log."""
+    recorded = REPO / "docs" / "results" / "raw" / "2026-11-27-paper-h200x2"
+    proc = analysis_cli("report", *sorted(recorded.glob("*.h5")), "--out", tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    assert not (tmp_path / "errors.log").exists()
+    assert "(unified_memory.png)" in (tmp_path / "summary.md").read_text()

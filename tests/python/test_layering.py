@@ -1,4 +1,4 @@
-"""The analysis package's layers (docs/design.md): results < model < render < report, paper,
+"""The analysis package's layers (docs/design.md): results < model < render < figures < report, paper,
 fleet < compare < the command line. A module imports only from its own layer or lower,
 report, paper and fleet never from each other, and no imports go round in a circle (an
 import inside a function counts: it is a dependency all the same). The C++ side has its
@@ -15,6 +15,7 @@ LAYERS = {
     "errors": 0, "outfiles": 0, "plugins": 0, "robust": 0, "results": 0,
     "model": 1,
     "render": 2,
+    "figures": 2.5,  # the paper's items, which the report draws too
     "report": 3, "paper": 3, "fleet": 3,
     "compare": 4,
     "__main__": 5, "fleet_study": 5,

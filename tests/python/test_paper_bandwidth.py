@@ -1,4 +1,4 @@
-"""The paper's bandwidth figures and Table II (analysis/paper/bandwidth.py, copies.py): each
+"""The paper's bandwidth figures and Table II (analysis/figures/bandwidth.py, copies.py): each
 renders from a synthetic quad GH200 run (tests/python/synth_bandwidth.py) and from the real
 H100 files that hold its tables, or says why not; journal widths, the style's rules, memory
 roles in the labels, managed cases under the memory their pages were on, and published
@@ -18,7 +18,7 @@ from conftest import DATA, assert_png
 import synth_bandwidth
 from h5fixtures import topology
 from analysis.model.peaks import ASSUMED_MARK, ASSUMED_NOTE
-from analysis.paper import bandwidth, copies, published
+from analysis.figures import bandwidth, copies, published
 from analysis.render.items import registry
 from analysis.paper.write import write_paper
 from analysis.render import style
@@ -85,11 +85,11 @@ def comparison(paper: Any, key: str, pub_key: str) -> Any:
 
 
 def test_items_registered_with_the_papers_numbers() -> None:
-    items = {i.key: i for i in registry("analysis.paper")}
+    items = {i.key: i for i in registry("analysis.figures")}
     for key, ref in KEYS.items():
         assert items[key].ref == ref
     assert items["allocation_apis"].kind == "table"
-    order = [i.key for i in registry("analysis.paper") if i.key in KEYS]
+    order = [i.key for i in registry("analysis.figures") if i.key in KEYS]
     assert order.index("allocation_apis") < order.index("cudamemcpy_allocators") < \
         order.index("read_write_bandwidth") < order.index("copy_bandwidth") < order.index("copy_scaling")
 

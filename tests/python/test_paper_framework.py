@@ -114,11 +114,11 @@ def test_paper_from_real_files_lists_every_item_and_its_sources(tmp_path):
     assert proc.returncode == 0, proc.stderr
     text = (out / "paper.md").read_text()
     from analysis.render.items import registry
-    for item in registry("analysis.paper"):
+    for item in registry("analysis.figures"):
         assert f"## {item.ref}: {item.title}" in text
     assert "Fig. 3" in text and "local DDR (numa0)" in text
     assert "h100_gemm" in text and "command" in text.lower()
-    assert (out / "index.html").read_text().count("<h2") >= len(registry("analysis.paper"))
+    assert (out / "index.html").read_text().count("<h2") >= len(registry("analysis.figures"))
     assert "## Published values against this run" in text
 
 
@@ -133,7 +133,7 @@ def test_paper_without_usable_files_is_one_line_and_exit_2(tmp_path):
 def test_an_item_that_raises_is_said_and_the_others_drawn(tmp_path, monkeypatch, capsys):
     from analysis.__main__ import main
     from analysis.render import items
-    fig3 = next(i for i in items.registry("analysis.paper") if i.ref == "Fig. 3")
+    fig3 = next(i for i in items.registry("analysis.figures") if i.ref == "Fig. 3")
 
     def broken(ctx):
         raise KeyError("bw/cases")

@@ -26,7 +26,7 @@ RECORDED = {"h200": REPO / "docs" / "results" / "raw" / "2026-11-26-paper-h200",
 
 def _check_set(out: Path, expect_drawn: set[str]) -> str:
     text = (out / "paper.md").read_text()
-    for item in registry("analysis.paper"):
+    for item in registry("analysis.figures"):
         if item.key not in expect_drawn:
             continue
         assert f"## {item.ref}: {item.title}" in text
@@ -48,7 +48,7 @@ def test_the_whole_paper_set_renders_from_a_synthetic_quad_gh200_run(tmp_path: P
     out = tmp_path / "paper"
     proc = analysis_cli("paper", runs, "-o", out)
     assert proc.returncode == 0, proc.stderr
-    keys = {item.key for item in registry("analysis.paper")}
+    keys = {item.key for item in registry("analysis.figures")}
     text = _check_set(out, keys)
     assert "_Not drawn:" not in text, [l for l in text.splitlines() if "Not drawn" in l]
     assert f"{len(keys)} of {len(keys)} items drawn" in text
@@ -65,9 +65,9 @@ def test_a_recorded_paper_set_renders(tmp_path: Path, node: str) -> None:
     # One x86 node: the multi-node figures have no data and say why. Neither ping-pong file
     # (2.6 and 7.5 MB of samples) is committed: that figure says it was not measured.
     absent = {"mpi_bandwidth", "nccl_by_nodes", "pingpong"}
-    single_node = {item.key for item in registry("analysis.paper")} - absent
+    single_node = {item.key for item in registry("analysis.figures")} - absent
     text = _check_set(out, single_node)
     for key in sorted(absent):
-        item = next(i for i in registry("analysis.paper") if i.key == key)
+        item = next(i for i in registry("analysis.figures") if i.key == key)
         section = text.split(f"## {item.ref}: {item.title}")[1].split("\n## ")[0]
         assert "Not drawn" in section

@@ -1,4 +1,4 @@
-"""The paper's scale-out figures (analysis/paper/scaleout.py): Fig. 14 (mpi_bandwidth),
+"""The paper's scale-out figures (analysis/figures/scaleout.py): Fig. 14 (mpi_bandwidth),
 Fig. 18 (nccl_by_size), Fig. 19 (nccl_by_nodes) from the synthetic quad-GH200 runs
 (synth_scaleout.py), from the real H200 NCCL run, and from hand-made files whose values
 are known."""
@@ -13,10 +13,10 @@ import matplotlib.image
 import pytest
 
 import synth_scaleout
-from analysis.paper import scaleout
 from analysis.render.items import registry
-from analysis.paper.published import VALUES, of
+from analysis.figures.published import VALUES, of
 from analysis.paper.write import Paper, write_paper
+from analysis.render import style
 from analysis.render.style import DPI, PAGE_IN, check
 from analysis.results.h5writer import write_result
 from analysis.results.io import load_runs
@@ -49,14 +49,14 @@ class Drawing:
 def draw(runs: Sequence[Path], out: Path, keys: Sequence[str] = KEYS) -> tuple[Paper, dict[str, Drawing]]:
     """write_paper over ``runs`` with each figure captured before it is saved."""
     seen: dict[str, Drawing] = {}
-    original = scaleout.save
+    original = style.save
 
     def capture(fig: Any, folder: Path, stem: str) -> list[Path]:
         seen[stem] = Drawing(fig)
         return original(fig, folder, stem)
 
     with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(scaleout, "save", capture)
+        patch.setattr(style, "save", capture)
         paper = write_paper(load_runs(runs), out, only=keys)
     return paper, seen
 
@@ -303,7 +303,7 @@ def test_nccl_by_nodes_falls_back_to_a_size_every_node_count_has(tmp_path: Path)
 # ---- registry and published values -----------------------------------------------------------------
 
 def test_registered_items_and_their_tables_are_documented() -> None:
-    items = {i.key: i for i in registry("analysis.paper")}
+    items = {i.key: i for i in registry("analysis.figures")}
     assert [(items[k].ref, items[k].kind) for k in KEYS] == [("Fig. 14", "figure"), ("Fig. 18", "figure"),
                                                              ("Fig. 19", "figure")]
     schema = (REPO / "docs" / "schema.md").read_text()

@@ -8,8 +8,8 @@ from types import SimpleNamespace
 import pandas as pd
 import pytest
 
-from analysis.paper.bandwidth import relocated
-from analysis.paper.latency import chase_points
+from analysis.figures.bandwidth import relocated
+from analysis.figures.latency import chase_points
 from analysis.results.cases import drawn_under, mark_placement
 from h5fixtures import topology
 

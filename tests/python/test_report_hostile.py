@@ -231,7 +231,7 @@ def test_the_report_reads_the_simulators_own_files(tmp_path: Path) -> None:
     assert proc.returncode == 0, proc.stderr
     proc = analysis_cli("report", *sorted(sim.glob("*.h5")), "-o", tmp_path / "report")
     assert proc.returncode == 0, proc.stderr
-    assert "### Ping-pong matrix" in (tmp_path / "report" / "summary.md").read_text()
+    assert "(pingpong.png)" in (tmp_path / "report" / "summary.md").read_text()  # the paper's Fig. 13
 
 
 # outfiles, the one writer
