@@ -285,6 +285,7 @@ std::map<std::string, Attribute> bw_attributes(const Topology& topo, const std::
   auto attrs = collect_provenance(topo, argv);
   attrs["mpi_ranks"] = static_cast<int64_t>(job.size);
   attrs["mpi_nodes"] = static_cast<int64_t>(job.nodes);
+  attrs["mpi_machines"] = static_cast<int64_t>(job.machines);
   char version[MPI_MAX_LIBRARY_VERSION_STRING] = {};
   int len = 0;
   MPI_Get_library_version(version, &len);

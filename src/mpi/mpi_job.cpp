@@ -12,6 +12,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <fstream>
 #include <thread>
 
 namespace mempath::mpi {
@@ -21,6 +22,15 @@ std::string host_name() {
   char buf[256] = {};
   gethostname(buf, sizeof buf - 1);
   return buf;
+}
+
+// The running kernel's random id: two "nodes" of one boot id are one machine (containers,
+// network namespaces), whatever their host names say. Empty where it cannot be read.
+std::string boot_id() {
+  std::ifstream in("/proc/sys/kernel/random/boot_id");
+  std::string id;
+  std::getline(in, id);
+  return id;
 }
 
 int g_rank = -1;
@@ -135,9 +145,16 @@ Job discover_job() {
   Job job;
   MPI_Comm_rank(MPI_COMM_WORLD, &job.rank);
   MPI_Comm_size(MPI_COMM_WORLD, &job.size);
-  // Every rank needs every host name: gather at 0, then broadcast the joined list.
+  // Every rank needs every host name: gather at 0, then broadcast the joined list. Rank 0
+  // alone needs the boot ids (the file's attribute).
   const std::string me = host_name();
-  std::vector<std::string> hosts = gather_strings(me, job);
+  const std::vector<std::string> named = gather_strings(me + "\t" + boot_id(), job);
+  std::vector<std::string> hosts, boots;
+  for (const auto& n : named) hosts.push_back(n.substr(0, n.find('\t'))), boots.push_back(n.substr(n.find('\t') + 1));
+  if (job.rank == 0) {
+    std::sort(boots.begin(), boots.end());
+    job.machines = boots.front().empty() ? 0 : static_cast<int>(std::unique(boots.begin(), boots.end()) - boots.begin());
+  }
   std::string joined;
   for (const auto& h : hosts) joined += h + "\n";
   int len = static_cast<int>(joined.size());

@@ -46,7 +46,7 @@ def test_bw_uni_and_bi_between_two_halves(mpi_bin: Path, tmp_path: Path) -> None
     small = {l["mode"]: float(l["median_GBps"]) for l in lines if l["size"] == "1"}
     assert big["uni"] > 10 * small["uni"]  # bandwidth grows with the message size
     with h5py.File(out) as f:
-        assert f.attrs["mpi_ranks"] == 2
+        assert (f.attrs["mpi_ranks"], f.attrs["mpi_machines"]) == (2, 1)
         assert len(f["mpi_bw/samples/rep"]) == 42 * 3
         assert set(f["mpi_bw/cases/same_host"][()]) == {1}
         assert list(f["mpi_bw/ranks/node"][()]) == [0, 1]

@@ -79,6 +79,8 @@ def test_mempath_mpi_bw_between_the_two_nodes(tmp_path: Path) -> None:
     with h5py.File(out) as f:
         assert sorted(f["mpi_bw/ranks/host"].asstr()[()]) == ["n1", "n2"]
         assert set(f["mpi_bw/cases/same_host"][()]) == {0}
+        # Two nodes by name, one kernel: the file says its bandwidth is not a network's.
+        assert (f.attrs["mpi_nodes"], f.attrs["mpi_machines"]) == (2, 1)
 
 
 def test_reframe_runs_the_mpi_checks_through_slurm(tmp_path: Path) -> None:
