@@ -1,16 +1,20 @@
 """Fig. 17: LLM decode tokens/s by where the weights are (Llama-2 7B and 13B, fp16, 100 new
 tokens after an empty prompt, as the paper), PyTorch's default allocator as the baseline,
 and beside each placement the bound that reading every weight once per token over that
-path allows. Weights are drawn under the memory their pages were found in."""
+path allows, at the GPU's read bandwidth of that memory as mempath measured it in the same
+set of files (results/gpu_reads.py). Weights are drawn under the memory their pages were
+found in."""
 from __future__ import annotations
 
 import numpy as np
 import pandas as pd
 
+from .. import outfiles
 from ..model.roles import ROLE_ORDER, labelled, role
 from ..render import style
 from ..render.style import PAGE_IN, legend_below, panels, series
-from ..results.cases import drawn_under
+from ..results.cases import drawn_under, memory_aliases
+from ..results.gpu_reads import gpu_reads, read_path
 from ..render.items import Comparison, Context, Drawn, item
 from .published import of
 
@@ -79,9 +83,10 @@ def llm_decode(ctx: Context) -> Drawn:
         part = ok[(ok[keys] == pd.Series(group, index=keys)).all(axis=1)]
         topology = ctx.topologies.get(group[0], {})
         agg = (part.groupby(["placement", "weight_alloc", "drawn"], sort=False, as_index=False)
-               .agg(tokens=("median_tokens_per_s", "median"), bound=("bound_tokens_per_s", "median"),
+               .agg(tokens=("median_tokens_per_s", "median"), weight_bytes=("weight_bytes", "median"),
                     **({"torch_allocator": ("torch_allocator", "first")} if "torch_allocator" in part else {})))
         agg = agg.assign(**{c: agg.get(c, "") for c in ("torch_allocator",)})
+        agg["bound"], agg["path"] = _bounds(ctx, group, agg)
         rows_of[group] = sorted((r for _, r in agg.iterrows()), key=lambda r: _rank(topology, group[1], r))
     most = max(len(r) for r in rows_of.values())
     fig, axes = panels(len(groups), PAGE_IN, panel_height=0.7 + 0.28 * most, max_cols=2)
@@ -93,7 +98,8 @@ def llm_decode(ctx: Context) -> Drawn:
         measured = [float(r["tokens"]) for r in rows]
         bound = [float(r["bound"]) for r in rows]
         ax.barh(y + 0.19, measured, height=0.36, label="measured (median)", **_bar(0))
-        ax.barh(y - 0.19, np.nan_to_num(bound), height=0.36, label="bound: path GB/s / weight bytes", **_bar(1))
+        ax.barh(y - 0.19, np.nan_to_num(bound), height=0.36, label="bound: measured read GB/s / weight bytes",
+                **_bar(1))
         top = max([*measured, *[b for b in bound if np.isfinite(b)]])
         for yi, m, b in zip(y, measured, bound):
             ax.text(m + 0.01 * top, yi + 0.19, f"{m:.3g}", va="center", fontsize=7)
@@ -109,12 +115,23 @@ def llm_decode(ctx: Context) -> Drawn:
                      + (f", batch {int(batch)}" if int(batch) != 1 else ""))
     legend_below(fig, axes)
     files = style.save(fig, ctx.out, "llm_decode")
+    files.append(outfiles.write_csv(pd.DataFrame(
+        [{"host": g[0], "gpu": g[1], "model": g[2], "dtype": g[3], "placement": r["placement"],
+          "weight_alloc": r["weight_alloc"], "weights_on": r["drawn"], "tokens_per_s": r["tokens"],
+          "bound_tokens_per_s": r["bound"], "bound_from": r["path"]}
+         for g in groups for r in rows_of[g]]), ctx.out / "llm_decode.csv"))
     notes = ["Decode after an empty prompt (the BOS token alone) unless a panel names its prompt. "
              "Tokens/s: new tokens after the first over the decode time (CUDA events around the decode steps), "
              "median over repetitions and runs. Bound: each decode step reads every weight once, so tokens/s <= "
-             "the path's read GB/s / the weight bytes (path_GBps, measured in the run or taken from a mempath "
-             "result). Weights named by the memory their pages were found in, seen from the decoding GPU; "
-             "everything else (KV cache, activations) in the GPU's own memory."] + notes
+             "batch x the GPU's read GB/s of the weights' memory / the weight bytes, that GB/s measured by "
+             "mempath in these same files (a GPU kernel's read of the memory, else a copy into the GPU). "
+             "Weights are random values of the model's shapes and dtype, built in place in the memory named "
+             "(no checkpoint is loaded), named by the memory their pages were found in, seen from the "
+             "decoding GPU; everything else (KV cache, activations) in the GPU's own memory."] + notes
+    unbound = sorted({f"{r['placement']} ({r['drawn']})" for rows in rows_of.values() for r in rows if not r["path"]})
+    if unbound:
+        notes.append("No bound drawn for " + ", ".join(unbound) + ": these files hold no mempath read of that "
+                     "memory by the GPU (the paper set's bandwidth steps measure it: MempathPaperBandwidthGpu).")
     why = []
     if not paper_models:
         shown = sorted({f"{g[2]} {g[3]}" for g in groups})
@@ -137,6 +154,23 @@ def llm_decode(ctx: Context) -> Drawn:
         why.append("the default-allocator baseline (placement default) did not run")
     return Drawn(files=files, notes=notes, runs=ctx.runs_of(ok), why_not="; ".join(why),
                  comparisons=_peak_comparisons(ctx))
+
+
+def _bounds(ctx: Context, group: tuple, agg: pd.DataFrame) -> tuple[list[float], list[str]]:
+    """Per placement: (bound tokens/s, the read it comes from), or (NaN, '') where the set
+    has no read of that memory by the decoding GPU."""
+    host, pu, batch = group[0], group[1], float(group[6])
+    topology = ctx.topologies.get(host, {})
+    tables = {name: ctx.runs.tables[name].pipe(lambda t: t[t["host"] == host])
+              for name in ("bw/cases", "memcpy/cases") if name in ctx.runs.tables}
+    reads = gpu_reads(tables, topology, int(pu[3:]))
+    aliases = memory_aliases(topology)
+    bounds, paths = [], []
+    for r in agg.itertuples():
+        read = read_path(reads, r.weight_alloc, aliases.get(r.drawn, r.drawn))
+        bounds.append(read[2] * 1e9 / float(r.weight_bytes) * batch if read else np.nan)
+        paths.append(read[3] if read else "")
+    return bounds, paths
 
 
 def _bar(i: int) -> dict[str, object]:

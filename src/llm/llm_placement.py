@@ -374,44 +374,16 @@ def load_bw_run(path: str):
         raise BadInput(f"--bw-from {error}") from None
 
 
-def gpu_reads(run, gpu: int) -> list[tuple[str, str, float, str]]:
-    """(memory, alloc, GB/s, case) of every ok way the file's gpu`gpu` read a memory: /bw
-    reads by its kernels first, then /memcpy copies into it (h2d from a host node, d2d from a
-    peer) where no kernel read that memory. Memory names as in this node's topology (GH200's
-    HBM NUMA node is its gpuN)."""
-    from analysis.results.cases import memory_aliases
-    aliases = memory_aliases(run.topology)
-    rows = []
-    bw = run.tables.get("bw/cases")
-    if bw is not None:
-        ok = bw[(bw["op"] == "read") & (bw["pu"] == f"gpu{gpu}") & (bw["status"] == "ok")]
-        rows += [(aliases.get(r.mem, r.mem), r.alloc, float(r.median_GBps),
-                  f"bw read {r.mem} {r.alloc} kernel={r.kernel} size={r.size_bytes}") for r in ok.itertuples()]
-    copies = run.tables.get("memcpy/cases")
-    if copies is not None:
-        ok = copies[(copies["status"] == "ok") & (copies["mode"] == "bandwidth") & (copies["all_gpus"] == 0)]
-        h2d = ok[(ok["direction"] == "h2d") & (ok["gpu"] == gpu)]
-        rows += [(f"numa{r.host_numa}", r.alloc, float(r.median_GBps),
-                  f"memcpy h2d numa{r.host_numa} {r.alloc} engine={r.engine} size={r.size_bytes}")
-                 for r in h2d.itertuples()]
-        d2d = ok[(ok["direction"] == "d2d") & (ok["dst_gpu"] == gpu) & ok["engine"].isin(["ce", "sm"])]
-        rows += [(f"gpu{r.gpu}", "device", float(r.median_GBps), f"memcpy d2d gpu{r.gpu} engine={r.engine}")
-                 for r in d2d.itertuples()]
-    return rows
-
-
 def path_from_run(run, gpu: int, alloc: str, mem: str) -> tuple[float, str]:
-    """(GB/s, case) of the GPU reading `mem`: kernel reads before copies, the weights'
-    allocator before others, then the highest median; BadInput saying what the file has."""
-    reads = gpu_reads(run, gpu)
-    kernel = [r for r in reads if r[0] == mem and r[3].startswith("bw ")]
-    mine = kernel or [r for r in reads if r[0] == mem]
-    if not mine:
+    """(GB/s, case) of the GPU reading `mem` (analysis/results/gpu_reads.py's rule, which
+    Fig. 17 applies to the paper set's files); BadInput saying what the file has."""
+    from analysis.results.gpu_reads import gpu_reads, read_path
+    reads = gpu_reads(run.tables, run.topology, gpu)
+    best = read_path(reads, alloc, mem)
+    if best is None:
         has = sorted({f"gpu{gpu} reads {m} ({a}, {case.split()[0]})" for m, a, _, case in reads})
         raise BadInput(f"--bw-from {run.path.name}: no ok read of {mem} by gpu{gpu} (bw read, memcpy h2d or d2d); "
                        f"valid: a file that has it; it has: {', '.join(has) or 'no GPU read of any memory'}")
-    same = [r for r in mine if r[1] == alloc] or mine
-    best = max(same, key=lambda r: r[2])
     return best[2], best[3]
 
 

@@ -1,0 +1,48 @@
+"""How fast a GPU read each memory in a set of result files: the one rule that gives an LLM
+decode its bandwidth bound, both where llm_placement.py takes it from a file (--bw-from)
+and where Fig. 17 takes it from the paper set's own bandwidth steps."""
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+import pandas as pd
+
+from .cases import memory_aliases
+
+#: (memory, allocator, GB/s, the case in words)
+Read = tuple[str, str, float, str]
+
+
+def gpu_reads(tables: Mapping[str, pd.DataFrame], topology: Mapping[str, Any], gpu: int) -> list[Read]:
+    """Every ok way gpu``gpu`` read a memory: bw reads by its kernels first, then memcpy
+    copies into it (h2d from a host node, d2d from a peer) where no kernel read that memory.
+    Memory names as in the topology's memories (GH200's HBM NUMA node is its gpuN)."""
+    aliases = memory_aliases(topology)
+    rows: list[Read] = []
+    bw = tables.get("bw/cases")
+    if bw is not None and not bw.empty:
+        ok = bw[(bw["op"] == "read") & (bw["pu"] == f"gpu{gpu}") & (bw["status"] == "ok")]
+        rows += [(aliases.get(r.mem, r.mem), r.alloc, float(r.median_GBps),
+                  f"bw read {r.mem} {r.alloc} kernel={r.kernel} size={r.size_bytes}") for r in ok.itertuples()]
+    copies = tables.get("memcpy/cases")
+    if copies is not None and not copies.empty:
+        ok = copies[(copies["status"] == "ok") & (copies["mode"] == "bandwidth") & (copies["all_gpus"] == 0)]
+        h2d = ok[(ok["direction"] == "h2d") & (ok["gpu"] == gpu)]
+        rows += [(f"numa{r.host_numa}", r.alloc, float(r.median_GBps),
+                  f"memcpy h2d numa{r.host_numa} {r.alloc} engine={r.engine} size={r.size_bytes}")
+                 for r in h2d.itertuples()]
+        d2d = ok[(ok["direction"] == "d2d") & (ok["dst_gpu"] == gpu) & ok["engine"].isin(["ce", "sm"])]
+        rows += [(f"gpu{r.gpu}", "device", float(r.median_GBps), f"memcpy d2d gpu{r.gpu} engine={r.engine}")
+                 for r in d2d.itertuples()]
+    return rows
+
+
+def read_path(reads: list[Read], alloc: str, mem: str) -> Read | None:
+    """The read that stands for the GPU reading ``mem``: kernel reads before copies, the
+    weights' allocator before others, then the highest median; None where none read it."""
+    kernel = [r for r in reads if r[0] == mem and r[3].startswith("bw ")]
+    mine = kernel or [r for r in reads if r[0] == mem]
+    if not mine:
+        return None
+    return max([r for r in mine if r[1] == alloc] or mine, key=lambda r: r[2])
