@@ -285,8 +285,10 @@ def test_all_independent_runs_every_readable_pair_and_prints_the_matrix(mempath_
     # Device memory stays where it was put; placement columns are filled for both operands.
     for l in ran:
         assert l["placement"] and l["b_placement"], l
-        if l["alloc"] == "device":
-            assert l["placement"] == "gpu0"
+        if l["alloc"] == "device":  # on the GPU A was asked on: gpu0, or a peer (a node of 2+ GPUs)
+            assert l["placement"] == l["mem"], l
+        if l["b_alloc"] == "device":
+            assert l["b_placement"] == l["b_mem"], l
         if l["b_alloc"] == "pinned":
             assert l["b_placement"].startswith("numa"), l
     assert "gemm fp16: median TFLOP/s at the largest n, A's memory/allocator (row) x B's (column)" in proc.stdout

@@ -11,9 +11,10 @@ import subprocess
 import sys
 from pathlib import Path
 
-import duckdb
 import pandas as pd
 import pytest
+
+duckdb = pytest.importorskip("duckdb")  # a GPU node's Python may lack it: skipped, not a collection error
 
 sys.path.insert(0, str(Path(__file__).parent))
 
