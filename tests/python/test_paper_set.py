@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -105,3 +106,23 @@ def test_a_role_word_in_a_copy_selects_both_ends(mempath_cpu_bin: Path):
 def test_an_unknown_memory_word_is_one_line_and_exit_2(mempath_cpu_bin: Path):
     proc = run(mempath_cpu_bin, "bw", "--all", "--mem", "far-hbm", "--from", str(FIXTURES / "gh200_quad"), check_rc=2)
     assert proc.stderr.count("\n") == 1 and "local-hbm" in proc.stderr
+
+
+@pytest.mark.skipif(os.geteuid() != 0 or not shutil.which("mpirun"), reason="needs root and Open MPI's mpirun")
+def test_the_job_as_root_without_slurm_lets_mpirun_start(tmp_path: Path):
+    """Containers and lent GPU nodes run the job as root without Slurm: its MPI step must
+    not die in 0 s on Open MPI's refusal of root (said in the job's own output)."""
+    fake = tmp_path / "bin"
+    fake.mkdir()
+    (fake / "nvidia-smi").write_text("#!/bin/sh\necho 'GPU 0: fake'; echo 'GPU 1: fake'\n")
+    (fake / "mempath-mpi").write_text("#!/bin/sh\necho started\n")
+    for f in fake.iterdir():
+        f.chmod(0o755)
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("OMPI_", "SLURM_"))}
+    env.update(PATH=f"{fake}:{env['PATH']}", MEMPATH_BIN=str(REPO / "build" / "mempath"),
+               MEMPATH_MPI_BIN=str(fake / "mempath-mpi"), MEMPATH_OUT=str(tmp_path / "o"),
+               MEMPATH_PAPER_ONLY="MempathPaperNccl")
+    proc = subprocess.run(["bash", str(REPO / "slurm" / "paper.sbatch")], cwd=REPO, env=env,
+                          capture_output=True, text=True, timeout=300)
+    assert "OMPI_ALLOW_RUN_AS_ROOT=1 set for mpirun" in proc.stdout, proc.stdout
+    assert (tmp_path / "o" / "nccl.txt").read_text().count("started") == 2
