@@ -27,7 +27,7 @@ from ..render import style
 from ..render.tables import markdown
 from ..results.cases import best, drawn_under, natural_key, same_memory
 from . import published
-from ..render.items import Comparison, Context, Drawn, item
+from ..render.items import Comparison, Context, Drawn, Grid, faceted, item
 
 OPS = ("read", "write")
 BW_COMMAND = "mempath bw --all"
@@ -346,10 +346,6 @@ def fig7_comparisons(frame: pd.DataFrame, ctx: Context) -> list[Comparison]:
     return out
 
 
-def _write_csv(frame: pd.DataFrame, path: Any, columns: Sequence[str]) -> None:
-    outfiles.write_csv(frame[[c for c in columns if c in frame]], path)
-
-
 FIG7_CSV = ("host", "pu", "op", "mem", "role", "label", "asked_mem", "alloc", "kernel", "threads",
             "median_GBps", "min_GBps", "max_GBps", "peak_GBps", "assumed", "pct", "placement", "run")
 
@@ -361,21 +357,17 @@ def read_write_bandwidth(ctx: Context) -> Drawn:
     if frame.empty:
         return Drawn(why_not="no read or write case of /bw/cases ran alone (no noise), out of cache, on one "
                              f"memory of a socket or GPU; measured by `{BW_COMMAND}`", notes=notes)
-    panels = _panels_for(frame, ctx)
-    fig, axes = style.panels(len(panels), width=style.PAGE_IN, panel_height=2.7, max_cols=4)
     several = len(ctx.topologies) > 1
     fitted = []
-    for ax, (host, pu) in zip(axes, panels):
-        part = frame[(frame["host"] == host) & (frame["pu"] == pu)]
+
+    def draw(ax: Any, panel: tuple[str, str]) -> None:
+        part = frame[(frame["host"] == panel[0]) & (frame["pu"] == panel[1])]
         fitted.append((ax, _bar_panel(ax, part, _stats("median_GBps"), _median_pct)))
-        ax.set_title((f"{host}\n" if several else "") + pu_title(ctx.topologies[host], pu))
-        if ax.get_subplotspec().colspan.start == 0:
-            ax.set_ylabel("GB/s (median of repetitions)")
-    style.legend_below(fig, axes)
-    fit_texts(fig, fitted)
-    files = style.save(fig, ctx.out, "read_write_bandwidth")
-    csv = ctx.out / "read_write_bandwidth.csv"
-    _write_csv(frame, csv, FIG7_CSV)
+        _first_column_label(ax)
+
+    grid = Grid(_panels_for(frame, ctx), draw, lambda panel: (f"{panel[0]}\n" if several else "")
+                + pu_title(ctx.topologies[panel[0]], panel[1]), style.PAGE_IN, 2.7, max_cols=4,
+                finish=lambda fig, _axes: fit_texts(fig, fitted))
     notes = [
         "Bars: the median GB/s (decimal) of the case with the highest median among the allocators, with all "
         "cores of a socket or a GPU's full grid, read and write; above each, its % of the path's theoretical "
@@ -395,7 +387,14 @@ def read_write_bandwidth(ctx: Context) -> Drawn:
                       if p not in paper_processors(t)})
     if skipped:
         notes.append(f"Left out: {', '.join(skipped)} (every socket at once: no memory is local to it).")
-    return Drawn(files=[*files, csv], runs=ctx.runs_of(frame), notes=notes, comparisons=comparisons)
+    return faceted(ctx, "read_write_bandwidth", frame, "", lambda _: grid, notes, csv=(frame, FIG7_CSV),
+                   comparisons=comparisons)
+
+
+def _first_column_label(ax: Any) -> None:
+    """The y axis named on the panels of the first column."""
+    if ax.get_subplotspec().colspan.start == 0:
+        ax.set_ylabel("GB/s (median of repetitions)")
 
 
 # ---------------------------------------------------------------- Fig. 7, contention
@@ -502,26 +501,26 @@ def read_write_under_contention(ctx: Context) -> Drawn:
     if frame.empty:
         return Drawn(why_not="no read or write case of /bw/cases ran with a noise reader (the `noise` column "
                              f"is empty in every run); measured by `{NOISE_COMMAND}`", notes=notes)
-    panels = _panels_for(frame, ctx, ("noise",))
-    fig, axes = style.panels(len(panels), width=style.PAGE_IN, panel_height=3.0, max_cols=4)
     several = len(ctx.topologies) > 1
     recorded = np.isfinite(frame["noise_GBps"].astype(float))
     fitted = []
-    for ax, (host, pu, noise) in zip(axes, panels):
+
+    def draw(ax: Any, panel: tuple[str, str, str]) -> None:
+        host, pu, noise = panel
         part = frame[(frame["host"] == host) & (frame["pu"] == pu) & (frame["noise"] == noise)]
         fitted.append((ax, _bar_panel(ax, part, _stats("median_GBps"), _contention_text,
                                       stack=lambda rows: float(rows["noise_GBps"].astype(float).median()),
                                       marker=lambda rows: float(rows["alone_GBps"].astype(float).median()))))
+        _first_column_label(ax)
+
+    def title(panel: tuple[str, str, str]) -> str:
+        host, pu, noise = panel
         reader, mem = noise.split(":", 1)
-        ax.set_title((f"{host}\n" if several else "") + f"{pu_title(ctx.topologies[host], pu)}\n"
-                     f"+ {reader} reads {role(ctx.topologies[host], reader, mem) or mem}", fontsize=7)
-        if ax.get_subplotspec().colspan.start == 0:
-            ax.set_ylabel("GB/s (median of repetitions)")
-    style.legend_below(fig, axes)
-    fit_texts(fig, fitted)
-    files = style.save(fig, ctx.out, "read_write_under_contention")
-    csv = ctx.out / "read_write_under_contention.csv"
-    _write_csv(frame, csv, CONTENTION_CSV)
+        return ((f"{host}\n" if several else "") + f"{pu_title(ctx.topologies[host], pu)}\n"
+                f"+ {reader} reads {role(ctx.topologies[host], reader, mem) or mem}")
+
+    grid = Grid(_panels_for(frame, ctx, ("noise",)), draw, title, style.PAGE_IN, 3.0, max_cols=4,
+                finish=lambda fig, _axes: fit_texts(fig, fitted), title_size=7)
     notes = [
         "Each panel: one processor's read and write cases while another processor (the noise reader, named "
         "above the panel with the role of the memory it reads, seen from itself) reads a buffer continuously "
@@ -544,7 +543,8 @@ def read_write_under_contention(ctx: Context) -> Drawn:
                      "plus Grace's reading of that HBM in the same window; the paper's own 17% (Grace writing "
                      "HBM) and 65% (Hopper) of 450 and 4000 GB/s add up to 2676.5, its sum within rounding, so "
                      "the text may sum the two processors' writes instead.")
-    return Drawn(files=[*files, csv], runs=ctx.runs_of(frame), notes=notes, comparisons=comparisons)
+    return faceted(ctx, "read_write_under_contention", frame, "", lambda _: grid, notes,
+                   csv=(frame, CONTENTION_CSV), comparisons=comparisons)
 
 
 # ---------------------------------------------------------------- Table II

@@ -18,14 +18,13 @@ import numpy as np
 import pandas as pd
 from matplotlib.colors import LogNorm, Normalize
 
-from .. import outfiles
 from ..model.roles import labelled, role
 from ..render import style
 from ..results.cases import best, by_threads, drawn_under, memory_aliases, natural_key
 from . import published
 from .bandwidth import (COMPARED, compact, compare, paper_processors, pu_title, relocated, role_rank, run_gpu,
                         with_roles)
-from ..render.items import Comparison, Context, Drawn, item
+from ..render.items import Comparison, Context, Drawn, Grid, faceted, item
 
 COPY_COMMAND = "mempath bw --all --op copy"
 SCALING_COMMAND = ("mempath bw --pu cpuN --op copy --mem M --dst-mem M' --threads sweep; the same with "
@@ -117,13 +116,7 @@ def cell_texts(fig: Any, heats: Sequence[tuple[Any, Any, np.ndarray]]) -> list[A
     than its widest value loses its numbers again. Returns the panels left without them."""
     written = []
     for ax, image, grid in heats:
-        texts = []
-        for (i, j), value in np.ndenumerate(grid):
-            if math.isfinite(value):
-                dark = np.mean(image.cmap(image.norm(value))[:3]) < 0.5
-                texts.append(ax.text(j, i, _cell_text(value), ha="center", va="center", fontsize=7,
-                                     color="white" if dark else "black"))
-        written.append((ax, grid, texts))
+        written.append((ax, grid, style.cell_texts(ax, image, grid, _cell_text)))
     fig.draw_without_rendering()
     renderer = fig.canvas.get_renderer()
     bare = []
@@ -180,44 +173,40 @@ def copy_bandwidth(ctx: Context) -> Drawn:
                 continue
             shown, rest = shown_memories(topo, pu, sorted(set(mine["mem"]) | set(mine["dst_mem"]), key=natural_key))
             panels.append((host, pu, shown, rest, mine))
-    values = top["tput"].astype(float).to_numpy()
-    norm = _norm(values)
-    fig, axes = style.panels(len(panels), width=style.PAGE_IN, panel_height=2.75, max_cols=4)
+    norm = _norm(top["tput"].astype(float).to_numpy())
     several = len(ctx.topologies) > 1
-    image = None
-    previous: list[str] | None = None
+    previous: list[list[str] | None] = [None]  # the roles of the panel before
     left_out: dict[str, list[str]] = {}
     heats: list[tuple[Any, Any, np.ndarray]] = []
-    for ax, (host, pu, shown, rest, mine) in zip(axes, panels):
-        topo = ctx.topologies[host]
+    bare: list[Any] = []
+
+    def draw(ax: Any, panel: tuple[str, str, list[str], list[str], pd.DataFrame]) -> None:
+        host, pu, shown, rest, mine = panel
         grid = np.full((len(shown), len(shown)), np.nan)
         for r in mine.itertuples():
             if r.mem in shown and r.dst_mem in shown:
                 grid[shown.index(r.mem), shown.index(r.dst_mem)] = float(r.tput)
-        image = _heat(ax, grid, norm)
-        heats.append((ax, image, grid))
-        roles = [role(topo, pu, m) or m for m in shown]
+        heats.append((ax, _heat(ax, grid, norm), grid))
+        roles = [role(ctx.topologies[host], pu, m) or m for m in shown]
         first_in_row = ax.get_subplotspec().colspan.start == 0
-        ax.set_yticks(range(len(shown)), roles if first_in_row or roles != previous else [""] * len(roles))
+        ax.set_yticks(range(len(shown)), roles if first_in_row or roles != previous[0] else [""] * len(roles))
         ax.set_xticks(range(len(shown)), roles, rotation=90)
-        previous = roles
-        ax.set_title((f"{host}\n" if several else "") + pu_title(topo, pu) + "\n" + _ids_title(topo, pu, shown),
-                     fontsize=7)
+        previous[0] = roles
         ax.set_xlabel("destination memory")
         if first_in_row:
             ax.set_ylabel("source memory")
         if rest:
             left_out[f"{pu}"] = rest
-    if image is not None:
-        fig.colorbar(image, ax=axes, label=THROUGHPUT, shrink=0.8)
-    bare = cell_texts(fig, heats)
-    files = style.save(fig, ctx.out, "copy_bandwidth")
-    csv = ctx.out / "copy_bandwidth.csv"
-    table = top.rename(columns={"tput": "throughput_GBps"})
-    outfiles.write_csv(table[[c for c in ("host", "pu", "mem", "src_role", "dst_mem", "dst_role", "asked_mem",
-                                          "asked_dst_mem", "alloc", "dst_alloc", "kernel", "threads",
-                                          "throughput_GBps", "median_GBps", "size_bytes", "bytes", "run")
-                              if c in table]], csv)
+
+    def title(panel: tuple[str, str, list[str], list[str], pd.DataFrame]) -> str:
+        host, pu, shown = panel[:3]
+        topo = ctx.topologies[host]
+        return (f"{host}\n" if several else "") + pu_title(topo, pu) + "\n" + _ids_title(topo, pu, shown)
+
+    def finish(fig: Any, axes: list[Any]) -> None:
+        fig.colorbar(heats[-1][1], ax=axes, label=THROUGHPUT, shrink=0.8)
+        bare.extend(cell_texts(fig, heats))
+
     notes = [
         "Throughput as the paper defines it (sec. III-D): buffer size / time, each byte counted once, which is "
         "half the read + written rate /bw/cases records; one colour scale for every panel "
@@ -231,15 +220,26 @@ def copy_bandwidth(ctx: Context) -> Drawn:
     if merged:
         notes.append("A GPU's device memory (cudaMalloc) is its HBM NUMA node under another name: both are drawn "
                      "as the HBM node, the better of the two allocators in each cell.")
+    drawn = faceted(ctx, "copy_bandwidth", top, "", lambda _: Grid(
+        panels, draw, title, style.PAGE_IN, 2.75, max_cols=4, finish=finish, legend=False, title_size=7),
+        notes, csv=(top.rename(columns={"tput": "throughput_GBps"}), COPY_CSV))
     if left_out:
-        notes.append("Shown: each processor's local memories and its first peer's (the lowest id); the other "
-                     "peers' copies are in copy_bandwidth.csv (" +
-                     "; ".join(f"{pu}: {compact(r)}" for pu, r in list(left_out.items())[:4]) +
-                     ("; ..." if len(left_out) > 4 else "") + ").")
-    if bare:
-        notes.append(f"{len(bare)} panel(s) carry no numbers in their cells (too narrow to print them at 7 pt): "
-                     "copy_bandwidth.csv has them.")
-    return Drawn(files=[*files, csv], runs=ctx.runs_of(top), notes=notes)
+        drawn.notes.append("Shown: each processor's local memories and its first peer's (the lowest id); the other "
+                           "peers' copies are in copy_bandwidth.csv (" +
+                           "; ".join(f"{pu}: {compact(r)}" for pu, r in list(left_out.items())[:4]) +
+                           ("; ..." if len(left_out) > 4 else "") + ").")
+    drawn.notes += _bare_note(bare, "copy_bandwidth")
+    return drawn
+
+
+COPY_CSV = ("host", "pu", "mem", "src_role", "dst_mem", "dst_role", "asked_mem", "asked_dst_mem", "alloc",
+            "dst_alloc", "kernel", "threads", "throughput_GBps", "median_GBps", "size_bytes", "bytes", "run")
+
+
+def _bare_note(bare: Sequence[Any], key: str) -> list[str]:
+    """The caption's word on heat-map panels too narrow for their numbers."""
+    return [f"{len(bare)} panel(s) carry no numbers in their cells (too narrow to print them at 7 pt): "
+            f"{key}.csv has them."] if bare else []
 
 
 # ---------------------------------------------------------------- Fig. 10
@@ -290,11 +290,9 @@ def copy_scaling(ctx: Context) -> Drawn:
                              "memories (system or numa allocator, local LPDDR/DDR and HBM) at several CPU thread "
                              f"counts or GPU grid sizes; measured by `{SCALING_COMMAND}`", notes=notes)
     kinds = [k for k in ("cpu", "gpu") if k in sweeps]
-    fig, axes = style.panels(len(kinds), width=style.PAGE_IN if len(kinds) > 1 else style.COLUMN_IN,
-                             panel_height=2.3, max_cols=2)
     labels: list[str] = []
-    used = []
-    for ax, kind in zip(axes, kinds):
+
+    def draw(ax: Any, kind: str) -> None:
         host, pu, points = sweeps[kind]
         topo = ctx.topologies[host]
         for (src, dst), line in points.groupby(["mem", "dst_mem"], sort=False):
@@ -307,27 +305,23 @@ def copy_scaling(ctx: Context) -> Drawn:
             ax.plot(x, line["tput"], label=name, **look)
             ax.fill_between(x, line["tput_min"].astype(float), line["tput_max"].astype(float),
                             color=look["color"], alpha=0.15, linewidth=0)
-        used.append(points)
         ax.set_xscale("log", base=2)
         ticks = _ticks(sorted(set(points["threads"].astype(int))))
         ax.set_xticks(ticks, [f"{t // 1024}k" if t >= 10240 else str(t) for t in ticks])
         ax.minorticks_off()
         ax.set_ylim(bottom=0)
         ax.grid(True)
-        mems = sorted(set(points["mem"]) | set(points["dst_mem"]), key=natural_key)
-        ax.set_title((f"{host}\n" if len(ctx.topologies) > 1 else "") + f"{pu_title(topo, pu)}: " +
-                     ", ".join(labelled(topo, pu, m) for m in mems), fontsize=7)
         ax.set_xlabel("CPU threads" if kind == "cpu" else "GPU threads launched (blocks of 512; last: full grid)")
         ax.set_ylabel("copy GB/s (size / time)" if kind == kinds[0] else "")
-    style.legend_below(fig, axes)
-    files = style.save(fig, ctx.out, "copy_scaling")
-    frame = pd.concat(used, ignore_index=True)
-    csv = ctx.out / "copy_scaling.csv"
-    outfiles.write_csv(frame[[c for c in ("host", "pu", "mem", "dst_mem", "src_role", "dst_role", "alloc",
-                                          "dst_alloc", "threads", "blocks", "tput", "tput_min", "tput_max",
-                                          "median_GBps", "run") if c in frame]]
-                       .rename(columns={"tput": "throughput_GBps", "tput_min": "min_throughput_GBps",
-                                        "tput_max": "max_throughput_GBps"}), csv)
+
+    def title(kind: str) -> str:
+        host, pu, points = sweeps[kind]
+        topo = ctx.topologies[host]
+        mems = sorted(set(points["mem"]) | set(points["dst_mem"]), key=natural_key)
+        return ((f"{host}\n" if len(ctx.topologies) > 1 else "") + f"{pu_title(topo, pu)}: " +
+                ", ".join(labelled(topo, pu, m) for m in mems))
+
+    frame = pd.concat([sweeps[k][2] for k in kinds], ignore_index=True)
     notes = [
         "Throughput = buffer size / time (each byte once; half the read + written rate /bw/cases records), the "
         "median of the case of the highest median at each thread count, band min-max of its repetitions; "
@@ -344,7 +338,14 @@ def copy_scaling(ctx: Context) -> Drawn:
     if "cpu" not in sweeps:
         notes.append("Not drawn: the Grace half, no CPU thread sweep of local system-allocated copies "
                      "(`mempath bw --pu cpuN --op copy --threads sweep`).")
-    return Drawn(files=[*files, csv], runs=ctx.runs_of(frame), notes=notes)
+    return faceted(ctx, "copy_scaling", frame, "", lambda _: Grid(
+        kinds, draw, title, style.PAGE_IN if len(kinds) > 1 else style.COLUMN_IN, 2.3, max_cols=2, title_size=7),
+        notes, csv=(frame.rename(columns={"tput": "throughput_GBps", "tput_min": "min_throughput_GBps",
+                                          "tput_max": "max_throughput_GBps"}), SCALING_CSV))
+
+
+SCALING_CSV = ("host", "pu", "mem", "dst_mem", "src_role", "dst_role", "alloc", "dst_alloc", "threads", "blocks",
+               "throughput_GBps", "min_throughput_GBps", "max_throughput_GBps", "median_GBps", "run")
 
 
 # ---------------------------------------------------------------- Fig. 5
@@ -478,40 +479,41 @@ def cudamemcpy_allocators(ctx: Context) -> Drawn:
     if frame.empty:
         return Drawn(why_not="no case of /allocmatrix/cases ran (status ok); measured by "
                              f"`{ALLOC_COMMAND}`", notes=notes)
-    panels = list(dict.fromkeys(zip(frame["host"], frame["gpu"], frame["node"])))
     norm = _norm(frame["median_GBps"].astype(float).to_numpy())
     most = max(max(len(set(part["src_label"])), len(set(part["dst_label"])))
                for _, part in frame.groupby(["host", "gpu", "node"]))
-    # two lines of 7 pt per row, and the title, rotated column labels and colour bar besides
-    fig, axes = style.panels(len(panels), width=style.PAGE_IN, panel_height=1.9 + 0.26 * most, max_cols=2)
     several = len(ctx.topologies) > 1
-    image = None
     heats: list[tuple[Any, Any, np.ndarray]] = []
-    for ax, (host, gpu, node) in zip(axes, panels):
+    bare: list[Any] = []
+
+    def draw(ax: Any, panel: tuple[str, str, str]) -> None:
+        host, gpu, node = panel
         part = frame[(frame["host"] == host) & (frame["gpu"] == gpu) & (frame["node"] == node)]
         rows = sorted(set(part["src_label"]), key=_label_rank)
         cols = sorted(set(part["dst_label"]), key=_label_rank)
         grid = np.full((len(rows), len(cols)), np.nan)
         for r in part.itertuples():
             grid[rows.index(r.src_label), cols.index(r.dst_label)] = float(r.median_GBps)
-        image = _heat(ax, grid, norm)
-        heats.append((ax, image, grid))
+        heats.append((ax, _heat(ax, grid, norm), grid))
         ax.set_yticks(range(len(rows)), rows)
         ax.set_xticks(range(len(cols)), cols, rotation=90)
-        topo = ctx.topologies[host]
-        ax.set_title((f"{host}\n" if several else "") + f"{pu_title(topo, gpu)} copies,\nhost buffers asked on\n"
-                     f"{labelled(topo, gpu, node) if node else 'no host node'}", fontsize=7)
         ax.set_xlabel("destination buffer")
         ax.set_ylabel("source buffer")
-    if image is not None:
-        fig.colorbar(image, ax=axes, label="cudaMemcpy GB/s = size / time (each byte once)", location="bottom",
-                     shrink=0.5, aspect=40)
-    bare = cell_texts(fig, heats)
-    files = style.save(fig, ctx.out, "cudamemcpy_allocators")
-    csv = ctx.out / "cudamemcpy_allocators.csv"
-    outfiles.write_csv(frame[[c for c in ("host", "gpu", "node", "src_alloc", "src_mem", "src_at", "dst_alloc",
-                                          "dst_mem", "dst_at", "size_bytes", "median_GBps", "min_GBps",
-                                          "max_GBps", "placement", "dst_placement", "run") if c in frame]], csv)
+
+    def title(panel: tuple[str, str, str]) -> str:
+        host, gpu, node = panel
+        topo = ctx.topologies[host]
+        return ((f"{host}\n" if several else "") + f"{pu_title(topo, gpu)} copies,\nhost buffers asked on\n"
+                f"{labelled(topo, gpu, node) if node else 'no host node'}")
+
+    def finish(fig: Any, axes: list[Any]) -> None:
+        fig.colorbar(heats[-1][1], ax=axes, label="cudaMemcpy GB/s = size / time (each byte once)",
+                     location="bottom", shrink=0.5, aspect=40)
+        bare.extend(cell_texts(fig, heats))
+
+    # two lines of 7 pt per row, and the title, rotated column labels and colour bar besides
+    grid = Grid(list(dict.fromkeys(zip(frame["host"], frame["gpu"], frame["node"]))), draw, title, style.PAGE_IN,
+                1.9 + 0.26 * most, max_cols=2, finish=finish, legend=False, title_size=7)
     skipped = ctx.table("allocmatrix/cases")
     skipped = skipped[skipped["status"] != "ok"] if "status" in skipped else skipped.iloc[:0]
     notes = [
@@ -524,15 +526,19 @@ def cudamemcpy_allocators(ctx: Context) -> Drawn:
         "One panel per host node the buffers were asked on; device -> device copies are measured once, in the "
         "first node's panel.",
         *notes]
-    if bare:
-        notes.append(f"{len(bare)} panel(s) carry no numbers in their cells (too narrow to print them at 7 pt): "
-                     "cudamemcpy_allocators.csv has them.")
-    if not skipped.empty:
-        notes.append(f"Not drawn: {len(skipped)} case(s) that did not run ({'; '.join(sorted(set(skipped['status'] + ': ' + skipped['reason'].fillna(''))))[:300]}).")
     comparisons = memcpy_comparisons(frame, ctx)
+    drawn = faceted(ctx, "cudamemcpy_allocators", frame, "", lambda _: grid, notes, csv=(frame, MEMCPY_CSV),
+                    comparisons=comparisons)
+    drawn.notes += _bare_note(bare, "cudamemcpy_allocators")
+    if not skipped.empty:
+        drawn.notes.append(f"Not drawn: {len(skipped)} case(s) that did not run ({'; '.join(sorted(set(skipped['status'] + ': ' + skipped['reason'].fillna(''))))[:300]}).")
     if comparisons:
-        notes.append(COMPARED.replace("the median over the node's processors of that kind",
-                                      "the copy by the GPU the published value names (GPU0, GPU1), or the run's "
-                                      "GPU where it names none; a pinned buffer where the text's host buffer is "
-                                      "pinned or unnamed"))
-    return Drawn(files=[*files, csv], runs=ctx.runs_of(frame), notes=notes, comparisons=comparisons)
+        drawn.notes.append(COMPARED.replace("the median over the node's processors of that kind",
+                                            "the copy by the GPU the published value names (GPU0, GPU1), or the "
+                                            "run's GPU where it names none; a pinned buffer where the text's host "
+                                            "buffer is pinned or unnamed"))
+    return drawn
+
+
+MEMCPY_CSV = ("host", "gpu", "node", "src_alloc", "src_mem", "src_at", "dst_alloc", "dst_mem", "dst_at", "size_bytes",
+              "median_GBps", "min_GBps", "max_GBps", "placement", "dst_placement", "run")

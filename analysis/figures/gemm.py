@@ -5,22 +5,21 @@ the H100 SXM's published peaks (Table III). Operands are drawn under the memory 
 pages were in after the run, never the one asked for (managed memory migrates)."""
 from __future__ import annotations
 
-import math
 from collections.abc import Mapping
 from typing import Any
 
 import numpy as np
 import pandas as pd
+from matplotlib.axes import Axes
 from matplotlib.colors import LogNorm
 from matplotlib.ticker import NullLocator
 
 from .. import outfiles
 from ..model.roles import ROLE_ORDER, labelled, role
-from ..render import style
-from ..render.style import PAGE_IN, legend_below, log_axis, panels, series
+from ..render.style import PAGE_IN, cell_texts, log_axis, series
 from ..render.tables import markdown, num
 from ..results.cases import drawn_under
-from ..render.items import Comparison, Context, Drawn, item
+from ..render.items import Comparison, Context, Drawn, Grid, faceted, item, mark, mark_cells
 from .published import of
 
 DTYPES = ("fp16", "tf32", "fp32", "fp64")
@@ -120,51 +119,59 @@ def gemm_placement(ctx: Context) -> Drawn:
         entries = {(m, a) for m, a, *_ in part.index} | {(m, a) for _, _, m, a in part.index}
         entries_of[host, pu, dtype] = sorted(entries, key=lambda e: _entry_rank(topology, pu, e))
     most = max(len(e) for e in entries_of.values())
-    fig, axes = panels(len(keys), PAGE_IN, panel_height=min(3.4, max(1.8, 0.25 * most + 1.0)), max_cols=2)
     values = cells.to_numpy(float)
     norm = LogNorm(values.min(), max(values.max(), values.min() * 1.01))
-    image = None
-    diagonal_only = True
-    sizes = []
-    for ax, (host, pu, dtype) in zip(axes, keys):
+    images = []
+    sizes = {key: int(largest.loc[(largest["host"] == key[0]) & (largest["pu"] == key[1])
+                                  & (largest["dtype"] == key[2]), "n"].max()) for key in keys}
+
+    def draw(ax: Axes, key: tuple[str, str, str]) -> None:
+        host, pu, dtype = key
         topology = ctx.topologies.get(host, {})
-        entries = entries_of[host, pu, dtype]
+        entries = entries_of[key]
         grid = np.full((len(entries), len(entries)), np.nan)
-        for (am, aa, bm, ba), value in cells.loc[host, pu, dtype].items():
+        for (am, aa, bm, ba), value in cells.loc[key].items():
             grid[entries.index((am, aa)), entries.index((bm, ba))] = value
-            diagonal_only &= (am, aa) == (bm, ba)
         image = ax.imshow(np.ma.masked_invalid(grid), cmap="viridis", norm=norm)
-        for (i, j), value in np.ndenumerate(grid):
-            if math.isfinite(value):
-                dark = np.mean(image.cmap(norm(value))[:3]) < 0.5
-                ax.text(j, i, _cell(value), ha="center", va="center", fontsize=7, color="white" if dark else "black")
+        images.append(image)
+        cell_texts(ax, image, grid, _cell)
         # Rows named by role; columns, the same entries in the same order, by name alone.
         labels = _entry_labels(topology, pu, entries)
         short = [m + (f" {a}" if "," in label else "") for (m, a), label in zip(entries, labels)]
+        mark_cells(ax, dtype, grid, labels, short, ("A_in", "B_in", "TFLOPs"))
         ax.set_xticks(range(len(entries)), short, rotation=90)
         ax.set_yticks(range(len(entries)), labels)
         ax.set_facecolor("0.88")
         ax.set_xlabel("B in")
         ax.set_ylabel("A in")
-        n = int(largest.loc[(largest["host"] == host) & (largest["pu"] == pu) & (largest["dtype"] == dtype), "n"].max())
-        matrix = n * n * ELEMENT_BYTES.get(dtype, 4)
-        sizes.append(matrix)
-        ax.set_title(f"{host} {pu} " * several + f"{dtype}, n = {n} ({matrix / 1e9:.2g} GB/matrix)")
-    if image is not None:
-        fig.colorbar(image, ax=axes, label="TFLOP/s (median)", shrink=0.8)
-    files = style.save(fig, ctx.out, "gemm_placement")
-    notes = ["C = A x B, square n x n, cuBLAS; C always in the multiplying GPU's own memory; median TFLOP/s "
-             "(2n^3 / time) over repetitions and runs, per data type at the size with the most placements "
-             "(the largest of those); memories "
-             "named by their role seen from that GPU; grey: the pair was not measured."] + notes
-    if min(sizes) < 0.9 * PAPER_MATRIX_BYTES:
+
+    def title(key: tuple[str, str, str]) -> str:
+        n = sizes[key]
+        return f"{key[0]} {key[1]} " * several + f"{key[2]}, n = {n} ({_matrix(key[2], n) / 1e9:.2g} GB/matrix)"
+
+    def colour_bar(fig, axes: list[Axes]) -> None:
+        fig.colorbar(images[-1], ax=axes, label="TFLOP/s (median)", shrink=0.8)
+
+    caption = ["C = A x B, square n x n, cuBLAS; C always in the multiplying GPU's own memory; median TFLOP/s "
+               "(2n^3 / time) over repetitions and runs, per data type at the size with the most placements "
+               "(the largest of those); memories "
+               "named by their role seen from that GPU; grey: the pair was not measured."]
+    matrices = [_matrix(key[2], n) for key, n in sizes.items()]
+    if min(matrices) < 0.9 * PAPER_MATRIX_BYTES:
         notes.append(f"The paper's matrices are 4 GB each; the largest here are "
-                     f"{', '.join(sorted({f'{s / 1e9:.2g} GB' for s in sizes}))}: `{PLACEMENT_COMMAND}`.")
+                     f"{', '.join(sorted({f'{s / 1e9:.2g} GB' for s in matrices}))}: `{PLACEMENT_COMMAND}`.")
     why = ""
-    if diagonal_only:
+    if all(am == bm and aa == ba for _, _, _, am, aa, bm, ba in cells.index):
         why = ("A and B placed apart (the off-diagonal cells): these files have A and B always together; "
                f"`{PLACEMENT_COMMAND}` places them independently")
-    return Drawn(files=files, notes=notes, runs=ctx.runs_of(largest), why_not=why)
+    return faceted(ctx, "gemm_placement", largest, "", lambda _: Grid(
+        keys, draw, title, PAGE_IN, min(3.4, max(1.8, 0.25 * most + 1.0)), max_cols=2, finish=colour_bar,
+        legend=False), notes, caption, why_not=why)
+
+
+def _matrix(dtype: str, n: int) -> int:
+    """The bytes of one n x n matrix of ``dtype``."""
+    return n * n * ELEMENT_BYTES.get(dtype, 4)
 
 
 def _fixed_placement(topology: Mapping[str, Any], pu: str, part: pd.DataFrame) -> tuple[str, str] | None:
@@ -200,7 +207,6 @@ def gemm_scaling(ctx: Context) -> Drawn:
             layout.append((host, pu, ""))
         dtypes = sorted({d for h, p, d, *_ in lines.index if (h, p) == (host, pu)}, key=_dtype_rank)
         layout += [(host, pu, d) for d in dtypes]
-    fig, axes = panels(len(layout), PAGE_IN, panel_height=2.0, max_cols=3)
     # One style per label over the figure: the data types first, then the placements.
     labels: list[str] = [d for d in DTYPES]
     single_size = []
@@ -215,16 +221,16 @@ def gemm_scaling(ctx: Context) -> Drawn:
         if label not in labels:
             labels.append(label)
         ax.plot(line.index.to_numpy(float), line.to_numpy(float), label=label, **series(labels.index(label)))
+        mark(ax, label, n=line.index.to_numpy(int), TFLOPs=line.to_numpy(float))
 
-    for ax, (host, pu, dtype) in zip(axes, layout):
-        topology = ctx.topologies.get(host, {})
+    def draw(ax: Axes, panel: tuple[str, str, str]) -> None:
+        host, pu, dtype = panel
         names = names_of[host, pu]
         if not dtype:
             mem, alloc = fixed[host, pu]
             for d in sorted({d for h, p, d, m, a, _ in lines.index if (h, p, m, a) == (host, pu, mem, alloc)},
                             key=_dtype_rank):
                 plot(ax, lines.loc[host, pu, d, mem, alloc], d)
-            ax.set_title(f"{host} {pu}: " * several + f"A, B in {names[mem, alloc]}")
         else:
             entries = [e for e in names if (host, pu, dtype, *e) in lines.index.droplevel("n")]
             for mem, alloc in entries:
@@ -232,7 +238,6 @@ def gemm_scaling(ctx: Context) -> Drawn:
                 if len(line) == 1:
                     single_size.append(f"{pu} {dtype} {names[mem, alloc]}")
                 plot(ax, line, f"A, B in {names[mem, alloc]}")
-            ax.set_title(f"{host} {pu}: " * several + dtype)
         ax.set_xscale("log", base=2)
         ticks = sorted({int(n) for n in ok["n"]})
         ax.set_xticks(ticks, [f"{t / 1024:.3g}k" if t >= 1024 else str(t) for t in ticks], rotation=90)
@@ -241,16 +246,23 @@ def gemm_scaling(ctx: Context) -> Drawn:
         ax.grid(True, which="major")
         ax.set_xlabel("n (m = n = k)")
         ax.set_ylabel("TFLOP/s (median)")
-    legend_below(fig, axes)
-    files = style.save(fig, ctx.out, "gemm_scaling")
-    notes = ["First panel of a GPU: A and B fixed in its own memory, one line per data type; the others: one data "
-             "type, one line per placement of A and B together (pairs placed apart are in Fig. 15). C always in "
-             "the GPU's own memory; median TFLOP/s over repetitions and runs; log-log axes."] + notes
-    if single_size:
-        notes.append("One size only (a point): " + "; ".join(single_size) + ".")
+
+    def title(panel: tuple[str, str, str]) -> str:
+        host, pu, dtype = panel
+        what = f"A, B in {names_of[host, pu][fixed[host, pu]]}" if not dtype else dtype
+        return f"{host} {pu}: " * several + what
+
+    caption = ["First panel of a GPU: A and B fixed in its own memory, one line per data type; the others: one "
+               "data type, one line per placement of A and B together (pairs placed apart are in Fig. 15). C "
+               "always in the GPU's own memory; median TFLOP/s over repetitions and runs; log-log axes."]
     why = "" if fixed else ("the fixed placement (A and B in the GPU's own memory) did not run; "
                             f"`{SCALING_COMMAND}` measures it")
-    return Drawn(files=files, notes=notes, runs=ctx.runs_of(together), why_not=why)
+    drawn = faceted(ctx, "gemm_scaling", together, "no GEMM case with A and B in one memory; measured by "
+                    f"`{SCALING_COMMAND}`", lambda _: Grid(layout, draw, title, PAGE_IN, 2.0),
+                    notes, caption, why_not=why)
+    if single_size:
+        drawn.notes.append("One size only (a point): " + "; ".join(single_size) + ".")
+    return drawn
 
 
 def _hopper_132(topology: Mapping[str, Any], pu: str) -> str:

@@ -16,10 +16,9 @@ from matplotlib.colors import LogNorm
 from matplotlib.ticker import NullLocator
 
 from ..model.roles import ROLE_ORDER, by_role, labelled, role
-from ..render import style
-from ..render.style import COLUMN_IN, PAGE_IN, log_axis, panels, series
+from ..render.style import COLUMN_IN, PAGE_IN, cell_texts, log_axis, series
 from ..results.cases import drawn_under, natural_key
-from ..render.items import Context, Drawn, Grid, faceted, item
+from ..render.items import Context, Drawn, Grid, faceted, item, mark, mark_cells
 
 CHASE_COMMAND = "mempath chase --all"
 PINGPONG_COMMAND = "mempath pingpong"
@@ -124,6 +123,8 @@ def latency_by_memory(ctx: Context) -> Drawn:
                 ax.barh(yi, value, height=0.7, color=series(_role_style(r))["color"], label=r,
                         hatch=HATCHES[_role_style(r) % len(HATCHES)], edgecolor="black", linewidth=0.4)
                 ax.text(value + 0.01 * xmax, yi, f"{value:.0f}", va="center", ha="left", fontsize=7)
+                mark(ax, r, memory=mem, latency_ns=value, buffer_bytes=int(bars.loc[mem, "size_bytes"]),
+                     alloc=bars.loc[mem, "alloc"])
             ax.set_yticks(y, [labelled(topology, panel[1], m) for m in mems])
             ax.set_xlim(0, xmax * 1.18)
             ax.set_ylim(-0.6, len(mems) - 0.4)
@@ -242,11 +243,14 @@ def latency_by_size(ctx: Context) -> Drawn:
                 r = role(topology, pu, mem) or mem
                 style = series(_role_style(r))
                 ax.plot(line["size_bytes"].to_numpy(float), line["ns"].to_numpy(float), label=r, **style)
+                mark(ax, r, memory=mem, buffer_bytes=line["size_bytes"].to_numpy(int),
+                     latency_ns=line["ns"].to_numpy(float), alloc=line["alloc"].to_numpy())
                 ends.append((float(line["size_bytes"].iloc[-1]), float(line["ns"].iloc[-1]), mem, style["color"]))
                 if len(line) == 1:
                     one_size.append(f"{pu} {mem}")
             for level, size, source in caches:
                 ax.axvline(size, color="0.45", linestyle=":", linewidth=0.8)
+                mark(ax, f"{level} cache ({source})", buffer_bytes=size)
                 ax.annotate(f"{level} {_size(size)}", (size, 1.0), xycoords=("data", "axes fraction"), rotation=90,
                             va="top", ha="right", fontsize=7, color="0.3")
                 cache_words.append(f"{host} " * several_hosts + f"{pu} {level} {_size(size)} ({source})")
@@ -333,8 +337,26 @@ def pingpong(ctx: Context) -> Drawn:
         return Drawn(why_not=f"no ping-pong case finished ({reasons or 'none ran'}); measured by "
                              f"`{PINGPONG_COMMAND}`", notes=notes)
     cells = ok.groupby(["host", "drawn", "alloc", "a", "b"])["median_ns"].median()
+    agents_of = {host: processors(ctx.topologies.get(host, {}), set(cases.loc[cases["host"] == host, "a"])
+                                  | set(cases.loc[cases["host"] == host, "b"])) for host in dict.fromkeys(ok["host"])}
+    caption = ["Round trip: one compare-and-swap exchange from agent a to agent b and back, on a one-byte flag "
+               "alone in its pair of cache lines; median over the round trips, then over the runs; cells in ns "
+               "(k: thousand, M: million); grey: not measured. cpuN x cpuN: two cores of socket N.",
+               "Each panel is one memory and allocator of the flag, named by the superchip it belongs to "
+               "(the role differs for the two agents of a cell)."]
+    skipped = cases[cases["status"] != "ok"].fillna({"reason": ""})
+    if not skipped.empty:
+        notes.append("Not measured: " + "; ".join(
+            f"{mem} {alloc}, {status} ({reason or 'no reason given'}): {_pairs(part)}"
+            for (mem, alloc, status, reason), part in skipped.groupby(["mem", "alloc", "status", "reason"])) + ".")
+    return faceted(ctx, "pingpong", ok, "", lambda ok: _pingpong_grid(ctx, cells, agents_of), notes, caption)
+
+
+def _pingpong_grid(ctx: Context, cells: pd.Series, agents_of: Mapping[str, list[str]]) -> Grid:
+    """Fig. 13's panels: one heat map of the round trips (ping a x pong b) per memory and
+    allocator of the flag."""
     flags = []
-    for host in dict.fromkeys(ok["host"]):
+    for host in agents_of:
         topology = ctx.topologies.get(host, {})
         order = [m["name"] for m in topology.get("memories", [])]
         mine = {(d, a) for h, d, a, *_ in cells.index if h == host}
@@ -342,16 +364,13 @@ def pingpong(ctx: Context) -> Drawn:
         flags += [(host, d, a) for d, a in sorted(mine, key=lambda da: (
             order.index(da[0]) if da[0] in order else len(order), allocs.get(da[1], len(allocs)), da[1]))]
     several_hosts = len({h for h, *_ in flags}) > 1
-    agents_of = {host: processors(ctx.topologies.get(host, {}), set(cases.loc[cases["host"] == host, "a"])
-                                  | set(cases.loc[cases["host"] == host, "b"])) for host in dict.fromkeys(ok["host"])}
     most = max(len(a) for a in agents_of.values())
-    width = PAGE_IN if len(flags) > 1 or most > 4 else COLUMN_IN
-    fig, axes = panels(len(flags), width, panel_height=max(1.7, 0.24 * most + 0.8), max_cols=2 if most > 4 else 3)
     values = cells.to_numpy(float)
     norm = LogNorm(values.min(), max(values.max(), values.min() * 1.01))
-    image = None
-    for ax, (host, mem, alloc) in zip(axes, flags):
-        topology = ctx.topologies.get(host, {})
+    images = []
+
+    def draw(ax: Axes, flag: tuple[str, str, str]) -> None:
+        host, mem, alloc = flag
         agents = agents_of[host]
         grid = np.full((len(agents), len(agents)), np.nan)
         for (a, b), value in cells.loc[host, mem, alloc].items():
@@ -359,28 +378,21 @@ def pingpong(ctx: Context) -> Drawn:
             if np.isnan(grid[agents.index(b), agents.index(a)]) and (b, a) not in cells.loc[host, mem, alloc].index:
                 grid[agents.index(b), agents.index(a)] = value  # a round trip is the same both ways
         image = ax.imshow(np.ma.masked_invalid(grid), cmap="viridis", norm=norm)
-        for (i, j), value in np.ndenumerate(grid):
-            if math.isfinite(value):
-                dark = np.mean(image.cmap(norm(value))[:3]) < 0.5
-                ax.text(j, i, _ns_text(value), ha="center", va="center", fontsize=7,
-                        color="white" if dark else "black")
+        images.append(image)
+        cell_texts(ax, image, grid, _ns_text)
+        mark_cells(ax, f"flag {mem} {alloc}", grid, agents, agents, ("ping", "pong", "round_trip_ns"))
         ax.set_xticks(range(len(agents)), agents, rotation=90)
         ax.set_yticks(range(len(agents)), agents)
         ax.set_facecolor("0.88")
         ax.set_xlabel("pong (b)")
         ax.set_ylabel("ping (a, times)")
-        ax.set_title(f"{host}: " * several_hosts + f"flag: {home(topology, mem)}, {alloc}")
-    if image is not None:
-        fig.colorbar(image, ax=axes, label="round trip (ns, median)", shrink=0.8)
-    files = style.save(fig, ctx.out, "pingpong")
-    notes = ["Round trip: one compare-and-swap exchange from agent a to agent b and back, on a one-byte flag "
-             "alone in its pair of cache lines; median over the round trips, then over the runs; cells in ns "
-             "(k: thousand, M: million); grey: not measured. cpuN x cpuN: two cores of socket N.",
-             "Each panel is one memory and allocator of the flag, named by the superchip it belongs to "
-             "(the role differs for the two agents of a cell)."] + notes
-    skipped = cases[cases["status"] != "ok"].fillna({"reason": ""})
-    if not skipped.empty:
-        notes.append("Not measured: " + "; ".join(
-            f"{mem} {alloc}, {status} ({reason or 'no reason given'}): {_pairs(part)}"
-            for (mem, alloc, status, reason), part in skipped.groupby(["mem", "alloc", "status", "reason"])) + ".")
-    return Drawn(files=files, notes=notes, runs=ctx.runs_of(ok))
+
+    def title(flag: tuple[str, str, str]) -> str:
+        host, mem, alloc = flag
+        return f"{host}: " * several_hosts + f"flag: {home(ctx.topologies.get(host, {}), mem)}, {alloc}"
+
+    def colour_bar(fig, axes: list[Axes]) -> None:
+        fig.colorbar(images[-1], ax=axes, label="round trip (ns, median)", shrink=0.8)
+
+    return Grid(flags, draw, title, PAGE_IN if len(flags) > 1 or most > 4 else COLUMN_IN,
+                max(1.7, 0.24 * most + 0.8), max_cols=2 if most > 4 else 3, finish=colour_bar, legend=False)

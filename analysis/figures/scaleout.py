@@ -14,7 +14,7 @@ node count, as a paper set has them) are pooled: a point is the median over the 
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -22,11 +22,10 @@ import pandas as pd
 from matplotlib.axes import Axes
 from matplotlib.ticker import FixedLocator, FuncFormatter, NullLocator
 
-from ..render import style
-from ..render.style import COLUMN_IN, PAGE_IN, from_zero, legend_below, panels, series
+from ..render.style import COLUMN_IN, PAGE_IN, from_zero, series
 from ..model.roles import labelled, role
 from ..results.transfers import size_label
-from ..render.items import Comparison, Context, Drawn, item
+from ..render.items import Comparison, Context, Drawn, Grid, faceted, item, mark
 from .published import Published, of
 
 # ---- shared ---------------------------------------------------------------------------------
@@ -60,10 +59,12 @@ def _bytes_axis(ax: Axes, sizes: Sequence[float]) -> None:
     ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _pos: size_label(v).replace(" ", "\u2009")))
 
 
-def _line(ax: Axes, x: Sequence[float], y: Sequence[float], index: int, label: str) -> None:
+def _line(ax: Axes, x: Sequence[float], y: Sequence[float], index: int, label: str,
+          names: tuple[str, str], **more: Any) -> None:
     """One series in the style's colour, marker and line style; markers thinned on long
-    sweeps so they stay apart."""
+    sweeps so they stay apart; its points recorded as marks (``names``: x's and y's column)."""
     ax.plot(x, y, label=label, markevery=max(1, len(x) // 8), **series(index))
+    mark(ax, label, **{names[0]: list(x), names[1]: list(y)}, **more)
 
 
 def _published(key: str) -> Published:
@@ -157,7 +158,7 @@ def mpi_bandwidth(ctx: Context) -> Drawn:
     ran = _ok(cases, "median_GBps")
     if ran.empty:
         return Drawn(why_not=f"no /mpi_bw/cases case ran (status ok); measured by `{MPI_COMMAND}`")
-    notes, left_out = [], []
+    left_out = []
     same = _int(ran, "same_host", 0) == 1
     if same.all():
         return Drawn(why_not="every /mpi_bw case ran between two halves of one host (same_host=1: "
@@ -183,25 +184,23 @@ def mpi_bandwidth(ctx: Context) -> Drawn:
     points = _mpi_points(drawn)
     where = _node_memory(ctx, drawn)
     modes = [m for m in MODES if m in set(points["mode"])]
-    fig, axes = panels(len(modes), width=COLUMN_IN, panel_height=1.9)
     ppns = sorted(set(points["ppn"]))
-    for ax, mode in zip(axes, modes):
+
+    def draw(ax: Axes, mode: str) -> None:
         part = points[points["mode"] == mode]
         for ppn in ppns:
             line = part[part["ppn"] == ppn]
             if line.empty:
                 continue
             _line(ax, line["node_bytes"].tolist(), line["gbps"].tolist(), ppns.index(ppn),
-                  f"{ppn} process{'es' if ppn != 1 else ''} per node")
+                  f"{ppn} process{'es' if ppn != 1 else ''} per node", ("node_bytes", "GBps"), mode=mode)
         _bytes_axis(ax, sorted(set(part["node_bytes"])))
-        title, ylabel = MODES[mode]
-        ax.set(title=title, xlabel="bytes per node, split\namong its processes", ylabel=ylabel)
+        ax.set(xlabel="bytes per node, split\namong its processes", ylabel=MODES[mode][1])
         ax.grid(True)
         from_zero(ax)
-    legend_below(fig, axes, title=f"buffers in {where}, {alloc}")
-    files = style.save(fig, ctx.out, "mpi_bandwidth")
+
     split = _int(drawn, "split", -1)
-    notes += [
+    notes = [
         "Bandwidth = the node's bytes moved / time (uni: node 0's sends; bi: both directions "
         "summed); time from the start node 0's first process chose to the end of its last "
         "(docs/schema.md, /mpi_bw). Median of the repetitions; of the runs where several "
@@ -212,9 +211,24 @@ def mpi_bandwidth(ctx: Context) -> Drawn:
     if (split == 0).any() or (split < 0).any():
         notes.append("Runs without --split (each process sent the size): drawn at the node's bytes = "
                      "message x pairs, the same transfer.")
-    return Drawn(files=files, runs=ctx.runs_of(drawn), notes=notes,
-                 why_not="; ".join(left_out + _skipped(cases[cases["alloc"] == alloc], ("mode", "ppn"))),
-                 comparisons=_mpi_comparisons(points, where))
+    notes += _one_machine(ctx, drawn)
+    return faceted(ctx, "mpi_bandwidth", drawn, "", lambda _: Grid(
+        modes, draw, lambda mode: MODES[mode][0], COLUMN_IN, 1.9, legend_title=f"buffers in {where}, {alloc}"),
+        notes, why_not="; ".join(left_out + _skipped(cases[cases["alloc"] == alloc], ("mode", "ppn"))),
+        comparisons=_mpi_comparisons(points, where))
+
+
+def _one_machine(ctx: Context, drawn: pd.DataFrame) -> list[str]:
+    """The caption's word on runs whose ranks' nodes share one machine (``mpi_nodes`` >= 2,
+    ``mpi_machines`` 1: one kernel boot id): a functional figure, not a network's bandwidth."""
+    used = set(drawn["run"])
+    notes = []
+    for run in ctx.runs.runs:
+        nodes, machines = int(run.attrs.get("mpi_nodes", 0) or 0), int(run.attrs.get("mpi_machines", 0) or 0)
+        if run.name in used and nodes >= 2 and machines == 1:
+            notes.append(f"{run.name}: ranks on {nodes} nodes of one machine (one kernel boot id): functional, "
+                         "not a network's bandwidth.")
+    return notes
 
 
 # ---- Figs. 18 and 19: NCCL collectives under placement ----------------------------------------
@@ -292,36 +306,43 @@ def _order(placements: Sequence[str]) -> list[str]:
     return sorted(set(placements), key=lambda p: (PLACEMENTS.index(p) if p in PLACEMENTS else len(PLACEMENTS), p))
 
 
-def _nccl_figure(points: pd.DataFrame, x: str, colls: Sequence[str], xaxis,
-                 log_y: bool = False) -> tuple[Any, list[Axes]]:
+def _nccl_grid(points: pd.DataFrame, x: str, colls: Sequence[str], xaxis, log_y: bool = False,
+               ) -> Callable[[pd.DataFrame], Grid]:
     """Two rows (algbw, busbw) x one column per collective; one line per placement; a log
     y axis where ``log_y`` (stated on the axis)."""
-    fig, axes = panels(2 * len(colls), width=PAGE_IN, panel_height=1.75, max_cols=len(colls))
     placements = _order(points["placement"])
-    for col, coll in enumerate(colls):
+    rows = (("algbw", "algbw (GB/s)\n= buffer / time"), ("busbw", "busbw (GB/s)\n= {busbw}"))
+
+    def draw(ax: Axes, panel: tuple[int, str]) -> None:
+        row, coll = panel
+        value, ylabel = rows[row]
         part = points[points["collective"] == coll]
-        for row, (value, ylabel) in enumerate((("algbw", "algbw (GB/s)\n= buffer / time"),
-                                               ("busbw", f"busbw (GB/s)\n= {BUSBW.get(coll, 'busbw')}"))):
-            ax = axes[row * len(colls) + col]
-            for placement in placements:
-                line = part[part["placement"] == placement].sort_values(x)
-                if line.empty:
-                    continue
-                _line(ax, line[x].tolist(), line[value].tolist(),
-                      PLACEMENTS.index(placement) if placement in PLACEMENTS else len(PLACEMENTS),
-                      line["label"].iloc[0])
-            xaxis(ax, part, coll)
-            ax.grid(True)
-            if log_y:
-                ax.set_yscale("log")
-                ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _pos: f"{v:g}"))
-                ylabel = ylabel.replace("(GB/s)", "(GB/s, log)")
-            else:
-                from_zero(ax)
-            ax.set_ylabel(ylabel)
-            if row == 0:
-                ax.set_title(part["title"].iloc[0] if "title" in part and not part.empty else COLLECTIVES[coll])
-    return fig, axes
+        for placement in placements:
+            line = part[part["placement"] == placement].sort_values(x)
+            if line.empty:
+                continue
+            _line(ax, line[x].tolist(), line[value].tolist(),
+                  PLACEMENTS.index(placement) if placement in PLACEMENTS else len(PLACEMENTS),
+                  line["label"].iloc[0], (x, "GBps"), collective=coll, bandwidth=value)
+        xaxis(ax, part, coll)
+        ax.grid(True)
+        ylabel = ylabel.format(busbw=BUSBW.get(coll, "busbw"))
+        if log_y:
+            ax.set_yscale("log")
+            ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _pos: f"{v:g}"))
+            ylabel = ylabel.replace("(GB/s)", "(GB/s, log)")
+        else:
+            from_zero(ax)
+        ax.set_ylabel(ylabel)
+
+    def title(panel: tuple[int, str]) -> str:
+        part = points[points["collective"] == panel[1]]
+        if panel[0]:
+            return ""
+        return part["title"].iloc[0] if "title" in part and not part.empty else COLLECTIVES[panel[1]]
+
+    return lambda _: Grid([(row, coll) for row in range(2) for coll in colls], draw, title, PAGE_IN, 1.75,
+                          max_cols=len(colls), legend_title="each process's buffers in (memory roles seen from gpu0)")
 
 
 def _definitions(n: str) -> list[str]:
@@ -382,14 +403,11 @@ def nccl_by_size(ctx: Context) -> Drawn:
         _bytes_axis(ax, sorted(set(part["size_bytes"])))
         ax.set_xlabel(XLABEL[coll])
 
-    fig, axes = _nccl_figure(points, "size_bytes", colls, xaxis)
-    legend_below(fig, axes, title="each process's buffers in (memory roles seen from gpu0)")
-    files = style.save(fig, ctx.out, "nccl_by_size")
     notes = _definitions(f"n = {ranks} here") + _same_performance_note(points)
     if nodes != 1:
         notes.append(f"No single-node sweep: drawn from the fewest nodes with one ({nodes}).")
-    skipped = _skipped(ctx.table("nccl/cases"), ("placement",))
-    return Drawn(files=files, runs=ctx.runs_of(one), notes=notes, why_not="; ".join(skipped))
+    return faceted(ctx, "nccl_by_size", one, "", _nccl_grid(points, "size_bytes", colls, xaxis), notes,
+                   why_not="; ".join(_skipped(ctx.table("nccl/cases"), ("placement",))))
 
 
 def _at_size(part: pd.DataFrame, key: str, wanted: int, node_counts: Sequence[int]) -> tuple[pd.DataFrame, int]:
@@ -448,9 +466,6 @@ def nccl_by_nodes(ctx: Context) -> Drawn:
 
     values = points[["algbw", "busbw"]].to_numpy(dtype=float)
     log_y = bool(values.max() > 10 * values.min())
-    fig, axes = _nccl_figure(points, "nodes", colls, xaxis, log_y)
-    legend_below(fig, axes, title="each process's buffers in (memory roles seen from gpu0)")
-    files = style.save(fig, ctx.out, "nccl_by_nodes")
     notes = _definitions(f"n = {wanted} x nodes") + [
         f"Sizes as the paper's: all-reduce {size_label(PAPER_ALLREDUCE_BYTES)}, all-gather "
         f"{size_label(PAPER_ALLGATHER_RANK_BYTES)} per process (Sec. IV-C: \"4 GB\", \"16 MB times "
@@ -460,5 +475,5 @@ def nccl_by_nodes(ctx: Context) -> Drawn:
                      "network between nodes).")
     if wanted != 4:
         notes.append(f"No run with the paper's 4 processes per node: drawn at {wanted}.")
-    skipped = _skipped(ctx.table("nccl/cases"), ("placement",))
-    return Drawn(files=files, runs=ctx.runs_of(drawn), notes=notes, why_not="; ".join(skipped))
+    return faceted(ctx, "nccl_by_nodes", drawn, "", _nccl_grid(points, "nodes", colls, xaxis, log_y), notes,
+                   why_not="; ".join(_skipped(ctx.table("nccl/cases"), ("placement",))))

@@ -10,13 +10,13 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
+from matplotlib.axes import Axes
 from matplotlib.ticker import NullLocator
 
 from ..model.roles import ROLE_ORDER, labelled, role
-from ..render import style
-from ..render.style import PAGE_IN, legend_below, log_axis, panels, series
+from ..render.style import PAGE_IN, log_axis, series
 from ..results.cases import drawn_under
-from ..render.items import Comparison, Context, Drawn, item
+from ..render.items import Comparison, Context, Drawn, Grid, faceted, item, mark
 from .published import of
 
 CPU_PHASES = ("cpu_memset", "cpu_page_stride")
@@ -146,11 +146,14 @@ def ats_vs_managed(ctx: Context) -> Drawn:
             if p in lines.loc[h, g].index.get_level_values("cpu_phase")]
     page = _page_words(ctx, ctx.runs_of(steps))
     titles = {"cpu_memset": "CPU full write (memset)", "cpu_page_stride": f"CPU strided write (1 B per {page})"}
-    fig, axes = panels(len(keys), PAGE_IN, panel_height=2.1, max_cols=2)
     drawn: set[tuple[str, str, str, str]] = set()
-    comparisons: list[Comparison] = []
     published = of("fig4.managed_faster.iterations")[0]
-    for ax, (host, gpu, phase) in zip(axes, keys):
+    comparisons = [c for host, gpu, phase in keys if phase == "cpu_memset"
+                   for c in _comparisons(ctx.topologies.get(host, {}), host, gpu, lines.loc[host, gpu], phase,
+                                         published)]
+
+    def draw(ax: Axes, panel: tuple[str, str, str]) -> None:
+        host, gpu, phase = panel
         topology = ctx.topologies.get(host, {})
         part = lines.loc[host, gpu]
         present = list(dict.fromkeys((a, f) for a, f, p, _ in part.index if p == phase))
@@ -159,6 +162,7 @@ def ats_vs_managed(ctx: Context) -> Drawn:
             line = part.loc[alloc, first, phase].sort_index()
             label = _series_label(topology, gpu, alloc, first)
             ax.plot(line.index.to_numpy(), line.to_numpy() * 1e3, label=label, **series(labels.index(label)))
+            mark(ax, label, gpu_memsets=line.index.to_numpy(), step_ms=line.to_numpy() * 1e3)
             drawn.add((host, gpu, alloc, first))
         ticks = sorted({int(n) for n in part.index.get_level_values("iterations")})
         ax.set_xscale("log", base=2)
@@ -166,28 +170,29 @@ def ats_vs_managed(ctx: Context) -> Drawn:
         ax.xaxis.set_minor_locator(NullLocator())
         log_axis(ax, "y")
         ax.grid(True, which="major")
-        ax.set_title(f"{host}: " * several_hosts + f"{gpu}, {titles[phase]}")
         ax.set_xlabel("back-to-back GPU memsets per step (n)")
         ax.set_ylabel("time per step (ms)")
-        if phase == "cpu_memset":
-            comparisons += _comparisons(topology, host, gpu, part, phase, published)
-    legend_below(fig, axes)
-    files = style.save(fig, ctx.out, "ats_vs_managed")
+
+    def title(panel: tuple[str, str, str]) -> str:
+        host, gpu, phase = panel
+        return f"{host}: " * several_hosts + f"{gpu}, {titles[phase]}"
+
     sizes = sorted({int(s) for s in cases.loc[cases["status"] == "ok", "size_bytes"]})
-    notes = [("Step = one CPU write phase then a burst of n back-to-back GPU cudaMemset calls over the same "
-              "buffer; its time is " + ("one host clock from the CPU phase's start to the burst's end "
-                                        "(app_time_s)" if from_app else
-                                        "the CPU phase's time (steady clock) plus the burst's (CUDA events), "
-                                        "each timed on its own (these files have no app_time_s)")
-              + "; median over the repetitions, then over the runs. Log-log axes: lower is better."),
-             f"Buffer: {', '.join(f'{s / 2**20:.0f} MiB' for s in sizes)}. Series are named by where the "
-             "pages were right after the buffer's first touch (first_placement), as the role seen from the GPU; "
-             "files without that column say the first placement was not recorded.",
-             "Full write: memset of the whole buffer by one CPU core; strided write: one byte per page, the "
-             "worst case for managed memory (one page moved per byte written)."]
-    missing = _missing(ctx, cases, drawn)
-    return Drawn(files=files, notes=notes, runs=ctx.runs_of(steps), comparisons=comparisons,
-                 why_not="; ".join(missing))
+    caption = [("Step = one CPU write phase then a burst of n back-to-back GPU cudaMemset calls over the same "
+                "buffer; its time is " + ("one host clock from the CPU phase's start to the burst's end "
+                                          "(app_time_s)" if from_app else
+                                          "the CPU phase's time (steady clock) plus the burst's (CUDA events), "
+                                          "each timed on its own (these files have no app_time_s)")
+                + "; median over the repetitions, then over the runs. Log-log axes: lower is better."),
+               f"Buffer: {', '.join(f'{s / 2**20:.0f} MiB' for s in sizes)}. Series are named by where the "
+               "pages were right after the buffer's first touch (first_placement), as the role seen from the GPU; "
+               "files without that column say the first placement was not recorded.",
+               "Full write: memset of the whole buffer by one CPU core; strided write: one byte per page, the "
+               "worst case for managed memory (one page moved per byte written)."]
+    result = faceted(ctx, "ats_vs_managed", steps, "", lambda _: Grid(keys, draw, title, PAGE_IN, 2.1, max_cols=2),
+                     caption=caption, comparisons=comparisons)
+    result.why_not = "; ".join(_missing(ctx, cases, drawn))  # what the drawing left out
+    return result
 
 
 def _comparisons(topology: dict, host: str, gpu: str, part: pd.Series, phase: str, published) -> list[Comparison]:

@@ -14,7 +14,9 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+from weakref import WeakKeyDictionary
 
+import numpy as np
 import pandas as pd
 from matplotlib.axes import Axes
 from matplotlib.figure import Figure
@@ -147,6 +149,38 @@ def draw(ctx: Context, item: Item) -> Drawn:
     return Drawn(why_not=why) if why else item.build(ctx)
 
 
+# The marks each panel of a faceted figure drew, recorded by ``mark`` beside the drawing and
+# written by ``faceted`` as the figure's source data.
+_MARKS: WeakKeyDictionary[Axes, list[dict[str, Any]]] = WeakKeyDictionary()
+
+
+def mark(ax: Axes, series: str, **columns: Any) -> None:
+    """Record marks ``ax`` draws for the figure's source data (KEY.csv): one row per mark,
+    ``series`` its legend entry, ``columns`` its x, y (and the bound it is drawn against),
+    named by quantity; each a value or a sequence (one mark per element, scalars repeated)."""
+    lengths = {len(v) for v in columns.values() if isinstance(v, (Sequence, np.ndarray, pd.Series, pd.Index))
+               and not isinstance(v, str)}
+    if len(lengths) > 1:
+        raise ValueError(f"mark {series!r}: columns of lengths {sorted(lengths)}")
+    count = lengths.pop() if lengths else 1
+
+    def at(value: Any, i: int) -> Any:
+        if isinstance(value, str) or not isinstance(value, (Sequence, np.ndarray, pd.Series, pd.Index)):
+            return value
+        return value.iloc[i] if isinstance(value, pd.Series) else value[i]
+    _MARKS.setdefault(ax, []).extend({"series": series, **{k: at(v, i) for k, v in columns.items()}}
+                                     for i in range(count))
+
+
+def mark_cells(ax: Axes, series: str, grid: np.ndarray, rows: Sequence[str], columns: Sequence[str],
+               names: tuple[str, str, str]) -> None:
+    """Record each measured cell of a heat map (``grid``, NaN: none) as a mark: ``names``
+    (the row's, the column's and the value's column) of ``rows[i]``, ``columns[j]``, the value."""
+    for (i, j), value in np.ndenumerate(grid):
+        if math.isfinite(value):
+            mark(ax, series, **{names[0]: rows[i], names[1]: columns[j], names[2]: float(value)})
+
+
 @dataclass
 class Grid:
     """A faceted figure's layout: one panel per entry of ``panels``, each drawn by
@@ -160,16 +194,20 @@ class Grid:
     max_cols: int = 3
     finish: Callable[[Figure, list[Axes]], None] | None = None  # after the legend: colour bars, fitting
     legend: bool = True
+    legend_title: str | None = None
+    title_size: float | None = None   # the panels' titles, where smaller than the style's
 
 
 def faceted(ctx: Context, key: str, data: pd.DataFrame, why_empty: str, grid: Callable[[pd.DataFrame], Grid],
             notes: Sequence[str] = (), caption: Sequence[str] = (), runs: Sequence[str] | None = None,
-            csv: tuple[pd.DataFrame, Sequence[str]] | None = None) -> Drawn:
+            csv: tuple[pd.DataFrame, Sequence[str]] | None = None, why_not: str = "",
+            comparisons: Sequence[Comparison] = ()) -> Drawn:
     """The one tail of a faceted figure: nothing but ``why_empty`` (and ``notes``) where
     ``data`` is empty; else the panels of ``grid(data)``, each titled, the legend below,
     saved (style.save checks the style), the source data as ``key``.csv (``csv``: the
-    rows, the columns kept), the caption (``caption`` then ``notes``) and the runs
-    (``runs``, else those of ``data``)."""
+    rows, the columns kept; else the marks the panels recorded, ``mark``, under their
+    panel's title), the caption (``caption`` then ``notes``), the runs (``runs``, else
+    those of ``data``), what was left out (``why_not``) and the ``comparisons``."""
     if data.empty:
         return Drawn(why_not=why_empty, notes=list(notes))
     layout = grid(data)
@@ -177,15 +215,21 @@ def faceted(ctx: Context, key: str, data: pd.DataFrame, why_empty: str, grid: Ca
     fig, axes = style.panels(len(layout.panels), layout.width, max_cols=layout.max_cols, **kwargs)
     for ax, panel in zip(axes, layout.panels):
         layout.draw(ax, panel)
-        ax.set_title(layout.title(panel))
+        size = {} if layout.title_size is None else {"fontsize": layout.title_size}
+        ax.set_title(layout.title(panel), **size)
     if layout.legend:
-        style.legend_below(fig, axes)
+        style.legend_below(fig, axes, title=layout.legend_title)
     if layout.finish is not None:
         layout.finish(fig, axes)
+    marks = [{"panel": " ".join(ax.get_title().split()) or f"panel {i + 1}", **row}
+             for i, ax in enumerate(axes) for row in _MARKS.pop(ax, [])]
     files = style.save(fig, ctx.out, key)
+    path = ctx.out / f"{key}.csv"
     if csv is not None:
         rows, columns = csv
-        path = ctx.out / f"{key}.csv"
         outfiles.write_csv(rows[[c for c in columns if c in rows]], path)
-        files.append(path)
-    return Drawn(files=files, notes=[*caption, *notes], runs=list(ctx.runs_of(data) if runs is None else runs))
+    else:
+        outfiles.write_csv(pd.DataFrame(marks), path)
+    files.append(path)
+    return Drawn(files=files, notes=[*caption, *notes], runs=list(ctx.runs_of(data) if runs is None else runs),
+                 why_not=why_not, comparisons=list(comparisons))

@@ -6,11 +6,12 @@ figure that breaks one is an error, not a surprise in print."""
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from weakref import WeakKeyDictionary
 
 import matplotlib
+import numpy as np
 
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402  (after the backend is chosen)
@@ -18,6 +19,7 @@ from matplotlib import cycler  # noqa: E402  (matplotlib's own cycler)
 from matplotlib.axes import Axes  # noqa: E402
 from matplotlib.container import BarContainer  # noqa: E402
 from matplotlib.figure import Figure  # noqa: E402
+from matplotlib.image import AxesImage  # noqa: E402
 from matplotlib.text import Text  # noqa: E402
 
 from .. import outfiles  # noqa: E402
@@ -164,6 +166,18 @@ def save(fig: Figure, out: Path, stem: str) -> list[Path]:
         outfiles.save_figure(fig, path, dpi=DPI, metadata={"Creator": "mempath"} if path.suffix == ".pdf" else None)
     plt.close(fig)
     return paths
+
+
+def cell_texts(ax: Axes, image: AxesImage, grid: np.ndarray, text: Callable[[float], str]) -> list[Text]:
+    """Write each measured cell of a heat map (``grid``, NaN: none) as ``text(value)`` at
+    7 pt, white on the image's dark colours, black on its light ones; the texts written."""
+    texts = []
+    for (i, j), value in np.ndenumerate(grid):
+        if math.isfinite(value):
+            dark = np.mean(image.cmap(image.norm(value))[:3]) < 0.5
+            texts.append(ax.text(j, i, text(value), ha="center", va="center", fontsize=7,
+                                 color="white" if dark else "black"))
+    return texts
 
 
 def log_axis(ax: Axes, axis: str = "y", base: int = 10) -> None:

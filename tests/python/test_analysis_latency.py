@@ -31,7 +31,8 @@ def test_every_latency_figure_from_real_runs(tmp_path: Path) -> None:
     part = latency.write(Context.of(load_runs([*CHASE, PINGPONG]), tmp_path))
     stems = {p.stem for p in part.files}
     assert stems == {"latency_by_size", "chase_prefetch", "pingpong", "pingpong_distribution"}
-    assert all(p.stat().st_size > 10_000 for p in part.files)
+    assert all(p.stat().st_size > 10_000 for p in part.files if p.suffix != ".csv")
+    assert {p.name for p in part.files if p.suffix == ".csv"} == {"latency_by_size.csv", "pingpong.csv"}  # source data
     assert not part.missing
 
 
@@ -195,9 +196,9 @@ def figures(monkeypatch) -> dict[str, Any]:
 def test_synthetic_run_writes_every_figure_and_says_nothing_is_missing(synthetic: Path, tmp_path: Path) -> None:
     part = latency.write(Context.of(load_runs([synthetic]), tmp_path))
     assert sorted(p.name for p in part.files) == sorted(
-        f"{stem}.{ext}" for stem in ("latency_by_size", "chase_prefetch", "pingpong", "pingpong_distribution")
-        for ext in ("png", "pdf"))
-    assert all(p.is_file() and p.stat().st_size > 1000 for p in part.files)
+        [f"{stem}.{ext}" for stem in ("latency_by_size", "chase_prefetch", "pingpong", "pingpong_distribution")
+         for ext in ("png", "pdf")] + ["latency_by_size.csv", "pingpong.csv"])   # the paper's figures' source data
+    assert all(p.is_file() and p.stat().st_size > 1000 for p in part.files if p.suffix != ".csv")
     assert part.missing == []
 
 

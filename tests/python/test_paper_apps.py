@@ -39,11 +39,16 @@ class Recorder:
     def __init__(self) -> None:
         self.texts: dict[str, list[str]] = {}
         self.lines: dict[str, dict[str, list[tuple[np.ndarray, np.ndarray]]]] = {}  # per label, panel order
+        self.bars: dict[str, int] = {}    # bars drawn
+        self.cells: dict[str, int] = {}   # heat-map cells with a value
 
     def save(self, fig, out: Path, stem: str) -> list[Path]:
         from matplotlib.text import Text
         self.texts[stem] = [t.get_text() for t in fig.findobj(Text) if t.get_text()]
         self.lines[stem] = {}
+        self.bars[stem] = sum(len(c) for ax in fig.axes for c in ax.containers)
+        self.cells[stem] = sum(int(np.isfinite(np.ma.filled(im.get_array().astype(float), np.nan)).sum())
+                               for ax in fig.axes for im in ax.images)
         for ax in fig.axes:
             for line in ax.lines:
                 if not line.get_label().startswith("_"):
@@ -83,7 +88,8 @@ def _pdf_width_in(path: Path) -> float:
 
 def _assert_figure(paper: Paper, key: str) -> None:
     names = {p.name for p in paper.drawn[key].files}
-    assert names == {f"{key}.png", f"{key}.pdf"}, (key, paper.drawn[key].why_not)
+    # every figure's numbers beside it (source data)
+    assert names == {f"{key}.png", f"{key}.pdf", f"{key}.csv"}, (key, paper.drawn[key].why_not)
     png = paper.out / f"{key}.png"
     image = matplotlib.image.imread(png)
     assert image.shape[1] <= round(style.PAGE_IN * style.DPI) + 1, f"{key}: {image.shape[1]} px wide"
@@ -100,6 +106,35 @@ def test_every_figure_from_the_synthetic_quad(synthetic, key: str) -> None:
     assert paper.drawn[key].runs, key
     assert set(paper.drawn[key].runs) <= {f.stem for f in files}
     assert not paper.drawn[key].why_not, (key, paper.drawn[key].why_not)   # the quad has every series
+
+
+def _source(paper: Paper, key: str) -> pd.DataFrame:
+    frame = pd.read_csv(paper.out / f"{key}.csv")
+    assert {"panel", "series"} <= set(frame.columns) and frame["panel"].notna().all(), key
+    return frame
+
+
+def test_source_data_has_a_row_per_point_of_a_line_figure(synthetic) -> None:
+    paper, recorder, _ = synthetic
+    frame = _source(paper, "ats_vs_managed")   # Fig. 4: lines
+    points = sum(len(x) for lines in recorder.lines["ats_vs_managed"].values() for x, _ in lines)
+    assert len(frame) == points > 0
+    assert set(frame["series"]) == set(recorder.lines["ats_vs_managed"])
+    for label, lines in recorder.lines["ats_vs_managed"].items():
+        mine = frame[frame["series"] == label]
+        assert sorted(mine["step_ms"]) == pytest.approx(sorted(np.concatenate([y for _, y in lines])))
+
+
+def test_source_data_has_a_row_per_bar_and_per_cell(synthetic) -> None:
+    paper, recorder, _ = synthetic
+    bars = _source(paper, "latency_by_memory")   # Fig. 11: bars
+    assert len(bars) == recorder.bars["latency_by_memory"] > 0
+    assert bars["latency_ns"].notna().all() and bars["memory"].notna().all()
+    cells = _source(paper, "gemm_placement")     # Fig. 15: heat map
+    assert len(cells) == recorder.cells["gemm_placement"] > 0
+    assert {"A_in", "B_in", "TFLOPs"} <= set(cells.columns)
+    pings = _source(paper, "pingpong")           # Fig. 13: heat map, each drawn cell (both ways) a row
+    assert len(pings) == recorder.cells["pingpong"] > 0
 
 
 @pytest.mark.parametrize("key", TABLES)

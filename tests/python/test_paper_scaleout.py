@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 import matplotlib.image
+import pandas as pd
 import pytest
 
 import synth_scaleout
@@ -102,7 +103,7 @@ def test_every_figure_renders_from_the_synthetic_quad_run(synthetic: tuple[Path,
                                                           key: str) -> None:
     out, paper, seen = synthetic
     drawn = paper.drawn[key]
-    assert drawn.files == [out / f"{key}.png", out / f"{key}.pdf"], drawn.why_not
+    assert drawn.files == [out / f"{key}.png", out / f"{key}.pdf", out / f"{key}.csv"], drawn.why_not
     assert drawn.runs and drawn.notes
     assert_figure(out, key)
     assert key in seen
@@ -196,13 +197,14 @@ def _mpi_row(mode: str, ppn: int, size: int, gbps: float, **extra: Any) -> dict[
             "node_bytes": size * ppn, **extra}
 
 
-def _mpi_file(path: Path, rows: Sequence[Mapping[str, Any]], old: bool = False) -> Path:
+def _mpi_file(path: Path, rows: Sequence[Mapping[str, Any]], old: bool = False,
+              root: Mapping[str, Any] | None = None) -> Path:
     columns = dict(synth_scaleout.MPI_CASES)
     if old:  # written before --split: no split, no node_bytes
         columns.pop("split"), columns.pop("node_bytes")
     rows = [{"case_id": i, **r} for i, r in enumerate(rows)]
     attrs = {"host": "nid000001", "topology": (DATA / "topology_gh200_quad.json").read_text(),
-             "command_line": "mempath-mpi bw", "git_revision": "test"}
+             "command_line": "mempath-mpi bw", "git_revision": "test", **(root or {})}
     return write_result(path, attrs, {"mpi_bw/cases": table(columns, rows)})
 
 
@@ -238,6 +240,27 @@ def test_mpi_draws_local_ddr_only(tmp_path: Path) -> None:
     why = paper.drawn["mpi_bandwidth"].why_not
     assert "device (GPU memory), managed (pages with no recorded placement)" in why
     assert "uni 2 skipped: no second rank" in why
+
+
+def test_mpi_nodes_of_one_machine_are_a_functional_figure(tmp_path: Path) -> None:
+    rows = [_mpi_row("uni", 1, 1 << 20, 20.0), _mpi_row("uni", 1, 1 << 21, 21.0)]
+    one = _mpi_file(tmp_path / "one.h5", rows, root={"mpi_ranks": 2, "mpi_nodes": 2, "mpi_machines": 1})
+    two = _mpi_file(tmp_path / "two.h5", rows, root={"mpi_ranks": 2, "mpi_nodes": 2, "mpi_machines": 2})
+    old = _mpi_file(tmp_path / "old.h5", rows, root={"mpi_ranks": 2, "mpi_nodes": 2})   # before mpi_machines
+    unknown = _mpi_file(tmp_path / "unknown.h5", rows, root={"mpi_ranks": 2, "mpi_nodes": 2, "mpi_machines": 0})
+    paper, seen = draw([one, two, old, unknown], tmp_path / "out", ("mpi_bandwidth",))
+    said = [n for n in paper.drawn["mpi_bandwidth"].notes if "one machine" in n]
+    assert said == ["one: ranks on 2 nodes of one machine (one kernel boot id): functional, not a network's "
+                    "bandwidth."]
+    for run in (two, old, unknown):
+        paper, _ = draw([run], tmp_path / f"out_{run.stem}", ("mpi_bandwidth",))
+        assert paper.drawn["mpi_bandwidth"].files and not any("one machine" in n for n in paper.drawn["mpi_bandwidth"].notes)
+    # the source data: a row per point drawn, under its panel and series
+    source = pd.read_csv(tmp_path / "out" / "mpi_bandwidth.csv")
+    points = sum(len(xy) for panel in seen["mpi_bandwidth"].lines for xy in panel.values())
+    assert len(source) == points == 2
+    assert list(source["panel"]) == ["unidirectional"] * 2 and list(source["node_bytes"]) == [1 << 20, 1 << 21]
+    assert list(source["GBps"]) == [20.0, 21.0]
 
 
 def test_mpi_same_host_runs_are_not_node_to_node(tmp_path: Path) -> None:
