@@ -74,7 +74,8 @@ UM_MIGRATE_TO_GPU_GBPS, UM_MIGRATE_TO_CPU_GBPS, UM_FAULT_S = 6.0, 8.0, 25e-6
 CPU_CACHES = (("L1d", 64 << 10, 1.2, "sysfs"), ("L2", 1 << 20, 6.0, "sysfs"), ("L3", 119537664, 35.0, "sysfs"))
 GPU_CACHES = (("L1", 256 << 10, 40.0, "table"), ("L2", 52428800, 260.0, "cuda"))
 # Memory latency (ns) by the role of the memory seen from the processor.
-CPU_MEMORY_NS = {"local LPDDR": 120.0, "peer LPDDR": 350.0, "local HBM": 650.0, "peer HBM": 850.0}
+CPU_MEMORY_NS = {"local LPDDR": 120.0, "peer LPDDR": 350.0, "local HBM": 650.0, "peer HBM": 850.0,
+                 "device memory": 650.0, "peer device memory": 850.0}
 GPU_MEMORY_NS = {"local LPDDR": 850.0, "peer LPDDR": 1400.0, "local HBM": 480.0, "device memory": 480.0,
                  "peer HBM": 1100.0, "peer device memory": 1100.0}
 # A GPU's read bandwidth (GB/s) by memory role: its HBM, LPDDR over C2C, peers over NVLink.
@@ -119,6 +120,37 @@ def um_step(alloc: str, where: str, phase: str, n: int) -> tuple[float, float]:
     return back, size_gb / UM_MIGRATE_TO_GPU_GBPS + (n - 1) * size_gb / UM_GPU_WRITE_GBPS["hbm"]
 
 
+def um_case(case_id: int, alloc: str, gpu: str, mem: str, where: str, toucher: str, rng: random.Random,
+            size: int = UM_SIZE) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+    """One `um --exp interleave` case and its samples: ``where`` (host or hbm) is where
+    system memory's first placement is; managed pages end on ``gpu``."""
+    after = gpu if alloc == "managed" else mem
+    rows = []
+    n = 1
+    while n <= 256:
+        for rep in range(3):
+            for phase in ("cpu_memset", "cpu_page_stride"):
+                cpu_s, gpu_s = (_jitter(rng, t) for t in um_step(alloc, where, phase, n))
+                common = {"case_id": case_id, "experiment": "interleave", "alloc": alloc, "gpu": gpu, "mem": mem,
+                          "size_bytes": size, "iterations": n, "rep": rep, "run": -1, "state": "",
+                          "first_touch": toucher, "first_placement": mem}
+                rows.append({**common, "phase": phase, "preceded_by": "gpu_memset", "bytes": size,
+                             "time_s": cpu_s, "bandwidth_GBps": size / cpu_s / 1e9, "placement": "",
+                             "app_time_s": math.nan})
+                rows.append({**common, "phase": "gpu_memset", "preceded_by": phase, "bytes": size * n,
+                             "time_s": gpu_s, "bandwidth_GBps": size * n / gpu_s / 1e9, "placement": after,
+                             "app_time_s": cpu_s + gpu_s + 20e-6})
+        n *= 2
+    burst = {m: sorted(r["time_s"] for r in rows if r["phase"] == "gpu_memset" and r["iterations"] == m)
+             for m in (1, 256)}
+    case = {"case_id": case_id, "experiment": "interleave", "alloc": alloc, "gpu": gpu, "mem": mem,
+            "size_bytes": size, "status": "ok", "reason": "", "verified": 1,
+            "gpu_iter_us_n1": burst[1][len(burst[1]) // 2] * 1e6,
+            "gpu_iter_us_nmax": burst[256][len(burst[256]) // 2] / 256 * 1e6, "max_iterations": 256,
+            "placement": after, "first_touch": toucher, "first_placement": mem}
+    return case, rows
+
+
 def um_tables(topology: Mapping[str, Any], rng: random.Random) -> dict[str, list]:
     gpu = "gpu0"
     hbm = next(f"numa{p['hbm_numa']}" for p in topology["processors"] if p["name"] == gpu)
@@ -126,31 +158,9 @@ def um_tables(topology: Mapping[str, Any], rng: random.Random) -> dict[str, list
               ("managed", "numa0", "host", "cpu"), ("managed", gpu, "host", "gpu")]
     cases, samples = [], []
     for case_id, (alloc, mem, where, toucher) in enumerate(series):
-        after = "gpu0" if alloc == "managed" else mem
-        rows = []
-        n = 1
-        while n <= 256:
-            for rep in range(3):
-                for phase in ("cpu_memset", "cpu_page_stride"):
-                    cpu_s, gpu_s = (_jitter(rng, t) for t in um_step(alloc, where, phase, n))
-                    common = {"case_id": case_id, "experiment": "interleave", "alloc": alloc, "gpu": gpu, "mem": mem,
-                              "size_bytes": UM_SIZE, "iterations": n, "rep": rep, "run": -1, "state": "",
-                              "first_touch": toucher, "first_placement": mem}
-                    rows.append({**common, "phase": phase, "preceded_by": "gpu_memset", "bytes": UM_SIZE,
-                                 "time_s": cpu_s, "bandwidth_GBps": UM_SIZE / cpu_s / 1e9, "placement": "",
-                                 "app_time_s": math.nan})
-                    rows.append({**common, "phase": "gpu_memset", "preceded_by": phase, "bytes": UM_SIZE * n,
-                                 "time_s": gpu_s, "bandwidth_GBps": UM_SIZE * n / gpu_s / 1e9, "placement": after,
-                                 "app_time_s": cpu_s + gpu_s + 20e-6})
-            n *= 2
+        case, rows = um_case(case_id, alloc, gpu, mem, where, toucher, rng)
+        cases.append(case)
         samples += rows
-        burst = {m: sorted(r["time_s"] for r in rows if r["phase"] == "gpu_memset" and r["iterations"] == m)
-                 for m in (1, 256)}
-        cases.append({"case_id": case_id, "experiment": "interleave", "alloc": alloc, "gpu": gpu, "mem": mem,
-                      "size_bytes": UM_SIZE, "status": "ok", "reason": "", "verified": 1,
-                      "gpu_iter_us_n1": burst[1][len(burst[1]) // 2] * 1e6,
-                      "gpu_iter_us_nmax": burst[256][len(burst[256]) // 2] / 256 * 1e6, "max_iterations": 256,
-                      "placement": after, "first_touch": toucher, "first_placement": mem})
     return {"um/cases": table(UM_CASES, cases), "um/samples": table(UM_SAMPLES, samples)}
 
 
@@ -230,6 +240,29 @@ def agent_ns(topology: Mapping[str, Any], agent: str, mem: str) -> float:
             "peer HBM": 900.0, "peer device memory": 900.0}[r]
 
 
+def pingpong_case(topology: Mapping[str, Any], row: Mapping[str, Any], rng: random.Random,
+                  round_trips: int, managed_at: str | None = None) -> tuple[dict[str, Any], list[float]]:
+    """A ping-pong case that runs (``row``: a, b, mem, alloc...) and its round trips (ns):
+    each agent's share by the flag's memory role; a managed flag is pulled to the first GPU
+    agent (or stays on host memory between CPUs) and moves on every exchange between a CPU
+    and a GPU. ``managed_at``: where a managed flag ends, instead."""
+    a, b, mem, alloc = row["a"], row["b"], row["mem"], row["alloc"]
+    gpus = [x for x in (a, b) if x.startswith("gpu")]
+    cpu_side = [x for x in (a, b) if x.startswith("cpu")]
+    own = f"numa{cpu_side[0].removeprefix('cpu')}" if cpu_side else mem
+    where = (managed_at or (gpus[0] if gpus else (own if mem.startswith("gpu") else mem))) if alloc == "managed" else mem
+    rtt = 2 * (agent_ns(topology, a, where) + agent_ns(topology, b, where))
+    if alloc == "managed" and gpus and cpu_side:
+        rtt = 1.2e6  # the page moves on every exchange
+    vias = list(dict.fromkeys(v for v in (_via(topology, a, where), _via(topology, b, where)) if v and v != "local"))
+    trips = sorted(_jitter(rng, rtt, 0.05) for _ in range(round_trips))
+    q = lambda f: trips[min(len(trips) - 1, int(f * len(trips)))]  # noqa: E731
+    return {**row, "via": "+".join(vias) or "local", "round_trips": len(trips), "status": "ok", "reason": "",
+            "median_ns": trips[len(trips) // 2], "mean_ns": sum(trips) / len(trips), "min_ns": trips[0],
+            "p05_ns": q(0.05), "p95_ns": q(0.95), "p99_ns": q(0.99), "max_ns": trips[-1], "placement": where,
+            "placed": int(where == mem), "verified": 1}, trips
+
+
 def pingpong_tables(topology: Mapping[str, Any], rng: random.Random) -> dict[str, list]:
     agents = [p["name"] for p in topology["processors"] if p["kind"] == "gpu" or p.get("numa") is not None]
     first_core = {p["name"]: p["cpus"] for p in topology["processors"] if p["kind"] == "cpu" and p.get("cpus")}
@@ -251,19 +284,9 @@ def pingpong_tables(topology: Mapping[str, Any], rng: random.Random) -> dict[str
                                   "reason": "cudaMalloc memory is not mapped for CPU access", "placement": "",
                                   "placed": -1, "verified": 0})
                     continue
-                gpu_side = len(cpu_side) < 2
-                # Managed flags: a GPU's atomics pull the page to it; CPU agents alone leave it on host memory.
-                where = ("gpu0" if gpu_side else "numa0") if alloc == "managed" else mem
-                rtt = 2 * (agent_ns(topology, a, where) + agent_ns(topology, b, where))
-                if alloc == "managed" and gpu_side and cpu_side:
-                    rtt = 1.2e6  # the page moves on every exchange
-                vias = list(dict.fromkeys(v for v in (_via(topology, a, where), _via(topology, b, where))
-                                          if v and v != "local"))
-                trips = sorted(_jitter(rng, rtt, 0.05) for _ in range(50))
-                cases.append({**row, "via": "+".join(vias) or "local", "round_trips": len(trips), "status": "ok",
-                              "reason": "", "median_ns": trips[25], "mean_ns": sum(trips) / len(trips),
-                              "min_ns": trips[0], "p05_ns": trips[2], "p95_ns": trips[47], "p99_ns": trips[49],
-                              "max_ns": trips[-1], "placement": where, "placed": int(where == mem), "verified": 1})
+                case, trips = pingpong_case(topology, row, rng, 50,
+                                            managed_at="gpu0" if len(cpu_side) < 2 else "numa0")
+                cases.append(case)
                 samples += [{"case_id": case_id, "index": k, "rtt_ns": v} for k, v in enumerate(trips)]
     return {"pingpong/cases": table(PINGPONG_CASES, cases), "pingpong/samples": table(PINGPONG_SAMPLES, samples)}
 
@@ -280,27 +303,40 @@ def gemm_tflops(topology: Mapping[str, Any], dtype: str, n: int, a_mem: str, b_m
     return flops / (max(flops / (GEMM_ACHIEVED[dtype] * 1e12), stream) + 5e-6) / 1e12
 
 
+def gemm_case(topology: Mapping[str, Any], case_id: int, dtype: str, n: int, a: tuple[str, str],
+              b: tuple[str, str], rng: random.Random, *, found: tuple[str, str] | None = None, gpu: int = 0,
+              c: tuple[str, str] | None = None, via: tuple[str, str] | None = None, reason: str = "") -> dict[str, Any]:
+    """One /gemm/cases row: A and B as (memory, allocator), ``found`` where their pages were
+    (managed ones migrate), the roofline's TFLOP/s; ``reason``: a skipped case."""
+    found = found or (a[0], b[0])
+    c = c or (f"gpu{gpu}", "device")
+    via = via or (_via(topology, f"gpu{gpu}", a[0]), _via(topology, f"gpu{gpu}", b[0]))
+    flops = 2 * n ** 3
+    row = {"case_id": case_id, "gpu": gpu, "dtype": dtype, "m": n, "n": n, "k": n, "a_mem": a[0], "a_alloc": a[1],
+           "b_mem": b[0], "b_alloc": b[1], "c_mem": c[0], "c_alloc": c[1], "via": via[0], "b_via": via[1],
+           "peak_TFLOPs": GEMM_PEAK[dtype], "operand_bytes": 2 * n * n * ELEMENT[dtype], "flops": flops,
+           "cublas_version": 120300, "calls_per_rep": 1}
+    if reason:
+        return {**row, "status": "skipped", "reason": reason, "reps": 0, "median_TFLOPs": math.nan,
+                "best_TFLOPs": math.nan, "min_TFLOPs": math.nan, "fraction_of_peak": math.nan, "placement": "",
+                "b_placement": "", "placed": -1, "verified": 0}
+    value = gemm_tflops(topology, dtype, n, *found)
+    reps = sorted(_jitter(rng, value, 0.01) for _ in range(3))
+    return {**row, "status": "ok", "reason": "", "reps": 3, "median_TFLOPs": reps[1], "best_TFLOPs": reps[2],
+            "min_TFLOPs": reps[0], "fraction_of_peak": reps[1] / GEMM_PEAK[dtype], "placement": found[0],
+            "b_placement": found[1], "placed": int(found == (a[0], b[0])), "verified": 1}
+
+
 def gemm_tables(topology: Mapping[str, Any], rng: random.Random) -> dict[str, list]:
     numa = [m["name"] for m in topology["memories"] if m["kind"] in ("host", "hbm")]
     places = [(m, "numa") for m in numa] + [("gpu0", "device")]
     cases, samples = [], []
 
     def add(dtype: str, n: int, a: tuple[str, str], b: tuple[str, str], found: tuple[str, str] | None = None) -> None:
-        found = found or (a[0], b[0])
-        value = gemm_tflops(topology, dtype, n, *found)
-        reps = sorted(_jitter(rng, value, 0.01) for _ in range(3))
-        flops = 2 * n ** 3
-        case_id = len(cases)
-        cases.append({"case_id": case_id, "gpu": 0, "dtype": dtype, "m": n, "n": n, "k": n, "a_mem": a[0],
-                      "a_alloc": a[1], "b_mem": b[0], "b_alloc": b[1], "c_mem": "gpu0", "c_alloc": "device",
-                      "via": _via(topology, "gpu0", a[0]), "b_via": _via(topology, "gpu0", b[0]), "status": "ok",
-                      "reason": "", "reps": 3, "median_TFLOPs": reps[1], "best_TFLOPs": reps[2], "min_TFLOPs": reps[0],
-                      "peak_TFLOPs": GEMM_PEAK[dtype], "fraction_of_peak": reps[1] / GEMM_PEAK[dtype],
-                      "operand_bytes": 2 * n * n * ELEMENT[dtype], "flops": flops, "placement": found[0],
-                      "b_placement": found[1], "placed": int(found == (a[0], b[0])), "verified": 1,
-                      "cublas_version": 120300, "calls_per_rep": 1})
-        samples.extend({"case_id": case_id, "rep": i, "time_s": flops / (v * 1e12), "tflops": v}
-                       for i, v in enumerate(reps))
+        row = gemm_case(topology, len(cases), dtype, n, a, b, rng, found=found)
+        cases.append(row)
+        samples.extend({"case_id": row["case_id"], "rep": i, "time_s": row["flops"] / (v * 1e12), "tflops": v}
+                       for i, v in enumerate((row["min_TFLOPs"], row["median_TFLOPs"], row["best_TFLOPs"])))
 
     for dtype in ("fp16", "tf32", "fp32", "fp64"):
         largest = int(math.sqrt((4 << 30) / ELEMENT[dtype])) // 8 * 8     # 4 GiB per matrix, a multiple of 8

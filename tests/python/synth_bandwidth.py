@@ -340,12 +340,8 @@ def samples(rows: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
 
 def allocmatrix_rows(node: Node, gpu: int, hosts: Sequence[str]) -> list[dict[str, Any]]:
     """allocmatrix --gpu GPU --mem HOSTS: every allocator pair per host node, device ->
-    device once. Rates: pageable (system, numa) memory takes the slow host-staged copy
-    wherever it lies (the paper's Fig. 5 finding); copy-engine copies run at the link's or
-    HBM's rate; managed pages that a copy touches with a device buffer end in the HBM."""
-    g = node.procs[f"gpu{gpu}"]
+    device once (allocmatrix_row)."""
     device = f"gpu{gpu}"
-    hbm = f"numa{g['hbm_numa']}" if g.get("hbm_numa") is not None else device
     rows = []
     for h, host in enumerate(hosts):
         for sa in ALLOCATORS:
@@ -354,35 +350,44 @@ def allocmatrix_rows(node: Node, gpu: int, hosts: Sequence[str]) -> list[dict[st
                     continue
                 src = device if sa == "device" else host
                 dst = device if da == "device" else host
-                managed_in_hbm = "device" in (sa, da) or (sa == da == "managed")
-                where = {a: (hbm if a == "managed" and managed_in_hbm else m)
-                         for a, m in ((sa, src), (da, dst))}
-                src_at = where[sa] if sa == "managed" else src
-                dst_at = where[da] if da == "managed" else dst
-                if "system" in (sa, da) or "numa" in (sa, da):
-                    gbps = 25.0 if node.mems[host].get("kind") == "host" else 22.0
-                else:
-                    ends = (src_at, dst_at)
-                    slow = min(node.peak(device, at) for at in ends)
-                    towards_gpu = node.mems[dst_at].get("kind") in ("hbm", "device")
-                    gbps = slow * (0.84 if towards_gpu else 0.66)
-                    if all(node.mems[at].get("kind") in ("hbm", "device") for at in ends):
-                        gbps = 0.45 * slow   # a copy in HBM reads and writes it
-                    if not any(node.mems[at].get("kind") in ("hbm", "device") for at in ends):
-                        gbps = 0.40 * slow   # host to host through the copy engine
-                if sa == "registered" and node.mems[host].get("kind") == "hbm":
-                    rows.append({"src_alloc": sa, "src_mem": src, "dst_alloc": da, "dst_mem": dst,
-                                 "size_bytes": ALLOCMATRIX_SIZE, "status": "skipped",
-                                 "reason": "synthetic: a case that did not run", "reps": 0,
-                                 "median_GBps": math.nan, "min_GBps": math.nan, "max_GBps": math.nan,
-                                 "placement": "", "dst_placement": "", "verified": 0})
-                    continue
-                gbps *= superchip_factor(device)
-                rows.append({"src_alloc": sa, "src_mem": src, "dst_alloc": da, "dst_mem": dst,
-                             "size_bytes": ALLOCMATRIX_SIZE, "status": "ok", "reason": "", "reps": REPS,
-                             "median_GBps": gbps, "min_GBps": 0.97 * gbps, "max_GBps": 1.02 * gbps,
-                             "placement": src_at, "dst_placement": dst_at, "verified": 1})
+                reason = ("synthetic: a case that did not run"
+                          if sa == "registered" and node.mems[host].get("kind") == "hbm" else "")
+                rows.append(allocmatrix_row(node, device, host, sa, da, src, dst, reason=reason))
     return rows
+
+
+def allocmatrix_row(node: Node, device: str, host: str, sa: str, da: str, src: str, dst: str,
+                    reason: str = "") -> dict[str, Any]:
+    """One allocmatrix case of GPU ``device`` (its host node ``host``). Rates: pageable
+    (system, numa) memory takes the slow host-staged copy wherever it lies (the paper's
+    Fig. 5 finding); copy-engine copies run at the link's or HBM's rate; managed pages that
+    a copy touches with a device buffer end in the HBM. ``reason``: a skipped case."""
+    g = node.procs[device]
+    hbm = f"numa{g['hbm_numa']}" if g.get("hbm_numa") is not None else device
+    if reason:
+        return {"src_alloc": sa, "src_mem": src, "dst_alloc": da, "dst_mem": dst,
+                "size_bytes": ALLOCMATRIX_SIZE, "status": "skipped", "reason": reason, "reps": 0,
+                "median_GBps": math.nan, "min_GBps": math.nan, "max_GBps": math.nan,
+                "placement": "", "dst_placement": "", "verified": 0}
+    managed_in_hbm = "device" in (sa, da) or (sa == da == "managed")
+    src_at = hbm if sa == "managed" and managed_in_hbm else src
+    dst_at = hbm if da == "managed" and managed_in_hbm else dst
+    if "system" in (sa, da) or "numa" in (sa, da):
+        gbps = 25.0 if node.mems[host].get("kind") == "host" else 22.0
+    else:
+        ends = (src_at, dst_at)
+        slow = min(node.peak(device, at) for at in ends)
+        towards_gpu = node.mems[dst_at].get("kind") in ("hbm", "device")
+        gbps = slow * (0.84 if towards_gpu else 0.66)
+        if all(node.mems[at].get("kind") in ("hbm", "device") for at in ends):
+            gbps = 0.45 * slow   # a copy in HBM reads and writes it
+        if not any(node.mems[at].get("kind") in ("hbm", "device") for at in ends):
+            gbps = 0.40 * slow   # host to host through the copy engine
+    gbps *= superchip_factor(device)
+    return {"src_alloc": sa, "src_mem": src, "dst_alloc": da, "dst_mem": dst,
+            "size_bytes": ALLOCMATRIX_SIZE, "status": "ok", "reason": "", "reps": REPS,
+            "median_GBps": gbps, "min_GBps": 0.97 * gbps, "max_GBps": 1.02 * gbps,
+            "placement": src_at, "dst_placement": dst_at, "verified": 1}
 
 
 def allocmatrix_hosts(node: Node, gpu: int) -> list[str]:
