@@ -335,10 +335,13 @@ def test_without_thread_multiple_a_stuck_case_still_ends_every_rank(mpi_bin: Pat
 
 
 def gpu_count() -> int:
+    """The GPUs a rank can take: nvidia-smi's, fewer where CUDA_VISIBLE_DEVICES hides some."""
     smi = shutil.which("nvidia-smi")
     if not smi:
         return 0
-    return len(subprocess.run([smi, "-L"], capture_output=True, text=True).stdout.splitlines())
+    count = len(subprocess.run([smi, "-L"], capture_output=True, text=True).stdout.splitlines())
+    visible = os.environ.get("CUDA_VISIBLE_DEVICES")
+    return count if visible is None else min(count, len([v for v in visible.split(",") if v.strip()]))
 
 
 @pytest.mark.gpu
