@@ -18,7 +18,8 @@ MAX_PX = round(style.PAGE_IN * style.DPI)
 #: The paper sets measured on lent nodes and kept in docs/results/raw: one H200; two H200
 #: (NVLink between them, NCCL over 2 ranks, Llama-2 7B).
 RECORDED = {"h200": REPO / "docs" / "results" / "raw" / "2026-11-26-paper-h200",
-            "h200x2": REPO / "docs" / "results" / "raw" / "2026-11-27-paper-h200x2"}
+            "h200x2": REPO / "docs" / "results" / "raw" / "2026-11-27-paper-h200x2",
+            "h200x2-1128": REPO / "docs" / "results" / "raw" / "2026-11-28-paper-h200x2"}
 
 
 def _check_set(out: Path, expect_drawn: set[str]) -> str:
@@ -79,7 +80,7 @@ def test_fig17_bound_is_the_sets_own_read_of_the_weights_memory(tmp_path: Path) 
     the 7B decode drew at 86 % of its bound where it is at 41 %)."""
     import pandas as pd
     from analysis.results.io import load_table
-    recorded = RECORDED["h200x2"]
+    recorded = RECORDED["h200x2-1128"]
     out = tmp_path / "paper"
     assert analysis_cli("paper", recorded, "-o", out).returncode == 0
     drawn = pd.read_csv(out / "llm_decode.csv").set_index("placement")
