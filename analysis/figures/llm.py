@@ -13,8 +13,8 @@ from .. import outfiles
 from ..model.roles import ROLE_ORDER, labelled, role
 from ..render import style
 from ..render.style import PAGE_IN, legend_below, panels, series
-from ..results.cases import drawn_under, memory_aliases
-from ..results.gpu_reads import gpu_reads, read_path
+from ..results.cases import drawn_under
+from ..results.gpu_reads import llm_bounds
 from ..render.items import Comparison, Context, Drawn, item
 from .published import of
 
@@ -63,7 +63,7 @@ def _cases(ctx: Context) -> tuple[pd.DataFrame, list[str], bool]:
     if not moved.empty:
         notes.append("Drawn where the weights' pages were, not where asked: " + ", ".join(sorted({
             f"{r.placement} asked {r.weight_mem}, found {r.drawn}" for r in moved.itertuples()})) + ".")
-    ok = ok[ok["drawn"] != ""]
+    ok = llm_bounds(ctx.runs, ok[ok["drawn"] != ""], "drawn")
     paper = ok[ok["model"].isin(PAPER_MODELS) & (ok["dtype"] == PAPER_DTYPE)]
     return (paper, notes, True) if not paper.empty else (ok, notes, False)
 
@@ -83,10 +83,10 @@ def llm_decode(ctx: Context) -> Drawn:
         part = ok[(ok[keys] == pd.Series(group, index=keys)).all(axis=1)]
         topology = ctx.topologies.get(group[0], {})
         agg = (part.groupby(["placement", "weight_alloc", "drawn"], sort=False, as_index=False)
-               .agg(tokens=("median_tokens_per_s", "median"), weight_bytes=("weight_bytes", "median"),
+               .agg(tokens=("median_tokens_per_s", "median"), bound=("bound_tokens_per_s", "median"),
+                    path=("bound_from", "first"),
                     **({"torch_allocator": ("torch_allocator", "first")} if "torch_allocator" in part else {})))
         agg = agg.assign(**{c: agg.get(c, "") for c in ("torch_allocator",)})
-        agg["bound"], agg["path"] = _bounds(ctx, group, agg)
         rows_of[group] = sorted((r for _, r in agg.iterrows()), key=lambda r: _rank(topology, group[1], r))
     most = max(len(r) for r in rows_of.values())
     fig, axes = panels(len(groups), PAGE_IN, panel_height=0.7 + 0.28 * most, max_cols=2)
@@ -154,23 +154,6 @@ def llm_decode(ctx: Context) -> Drawn:
         why.append("the default-allocator baseline (placement default) did not run")
     return Drawn(files=files, notes=notes, runs=ctx.runs_of(ok), why_not="; ".join(why),
                  comparisons=_peak_comparisons(ctx))
-
-
-def _bounds(ctx: Context, group: tuple, agg: pd.DataFrame) -> tuple[list[float], list[str]]:
-    """Per placement: (bound tokens/s, the read it comes from), or (NaN, '') where the set
-    has no read of that memory by the decoding GPU."""
-    host, pu, batch = group[0], group[1], float(group[6])
-    topology = ctx.topologies.get(host, {})
-    tables = {name: ctx.runs.tables[name].pipe(lambda t: t[t["host"] == host])
-              for name in ("bw/cases", "memcpy/cases") if name in ctx.runs.tables}
-    reads = gpu_reads(tables, topology, int(pu[3:]))
-    aliases = memory_aliases(topology)
-    bounds, paths = [], []
-    for r in agg.itertuples():
-        read = read_path(reads, r.weight_alloc, aliases.get(r.drawn, r.drawn))
-        bounds.append(read[2] * 1e9 / float(r.weight_bytes) * batch if read else np.nan)
-        paths.append(read[3] if read else "")
-    return bounds, paths
 
 
 def _bar(i: int) -> dict[str, object]:

@@ -13,6 +13,7 @@ import pandas as pd
 from ..render import style
 from ..render.figures import (COLUMN_IN, MIN_FONT_PT, PAGE_IN, Files, Styles, finish, labelled_or_name,
                               log2_threads, text_in, topologies)
+from ..results.gpu_reads import llm_bounds
 from ..results.io import RunSet
 from ..render.items import Context, item
 from .sections import Part, ok
@@ -170,7 +171,8 @@ def llm_placement(runs: RunSet, out: Path) -> Files:
     cases = ok(runs.table("llm/cases"))
     if cases.empty:
         return Files()
-    rows = cases.groupby(["host", "model", "placement", "weight_alloc", "weight_mem"], sort=False)[
+    rows = llm_bounds(runs, cases, "weight_mem").groupby(
+        ["host", "model", "placement", "weight_alloc", "weight_mem"], sort=False)[
         ["median_tokens_per_s", "bound_tokens_per_s"]].median()
     names = [f"{model}, {name}: {mem or '?'} ({alloc})" for _, model, name, alloc, mem in rows.index]
     fig, axes = _dot_panels(1, [names])
@@ -211,6 +213,10 @@ def _tables(runs: RunSet) -> list[str]:
                             num(r.peak_TFLOPs, 0), num(r.fraction_of_peak, 3)] for r in largest.itertuples()])
     llm = ok(runs.table("llm/cases"))
     if not llm.empty:
+        # The bound at mempath's read of the weights' memory in these files (Fig. 17's rule),
+        # not the one the LLM script wrote.
+        llm = llm_bounds(runs, llm, "weight_mem")
+        llm = llm.assign(fraction_of_bound=llm["median_tokens_per_s"] / llm["bound_tokens_per_s"])
         lines += ["### LLM decode by weight placement", ""]
         lines += markdown(["host", "model", "weights (GB)", "placement", "weights in", "tokens/s", "path GB/s",
                          "bound tokens/s", "fraction of bound", "same tokens"],

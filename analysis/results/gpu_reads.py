@@ -1,14 +1,16 @@
 """How fast a GPU read each memory in a set of result files: the one rule that gives an LLM
-decode its bandwidth bound, both where llm_placement.py takes it from a file (--bw-from)
-and where Fig. 17 takes it from the paper set's own bandwidth steps."""
+decode its bandwidth bound, where llm_placement.py takes it from a file (--bw-from) and where
+Fig. 17 and the node report take it from the set's own bandwidth files."""
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 from typing import Any
 
 import pandas as pd
 
 from .cases import memory_aliases
+from .io import RunSet
 
 #: (memory, allocator, GB/s, the case in words)
 Read = tuple[str, str, float, str]
@@ -46,3 +48,25 @@ def read_path(reads: list[Read], alloc: str, mem: str) -> Read | None:
     if not mine:
         return None
     return max([r for r in mine if r[1] == alloc] or mine, key=lambda r: r[2])
+
+
+def llm_bounds(runs: RunSet, cases: pd.DataFrame, mem_column: str) -> pd.DataFrame:
+    """``cases`` (llm/cases rows) with path_GBps, bound_tokens_per_s and bound_from: the
+    decoding GPU's read of the memory in ``mem_column`` in the same set of files (read_path),
+    batch x that GB/s / the weight bytes; NaN and '' where the set holds no such read."""
+    topologies = {run.node: run.topology for run in runs.runs}
+    reads: dict[tuple[str, int], list[Read]] = {}
+    gbps, bounds, sources = [], [], []
+    for r in cases.itertuples():
+        key = (r.host, int(r.gpu))
+        if key not in reads:
+            tables = {name: runs.tables[name][runs.tables[name]["host"] == r.host]
+                      for name in ("bw/cases", "memcpy/cases") if name in runs.tables}
+            reads[key] = gpu_reads(tables, topologies.get(r.host, {}), int(r.gpu))
+        aliases = memory_aliases(topologies.get(r.host, {}))
+        mem = str(getattr(r, mem_column))
+        read = read_path(reads[key], r.weight_alloc, aliases.get(mem, mem))
+        gbps.append(read[2] if read else math.nan)
+        bounds.append(read[2] * 1e9 / float(r.weight_bytes) * float(r.batch) if read else math.nan)
+        sources.append(read[3] if read else "")
+    return cases.assign(path_GBps=gbps, bound_tokens_per_s=bounds, bound_from=sources)
