@@ -1,5 +1,6 @@
 #include <iostream>
 
+#include "core/error.hpp"
 #include "core/options.hpp"
 #include "core/topology.hpp"
 
@@ -11,6 +12,11 @@ int cmd_topo(const std::vector<std::string>& args) {
                 {"from", "DIR", "read a saved snapshot instead of the live node"},
                 {"save", "DIR", "write the live node's snapshot to DIR"}});
   if (!opts.parse(args)) return 0;
+  // --save copies the live node's files: with --from it would save another node than the
+  // one printed.
+  if (opts.has("from") && opts.has("save"))
+    throw UsageError("--save writes this node's snapshot, not the one --from reads; valid: one of them "
+                     "(to copy a snapshot: cp -r " + *opts.get("from") + " " + *opts.get("save") + ")");
   if (auto dir = opts.get("save")) {
     save_snapshot(*dir);
     std::cerr << "mempath: snapshot written to " << *dir << "\n";

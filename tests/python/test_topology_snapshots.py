@@ -80,6 +80,16 @@ def test_empty_snapshot_folder_exits_2(mempath_cpu_bin: Path, tmp_path: Path) ->
     assert str(tmp_path) in line and "mempath topo --save" in line
 
 
+def test_save_with_from_is_refused_not_a_save_of_another_node(mempath_cpu_bin: Path, tmp_path: Path) -> None:
+    """--save copies the live node: beside --from it would save a node other than the one
+    printed, without a word (issue 33)."""
+    out = tmp_path / "saved"
+    line = one_error_line(run(mempath_cpu_bin, "topo", "--from", str(GH200_SINGLE), "--save", str(out),
+                              check_rc=None))
+    assert "--save" in line and "--from" in line and "valid" in line
+    assert not out.exists()
+
+
 def test_live_node_still_enumerates(mempath_cpu_bin: Path) -> None:
     doc = json.loads(run(mempath_cpu_bin, "topo", "--json").stdout)
     assert doc["source"] == "live" and doc["processors"]
