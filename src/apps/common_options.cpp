@@ -41,8 +41,9 @@ const GpuInfo& gpu_option(const Options& opts, const Topology& topo) {
   const int g = static_cast<int>(opts.integer("gpu", 0, 0));
   const GpuInfo* info = topo.find_gpu(g);
   if (!info)
-    throw UsageError("GPU " + std::to_string(g) + " does not exist; this node has " + std::to_string(topo.gpus.size()) +
-                     " GPUs");
+    throw UsageError("--gpu " + std::to_string(g) + ": GPU " + std::to_string(g) + " does not exist; valid: " +
+                     (topo.gpus.empty() ? std::string("none, this node has no GPU")
+                                        : "0 .. " + std::to_string(topo.gpus.size() - 1) + " (this node's GPUs)"));
   return *info;
 }
 

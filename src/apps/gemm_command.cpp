@@ -180,7 +180,7 @@ class GemmBenchmark : public Benchmark {
     if (!plan_only) require_cuda_build("gemm needs a CUDA build");
     topo_ = &topo;
     rates_ = model::rates_of(topo);
-    gpu_ = static_cast<int>(opts.integer("gpu", 0, 0));
+    gpu_ = gpu_option(opts, topo).id;
     const Repetitions r = read_repetitions(opts, {10, 2});
     reps_ = r.reps, warmup_ = r.warmup;
     reps_given_ = opts.has("reps");
@@ -189,8 +189,6 @@ class GemmBenchmark : public Benchmark {
     if (opts.has("size") && opts.has("matrix-bytes")) throw UsageError("--size and --matrix-bytes exclude each other; valid: one of them");
     for (const auto& d : dtypes) sizes_from(opts, d);
     pu_ = "gpu" + std::to_string(gpu_);
-    if (!topo.find_pu(pu_))
-      throw UsageError("--gpu " + std::to_string(gpu_) + ": this node has no " + pu_ + "; valid: " + join(topo.pu_names()));
     const bool all = opts.flag("all");
     independent_ = opts.choice("ab", {"shared", "independent"}, "shared") == "independent";
     if (opts.has("ab") && !all)

@@ -294,3 +294,11 @@ def test_all_independent_runs_every_readable_pair_and_prints_the_matrix(mempath_
     assert "gemm fp16: median TFLOP/s at the largest n, A's memory/allocator (row) x B's (column)" in proc.stdout
     with h5py.File(out) as f:
         assert len(f["gemm/cases/case_id"]) == len(lines)
+
+
+def test_a_gpu_that_does_not_exist_names_the_gpu_numbers(mempath_cpu_bin: Path) -> None:
+    """--gpu takes a number: its error lists the node's GPU numbers, not processor names."""
+    proc = run(mempath_cpu_bin, "gemm", "--gpu", "9", "--from", str(FIXTURES / "gh200_quad"), check_rc=None)
+    lines = proc.stderr.strip().splitlines()
+    assert proc.returncode == 2 and len(lines) == 1, proc.stderr
+    assert "valid: 0 .. 3" in lines[0] and "cpu0" not in lines[0], lines[0]
