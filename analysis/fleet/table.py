@@ -10,6 +10,7 @@ link.
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 from collections.abc import Callable, Mapping
 from typing import Any
@@ -19,7 +20,7 @@ import pandas as pd
 
 from ..robust import MAD_SCALE, grouped_medians
 from ..results import families
-from ..results.h5file import Group, check_non_negative, walk
+from ..results.h5file import Group, RunFileError, check_non_negative, one_line, shown, walk
 from ..results.io import Run, parse_topology
 
 COLUMNS = ("night", "node", "node_kind", "family", "path", "component", "metric", "value",
@@ -336,6 +337,9 @@ def load_cases_run(path: Any) -> Run:
             cases = root.group(f"{family}/cases")
             if cases is not None:
                 tables[f"{family}/cases"] = _read_columns(root, family, cases)
+    if tables and not any(len(t["status"]) for t in tables.values()):
+        raise RunFileError(f"{shown(path)}: its cases tables ({', '.join(tables)}) hold no case: a run ended "
+                           "before its first case finished; valid: a result file with at least one case")
     return Run(path=path, name=path.stem, attrs=attrs, topology=_parsed(path, attrs),
                tables=tables)  # type: ignore[arg-type]
 
@@ -352,10 +356,24 @@ def _parsed(path: Path, attrs: Mapping[str, Any]) -> dict[str, Any]:
     return parse_topology(path, text)
 
 
+#: The columns that name a processor, which the fleet parses (a GPU's number, a socket's).
+PROCESSOR_COLUMNS = frozenset({"pu", "a", "b"})
+_PROCESSOR = re.compile(r"(cpu|gpu)[0-9]+|cpus")
+
+
+def _processors(values: np.ndarray) -> set[str]:
+    return {v for v in map(str, set(values)) if _PROCESSOR.fullmatch(v)}
+
+
 def _read_columns(root: Group, family: str, cases: Group) -> dict[str, np.ndarray]:
     """The needed columns of one cases table, checked as io checks a whole table."""
     metric = FAMILIES[family][0]
     columns = cases.columns((*NAME_COLUMNS[family], "status", metric), OPTIONAL_COLUMNS.get(family, ()))
+    for name in PROCESSOR_COLUMNS.intersection(columns):
+        bad = sorted({str(v) for v in columns[name]} - _processors(columns[name]))
+        if bad:
+            raise RunFileError(f"{shown(root.path)}: column {name} of table {cases.name} names {one_line(bad[0])!r}, "
+                               "not a processor; valid: cpuN, gpuN or cpus (docs/topology.md)")
     check_non_negative(root.path, cases.name, metric, columns[metric])
     columns[SPREAD] = _spread(root, family, cases, len(columns[metric]))
     return columns

@@ -94,6 +94,9 @@ def parse_topology(path: Path, value: Any) -> dict[str, Any]:
         if not isinstance(items, list) or not all(isinstance(item, dict) for item in items):
             raise RunFileError(f"{shown(path)}: the topology attribute's {key} is not a list "
                                f"of objects; {valid}")
+        if key != "paths" and not all(isinstance(item.get("name"), str) and item["name"] for item in items):
+            raise RunFileError(f"{shown(path)}: the topology attribute's {key} has an entry without "
+                               f"a name; {valid}")
     return topology
 
 

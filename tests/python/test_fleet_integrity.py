@@ -326,3 +326,25 @@ def test_fleet_history_option_stores_a_failed_node_as_failed(tmp_path):
     bad = rows[rows["node"] == "nid000002"]
     assert len(bad) and (bad["status"] == "failed").all() and bad["value"].isna().all()
     assert (rows.loc[rows["node"] != "nid000002", "status"] == "ok").all()
+
+
+def test_a_hostile_or_empty_file_fails_its_node_in_one_line(tmp_path, capsys):
+    """Issue 33: a topology whose memory has no name, a processor outside the naming rules
+    and a file of zero cases (a run killed before its first case) ended in a traceback or
+    a node absent from the report; each is now its node failed, naming the file."""
+    from h5fixtures import case, topology, write_run
+    out = _layout(tmp_path, 6)
+    write_run(out / "nid000002" / "extra.h5", [case()], topology={"memories": [{}]})
+    write_run(out / "nid000003" / "extra.h5", [case(pu="gpuX")], topology=topology("gh200_quad"))
+    lone = tmp_path / "flat"
+    lone.mkdir()
+    write_run(lone / "nid000099.h5", [], topology={**topology("gh200_quad"), "host": "nid000099"},
+              attrs={"host": "nid000099"})
+    code, _, nodes = _fleet(tmp_path, out, lone)
+    assert code == 1
+    assert nodes.loc["nid000002", "reason"].startswith("extra.h5: the topology attribute's memories has an entry without a name")
+    assert nodes.loc["nid000003", "reason"].startswith("extra.h5: column pu of table bw/cases names 'gpuX'")
+    assert nodes.loc["nid000099", "reason"].startswith("nid000099.h5: its cases tables (bw/cases) hold no case")
+    assert set(nodes.index[nodes["verdict"] == "failed"]) == {"nid000002", "nid000003", "nid000099"}
+    _healthy(nodes, {"nid000002", "nid000003", "nid000099"})
+    assert "Traceback" not in capsys.readouterr().err
