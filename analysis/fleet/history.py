@@ -368,7 +368,9 @@ def _window(con, nights: int, include_synthetic: bool) -> tuple[str, dict]:
     if nights < 1:
         raise InputError(f"nights {nights} is not positive; valid: an integer >= 1")
     last = _do(con, "SELECT max(night) FROM fleet")[0][0]
-    first = (last or dt.date.min) - dt.timedelta(days=nights - 1)
+    if last is None:  # no night to count back from (it was an OverflowError)
+        raise InputError("the history database holds no rows; valid: one that `analysis fleet-history append` filled")
+    first = last - dt.timedelta(days=nights - 1)
     where = "night >= $first" + ("" if include_synthetic else " AND NOT synthetic")
     return where, {"first": first}
 

@@ -7,6 +7,7 @@ column arrays (never DataFrames or per-row objects), concatenated here in file o
 that the table is the same however many processes read it."""
 from __future__ import annotations
 
+import datetime as dt
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -156,6 +157,19 @@ def _merged(parts: Sequence[dict[str, Any]]) -> dict[str, Any]:
                for key in ("rows", "stamps", "names", "rejected", "broken", "notes")}}
 
 
+def _check_start_time(path: Path, attrs: dict[str, Any]) -> None:
+    """RunFileError where start_time is there but names no date: the night a file is filed
+    under (its first ten characters) would be no date, and one such file stopped a whole
+    `fleet-history append`."""
+    stamp = str(attrs.get("start_time", "") or "")
+    if stamp:
+        try:
+            dt.date.fromisoformat(stamp[:10])
+        except ValueError:
+            raise RunFileError(f"{shown(path)}: start_time {stamp[:40]!r} is not a date and time; valid: "
+                               "ISO 8601 as mempath writes it (YYYY-MM-DDTHH:MM:SSZ), or give --night") from None
+
+
 def read_chunk(files: Sequence[Path | NodeFolder], night: str | None = None) -> dict[str, Any]:
     """The fleet columns of some files, concatenated (text columns as Texts.coded()):
     per usable file its row count,
@@ -170,6 +184,8 @@ def read_chunk(files: Sequence[Path | NodeFolder], night: str | None = None) -> 
     def read(path: Path) -> None:
         try:
             run = load_cases_run(path)
+            if night is None:
+                _check_start_time(path, run.attrs)
         except RunFileError as error:
             rejected.append(str(error))
             broken.append((path, str(error)))

@@ -10,6 +10,7 @@ import re
 from pathlib import Path
 
 import numpy as np
+import h5py
 import pandas as pd
 import pytest
 
@@ -198,6 +199,7 @@ def test_cli_append_and_trend(tmp_path: Path, capsys: pytest.CaptureFixture[str]
 @pytest.mark.parametrize("argv, says", [
     (["trend", "--db", "{tmp}/none.duckdb", "-o", "{tmp}/o"], "no such history database"),
     (["trend", "--db", "{tmp}/junk.duckdb", "-o", "{tmp}/o"], "not a usable fleet history database"),
+    (["trend", "--db", "{tmp}/empty.duckdb", "-o", "{tmp}/o"], "holds no rows"),
     (["append", "--db", "{tmp}/h.duckdb", "--night", "yesterday", "{tmp}/a.h5"], "is not a date"),
     (["trend", "--db", "{tmp}/h.duckdb", "--nights", "0", "-o", "{tmp}/o"], "not positive"),
     (["trend", "--db", "{tmp}/h.duckdb", "--nights", "1000000", "-o", "{tmp}/o"], "out of range"),  # issue 22
@@ -207,6 +209,7 @@ def test_cli_bad_input_is_one_line_and_exit_2(tmp_path: Path, capsys: pytest.Cap
     """Bad input (issue 12 standard): one line on stderr, exit 2, the database unchanged."""
     (tmp_path / "junk.duckdb").write_text("not a database")
     fh.append(tmp_path / "h.duckdb", fleet_frame(range(1), 1))
+    fh.append(tmp_path / "empty.duckdb", fleet_frame(range(1), 1).iloc[0:0])
     _node_file(tmp_path, "a", night(0), 100.0).rename(tmp_path / "a.h5")
     before = len(stored(tmp_path / "h.duckdb"))
     code = main(["fleet-history", *[a.format(tmp=tmp_path) for a in argv]])
@@ -226,6 +229,21 @@ def test_cli_a_corrupt_file_among_good_ones_is_one_line(tmp_path: Path, capsys: 
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 2 and sum("nid9.h5" in line for line in err) == 2, err
     assert err[0].startswith("analysis: error: 1 node(s) failed") and "nid9: nid9.h5: " in err[0]
+    assert set(stored(db)["node"]) == {"nid0", "nid1"}
+
+
+def test_cli_a_file_of_unusable_start_time_among_good_ones_is_one_line(tmp_path: Path,
+                                                                      capsys: pytest.CaptureFixture[str]) -> None:
+    """Issue 33: one file whose start_time names no date stopped the whole append (exit 2,
+    nothing stored); now its node is failed and named, the others stored (exit 1)."""
+    db = tmp_path / "h.duckdb"
+    good = [_node_file(tmp_path, f"nid{n}", night(0), 100.0) for n in range(2)]
+    bad = _node_file(tmp_path, "nid9", night(0), 100.0)
+    with h5py.File(bad, "r+") as handle:
+        handle.attrs["start_time"] = "yesterday"
+    assert main(["fleet-history", "append", "--db", str(db), str(good[0]), str(bad), str(good[1])]) == 1
+    err = capsys.readouterr().err
+    assert "nid9" in err and "start_time 'yesterday' is not a date" in err, err
     assert set(stored(db)["node"]) == {"nid0", "nid1"}
 
 
