@@ -353,10 +353,22 @@ FIG7_CSV = ("host", "pu", "op", "mem", "role", "label", "asked_mem", "alloc", "k
 @item("read_write_bandwidth", "Fig. 7", "Read and write bandwidth of every processor and memory, % of peak",
       "figure", ("bw/cases",), BW_COMMAND, order=7)
 def read_write_bandwidth(ctx: Context) -> Drawn:
-    frame, notes = path_bandwidth(ctx)
-    if frame.empty:
-        return Drawn(why_not="no read or write case of /bw/cases ran alone (no noise), out of cache, on one "
-                             f"memory of a socket or GPU; measured by `{BW_COMMAND}`", notes=notes)
+    return _bw_figure(ctx, "read_write_bandwidth", path_bandwidth, _bandwidth_grid, FIG7_CSV,
+                      "no read or write case of /bw/cases ran alone (no noise), out of cache, on one memory of a "
+                      f"socket or GPU; measured by `{BW_COMMAND}`")
+
+
+def _bw_figure(ctx: Context, key: str, source: Callable[[Context], tuple[pd.DataFrame, list[str]]],
+               grid: Callable[[Context, pd.DataFrame, list[str]], Grid], columns: Sequence[str],
+               why_empty: str) -> Drawn:
+    """A figure of ``source``'s bw cases (with its notes), drawn by ``grid``, its rows'
+    ``columns`` as the source data."""
+    frame, found = source(ctx)
+    return faceted(ctx, key, frame, why_empty, lambda frame: grid(ctx, frame, found), found, csv=(frame, columns))
+
+
+def _bandwidth_grid(ctx: Context, frame: pd.DataFrame, found: list[str]) -> Grid:
+    """Fig. 7's panels and caption (``found``: path_bandwidth's notes)."""
     several = len(ctx.topologies) > 1
     fitted = []
 
@@ -365,9 +377,6 @@ def read_write_bandwidth(ctx: Context) -> Drawn:
         fitted.append((ax, _bar_panel(ax, part, _stats("median_GBps"), _median_pct)))
         _first_column_label(ax)
 
-    grid = Grid(_panels_for(frame, ctx), draw, lambda panel: (f"{panel[0]}\n" if several else "")
-                + pu_title(ctx.topologies[panel[0]], panel[1]), style.PAGE_IN, 2.7, max_cols=4,
-                finish=lambda fig, _axes: fit_texts(fig, fitted))
     notes = [
         "Bars: the median GB/s (decimal) of the case with the highest median among the allocators, with all "
         "cores of a socket or a GPU's full grid, read and write; above each, its % of the path's theoretical "
@@ -377,7 +386,7 @@ def read_write_bandwidth(ctx: Context) -> Drawn:
         "A case is drawn under the memory its pages were on after the run (placement), not the one it asked "
         f"for ({int((frame['asked_mem'] != frame['mem']).sum())} of the processor x memory x op values drawn "
         "moved so).",
-        *notes]
+        *found]
     if frame["assumed"].any():
         notes.append(ASSUMED_NOTE)
     comparisons = fig7_comparisons(frame, ctx)
@@ -387,8 +396,9 @@ def read_write_bandwidth(ctx: Context) -> Drawn:
                       if p not in paper_processors(t)})
     if skipped:
         notes.append(f"Left out: {', '.join(skipped)} (every socket at once: no memory is local to it).")
-    return faceted(ctx, "read_write_bandwidth", frame, "", lambda _: grid, notes, csv=(frame, FIG7_CSV),
-                   comparisons=comparisons)
+    return Grid(_panels_for(frame, ctx), draw, lambda panel: (f"{panel[0]}\n" if several else "")
+                + pu_title(ctx.topologies[panel[0]], panel[1]), style.PAGE_IN, 2.7, max_cols=4,
+                finish=lambda fig, _axes: fit_texts(fig, fitted), caption=lambda: notes, comparisons=comparisons)
 
 
 def _first_column_label(ax: Any) -> None:
@@ -497,10 +507,13 @@ def _contention_text(rows: pd.DataFrame) -> str:
 @item("read_write_under_contention", "Fig. 7", "Read and write bandwidth while the partner processor reads",
       "figure", ("bw/cases",), NOISE_COMMAND, order=7.5)
 def read_write_under_contention(ctx: Context) -> Drawn:
-    frame, notes = contention(ctx)
-    if frame.empty:
-        return Drawn(why_not="no read or write case of /bw/cases ran with a noise reader (the `noise` column "
-                             f"is empty in every run); measured by `{NOISE_COMMAND}`", notes=notes)
+    why = "no read or write case of /bw/cases ran with a noise reader (the `noise` column is empty in every run); " \
+        f"measured by `{NOISE_COMMAND}`"
+    return _bw_figure(ctx, "read_write_under_contention", contention, _contention_grid, CONTENTION_CSV, why)
+
+
+def _contention_grid(ctx: Context, frame: pd.DataFrame, found: list[str]) -> Grid:
+    """Fig. 7's contention panels and caption (``found``: contention's notes)."""
     several = len(ctx.topologies) > 1
     recorded = np.isfinite(frame["noise_GBps"].astype(float))
     fitted = []
@@ -519,8 +532,6 @@ def read_write_under_contention(ctx: Context) -> Drawn:
         return ((f"{host}\n" if several else "") + f"{pu_title(ctx.topologies[host], pu)}\n"
                 f"+ {reader} reads {role(ctx.topologies[host], reader, mem) or mem}")
 
-    grid = Grid(_panels_for(frame, ctx, ("noise",)), draw, title, style.PAGE_IN, 3.0, max_cols=4,
-                finish=lambda fig, _axes: fit_texts(fig, fitted), title_size=7)
     notes = [
         "Each panel: one processor's read and write cases while another processor (the noise reader, named "
         "above the panel with the role of the memory it reads, seen from itself) reads a buffer continuously "
@@ -530,7 +541,7 @@ def read_write_under_contention(ctx: Context) -> Drawn:
         "top: the reader's own GB/s within the case's window, so the bar's top is the two processors' sum; "
         "Σ: that sum as % of the memory's peak, where both used one memory (the paper's 2682.8 GB/s, 67%); "
         "diamond: the same case alone.",
-        *notes]
+        *found]
     missing = sorted(set(frame.loc[~recorded, "run"]))
     if missing:
         notes.append(f"The noise reader's own bandwidth was not recorded in {', '.join(missing)} (a bw file "
@@ -543,8 +554,9 @@ def read_write_under_contention(ctx: Context) -> Drawn:
                      "plus Grace's reading of that HBM in the same window; the paper's own 17% (Grace writing "
                      "HBM) and 65% (Hopper) of 450 and 4000 GB/s add up to 2676.5, its sum within rounding, so "
                      "the text may sum the two processors' writes instead.")
-    return faceted(ctx, "read_write_under_contention", frame, "", lambda _: grid, notes,
-                   csv=(frame, CONTENTION_CSV), comparisons=comparisons)
+    return Grid(_panels_for(frame, ctx, ("noise",)), draw, title, style.PAGE_IN, 3.0, max_cols=4,
+                finish=lambda fig, _axes: fit_texts(fig, fitted), title_size=7, caption=lambda: notes,
+                comparisons=comparisons)
 
 
 # ---------------------------------------------------------------- Table II

@@ -475,10 +475,14 @@ def memcpy_comparisons(frame: pd.DataFrame, ctx: Context) -> list[Comparison]:
 @item("cudamemcpy_allocators", "Fig. 5", "cudaMemcpy bandwidth between every source and destination allocator",
       "figure", ("allocmatrix/cases",), ALLOC_COMMAND, order=5)
 def cudamemcpy_allocators(ctx: Context) -> Drawn:
-    frame, notes = allocmatrix_frame(ctx)
-    if frame.empty:
-        return Drawn(why_not="no case of /allocmatrix/cases ran (status ok); measured by "
-                             f"`{ALLOC_COMMAND}`", notes=notes)
+    frame, found = allocmatrix_frame(ctx)
+    return faceted(ctx, "cudamemcpy_allocators", frame, f"no case of /allocmatrix/cases ran (status ok); measured "
+                   f"by `{ALLOC_COMMAND}`", lambda frame: _memcpy_grid(ctx, frame, found), found,
+                   csv=(frame, MEMCPY_CSV))
+
+
+def _memcpy_grid(ctx: Context, frame: pd.DataFrame, found: list[str]) -> Grid:
+    """Fig. 5's heat maps and caption (``found``: allocmatrix_frame's notes)."""
     norm = _norm(frame["median_GBps"].astype(float).to_numpy())
     most = max(max(len(set(part["src_label"])), len(set(part["dst_label"])))
                for _, part in frame.groupby(["host", "gpu", "node"]))
@@ -511,9 +515,6 @@ def cudamemcpy_allocators(ctx: Context) -> Drawn:
                      location="bottom", shrink=0.5, aspect=40)
         bare.extend(cell_texts(fig, heats))
 
-    # two lines of 7 pt per row, and the title, rotated column labels and colour bar besides
-    grid = Grid(list(dict.fromkeys(zip(frame["host"], frame["gpu"], frame["node"]))), draw, title, style.PAGE_IN,
-                1.9 + 0.26 * most, max_cols=2, finish=finish, legend=False, title_size=7)
     skipped = ctx.table("allocmatrix/cases")
     skipped = skipped[skipped["status"] != "ok"] if "status" in skipped else skipped.iloc[:0]
     notes = [
@@ -525,19 +526,23 @@ def cudamemcpy_allocators(ctx: Context) -> Drawn:
         "pulled into HBM is an HBM buffer.",
         "One panel per host node the buffers were asked on; device -> device copies are measured once, in the "
         "first node's panel.",
-        *notes]
+        *found]
     comparisons = memcpy_comparisons(frame, ctx)
-    drawn = faceted(ctx, "cudamemcpy_allocators", frame, "", lambda _: grid, notes, csv=(frame, MEMCPY_CSV),
-                    comparisons=comparisons)
-    drawn.notes += _bare_note(bare, "cudamemcpy_allocators")
-    if not skipped.empty:
-        drawn.notes.append(f"Not drawn: {len(skipped)} case(s) that did not run ({'; '.join(sorted(set(skipped['status'] + ': ' + skipped['reason'].fillna(''))))[:300]}).")
-    if comparisons:
-        drawn.notes.append(COMPARED.replace("the median over the node's processors of that kind",
-                                            "the copy by the GPU the published value names (GPU0, GPU1), or the "
-                                            "run's GPU where it names none; a pinned buffer where the text's host "
-                                            "buffer is pinned or unnamed"))
-    return drawn
+
+    def caption() -> list[str]:  # once drawn: the cells whose text was left out
+        lines = [*notes, *_bare_note(bare, "cudamemcpy_allocators")]
+        if not skipped.empty:
+            lines.append(f"Not drawn: {len(skipped)} case(s) that did not run ({'; '.join(sorted(set(skipped['status'] + ': ' + skipped['reason'].fillna(''))))[:300]}).")
+        if comparisons:
+            lines.append(COMPARED.replace("the median over the node's processors of that kind",
+                                          "the copy by the GPU the published value names (GPU0, GPU1), or the "
+                                          "run's GPU where it names none; a pinned buffer where the text's host "
+                                          "buffer is pinned or unnamed"))
+        return lines
+    # two lines of 7 pt per row, and the title, rotated column labels and colour bar besides
+    return Grid(list(dict.fromkeys(zip(frame["host"], frame["gpu"], frame["node"]))), draw, title, style.PAGE_IN,
+                1.9 + 0.26 * most, max_cols=2, finish=finish, legend=False, title_size=7, caption=caption,
+                comparisons=comparisons)
 
 
 MEMCPY_CSV = ("host", "gpu", "node", "src_alloc", "src_mem", "src_at", "dst_alloc", "dst_mem", "dst_at", "size_bytes",

@@ -12,11 +12,10 @@ import numpy as np
 import pandas as pd
 from matplotlib.axes import Axes
 from matplotlib.colors import LogNorm
-from matplotlib.ticker import NullLocator
 
 from .. import outfiles
 from ..model.roles import ROLE_ORDER, labelled, role
-from ..render.style import PAGE_IN, cell_texts, log_axis, series
+from ..render.style import PAGE_IN, heat_map, log_log, series
 from ..render.tables import markdown, num
 from ..results.cases import drawn_under
 from ..render.items import Comparison, Context, Drawn, Grid, faceted, item, mark, mark_cells
@@ -96,16 +95,25 @@ def _cell(value: float) -> str:
 @item("gemm_placement", "Fig. 15", "GEMM TFLOP/s by the memories of A and B, C in local HBM", "figure",
       ("gemm/cases",), PLACEMENT_COMMAND, order=15)
 def gemm_placement(ctx: Context) -> Drawn:
-    ok, notes = gemm_cases(ctx)
+    ok, found = gemm_cases(ctx)
+    return faceted(ctx, "gemm_placement", _most_placed(ok), "no GEMM case finished with C in the GPU's memory; "
+                   f"measured by `{PLACEMENT_COMMAND}`", lambda largest: _placement_grid(ctx, largest, found), found)
+
+
+def _most_placed(ok: pd.DataFrame) -> pd.DataFrame:
+    """Per data type the size with the most (A, B) placements, the largest of those: a size
+    sweep in HBM alone (Fig. 16's run) must not hide the placement matrix at its own size."""
     if ok.empty:
-        return Drawn(why_not=f"no GEMM case finished with C in the GPU's memory; measured by `{PLACEMENT_COMMAND}`",
-                     notes=notes)
-    # Per data type the size with the most (A, B) placements, the largest of those: a size
-    # sweep in HBM alone (Fig. 16's run) must not hide the placement matrix at its own size.
+        return ok
     pairs = ok.groupby(["host", "pu", "dtype", "n"])[["a_drawn", "a_alloc", "b_drawn", "b_alloc"]].apply(
         lambda g: len(g.drop_duplicates())).rename("pairs").reset_index()
     pairs = pairs.sort_values(["pairs", "n"]).groupby(["host", "pu", "dtype"]).tail(1)
-    largest = ok.merge(pairs[["host", "pu", "dtype", "n"]], on=["host", "pu", "dtype", "n"])
+    return ok.merge(pairs[["host", "pu", "dtype", "n"]], on=["host", "pu", "dtype", "n"])
+
+
+def _placement_grid(ctx: Context, largest: pd.DataFrame, found: list[str]) -> Grid:
+    """Fig. 15's heat maps and caption (``found``: gemm_cases' notes)."""
+    notes = list(found)
     cells = largest.groupby(["host", "pu", "dtype", "a_drawn", "a_alloc", "b_drawn", "b_alloc"])[
         "median_TFLOPs"].median()
     keys = sorted({(h, p, d) for h, p, d, *_ in cells.index},
@@ -132,18 +140,11 @@ def gemm_placement(ctx: Context) -> Drawn:
         grid = np.full((len(entries), len(entries)), np.nan)
         for (am, aa, bm, ba), value in cells.loc[key].items():
             grid[entries.index((am, aa)), entries.index((bm, ba))] = value
-        image = ax.imshow(np.ma.masked_invalid(grid), cmap="viridis", norm=norm)
-        images.append(image)
-        cell_texts(ax, image, grid, _cell)
         # Rows named by role; columns, the same entries in the same order, by name alone.
         labels = _entry_labels(topology, pu, entries)
         short = [m + (f" {a}" if "," in label else "") for (m, a), label in zip(entries, labels)]
         mark_cells(ax, dtype, grid, labels, short, ("A_in", "B_in", "TFLOPs"))
-        ax.set_xticks(range(len(entries)), short, rotation=90)
-        ax.set_yticks(range(len(entries)), labels)
-        ax.set_facecolor("0.88")
-        ax.set_xlabel("B in")
-        ax.set_ylabel("A in")
+        images.append(heat_map(ax, grid, norm, _cell, labels, short, "A in", "B in"))
 
     def title(key: tuple[str, str, str]) -> str:
         n = sizes[key]
@@ -164,9 +165,8 @@ def gemm_placement(ctx: Context) -> Drawn:
     if all(am == bm and aa == ba for _, _, _, am, aa, bm, ba in cells.index):
         why = ("A and B placed apart (the off-diagonal cells): these files have A and B always together; "
                f"`{PLACEMENT_COMMAND}` places them independently")
-    return faceted(ctx, "gemm_placement", largest, "", lambda _: Grid(
-        keys, draw, title, PAGE_IN, min(3.4, max(1.8, 0.25 * most + 1.0)), max_cols=2, finish=colour_bar,
-        legend=False), notes, caption, why_not=why)
+    return Grid(keys, draw, title, PAGE_IN, min(3.4, max(1.8, 0.25 * most + 1.0)), max_cols=2, finish=colour_bar,
+                legend=False, caption=lambda: [*caption, *notes], why_not=why)
 
 
 def _matrix(dtype: str, n: int) -> int:
@@ -189,11 +189,17 @@ def _fixed_placement(topology: Mapping[str, Any], pu: str, part: pd.DataFrame) -
 @item("gemm_scaling", "Fig. 16", "GEMM TFLOP/s against matrix size: per data type, per placement", "figure",
       ("gemm/cases",), SCALING_COMMAND, order=16)
 def gemm_scaling(ctx: Context) -> Drawn:
-    ok, notes = gemm_cases(ctx)
-    if ok.empty:
-        return Drawn(why_not=f"no GEMM case finished with C in the GPU's memory; measured by `{SCALING_COMMAND}`",
-                     notes=notes)
-    together = ok[(ok["a_drawn"] == ok["b_drawn"]) & (ok["a_alloc"] == ok["b_alloc"])]
+    ok, found = gemm_cases(ctx)
+    together = ok[(ok["a_drawn"] == ok["b_drawn"]) & (ok["a_alloc"] == ok["b_alloc"])] if not ok.empty else ok
+    why_empty = ("no GEMM case finished with C in the GPU's memory" if ok.empty else
+                 "no GEMM case with A and B in one memory") + f"; measured by `{SCALING_COMMAND}`"
+    return faceted(ctx, "gemm_scaling", together, why_empty, lambda together: _scaling_grid(ctx, ok, together, found),
+                   found)
+
+
+def _scaling_grid(ctx: Context, ok: pd.DataFrame, together: pd.DataFrame, found: list[str]) -> Grid:
+    """Fig. 16's panels and caption (``ok``: every case, whose sizes are the ticks;
+    ``found``: gemm_cases' notes)."""
     lines = together.groupby(["host", "pu", "dtype", "a_drawn", "a_alloc", "n"])["median_TFLOPs"].median()
     groups = list(dict.fromkeys((h, p) for h, p, *_ in lines.index))
     several = len(groups) > 1
@@ -238,14 +244,9 @@ def gemm_scaling(ctx: Context) -> Drawn:
                 if len(line) == 1:
                     single_size.append(f"{pu} {dtype} {names[mem, alloc]}")
                 plot(ax, line, f"A, B in {names[mem, alloc]}")
-        ax.set_xscale("log", base=2)
         ticks = sorted({int(n) for n in ok["n"]})
-        ax.set_xticks(ticks, [f"{t / 1024:.3g}k" if t >= 1024 else str(t) for t in ticks], rotation=90)
-        ax.xaxis.set_minor_locator(NullLocator())
-        log_axis(ax, "y")
-        ax.grid(True, which="major")
-        ax.set_xlabel("n (m = n = k)")
-        ax.set_ylabel("TFLOP/s (median)")
+        log_log(ax, ticks, [f"{t / 1024:.3g}k" if t >= 1024 else str(t) for t in ticks], "n (m = n = k)",
+                "TFLOP/s (median)", rotation=90)
 
     def title(panel: tuple[str, str, str]) -> str:
         host, pu, dtype = panel
@@ -257,12 +258,8 @@ def gemm_scaling(ctx: Context) -> Drawn:
                "always in the GPU's own memory; median TFLOP/s over repetitions and runs; log-log axes."]
     why = "" if fixed else ("the fixed placement (A and B in the GPU's own memory) did not run; "
                             f"`{SCALING_COMMAND}` measures it")
-    drawn = faceted(ctx, "gemm_scaling", together, "no GEMM case with A and B in one memory; measured by "
-                    f"`{SCALING_COMMAND}`", lambda _: Grid(layout, draw, title, PAGE_IN, 2.0),
-                    notes, caption, why_not=why)
-    if single_size:
-        drawn.notes.append("One size only (a point): " + "; ".join(single_size) + ".")
-    return drawn
+    return Grid(layout, draw, title, PAGE_IN, 2.0, why_not=why, caption=lambda: [
+        *caption, *found, *(["One size only (a point): " + "; ".join(single_size) + "."] if single_size else [])])
 
 
 def _hopper_132(topology: Mapping[str, Any], pu: str) -> str:

@@ -16,7 +16,7 @@ from matplotlib.colors import LogNorm
 from matplotlib.ticker import NullLocator
 
 from ..model.roles import ROLE_ORDER, by_role, labelled, role
-from ..render.style import COLUMN_IN, PAGE_IN, cell_texts, log_axis, series
+from ..render.style import COLUMN_IN, PAGE_IN, heat_map, log_axis, series
 from ..results.cases import drawn_under, natural_key
 from ..render.items import Context, Drawn, Grid, faceted, item, mark, mark_cells
 
@@ -377,15 +377,8 @@ def _pingpong_grid(ctx: Context, cells: pd.Series, agents_of: Mapping[str, list[
             grid[agents.index(a), agents.index(b)] = value
             if np.isnan(grid[agents.index(b), agents.index(a)]) and (b, a) not in cells.loc[host, mem, alloc].index:
                 grid[agents.index(b), agents.index(a)] = value  # a round trip is the same both ways
-        image = ax.imshow(np.ma.masked_invalid(grid), cmap="viridis", norm=norm)
-        images.append(image)
-        cell_texts(ax, image, grid, _ns_text)
         mark_cells(ax, f"flag {mem} {alloc}", grid, agents, agents, ("ping", "pong", "round_trip_ns"))
-        ax.set_xticks(range(len(agents)), agents, rotation=90)
-        ax.set_yticks(range(len(agents)), agents)
-        ax.set_facecolor("0.88")
-        ax.set_xlabel("pong (b)")
-        ax.set_ylabel("ping (a, times)")
+        images.append(heat_map(ax, grid, norm, _ns_text, agents, agents, "ping (a, times)", "pong (b)"))
 
     def title(flag: tuple[str, str, str]) -> str:
         host, mem, alloc = flag

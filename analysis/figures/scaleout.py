@@ -377,12 +377,10 @@ def _same_performance_note(points: pd.DataFrame) -> list[str]:
       "figure", ("nccl/cases",), BY_SIZE_COMMAND, order=18)
 def nccl_by_size(ctx: Context) -> Drawn:
     cases = _nccl_cases(ctx)
-    if cases.empty:
-        return Drawn(why_not=f"no /nccl/cases case ran (status ok); measured by `{BY_SIZE_COMMAND}`")
     # The paper: the processes of one node. The fewest nodes with a size sweep (a
     # collective at two sizes or more), the most processes there.
     chosen = None
-    for nodes in sorted(set(cases["nodes"])):
+    for nodes in sorted(set(cases["nodes"])) if not cases.empty else []:
         one = cases[cases["nodes"] == nodes]
         ranks = int(one["ranks"].max())
         one = one[one["ranks"] == ranks]
@@ -391,8 +389,9 @@ def nccl_by_size(ctx: Context) -> Drawn:
             chosen = (nodes, ranks, one[one["collective"].isin(swept)], swept)
             break
     if chosen is None:
-        return Drawn(why_not=f"no collective at two sizes or more in /nccl/cases (one size per node count: "
-                             f"--paper-sizes runs); the figure needs a sweep: `{BY_SIZE_COMMAND}`")
+        return Drawn(why_not=f"no /nccl/cases case ran (status ok); measured by `{BY_SIZE_COMMAND}`" if cases.empty
+                     else "no collective at two sizes or more in /nccl/cases (one size per node count: "
+                     f"--paper-sizes runs); the figure needs a sweep: `{BY_SIZE_COMMAND}`")
     nodes, ranks, one, colls = chosen
     points = (one.groupby(["collective", "placement", "size_bytes"], as_index=False)
               .agg(algbw=("algbw", "median"), busbw=("busbw", "median"), label=("label", "first")))

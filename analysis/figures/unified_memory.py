@@ -11,10 +11,9 @@ from typing import Any
 import numpy as np
 import pandas as pd
 from matplotlib.axes import Axes
-from matplotlib.ticker import NullLocator
 
 from ..model.roles import ROLE_ORDER, labelled, role
-from ..render.style import PAGE_IN, log_axis, series
+from ..render.style import PAGE_IN, log_log, series
 from ..results.cases import drawn_under
 from ..render.items import Comparison, Context, Drawn, Grid, faceted, item, mark
 from .published import of
@@ -165,13 +164,7 @@ def ats_vs_managed(ctx: Context) -> Drawn:
             mark(ax, label, gpu_memsets=line.index.to_numpy(), step_ms=line.to_numpy() * 1e3)
             drawn.add((host, gpu, alloc, first))
         ticks = sorted({int(n) for n in part.index.get_level_values("iterations")})
-        ax.set_xscale("log", base=2)
-        ax.set_xticks(ticks, [str(t) for t in ticks])
-        ax.xaxis.set_minor_locator(NullLocator())
-        log_axis(ax, "y")
-        ax.grid(True, which="major")
-        ax.set_xlabel("back-to-back GPU memsets per step (n)")
-        ax.set_ylabel("time per step (ms)")
+        log_log(ax, ticks, [str(t) for t in ticks], "back-to-back GPU memsets per step (n)", "time per step (ms)")
 
     def title(panel: tuple[str, str, str]) -> str:
         host, gpu, phase = panel

@@ -196,6 +196,12 @@ class Grid:
     legend: bool = True
     legend_title: str | None = None
     title_size: float | None = None   # the panels' titles, where smaller than the style's
+    # What the figure's caption, comparisons and omissions read from the data or the drawing:
+    # ``caption()`` is called once the panels are drawn and stands in place of faceted's caption
+    # and notes (which then stand only where nothing is drawn).
+    caption: Callable[[], Sequence[str]] | None = None
+    comparisons: Sequence[Comparison] = ()
+    why_not: str = ""
 
 
 def faceted(ctx: Context, key: str, data: pd.DataFrame, why_empty: str, grid: Callable[[pd.DataFrame], Grid],
@@ -206,8 +212,9 @@ def faceted(ctx: Context, key: str, data: pd.DataFrame, why_empty: str, grid: Ca
     ``data`` is empty; else the panels of ``grid(data)``, each titled, the legend below,
     saved (style.save checks the style), the source data as ``key``.csv (``csv``: the
     rows, the columns kept; else the marks the panels recorded, ``mark``, under their
-    panel's title), the caption (``caption`` then ``notes``), the runs (``runs``, else
-    those of ``data``), what was left out (``why_not``) and the ``comparisons``."""
+    panel's title), the caption (``caption`` then ``notes``; the grid's own where it builds
+    one from the data), the runs (``runs``, else those of ``data``), what was left out
+    (``why_not``, else the grid's) and the ``comparisons`` (then the grid's)."""
     if data.empty:
         return Drawn(why_not=why_empty, notes=list(notes))
     layout = grid(data)
@@ -231,5 +238,6 @@ def faceted(ctx: Context, key: str, data: pd.DataFrame, why_empty: str, grid: Ca
     else:
         outfiles.write_csv(pd.DataFrame(marks), path)
     files.append(path)
-    return Drawn(files=files, notes=[*caption, *notes], runs=list(ctx.runs_of(data) if runs is None else runs),
-                 why_not=why_not, comparisons=list(comparisons))
+    lines = [*caption, *notes] if layout.caption is None else list(layout.caption())
+    return Drawn(files=files, notes=lines, runs=list(ctx.runs_of(data) if runs is None else runs),
+                 why_not=why_not or layout.why_not, comparisons=[*comparisons, *layout.comparisons])

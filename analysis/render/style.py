@@ -180,6 +180,36 @@ def cell_texts(ax: Axes, image: AxesImage, grid: np.ndarray, text: Callable[[flo
     return texts
 
 
+def heat_map(ax: Axes, grid: np.ndarray, norm: object, text: Callable[[float], str], rows: Sequence[str],
+             columns: Sequence[str], ylabel: str, xlabel: str) -> AxesImage:
+    """Draw ``grid`` (NaN: not measured, grey) as a heat map on the colour scale ``norm``,
+    each measured cell's ``text`` (cell_texts), ``rows`` and ``columns`` (rotated) as tick
+    labels, the axes named; the image (for a colour bar)."""
+    image = ax.imshow(np.ma.masked_invalid(grid), cmap="viridis", norm=norm)
+    cell_texts(ax, image, grid, text)
+    ax.set_xticks(range(len(columns)), columns, rotation=90)
+    ax.set_yticks(range(len(rows)), rows)
+    ax.set_facecolor("0.88")
+    ax.set_xlabel(xlabel)
+    ax.set_ylabel(ylabel)
+    return image
+
+
+def log_log(ax: Axes, ticks: Sequence[int], labels: Sequence[str], xlabel: str, ylabel: str,
+            rotation: float = 0) -> None:
+    """Log-log axes once the data is drawn: x in base 2 with a tick at each of ``ticks``
+    (labelled ``labels``) and no others, y by log_axis; the major grid; the axes named."""
+    from matplotlib.ticker import NullLocator
+
+    ax.set_xscale("log", base=2)
+    ax.set_xticks(ticks, labels, rotation=rotation)
+    ax.xaxis.set_minor_locator(NullLocator())
+    log_axis(ax, "y")
+    ax.grid(True, which="major")
+    ax.set_xlabel(xlabel)
+    ax.set_ylabel(ylabel)
+
+
 def log_axis(ax: Axes, axis: str = "y", base: int = 10) -> None:
     """A log axis whose tick labels are plain numbers (0.5, 20, 1000, not 10^3 or 1.4x10^2);
     call it once the data is drawn. In-between ticks are labelled where the axis spans few
