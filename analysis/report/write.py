@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -15,14 +15,12 @@ from . import matrix
 from ..results.cases import CASE_COLUMNS, mark_placement, misplaced_note, ordered
 from ..errors import ERRORS_LOG, InputError, record_failure
 from ..results.io import RunSet
-from ..model.peaks import PeakModel
 from .placement import DEFAULT_ACTIVE_BYTES
 from ..render.items import Context, registry
 from .sections import figure_lines
 from ..render.mdtext import code, safe, text
 from ..render.tables import markdown
 from ..render.provenance import runs_table
-from ..results.schema import REQUIRED
 
 CASES_TABLE = "bw/cases"
 #: The report's list of the files it wrote, so that a later report into the same folder
@@ -162,13 +160,11 @@ def write_report(runs: RunSet, out: Path, overrides: Mapping[str, float] | None 
     out.mkdir(parents=True, exist_ok=True)
     (out / ERRORS_LOG).unlink(missing_ok=True)  # an earlier run's errors are not this one's
     report = Report(out)
-    hosts = runs.hosts()
-    topologies = {host: next(r.topology for r in runs.runs if r.node == host) for host in hosts}
+    base = Context.of(runs, out, overrides)  # the nodes' topologies and peak models, as the paper's
+    topologies, models, many, hosts = base.topologies, base.models, base.many, runs.hosts()
     cases = mark_placement(_cases(runs), topologies)
-    models = {host: PeakModel(topo, overrides) for host, topo in topologies.items()}
     order = {host: ([p["name"] for p in t.get("processors", [])],
                     [m["name"] for m in t.get("memories", [])]) for host, t in topologies.items()}
-    many = len(hosts) > 1
 
     entries = matrix.entries(cases, models, order)
     outfiles.write_text(out / "path_matrix.md", matrix.markdown(entries, order))
@@ -190,7 +186,7 @@ def write_report(runs: RunSet, out: Path, overrides: Mapping[str, float] | None 
         report.missing.append(f"thread scaling not drawn: {no_cpu}")
     if not heatmap:
         report.missing.append(f"copy heatmap not drawn: {no_copy}")
-    context = Context(runs, out, topologies, models, entries, cases, active_bytes, many)
+    context = replace(base, entries=entries, cases=cases, active_bytes=active_bytes)
     sections: list[str] = []
     for section in registry(__package__):
         try:

@@ -56,13 +56,26 @@ def test_the_whole_paper_set_renders_from_a_synthetic_quad_gh200_run(tmp_path: P
     assert "local HBM (numa4)" in text or "local HBM" in (out / "index.html").read_text()
 
 
+@pytest.fixture(scope="module")
+def rendered(tmp_path_factory: pytest.TempPathFactory):
+    """`analysis paper` of a recorded set, drawn once for every test that reads it."""
+    done: dict[str, Path] = {}
+
+    def render(node: str) -> Path:
+        if not RECORDED[node].is_dir():
+            pytest.skip(f"the recorded {node} paper set is not in this checkout")
+        if node not in done:
+            out = tmp_path_factory.mktemp(node) / "paper"
+            proc = analysis_cli("paper", RECORDED[node], "-o", out)
+            assert proc.returncode == 0, proc.stderr
+            done[node] = out
+        return done[node]
+    return render
+
+
 @pytest.mark.parametrize("node", sorted(RECORDED))
-def test_a_recorded_paper_set_renders(tmp_path: Path, node: str) -> None:
-    if not RECORDED[node].is_dir():
-        pytest.skip(f"the recorded {node} paper set is not in this checkout")
-    out = tmp_path / "paper"
-    proc = analysis_cli("paper", RECORDED[node], "-o", out)
-    assert proc.returncode == 0, proc.stderr
+def test_a_recorded_paper_set_renders(rendered, node: str) -> None:
+    out = rendered(node)
     # One x86 node: the multi-node figures have no data and say why. Neither ping-pong file
     # (2.6 and 7.5 MB of samples) is committed: that figure says it was not measured.
     absent = {"mpi_bandwidth", "nccl_by_nodes", "pingpong"}
@@ -74,15 +87,14 @@ def test_a_recorded_paper_set_renders(tmp_path: Path, node: str) -> None:
         assert "Not drawn" in section
 
 
-def test_fig17_bound_is_the_sets_own_read_of_the_weights_memory(tmp_path: Path) -> None:
+def test_fig17_bound_is_the_sets_own_read_of_the_weights_memory(rendered) -> None:
     """The bound of a placement is mempath's read of that memory by the GPU in the same set
     (bw_gpu.h5), not the LLM script's own PyTorch read (2.04 TB/s against 4.31 on the H200:
     the 7B decode drew at 86 % of its bound where it is at 41 %)."""
     import pandas as pd
     from analysis.results.io import load_table
     recorded = RECORDED["h200x2-1128"]
-    out = tmp_path / "paper"
-    assert analysis_cli("paper", recorded, "-o", out).returncode == 0
+    out = rendered("h200x2-1128")
     drawn = pd.read_csv(out / "llm_decode.csv").set_index("placement")
     bw = load_table(recorded / "bw_gpu.h5", "bw/cases")
     read = bw[(bw["op"] == "read") & (bw["pu"] == "gpu0") & (bw["mem"] == "gpu0") & (bw["alloc"] == "device")
