@@ -80,10 +80,13 @@ HBM: tuple[tuple[tuple[str, ...], Figure], ...] = (
     (("H100",), Figure(3350.0, f"H100 SXM 80GB HBM3 3.35 TB/s: {ALPS_PAPER}, Table I")),
 )
 # NVLink between two GPUs, per direction: links per pair x 25 GB/s (NVLink 4, Hopper). A
-# Hopper SXM GPU or GH200 has 18 links; how many join one pair depends on the wiring, which
+# Hopper SXM GPU or GH200 has 18 links; how many join one pair is fixed by the wiring, which
 # the topology does not record, so nvlink_pair() states the assumption it takes:
-# - GH200 (quad nodes such as CSCS Alps): the superchips are wired directly, the 18 links
-#   split evenly over the NVLink peers (3 peers: 6 links, 150 GB/s per pair).
+# - GH200 (quad nodes such as CSCS Alps): the superchips of the board are wired directly,
+#   each pair by its own links, 18 split evenly over the other superchips (quad: 3 x 6 links,
+#   150 GB/s per pair). The board's superchips are its Grace sockets: a GPU the driver
+#   fenced leaves its Grace, and its links to the survivors stay idle rather than moving to
+#   them, so a quad that shows 3 GPUs still has 6 links per pair (not 18 over 2 peers).
 # - H100/H200 SXM: an 8-GPU HGX board routes all 18 links through NVSwitch (450 per pair).
 #   With fewer visible peers the board may be a 4-GPU direct mesh (6 per pair) or a part of
 #   an NVSwitch board; the model takes NVSwitch, so a fraction of peak is never overstated.
@@ -95,6 +98,7 @@ NVLINK4_CITATION = (f"Hopper: 18 NVLink 4 links at 25 GB/s per direction each, 4
 NVLINK_MESH_CITATION = (f"quad GH200: the 18 links split equally over 3 peers, 150 GB/s per direction per "
                         f"pair: {ALPS_PAPER}, sec. II-A4; {CSCS_ALPS} ('GPU All2all: 3x6 P2P NVLink "
                         f"150GB/s per direction'); {JUPITER}")
+GH200_QUAD_SUPERCHIPS = 4
 NVLINK_BRIDGE = Figure(300.0, f"H100 NVL/PCIe NVLink bridge, 600 GB/s both ways: {H100_NVL_SPECS}")
 NVLINK_BRIDGED: tuple[tuple[str, ...], ...] = (("H100", "PCIE"), ("H100", "NVL"))
 NVLINK_DIRECT_MESH: tuple[tuple[str, ...], ...] = (("GH200",),)
@@ -204,18 +208,26 @@ def _matches(groups: tuple[tuple[str, ...], ...], model: str) -> bool:
     return any(all(k in upper for k in keys) for keys in groups)
 
 
-def nvlink_pair(model: str, nvlink_peers: int) -> NvlinkPair:
-    """NVLink per GPU pair of GPU ``model`` with ``nvlink_peers`` NVLink peers (module notes)."""
+def nvlink_pair(model: str, nvlink_peers: int, superchips: int | None = None) -> NvlinkPair:
+    """NVLink per GPU pair of GPU ``model`` with ``nvlink_peers`` NVLink peers (module notes).
+
+    ``superchips``: for a GH200, the superchips its board wires together (the node's Grace
+    sockets), GPUs the driver fenced included; None when only the peers are known (then
+    every superchip is taken to be visible: ``nvlink_peers + 1``). The links of a pair
+    come from the board, never from how many peers are visible."""
     if _matches(NVLINK_BRIDGED, model):
         return NvlinkPair(None, NVLINK_BRIDGE.gbps, "NVLink bridge, 600 GB/s both ways",
                           NVLINK_BRIDGE.citation)
     if _matches(NVLINK_DIRECT_MESH, model) and nvlink_peers > 0:
-        links = NVLINK4_LINKS_PER_GPU // nvlink_peers
-        # Published for the quad node (3 peers); other peer counts split the links alike.
-        citation = NVLINK_MESH_CITATION if nvlink_peers == 3 else (
-            f"{ASSUMED}: {NVLINK4_LINKS_PER_GPU} links split over {nvlink_peers} peers; {NVLINK4_CITATION}")
+        board = max(superchips or 0, nvlink_peers + 1)
+        links = NVLINK4_LINKS_PER_GPU // (board - 1)
+        # Published for the quad node (4 superchips); other boards split the links alike.
+        citation = NVLINK_MESH_CITATION if board == GH200_QUAD_SUPERCHIPS else (
+            f"{ASSUMED}: {NVLINK4_LINKS_PER_GPU} links split over {board - 1} peers; {NVLINK4_CITATION}")
+        shown = "" if board == nvlink_peers + 1 else f" ({nvlink_peers} visible)"
         return NvlinkPair(links, links * NVLINK4_LINK_GBPS,
-                          f"direct links: {NVLINK4_LINKS_PER_GPU} links over {nvlink_peers} peers", citation)
+                          f"direct links: {NVLINK4_LINKS_PER_GPU} links over {board - 1} peers{shown}",
+                          citation)
     if _matches(NVLINK_SWITCHED + NVLINK_DIRECT_MESH, model):
         # The per-GPU figure is published; all of it between one pair only through NVSwitch,
         # an upper bound where the wiring is not known.
@@ -299,7 +311,9 @@ class PeakModel:
         if kind == "c2c" and (gpu is None or link.get("type") == "c2c"):
             return self._table(name, C2C)
         if kind == "nvlink":
-            pair = nvlink_pair(model, len(facts.get("nvlink_peers") or []))
+            # A GH200's board: its Grace sockets, which a fenced GPU leaves behind.
+            pair = nvlink_pair(model, len(facts.get("nvlink_peers") or []),
+                               self.sockets if self.grace else None)
             return self._table(name, Figure(pair.gbps, pair.citation or "") if pair.gbps else None)
         if kind == "pcie":
             gen = int(link.get("gen") or 0)

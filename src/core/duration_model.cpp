@@ -49,6 +49,14 @@ Rates rates_of(const Topology& topo) {
   }
   if (pcie > 0) r.pcie_gbps = pcie;
   if (superchip) r.cpu_socket_gbps = kGraceSocketGBps;
+  // A GH200 board wires every pair of its superchips by their own links: a GPU the driver
+  // fenced leaves its Grace and its idle links, so the links are shared by the board's other
+  // superchips (Grace sockets), not by the peers still visible (as analysis/model/peaks.py).
+  if (superchip && nvlink_peers > 0) {
+    size_t sockets = 0;
+    for (const auto& p : topo.processors) sockets += pu_kind(p.kind) == PuKind::Cpu && p.numa >= 0;
+    if (sockets > 1) nvlink_peers = std::max(nvlink_peers, sockets - 1);
+  }
   if (nvlink_peers > 0) r.nvlink_gbps = kNvlinkGpuGBps / static_cast<double>(nvlink_peers);
   return r;
 }

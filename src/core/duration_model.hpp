@@ -59,7 +59,8 @@ inline constexpr double kGpuBlockGBps = 100;
 // 50 GB/s, 51-55 measured); a link of unknown width or generation: gen 4 x16.
 inline constexpr double kPcieLaneGBps[6] = {0, 0.2, 0.4, 0.79, 1.58, 3.15};
 // NVLink: a Hopper GPU's 18 links (450 GB/s per direction), at the 83 % measured between
-// two H200s, shared evenly by the peers it is wired to (a quad GH200's pair: 125).
+// two H200s, shared evenly by the peers it is wired to (a quad GH200's pair: 125, also when
+// the driver fenced one of its GPUs: the board's wiring counts, not the GPUs left).
 inline constexpr double kNvlinkGpuGBps = 375;
 // NVLink-C2C (450 GB/s): Hopper reads LPDDR at 93 %, Grace reads HBM at 53 % (Alps paper).
 inline constexpr double kC2cGBps = 300;

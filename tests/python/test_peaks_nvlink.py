@@ -44,6 +44,23 @@ def test_quad_gh200_pair_has_6_links_150_gbps(mempath_cpu_bin: Path, tmp_path: P
     assert model.path("gpu0", "numa12").gbps == 150.0  # the peer's HBM node, same links
 
 
+def test_quad_gh200_that_lost_a_gpu_keeps_6_links_per_pair(mempath_cpu_bin: Path, tmp_path: Path) -> None:
+    # #33: the driver fenced one GPU; three are left, renumbered gpu0..gpu2. Was 225 (18
+    # links over the 2 peers left): the fenced GPU's links do not move to the survivors.
+    quad = PeakModel(fixture_topology(mempath_cpu_bin, "gh200_quad", tmp_path))
+    fenced = PeakModel(fixture_topology(mempath_cpu_bin, "gh200_quad_gpu_fenced", tmp_path))
+    assert sorted(fenced.gpus) == [0, 1, 2] and fenced.sockets == 4
+    for a, b in ((0, 1), (0, 2), (1, 2), (2, 0)):
+        peak = fenced.path(f"gpu{a}", f"gpu{b}")
+        assert (peak.gbps, peak.limit) == (150.0, f"link:nvlink:gpu{a}")
+        assert peak.citation == quad.path("gpu0", "gpu1").citation and not peak.assumed
+    assert fenced.path("gpu2", "numa12").gbps == quad.path("gpu3", "numa12").gbps == 150.0
+    # gpu2 is superchip 3's GPU: to the LPDDR of the Grace whose GPU is gone, over its own
+    # C2C, then the Grace interconnect (75, the quad's: four Graces are still there).
+    assert fenced.vias[("gpu2", "numa2")] == "c2c+interconnect"
+    assert fenced.path("gpu2", "numa2").gbps == 75.0
+
+
 def test_nvswitch_hgx_pair_gets_all_18_links() -> None:
     for model_name in ("NVIDIA H100 80GB HBM3", "NVIDIA H200"):
         assert PeakModel(hgx(model_name, 8)).path("gpu0", "gpu5").gbps == 450.0
@@ -59,6 +76,7 @@ def test_nvlink_bridges_of_pcie_cards_carry_300() -> None:
     ("NVIDIA GH200 480GB", 1, 18, 450.0, "18 links over 1 peers"),
     ("NVIDIA H100 80GB HBM3", 3, 18, 450.0, "assumed NVSwitch"),
     ("NVIDIA GH200 120GB", 0, 18, 450.0, "assumed NVSwitch"),
+    ("NVIDIA GH200 120GB", 2, 9, 225.0, "18 links over 2 peers"),  # a board of three
     ("Tesla T4", 1, None, None, "unknown"),
 ])
 def test_nvlink_pair_states_its_assumption(model: str, peers: int, links: int | None,
@@ -66,6 +84,13 @@ def test_nvlink_pair_states_its_assumption(model: str, peers: int, links: int | 
     pair = nvlink_pair(model, peers)
     assert (pair.links, pair.gbps) == (links, gbps)
     assert says in pair.assumption
+
+
+@pytest.mark.parametrize(("peers", "superchips"), [(3, 4), (2, 4), (1, 4), (3, None)])
+def test_gh200_pair_links_come_from_the_board_not_the_visible_peers(peers: int, superchips: int | None) -> None:
+    pair = nvlink_pair("NVIDIA GH200 120GB", peers, superchips)
+    assert (pair.links, pair.gbps) == (6, 150.0)
+    assert "18 links over 3 peers" in pair.assumption and not pair.citation.startswith("assumed")
 
 
 def test_gh200_hbm_without_gpu_facts_has_no_invented_peak(mempath_cpu_bin: Path, tmp_path: Path) -> None:
