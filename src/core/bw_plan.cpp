@@ -149,7 +149,10 @@ BwCase make_case(const Topology& topo, Op op, std::string pu, std::string mem, s
   c.alloc = explicit_alloc ? alloc : default_alloc(topo, pu, mem);
   if (op == Op::Copy) c.dst_alloc = explicit_alloc ? alloc : default_alloc(topo, pu, dst_mem);
   if (c.alloc.empty()) c.alloc = alloc.empty() ? "none" : alloc;
-  c.skip_reason = alloc_problem(topo, pu, mem, c.alloc);
+  // Either end on a GPU this one has no peer access to: that, not an allocator, is the cause.
+  c.skip_reason = peer_problem(topo, pu, mem);
+  if (c.skip_reason.empty() && op == Op::Copy) c.skip_reason = peer_problem(topo, pu, dst_mem);
+  if (c.skip_reason.empty()) c.skip_reason = alloc_problem(topo, pu, mem, c.alloc);
   if (c.skip_reason.empty() && op == Op::Copy) {
     if (c.dst_alloc.empty()) c.dst_alloc = "none";
     c.skip_reason = alloc_problem(topo, pu, dst_mem, c.dst_alloc);

@@ -34,12 +34,8 @@ ChaseCase with_path(const Topology& topo, ChaseCase c) {
   const Path* path = topo.find_path(c.pu, c.mem);
   c.via = path ? path->via : "";
   if (c.alloc.empty()) c.alloc = default_alloc(topo, c.pu, c.mem);
-  if (c.alloc.empty()) {
-    c.alloc = "none";
-    c.skip_reason = "no allocator gives " + c.pu + " access to " + c.mem;
-  } else {
-    c.skip_reason = alloc_problem(topo, c.pu, c.mem, c.alloc);
-  }
+  if (c.alloc.empty()) c.alloc = "none";  // no allocator: the path's reason (e.g. no peer access)
+  c.skip_reason = alloc_problem(topo, c.pu, c.mem, c.alloc);
   return c;
 }
 

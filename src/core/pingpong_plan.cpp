@@ -55,6 +55,10 @@ std::vector<PingPongCase> pingpong_cases(const Topology& topo, const std::vector
         for (const auto& alloc : allocs.empty() ? pingpong_allocators() : allocs) {
           if (!alloc_fits_memory(m, alloc)) continue;
           PingPongCase c{a, b, m.name, alloc, pair_via(topo, a.name, b.name, m.name), pair_problem};
+          // A GPU agent without peer access to the flag's GPU first: that is the cause even
+          // where the other agent, a CPU, could not map cudaMalloc memory either (#33).
+          if (c.skip_reason.empty()) c.skip_reason = peer_problem(topo, a.name, m.name);
+          if (c.skip_reason.empty()) c.skip_reason = peer_problem(topo, b.name, m.name);
           if (c.skip_reason.empty()) c.skip_reason = alloc_problem(topo, a.name, m.name, alloc);
           if (c.skip_reason.empty()) c.skip_reason = alloc_problem(topo, b.name, m.name, alloc);
           out.push_back(c);

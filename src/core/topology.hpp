@@ -83,8 +83,14 @@ struct Topology {
 };
 
 // The reason processor `pu` cannot use allocator `alloc` on memory `mem`, "" when it can.
+// A path that needs peer access and has none says so whatever the allocator (#33).
 std::string alloc_problem(const Topology& topo, const std::string& pu, const std::string& mem,
                           const std::string& alloc);
+// "no peer access from GPU g to GPU h" when `pu` is GPU g and `mem` is the device memory of
+// GPU h, which g has no peer access to; "" otherwise. Planners whose case has several
+// agents or memories ask it first: the missing peer access outranks an allocator's reason.
+std::string peer_problem(const Topology& topo, const std::string& pu, const std::string& mem);
+
 // The `via` of a case in which processor `pu` moves data from memory `src` to memory `dst`
 // (a read or write: src == dst): the links of both paths, each once, source side first;
 // "local" only when neither leaves the processor's own memory; "" when a path is missing.

@@ -35,6 +35,9 @@ using namespace topology_detail;
 
 namespace {
 
+// One sentence for every planner (memcpy d2d's d2d_peer_reason says the same).
+std::string no_peer_access(int g, int h) { return "no peer access from " + gpu_str(g) + " to " + gpu_str(h); }
+
 class PathRules {
  public:
   explicit PathRules(const Topology& t) : t_(t), cpu_nodes_(cpu_node_ids(t)) {}
@@ -136,9 +139,10 @@ class PathRules {
   // Why GPU g cannot use allocator `a` on `mem`, "" when it can.
   std::string gpu_problem(const AllocInfo& a, const GpuInfo& g, const Memory& mem, MemKind kind) const {
     if (kind == MemKind::Device) {
-      if (!a.gpu_memory) return not_on_gpu_memory();
-      const bool reachable = mem.gpu == g.id || contains(g.peers, mem.gpu);
-      return reachable ? "" : "no peer access from " + gpu_str(g.id) + " to " + gpu_str(mem.gpu);
+      // The peer's memory without peer access: no allocator helps, so that is the reason
+      // for each of them (before "not cudaMalloc memory", which is true but not the cause).
+      if (mem.gpu != g.id && !contains(g.peers, mem.gpu)) return no_peer_access(g.id, mem.gpu);
+      return a.gpu_memory ? "" : not_on_gpu_memory();
     }
     if (a.gpu_owned) return device_not_numa();
     if (a.pageable)
@@ -209,6 +213,15 @@ std::string pair_via(const Topology& topo, const std::string& a, const std::stri
   return from_a && from_b ? joined_links({from_a, from_b}) : "";
 }
 
+std::string peer_problem(const Topology& topo, const std::string& pu, const std::string& mem) {
+  const Processor* p = topo.find_pu(pu);
+  const Memory* m = topo.find_mem(mem);
+  if (!p || !m || pu_kind(p->kind) != PuKind::Gpu || mem_kind(m->kind) != MemKind::Device) return "";
+  const GpuInfo* g = topo.find_gpu(p->gpu);
+  if (!g || m->gpu == g->id || contains(g->peers, m->gpu)) return "";
+  return no_peer_access(g->id, m->gpu);
+}
+
 std::string alloc_problem(const Topology& topo, const std::string& pu, const std::string& mem,
                           const std::string& alloc) {
   const Path* path = topo.find_path(pu, mem);
@@ -217,7 +230,7 @@ std::string alloc_problem(const Topology& topo, const std::string& pu, const std
     if (a == alloc) return "";
   for (const auto& s : path->skipped)
     if (s.alloc == alloc) return s.reason;
-  // No allocator at all (an offline HBM node): the path's own reason says why.
+  // No allocator at all (an offline HBM node, a GPU without peer access): the path's own reason says why.
   if (path->allocs.empty() && !path->skipped.empty()) return path->skipped.front().reason;
   return "allocator " + alloc + " cannot place memory on " + mem;
 }

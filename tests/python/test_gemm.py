@@ -156,6 +156,19 @@ def test_a_quad_gh200_plans_the_papers_figure_15(mempath_cpu_bin: Path) -> None:
     assert float(expect["expected_s"]) > 5 * float(shared_expect["expected_s"])
 
 
+def test_operands_on_a_gpu_without_peer_access_name_the_missing_peer_access(mempath_cpu_bin: Path) -> None:
+    """Dual GH200 workstation, no peer access (#33): A or B on the other GPU is skipped for
+    that, not with the allocator sentence of the first allocator in the table."""
+    rows, _, _ = plan(mempath_cpu_bin, "gh200_dual", "--mem", "gpu1", "--dtype", "fp16", "--size", "1024")
+    assert [(r["status"], r["reason"]) for r in rows] == [("skipped", "no peer access from GPU 0 to GPU 1")]
+    rows, _, _ = plan(mempath_cpu_bin, "gh200_dual", "--gpu", "1", "--a-mem", "gpu0", "--dtype", "fp16", "--size", "1024")
+    assert [(r["status"], r["reason"]) for r in rows] == [("skipped", "A: no peer access from GPU 1 to GPU 0")]
+    rows, _, _ = plan(mempath_cpu_bin, "gh200_dual", "--all", "--ab", "independent", "--dtype", "fp16", "--size", "1024")
+    peer = [r for r in rows if "gpu1" in (r["mem"], r["b_mem"])]
+    assert peer and all("no peer access from GPU 0 to GPU 1" in r["reason"] for r in peer)
+    assert not any("not cudaMalloc memory" in r["reason"] for r in rows)
+
+
 def test_filters_pick_each_side(mempath_cpu_bin: Path) -> None:
     rows, _, _ = plan(mempath_cpu_bin, "x86_h100", "--all", "--ab", "independent", "--a-mem", "gpu0",
                       "--b-mem", "numa0", "--b-alloc", "pinned,registered", "--dtype", "fp64", "--size", "4096")
