@@ -26,7 +26,7 @@ from ..model.roles import ROLE_ORDER, labelled, role
 from ..render import style
 from ..render.tables import markdown
 from ..results.cases import best, drawn_under, natural_key, same_memory
-from . import published
+from . import published, translation
 from ..render.items import Comparison, Context, Drawn, Grid, faceted, item
 
 OPS = ("read", "write")
@@ -714,7 +714,8 @@ def allocation_apis(ctx: Context) -> Drawn:
                          "pages after first touch and access (measured)":
                              _placement_text(ev_host[ev_host["alloc"] == alloc], topology),
                          "CPU access (measured)": _access_text(bw_host, topology, "cpu", alloc),
-                         "GPU access (measured)": _access_text(bw_host, topology, "gpu", alloc)})
+                         "GPU access (measured)": _access_text(bw_host, topology, "gpu", alloc),
+                         **translation.columns(ctx, host, topology, alloc)})
     table = pd.DataFrame(rows, dtype=object)
     if table.empty:
         return Drawn(why_not="no case of /bw/cases, /allocmatrix/cases or /um/cases ran with an allocator; "
@@ -732,6 +733,7 @@ def allocation_apis(ctx: Context) -> Drawn:
         "attributes), counted per buffer, and whether a CPU or GPU case with the allocator ran (/bw/cases); "
         "'node reports' is the topology's path table where no case measured it.",
         "allocation_apis_placements.csv lists every located buffer.",
+        *translation.notes(),
     ]
     return Drawn(files=[csv, ctx.out / "allocation_apis_placements.csv"], table=markdown(table), notes=notes,
                  runs=[r.name for r in ctx.runs.runs if r.name in used])

@@ -11,6 +11,7 @@ import statistics
 from pathlib import Path
 from typing import Any
 
+import h5py
 import matplotlib.image
 import pytest
 from conftest import DATA, assert_png
@@ -18,7 +19,7 @@ from conftest import DATA, assert_png
 import synth_bandwidth
 from h5fixtures import topology
 from analysis.model.peaks import ASSUMED_MARK, ASSUMED_NOTE
-from analysis.figures import bandwidth, copies, published
+from analysis.figures import bandwidth, copies, published, translation
 from analysis.render.items import registry
 from analysis.paper.write import write_paper
 from analysis.render import style
@@ -254,6 +255,46 @@ def test_table_ii_says_what_is_measured_and_what_is_documented(quad: tuple[Any, 
     assert "device memory -> local LPDDR after a CPU's bw read" in managed
     assert "local LPDDR -> local HBM after a GPU's bw read" in managed
     assert any("Documented" in n and "Measured" in n for n in paper.drawn["allocation_apis"].notes)
+
+
+def test_table_ii_translation_and_page_size_recorded_reported_or_documented(quad: tuple[Any, Drawing]) -> None:
+    """Table II's GPU translation and page size (#32): the paper's values beside this node's,
+    the system page as the runs record it (page_size), ATS as the node reports it, the
+    GPU's own 2 MB pages stated as documented (marked, with the source), never as measured."""
+    paper, _ = quad
+    table = {r["allocator"]: r for r in rows(paper.out / "allocation_apis.csv")}
+    assert table["device"]["GPU translation (paper)"] == "GPU-MMU" and table["device"]["page size (paper)"] == "2 MB"
+    assert table["system"]["GPU translation (paper)"] == "ATS" and table["system"]["page size (paper)"] == "system"
+    assert table["managed"]["page size (paper)"] == "system (DDR), 2 MB (HBM)"
+    # the synthetic runs record page_size 65536 (h5fixtures), the quad's GPUs report ATS
+    assert table["system"]["page size (this node)"].startswith("64 KiB (recorded: page_size)")
+    assert table["system"]["GPU translation (this node)"].startswith("ATS: the CPU's page table (node reports")
+    assert table["device"]["page size (this node)"] == f"2 MB {translation.DOCUMENTED} [paper]"
+    for alloc, row in table.items():
+        for column in ("GPU translation (this node)", "page size (this node)"):
+            if "[" in row[column]:   # a documented value: marked, its source named in the caption
+                assert translation.DOCUMENTED in row[column] and "measured" not in row[column].split("[")[0], row
+    caption = " ".join(paper.drawn["allocation_apis"].notes)
+    assert translation.PAPER_TABLE in caption and "[uvm]" in caption and "documented, not measured" in caption
+
+
+def test_table_ii_on_an_x86_node_without_ats(tmp_path: Path) -> None:
+    """An x86 H100 node without ATS/HMM: system memory is out of the GPU's reach (as the
+    node reports), pinned memory is mapped by the GPU's page table (documented), a run
+    that records no page_size says so instead of borrowing the paper's 64 KB."""
+    files = synth_bandwidth.write(tmp_path / "runs", topology("x86_h100"))
+    for path in files:
+        with h5py.File(path, "r+") as handle:
+            del handle.attrs["page_size"]
+    draw(tmp_path / "paper", files, only=("allocation_apis",))
+    table = {r["allocator"]: r for r in rows(tmp_path / "paper" / "allocation_apis.csv")}
+    assert table["numa"]["GPU translation (this node)"].startswith("none: the GPU cannot reach pageable memory")
+    assert table["pinned"]["GPU translation (this node)"].startswith("GPU-MMU") and \
+        table["pinned"]["GPU translation (this node)"].endswith(f"{translation.DOCUMENTED} [pinned]")
+    assert table["pinned"]["GPU translation (paper)"] == "ATS"   # the paper's GH200, beside it
+    assert "not recorded" in table["numa"]["page size (this node)"]
+    assert "64 KiB" not in table["numa"]["page size (this node)"]
+    assert table["managed"]["GPU translation (this node)"].endswith(f"{translation.DOCUMENTED} [uvm]")
 
 
 def test_noise_bandwidth_not_recorded(tmp_path: Path) -> None:
