@@ -19,7 +19,7 @@ from conftest import DATA, assert_png
 import synth_bandwidth
 from h5fixtures import topology
 from analysis.model.peaks import ASSUMED_MARK, ASSUMED_NOTE
-from analysis.figures import bandwidth, copies, published, translation
+from analysis.figures import bandwidth, copies, peaks, published, translation
 from analysis.render.items import registry
 from analysis.paper.write import write_paper
 from analysis.render import style
@@ -295,6 +295,51 @@ def test_table_ii_on_an_x86_node_without_ats(tmp_path: Path) -> None:
     assert "not recorded" in table["numa"]["page size (this node)"]
     assert "64 KiB" not in table["numa"]["page size (this node)"]
     assert table["managed"]["GPU translation (this node)"].endswith(f"{translation.DOCUMENTED} [uvm]")
+
+
+def test_fig3_drawn_with_its_copies_beside_the_table(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Fig. 3 as the paper draws it (#32): each memory's read/write peak and the copies
+    between the memories, at page width, legible (style.save checks), its cells in a CSV,
+    the table kept beside it; the copy peaks are the paper's (sec. III-A: Hopper's DDR-to-DDR
+    250 GB/s, DDR-to-HBM 450)."""
+    files = synth_bandwidth.write(tmp_path / "runs", topology("gh200_quad"))
+    paper, drawing = draw(tmp_path / "paper", files, monkeypatch, only=("theoretical_peaks", "theoretical_peaks_figure"))
+    fig3 = paper.drawn["theoretical_peaks_figure"]
+    assert [p.name for p in fig3.files] == ["theoretical_peaks_figure.png", "theoretical_peaks_figure.pdf",
+                                            "theoretical_peaks_figure.csv"]
+    assert drawing.width["theoretical_peaks_figure"] == style.PAGE_IN and not fig3.why_not
+    assert (tmp_path / "paper" / "theoretical_peaks.md").exists() and paper.drawn["theoretical_peaks"].table
+    assert (tmp_path / "paper" / "paper.md").read_text().count("## Fig. 3:") == 2
+    cells = {(r["processor"], r["operation"], r["memory"], r["destination"]): float(r["peak_GBps"])
+             for r in rows(tmp_path / "paper" / "theoretical_peaks_figure.csv")}
+    lpddr, hbm, peer = "local LPDDR (numa0)", "local HBM (numa4)", "peer LPDDR (numa1)"
+    assert cells[("gpu0", "copy", lpddr, lpddr)] == 250          # one LPDDR read and written: half of 500
+    assert cells[("gpu0", "copy", lpddr, hbm)] == 450            # C2C, once each way
+    assert cells[("gpu0", "read or write", hbm, "")] == 4000
+    assert cells[("gpu0", "copy", peer, lpddr)] == 150           # the slower leg: NVLink to the peer
+    assert cells[("cpu0", "copy", hbm, hbm)] == 450              # C2C both ways, HBM's half (2000) is above it
+    assert {"cpu0", "gpu0"} == {k[0] for k in cells}
+    assert not any("device memory" in k[2] for k in cells)       # gpu0's HBM drawn once, as numa4
+    assert peaks.COPY_RULE in fig3.notes
+    texts = drawing.texts["theoretical_peaks_figure"]
+    assert "250" in texts and "copy to local HBM" in texts and "read or write" in texts
+
+
+def test_fig3_on_an_x86_node_marks_what_is_unknown(tmp_path: Path) -> None:
+    """x86 socket memory has no published figure: its own cells say so ('?'), and a copy
+    through it bounds only the known parts, as the caption says."""
+    files = synth_bandwidth.write(tmp_path / "runs", topology("x86_h100"))
+    paper, _ = draw(tmp_path / "paper", files, only=("theoretical_peaks_figure",))
+    fig3 = paper.drawn["theoretical_peaks_figure"]
+    assert fig3.files, fig3.why_not
+    cells = {(r["processor"], r["operation"], r["memory"], r["destination"]): r
+             for r in rows(tmp_path / "paper" / "theoretical_peaks_figure.csv")}
+    ddr = next(k for k in cells if k[0] == "cpu0" and k[1] == "read or write" and "DDR" in k[2])
+    assert cells[ddr]["peak_GBps"] == "" and cells[ddr]["unknown_parts"] == "True"
+    h2d = next(r for k, r in cells.items() if k[0] == "gpu0" and k[1] == "copy" and "DDR" in k[2]
+               and "device memory" in k[3])
+    assert float(h2d["peak_GBps"]) == pytest.approx(63.0, abs=0.1)   # PCIe gen 5 x16, the DDR unknown
+    assert any("bounds only the known parts" in n for n in fig3.notes)
 
 
 def test_noise_bandwidth_not_recorded(tmp_path: Path) -> None:
