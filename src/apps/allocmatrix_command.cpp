@@ -37,7 +37,7 @@ bool holds(const Topology& topo, const Buffer& b, uint8_t value, int gpu) {
   std::atomic<uint64_t> bad{0};
   run_on_threads(4, setup_cpus(topo, b.numa()), -1, [&](int i, int n) {
     size_t begin, end;
-    slice(b.bytes(), i, n, 4096, &begin, &end);
+    page_slice(b.bytes(), i, n, page_size(), &begin, &end);
     const auto* p = static_cast<const uint8_t*>(b.data());
     uint64_t local = 0;
     for (size_t k = begin; k < end; ++k) local += p[k] != value;

@@ -31,7 +31,7 @@ uint64_t count_host_mismatches(const Topology& topo, int numa, const void* ptr, 
   std::atomic<uint64_t> bad{0};
   run_on_threads(threads, cpus, -1, [&](int i, int n) {
     size_t begin, end;
-    slice(bytes, i, n, 4096, &begin, &end);
+    page_slice(bytes, i, n, page_size(), &begin, &end);
     bad += count(begin, end);
   });
   return bad;

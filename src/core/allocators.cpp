@@ -38,9 +38,10 @@ int parse_index(const std::string& mem, const std::string& prefix) {
 void fill_from_node(const Topology& topo, void* ptr, size_t bytes, int numa, uint8_t value) {
   const auto cpus = setup_cpus(topo, numa);
   const int count = static_cast<int>(std::max<size_t>(1, std::min<size_t>(kSetupThreads, cpus.empty() ? 4 : cpus.size())));
+  const size_t page = page_size();  // a page is touched by one thread (64 KiB on Alps)
   run_on_threads(count, cpus, numa, [&](int i, int n) {
     size_t begin, end;
-    slice(bytes, i, n, 4096, &begin, &end);
+    page_slice(bytes, i, n, page, &begin, &end);
     std::memset(static_cast<char*>(ptr) + begin, value, end - begin);
   });
 }
@@ -119,9 +120,10 @@ std::unique_ptr<Buffer> allocate(const Topology& topo, const std::string& alloc,
     if (!p) throw Unsupported("numa_alloc_interleaved_subset(" + std::to_string(bytes) + ") failed");
     buf->ptr_ = p;
     const int count = static_cast<int>(std::max<size_t>(1, std::min<size_t>(kSetupThreads, cpus.size())));
+    const size_t page = page_size();
     run_on_threads(count, cpus, -1, [&](int i, int n) {
       size_t begin, end;
-      slice(bytes, i, n, 4096, &begin, &end);
+      page_slice(bytes, i, n, page, &begin, &end);
       std::memset(static_cast<char*>(p) + begin, fill, end - begin);
     });
     return buf;
@@ -259,7 +261,7 @@ double huge_page_fraction(const Buffer& buffer) {
 
 std::string placement(const Buffer& buffer) {
   if (alloc_info(buffer.kind()).gpu_owned) return "gpu" + std::to_string(buffer.gpu());
-  const size_t page = static_cast<size_t>(sysconf(_SC_PAGESIZE));
+  const size_t page = page_size();
   const size_t pages = std::max<size_t>(1, buffer.bytes() / page);
   const size_t samples = std::min<size_t>(pages, 512);
   std::vector<void*> addrs(samples);

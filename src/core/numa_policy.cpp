@@ -4,6 +4,7 @@
 #include <numaif.h>
 #include <pthread.h>
 #include <sched.h>
+#include <unistd.h>
 
 #include <stdexcept>
 #include <string>
@@ -72,6 +73,18 @@ void slice(size_t n, int index, int count, size_t align, size_t* begin, size_t* 
   const size_t mine = per + (static_cast<size_t>(index) < extra ? 1 : 0);
   *begin = std::min(n, first * align);
   *end = std::min(n, (first + mine) * align);
+}
+
+size_t page_size() {
+  static const size_t page = [] {
+    const long p = sysconf(_SC_PAGESIZE);
+    return p > 0 ? static_cast<size_t>(p) : size_t{4096};
+  }();
+  return page;
+}
+
+void page_slice(size_t bytes, int index, int count, size_t page, size_t* begin, size_t* end) {
+  slice(bytes, index, count, page, begin, end);
 }
 
 }  // namespace mempath

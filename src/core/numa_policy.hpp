@@ -24,4 +24,14 @@ void run_on_threads(int count, const std::vector<int>& cpus, int node,
 // `align` items so that vector kernels see whole cache lines.
 void slice(size_t n, int index, int count, size_t align, size_t* begin, size_t* end);
 
+// The page size the node runs: sysconf(_SC_PAGESIZE), 4 KiB on x86, 64 KiB on the Grace
+// kernels of CSCS Alps (read once).
+size_t page_size();
+
+// The bytes [begin, end) of a `bytes`-long buffer that worker `index` of `count` handles:
+// whole pages of `page` bytes (the last chunk ends with the buffer), so no two threads
+// share a page: each thread's first touch places its own pages and no cache line is
+// shared. The CPU kernels and the first-touch fills pass page_size(); tests inject others.
+void page_slice(size_t bytes, int index, int count, size_t page, size_t* begin, size_t* end);
+
 }  // namespace mempath

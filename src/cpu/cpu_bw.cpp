@@ -7,22 +7,19 @@
 #include "cpu/thread_team.hpp"
 
 namespace mempath::cpu {
-namespace {
-
-constexpr size_t kSliceAlign = 4096;  // whole pages per thread: no shared cache lines
-
-}  // namespace
 
 BwRun run_bw(const Isa& isa, const std::vector<int>& cpus, Op op, const void* src, void* dst,
              size_t bytes, int passes, int warmup, int reps, uint8_t fill,
              const std::function<void()>& on_start, const std::function<void()>& on_end) {
   ThreadTeam team(cpus);
   const int n = team.size();
+  // Whole pages of the size the node runs per thread (64 KiB on Alps): no shared page.
+  const size_t page = page_size();
   std::vector<uint64_t> sums(n);
   uint64_t word = 0;
   auto kernel = [&](int i, int count) {
     size_t begin, end;
-    slice(bytes, i, count, kSliceAlign, &begin, &end);
+    page_slice(bytes, i, count, page, &begin, &end);
     const char* s = static_cast<const char*>(src) + begin;
     char* d = static_cast<char*>(dst) + begin;
     uint64_t sum = 0;
@@ -37,7 +34,7 @@ BwRun run_bw(const Isa& isa, const std::vector<int>& cpus, Op op, const void* sr
   // the pages stay where they are): the data check then proves the timed copies ran.
   auto clear_dst = [&](int i, int count) {
     size_t begin, end;
-    slice(bytes, i, count, kSliceAlign, &begin, &end);
+    page_slice(bytes, i, count, page, &begin, &end);
     std::memset(static_cast<char*>(dst) + begin, 0, end - begin);
   };
   BwRun run;
@@ -63,10 +60,10 @@ BwRun run_bw(const Isa& isa, const std::vector<int>& cpus, Op op, const void* sr
   std::atomic<uint64_t> bad{0};
   team.run([&](int i, int count) {
     size_t begin, end;
-    slice(bytes / 8, i, count, kSliceAlign / 8, &begin, &end);
+    page_slice(bytes / 8 * 8, i, count, page, &begin, &end);
     const uint64_t* d = static_cast<const uint64_t*>(dst);
     uint64_t local = 0;
-    for (size_t k = begin; k < end; ++k) local += d[k] != expect;
+    for (size_t k = begin / 8; k < end / 8; ++k) local += d[k] != expect;
     bad += local;
   });
   run.verified = bad == 0;

@@ -9,8 +9,6 @@
 namespace mempath::cpu {
 namespace {
 
-constexpr size_t kSliceAlign = 512;  // doubles: whole 4 KiB pages per thread
-
 // Plain loops, compiled with the project's flags as STREAM is with its own: the compiler
 // vectorises them; nothing here may be skipped because every array is checked afterwards.
 void copy(double* __restrict c, const double* __restrict a, size_t n) {
@@ -34,11 +32,13 @@ StreamRun run_stream(const std::vector<int>& cpus, double* a, double* b, double*
   // The scalar comes from memory the compiler cannot see through.
   volatile double scalar_source = kStreamScalar;
   const double s = scalar_source;
+  // Each thread's slice is whole pages of the size the node runs (64 KiB on Alps).
+  const size_t page = page_size();
   auto on_slices = [&](auto&& body) {
     return team.run([&](int i, int count) {
       size_t begin, end;
-      slice(n, i, count, kSliceAlign, &begin, &end);
-      body(begin, end - begin);
+      page_slice(n * sizeof(double), i, count, page, &begin, &end);
+      body(begin / sizeof(double), (end - begin) / sizeof(double));
     });
   };
   const StreamValues start;

@@ -103,3 +103,32 @@ TEST(NumaPolicy, SlicesCoverEverythingOnce) {
   }
   EXPECT_EQ(covered, 11u * 4096);
 }
+
+// Alps runs 64 KiB pages (#33): each thread's chunk is whole pages of the size the node
+// runs, so that first touch places every page from one thread and no two threads share one.
+TEST(NumaPolicy, PageSlicesAreWholePagesOfTheInjectedSizeAndCoverTheBufferOnce) {
+  constexpr size_t kPage = 64 << 10;
+  // Page multiples, a buffer with a partial last page, fewer pages than threads, one page.
+  for (size_t bytes : {size_t{64} * kPage, size_t{10} * kPage + 4096, size_t{3} * kPage, kPage, size_t{1} << 30})
+    for (int count : {1, 2, 3, 7, 72}) {
+      size_t last_end = 0;
+      for (int i = 0; i < count; ++i) {
+        size_t b, e;
+        page_slice(bytes, i, count, kPage, &b, &e);
+        EXPECT_EQ(b, last_end) << bytes << " " << i << "/" << count;  // contiguous, no overlap
+        EXPECT_LE(b, e);
+        // Every boundary is a page boundary, or the buffer's end (a partial last page; the
+        // empty chunks of threads left without a page).
+        if (b != bytes) EXPECT_EQ(b % kPage, 0u) << bytes << " " << i << "/" << count;
+        if (e != bytes) EXPECT_EQ(e % kPage, 0u) << bytes << " " << i << "/" << count;
+        last_end = e;
+      }
+      EXPECT_EQ(last_end, bytes) << bytes << " " << count;  // the union is the buffer
+    }
+  // The node's own page size is what the kernels use; 4 KiB is still split on 4 KiB.
+  EXPECT_EQ(page_size(), static_cast<size_t>(sysconf(_SC_PAGESIZE)));
+  size_t b, e;
+  page_slice(8 * 4096, 1, 2, 4096, &b, &e);
+  EXPECT_EQ(b, 4u * 4096);
+  EXPECT_EQ(e, 8u * 4096);
+}
