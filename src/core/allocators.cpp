@@ -70,6 +70,8 @@ uint64_t free_bytes(const std::string& mem) {
 std::vector<int> setup_cpus(const Topology& topo, int numa) {
   const NumaNode* node = topo.find_numa(numa);
   if (node && !node->cpus.empty()) return node->cpus;
+  // A node of a socket numa=fake split: the socket's CPUs.
+  if (node && node->socket >= 0 && node->socket != numa) return setup_cpus(topo, node->socket);
   if (node && node->gpu >= 0) {
     const GpuInfo* g = topo.find_gpu(node->gpu);
     if (g && g->host_numa >= 0) {

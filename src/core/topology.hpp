@@ -17,6 +17,9 @@ struct NumaNode {
   std::string kind;           // "host", "hbm" (a GPU's memory), "empty"
   int gpu = -1;               // GPU whose HBM this node is, else -1
   int64_t llc_bytes = 0;      // last-level cache of one core of this node (shared size)
+  // The node whose CPUs are this node's socket: itself for a node with CPUs, the first node
+  // of a socket numa=fake split into several (docs/topology.md), -1 for other CPU-less nodes.
+  int socket = -1;
 };
 
 struct GpuInfo {

@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <filesystem>
 #include <map>
+#include <numeric>
 #include <set>
 #include <sstream>
 #include <utility>
@@ -163,6 +164,75 @@ int slit_distance(const Topology& t, const NumaNode& from, int to) {
   return 0;
 }
 
+// Nodes `a` and `b` (positions in numa_nodes) are one socket split by numa=fake: the
+// kernel lists a CPU in every emulated node of its physical node (so the nodes share CPUs)
+// and gives them the physical node's local distance to each other. Nodes that share CPUs and
+// have no distance between them above the local one are one socket. Sub-NUMA clusters
+// (disjoint CPUs, 11-12 apart) are not. `sorted`: each node's CPUs in ascending order.
+bool one_socket(const Topology& t, size_t a, size_t b, const std::vector<std::vector<int>>& sorted) {
+  const auto& ra = t.numa_nodes[a].distances;
+  const auto& rb = t.numa_nodes[b].distances;
+  if (ra.size() <= std::max(a, b) || rb.size() <= std::max(a, b)) return false;  // no SLIT: no evidence
+  if (ra[b] > ra[a] || rb[a] > rb[b]) return false;
+  const auto& x = sorted[a];
+  const auto& y = sorted[b];
+  for (size_t i = 0, j = 0; i < x.size() && j < y.size();) {
+    if (x[i] == y[j]) return true;
+    x[i] < y[j] ? ++i : ++j;
+  }
+  return false;
+}
+
+// Joins the nodes of a socket split by numa=fake into one socket: the first node keeps the
+// CPUs (the union of the nodes' lists, counted once), the others stay host memory without
+// CPUs, and `socket` names the first for every node of a socket. So each socket is one
+// processor with its cores and LLC once, and its split memory is local to it.
+void join_split_sockets(Topology* t, const Tree& tree) {
+  auto& nodes = t->numa_nodes;
+  std::vector<std::vector<int>> sorted;
+  for (const auto& n : nodes) {
+    sorted.push_back(n.cpus);
+    std::sort(sorted.back().begin(), sorted.back().end());
+  }
+  std::vector<size_t> first(nodes.size());
+  std::iota(first.begin(), first.end(), size_t{0});
+  const auto root = [&](size_t i) {
+    while (first[i] != i) i = first[i];
+    return i;
+  };
+  for (size_t a = 0; a < nodes.size(); ++a)
+    for (size_t b = a + 1; b < nodes.size(); ++b)
+      if (!sorted[a].empty() && !sorted[b].empty() && one_socket(*t, a, b, sorted)) {
+        const size_t ra = root(a), rb = root(b);
+        first[std::max(ra, rb)] = std::min(ra, rb);
+      }
+  std::vector<bool> joined(nodes.size(), false);
+  for (size_t i = 0; i < nodes.size(); ++i) {
+    const size_t r = root(i);
+    if (r == i) {
+      if (!nodes[i].cpus.empty()) nodes[i].socket = nodes[i].id;
+      continue;
+    }
+    sorted[r].insert(sorted[r].end(), sorted[i].begin(), sorted[i].end());
+    nodes[i].cpus.clear();
+    nodes[i].cores = 0;
+    nodes[i].llc_bytes = 0;
+    nodes[i].socket = nodes[r].id;
+    joined[r] = true;
+  }
+  for (size_t i = 0; i < nodes.size(); ++i)
+    if (joined[i]) {
+      auto& cpus = sorted[i];
+      std::sort(cpus.begin(), cpus.end());
+      cpus.erase(std::unique(cpus.begin(), cpus.end()), cpus.end());
+      nodes[i].cpus = cpus;
+      nodes[i].cores = order_by_core(tree, &nodes[i].cpus);
+    }
+  // The driver names a GPU's nearest node by its PCI device: any node of a split socket.
+  for (auto& g : t->gpus)
+    if (const NumaNode* n = t->find_numa(g.host_numa); n && n->socket >= 0) g.host_numa = n->socket;
+}
+
 // GH200 SLIT (NVIDIA, kernel): Grace local 10, other Grace 40, its own GPU's HBM 80, another
 // GPU's HBM 120; GPU memory nodes are 255 from the other nodes of the same GPU (MIG
 // placeholders) and 120 from other GPUs'. Host memory, CPU-less (CXL, memory-only) or not,
@@ -296,6 +366,7 @@ Topology build_topology(const std::string& root, const std::vector<GpuInfo>& gpu
   const std::vector<int> online = online_nodes(tree);
   for (int id : online) t.numa_nodes.push_back(read_node(tree, id, online.size()));
   t.gpus = gpus;
+  join_split_sockets(&t, tree);
   classify_nodes(&t);
   resolve_host_nodes(&t);
   add_processors(&t, tree);

@@ -83,9 +83,16 @@ class PathRules {
     return join_via(common);
   }
 
+  // The node holding the CPUs of host node `numa`'s socket: itself, or the first node of a
+  // socket numa=fake split (NumaNode::socket).
+  int socket_of(int numa) const {
+    const NumaNode* n = t_.find_numa(numa);
+    return n && n->socket >= 0 ? n->socket : numa;
+  }
+
   // From the CPUs of node `node`.
   std::string node_via(int node, const Memory& mem) const {
-    if (mem_kind(mem.kind) == MemKind::Host) return mem.numa == node ? "local" : "interconnect";
+    if (mem_kind(mem.kind) == MemKind::Host) return socket_of(mem.numa) == node ? "local" : "interconnect";
     if (mem.gpu < 0) return "unknown";  // HBM recognised by distance: its link is not known
     const int host = host_of(mem.gpu);
     const bool near = host < 0 || host == node;
@@ -100,6 +107,7 @@ class PathRules {
   // sec. II-A5): to the Grace of the peer superchip, then over that superchip's C2C. Without
   // such a peer (dual GH200 workstation: no GPU peer access), g's own link, then the Graces'.
   std::string host_route(const GpuInfo& g, int node) const {
+    node = socket_of(node);
     const bool near = g.host_numa < 0 || node < 0 || g.host_numa == node;
     if (near) return g.link_type;
     if (c2c_peer_of(g, node) >= 0) return "nvlink+c2c";

@@ -71,6 +71,14 @@ std::string gpu_line(const Topology& t, const GpuInfo& g) {
   if (!g.nvlink_peers.empty()) s += " (nvlink " + join_ints(g.nvlink_peers) + ")";
   return s;
 }
+// " (one socket: numa0,numa1,...)" when numa=fake split node `numa`'s socket, else "".
+std::string split_socket(const Topology& t, int numa) {
+  std::string nodes;
+  int parts = 0;
+  for (const auto& n : t.numa_nodes)
+    if (n.socket == numa) nodes += (parts++ ? ",numa" : "numa") + std::to_string(n.id);
+  return parts > 1 ? " (one socket: " + nodes + ")" : "";
+}
 }  // namespace
 
 std::string Topology::to_json() const {
@@ -84,6 +92,7 @@ std::string Topology::to_json() const {
     w.field("cores", n.cores).field("mem_total_bytes", n.mem_total_bytes).field("mem_free_bytes", n.mem_free_bytes);
     w.key("distances").array(n.distances);
     w.field("kind", n.kind).key("gpu").id_or_null(n.gpu).field("llc_bytes", n.llc_bytes);
+    w.key("socket").id_or_null(n.socket);
     w.end_object();
   }
   w.end_array();
@@ -137,8 +146,9 @@ std::string Topology::to_text() const {
   for (const auto& p : processors) {
     out << "  " << pad(p.name, 6);
     if (pu_kind(p.kind) == PuKind::Cpu) {
-      out << "cpu  " << (p.numa >= 0 ? "numa" + std::to_string(p.numa) : "all CPU nodes") << ", " << p.cores
-          << " cores, " << p.cpus.size() << " threads, LLC " << format_bytes(p.cache_bytes) << "\n";
+      const std::string where = p.numa >= 0 ? "numa" + std::to_string(p.numa) + split_socket(*this, p.numa) : "all CPU nodes";
+      out << "cpu  " << where << ", " << p.cores << " cores, " << p.cpus.size() << " threads, LLC "
+          << format_bytes(p.cache_bytes) << "\n";
     } else if (const GpuInfo* g = find_gpu(p.gpu)) {
       out << "gpu  " << gpu_line(*this, *g) << "\n";
     }
