@@ -22,6 +22,7 @@ from ..robust import MAD_SCALE, grouped_medians
 from ..results import families
 from ..results.h5file import Group, RunFileError, check_non_negative, one_line, shown, walk
 from ..results.io import Run, parse_topology
+from ..results.sockets import socket_count
 
 COLUMNS = ("night", "node", "node_kind", "family", "path", "component", "metric", "value",
            "status", "higher_is_better", "synthetic", "gpu_uuids")
@@ -217,7 +218,7 @@ _NAMES: dict[tuple[Any, ...], tuple[str, str, str]] = {}
 def node_kind(topology: Mapping[str, Any], arch: str = "") -> str:
     """``<arch>/<sockets>s/<gpus>x<model>``: nodes of one kind are compared with each other."""
     processors = topology.get("processors", [])
-    sockets = sum(1 for p in processors if p.get("kind") == "cpu" and p.get("numa") is not None)
+    sockets = socket_count(topology)  # a socket numa=fake split counts once
     models = [str(p.get("model", "")) for p in processors if p.get("kind") == "gpu"]
     gpus = "+".join(sorted(set(models))) or "none"
     return f"{topology.get('arch') or arch or 'unknown'}/{sockets}s/{len(models)}x{gpus}"

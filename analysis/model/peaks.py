@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import InputError
+from ..results.sockets import socket_count, socket_of
 
 # Where each figure comes from: a document (and URL) someone on the project read. A figure no
 # source confirms starts its citation with ASSUMED and is shown as assumed wherever it or a
@@ -266,8 +267,10 @@ class PeakModel:
         self.memories = {m["name"]: m for m in topology.get("memories", [])}
         self.gpus = {p["gpu"]: p for p in self.processors.values() if p.get("kind") == "gpu"}
         self.vias = {(p["pu"], p["mem"]): p["via"] for p in topology.get("paths", [])}
-        self.sockets = sum(1 for p in self.processors.values()
-                           if p.get("kind") == "cpu" and p.get("numa") is not None)
+        # A socket split by numa=fake is one socket (results/sockets.py): one processor, one
+        # LPDDR module for all its nodes, no socket interconnect between them.
+        self.socket_of = socket_of(topology)
+        self.sockets = socket_count(topology)
 
     def _user(self, *keys: str) -> Capacity | None:
         for key in keys:
@@ -291,8 +294,15 @@ class PeakModel:
         if user:
             return user
         if kind == "host" and self.grace:
-            big = int(entry.get("bytes") or 0) > LPDDR_480_BYTES
-            return self._table(name, GRACE_LPDDR5X_480 if big else GRACE_LPDDR5X)
+            # The socket's module: the nodes numa=fake split it into share it.
+            parts = self._socket_memories(entry.get("numa")) or [entry]
+            big = sum(int(m.get("bytes") or 0) for m in parts) > LPDDR_480_BYTES
+            fig = GRACE_LPDDR5X_480 if big else GRACE_LPDDR5X
+            if len(parts) > 1:
+                names = ", ".join(m["name"] for m in parts)
+                fig = Figure(fig.gbps, f"{fig.citation}; one module shared by {names} "
+                                       f"(one socket split by numa=fake)")
+            return self._table(name, fig)
         if kind in ("hbm", "device") and gpu in self.gpus:
             return self._table(name, hbm_figure(str(self.gpus[gpu].get("model", ""))))
         return Capacity(name, None, None)
@@ -321,6 +331,25 @@ class PeakModel:
             return self._table(name, Figure(gbps, pcie_citation(gen)) if gbps else None, "discovered")
         return Capacity(name, None, None)
 
+    def _socket(self, numa: Any) -> Any:
+        return self.socket_of.get(numa, numa)
+
+    def _socket_memories(self, numa: Any) -> list[Mapping[str, Any]]:
+        """The host memories of node ``numa``'s socket (itself alone unless numa=fake split it)."""
+        return [m for m in self.memories.values() if m.get("kind") == "host"
+                and (m.get("numa") == numa or self._socket(m.get("numa")) == self._socket(numa))]
+
+    def _within_socket(self, pu: str, mem: str) -> bool:
+        """``pu`` (a CPU node, or a GPU by its host node) and host memory ``mem`` are nodes of
+        one socket split by numa=fake: topologies written before #33 name the way
+        ``interconnect`` although no socket link is crossed."""
+        entry, proc = self.memories.get(mem, {}), self.processors.get(pu, {})
+        home = (proc.get("numa") if proc.get("kind") == "cpu"
+                else self.gpus.get(proc.get("gpu"), {}).get("host_numa"))
+        numa = entry.get("numa")
+        return (entry.get("kind") == "host" and None not in (home, numa) and home != numa
+                and self._socket(home) == self._socket(numa))
+
     def _gpu_of(self, name: str) -> int | None:
         """The GPU a processor is, or whose memory a memory is."""
         entry = self.processors.get(name) or self.memories.get(name) or {}
@@ -339,6 +368,8 @@ class PeakModel:
         peer GPU, then the peer's C2C: both GPUs' NVLink, the peer's C2C only."""
         via = via or self.vias.get((pu, mem), "")
         tokens = [t for t in via.split("+") if t and t != "local"]
+        if self._within_socket(pu, mem):
+            tokens = [t for t in tokens if t != "interconnect"]
         ends = (self._gpu_of(pu), self._gpu_of(mem))
         gpus = list(dict.fromkeys(g for g in ends if g is not None))
         peer = self._c2c_gpu_of_node(mem) if "nvlink" in tokens and ends[1] is None else None
