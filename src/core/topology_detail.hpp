@@ -28,6 +28,12 @@ std::string shown(const std::string& text);
 std::string required_text(const std::filesystem::path& p);
 bool all_digits(const std::string& s);
 int64_t parse_cache_size(const std::string& text);
+// For tests only (docs/testing.md): MEMPATH_FAKE_LLC_BYTES=SIZE ("480MiB", or bytes) under
+// the live root "/" (never a snapshot): the size cpu_caches gives the last level, as a VM
+// reporting a huge cache does. The one place the variable is read; UsageError if invalid.
+std::optional<int64_t> fake_llc_bytes(const std::string& root);
+// The cache folder (cpuN/cache/indexM) that cpu_caches lists last, or an empty path.
+std::filesystem::path last_level_cache_dir(const std::string& root, int cpu);
 std::string format_bytes(int64_t bytes);
 
 // Runs parse(text); a UsageError it throws is prefixed with the file, so the one line

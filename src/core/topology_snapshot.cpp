@@ -180,6 +180,14 @@ void save_snapshot(const std::string& dir, const std::string& root, const std::v
     for (const auto& e : fs::directory_iterator(live.cpu(cpus.front()) / "cache", ec))
       if (e.path().filename().string().rfind("index", 0) == 0)
         for (const char* f : {"level", "type", "size", "shared_cpu_list"}) copy_tree_file(root, e.path() / f, dir);
+    // Under MEMPATH_FAKE_LLC_BYTES (tests only) the snapshot is the node as mempath sees it.
+    if (const auto fake = fake_llc_bytes(root)) {
+      const fs::path llc = last_level_cache_dir(root, cpus.front());
+      if (!llc.empty()) {
+        std::ofstream size(fs::path(dir) / (llc / "size").lexically_relative(root));
+        size << *fake / 1024 << "K\n";  // as sysfs writes it
+      }
+    }
   }
   std::ofstream out(fs::path(dir) / "gpus.txt");
   out << format_gpus_txt(gpus);

@@ -11,12 +11,14 @@
 #include <cctype>
 #include <cerrno>
 #include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <set>
 #include <sstream>
 
 #include "core/error.hpp"
+#include "core/units.hpp"
 
 namespace mempath {
 namespace fs = std::filesystem;
@@ -167,8 +169,12 @@ std::vector<int> online_nodes(const Tree& t) {
 
 using namespace topology_detail;
 
-std::vector<CacheLevel> cpu_caches(const std::string& root, int cpu) {
-  std::vector<CacheLevel> levels;
+namespace {
+
+// Every data/unified cache folder of one CPU with its level, smallest level first (within
+// a level the smaller cache first): the order cpu_caches gives.
+std::vector<std::pair<CacheLevel, fs::path>> read_caches(const std::string& root, int cpu) {
+  std::vector<std::pair<CacheLevel, fs::path>> caches;
   std::error_code ec;
   for (const auto& e : fs::directory_iterator(Tree{root}.cpu(cpu) / "cache", ec)) {
     if (e.path().filename().string().rfind("index", 0) != 0) continue;
@@ -178,12 +184,39 @@ std::vector<CacheLevel> cpu_caches(const std::string& root, int cpu) {
     // Some kernels list a cache without its size or sharing: unknown, not wrong.
     const fs::path size = e.path() / "size", shared = e.path() / "shared_cpu_list";
     const auto size_text = read_text(size), shared_text = read_text(shared);
-    levels.push_back({static_cast<int>(*level), size_text ? parse_file(size, *size_text, parse_cache_size) : 0,
-                      shared_text ? parse_file(shared, *shared_text, parse_cpulist) : std::vector<int>{}});
+    caches.push_back({{static_cast<int>(*level), size_text ? parse_file(size, *size_text, parse_cache_size) : 0,
+                       shared_text ? parse_file(shared, *shared_text, parse_cpulist) : std::vector<int>{}},
+                      e.path()});
   }
-  std::sort(levels.begin(), levels.end(), [](const CacheLevel& a, const CacheLevel& b) {
-    return a.level != b.level ? a.level < b.level : a.bytes < b.bytes;
+  std::sort(caches.begin(), caches.end(), [](const auto& a, const auto& b) {
+    return a.first.level != b.first.level ? a.first.level < b.first.level : a.first.bytes < b.first.bytes;
   });
+  return caches;
+}
+
+}  // namespace
+
+std::optional<int64_t> topology_detail::fake_llc_bytes(const std::string& root) {
+  const char* text = std::getenv("MEMPATH_FAKE_LLC_BYTES");
+  if (!text || !*text || fs::path(root) != fs::path("/")) return std::nullopt;
+  try {
+    const uint64_t bytes = parse_size(text);
+    if (bytes > 0 && bytes % 1024 == 0 && bytes <= (64ULL << 30)) return static_cast<int64_t>(bytes);
+  } catch (const UsageError&) {
+  }
+  throw UsageError("MEMPATH_FAKE_LLC_BYTES=" + shown(text) + " is not a cache size; valid: a multiple of 1KiB up to "
+                   "64GiB, e.g. 480MiB or 503316480 (tests only), or unset");
+}
+
+fs::path topology_detail::last_level_cache_dir(const std::string& root, int cpu) {
+  const auto caches = read_caches(root, cpu);
+  return caches.empty() ? fs::path() : caches.back().second;
+}
+
+std::vector<CacheLevel> cpu_caches(const std::string& root, int cpu) {
+  std::vector<CacheLevel> levels;
+  for (auto& c : read_caches(root, cpu)) levels.push_back(std::move(c.first));
+  if (const auto fake = fake_llc_bytes(root); fake && !levels.empty()) levels.back().bytes = *fake;
   return levels;
 }
 

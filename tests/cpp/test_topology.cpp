@@ -828,3 +828,36 @@ TEST(Topology, LiveSnapshotLoadsBackAsTheLiveNode) {
     EXPECT_EQ(q->allocs, p.allocs);
   }
 }
+
+// MEMPATH_FAKE_LLC_BYTES (tests only, docs/testing.md, #33): the live node's last level is
+// that size, a snapshot of it keeps the size, a --from snapshot is never faked, a bad value
+// is one UsageError.
+TEST(Topology, FakeLastLevelCacheIsTheLiveNodesOnly) {
+  struct Unset {
+    ~Unset() { unsetenv("MEMPATH_FAKE_LLC_BYTES"); }
+  } unset;
+  const auto real = cpu_caches("/", 0);
+  const Topology quad_before = fixture("gh200_quad");
+  setenv("MEMPATH_FAKE_LLC_BYTES", "480MiB", 1);
+  const auto faked = cpu_caches("/", 0);
+  ASSERT_EQ(faked.size(), real.size());
+  if (!real.empty()) {
+    EXPECT_EQ(faked.back().bytes, int64_t{480} << 20);
+    for (size_t i = 0; i + 1 < real.size(); ++i) EXPECT_EQ(faked[i].bytes, real[i].bytes);
+    const Topology live = discover();
+    const fs::path dir = fs::temp_directory_path() / ("mempath_fake_llc_" + std::to_string(getpid()));
+    fs::remove_all(dir);
+    save_snapshot(dir.string());
+    const Topology saved = load_snapshot(dir.string());
+    fs::remove_all(dir);
+    ASSERT_FALSE(live.numa_nodes.empty());
+    EXPECT_EQ(live.numa_nodes.front().llc_bytes, int64_t{480} << 20);
+    EXPECT_EQ(saved.numa_nodes.front().llc_bytes, int64_t{480} << 20);
+  }
+  const Topology quad = fixture("gh200_quad");
+  EXPECT_EQ(quad.find_pu("cpu0")->cache_bytes, quad_before.find_pu("cpu0")->cache_bytes);
+  for (const char* bad : {"lots", "0", "1000", "128GiB"}) {
+    setenv("MEMPATH_FAKE_LLC_BYTES", bad, 1);
+    EXPECT_THROW(cpu_caches("/", 0), UsageError) << bad;
+  }
+}
