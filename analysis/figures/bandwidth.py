@@ -124,16 +124,37 @@ def grace_hosts(ctx: Context) -> list[str]:
     return [h for h in ctx.topologies if getattr(ctx.models.get(h), "grace", False)]
 
 
-COMPARED = ("Published values: those of Grace Hopper nodes (the paper, the dual GH200 blog, DataCrunch's GH200 "
-            "row) are held against Grace Hopper nodes only, the x86 ones against x86 nodes, each where the node "
-            "has a path of the same processor, memory role and operation; 'not measured' where it has the path "
-            "but the run measured none. This run's value is the median over the node's processors of that kind.")
+COMPARED = ("Published values: each where the node has a path of the same processor, memory role and operation "
+            "(Grace Hopper sources on Grace Hopper nodes, x86 ones on x86 nodes); 'not measured' where it has the "
+            "path but the run measured none. A comparison (with a ratio) only where the hardware class, link, "
+            "definition and direction match the source's; any other is context (paper.md's table apart, no "
+            "ratio). This run's value is the median over the node's processors of that kind.")
 
 
-def compare(item_key: str, pub: published.Published, run: float, where: str) -> Comparison:
-    """A Comparison of ``pub`` with this run's value (NaN: not measured), ``where`` saying
-    which processors and node the run's value comes from."""
-    return Comparison(item_key, f"{pub.quantity} [{where}]", pub.value, run, pub.unit, pub.source)
+def compare(item_key: str, pub: published.Published, run: float, where: str, facts: published.Facts
+            ) -> Comparison:
+    """``pub`` held against this run's value (NaN: not measured), ``where`` saying which
+    processors and node the run's value comes from, ``facts`` what this run's value is: a
+    comparison where they match the published value's, else context (published.hold)."""
+    return published.hold(item_key, pub, run, f"{pub.quantity} [{where}]", facts)
+
+
+def path_facts(topology: Mapping[str, Any], kind: str, role_name: str, link: str, rows: pd.DataFrame,
+               definition: str, ops: Sequence[str]) -> published.Facts:
+    """This run's facts for a value over the ``kind`` processors' paths to ``role_name``
+    memory (crossing ``link``): those of the first processor and memory ``rows`` measured,
+    else of the first such path of the node; the direction the operations the rows hold."""
+    if not rows.empty:
+        pu, mem = str(rows["pu"].iloc[0]), str(rows["mem"].iloc[0])
+        ops = sorted(set(rows["op"].astype(str))) if "op" in rows else ops
+    else:
+        procs = {p["name"]: p for p in topology.get("processors", [])}
+        pu, mem = next(((p["pu"], p["mem"]) for p in topology.get("paths", [])
+                        if procs.get(p["pu"], {}).get("kind") == kind and p["pu"] in paper_processors(topology)
+                        and role(topology, p["pu"], p["mem"]) == role_name and crosses(p.get("via"), link)),
+                       ("", ""))
+    return published.run_facts(topology, pu, [mem] if mem else [], definition=definition,
+                               direction=" or ".join(sorted(ops)))
 
 
 # ---------------------------------------------------------------- Fig. 7, alone
@@ -334,7 +355,8 @@ def fig7_comparisons(frame: pd.DataFrame, ctx: Context) -> list[Comparison]:
                 rows = mine[(mine["pu_kind"] == kind) & mine["op"].isin(ops) & (mine["role"] == role_name)
                             & np.array([crosses(v, link) for v in mine["via"]], dtype=bool)] if not mine.empty else mine
                 value, over = _over_processors(rows, "pct", stat)
-                out.append(compare("read_write_bandwidth", pub, value, f"{host}: {over}"))
+                facts = path_facts(ctx.topologies[host], kind, role_name, link, rows, published.DEF_BW_PCT, ops)
+                out.append(compare("read_write_bandwidth", pub, value, f"{host}: {over}", facts))
             elif not grace and pub.key in X86_ALONE:
                 kind, op, role_name, column = X86_ALONE[pub.key]
                 if not has_path(ctx.topologies[host], kind, role_name):
@@ -342,7 +364,9 @@ def fig7_comparisons(frame: pd.DataFrame, ctx: Context) -> list[Comparison]:
                 rows = mine[(mine["pu_kind"] == kind) & (mine["op"] == op) & (mine["role"] == role_name)] \
                     if not mine.empty else mine
                 value, over = _over_processors(rows, column, "median")
-                out.append(compare("read_write_bandwidth", pub, value, f"{host}: {over}"))
+                facts = path_facts(ctx.topologies[host], kind, role_name, "", rows, published.DEF_SOCKET_READ_RUN,
+                                   (op,))
+                out.append(compare("read_write_bandwidth", pub, value, f"{host}: {over}", facts))
     return out
 
 
@@ -487,7 +511,9 @@ def contention_comparisons(frame: pd.DataFrame, ctx: Context) -> list[Comparison
                             & mine["noise_pu"].str.startswith(reader)]
                 rows = rows[np.isfinite(rows[column].astype(float))]
             value, over = _over_processors(rows, column, "median")
-            out.append(compare("read_write_under_contention", pub, value, f"{host}: {over}"))
+            definition = published.DEF_CONTENTION_SUM_RUN if column.startswith("sum") else published.DEF_CONTENTION_PCT
+            facts = path_facts(ctx.topologies[host], kind, role_name, "", rows, definition, (op,))
+            out.append(compare("read_write_under_contention", pub, value, f"{host}: {over}", facts))
     return out
 
 

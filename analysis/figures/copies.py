@@ -468,7 +468,12 @@ def memcpy_comparisons(frame: pd.DataFrame, ctx: Context) -> list[Comparison]:
                      f"{spec[2][0]} on {labelled(topo, f'gpu{copying}', dst)}")
             if not rows.empty and int(rows["size_bytes"].iloc[0]) > 0:
                 where += f", {int(rows['size_bytes'].iloc[0]) >> 20} MiB"
-            out.append(compare("cudamemcpy_allocators", pub, value, where))
+            h2d = dst.startswith("gpu")
+            facts = published.run_facts(
+                topo, f"gpu{copying}", [src, dst] if h2d else [dst, src],  # the host end first: its link
+                definition=published.memcpy_definition(spec[1][0], spec[2][0]),
+                direction="host to device" if h2d else "device to host")
+            out.append(compare("cudamemcpy_allocators", pub, value, where, facts))
     return out
 
 

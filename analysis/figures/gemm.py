@@ -18,8 +18,8 @@ from ..model.roles import ROLE_ORDER, labelled, role
 from ..render.style import PAGE_IN, heat_map, log_log, series
 from ..render.tables import markdown, num
 from ..results.cases import drawn_under
-from ..render.items import Comparison, Context, Drawn, Grid, faceted, item, mark, mark_cells
-from .published import of
+from ..render.items import Context, Drawn, Grid, faceted, item, mark, mark_cells
+from .published import gemm_definition, hold, of, run_facts
 
 DTYPES = ("fp16", "tf32", "fp32", "fp64")
 ELEMENT_BYTES = {"fp16": 2, "tf32": 4, "fp32": 4, "fp64": 8}
@@ -307,9 +307,9 @@ def gemm_peaks(ctx: Context) -> Drawn:
                             "this run's best (TFLOP/s)": num(best, 1), "best case": case})
                 if model:
                     row["run / paper"] = f"{best / paper[dtype].value:.2f}"
-                    comparisons.append(Comparison(
-                        "gemm_peaks", f"{host} " * several + f"{model}: best {dtype.upper()} GEMM, median TFLOP/s "
-                        f"({case})", paper[dtype].value, best, paper[dtype].unit, paper[dtype].source))
+                    comparisons.append(hold(
+                        "gemm_peaks", paper[dtype], best, f"{host} " * several + f"{model}: best {dtype.upper()} "
+                        f"GEMM, median TFLOP/s ({case})", run_facts(topology, pu, definition=gemm_definition(dtype))))
             rows.append(row)
     frame = pd.DataFrame(rows, dtype=object)
     if not several:

@@ -12,7 +12,7 @@ import pandas as pd
 from .. import outfiles
 from ..render.tables import markdown, num
 from ..render.items import Comparison, Context, Drawn, item
-from .published import Published, of
+from .published import DEF_TABLE1, Published, hold, of, run_facts
 
 #: The paper's Table I columns: key in published.py -> header.
 PAPER_GPUS = {"gh200_hbm3": "paper: GH200, 96 GB HBM3", "gh200_hbm3e": "paper: GH200, 144 GB HBM3e",
@@ -105,9 +105,10 @@ def _run_columns(ctx: Context) -> tuple[dict[str, dict[str, str]], list[Comparis
                 p = published.get(key)
                 if p is None or not run_value:
                     continue
-                comparisons.append(Comparison(
-                    "gpu_characteristics", f"{which} ({model}) against {label}: {p.quantity.split(': ', 1)[-1]}"
-                    + (" (this run in GiB)" if key == "memory" else ""), p.value, run_value, unit, p.source))
+                comparisons.append(hold(
+                    "gpu_characteristics", p, run_value, f"{which} ({model}) against {label}: "
+                    f"{p.quantity.split(': ', 1)[-1]}" + (" (this run in GiB)" if key == "memory" else ""),
+                    run_facts(topology, names[0], definition=DEF_TABLE1)))
     return columns, comparisons, notes
 
 

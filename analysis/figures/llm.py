@@ -16,7 +16,7 @@ from ..render.style import PAGE_IN, legend_below, panels, series
 from ..results.cases import drawn_under
 from ..results.gpu_reads import llm_bounds
 from ..render.items import Comparison, Context, Drawn, item
-from .published import of
+from .published import DEF_LLM_RUN, hold, of, run_facts
 
 PAPER_MODELS = ("llama-2-7b", "llama-2-13b")
 PAPER_DTYPE, PAPER_NEW_TOKENS = "fp16", 100
@@ -180,6 +180,8 @@ def _peak_comparisons(ctx: Context) -> list[Comparison]:
             if values.empty or not published:
                 continue
             p = published[0]
-            out.append(Comparison("llm_decode", f"{p.quantity} (mempath's allocator, median over placements)",
-                                  p.value, float(values.median()) / scale, p.unit, p.source))
+            host, gpu = str(mine["host"].iloc[0]), f"gpu{int(mine['gpu'].iloc[0])}"
+            out.append(hold("llm_decode", p, float(values.median()) / scale,
+                            f"{p.quantity} (mempath's allocator, median over placements)",
+                            run_facts(ctx.topologies.get(host, {}), gpu, definition=DEF_LLM_RUN)))
     return out

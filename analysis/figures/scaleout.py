@@ -26,7 +26,7 @@ from ..render.style import COLUMN_IN, PAGE_IN, from_zero, series
 from ..model.roles import labelled, role
 from ..results.transfers import size_label
 from ..render.items import Comparison, Context, Drawn, Grid, faceted, item, mark
-from .published import Published, of
+from .published import DEF_NETWORK, Published, hold, of, run_facts
 
 # ---- shared ---------------------------------------------------------------------------------
 
@@ -134,7 +134,10 @@ def _mpi_points(cases: pd.DataFrame) -> pd.DataFrame:
             .agg(gbps=("gbps", "median"), runs=("run", "nunique")).sort_values(["mode", "ppn", "node_bytes"]))
 
 
-def _mpi_comparisons(points: pd.DataFrame, where: str) -> list[Comparison]:
+def _mpi_comparisons(points: pd.DataFrame, where: str, topology: Mapping[str, Any]) -> list[Comparison]:
+    """Fig. 14's published figures beside this run's; ``topology``: node 0's. The run does
+    not record its network, so the link is never shown to match (context, not comparison)."""
+    cpu = next((p["name"] for p in topology.get("processors", []) if p.get("kind") == "cpu"), "")
     # (published key, mode, processes per node, this run's words, GB/s -> the published unit)
     held = (("fig14.bi.node_max", "bi", 4, "bidirectional, 4 processes per node, {size} per node in {where}", 1),
             ("fig14.uni.port", "uni", 1, "unidirectional, 1 process per node, {size} in {where} (GB/s x 8)", 8))
@@ -145,9 +148,10 @@ def _mpi_comparisons(points: pd.DataFrame, where: str) -> list[Comparison]:
             continue
         p = _published(key)
         top = mine[mine["node_bytes"] == mine["node_bytes"].max()].iloc[0]
-        out.append(Comparison("mpi_bandwidth", f"{p.quantity}; this run: "
-                              + words.format(size=size_label(top["node_bytes"]), where=where),
-                              p.value, float(top["gbps"]) * scale, p.unit, p.source))
+        facts = run_facts(topology, cpu, definition=DEF_NETWORK, link="network not recorded by the run",
+                          direction="sum of both directions" if mode == "bi" else "one direction")
+        out.append(hold("mpi_bandwidth", p, float(top["gbps"]) * scale, f"{p.quantity}; this run: "
+                        + words.format(size=size_label(top["node_bytes"]), where=where), facts))
     return out
 
 
@@ -215,7 +219,8 @@ def mpi_bandwidth(ctx: Context) -> Drawn:
     return faceted(ctx, "mpi_bandwidth", drawn, "", lambda _: Grid(
         modes, draw, lambda mode: MODES[mode][0], COLUMN_IN, 1.9, legend_title=f"buffers in {where}, {alloc}"),
         notes, why_not="; ".join(left_out + _skipped(cases[cases["alloc"] == alloc], ("mode", "ppn"))),
-        comparisons=_mpi_comparisons(points, where))
+        comparisons=_mpi_comparisons(points, where, ctx.topologies.get(str(drawn["host"].iloc[0]), {})
+                                     if "host" in drawn else {}))
 
 
 def _one_machine(ctx: Context, drawn: pd.DataFrame) -> list[str]:

@@ -16,7 +16,7 @@ from ..model.roles import ROLE_ORDER, labelled, role
 from ..render.style import PAGE_IN, log_log, series
 from ..results.cases import drawn_under
 from ..render.items import Comparison, Context, Drawn, Grid, faceted, item, mark
-from .published import of
+from .published import DEF_FIG4, NA, hold, of, run_facts
 
 CPU_PHASES = ("cpu_memset", "cpu_page_stride")
 ALLOC_WORDS = {"system": "system-allocated", "managed": "managed"}
@@ -204,9 +204,9 @@ def _comparisons(topology: dict, host: str, gpu: str, part: pd.Series, phase: st
             n = _crossover(system, part.loc[alloc, first, phase])
             if not math.isfinite(n):
                 continue
-            out.append(Comparison(
-                "ats_vs_managed",
+            out.append(hold(
+                "ats_vs_managed", published, n,
                 f"{host} {gpu}, full write: n from which {_series_label(topology, gpu, alloc, first)} is faster "
                 f"than {_series_label(topology, gpu, 'system', system_first)}",
-                published.value, n, published.unit, published.source))
+                run_facts(topology, gpu, [system_first], definition=DEF_FIG4, link=NA)))
     return out

@@ -62,20 +62,48 @@ def _item_lines(ctx: Context, item: Item, drawn: Drawn) -> list[str]:
 
 
 def _comparison_lines(items: Sequence[Item], drawn: dict[str, Drawn]) -> list[str]:
+    """Two tables: published values held against this run's like for like (the same hardware
+    class, link, definition and direction: figures.published.Held.comparable) with their
+    ratio, and the others, apart and without a ratio, with what differs. A Comparison that
+    carries no facts is context too: nothing shows it to be alike."""
     refs = {i.key: i.ref for i in items}
     rows: list[Comparison] = [c for i in items for c in drawn[i.key].comparisons]
     lines = ["## Published values against this run", ""]
     if not rows:
         return lines + ["_No figure of these runs has a published value to compare with._", ""]
-    table = pd.DataFrame({
-        "item": [refs.get(c.item, c.item) for c in rows],
-        "quantity": [c.quantity for c in rows],
-        "published": [f"{num(c.published)} {c.unit}" for c in rows],
-        "this run": [f"{num(c.run)} {c.unit}" if math.isfinite(c.run) else "not measured" for c in rows],
-        "ratio": [f"{c.ratio:.2f}" if math.isfinite(c.ratio) else "" for c in rows],
-        "source": [c.source for c in rows]}, dtype=object)
-    return lines + ["Ratio = this run / published. Published values come from the texts "
-                    "mempath is built from; each row names its source.", ""] + markdown(table)
+    alike = [c for c in rows if getattr(c, "comparable", False)]
+    context = [c for c in rows if not getattr(c, "comparable", False)]
+
+    def run_text(c: Comparison) -> str:
+        return f"{num(c.run)} {c.unit}" if math.isfinite(c.run) else "not measured"
+    if alike:
+        table = pd.DataFrame({
+            "beside this run's": [refs.get(c.item, c.item) for c in alike],
+            "quantity": [c.quantity for c in alike],
+            "published": [f"{num(c.published)} {c.unit}" for c in alike],
+            "this run": [run_text(c) for c in alike],
+            "ratio": [f"{c.ratio:.2f}" if math.isfinite(c.ratio) else "" for c in alike],
+            "published in": [c.source for c in alike]}, dtype=object)
+        lines += ["Ratio = this run / published, only where the value is the same quantity: the same hardware "
+                  "class (processor or GPU model, link and its generation), definition and direction as the "
+                  "source's. 'Beside this run's' names the item of this run that holds the value; 'published "
+                  "in', the document and its figure, table or section.", ""] + markdown(table) + [""]
+    else:
+        lines += ["_No published value is the same quantity as this run's (hardware class, link, definition "
+                  "and direction): none is compared; the context below lists them._", ""]
+    if context:
+        table = pd.DataFrame({
+            "beside this run's": [refs.get(c.item, c.item) for c in context],
+            "quantity": [c.quantity for c in context],
+            "published": [f"{num(c.published)} {c.unit}" for c in context],
+            "this run": [run_text(c) for c in context],
+            "not the same quantity": ["; ".join(getattr(c, "differs", ())) or "what the value is was not stated"
+                                      for c in context],
+            "published in": [c.source for c in context]}, dtype=object)
+        lines += ["### Context: published values that are not this run's quantity", "",
+                  "Shown for orientation, without a ratio: each differs from this run's value in what the "
+                  "last but one column says.", ""] + markdown(table) + [""]
+    return lines
 
 
 def write_paper(runs: RunSet, out: Path, only: Sequence[str] = ()) -> Paper:

@@ -413,3 +413,50 @@ def test_published_values_name_their_sources() -> None:
     # every value a figure compares is one the module lists
     specs = set(bandwidth.FIG7_ALONE) | set(bandwidth.FIG7_NOISE) | set(bandwidth.X86_ALONE) | set(copies.MEMCPY_SPECS)
     assert specs <= {p.key for p in published.VALUES}
+
+
+# -- published values held against this run: comparison or context (#32) ---------------
+
+def _held(tmp: Path, monkeypatch: pytest.MonkeyPatch, files: list[Path], keys: tuple[str, ...]) -> dict[str, Any]:
+    """The Held rows of ``keys`` by published key (the figures drawn without the style's
+    check: these tests are about the rows, not the drawing)."""
+    monkeypatch.setattr(style, "check", lambda *args, **kwargs: None)
+    paper = write_paper(load_runs(files), tmp, only=keys)
+    return {c.key: c for k in keys for c in paper.drawn[k].comparisons}
+
+
+def test_paper_values_are_compared_on_a_quad_gh200_and_unlike_ones_are_context(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    files = synth_bandwidth.write(tmp_path / "runs", topology("gh200_quad"))
+    held = _held(tmp_path / "paper", monkeypatch, files,
+                 ("read_write_bandwidth", "read_write_under_contention", "cudamemcpy_allocators"))
+    for key in ("fig7.hopper.read.local_lpddr.pct", "fig7.grace.write.local_hbm.pct",
+                "fig7.hopper.any.peer_lpddr.max_pct", "fig7.contention.hopper.write.local_hbm.pct"):
+        assert held[key].comparable, (key, held[key].differs)
+    # the paper's sum is of both writes (17% x 450 + 65% x 4000), the run's of a write and its reader
+    assert [d.split(":")[0] for d in held["fig7.contention.sum.write.local_hbm.gbps"].differs] == ["definition"]
+    # the dual workstation's 480 GB LPDDR module is not the quad's; its cross-socket path is not the quad's
+    assert [d.split(":")[0] for d in held["dual_gh200.l0_h0.h2d"].differs] == ["hardware"]
+    assert {d.split(":")[0] for d in held["dual_gh200.l1_h0.h2d"].differs} == {"hardware", "link"}
+    # DataCrunch does not name its host allocator: no pinned copy is its quantity
+    assert [d.split(":")[0] for d in held["datacrunch.gh200.h2d"].differs] == ["definition"]
+
+
+def test_dual_gh200_blog_copies_are_compared_on_a_dual_gh200(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    files = synth_bandwidth.write(tmp_path / "runs", topology("gh200_dual"))
+    held = _held(tmp_path / "paper", monkeypatch, files, ("cudamemcpy_allocators",))
+    assert held["dual_gh200.l0_h0.h2d"].comparable, held["dual_gh200.l0_h0.h2d"].differs
+    assert held["dual_gh200.h0_l0.d2h"].comparable
+
+
+def test_an_a10_on_pcie_gen4_is_context_for_an_h100_on_gen5(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The real H100 node's pinned copy beside the throughput article's A10: shown apart,
+    without a ratio, saying the GPU and the PCIe generation differ (the old table gave 2.2)."""
+    held = _held(tmp_path / "paper", monkeypatch, [DATA / "h100_allocmatrix.h5"], ("cudamemcpy_allocators",))
+    a10 = held["cpu_gpu_article.a10.h2d.nvbandwidth_ce"]
+    assert not a10.comparable
+    assert a10.differs[0].startswith("hardware: A10 there, H100 SXM here") and "pcie gen4 x16 there" in a10.differs[1]
+    text = (tmp_path / "paper" / "paper.md").read_text().split("## Published values against this run")[1]
+    compared, context = text.split("### Context")
+    assert "A10" not in compared and "A10" in context
+    assert "No published value is the same quantity" in compared

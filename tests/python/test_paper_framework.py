@@ -7,8 +7,12 @@ import json
 
 import pytest
 
+from analysis.figures import published as pub_mod
+from analysis.figures.published import Facts, Published, hold, memcpy_definition
 from analysis.model.roles import labelled, role
+from analysis.paper.write import _comparison_lines
 from analysis.render import style
+from analysis.render.items import Comparison, Drawn, Item
 from conftest import DATA, analysis_cli
 
 
@@ -146,3 +150,90 @@ def test_an_item_that_raises_is_said_and_the_others_drawn(tmp_path, monkeypatch,
     text = (out / "paper.md").read_text()
     assert "_Not drawn: failed: Fig. 3" in text and "Traceback" in (out / "errors.log").read_text()
     assert sum(1 for p in out.glob("*.png")) >= 2  # the other items still drawn
+
+
+# -- published values: comparison or context (#32) -------------------------------------
+
+PINNED_H2D = memcpy_definition("pinned", "device")
+
+
+def _published(facts: Facts, value: float = 25.0) -> Published:
+    return Published("x.y", "a copy", value, "GB/s", "some-text.txt, Table 9", facts)
+
+
+def test_like_facts_are_a_comparison_and_each_unlike_fact_is_named():
+    source = Facts(("A10",), "pcie gen4 x16", PINNED_H2D, "host to device", "bare metal")
+    alike = Facts(("A10", "x86"), "pcie gen4 x16", PINNED_H2D, "host to device")   # the run's setting unknown
+    assert source.differences(alike) == []
+    h200 = Facts(("H200", "H200 SXM"), "pcie gen5 x16", PINNED_H2D, "host to device")
+    assert [d.split(":")[0] for d in source.differences(h200)] == ["hardware", "link"]
+    pageable = Facts(("A10",), "pcie gen4 x16", memcpy_definition("system", "device"), "host to device")
+    assert [d.split(":")[0] for d in source.differences(pageable)] == ["definition"]
+    summed = Facts(("A10",), "pcie gen4 x16", PINNED_H2D, "sum of both directions")
+    assert [d.split(":")[0] for d in source.differences(summed)] == ["direction"]
+    vm = Facts(("A10",), "pcie gen4 x16", PINNED_H2D, "host to device", "virtual machine")
+    assert [d.split(":")[0] for d in source.differences(vm)] == ["setting"]
+    # what a source does not state never matches: the run cannot be shown alike
+    unstated = Facts(("H200",), pub_mod.UNSTATED, memcpy_definition(pub_mod.NOT_NAMED, "device"), "host to device")
+    run = Facts(("H200", "H200 SXM"), "pcie gen5 x16", PINNED_H2D, "host to device")
+    assert [d.split(":")[0] for d in unstated.differences(run)] == ["link", "definition"]
+    # an alternative of several classes needs every one of them
+    dual = Facts(("GH200 96GB HBM3 + LPDDR5X 480 GB module",), "c2c", PINNED_H2D, "host to device")
+    quad = Facts(("GH200", "GH200 96GB HBM3", "LPDDR5X 120/240 GB module", "quad GH200"), "c2c", PINNED_H2D,
+                 "host to device")
+    assert [d.split(":")[0] for d in dual.differences(quad)] == ["hardware"]
+
+
+def test_run_facts_come_from_the_topology():
+    quad = topo("gh200_quad")
+    facts = pub_mod.run_facts(quad, "gpu0", ["numa0", "gpu0"], definition=PINNED_H2D, direction="host to device")
+    assert {"GH200", "GH200 96GB HBM3", "quad GH200", "LPDDR5X 120/240 GB module"} <= set(facts.hardware)
+    assert facts.link == "c2c"
+    assert pub_mod.link_of(quad, "gpu0", "numa1") == "nvlink+c2c"
+    x86 = topo("x86_h100")
+    assert pub_mod.link_of(x86, "gpu0", "numa0") == "pcie gen5 x16"
+    assert set(pub_mod.hardware_classes(x86, "gpu0", ["numa0"])) == {"H100", "H100 SXM"}
+    assert set(pub_mod.hardware_classes(x86, "cpu0", ["numa0"])) == {"AMD EPYC 9124 16-Core Processor"}
+    assert pub_mod.gpu_classes("NVIDIA A100-SXM4-80GB") != {"A10"} and pub_mod.gpu_classes("NVIDIA A10") == {"A10"}
+
+
+def test_every_published_value_states_its_facts():
+    for value in pub_mod.VALUES:
+        assert value.facts.hardware and value.facts.definition, value.key
+
+
+def _item(key: str, ref: str) -> Item:
+    return Item(key, ref, key, "figure", (), "", 0, lambda ctx: None, "analysis.figures.test")
+
+
+def test_the_table_compares_like_with_like_and_shows_the_rest_apart_without_a_ratio():
+    """The old table gave a ratio for every row: an A10 on PCIe gen 4 against an H200 on gen 5,
+    a pageable copy against a pinned one, a row of no stated facts."""
+    source = Facts(("A10",), "pcie gen4 x16", PINNED_H2D, "host to device", "bare metal")
+    alike = hold("fig5", _published(source), 20.0, "A10 pinned copy [node a]",
+                 Facts(("A10",), "pcie gen4 x16", PINNED_H2D, "host to device"))
+    a10_vs_h200 = hold("fig5", _published(source), 55.0, "A10 pinned copy [node b]",
+                       Facts(("H200", "H200 SXM"), "pcie gen5 x16", PINNED_H2D, "host to device"))
+    pageable = hold("fig5", _published(Facts(("A10",), "pcie gen4 x16", memcpy_definition("system", "device"),
+                                             "host to device")), 12.0, "A10 pageable copy [node a]",
+                    Facts(("A10",), "pcie gen4 x16", PINNED_H2D, "host to device"))
+    bare = Comparison("fig5", "a row without facts", 10.0, 5.0, "GB/s", "other.txt")
+    assert alike.comparable and not a10_vs_h200.comparable and not pageable.comparable
+    lines = _comparison_lines([_item("fig5", "Fig. 5")],
+                              {"fig5": Drawn(comparisons=[alike, a10_vs_h200, pageable, bare])})
+    text = "\n".join(lines)
+    compared, context = text.split("### Context")
+    assert "| ratio |" in compared and "node a" in compared and "0.80" in compared
+    assert "node b" not in compared and "pageable" not in compared and "without facts" not in compared
+    assert "ratio" not in context.split("\n|---")[0].split("\n")[-1]          # the context header: no ratio
+    assert "hardware: A10 there, H200 SXM here; link: pcie gen4 x16 there, pcie gen5 x16 here" in context
+    assert "definition: copy-engine cudaMemcpy, system -\\> device" in context   # Markdown escapes >
+    assert "some-text.txt, Table 9" in context and "other.txt" in context
+    assert "2.20" not in text and "0.48" not in text                        # no ratio for unlike rows
+
+
+def test_no_like_row_says_so_and_lists_the_context():
+    row = hold("fig5", _published(Facts(("A10",), "pcie gen4 x16", PINNED_H2D, "host to device")), 55.0,
+               "copy", Facts(("H200",), "pcie gen5 x16", PINNED_H2D, "host to device"))
+    text = "\n".join(_comparison_lines([_item("fig5", "Fig. 5")], {"fig5": Drawn(comparisons=[row])}))
+    assert "No published value is the same quantity" in text and "### Context" in text
