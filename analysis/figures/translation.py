@@ -94,7 +94,8 @@ def _translation(alloc: str, ats: bool, hmm: bool, concurrent: bool) -> str:
         if ats:
             return "ATS: the CPU's page table (node reports host_page_tables)"
         if hmm:
-            return "HMM: the GPU's page table, mirrored from the CPU's (node reports pageable_access, no host page tables)"
+            return ("HMM: the GPU's page table, mirrored from the CPU's (node reports pageable_access, "
+                    "no host page tables)")
         return "none: the GPU cannot reach pageable memory (node reports no pageable_access)"
     if alloc in ("pinned", "registered"):
         return (f"ATS {DOCUMENTED} [paper]" if ats else
