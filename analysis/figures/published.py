@@ -21,8 +21,9 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..model.peaks import ALPS_PAPER, LPDDR_480_BYTES
+from ..model.peaks import ALPS_PAPER, GRACE_LPDDR5X_480, PeakModel
 from ..render.items import Comparison
+from ..results.sockets import socket_count
 
 NA = "n/a"                 # the fact does not apply to the quantity
 UNSTATED = "not stated"    # the source (or the run) does not say
@@ -130,7 +131,7 @@ def node_class(topology: Mapping[str, Any]) -> str:
     gpus = [p for p in topology.get("processors", []) if p.get("kind") == "gpu"]
     if not _grace(topology) or not any("GH200" in str(g.get("model", "")).upper() for g in gpus):
         return ""
-    sockets = sum(1 for p in topology.get("processors", []) if p.get("kind") == "cpu" and p.get("numa") is not None)
+    sockets = socket_count(topology)
     return {1: "single GH200", 2: "dual GH200", 4: "quad GH200"}.get(sockets, f"{sockets}-socket GH200")
 
 
@@ -138,11 +139,12 @@ def hardware_classes(topology: Mapping[str, Any], pu: str, mems: Sequence[str] =
     """Every class this run's processor ``pu`` and the memories ``mems`` are: the node's,
     the processor's (a GPU by gpu_classes, a CPU ``Grace`` or its model name), the GPUs of
     the superchips the memories belong to, and a Grace LPDDR module by its size (120/240 GB
-    modules reach 500 GB/s, the 480 GB module 384: model/peaks.py)."""
+    modules reach 500 GB/s, the 480 GB module 384: the peak model's rule, by socket)."""
     procs = {p["name"]: p for p in topology.get("processors", [])}
     memories = {m["name"]: m for m in topology.get("memories", [])}
     gpus = {p.get("gpu"): p for p in procs.values() if p.get("kind") == "gpu"}
     out = {node_class(topology)} - {""}
+    model = PeakModel(topology)
 
     def gpu(number: Any) -> None:
         g = gpus.get(number)
@@ -161,7 +163,7 @@ def hardware_classes(topology: Mapping[str, Any], pu: str, mems: Sequence[str] =
             # a Grace's LPDDR is its superchip's: the GH200 is on the path (on x86 the GPU of a
             # socket's PCIe is not on a path to its DDR)
             gpu(next((g for g, q in gpus.items() if q.get("host_numa") == m.get("numa")), None))
-            out.add("LPDDR5X 480 GB module" if int(m.get("bytes") or 0) > LPDDR_480_BYTES
+            out.add("LPDDR5X 480 GB module" if model.memory(mem).citation == GRACE_LPDDR5X_480.citation
                     else "LPDDR5X 120/240 GB module")
     return tuple(sorted(out))
 
