@@ -225,6 +225,8 @@ def fit_texts(fig: Any, panels: Sequence[tuple[Any, Sequence[tuple[float, str]]]
     set the plots' heights)."""
     fig.draw_without_rendering()
     for ax, ends in panels:
+        if ax.figure is not fig:  # a panel of the figure's other page
+            continue
         top = _headroom(ends, ax.get_window_extent().height / fig.dpi)
         ax.set_ylim(0, top if top > 0 else 1)
 
@@ -421,8 +423,9 @@ def _bandwidth_grid(ctx: Context, frame: pd.DataFrame, found: list[str]) -> Grid
     if skipped:
         notes.append(f"Left out: {', '.join(skipped)} (every socket at once: no memory is local to it).")
     return Grid(_panels_for(frame, ctx), draw, lambda panel: (f"{panel[0]}\n" if several else "")
-                + pu_title(ctx.topologies[panel[0]], panel[1]), style.PAGE_IN, 2.7, max_cols=4,
-                finish=lambda fig, _axes: fit_texts(fig, fitted), caption=lambda: notes, comparisons=comparisons)
+                + pu_title(ctx.topologies[panel[0]], panel[1]), style.PAGE_IN, 2.7, max_cols=2,
+                finish=lambda fig, _axes: fit_texts(fig, fitted), caption=lambda: notes, comparisons=comparisons,
+                processor=lambda panel: (panel[0], panel[1]))
 
 
 def _first_column_label(ax: Any) -> None:
@@ -580,9 +583,9 @@ def _contention_grid(ctx: Context, frame: pd.DataFrame, found: list[str]) -> Gri
                      "plus Grace's reading of that HBM in the same window; the paper's own 17% (Grace writing "
                      "HBM) and 65% (Hopper) of 450 and 4000 GB/s add up to 2676.5, its sum within rounding, so "
                      "the text may sum the two processors' writes instead.")
-    return Grid(_panels_for(frame, ctx, ("noise",)), draw, title, style.PAGE_IN, 3.0, max_cols=4,
+    return Grid(_panels_for(frame, ctx, ("noise",)), draw, title, style.PAGE_IN, 3.0, max_cols=2,
                 finish=lambda fig, _axes: fit_texts(fig, fitted), title_size=7, caption=lambda: notes,
-                comparisons=comparisons)
+                comparisons=comparisons, processor=lambda panel: (panel[0], panel[1]))
 
 
 # ---------------------------------------------------------------- Table II

@@ -30,7 +30,7 @@ COPY_COMMAND = "mempath bw --all --op copy"
 SCALING_COMMAND = ("mempath bw --pu cpuN --op copy --mem M --dst-mem M' --threads sweep; the same with "
                    "--pu gpuN (a grid sweep)")
 ALLOC_COMMAND = "mempath allocmatrix --mem LIST (each host node: numaN of the GPU's LPDDR, its HBM node, a peer's)"
-THROUGHPUT = "copy GB/s = buffer size / time\n(each byte once: half the read + written rate)"
+THROUGHPUT = "copy GB/s = buffer size / time (each byte once: half the read + written rate)"
 LOCAL_ROLES = ("local LPDDR", "local DDR", "local HBM")
 SYSTEM_ALLOCS = ("system", "numa")
 
@@ -116,6 +116,8 @@ def cell_texts(fig: Any, heats: Sequence[tuple[Any, Any, np.ndarray]]) -> list[A
     than its widest value loses its numbers again. Returns the panels left without them."""
     written = []
     for ax, image, grid in heats:
+        if ax.figure is not fig:  # a panel of the figure's other page
+            continue
         written.append((ax, grid, style.cell_texts(ax, image, grid, _cell_text)))
     fig.draw_without_rendering()
     renderer = fig.canvas.get_renderer()
@@ -204,7 +206,7 @@ def copy_bandwidth(ctx: Context) -> Drawn:
         return (f"{host}\n" if several else "") + pu_title(topo, pu) + "\n" + _ids_title(topo, pu, shown)
 
     def finish(fig: Any, axes: list[Any]) -> None:
-        fig.colorbar(heats[-1][1], ax=axes, label=THROUGHPUT, shrink=0.8)
+        style.colour_bar(fig, heats[-1][1], axes, THROUGHPUT)
         bare.extend(cell_texts(fig, heats))
 
     notes = [
@@ -221,7 +223,8 @@ def copy_bandwidth(ctx: Context) -> Drawn:
         notes.append("A GPU's device memory (cudaMalloc) is its HBM NUMA node under another name: both are drawn "
                      "as the HBM node, the better of the two allocators in each cell.")
     drawn = faceted(ctx, "copy_bandwidth", top, "", lambda _: Grid(
-        panels, draw, title, style.PAGE_IN, 2.75, max_cols=4, finish=finish, legend=False, title_size=7),
+        panels, draw, title, style.PAGE_IN, 2.75, max_cols=4, finish=finish, legend=False, title_size=7,
+        processor=lambda panel: (panel[0], panel[1])),
         notes, csv=(top.rename(columns={"tput": "throughput_GBps"}), COPY_CSV))
     if left_out:
         drawn.notes.append("Shown: each processor's local memories and its first peer's (the lowest id); the other "
@@ -380,10 +383,8 @@ def allocmatrix_frame(ctx: Context) -> tuple[pd.DataFrame, list[str]]:
     first = {run: next((n for n in part["node"] if n), "") for run, part in frame.groupby("run", sort=False)}
     frame["node"] = [n or first.get(run, "") for n, run in zip(frame["node"], frame["run"])]
     for side in ("src", "dst"):
-        frame[f"{side}_label"] = [
-            (f"{alloc}\n{labelled(ctx.topologies[h], g, at)}" if not at.endswith("?")
-             else f"{alloc} (placement unknown)\n{labelled(ctx.topologies[h], g, at[:-1])}")
-            for h, g, alloc, at in zip(frame["host"], frame["gpu"], frame[f"{side}_alloc"], frame[f"{side}_at"])]
+        frame[f"{side}_label"] = [_buffer_label(ctx.topologies[h], g, alloc, at, node) for h, g, alloc, at, node in zip(
+            frame["host"], frame["gpu"], frame[f"{side}_alloc"], frame[f"{side}_at"], frame["node"])]
     unknown = int(frame["src_at"].str.endswith("?").sum() + frame["dst_at"].str.endswith("?").sum())
     if unknown:
         notes.append(f"{unknown} managed buffer(s) of unknown placement (the system could not locate their pages) "
@@ -391,8 +392,19 @@ def allocmatrix_frame(ctx: Context) -> tuple[pd.DataFrame, list[str]]:
     return frame, notes
 
 
+def _buffer_label(topology: Mapping[str, Any], gpu: str, alloc: str, at: str, node: str) -> str:
+    """A buffer's row or column label: its allocator, and the memory its pages were on where
+    that is not the panel's host node (or, for device memory, the copying GPU's own): the
+    panel's title names the node, and one line per label keeps 7 pt rows apart."""
+    unknown = at.endswith("?")
+    at = at.rstrip("?")
+    text = alloc + (" (placement unknown)" if unknown else "")
+    return text if at in (node, gpu) else f"{text}: {labelled(topology, gpu, at)}"
+
+
 def _label_rank(label: str) -> tuple[Any, ...]:
-    alloc, _, where = label.partition("\n")
+    alloc, _, where = label.partition(": ")
+    alloc = alloc.split(" (")[0]
     return (ALLOC_ORDER.index(alloc) if alloc in ALLOC_ORDER else len(ALLOC_ORDER),
             role_rank(where.split(" (")[0]), natural_key(where))
 
@@ -516,8 +528,7 @@ def _memcpy_grid(ctx: Context, frame: pd.DataFrame, found: list[str]) -> Grid:
                 f"{labelled(topo, gpu, node) if node else 'no host node'}")
 
     def finish(fig: Any, axes: list[Any]) -> None:
-        fig.colorbar(heats[-1][1], ax=axes, label="cudaMemcpy GB/s = size / time (each byte once)",
-                     location="bottom", shrink=0.5, aspect=40)
+        style.colour_bar(fig, heats[-1][1], axes, "cudaMemcpy GB/s = size / time (each byte once)")
         bare.extend(cell_texts(fig, heats))
 
     skipped = ctx.table("allocmatrix/cases")
@@ -526,9 +537,10 @@ def _memcpy_grid(ctx: Context, frame: pd.DataFrame, found: list[str]) -> Grid:
         "Each cell: the median of the timed cudaMemcpy calls (cudaMemcpyAsync + stream synchronise, host clock, "
         "warm-up discarded) from a source to a destination buffer, GB/s = size / time (each byte once); one "
         f"colour scale for every panel ({'logarithmic' if isinstance(norm, LogNorm) else 'linear from zero'}).",
-        "Rows (source buffers) and columns (destination buffers) name the allocator and the memory its pages "
-        "were on after the copies (placement), seen from the GPU that copies: a managed buffer the copies "
-        "pulled into HBM is an HBM buffer.",
+        "Rows (source buffers) and columns (destination buffers) name the allocator, and the memory its pages "
+        "were on after the copies (placement, seen from the GPU that copies) where that is not the panel's host "
+        "node or, for device memory, the copying GPU's own: a managed buffer the copies pulled into HBM is an "
+        "HBM buffer.",
         "One panel per host node the buffers were asked on; device -> device copies are measured once, in the "
         "first node's panel.",
         *found]
@@ -547,7 +559,7 @@ def _memcpy_grid(ctx: Context, frame: pd.DataFrame, found: list[str]) -> Grid:
     # two lines of 7 pt per row, and the title, rotated column labels and colour bar besides
     return Grid(list(dict.fromkeys(zip(frame["host"], frame["gpu"], frame["node"]))), draw, title, style.PAGE_IN,
                 1.9 + 0.26 * most, max_cols=2, finish=finish, legend=False, title_size=7, caption=caption,
-                comparisons=comparisons)
+                comparisons=comparisons, processor=lambda panel: (panel[0], panel[1]), processor_column="gpu")
 
 
 MEMCPY_CSV = ("host", "gpu", "node", "src_alloc", "src_mem", "src_at", "dst_alloc", "dst_mem", "dst_at", "size_bytes",

@@ -15,7 +15,7 @@ from matplotlib.colors import LogNorm
 
 from .. import outfiles
 from ..model.roles import ROLE_ORDER, labelled, role
-from ..render.style import PAGE_IN, heat_map, log_log, series
+from ..render.style import PAGE_IN, colour_bar, heat_map, log_log, series
 from ..render.tables import markdown, num
 from ..results.cases import drawn_under
 from ..render.items import Context, Drawn, Grid, faceted, item, mark, mark_cells
@@ -144,14 +144,14 @@ def _placement_grid(ctx: Context, largest: pd.DataFrame, found: list[str]) -> Gr
         labels = _entry_labels(topology, pu, entries)
         short = [m + (f" {a}" if "," in label else "") for (m, a), label in zip(entries, labels)]
         mark_cells(ax, dtype, grid, labels, short, ("A_in", "B_in", "TFLOPs"))
-        images.append(heat_map(ax, grid, norm, _cell, labels, short, "A in", "B in"))
+        images.append(heat_map(ax, grid, norm, _cell, labels, short, "A in", "B in", aspect="auto"))
 
     def title(key: tuple[str, str, str]) -> str:
         n = sizes[key]
-        return f"{key[0]} {key[1]} " * several + f"{key[2]}, n = {n} ({_matrix(key[2], n) / 1e9:.2g} GB/matrix)"
+        return f"{key[0]} {key[1]} " * several + f"{key[2]}, n = {n}\n({_matrix(key[2], n) / 1e9:.2g} GB/matrix)"
 
-    def colour_bar(fig, axes: list[Axes]) -> None:
-        fig.colorbar(images[-1], ax=axes, label="TFLOP/s (median)", shrink=0.8)
+    def finish(fig, axes: list[Axes]) -> None:
+        colour_bar(fig, images[-1], axes, "TFLOP/s (median)")
 
     caption = ["C = A x B, square n x n, cuBLAS; C always in the multiplying GPU's own memory; median TFLOP/s "
                "(2n^3 / time) over repetitions and runs, per data type at the size with the most placements "
@@ -165,8 +165,10 @@ def _placement_grid(ctx: Context, largest: pd.DataFrame, found: list[str]) -> Gr
     if all(am == bm and aa == ba for _, _, _, am, aa, bm, ba in cells.index):
         why = ("A and B placed apart (the off-diagonal cells): these files have A and B always together; "
                f"`{PLACEMENT_COMMAND}` places them independently")
-    return Grid(keys, draw, title, PAGE_IN, min(3.4, max(1.8, 0.25 * most + 1.0)), max_cols=2, finish=colour_bar,
-                legend=False, caption=lambda: [*caption, *notes], why_not=why)
+    # Rows of 7 pt text, under them the columns' names rotated (their longest sets the height).
+    longest = max(len(m + a) + 1 for entries in entries_of.values() for m, a in entries)
+    return Grid(keys, draw, title, PAGE_IN, 0.25 * most + 0.06 * longest + 0.8, max_cols=2, finish=finish,
+                legend=False, caption=lambda: [*caption, *notes], why_not=why, processor=lambda key: (key[0], key[1]))
 
 
 def _matrix(dtype: str, n: int) -> int:

@@ -16,7 +16,7 @@ from matplotlib.colors import LogNorm
 from matplotlib.ticker import NullLocator
 
 from ..model.roles import ROLE_ORDER, by_role, labelled, role
-from ..render.style import COLUMN_IN, PAGE_IN, heat_map, log_axis, series
+from ..render.style import COLUMN_IN, PAGE_IN, colour_bar, heat_map, log_axis, readable, series
 from ..results.cases import drawn_under, natural_key
 from ..render.items import Context, Drawn, Grid, faceted, item, mark, mark_cells
 
@@ -136,7 +136,8 @@ def latency_by_memory(ctx: Context) -> Drawn:
             return f"{panel[0]}: " * several_hosts + f"{panel[1]} ({' / '.join(_size(s) for s in sizes)} buffer)"
 
         bars_per_panel = max(len(mine(h, p)) for h, p in keys)
-        return Grid(keys, draw, title, PAGE_IN, max(1.4, 0.5 + 0.125 * bars_per_panel), max_cols=2)
+        return Grid(keys, draw, title, PAGE_IN, max(1.4, 0.5 + 0.125 * bars_per_panel), max_cols=2,
+                    processor=tuple)
 
     caption = ["Latency of one dependent load: a single random cycle over every 64-byte line of the buffer, "
                "one CPU thread pinned to a core of the socket, or one GPU thread; median over repetitions and "
@@ -214,7 +215,7 @@ def _end_labels(ax: Axes, ends: list[tuple[float, float, str, str]], span: tuple
     shift = max(0.0, pos[-1] - (high - gap / 2)) - max(0.0, (low + gap / 2) - pos[0])
     for (x, _, text, colour), ly in zip(labels, pos):
         # Plain text, no arrow: a connector costs a path clipping per label at every draw.
-        ax.text(x * 1.4, 10 ** (ly - shift), text, fontsize=7, va="center", ha="left", color=colour)
+        ax.text(x * 1.4, 10 ** (ly - shift), text, fontsize=7, va="center", ha="left", color=readable(colour))
 
 
 @item("latency_by_size", "Fig. 12", "Memory access latency against buffer size, caches marked (pointer chase)",
@@ -266,7 +267,8 @@ def latency_by_size(ctx: Context) -> Drawn:
             ax.set_xlabel("buffer size (bytes, log2)")
             ax.set_ylabel("latency per load (ns)")
 
-        return Grid(keys, draw, lambda panel: f"{panel[0]}: " * several_hosts + panel[1], PAGE_IN, 1.9, max_cols=2)
+        return Grid(keys, draw, lambda panel: f"{panel[0]}: " * several_hosts + panel[1], PAGE_IN, 1.9, max_cols=2,
+                    processor=tuple)
 
     drawn = faceted(ctx, "latency_by_size", points, f"no random pointer-chase case finished; measured by "
                     f"`{CHASE_COMMAND}`", grid, notes, runs=runs)
@@ -378,14 +380,31 @@ def _pingpong_grid(ctx: Context, cells: pd.Series, agents_of: Mapping[str, list[
             if np.isnan(grid[agents.index(b), agents.index(a)]) and (b, a) not in cells.loc[host, mem, alloc].index:
                 grid[agents.index(b), agents.index(a)] = value  # a round trip is the same both ways
         mark_cells(ax, f"flag {mem} {alloc}", grid, agents, agents, ("ping", "pong", "round_trip_ns"))
-        images.append(heat_map(ax, grid, norm, _ns_text, agents, agents, "ping (a, times)", "pong (b)"))
+        images.append(heat_map(ax, grid, norm, _ns_text, agents, agents, "ping (a, times)", "pong (b)", aspect="auto"))
 
     def title(flag: tuple[str, str, str]) -> str:
         host, mem, alloc = flag
-        return f"{host}: " * several_hosts + f"flag: {home(ctx.topologies.get(host, {}), mem)}, {alloc}"
+        return f"{host}: " * several_hosts + f"flag: {home(ctx.topologies.get(host, {}), mem)},\n{alloc}"
 
-    def colour_bar(fig, axes: list[Axes]) -> None:
-        fig.colorbar(images[-1], ax=axes, label="round trip (ns, median)", shrink=0.8)
+    def finish(fig, axes: list[Axes]) -> None:
+        colour_bar(fig, images[-1], axes, "round trip (ns, median)")
+
+    def owner(flag: tuple[str, str, str]) -> tuple[str, str]:
+        """The processor whose own memory holds the flag: the paper's Fig. 13 places every flag on
+        GH-0 (cpu0's LPDDR, gpu0's HBM), so those panels make the main figure."""
+        host, mem, _ = flag
+        return host, memory_owner(ctx.topologies.get(host, {}), mem)
 
     return Grid(flags, draw, title, PAGE_IN if len(flags) > 1 or most > 4 else COLUMN_IN,
-                max(1.7, 0.24 * most + 0.8), max_cols=2 if most > 4 else 3, finish=colour_bar, legend=False)
+                max(1.7, 0.22 * most + 0.7), max_cols=2, finish=finish, legend=False,
+                processor=owner)
+
+
+def memory_owner(topology: Mapping[str, Any], mem: str) -> str:
+    """The processor a memory is local to: a GPU's HBM node or device memory is that GPU's, a
+    host node the socket's whose NUMA node it is (``mem`` itself where the topology does not say)."""
+    m = next((x for x in topology.get("memories", []) if x.get("name") == mem), {})
+    if m.get("kind") in ("hbm", "device") and m.get("gpu") is not None:
+        return f"gpu{m['gpu']}"
+    return next((p["name"] for p in topology.get("processors", [])
+                 if p.get("kind") == "cpu" and p.get("numa") is not None and p.get("numa") == m.get("numa")), mem)

@@ -90,6 +90,7 @@ def llm_decode(ctx: Context) -> Drawn:
         rows_of[group] = sorted((r for _, r in agg.iterrows()), key=lambda r: _rank(topology, group[1], r))
     most = max(len(r) for r in rows_of.values())
     fig, axes = panels(len(groups), PAGE_IN, panel_height=0.7 + 0.28 * most, max_cols=2)
+    shown: list[list[str]] = [[]]  # the y labels of the panel before
     for ax, group in zip(axes, groups):
         host, pu, model, dtype, new, prompt, batch = group
         topology = ctx.topologies.get(host, {})
@@ -105,7 +106,11 @@ def llm_decode(ctx: Context) -> Drawn:
             ax.text(m + 0.01 * top, yi + 0.19, f"{m:.3g}", va="center", fontsize=7)
             ax.text((b if np.isfinite(b) else 0) + 0.01 * top, yi - 0.19, f"{b:.3g}" if np.isfinite(b) else "no bound",
                     va="center", fontsize=7)
-        ax.set_yticks(y, [_label(topology, pu, r) for r in rows])
+        labels = [_label(topology, pu, r) for r in rows]
+        # Panels side by side name the same placements once, at the left: two columns of long
+        # labels left the right panel's title past the page.
+        ax.set_yticks(y, labels if ax.get_subplotspec().colspan.start == 0 or labels != shown[-1] else [])
+        shown.append(labels)
         ax.set_xlim(0, top * 1.2)
         ax.set_ylim(-0.6, len(rows) - 0.4)
         ax.grid(True, axis="x")

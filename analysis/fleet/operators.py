@@ -241,7 +241,7 @@ def _figure(folder: Path, stem: str, node: str, cases: pd.DataFrame,
     ax.invert_yaxis()
     ax.axvline(1.0, color="grey", linewidth=0.5)
     style.allow_nonzero(ax, "values relative to the fleet median, near 1: the distance is the point")
-    ax.set_xlabel("value / fleet median of the case (box: quartiles; whiskers: min and max)")
+    ax.set_xlabel("value / fleet median of the case\n(box: quartiles; whiskers: min and max)")
     ax.set_title(f"{node}: flagged cases against the fleet of its kind")
     style.legend_below(fig, [ax])
     # PNG only (the page shows it): a PDF, with its embedded font, would double the cost.

@@ -3,6 +3,7 @@ heatmap, and with --history the night appended and its trend files."""
 from __future__ import annotations
 
 import json
+import textwrap
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -206,10 +207,10 @@ def _heatmap(out: Path, table: pd.DataFrame, nodes: pd.DataFrame) -> list[Path]:
         label += "; node names carry no location (nid names): rows worst first"
     if hidden:
         label += f"\n{hidden} more failed, degraded or suspect nodes not shown (nodes.csv lists every node)"
-    ax.set_xlabel(label)
+    ax.set_xlabel("\n".join(textwrap.fill(line, 100) for line in label.split("\n")))  # within the page
     ax.set_title("Deviation from the fleet median, % (negative = worse; colour saturates at ±20 %)")
     fig.colorbar(image, ax=ax, label="deviation, %", fraction=0.04, aspect=30, pad=0.02)
-    return style.save(fig, out, "heatmap")
+    return style.save(fig, out, "heatmap", page=False)  # a row per node: read on screen
 
 def by_location(rows: Sequence[str]) -> list[str]:
     """Heatmap rows of xnames: a chassis's nodes together (cabinets and chassis in

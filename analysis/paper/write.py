@@ -18,7 +18,7 @@ from ..render.mdtext import code
 from ..render.provenance import runs_table
 from ..render.tables import markdown, num
 from ..results.io import RunSet
-from ..render.items import Comparison, Context, Drawn, Item, draw
+from ..render.items import Comparison, Context, Drawn, Item, draw, supplementary_lines
 from .. import figures
 
 
@@ -52,6 +52,7 @@ def _item_lines(ctx: Context, item: Item, drawn: Drawn) -> list[str]:
         return lines + [f"_Not drawn: {drawn.why_not}._", "", f"Measured by: `{item.command}`.", ""]
     if item.kind == "figure":
         lines += [f"![{item.title}]({item.key}.png)", "", f"[PNG]({item.key}.png), [PDF]({item.key}.pdf)", ""]
+        lines += supplementary_lines(drawn.supplementary, item.title)
     else:
         lines += drawn.table + ["", f"[Markdown]({item.key}.md), [CSV]({item.key}.csv)", ""]
     lines += [note if note.startswith("- ") else f"- {note}" for note in drawn.notes]

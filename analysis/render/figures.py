@@ -13,6 +13,7 @@ bandwidth figures (thread scaling, copy heatmap).
 from __future__ import annotations
 
 import math
+import textwrap
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
@@ -37,10 +38,8 @@ OPS = ("read", "write", "copy")
 #: A series slot per memory role, in roles.ROLE_ORDER (the paper's order: local before
 #: peer), so that a role looks the same in every figure; DDR (x86) shares LPDDR's slot.
 ROLE_SLOTS = tuple(r for r in ROLE_ORDER if "DDR" not in r or "LPDDR" in r)
-MAX_HEIGHT_IN = 9.0     # a heatmap with its numbers stays within a page's text block
 CELL_PAD_IN = 0.1       # room around a cell's text
 BARE_CELL_IN = 0.14     # a cell without text
-CBAR_IN = 0.6           # the shared colour bar below the panels, with its ticks and label
 
 
 class Files(list):
@@ -122,10 +121,12 @@ def log2_threads(ax: Axes, counts: Sequence[int]) -> None:
 
 
 def finish(fig: Figure, axes: Sequence[Axes], title: str | None = None) -> None:
-    """The legend below the panels and, where given, the figure's title."""
+    """The legend below the panels and, where given, the figure's title, wrapped to the
+    figure's width (a one-column figure's title ran past its edge)."""
     style.legend_below(fig, axes)
     if title:
-        fig.suptitle(title)
+        per_line = int(fig.get_size_inches()[0] / 0.062)  # 8 pt characters per line
+        fig.suptitle(textwrap.fill(title, per_line))
 
 
 # --- heatmaps ---------------------------------------------------------------------------
@@ -158,7 +159,7 @@ def heatmaps(heats: Sequence[Heat], colour_label: str, xlabel: str, ylabel: str,
              title: str | None = None) -> tuple[Figure, list[Axes], bool]:
     """The panels wrapped into rows at page width, one colour scale and one colour bar for
     all (compare panels by colour). Each cell gets the room its 7 pt text needs; where a
-    panel of such cells is wider than the page, or the figure taller than MAX_HEIGHT_IN, the
+    panel of such cells is wider than the page, or the figure taller than style.PAGE_HEIGHT_IN, the
     text is dropped and the colour bar alone gives the values. Returns (figure, axes,
     annotated)."""
     texts = [t for h in heats for row in h.text for t in row if t]
@@ -180,12 +181,11 @@ def heatmaps(heats: Sequence[Heat], colour_label: str, xlabel: str, ylabel: str,
 
     per_row, panel_w, panel_h = layout(text_w, text_h)
     rows = math.ceil(len(heats) / per_row)
-    annotated = panel_w <= PAGE_IN and rows * panel_h + CBAR_IN <= MAX_HEIGHT_IN
+    annotated = panel_w <= PAGE_IN and rows * panel_h + style.COLOUR_BAR_IN <= style.PAGE_HEIGHT_IN
     if not annotated:
         per_row, panel_w, panel_h = layout(BARE_CELL_IN, BARE_CELL_IN)
     width = COLUMN_IN if min(per_row, len(heats)) * panel_w <= COLUMN_IN else PAGE_IN
     fig, axes = style.panels(len(heats), width=width, panel_height=panel_h, max_cols=per_row)
-    fig.set_size_inches(width, fig.get_size_inches()[1] + CBAR_IN)  # the colour bar below
     grids = np.concatenate([h.grid.ravel() for h in heats])
     norm = norm or norm_of(grids)
     image = None
@@ -195,19 +195,14 @@ def heatmaps(heats: Sequence[Heat], colour_label: str, xlabel: str, ylabel: str,
         if annotated:
             for (i, j), cell in np.ndenumerate(np.array(heat.text, dtype=object)):
                 value = heat.grid[i, j]
-                dark = np.isfinite(value) and np.mean(image.cmap(image.norm(value))[:3]) < 0.5
                 ax.text(j, i, cell, ha="center", va="center", fontsize=MIN_FONT_PT,
-                        color="white" if dark else "black")
+                        color=style.ink(image.cmap(image.norm(value))) if np.isfinite(value) else "black")
         ax.set_xticks(range(len(heat.cols)), heat.cols, rotation=90)
         ax.set_yticks(range(len(heat.rows)), heat.rows)
         ax.set(xlabel=xlabel, ylabel=ylabel, title=heat.title, facecolor="0.9")
         ax.tick_params(length=2)
     if image is not None:
-        bar = fig.colorbar(image, ax=axes, label=colour_label, location="bottom",
-                           fraction=0.5 / fig.get_size_inches()[1], aspect=40, shrink=min(1.0, 3.5 / width),
-                           pad=0.02)
-        if isinstance(norm, LogNorm):  # 100, 200, 500, 1000: no crowded minor labels
-            style.log_axis(bar.ax, "x")
+        style.colour_bar(fig, image, axes, colour_label)
     if title:
         fig.suptitle(title)
     return fig, axes, annotated
@@ -279,7 +274,7 @@ def thread_scaling(cases: pd.DataFrame, out: Path, topologies: Mapping[str, Mapp
         ax.set(title=f"{host}: {pu} {op}" if with_host else f"{pu} {op}", xlabel="CPU threads",
                ylabel="GB/s (median)")
     finish(fig, axes)
-    return Files(style.save(fig, out, "thread_scaling"),
+    return Files(style.save(fig, out, "thread_scaling", page=False),
                  "Lines: memories by their role seen from the CPU of the panel (memories of one role, "
                  "such as the peer nodes, share a look); band: min-max of the repetitions.")
 
@@ -319,7 +314,7 @@ def copy_heatmap(cases: pd.DataFrame, out: Path, mem_order: Sequence[str] = (),
                           [labelled_or_name(topology, pu, m) for m in srcs], dsts))
     fig, _, annotated = heatmaps(heats, "GB/s (median; bytes read + written)", "destination memory",
                                  "source memory", title="copy: median GB/s of the best case")
-    files = style.save(fig, out, "copy_heatmap")
+    files = style.save(fig, out, "copy_heatmap", page=False)
     table, note = cell_table(heats, annotated, out, "copy_heatmap", "median_GBps")
     return Files(files + table, note)
 

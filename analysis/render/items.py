@@ -56,6 +56,14 @@ class Drawn:
     notes: list[str] = field(default_factory=list)     # caption lines (definitions, assumptions)
     table: list[str] = field(default_factory=list)     # Markdown lines of a table item
     comparisons: list[Comparison] = field(default_factory=list)
+    supplementary: list[str] = field(default_factory=list)  # stems of the figure's other processors' pages
+
+
+def supplementary_lines(stems: list[str], title: str) -> list[str]:
+    """A figure's supplementary pages (its other processors), each embedded with its links."""
+    return [line for i, stem in enumerate(stems, 1) for line in (
+        f"![{title}, supplementary {i}]({stem}.png)", "", f"Supplementary {i}: [PNG]({stem}.png), "
+        f"[PDF]({stem}.pdf), [CSV]({stem}.csv)", "")]
 
 
 @dataclass
@@ -202,6 +210,63 @@ class Grid:
     caption: Callable[[], Sequence[str]] | None = None
     comparisons: Sequence[Comparison] = ()
     why_not: str = ""
+    # (host, processor) a panel shows: the panels of the processors the paper shows (the first
+    # Grace and the first Hopper of each node, shown()) make the main figure, the others the
+    # supplementary pages; None: every panel is the main figure's.
+    processor: Callable[[Any], tuple[str, str]] | None = None
+    processor_column: str = "pu"   # the column of ``faceted``'s csv rows that names the processor
+
+
+def _number(name: str) -> int:
+    digits = "".join(c for c in name if c.isdigit())
+    return int(digits) if digits else 0
+
+
+def shown(processors: Sequence[tuple[str, str]]) -> set[tuple[str, str]]:
+    """Of (host, processor) pairs, those the paper shows of a symmetric node: on each host
+    the lowest-numbered CPU and the lowest-numbered GPU (cpu0 and gpu0 where measured)."""
+    first: dict[tuple[str, str], tuple[str, str]] = {}
+    for host, pu in processors:
+        kind = "gpu" if pu.startswith("gpu") else "cpu"
+        if (host, kind) not in first or _number(pu) < _number(first[(host, kind)][1]):
+            first[(host, kind)] = (host, pu)
+    return set(first.values())
+
+
+def _split(layout: Grid) -> tuple[list[Any], list[Any]]:
+    """The main figure's panels and the supplementary ones, in the grid's order."""
+    if layout.processor is None:
+        return list(layout.panels), []
+    owners = [layout.processor(p) for p in layout.panels]
+    main = shown(owners)
+    return ([p for p, o in zip(layout.panels, owners) if o in main],
+            [p for p, o in zip(layout.panels, owners) if o not in main])
+
+
+def _figure(layout: Grid, panels: Sequence[Any]) -> tuple[Figure, list[Axes]]:
+    """``panels`` of ``layout`` drawn, titled, the legend below and the grid's finish."""
+    kwargs = {} if layout.panel_height is None else {"panel_height": layout.panel_height}
+    fig, axes = style.panels(len(panels), layout.width, max_cols=layout.max_cols, **kwargs)
+    for ax, panel in zip(axes, panels):
+        layout.draw(ax, panel)
+        size = {} if layout.title_size is None else {"fontsize": layout.title_size}
+        ax.set_title(layout.title(panel), **size)
+    if layout.legend:
+        style.legend_below(fig, axes, title=layout.legend_title)
+    if layout.finish is not None:
+        layout.finish(fig, axes)
+    return fig, axes
+
+
+def _pages(layout: Grid, panels: Sequence[Any], fixed_in: float) -> list[list[Any]]:
+    """``panels`` cut into pages that each fit a journal page's height (style.PAGE_HEIGHT_IN):
+    as many rows of the grid's columns as fit beside ``fixed_in``, the height the main
+    figure took besides its panels (titles, legend, colour bar)."""
+    if not panels:
+        return []
+    cols = max(1, min(len(panels), int(layout.width // style.MIN_PANEL_IN), layout.max_cols))
+    per = cols * max(1, int((style.PAGE_HEIGHT_IN - fixed_in) // (layout.panel_height or style.PANEL_IN)))
+    return [list(panels[i:i + per]) for i in range(0, len(panels), per)]
 
 
 def faceted(ctx: Context, key: str, data: pd.DataFrame, why_empty: str, grid: Callable[[pd.DataFrame], Grid],
@@ -218,26 +283,41 @@ def faceted(ctx: Context, key: str, data: pd.DataFrame, why_empty: str, grid: Ca
     if data.empty:
         return Drawn(why_not=why_empty, notes=list(notes))
     layout = grid(data)
-    kwargs = {} if layout.panel_height is None else {"panel_height": layout.panel_height}
-    fig, axes = style.panels(len(layout.panels), layout.width, max_cols=layout.max_cols, **kwargs)
-    for ax, panel in zip(axes, layout.panels):
-        layout.draw(ax, panel)
-        size = {} if layout.title_size is None else {"fontsize": layout.title_size}
-        ax.set_title(layout.title(panel), **size)
-    if layout.legend:
-        style.legend_below(fig, axes, title=layout.legend_title)
-    if layout.finish is not None:
-        layout.finish(fig, axes)
-    marks = [{"panel": " ".join(ax.get_title().split()) or f"panel {i + 1}", **row}
-             for i, ax in enumerate(axes) for row in _MARKS.pop(ax, [])]
-    files = style.save(fig, ctx.out, key)
-    path = ctx.out / f"{key}.csv"
-    if csv is not None:
-        rows, columns = csv
-        outfiles.write_csv(rows[[c for c in columns if c in rows]], path)
-    else:
-        outfiles.write_csv(pd.DataFrame(marks), path)
-    files.append(path)
+    main, rest = _split(layout)
+    todo, stems, files = [main], [key], []
+    for index, stem in enumerate(stems):  # grows once the main figure is drawn: its supplementary pages
+        panels = todo[index]
+        fig, axes = _figure(layout, panels)
+        if stem == key and rest:
+            rows = len({ax.get_subplotspec().rowspan.start for ax in axes})
+            pages = _pages(layout, rest, fig.get_figheight() - rows * (layout.panel_height or style.PANEL_IN))
+            todo += pages
+            stems += [f"{key}_supplementary" + (f"_{i + 1}" if len(pages) > 1 else "") for i in range(len(pages))]
+        marks = [{"panel": " ".join(ax.get_title().split()) or f"panel {i + 1}", **row}
+                 for i, ax in enumerate(axes) for row in _MARKS.pop(ax, [])]
+        files += style.save(fig, ctx.out, stem)
+        path = ctx.out / f"{stem}.csv"
+        if csv is not None:
+            rows_, columns = csv
+            if layout.processor is not None and {"host", layout.processor_column} <= set(rows_):
+                mine = {layout.processor(p) for p in panels}
+                rows_ = rows_[[(h, pu) in mine for h, pu in zip(rows_["host"], rows_[layout.processor_column])]]
+            outfiles.write_csv(rows_[[c for c in columns if c in rows_]], path)
+        else:
+            outfiles.write_csv(pd.DataFrame(marks), path)
+        files.append(path)
     lines = [*caption, *notes] if layout.caption is None else list(layout.caption())
+    if rest:
+        lines.append(f"The main figure shows {_names(main, layout)}, as the paper shows one Grace and one Hopper "
+                     f"of a symmetric node; the other processors ({_names(rest, layout)}) are drawn alike in "
+                     f"{', '.join(f'`{s}.png`' for s in stems[1:])}.")
     return Drawn(files=files, notes=lines, runs=list(ctx.runs_of(data) if runs is None else runs),
-                 why_not=why_not or layout.why_not, comparisons=[*comparisons, *layout.comparisons])
+                 why_not=why_not or layout.why_not, comparisons=[*comparisons, *layout.comparisons],
+                 supplementary=stems[1:])
+
+
+def _names(panels: Sequence[Any], layout: Grid) -> str:
+    assert layout.processor is not None
+    owners = list(dict.fromkeys(layout.processor(p) for p in panels))
+    several = len({h for h, _ in owners}) > 1
+    return ", ".join(f"{h}:{pu}" if several else pu for h, pu in owners)

@@ -26,8 +26,12 @@ from .. import outfiles  # noqa: E402
 
 COLUMN_IN = 3.5   # one column of a two-column journal page
 PAGE_IN = 7.16    # both columns
+PAGE_HEIGHT_IN = 9.0  # a journal page's text height: no figure is taller
+MIN_CONTRAST = 3.0    # WCAG 2's ratio for large text and graphics: text against its background
 MIN_FONT_PT = 7.0
 DPI = 300         # PNG; the PDF is vector
+PANEL_IN = 1.8  # a panel's height unless a figure says otherwise
+COLOUR_BAR_IN = 0.6  # a colour bar below the panels, its ticks and its label
 MIN_PANEL_IN = 1.65  # narrower panels cannot carry 7 pt tick labels
 LEGEND_ROW_IN = 0.15  # one row of 7 pt legend text with its spacing
 
@@ -45,6 +49,9 @@ RC = {
     "axes.prop_cycle": cycler(color=PALETTE) + cycler(marker=MARKERS) + cycler(linestyle=LINESTYLES),
     "pdf.fonttype": 42, "ps.fonttype": 42, "savefig.dpi": DPI, "figure.dpi": 100,
     "image.cmap": "viridis",
+    # The layout leaves an x tick label overhanging the axes (only its height is laid out): a
+    # label at the right end of the rightmost panel needs this much margin to stay on the page.
+    "figure.constrained_layout.w_pad": 0.1,
 }
 matplotlib.rcParams.update(RC)
 
@@ -66,7 +73,7 @@ def series(i: int) -> dict[str, object]:
             "linestyle": LINESTYLES[(i + 3 * turn) % len(LINESTYLES)]}
 
 
-def panels(n: int, width: float = PAGE_IN, panel_height: float = 1.8,
+def panels(n: int, width: float = PAGE_IN, panel_height: float = PANEL_IN,
            max_cols: int | None = None, sharey: bool = False) -> tuple[Figure, list[Axes]]:
     """``n`` panels wrapped into rows at a journal width: as many columns as fit at
     MIN_PANEL_IN each (at most ``max_cols``); unused slots are hidden. Axes in reading order."""
@@ -116,22 +123,17 @@ def allow_nonzero(ax: Axes, reason: str) -> None:
     _NONZERO[ax] = reason
 
 
-def _texts(fig: Figure) -> list[Text]:
-    return [t for t in fig.findobj(Text) if t.get_visible() and t.get_text().strip()]
-
-
-def check(fig: Figure) -> None:
-    """Raise StyleError where the figure breaks a rule: wider than a page, text under
-    MIN_FONT_PT, bars on a log axis, a linear y axis not from zero (unless allowed), a
-    legend inside a plot or taller than the plots."""
-    width = fig.get_size_inches()[0]
+def check(fig: Figure, page: bool = True) -> None:
+    """Raise StyleError where the figure breaks a rule: wider than a page (and taller, for
+    a ``page`` figure: a node report's figure of every processor may run longer on screen),
+    bars on a log axis, a linear y axis not from zero (unless allowed), a legend inside a
+    plot or taller than the plots, or text that cannot be read (``legibility``)."""
+    width, height = fig.get_size_inches()
     if width > PAGE_IN + 1e-6:
         raise StyleError(f"{width:.2f} in wide: wider than a page ({PAGE_IN} in)")
-    small = sorted({f"{t.get_text()[:30]!r} {t.get_fontsize():.1f} pt" for t in _texts(fig)
-                    if t.get_fontsize() < MIN_FONT_PT - 1e-6})
-    if small:
-        raise StyleError(f"text under {MIN_FONT_PT:g} pt: {', '.join(small[:5])}")
-    fig.canvas.draw()
+    if page and height > PAGE_HEIGHT_IN + 1e-6:
+        raise StyleError(f"{height:.2f} in tall: taller than a page ({PAGE_HEIGHT_IN:g} in)")
+    problems = legibility(fig)  # draws the figure: the extents below are the laid-out ones
     plots = [ax for ax in fig.axes if ax.get_visible() and ax.get_label() != "<colorbar>"]
     plot_height = sum(ax.get_window_extent().height for ax in plots)
     for ax in plots:
@@ -151,13 +153,128 @@ def check(fig: Figure) -> None:
         if plots and legend.get_window_extent().height > plot_height:
             raise StyleError(f"legend taller ({legend.get_window_extent().height:.0f} px) than "
                              f"the plots ({plot_height:.0f} px)")
+    if problems:
+        more = f" (and {len(problems) - 5} more)" if len(problems) > 5 else ""
+        raise StyleError(f"illegible: {'; '.join(problems[:5])}{more}")
 
 
-def save(fig: Figure, out: Path, stem: str) -> list[Path]:
-    """Check the figure, then write ``stem``.png (DPI) and ``stem``.pdf (vector) at the
-    figure's own size (no tight crop: the width stays a journal width)."""
+def _drawn_texts(fig: Figure) -> list[Text]:
+    """The texts a draw of ``fig`` puts on the page, in drawing order: what the reader sees
+    (not the tick labels outside the view, nor those of hidden axes, which findobj lists),
+    colour-bar offsets and exponents included (they exist only once drawn)."""
+    seen: list[Text] = []
+    draw = Text.draw
+
+    def recording(text: Text, renderer: object) -> None:
+        if text.get_visible() and text.get_text().strip():
+            seen.append(text)
+        draw(text, renderer)
+    Text.draw = recording  # type: ignore[method-assign]
     try:
-        check(fig)
+        fig.canvas.draw()
+    finally:
+        Text.draw = draw  # type: ignore[method-assign]
+    return list(dict.fromkeys(seen))
+
+
+def _luminance(rgb: Sequence[float]) -> float:
+    linear = [c / 12.92 if c <= 0.04045 else ((c + 0.055) / 1.055) ** 2.4 for c in rgb[:3]]
+    return 0.2126 * linear[0] + 0.7152 * linear[1] + 0.0722 * linear[2]
+
+
+def contrast(a: Sequence[float], b: Sequence[float]) -> float:
+    """WCAG 2 contrast ratio of two RGB colours (1 to 21)."""
+    low, high = sorted((_luminance(a), _luminance(b)))
+    return (high + 0.05) / (low + 0.05)
+
+
+def _short(text: Text) -> str:
+    return repr(" ".join(text.get_text().split())[:32])
+
+
+def legibility(fig: Figure) -> list[str]:
+    """What keeps the texts of ``fig`` from being read at 100 %, one line each: text under
+    MIN_FONT_PT, text outside the figure (clipped in print), two texts overlapping, a text
+    over another panel or colour bar, a text below MIN_CONTRAST against what is drawn under
+    it (sampled from the figure drawn without its texts)."""
+    texts = _drawn_texts(fig)
+    renderer = fig.canvas.get_renderer()
+    width, height = fig.bbox.width, fig.bbox.height
+    boxes = np.array([list(t.get_window_extent(renderer).extents) for t in texts]).reshape(-1, 4)
+    problems = [f"{_short(t)} at {t.get_fontsize():.1f} pt (under {MIN_FONT_PT:g} pt)"
+                for t in texts if t.get_fontsize() < MIN_FONT_PT - 1e-6]
+    slack = 1.0  # pixels at the canvas' 100 dpi: glyph extents are not exact
+    problems += [f"{_short(t)} runs outside the figure" for t, (x0, y0, x1, y1) in zip(texts, boxes)
+                 if x0 < -slack or y0 < -slack or x1 > width + slack or y1 > height + slack]
+    panels = [ax for ax in fig.axes if ax.get_visible()]
+    for ax in panels:
+        a = ax.get_window_extent(renderer)
+        over = ((np.minimum(boxes[:, 2], a.x1) - np.maximum(boxes[:, 0], a.x0) > slack)
+                & (np.minimum(boxes[:, 3], a.y1) - np.maximum(boxes[:, 1], a.y0) > slack))
+        name = "a colour bar" if ax.get_label() == "<colorbar>" else repr(ax.get_title() or ax.get_ylabel())
+        problems += [f"{_short(t)} runs over {name}" for t, hit in zip(texts, over) if hit and t.axes is not ax]
+    for i in range(len(texts) - 1):
+        rest = boxes[i + 1:]
+        hit = ((np.minimum(boxes[i, 2], rest[:, 2]) - np.maximum(boxes[i, 0], rest[:, 0]) > slack)
+               & (np.minimum(boxes[i, 3], rest[:, 3]) - np.maximum(boxes[i, 1], rest[:, 1]) > slack))
+        problems += [f"{_short(texts[i])} overlaps {_short(texts[i + 1 + j])}" for j in np.nonzero(hit)[0]]
+    problems += _low_contrast(fig, texts, boxes)
+    return problems
+
+
+def _low_contrast(fig: Figure, texts: list[Text], boxes: np.ndarray) -> list[str]:
+    """Each text's colour against the median colour under it, drawn without texts and
+    without re-running the layout (which would move the panels into the texts' space)."""
+    engine = fig.get_layout_engine()
+    fig.set_layout_engine("none")
+    for t in texts:
+        t.set_visible(False)
+    try:
+        fig.canvas.draw()
+        pixels = np.asarray(fig.canvas.buffer_rgba())[..., :3] / 255.0
+    finally:
+        for t in texts:
+            t.set_visible(True)
+        fig.set_layout_engine(engine)
+    rows, cols = pixels.shape[:2]
+    problems = []
+    for t, (x0, y0, x1, y1) in zip(texts, boxes):
+        c0, c1 = max(0, int(x0)), min(cols, int(math.ceil(x1)))
+        r0, r1 = max(0, int(rows - y1)), min(rows, int(math.ceil(rows - y0)))
+        if c1 <= c0 or r1 <= r0:
+            continue
+        under = np.median(pixels[r0:r1, c0:c1].reshape(-1, 3), axis=0)
+        box = t.get_bbox_patch()
+        if box is not None and box.get_facecolor()[3] > 0.9:
+            under = box.get_facecolor()[:3]
+        ratio = contrast(matplotlib.colors.to_rgba(t.get_color()), under)
+        if ratio < MIN_CONTRAST:
+            problems.append(f"{_short(t)} at contrast {ratio:.1f}:1 (under {MIN_CONTRAST:g}:1)")
+    return problems
+
+
+def ink(background: Sequence[float]) -> str:
+    """White or black: the text colour of higher contrast on ``background`` (at least 4.6:1
+    on any colour)."""
+    return "white" if contrast(background, (1, 1, 1)) > contrast(background, (0, 0, 0)) else "black"
+
+
+def readable(color: object, background: object = "white") -> str:
+    """``color``, darkened (kept in hue) until it reads at MIN_CONTRAST on ``background``:
+    the colour of a text that names a series drawn in ``color``."""
+    rgb = np.array(matplotlib.colors.to_rgb(color))
+    back = matplotlib.colors.to_rgb(background)
+    while contrast(rgb, back) < MIN_CONTRAST + 0.05:
+        rgb = rgb * 0.9
+    return matplotlib.colors.to_hex(rgb)
+
+
+def save(fig: Figure, out: Path, stem: str, page: bool = True) -> list[Path]:
+    """Check the figure (``page``: as a journal page's, check), then write ``stem``.png (DPI)
+    and ``stem``.pdf (vector) at the figure's own size (no tight crop: the width stays a
+    journal width). A figure that fails is not written: StyleError says why."""
+    try:
+        check(fig, page=page)
     except StyleError:
         plt.close(fig)
         raise
@@ -174,18 +291,18 @@ def cell_texts(ax: Axes, image: AxesImage, grid: np.ndarray, text: Callable[[flo
     texts = []
     for (i, j), value in np.ndenumerate(grid):
         if math.isfinite(value):
-            dark = np.mean(image.cmap(image.norm(value))[:3]) < 0.5
             texts.append(ax.text(j, i, text(value), ha="center", va="center", fontsize=7,
-                                 color="white" if dark else "black"))
+                                 color=ink(image.cmap(image.norm(value)))))
     return texts
 
 
 def heat_map(ax: Axes, grid: np.ndarray, norm: object, text: Callable[[float], str], rows: Sequence[str],
-             columns: Sequence[str], ylabel: str, xlabel: str) -> AxesImage:
+             columns: Sequence[str], ylabel: str, xlabel: str, aspect: str = "equal") -> AxesImage:
     """Draw ``grid`` (NaN: not measured, grey) as a heat map on the colour scale ``norm``,
     each measured cell's ``text`` (cell_texts), ``rows`` and ``columns`` (rotated) as tick
-    labels, the axes named; the image (for a colour bar)."""
-    image = ax.imshow(np.ma.masked_invalid(grid), cmap="viridis", norm=norm)
+    labels, the axes named (``aspect``: "auto" lets cells fill the panel's width); the image
+    (for a colour bar)."""
+    image = ax.imshow(np.ma.masked_invalid(grid), cmap="viridis", norm=norm, aspect=aspect)
     cell_texts(ax, image, grid, text)
     ax.set_xticks(range(len(columns)), columns, rotation=90)
     ax.set_yticks(range(len(rows)), rows)
@@ -210,22 +327,45 @@ def log_log(ax: Axes, ticks: Sequence[int], labels: Sequence[str], xlabel: str, 
     ax.set_ylabel(ylabel)
 
 
-def log_axis(ax: Axes, axis: str = "y", base: int = 10) -> None:
-    """A log axis whose tick labels are plain numbers (0.5, 20, 1000, not 10^3 or 1.4x10^2);
-    call it once the data is drawn. In-between ticks are labelled where the axis spans few
-    decades: those at 2, 3 and 5 under one decade, at 2 and 5 under two."""
+def _log_labels(low: float, high: float, base: int = 10) -> tuple[object, object]:
+    """Formatters of a log axis from ``low`` to ``high`` whose tick labels are plain numbers
+    (0.5, 20, 1000, 10k, 2M; not 10^3 or 1.4x10^2): the decades, and the in-between ticks where the
+    axis spans few decades (those at 2, 3 and 5 under one decade, at 2 and 5 under two)."""
     from matplotlib.ticker import FuncFormatter
 
     def plain(value: float, _pos: object = None) -> str:
+        for scale, suffix in ((1e9, "G"), (1e6, "M"), (1e4, "k")):  # 10k, 100k, 1M: narrow enough for a tick
+            if value >= scale:
+                return f"{value / (scale if suffix != 'k' else 1e3):.3g}{suffix}"
         text = f"{value:.3g}"
         return f"{value:.0f}" if "e+" in text else text
-    target = ax.yaxis if axis == "y" else ax.xaxis
-    (ax.set_yscale if axis == "y" else ax.set_xscale)("log", base=base)
-    target.set_major_formatter(FuncFormatter(plain))
-    low, high = sorted(ax.get_ylim() if axis == "y" else ax.get_xlim())
     span = high / low if low > 0 else math.inf
 
     def minor(value: float, _pos: object = None) -> str:
         lead = round(value / base ** math.floor(math.log(value, base) + 1e-9))
         return plain(value) if (span < base and lead in (2, 3, 5)) or (span < base ** 2 and lead in (2, 5)) else ""
-    target.set_minor_formatter(FuncFormatter(minor))
+    return FuncFormatter(plain), FuncFormatter(minor)
+
+
+def log_axis(ax: Axes, axis: str = "y", base: int = 10) -> None:
+    """A log axis whose tick labels are plain numbers (_log_labels); call it once the data
+    is drawn."""
+    target = ax.yaxis if axis == "y" else ax.xaxis
+    (ax.set_yscale if axis == "y" else ax.set_xscale)("log", base=base)
+    major, minor = _log_labels(*sorted(ax.get_ylim() if axis == "y" else ax.get_xlim()), base=base)
+    target.set_major_formatter(major)
+    target.set_minor_formatter(minor)
+
+
+def colour_bar(fig: Figure, image: AxesImage, axes: Sequence[Axes], label: str) -> None:
+    """One colour bar for the heat maps ``axes`` share, below them (a bar beside the panels
+    stood under their titles and its label ran past the figure), its label on one line,
+    a log scale's ticks as plain numbers."""
+    from matplotlib.colors import LogNorm
+
+    bar = fig.colorbar(image, ax=list(axes), label=label, location="bottom", shrink=0.6, aspect=40)
+    fig.set_figheight(fig.get_figheight() + COLOUR_BAR_IN)  # the bar's room, not the panels'
+    if isinstance(image.norm, LogNorm):
+        major, minor = _log_labels(image.norm.vmin, image.norm.vmax)
+        bar.ax.xaxis.set_major_formatter(major)
+        bar.ax.xaxis.set_minor_formatter(minor)

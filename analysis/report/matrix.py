@@ -172,7 +172,7 @@ def heatmap(table: pd.DataFrame, order: Order, out: Path, with_host: bool = Fals
         heats.append(Heat(f"{host}: {title}" if with_host else title, grid, text, pus,
                           [f"{m} {kind_word(kinds, m)}".strip() if kinds else m for m in mems]))
     fig, _, annotated = heatmaps(heats, "GB/s (median)", "memory", "processor")
-    files = style.save(fig, out, HEATMAP)
+    files = style.save(fig, out, HEATMAP, page=False)
     extra, note = cell_table(heats, annotated, out, HEATMAP, "median_GBps",
                              "[path_matrix.md](path_matrix.md)")
     return Files(files + extra, note)

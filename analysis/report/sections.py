@@ -11,7 +11,7 @@ from pathlib import Path
 import pandas as pd
 
 from .. import figures
-from ..render.items import Context, draw
+from ..render.items import Context, draw, supplementary_lines
 
 
 @dataclass
@@ -43,7 +43,7 @@ class Part:
         if not drawn.files:
             self.missing.append(f"{title} not drawn: {drawn.why_not}")
             return
-        self.lines += figure_lines(key, title)
+        self.lines += figure_lines(key, title) + supplementary_lines(drawn.supplementary, title)
         self.lines += [n if n.startswith("- ") else f"- {n}" for n in drawn.notes]
         self.lines += ([f"- Not shown: {drawn.why_not}."] if drawn.why_not else []) + [""] * bool(drawn.notes or drawn.why_not)
 

@@ -28,7 +28,7 @@ def _size_axis(ax: Axes, sizes: list[int]) -> None:
     exps = range(int(math.log2(lo)), int(math.ceil(math.log2(hi))) + 1)
     step = max(1, math.ceil(len(exps) / 5))
     ticks = [2 ** e for e in exps][::step]
-    ax.set_xticks(ticks, [transfers.size_label(t) for t in ticks], rotation=45, ha="right")
+    ax.set_xticks(ticks, [transfers.size_label(t) for t in ticks], rotation=90)
     ax.minorticks_off()
     ax.set_xlim(lo / 1.5, hi * 1.5)
 
@@ -70,11 +70,12 @@ def sweep_figure(cases: pd.DataFrame, with_host: bool = False,
     keys = sorted(dict.fromkeys(k for k, _ in keyed),
                   key=lambda k: (hosts.index(k[0]), gpus.index(k[1]),
                                  directions.index(k[2]) if k[2] in directions else len(directions)))
-    fig, axes = style.panels(len(keys), PAGE_IN if len(keys) > 1 else COLUMN_IN, max_cols=4)
+    fig, axes = style.panels(len(keys), PAGE_IN if len(keys) > 1 else COLUMN_IN, max_cols=2)
     runs_per_key = {k: {str(g["run"].iloc[0]) for kk, g in keyed if kk == k} for k in keys}
     dsts_per_key = {k: {transfers.pair(g.iloc[0])[1] for kk, g in keyed if kk == k} if k[2] in transfers.D2D
                     else set() for k in keys}
     styles = Styles()
+    named: set[tuple[int, int]] = set()  # (panel, size) whose saturation is labelled: lines saturating alike share it
     for key, group in keyed:
         host, gpu, direction = key
         ax = axes[keys.index(key)]
@@ -92,9 +93,12 @@ def sweep_figure(cases: pd.DataFrame, with_host: bool = False,
         saturated = transfers.saturation(group)
         if saturated is not None:
             ax.axvline(saturated, color=look["color"], linestyle="--", linewidth=0.8, gid=f"saturation:{saturated}")
+            if (keys.index(key), saturated) in named:
+                continue
+            named.add((keys.index(key), saturated))
             ax.annotate(f"sat. {transfers.size_label(saturated)}", (saturated, 0.02),
                         xycoords=("data", "axes fraction"), rotation=90, fontsize=MIN_FONT_PT,
-                        color=look["color"], xytext=(2, 0), textcoords="offset points")
+                        color=style.readable(look["color"]), xytext=(2, 0), textcoords="offset points")
     for key, ax in zip(keys, axes):
         host, gpu, direction = key
         _size_axis(ax, [int(s) for k, g in keyed if k == key for s in g["size_bytes"]])
@@ -123,7 +127,7 @@ def latency_figure(cases: pd.DataFrame, with_host: bool = False,
                                     points["direction"])))
     panels.sort(key=lambda k: directions.index(k[2]) if k[2] in directions else len(directions))
     panels.sort(key=lambda k: (k[0], k[1]))
-    fig, axes = style.panels(len(panels), PAGE_IN if len(panels) > 1 else COLUMN_IN, max_cols=4)
+    fig, axes = style.panels(len(panels), PAGE_IN if len(panels) > 1 else COLUMN_IN, max_cols=2)
     keys = ["host", "run", "gpu", "host_numa", "cpu_numa", "alloc", "engine", "direction"]
     styles = Styles()
     many_runs = points["run"].nunique() > 1
@@ -151,5 +155,5 @@ def write(cases: pd.DataFrame, out: Path, with_host: bool = False,
     """Write both figures where there is data; (sweep files, latency files)."""
     sweep = sweep_figure(cases, with_host, topologies)
     latency = latency_figure(cases, with_host, topologies)
-    return (Files(style.save(sweep, out, SWEEP_STEM)) if sweep else Files(),
-            Files(style.save(latency, out, LATENCY_STEM)) if latency else Files())
+    return (Files(style.save(sweep, out, SWEEP_STEM, page=False)) if sweep else Files(),
+            Files(style.save(latency, out, LATENCY_STEM, page=False)) if latency else Files())

@@ -45,7 +45,7 @@ def um_figure(runs: RunSet, out: Path) -> Files:
             shown = [medians[a, state] if medians[a, state] > 0 else np.nan for a in allocs]
             look = styles(state)
             ax.plot(x, shown, linestyle="none", marker=look["marker"], color=look["color"], label=state)
-        ax.set_xticks(x, allocs, rotation=45, ha="right")
+        ax.set_xticks(x, allocs, rotation=90)
         ax.set_xlim(-0.5, len(allocs) - 0.5)
         style.log_axis(ax, "y")
         ax.grid(True, axis="y", which="major")

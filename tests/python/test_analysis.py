@@ -290,9 +290,9 @@ def heatmap_texts(monkeypatch: pytest.MonkeyPatch) -> dict[str, list[str]]:
     drawn: dict[str, list[str]] = {}
     real = style.save
 
-    def record(fig, out, stem):  # type: ignore[no-untyped-def]
+    def record(fig, out, stem, **kwargs):  # type: ignore[no-untyped-def]
         drawn.update({ax.get_title(): [t.get_text() for t in ax.texts] for ax in fig.axes if ax.texts})
-        return real(fig, out, stem)
+        return real(fig, out, stem, **kwargs)
     monkeypatch.setattr(style, "save", record)
     return drawn
 

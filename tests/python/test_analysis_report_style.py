@@ -27,7 +27,8 @@ MAX_PX = round(style.PAGE_IN * style.DPI)  # 2148
 # latency_by_size, pingpong, cudamemcpy_allocators, mpi_bandwidth, nccl_by_size: the paper's
 # Figs. 12, 13, 5, 14 and 18, drawn by their items (analysis/figures).
 QUAD_FIGURES = {"thread_scaling", "copy_heatmap", "path_heatmap", "transfer_sweep", "transfer_latency",
-                "latency_by_size", "chase_prefetch", "pingpong", "pingpong_distribution", "stream_threads",
+                "latency_by_size", "latency_by_size_supplementary", "chase_prefetch", "pingpong",
+                "pingpong_supplementary", "pingpong_distribution", "stream_threads",
                 "stream_gpu_placement", "gemm_sweep", "cudamemcpy_allocators", "mpi_bandwidth"}
 REAL_FIGURES = {"latency_by_size", "chase_prefetch", "pingpong", "pingpong_distribution", "stream_threads",
                 "stream_gpu_placement", "gemm_sweep", "llm_placement", "cudamemcpy_allocators", "unified_memory",
@@ -38,7 +39,7 @@ def _render(out: Path, paths: list[Path], monkeypatch: pytest.MonkeyPatch) -> tu
     """The whole report of ``paths`` into ``out``; the figures style.check passed."""
     checked: list[Figure] = []
     real = style.check
-    monkeypatch.setattr(style, "check", lambda fig: real(fig) or checked.append(fig))
+    monkeypatch.setattr(style, "check", lambda fig, **kw: real(fig, **kw) or checked.append(fig))
     write_report(load_runs(paths), out)
     return out, checked
 

@@ -7,9 +7,7 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
 import matplotlib.image
 import numpy as np
@@ -42,7 +40,12 @@ class Recorder:
         self.bars: dict[str, int] = {}    # bars drawn
         self.cells: dict[str, int] = {}   # heat-map cells with a value
 
-    def save(self, fig, out: Path, stem: str) -> list[Path]:
+    def figure_texts(self, key: str) -> list[str]:
+        """The texts of a figure and its supplementary pages, each on one line."""
+        return [" ".join(t.split()) for stem, texts in self.texts.items()
+                if stem == key or stem.startswith(f"{key}_supplementary") for t in texts]
+
+    def save(self, fig, out: Path, stem: str, **kwargs) -> list[Path]:
         from matplotlib.text import Text
         self.texts[stem] = [t.get_text() for t in fig.findobj(Text) if t.get_text()]
         self.lines[stem] = {}
@@ -54,7 +57,7 @@ class Recorder:
                 if not line.get_label().startswith("_"):
                     self.lines[stem].setdefault(line.get_label(), []).append(
                         (np.asarray(line.get_xdata(), float), np.asarray(line.get_ydata(), float)))
-        return SAVE(fig, out, stem)
+        return SAVE(fig, out, stem, **kwargs)
 
 
 SAVE = style.save  # the one writer every figure calls (style.save), kept before it is patched
@@ -88,8 +91,9 @@ def _pdf_width_in(path: Path) -> float:
 
 def _assert_figure(paper: Paper, key: str) -> None:
     names = {p.name for p in paper.drawn[key].files}
-    # every figure's numbers beside it (source data)
-    assert names == {f"{key}.png", f"{key}.pdf", f"{key}.csv"}, (key, paper.drawn[key].why_not)
+    # every figure's numbers beside it (source data), its supplementary pages' beside them
+    pages = [key, *paper.drawn[key].supplementary]
+    assert names == {f"{stem}.{kind}" for stem in pages for kind in ("png", "pdf", "csv")}, (key, paper.drawn[key].why_not)
     png = paper.out / f"{key}.png"
     image = matplotlib.image.imread(png)
     assert image.shape[1] <= round(style.PAGE_IN * style.DPI) + 1, f"{key}: {image.shape[1]} px wide"
@@ -165,7 +169,7 @@ def test_synthetic_files_say_so_and_keep_the_schema(synthetic) -> None:
 
 def test_latency_labels_memories_by_role_from_each_processor(synthetic) -> None:
     _, recorder, _ = synthetic
-    texts = recorder.texts["latency_by_memory"]
+    texts = recorder.figure_texts("latency_by_memory")
     assert "local LPDDR (numa0)" in texts and "peer LPDDR (numa0)" in texts   # from cpu0 and from cpu1
     assert "local HBM (numa4)" in texts and "peer device memory (gpu1)" in texts
     size_texts = recorder.texts["latency_by_size"]
@@ -183,7 +187,7 @@ def test_latency_by_memory_draws_the_largest_random_chain(synthetic) -> None:
 
 def test_pingpong_draws_managed_flags_where_the_page_ended(synthetic) -> None:
     paper, recorder, _ = synthetic
-    titles = [t for t in recorder.texts["pingpong"] if t.startswith("flag: ")]
+    titles = [t for t in recorder.figure_texts("pingpong") if t.startswith("flag: ")]
     assert "flag: device memory of gpu0, managed" in titles
     assert "flag: LPDDR of superchip 0 (numa0), numa" in titles and "flag: HBM of gpu0 (numa4), numa" in titles
     notes = " ".join(paper.drawn["pingpong"].notes)
@@ -334,7 +338,7 @@ def test_real_llm_shows_the_model_it_has_and_names_the_papers(real) -> None:
 
 def test_real_pingpong_draws_managed_under_host_memory(real) -> None:
     paper, recorder = real
-    titles = [t for t in recorder.texts["pingpong"] if t.startswith("flag: ")]
+    titles = [t for t in recorder.figure_texts("pingpong") if t.startswith("flag: ")]
     assert "flag: DDR (numa0), managed" in titles
     assert not any("gpu0, managed" in t for t in titles)    # every managed flag's page ended on numa0
     assert "managed flag asked on gpu0, found on numa0" in " ".join(paper.drawn["pingpong"].notes)

@@ -75,12 +75,33 @@ def test_a_figure_in_style_saves_png_and_pdf_at_its_width(tmp_path):
 @pytest.mark.parametrize("breach, message", [
     ("small_font", "under 7 pt"), ("legend_inside", "legend inside"),
     ("bars_on_log", "bars on a log"), ("not_from_zero", "starts at"),
+    ("taller_than_a_page", "taller than a page"), ("outside", "runs outside the figure"),
+    ("overlap", "overlaps"), ("over_a_colour_bar", "runs over a colour bar"), ("low_contrast", "contrast 1.3:1"),
+    ("small_exponent", "under 7 pt"),
 ])
 def test_each_rule_of_the_style_fails_a_figure_that_breaks_it(tmp_path, breach, message):
     fig, axes = _line_figure()
     ax = axes[0]
     if breach == "small_font":
         ax.set_xlabel("tiny", fontsize=5)
+    elif breach == "taller_than_a_page":
+        fig.set_figheight(style.PAGE_HEIGHT_IN + 0.1)
+    elif breach == "outside":
+        ax.set_title("a title far too long for a one-column figure, which runs past its edge")
+    elif breach == "overlap":
+        ax.text(2, 2, "one label")
+        ax.text(2, 2, "another")
+    elif breach == "over_a_colour_bar":
+        image = ax.imshow([[1.0, 2.0]], extent=(1, 3, 0, 4))
+        fig.colorbar(image, ax=ax)
+        ax.text(3.05, 2, "a label into the colour bar", clip_on=False, in_layout=False)
+    elif breach == "low_contrast":
+        ax.text(1.5, 1, "yellow", color=style.PALETTE[6])   # Okabe-Ito yellow on white
+    elif breach == "small_exponent":   # an offset text exists only once drawn: the check draws first
+        ax.cla()
+        ax.plot([1, 3], [1e-7, 3e-7])
+        style.from_zero(ax)
+        ax.yaxis.get_offset_text().set_fontsize(5)
     elif breach == "legend_inside":
         ax.legend()
     elif breach == "bars_on_log":
