@@ -131,14 +131,6 @@ def _grid(model: PeakModel, topology: Mapping[str, Any], pu: str, mems: Sequence
     return rows
 
 
-def _ink(rgba: Sequence[float]) -> str:
-    """Black or white, whichever reads better on ``rgba`` (WCAG luminance)."""
-    def lum(c: float) -> float:
-        return c / 12.92 if c <= 0.04045 else ((c + 0.055) / 1.055) ** 2.4
-    y = 0.2126 * lum(rgba[0]) + 0.7152 * lum(rgba[1]) + 0.0722 * lum(rgba[2])
-    return "black" if (y + 0.05) / 0.05 >= 1.05 / (y + 0.05) else "white"
-
-
 @item("theoretical_peaks_figure", "Fig. 3", "Theoretical peaks of reads, writes and copies of each memory, drawn",
       "figure", ("bw/cases", "chase/cases", "memcpy/cases", "gemm/cases", "um/cases", "stream/cases"),
       "mempath topo (any run carries the topology)", order=3.1)
@@ -151,7 +143,7 @@ def theoretical_peaks_figure(ctx: Context) -> Drawn:
     most = max(len(drawn_memories(ctx.topologies[h], p)) for h, pus in by_host.items() for p in pus)
     panel_height = 0.3 * most + 1.9 + (0.15 if ctx.many else 0.0)
     # A page holds PAGE_HEIGHT_IN: the nodes whose panels fit on it are drawn, each whole.
-    fit = max(1, int((getattr(style, "PAGE_HEIGHT_IN", 9.0) - 0.3) // panel_height))
+    fit = max(1, int((style.PAGE_HEIGHT_IN - 0.3) // panel_height))
     hosts = list(by_host)[:fit]
     left_out = [h for h in by_host if h not in hosts]
     panels = [(host, pu) for host in hosts for pu in by_host[host]]
@@ -178,7 +170,7 @@ def theoretical_peaks_figure(ctx: Context) -> Drawn:
                 assumed_any |= c.assumed
                 partial_any |= c.partial
                 ax.text(j, i, f"{c.gbps:.0f}" + (ASSUMED_MARK if c.assumed else ""), ha="center", va="center",
-                        fontsize=7, color=_ink(image.cmap(image.norm(c.gbps))))
+                        fontsize=7, color=style.ink(image.cmap(image.norm(c.gbps))))
         ax.axvline(0.5, color="white", linewidth=2.0)
         labels = [labelled(topology, pu, m) for m in mems]
         ax.set_xticks(range(len(mems) + 1), ["read or write", *(f"copy to {role(topology, pu, m) or m}"
@@ -186,7 +178,7 @@ def theoretical_peaks_figure(ctx: Context) -> Drawn:
         ax.set_yticks(range(len(mems)), labels)
         ax.tick_params(length=0)
         ax.set_ylabel("memory (copy source)")
-        ax.set_title((f"{host}\n" if ctx.many else "") + pu_title(topology, pu) + ", peak GB/s")
+        ax.set_title((f"{host}: " if ctx.many else "") + pu_title(topology, pu) + "\npeak GB/s")
         for i, row in enumerate(grid):
             for j, c in enumerate(row):
                 if c is None:
