@@ -11,6 +11,7 @@ and attribute objects cost more per file than the reads of a fleet's 10,000 file
 """
 from __future__ import annotations
 
+import json
 import os
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
@@ -80,6 +81,98 @@ def damaged(path: Path, error: BaseException) -> RunFileError:
     return RunFileError(unreadable(path, f"cannot be read ({one_line(str(error))})"))
 
 
+#: The root attributes of docs/schema.md by what they hold; whichever a reader reads is
+#: checked (Group.attribute, Group.attributes of the root), so that the report's provenance,
+#: the figures' page size and MPI machines and the fleet's flags never meet another type.
+#: schema_version and tool are _open's.
+TEXT_ATTRIBUTES = frozenset({
+    "tool_version", "git_revision", "command_line", "host", "start_time", "end_time", "topology",
+    "kernel_release", "arch", "thp_enabled", "cpu_governor", "gpu_clocks", "gpu_uuids", "build_type",
+    "compiler", "aborted", "mpi_library", "torch_version", "cuda_runtime"})
+#: Integers from 0 to 2^63-1 (sizes, versions, counts); FLAG_ATTRIBUTES 0 or 1.
+INTEGER_ATTRIBUTES = frozenset({"page_size", "cuda_driver_version", "cuda_runtime_version", "synthetic",
+                                "mpi_ranks", "mpi_nodes", "mpi_machines", "nccl_version"})
+FLAG_ATTRIBUTES = frozenset({"synthetic"})
+MAX_INTEGER = 2**63 - 1
+
+
+def _what(value: Any) -> str:
+    """What an attribute's value is, in a message: its kind and (cut) the value."""
+    if value is None:
+        return "no value (an empty dataspace)"
+    if isinstance(value, list):
+        return f"an array of {len(value)} values"
+    if isinstance(value, bool):
+        return f"the boolean {value}"
+    if isinstance(value, int):
+        return f"the integer {value}"
+    if isinstance(value, float):
+        return f"the number {value:g}"
+    if isinstance(value, str):
+        return f"the text {one_line(value[:40])!r}" + ("..." if len(value) > 40 else "")
+    return f"a value of type {type(value).__name__}"
+
+
+def check_attribute(path: Path, key: str, value: Any) -> Any:
+    """``value`` of the root attribute ``key``; RunFileError where it is not what
+    docs/schema.md says the attribute holds (TEXT_ATTRIBUTES, INTEGER_ATTRIBUTES;
+    gpu_clocks also a JSON list of {"gpu": N, "sm_clock_khz": KHZ, "mem_clock_khz": KHZ})."""
+    valid = ""
+    if key in TEXT_ATTRIBUTES and not isinstance(value, str):
+        valid = "text"
+    elif key in FLAG_ATTRIBUTES and value not in (0, 1):
+        valid = "0 or 1"
+    elif key in INTEGER_ATTRIBUTES and (isinstance(value, bool) or not isinstance(value, int)
+                                        or not 0 <= value <= MAX_INTEGER):
+        valid = "an integer from 0 to 2^63-1"
+    elif key == "gpu_clocks":
+        valid = _gpu_clocks_problem(value)
+    elif key == "host" and host_problem(value):
+        valid = host_problem(value)
+    if valid:
+        raise RunFileError(f"{shown(path)}: root attribute {key} holds {_what(value)}; valid: {valid} "
+                           "(docs/schema.md)")
+    return value
+
+
+#: The longest host name Linux gives (HOST_NAME_MAX): a longer one was not gethostname()'s.
+MAX_HOST_NAME = 64
+
+
+def host_problem(host: str) -> str:
+    """What a host name should be, where ``host`` is not one ('' where it is): a node's name,
+    in every one-line message and in the figures' labels."""
+    if not host.isprintable():
+        return "a host name of printable characters (no line break or control character)"
+    if len(host) > MAX_HOST_NAME:
+        return f"a host name of at most {MAX_HOST_NAME} characters (Linux's HOST_NAME_MAX)"
+    return ""
+
+
+def _gpu_clocks_problem(value: str) -> str:
+    """What gpu_clocks should be, where it is not that ('' where it is)."""
+    valid = 'a JSON list of {"gpu": N, "sm_clock_khz": KHZ, "mem_clock_khz": KHZ}, N and KHZ >= 0'
+    try:
+        rows = json.loads(value or "[]")
+    except (ValueError, RecursionError):
+        return valid
+    if not isinstance(rows, list):
+        return valid
+    for row in rows:
+        if not isinstance(row, dict) or not _count(row.get("gpu")):
+            return valid
+        if not all(_count(row[k], integer=False) for k in ("sm_clock_khz", "mem_clock_khz") if k in row):
+            return valid
+    return ""
+
+
+def _count(value: Any, integer: bool = True) -> bool:
+    """Whether ``value`` is an integer (or, ``integer`` False, a finite number) from 0 to MAX_INTEGER."""
+    if isinstance(value, bool) or not isinstance(value, (int, float) if not integer else int):
+        return False
+    return 0 <= value <= MAX_INTEGER
+
+
 def check_non_negative(path: Path, table: str, name: str, values: np.ndarray) -> None:
     """RunFileError where a time or rate column (NON_NEGATIVE) holds a negative value."""
     if values.dtype.kind == "f" and name.endswith(NON_NEGATIVE) and (values < 0).any():
@@ -106,6 +199,8 @@ def _shared_text(raw: Any) -> Any:
 
 def _attribute(oid: Any, raw: bytes) -> Any:
     handle = h5py.h5a.open(oid, raw)
+    if handle.shape is None:  # a null dataspace (h5py.Empty): an attribute without a value
+        return None
     data = np.empty(handle.shape, dtype=handle.dtype)
     handle.read(data)
     if data.shape == ():
@@ -160,16 +255,24 @@ class Group:
         return h5py.h5a.exists(self.id, key.encode())
 
     def attribute(self, key: str, default: Any = None) -> Any:
-        """An attribute decoded (decode); ``default`` where there is none."""
-        return _attribute(self.id, key.encode()) if self.has_attribute(key) else default
+        """An attribute decoded (decode); ``default`` where there is none. The root's
+        documented attributes checked (check_attribute)."""
+        if not self.has_attribute(key):
+            return default
+        value = _attribute(self.id, key.encode())
+        return check_attribute(self.path, key, value) if not self.name else value
 
     def attributes(self) -> dict[str, Any]:
-        """Every attribute, in the order h5py's File.attrs lists them."""
+        """Every attribute, in the order h5py's File.attrs lists them (the root's checked)."""
         keys: list[bytes] = []
         tracked = self.id.get_create_plist().get_attr_creation_order() & h5py.h5p.CRT_ORDER_TRACKED
         h5py.h5a.iterate(self.id, lambda name, *_: keys.append(name),
                          index_type=h5py.h5.INDEX_CRT_ORDER if tracked else h5py.h5.INDEX_NAME)
-        return {text(key): _attribute(self.id, key) for key in keys}
+        values = {text(key): _attribute(self.id, key) for key in keys}
+        if not self.name:
+            for key, value in values.items():
+                check_attribute(self.path, key, value)
+        return values
 
     def group(self, name: str) -> Group | None:
         """The member group ``name`` (a path: ``bw/cases``), None where there is none."""

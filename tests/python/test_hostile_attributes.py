@@ -1,0 +1,69 @@
+"""The failures tests/fuzz/fuzz_attributes.py found (issue 33, "Result files"), each its
+fuzzer input as a test: a valid result file whose attribute is hostile, read by the commands
+that broke on it, each now refusing the file in one line that names it and says what is
+wrong, the intact file beside it still processed (the fleet: the file's node failed with
+the reason; docs/testing.md, "The fuzzers"), or (no words given) reading it as it is. What
+each did before is in its comment."""
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import pytest
+
+from conftest import REPO
+
+sys.path.insert(0, str(REPO / "tests" / "fuzz"))
+import fuzz_attributes as fuzz  # noqa: E402
+
+ALL = ("report", "paper", "compare", "fleet", "fleet-history")
+DEEP = '{"x":' * 50_000 + "1" + "}" * 50_000
+
+#: (base, the fuzzer's edits, the commands that broke, words of the line each gives now).
+CASES = {
+    # fleet, fleet-history: ValueError "invalid literal for int()" out of the command (a traceback)
+    "synthetic_not_a_flag": ("corpus/pingpong.h5", [("attr", "synthetic", ("str", "0x10"))],
+                             ("fleet", "fleet-history"), "root attribute synthetic holds the text '0x10'; valid: 0 or 1"),
+    # fleet, fleet-history: TypeError "int() argument must be ..., not 'list'" (a traceback)
+    "synthetic_an_array": ("corpus/pingpong.h5", [("attr", "synthetic", ("array2d", None))],
+                           ("fleet", "fleet-history"), "root attribute synthetic holds an array of 2 values"),
+    # report: section 'Scale-out' failed, paper: Fig. 14 failed (ValueError: invalid literal for int()), exit 1
+    "mpi_machines_not_a_number": ("written/gh200_quad_mpi_bw.h5", [("attr", "mpi_machines", ("bytes", b"\xff\xfe"))],
+                                  ("report", "paper"), "root attribute mpi_machines holds a value of type bytes"),
+    # report, paper, compare: "cannot be read (Use () not None as shape arguments); the file is damaged"
+    "command_line_without_a_value": ("corpus/pingpong.h5", [("attr", "command_line", ("empty", None))],
+                                     ("report", "paper", "compare"),
+                                     "root attribute command_line holds no value (an empty dataspace); valid: text"),
+    # read as a node name with a line break: fleet-history's line naming a failed node broke in two
+    "host_with_a_line_break": ("corpus/pingpong.h5", [("attr", "host", ("str", "x\ny"))], ALL,
+                               "root attribute host holds the text 'x"),
+    # paper: Fig. 3 failed (StyleError: the host name runs outside the figure), exit 1
+    "host_longer_than_linux_allows": ("data/h100_llm.h5", [("attr", "host", ("str", "a" * 300))], ("paper",),
+                                      "a host name of at most 64 characters"),
+}
+
+
+@pytest.fixture(autouse=True)
+def _figures_checked_not_written(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(fuzz.outfiles, "save_figure", fuzz._no_figure_file)
+
+
+@pytest.mark.parametrize("name", list(CASES))
+def test_a_hostile_attribute_is_one_line_naming_the_file(tmp_path: Path, name: str) -> None:
+    base, edits, broke, words = CASES[name]
+    original = fuzz.base_file(base, tmp_path)
+    source = tmp_path / "input.h5"
+    fuzz.write_input(original, source, edits)
+    fuzzed = fuzz.lay_out(tmp_path, source, original)
+    for command, argv in fuzz.commands(tmp_path, fuzzed, original):
+        if command not in broke:
+            continue
+        outcome = fuzz._judge(command, *fuzz._call(argv), fuzzed)
+        if command == "fleet" and outcome[1] != "failed":
+            outcome = fuzz._fleet_node(tmp_path, fuzzed, outcome)
+        assert outcome[1] == ("refused" if words else "ok"), outcome
+        assert words in outcome[2], outcome
+        if "root attribute host" in words:
+            assert "valid: a host name of" in outcome[2], outcome
+    if "fleet-history" in broke and not fuzz.HAVE_DUCKDB:
+        pytest.skip("duckdb is not installed: fleet-history was not run")
