@@ -9,6 +9,7 @@ compare read their columns through too (docs/schema.md, "Reading a result file")
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -17,7 +18,7 @@ from typing import Any
 import pandas as pd
 
 from . import workers
-from .h5file import RunFileError, shown, unreadable, walk
+from .h5file import RunFileError, host_problem, one_line, shown, unreadable, walk
 
 
 @dataclass
@@ -78,11 +79,108 @@ def result_files(paths: Sequence[Path], skip: Collection[str] = ()) -> list[Path
     return files
 
 
+#: docs/topology.md's names: processors cpuN, gpuN, cpus; memories numaN, gpuN. A gpuN
+#: processor or memory is GPU N (its "gpu"), a numaN memory NUMA node N (its "numa").
+PROCESSOR_NAME = re.compile(r"(cpu|gpu)(0|[1-9][0-9]{0,8})|cpus")
+MEMORY_NAME = re.compile(r"(numa|gpu)(0|[1-9][0-9]{0,8})")
+#: The kinds of docs/topology.md ("JSON"), by the name's prefix.
+PROCESSOR_KINDS = {"cpu": "cpu", "gpu": "gpu"}
+MEMORY_KINDS = {"numa": ("host", "hbm"), "gpu": ("device",)}
+# What a field of an entry holds where present (docs/topology.md, "JSON"): a count (an
+# integer from 0 to 2^63-1), a count or null, text, a boolean, a list of counts, of text, an object.
+_COUNT, _NULL, _TEXT, _BOOL, _COUNTS, _TEXTS, _OBJECT, _OBJECTS = (
+    "an integer >= 0", "an integer >= 0 or null", "text", "true or false", "a list of integers >= 0",
+    "a list of texts", "an object", "a list of objects")
+TOPOLOGY_FIELDS: dict[str, dict[str, str]] = {
+    "": {"host": _TEXT, "source": _TEXT, "arch": _TEXT, "cpu_model": _TEXT, "numa_nodes": _OBJECTS},
+    "processors": {"kind": _TEXT, "numa": _NULL, "cpus": _COUNTS, "cores": _NULL, "cache_bytes": _NULL,
+                   "gpu": _COUNT, "model": _TEXT, "cc": _TEXT, "sm_count": _NULL, "memory_bytes": _NULL,
+                   "l2_bytes": _NULL, "hbm_numa": _NULL, "host_numa": _NULL, "link": _OBJECT,
+                   "pageable_access": _BOOL, "host_page_tables": _BOOL, "concurrent_managed": _BOOL,
+                   "peers": _COUNTS, "nvlink_peers": _COUNTS, "pci_bus_id": _TEXT},
+    "memories": {"kind": _TEXT, "numa": _NULL, "bytes": _NULL, "gpu": _NULL, "offline": _BOOL},
+    "paths": {"pu": _TEXT, "mem": _TEXT, "via": _TEXT, "allocs": _TEXTS, "skipped": _OBJECTS},
+    "numa_nodes": {"id": _COUNT, "cpus": _COUNTS, "cores": _NULL, "mem_total_bytes": _NULL,
+                   "mem_free_bytes": _NULL, "distances": _COUNTS, "kind": _TEXT, "gpu": _NULL,
+                   "llc_bytes": _NULL, "socket": _NULL},
+    "link": {"type": _TEXT, "gen": _NULL, "width": _NULL},
+}
+#: The fields readers index without a default, which such an entry must have.
+_REQUIRED = {"paths": ("pu", "mem", "via"), "numa_nodes": ("id",)}
+_MAX = 2**63 - 1
+
+
+def _holds(value: Any, what: str) -> bool:
+    """Whether ``value`` is ``what`` (TOPOLOGY_FIELDS' words)."""
+    def count(v: Any) -> bool:
+        return isinstance(v, int) and not isinstance(v, bool) and 0 <= v <= _MAX
+    if what == _NULL:
+        return value is None or count(value)
+    if what == _COUNT:
+        return count(value)
+    if what in (_COUNTS, _TEXTS, _OBJECTS):
+        kind = {_COUNTS: count, _TEXTS: lambda v: isinstance(v, str), _OBJECTS: lambda v: isinstance(v, dict)}[what]
+        return isinstance(value, list) and all(map(kind, value))
+    return isinstance(value, {_TEXT: str, _BOOL: bool, _OBJECT: dict}[what])
+
+
+def _topology_problem(topology: dict[str, Any]) -> str:
+    """What in a topology object a reader could not use ('' where nothing): a field of the
+    wrong type, a name outside the naming rules, a kind that does not go with the name, an
+    entry without the field its kind needs."""
+    def fields(where: str, entry: dict[str, Any], rules: dict[str, str]) -> str:
+        for key, what in rules.items():
+            if key in entry and not _holds(entry[key], what):
+                shown_value = one_line(json.dumps(entry[key], allow_nan=True)[:40])
+                return f"{where}{key} is {shown_value}, not {what}"
+        return ""
+
+    problem = fields("", topology, TOPOLOGY_FIELDS[""])
+    if not problem and host_problem(topology.get("host", "")):  # the node's name, as the attribute host
+        problem = f"host {one_line(topology['host'][:40])!r} is not {host_problem(topology['host'])}"
+    for key in ("processors", "memories", "paths", "numa_nodes"):
+        for i, entry in enumerate(topology.get(key, []) if not problem else []):
+            where = f"{key}[{i}]."
+            problem = problem or fields(where, entry, TOPOLOGY_FIELDS[key])
+            if not problem and isinstance(entry.get("link"), dict):
+                problem = fields(f"{where}link.", entry["link"], TOPOLOGY_FIELDS["link"])
+            if not problem and key in ("processors", "memories"):
+                problem = _name_problem(where, key, entry)
+            if not problem and key in _REQUIRED:
+                lacking = [k for k in _REQUIRED[key] if k not in entry]
+                problem = f"{where[:-1]} lacks {', '.join(lacking)}" if lacking else ""
+            if problem:
+                return problem
+    return problem
+
+
+def _name_problem(where: str, key: str, entry: dict[str, Any]) -> str:
+    """A processor's or memory's name against docs/topology.md's rules and its kind and number."""
+    name, kind = entry["name"], entry.get("kind")
+    rule, kinds = (PROCESSOR_NAME, PROCESSOR_KINDS) if key == "processors" else (MEMORY_NAME, MEMORY_KINDS)
+    match = rule.fullmatch(name)
+    if not match:
+        valid = "cpuN, gpuN or cpus" if key == "processors" else "numaN or gpuN"
+        return f"{where}name {one_line(name[:40])!r} is not a {key[:-1].replace('ie', 'y')} name ({valid})"
+    prefix = name[:3] if name == "cpus" else match[1]
+    allowed = kinds[prefix] if key == "memories" else (kinds[prefix],)
+    if kind not in allowed:
+        return f"{where}kind of {name} is {one_line(json.dumps(kind)[:40])}, not {' or '.join(allowed)}"
+    number_key = {"gpu": "gpu", "numa": "numa"}.get(prefix)
+    if number_key and (key == "memories" or prefix == "gpu") and entry.get(number_key) != int(match[2]):
+        return f"{where}{number_key} of {name} is {one_line(json.dumps(entry.get(number_key))[:40])}, not {match[2]}"
+    return ""
+
+
 def parse_topology(path: Path, value: Any) -> dict[str, Any]:
     """The ``topology`` attribute: a JSON object whose processors, memories and paths,
-    where present, are lists of objects (what every reader of it indexes)."""
+    where present, are lists of objects (what every reader of it indexes), each entry's
+    fields of the type docs/topology.md gives and its name within the naming rules."""
     try:
         topology = json.loads(str(value or "{}"))
+    except RecursionError:
+        raise RunFileError(f"{shown(path)}: the topology attribute nests too deep to be read; "
+                           "valid: a JSON object as `mempath topo --json` writes") from None
     except json.JSONDecodeError as error:
         raise RunFileError(f"{shown(path)}: the topology attribute is not valid JSON ({error})") from None
     valid = "valid: a JSON object as `mempath topo --json` writes"
@@ -97,6 +195,9 @@ def parse_topology(path: Path, value: Any) -> dict[str, Any]:
         if key != "paths" and not all(isinstance(item.get("name"), str) and item["name"] for item in items):
             raise RunFileError(f"{shown(path)}: the topology attribute's {key} has an entry without "
                                f"a name; {valid}")
+    problem = _topology_problem(topology)
+    if problem:
+        raise RunFileError(f"{shown(path)}: the topology attribute's {problem}; {valid} (docs/topology.md)")
     return topology
 
 

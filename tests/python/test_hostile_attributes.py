@@ -40,6 +40,19 @@ CASES = {
     # paper: Fig. 3 failed (StyleError: the host name runs outside the figure), exit 1
     "host_longer_than_linux_allows": ("data/h100_llm.h5", [("attr", "host", ("str", "a" * 300))], ("paper",),
                                       "a host name of at most 64 characters"),
+    # report, paper: KeyError 'gpu' in model/peaks.py; fleet, fleet-history: KeyError 'gpu' (tracebacks)
+    "gpu_processor_without_its_number": (
+        "corpus/bw.h5", [("topology", '{"processors": [{"name": "gpu0", "kind": "gpu"}]}')], ALL,
+        "the topology attribute's processors[0].gpu of gpu0 is null, not 0"),
+    # report, paper: KeyError 'pu' in model/peaks.py (a traceback)
+    "path_without_its_ends": ("corpus/pingpong.h5", [("topology", '{"paths": [{}]}')], ("report", "paper"),
+                              "the topology attribute's paths[0] lacks pu, mem, via"),
+    # paper: Fig. 3 failed (ValueError: the truth value of an array ... is ambiguous), exit 1
+    "memory_named_outside_the_rules": ("data/h100_gemm.h5", [("topo_set", ["memories", 1, "name"], "gpuX")],
+                                       ("paper",), "memories[1].name 'gpuX' is not a memory name (numaN or gpuN)"),
+    # report, paper, fleet, fleet-history: RecursionError (a traceback); compare: "... the file is damaged"
+    "topology_nested_too_deep": ("corpus/pingpong.h5", [("topology", DEEP)], ALL,
+                                 "the topology attribute nests too deep to be read"),
 }
 
 
