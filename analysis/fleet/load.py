@@ -8,6 +8,7 @@ that the table is the same however many processes read it."""
 from __future__ import annotations
 
 import datetime as dt
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -18,7 +19,7 @@ import pandas as pd
 
 from ..errors import InputError
 from ..results import workers
-from ..results.io import RunFileError, files_below, result_files, shown, unreadable
+from ..results.io import RunFileError, files_below, one_line, result_files, shown, unreadable
 
 #: The folder of a node's retest pass (vet_node.sh), left out of a first pass.
 RETEST = ("retest",)
@@ -158,16 +159,20 @@ def _merged(parts: Sequence[dict[str, Any]]) -> dict[str, Any]:
 
 
 def _check_start_time(path: Path, attrs: dict[str, Any]) -> None:
-    """RunFileError where start_time is there but names no date: the night a file is filed
-    under (its first ten characters) would be no date, and one such file stopped a whole
-    `fleet-history append`."""
+    """RunFileError where start_time names no date, or the file has none: the night a file
+    is filed under (its first ten characters) would be no date, and one such file stopped a
+    whole `fleet-history append`."""
+    valid = "valid: ISO 8601 as mempath writes it (YYYY-MM-DDTHH:MM:SSZ), or give --night"
     stamp = str(attrs.get("start_time", "") or "")
-    if stamp:
-        try:
-            dt.date.fromisoformat(stamp[:10])
-        except ValueError:
-            raise RunFileError(f"{shown(path)}: start_time {stamp[:40]!r} is not a date and time; valid: "
-                               "ISO 8601 as mempath writes it (YYYY-MM-DDTHH:MM:SSZ), or give --night") from None
+    if not stamp:
+        what = "start_time is empty" if "start_time" in attrs else "no start_time attribute"
+        raise RunFileError(f"{shown(path)}: {what}, so no night to file it under; {valid}")
+    try:  # the history's shape: fromisoformat alone takes 20261124T0 (ISO's basic format) as a date
+        if not re.fullmatch(r"[0-9]{4}-[0-9]{2}-[0-9]{2}", stamp[:10]):
+            raise ValueError(stamp)
+        dt.date.fromisoformat(stamp[:10])
+    except ValueError:
+        raise RunFileError(f"{shown(path)}: start_time {one_line(stamp[:40])!r} is not a date and time; {valid}") from None
 
 
 def read_chunk(files: Sequence[Path | NodeFolder], night: str | None = None) -> dict[str, Any]:

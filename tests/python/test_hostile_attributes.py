@@ -53,6 +53,12 @@ CASES = {
     # report, paper, fleet, fleet-history: RecursionError (a traceback); compare: "... the file is damaged"
     "topology_nested_too_deep": ("corpus/pingpong.h5", [("topology", DEEP)], ALL,
                                  "the topology attribute nests too deep to be read"),
+    # fleet-history: "night '' is not a date" for the whole append, exit 2, nothing stored
+    "no_start_time": ("corpus/pingpong.h5", [("del", "start_time")], ("fleet-history", "fleet"),
+                      "no start_time attribute, so no night to file it under"),
+    # fleet-history: "night '20261124T0' is not a date" for the whole append, exit 2, nothing stored
+    "start_time_in_iso_basic_format": ("corpus/pingpong.h5", [("attr", "start_time", ("str", "20261124T020000Z"))],
+                                       ("fleet-history", "fleet"), "start_time '20261124T020000Z' is not a date and time"),
 }
 
 
