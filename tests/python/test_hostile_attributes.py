@@ -59,6 +59,9 @@ CASES = {
     # fleet-history: "night '20261124T0' is not a date" for the whole append, exit 2, nothing stored
     "start_time_in_iso_basic_format": ("corpus/pingpong.h5", [("attr", "start_time", ("str", "20261124T020000Z"))],
                                        ("fleet-history", "fleet"), "start_time '20261124T020000Z' is not a date and time"),
+    # fleet: StyleError out of the command (a traceback): the heatmap's node names pushed its label out
+    "host_name_of_a_cloud_vm": ("corpus/simulated_x86_h100.h5", [("attr", "host", ("str", fuzz.LONG_HOST))],
+                                ("fleet",), ""),
 }
 
 
