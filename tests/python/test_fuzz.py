@@ -1,6 +1,9 @@
 """The fuzzers of tests/fuzz run for a fixed time on every test run (issue 22: "so the next
 hostile file is found here"; docs/testing.md):
 - the Python readers (analysis.results.io, the fleet's load_cases_run) under hypothesis;
+- every command that reads result files (report, paper, compare, fleet, fleet-history
+  append) on valid files with hostile attributes (fuzz_attributes.py, issue 33), its time
+  its imports included;
 - the C++ result reader and snapshot loader under a seeded mutation loop: in the test
   command the plain build's `build/fuzz/mempath_fuzz` (nothing more to build); in CI's own
   pass (`ci`) also built with AddressSanitizer and UBSan in a build folder of its own
@@ -59,6 +62,18 @@ def test_python_readers_keep_their_contract_under_fuzzing(tmp_path: Path) -> Non
                 timeout=SECONDS * 4 + 300)
     assert "fuzz_readers: seed" in proc.stdout, proc.stderr
     assert proc.returncode == 0, f"the Python readers broke their contract (seed {SEED}):\n" + \
+        "\n".join(l for l in proc.stdout.splitlines() if l.startswith(("FAIL", "  ")))
+
+
+def test_every_command_keeps_its_rule_under_hostile_attributes(tmp_path: Path) -> None:
+    proc = _run([sys.executable, str(FUZZ / "fuzz_attributes.py"), "--seconds", f"{SECONDS:g}",
+                 "--seed", str(SEED), "--crashes", str(tmp_path / "crashes"),
+                 "--replay", str(FUZZ / "crashes" / "attributes"), "--known", str(FUZZ / "known.txt")],
+                timeout=SECONDS * 4 + 300)
+    summary = [l for l in proc.stdout.splitlines() if l.startswith("fuzz_attributes: seed")]
+    assert len(summary) == 2, proc.stdout + proc.stderr  # the start and the end
+    assert " 0 inputs " not in summary[1], summary[1]
+    assert proc.returncode == 0, f"a command broke the rule on hostile attributes (seed {SEED}):\n" + \
         "\n".join(l for l in proc.stdout.splitlines() if l.startswith(("FAIL", "  ")))
 
 
