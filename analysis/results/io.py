@@ -198,7 +198,20 @@ def parse_topology(path: Path, value: Any) -> dict[str, Any]:
     problem = _topology_problem(topology)
     if problem:
         raise RunFileError(f"{shown(path)}: the topology attribute's {problem}; {valid} (docs/topology.md)")
-    return topology
+    return _no_lone_surrogates(topology) if "\\u" in str(value) else topology
+
+
+def _no_lone_surrogates(value: Any) -> Any:
+    """``value`` with each lone surrogate in its texts (a JSON escape such as \\udcff, which
+    json.loads takes, is no Unicode character and no UTF-8 writer takes it) written as the
+    six characters of its escape: the text policy of docs/schema.md for JSON's escapes."""
+    if isinstance(value, str):
+        return value.encode("utf-8", "backslashreplace").decode("utf-8") if not value.isascii() else value
+    if isinstance(value, list):
+        return [_no_lone_surrogates(v) for v in value]
+    if isinstance(value, dict):
+        return {_no_lone_surrogates(k): _no_lone_surrogates(v) for k, v in value.items()}
+    return value
 
 
 def load_table(path: str | Path, name: str) -> pd.DataFrame:

@@ -59,6 +59,13 @@ CASES = {
     # fleet-history: "night '20261124T0' is not a date" for the whole append, exit 2, nothing stored
     "start_time_in_iso_basic_format": ("corpus/pingpong.h5", [("attr", "start_time", ("str", "20261124T020000Z"))],
                                        ("fleet-history", "fleet"), "start_time '20261124T020000Z' is not a date and time"),
+    # report: UnicodeEncodeError out of the command (a traceback) writing the topology's text;
+    # read now, the escape \udcff (a lone surrogate, no character) kept as its six characters
+    "topology_text_with_a_lone_surrogate": ("data/h100_llm.h5", [("topo_set", ["cpu_model"], "\udcff")],
+                                            ("report",), ""),
+    # paper: "Theoretical peak of every path" failed (UnicodeEncodeError), exit 1
+    "topology_path_with_a_lone_surrogate": ("data/h100_stream_gpu.h5", [("topo_set", ["paths", 0, "pu"], "\udcff")],
+                                            ("paper",), ""),
     # fleet: StyleError out of the command (a traceback): the heatmap's node names pushed its label out
     "host_name_of_a_cloud_vm": ("corpus/simulated_x86_h100.h5", [("attr", "host", ("str", fuzz.LONG_HOST))],
                                 ("fleet",), ""),
