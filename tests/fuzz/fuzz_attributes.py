@@ -694,13 +694,13 @@ class Fuzzer:
             if kind == "failed" and base and message.startswith(NOT_NAMED) \
                     and signature(command, message) in self.baseline(base):
                 kind = "as the original"
+            entry = next((name for name, what in self.known.items() if what and what in message), None)
+            if kind == "failed" and entry:
+                self.known_found += 1
+                continue
             self.counts[kind] = self.counts.get(kind, 0) + 1
             if kind != "failed":
                 self.seen.add(f"{kind}:{signature(command, message)}")
-                continue
-            entry = next((name for name, what in self.known.items() if what and what in message), None)
-            if entry:
-                self.known_found += 1
                 continue
             sig = signature(command, message)
             if sig in self.failures:
