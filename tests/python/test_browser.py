@@ -25,8 +25,9 @@ from typing import Any
 import pytest
 
 import hostile_run
+import synth_report
 import synth_scaleout
-from conftest import DATA, analysis_cli, chromium_binary
+from conftest import DATA, REPO, analysis_cli, chromium_binary
 from h5fixtures import topology
 
 pytestmark = pytest.mark.browser
@@ -276,6 +277,23 @@ def test_paper_page_of_the_synthetic_quad_gh200_runs(browser: Chromium, tmp_path
     page = browser.open(out / "index.html")
     assert_page(page, markdown, "mempath: the paper")
     assert {i["alt"] for i in page.images} >= {"MPI node-to-node bandwidth against the node's bytes, per processes per node"}
+
+
+@pytest.mark.parametrize("runs", ["synthetic quad GH200, every processor", "two H200s"])
+def test_the_paper_page_shows_every_figure_and_supplementary_page_whole(browser: Chromium, tmp_path: Path,
+                                                                      runs: str) -> None:
+    """The page of a quad GH200 whose every processor was measured (main figures of cpu0 and
+    gpu0, the others on supplementary pages) and of the recorded two-H200 set: every image,
+    supplementary ones included, decoded; every table rendered; no console error."""
+    files = (synth_report.write(tmp_path / "runs", topology("gh200_quad")) if runs.startswith("synthetic")
+             else sorted((REPO / "docs" / "results" / "raw" / "2026-11-28-paper-h200x2").glob("*.h5")))
+    out = tmp_path / "paper"
+    cli("paper", *files, "-o", out)
+    markdown = (out / "paper.md").read_text()
+    page = browser.open(out / "index.html")
+    assert_page(page, markdown, "mempath: the paper")
+    supplementary = [i for i in page.images if "supplementary" in i["alt"]]
+    assert bool(supplementary) == runs.startswith("synthetic")
 
 
 def test_a_hostile_report_loads_nothing_from_outside_and_runs_no_script(browser: Chromium, tmp_path: Path) -> None:
