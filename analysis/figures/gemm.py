@@ -307,11 +307,13 @@ def gemm_peaks(ctx: Context) -> Drawn:
                 peak = part["peak_TFLOPs"].astype(float)
                 row.update({"mempath's peak model (TFLOP/s)": num(peak.median(), 0) if peak.notna().any() else "",
                             "this run's best (TFLOP/s)": num(best, 1), "best case": case})
-                if model:
-                    row["run / paper"] = f"{best / paper[dtype].value:.2f}"
-                    comparisons.append(hold(
-                        "gemm_peaks", paper[dtype], best, f"{host} " * several + f"{model}: best {dtype.upper()} "
-                        f"GEMM, median TFLOP/s ({case})", run_facts(topology, pu, definition=gemm_definition(dtype))))
+                held = hold("gemm_peaks", paper[dtype], best, f"{host} " * several + f"{model or pu}: best "
+                            f"{dtype.upper()} GEMM, median TFLOP/s ({case})",
+                            run_facts(topology, pu, definition=gemm_definition(dtype)))
+                comparisons.append(held)
+                # The ratio only for the same quantity, as the comparison table (published.hold)
+                row["run / paper"] = (f"{best / paper[dtype].value:.2f}" if held.comparable
+                                      else "context: " + "; ".join(held.differs))
             rows.append(row)
     frame = pd.DataFrame(rows, dtype=object)
     if not several:
@@ -321,7 +323,8 @@ def gemm_peaks(ctx: Context) -> Drawn:
     notes = [f"Paper: Table III, the H100 SXM's advertised dense peaks; datasheet: {sheet['fp32'].source}; mempath's peak model: SMs x the maximum "
              "SM clock x operations per SM and clock (the gemm table's peak_TFLOPs). This run's best: the "
              "highest median over every size and placement with C in the GPU's memory.",
-             "Run / paper only for a 132-SM Hopper (H100 SXM, GH200, H200), whose peaks Table III gives."] + notes
+             "Run / paper only where the run's GPU is the class Table III gives (H100 SXM, GH200); for others "
+             "the row says what differs (context, no ratio)."] + notes
     missing = [d for d in DTYPES if ok.empty or (ok["dtype"] == d).sum() == 0]
     why = (f"{', '.join(d.upper() for d in missing)} not measured: `{SCALING_COMMAND}`" if missing else "")
     return Drawn(files=[csv], table=markdown(frame), notes=notes, comparisons=comparisons,
