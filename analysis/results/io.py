@@ -151,7 +151,26 @@ def _topology_problem(topology: dict[str, Any]) -> str:
                 problem = f"{where[:-1]} lacks {', '.join(lacking)}" if lacking else ""
             if problem:
                 return problem
-    return problem
+    return problem or _parts_problem(topology)
+
+
+def _parts_problem(topology: dict[str, Any]) -> str:
+    """A node's parts that do not go together: processors without any memory, a GPU without
+    its device memory (docs/topology.md: gpuN is GPU N's cudaMalloc memory), a processor and
+    a memory without their path: the peak model and the figures take each to be listed."""
+    memories = {m["name"] for m in topology.get("memories", [])}
+    processors = [p["name"] for p in topology.get("processors", [])]
+    if processors and not memories:
+        return f"processors ({', '.join(processors[:3])}) come with no memories"
+    lacking = [p for p in processors if p.startswith("gpu") and p not in memories]
+    if lacking:
+        return f"processors list {lacking[0]} but its memories no {lacking[0]} (its device memory)"
+    if "paths" in topology:  # mempath lists one for each processor and memory (topology_paths.cpp)
+        listed = {(p["pu"], p["mem"]) for p in topology["paths"]}
+        missing = next(((p, m) for p in processors for m in sorted(memories) if (p, m) not in listed), None)
+        if missing:
+            return f"paths lack the one from {missing[0]} to {missing[1]} (mempath lists one for each processor and memory)"
+    return ""
 
 
 def _name_problem(where: str, key: str, entry: dict[str, Any]) -> str:

@@ -59,12 +59,22 @@ CASES = {
     # fleet-history: "night '20261124T0' is not a date" for the whole append, exit 2, nothing stored
     "start_time_in_iso_basic_format": ("corpus/pingpong.h5", [("attr", "start_time", ("str", "20261124T020000Z"))],
                                        ("fleet-history", "fleet"), "start_time '20261124T020000Z' is not a date and time"),
+    # paper: Fig. 3 failed (ValueError: the truth value of an array ... is ambiguous: a NaN peak), exit 1
+    "gpu_without_its_device_memory": ("data/h100_stream_cpu.h5", [("topo_del", ["memories", 1])], ("paper",),
+                                      "processors list gpu0 but its memories no gpu0 (its device memory)"),
+    # paper: Fig. 3 failed as above, exit 1
+    "path_missing_for_a_pair": ("data/h100_allocmatrix.h5", [("topo_del", ["paths", 3])], ("paper",),
+                                "paths lack the one from gpu0 to gpu0"),
+    # report: section 'Transfers and placement' failed (AttributeError: 'float' object has no
+    # attribute 'startswith' in model/pathtable.py: no peak, NaN), exit 1
+    "processors_without_memories": ("written/gh200_quad_bw_memcpy.h5", [("topo_del", ["memories"])], ("report",),
+                                    "processors (cpu0, cpu1, cpu2) come with no memories"),
     # report: UnicodeEncodeError out of the command (a traceback) writing the topology's text;
     # read now, the escape \udcff (a lone surrogate, no character) kept as its six characters
     "topology_text_with_a_lone_surrogate": ("data/h100_llm.h5", [("topo_set", ["cpu_model"], "\udcff")],
                                             ("report",), ""),
     # paper: "Theoretical peak of every path" failed (UnicodeEncodeError), exit 1
-    "topology_path_with_a_lone_surrogate": ("data/h100_stream_gpu.h5", [("topo_set", ["paths", 0, "pu"], "\udcff")],
+    "topology_path_with_a_lone_surrogate": ("data/h100_stream_gpu.h5", [("topo_set", ["paths", 0, "via"], "\udcff")],
                                             ("paper",), ""),
     # fleet: StyleError out of the command (a traceback): the heatmap's node names pushed its label out
     "host_name_of_a_cloud_vm": ("corpus/simulated_x86_h100.h5", [("attr", "host", ("str", fuzz.LONG_HOST))],
