@@ -298,19 +298,19 @@ def faceted(ctx: Context, key: str, data: pd.DataFrame, why_empty: str, grid: Ca
         files += style.save(fig, ctx.out, stem)
         path = ctx.out / f"{stem}.csv"
         if csv is not None:
-            rows_, columns = csv
-            if layout.processor is not None and {"host", layout.processor_column} <= set(rows_):
+            kept, columns = csv
+            if layout.processor is not None and {"host", layout.processor_column} <= set(kept):
                 mine = {layout.processor(p) for p in panels}
-                rows_ = rows_[[(h, pu) in mine for h, pu in zip(rows_["host"], rows_[layout.processor_column])]]
-            outfiles.write_csv(rows_[[c for c in columns if c in rows_]], path)
+                kept = kept[[(h, pu) in mine for h, pu in zip(kept["host"], kept[layout.processor_column])]]
+            outfiles.write_csv(kept[[c for c in columns if c in kept]], path)
         else:
             outfiles.write_csv(pd.DataFrame(marks), path)
         files.append(path)
     lines = [*caption, *notes] if layout.caption is None else list(layout.caption())
     if rest:
-        lines.append(f"The main figure shows {_names(main, layout)}, as the paper shows one Grace and one Hopper "
-                     f"of a symmetric node; the other processors ({_names(rest, layout)}) are drawn alike in "
-                     f"{', '.join(f'`{s}.png`' for s in stems[1:])}.")
+        lines.append(f"The main figure shows the panels of {_names(main, layout)}, as the paper shows one Grace and "
+                     f"one Hopper of a symmetric node; those of the other processors ({_names(rest, layout)}) are "
+                     f"drawn alike in {', '.join(f'`{s}.png`' for s in stems[1:])}.")
     return Drawn(files=files, notes=lines, runs=list(ctx.runs_of(data) if runs is None else runs),
                  why_not=why_not or layout.why_not, comparisons=[*comparisons, *layout.comparisons],
                  supplementary=stems[1:])

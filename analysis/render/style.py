@@ -342,17 +342,27 @@ def _log_labels(low: float, high: float, base: int = 10) -> tuple[object, object
     span = high / low if low > 0 else math.inf
 
     def minor(value: float, _pos: object = None) -> str:
-        lead = round(value / base ** math.floor(math.log(value, base) + 1e-9))
+        share = value / base ** math.floor(math.log(value, base) + 1e-9)
+        lead = round(share)
+        if abs(share - lead) > 1e-6:  # not a tick at 2, 3 or 5 times a power: unlabelled
+            return ""
         return plain(value) if (span < base and lead in (2, 3, 5)) or (span < base ** 2 and lead in (2, 5)) else ""
     return FuncFormatter(plain), FuncFormatter(minor)
 
 
 def log_axis(ax: Axes, axis: str = "y", base: int = 10) -> None:
     """A log axis whose tick labels are plain numbers (_log_labels); call it once the data
-    is drawn."""
+    is drawn. Under one decade, at most four plain ticks (matplotlib's log locator falls
+    back to a tick at every step of the span there, which a narrow panel cannot label)."""
+    from matplotlib.ticker import MaxNLocator, NullLocator
+
     target = ax.yaxis if axis == "y" else ax.xaxis
     (ax.set_yscale if axis == "y" else ax.set_xscale)("log", base=base)
-    major, minor = _log_labels(*sorted(ax.get_ylim() if axis == "y" else ax.get_xlim()), base=base)
+    low, high = sorted(ax.get_ylim() if axis == "y" else ax.get_xlim())
+    major, minor = _log_labels(low, high, base=base)
+    if low > 0 and high / low < base:
+        target.set_major_locator(MaxNLocator(nbins=4))
+        target.set_minor_locator(NullLocator())
     target.set_major_formatter(major)
     target.set_minor_formatter(minor)
 

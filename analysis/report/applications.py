@@ -64,8 +64,12 @@ def stream_threads(runs: RunSet, out: Path) -> Files:
             t = int(triad.idxmax())
             label = f"best so far: {t} (sweep incomplete)" if sweep_incomplete(mine).any() else f"best: {t}"
             ax.axvline(t, color="0.55", linestyle=":", linewidth=0.8)
+            # Left of its line, unless the line is the panel's first thread count (it ran over the
+            # y axis' labels there)
+            first = t <= int(mine["threads"].min())
             ax.annotate(label, (t, 0.04), xycoords=("data", "axes fraction"), textcoords="offset points",
-                        xytext=(-3, 0), ha="right", fontsize=MIN_FONT_PT, color="0.35")
+                        xytext=(3 if first else -3, 0), ha="left" if first else "right", fontsize=MIN_FONT_PT,
+                        color="0.35")
         log2_threads(ax, mine["threads"])
         style.from_zero(ax)
         ax.grid(True)
