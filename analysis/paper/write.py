@@ -75,35 +75,30 @@ def _comparison_lines(items: Sequence[Item], drawn: dict[str, Drawn]) -> list[st
     alike = [c for c in rows if getattr(c, "comparable", False)]
     context = [c for c in rows if not getattr(c, "comparable", False)]
 
-    def run_text(c: Comparison) -> str:
-        return f"{num(c.run)} {c.unit}" if math.isfinite(c.run) else "not measured"
+    def table(held: list[Comparison], column: str, values: list[str]) -> pd.DataFrame:
+        """The columns both tables have, ``column`` (its ``values``) before the source."""
+        return pd.DataFrame({
+            "beside this run's": [refs.get(c.item, c.item) for c in held],
+            "quantity": [c.quantity for c in held],
+            "published": [f"{num(c.published)} {c.unit}" for c in held],
+            "this run": [f"{num(c.run)} {c.unit}" if math.isfinite(c.run) else "not measured" for c in held],
+            column: values,
+            "published in": [c.source for c in held]}, dtype=object)
     if alike:
-        table = pd.DataFrame({
-            "beside this run's": [refs.get(c.item, c.item) for c in alike],
-            "quantity": [c.quantity for c in alike],
-            "published": [f"{num(c.published)} {c.unit}" for c in alike],
-            "this run": [run_text(c) for c in alike],
-            "ratio": [f"{c.ratio:.2f}" if math.isfinite(c.ratio) else "" for c in alike],
-            "published in": [c.source for c in alike]}, dtype=object)
         lines += ["Ratio = this run / published, only where the value is the same quantity: the same hardware "
                   "class (processor or GPU model, link and its generation), definition and direction as the "
                   "source's. 'Beside this run's' names the item of this run that holds the value; 'published "
-                  "in', the document and its figure, table or section.", ""] + markdown(table) + [""]
+                  "in', the document and its figure, table or section.", ""] + markdown(table(
+                      alike, "ratio", [f"{c.ratio:.2f}" if math.isfinite(c.ratio) else "" for c in alike])) + [""]
     else:
         lines += ["_No published value is the same quantity as this run's (hardware class, link, definition "
                   "and direction): none is compared; the context below lists them._", ""]
     if context:
-        table = pd.DataFrame({
-            "beside this run's": [refs.get(c.item, c.item) for c in context],
-            "quantity": [c.quantity for c in context],
-            "published": [f"{num(c.published)} {c.unit}" for c in context],
-            "this run": [run_text(c) for c in context],
-            "not the same quantity": ["; ".join(getattr(c, "differs", ())) or "what the value is was not stated"
-                                      for c in context],
-            "published in": [c.source for c in context]}, dtype=object)
         lines += ["### Context: published values that are not this run's quantity", "",
                   "Shown for orientation, without a ratio: each differs from this run's value in what the "
-                  "last but one column says.", ""] + markdown(table) + [""]
+                  "last but one column says.", ""] + markdown(table(
+                      context, "not the same quantity", ["; ".join(getattr(c, "differs", ())) or
+                                                         "what the value is was not stated" for c in context])) + [""]
     return lines
 
 
