@@ -178,7 +178,7 @@ def theoretical_peaks_figure(ctx: Context) -> Drawn:
         ax.set_yticks(range(len(mems)), labels)
         ax.tick_params(length=0)
         ax.set_ylabel("memory (copy source)")
-        ax.set_title((f"{host}: " if ctx.many else "") + pu_title(topology, pu) + "\npeak GB/s")
+        ax.set_title((f"{style.short_name(host)}\n" if ctx.many else "") + pu_title(topology, pu) + "\npeak GB/s")
         for i, row in enumerate(grid):
             for j, c in enumerate(row):
                 if c is None:

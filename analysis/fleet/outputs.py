@@ -176,19 +176,6 @@ def heatmap_rows(table: pd.DataFrame, nodes: pd.DataFrame) -> tuple[list[str], i
     return bad[:HEATMAP_NODES] + healthy[::step][:room], max(0, len(bad) - HEATMAP_NODES)
 
 HEATMAP_ROW_IN = 0.13  # a row of the heatmap: room for its 7 pt node name
-#: The longest node name a heatmap row shows whole; a longer one (a cloud VM's host name
-#: reaches 46 characters, Linux allows 64) keeps its ends around an ellipsis, and nodes.csv
-#: has it whole. At 40 characters the names pushed the axis' label out of the figure.
-HEATMAP_NAME_CHARS = 32
-
-
-def row_label(node: str) -> str:
-    """A node's name as its heatmap row shows it (HEATMAP_NAME_CHARS)."""
-    if len(node) <= HEATMAP_NAME_CHARS:
-        return node
-    half = (HEATMAP_NAME_CHARS - 1) // 2
-    return f"{node[:half]}\u2026{node[-(HEATMAP_NAME_CHARS - 1 - half):]}"
-
 def _heatmap(out: Path, table: pd.DataFrame, nodes: pd.DataFrame) -> list[Path]:
     """Deviation from the fleet median, nodes x paths, heatmap_rows() only, at page width
     in the report style (render.style); the figure's height follows its rows so that each
@@ -205,7 +192,7 @@ def _heatmap(out: Path, table: pd.DataFrame, nodes: pd.DataFrame) -> list[Path]:
     fig, (ax,) = style.panels(1, style.PAGE_IN, panel_height=HEATMAP_ROW_IN * len(grid) + 1.0)
     image = ax.imshow(grid.to_numpy(dtype=float), aspect="auto", cmap="RdBu", vmin=-20, vmax=20,
                       interpolation="nearest")
-    ax.set_yticks(range(len(grid)), [row_label(str(node)) for node in grid.index])
+    ax.set_yticks(range(len(grid)), [style.short_name(str(node)) for node in grid.index])
     ax.tick_params(axis="y", length=0)
     ax.set_xticks([])
     label = f"{grid.shape[1]} paths (fleet_table.py path names)"

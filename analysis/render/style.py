@@ -158,6 +158,18 @@ def check(fig: Figure, page: bool = True) -> None:
         raise StyleError(f"illegible: {'; '.join(problems[:5])}{more}")
 
 
+NAME_CHARS = 32  # the longest host name a figure shows whole (a cloud VM's reaches 46, Linux allows 64)
+
+
+def short_name(name: str) -> str:
+    """``name`` as a figure shows it: whole up to NAME_CHARS, else its ends around an
+    ellipsis (the CSV beside the figure keeps it whole)."""
+    if len(name) <= NAME_CHARS:
+        return name
+    half = (NAME_CHARS - 1) // 2
+    return f"{name[:half]}\u2026{name[-(NAME_CHARS - 1 - half):]}"
+
+
 def _drawn_texts(fig: Figure) -> list[Text]:
     """The texts a draw of ``fig`` puts on the page, in drawing order: what the reader sees
     (not the tick labels outside the view, nor those of hidden axes, which findobj lists),
