@@ -155,9 +155,16 @@ def _topology_problem(topology: dict[str, Any]) -> str:
 
 
 def _parts_problem(topology: dict[str, Any]) -> str:
-    """A node's parts that do not go together: processors without any memory, a GPU without
-    its device memory (docs/topology.md: gpuN is GPU N's cudaMalloc memory), a processor and
-    a memory without their path: the peak model and the figures take each to be listed."""
+    """A node's parts that do not go together: a processor or memory listed twice, processors
+    without any memory, a GPU without its device memory (docs/topology.md: gpuN is GPU N's
+    cudaMalloc memory), a processor and a memory without their path or with two: the peak
+    model and the figures take each to be listed once."""
+    for key in ("processors", "memories"):
+        seen: set[str] = set()
+        for entry in topology.get(key, []):
+            if entry["name"] in seen:
+                return f"{key} list {entry['name']} twice"
+            seen.add(entry["name"])
     memories = {m["name"] for m in topology.get("memories", [])}
     processors = [p["name"] for p in topology.get("processors", [])]
     if processors and not memories:
@@ -167,6 +174,10 @@ def _parts_problem(topology: dict[str, Any]) -> str:
         return f"processors list {lacking[0]} but its memories no {lacking[0]} (its device memory)"
     if "paths" in topology:  # mempath lists one for each processor and memory (topology_paths.cpp)
         listed = {(p["pu"], p["mem"]) for p in topology["paths"]}
+        if len(listed) < len(topology["paths"]):
+            twice = next(p for i, p in enumerate(topology["paths"])
+                         if (p["pu"], p["mem"]) in {(q["pu"], q["mem"]) for q in topology["paths"][:i]})
+            return f"paths list the one from {twice['pu']} to {twice['mem']} twice"
         missing = next(((p, m) for p in processors for m in sorted(memories) if (p, m) not in listed), None)
         if missing:
             return f"paths lack the one from {missing[0]} to {missing[1]} (mempath lists one for each processor and memory)"

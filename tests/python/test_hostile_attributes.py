@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from conftest import REPO
+from h5fixtures import topology
 
 sys.path.insert(0, str(REPO / "tests" / "fuzz"))
 import fuzz_attributes as fuzz  # noqa: E402
@@ -69,6 +70,10 @@ CASES = {
     # attribute 'startswith' in model/pathtable.py: no peak, NaN), exit 1
     "processors_without_memories": ("written/gh200_quad_bw_memcpy.h5", [("topo_del", ["memories"])], ("report",),
                                     "processors (cpu0, cpu1, cpu2) come with no memories"),
+    # paper: Fig. 9 failed (StyleError: 36.60 in tall: taller than a page), exit 1
+    "processors_listed_again_and_again": ("written/gh200_quad_bw_memcpy.h5",
+                                          [("topo_set", ["processors"], topology("gh200_quad")["processors"] * 50)],
+                                          ("paper",), "processors list cpu0 twice"),
     # report: UnicodeEncodeError out of the command (a traceback) writing the topology's text;
     # read now, the escape \udcff (a lone surrogate, no character) kept as its six characters
     "topology_text_with_a_lone_surrogate": ("data/h100_llm.h5", [("topo_set", ["cpu_model"], "\udcff")],
