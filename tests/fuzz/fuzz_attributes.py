@@ -451,7 +451,9 @@ def shown_edits(edits: list[tuple]) -> str:
         if isinstance(value, tuple):
             return tuple(cut(v) for v in value)
         if isinstance(value, list):
-            return [cut(v) for v in value]
+            return [cut(v) for v in value[:4]] + ([f"...({len(value)} items)"] if len(value) > 4 else [])
+        if isinstance(value, dict):
+            return {k: cut(v) for k, v in list(value.items())[:4]} | ({"...": f"{len(value)} keys"} if len(value) > 4 else {})
         return value
     return repr([cut(e) for e in edits])
 
