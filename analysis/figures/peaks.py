@@ -76,8 +76,14 @@ class Cell:
     partial: bool = False
 
 
+def _known(gbps: float | None) -> float | None:
+    """A peak's GB/s, None where the model has no figure (None or NaN: a GPU its tables lack)."""
+    return gbps if gbps and math.isfinite(gbps) else None
+
+
 def _cell(peak: Peak) -> Cell:
-    return Cell(peak.gbps, peak.limit or "", peak.citation or (peak.source or ""), peak.assumed, bool(peak.unknown))
+    return Cell(_known(peak.gbps), peak.limit or "", peak.citation or (peak.source or ""), peak.assumed,
+                bool(peak.unknown))
 
 
 def copy_peak(model: PeakModel, topology: Mapping[str, Any], pu: str, src: str, dst: str) -> Cell:
@@ -86,7 +92,7 @@ def copy_peak(model: PeakModel, topology: Mapping[str, Any], pu: str, src: str, 
     parts = [_cell(read), _cell(write)]
     if same_memory(topology, src, dst):
         memory = model.memory(src)
-        if memory.gbps:
+        if _known(memory.gbps):
             parts.append(Cell(memory.gbps / 2, f"{memory.name} read and written (half its figure)",
                               memory.citation or memory.source or "", memory.assumed))
     known = [c for c in parts if c.gbps]
