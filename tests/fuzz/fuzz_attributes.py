@@ -546,8 +546,8 @@ def _fleet_node(work: Path, fuzzed: Path, outcome: list[str]) -> list[str]:
     return outcome
 
 
-def commands(work: Path, fuzzed: Path, original: Path) -> list[tuple[str, list[str]]]:
-    """(name, argv) of every command on ``fuzzed`` beside the intact file."""
+def commands(work: Path, fuzzed: Path) -> list[tuple[str, list[str]]]:
+    """(name, argv) of every command on ``fuzzed`` beside the intact file (lay_out's folders)."""
     intact = work / "a" / INTACT_NAME
     run = [("report", ["report", str(fuzzed), str(intact), "-o", str(work / "report")]),
            ("paper", ["paper", str(fuzzed), str(intact), "-o", str(work / "paper")]),
@@ -574,7 +574,7 @@ def read_all(work: Path, source: Path, original: Path) -> list[list[str]]:
     """Every command's outcome on ``source`` (in this process)."""
     fuzzed = lay_out(work, source, original)
     out = []
-    for name, argv in commands(work, fuzzed, original):
+    for name, argv in commands(work, fuzzed):
         code, stdout, stderr, escaped = _call(argv)
         outcome = _judge(name, code, stdout, stderr, escaped, fuzzed)
         if name == "fleet" and outcome[1] != "failed":
@@ -766,7 +766,7 @@ def one(path: Path, original: Path | None) -> int:
     with tempfile.TemporaryDirectory(prefix="mempath_fuzz_attr_") as tmp:
         work = Path(tmp)
         fuzzed = lay_out(work, path, original or path)
-        for name, argv in commands(work, fuzzed, original or path):
+        for name, argv in commands(work, fuzzed):
             code, stdout, stderr, escaped = _call(argv)
             outcome = _judge(name, code, stdout, stderr, escaped, fuzzed)
             if name == "fleet" and outcome[1] != "failed":

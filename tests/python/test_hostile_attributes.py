@@ -99,7 +99,7 @@ def test_a_hostile_attribute_is_one_line_naming_the_file(tmp_path: Path, name: s
     source = tmp_path / "input.h5"
     fuzz.write_input(original, source, edits)
     fuzzed = fuzz.lay_out(tmp_path, source, original)
-    for command, argv in fuzz.commands(tmp_path, fuzzed, original):
+    for command, argv in fuzz.commands(tmp_path, fuzzed):
         if command not in broke:
             continue
         outcome = fuzz._judge(command, *fuzz._call(argv), fuzzed)
