@@ -157,7 +157,8 @@ def theoretical_peaks_figure(ctx: Context) -> Drawn:
                                                                   drawn_memories(ctx.topologies[h], p)))
              for h, p in panels}
     values = [c.gbps for _, grid in grids.values() for row in grid for c in row if c is not None and c.gbps]
-    norm = LogNorm(vmin=min(values), vmax=max(values)) if values else LogNorm(1, 10)
+    # One known value is a scale of no width (a masked norm): widen it around the value
+    norm = LogNorm(vmin=min(values), vmax=max(max(values), 1.01 * min(values))) if values else LogNorm(1, 10)
     fig, axes = style.panels(len(panels), style.PAGE_IN, panel_height=panel_height, max_cols=2)
     csv_rows, assumed_any, unknown_any, partial_any = [], False, False, False
     for ax, (host, pu) in zip(axes, panels):
