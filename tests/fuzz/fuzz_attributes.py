@@ -42,7 +42,6 @@ STARTED = time.monotonic()  # the budget counts the imports too: the test comman
 
 import argparse  # noqa: E402
 import contextlib  # noqa: E402
-import faulthandler  # noqa: E402
 import hashlib  # noqa: E402
 import importlib  # noqa: E402
 import io  # noqa: E402
@@ -51,9 +50,7 @@ import math  # noqa: E402
 import os  # noqa: E402
 import random  # noqa: E402
 import re  # noqa: E402
-import select  # noqa: E402
 import shutil  # noqa: E402
-import signal  # noqa: E402
 import sys  # noqa: E402
 import tempfile  # noqa: E402
 import traceback  # noqa: E402
@@ -67,11 +64,13 @@ import numpy as np  # noqa: E402
 REPO = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO))
 sys.path.insert(1, str(REPO / "tests" / "python"))  # the test writers
+sys.path.insert(2, str(REPO / "tests" / "fuzz"))  # fuzz_readers' forked child
 
 from analysis.__main__ import main as analysis_main  # noqa: E402
 from analysis import outfiles  # noqa: E402
 from analysis.errors import InputError  # noqa: E402
 from analysis.fleet.table import load_cases_run  # noqa: E402
+from fuzz_readers import forked  # noqa: E402
 
 # What the commands import when they run: imported once here, so a child does not.
 for _module in ("analysis.compare.runs", "analysis.fleet.history", "analysis.fleet.verdicts",
@@ -594,43 +593,8 @@ def signature(command: str, message: str, fuzzed: Path | None = None) -> str:
 
 
 def run_child(work: Path, source: Path, original: Path, deadline_s: float) -> list[list[str]] | str:
-    """read_all() in a forked child; a string ("crash: ...", "hang: ...") when it died or
-    ran past the deadline."""
-    rfd, wfd = os.pipe()
-    err = tempfile.TemporaryFile()
-    pid = os.fork()
-    if pid == 0:  # the child: no return from here
-        try:
-            os.close(rfd)
-            os.dup2(err.fileno(), 2)
-            os.dup2(err.fileno(), 1)
-            faulthandler.enable(file=sys.stderr)
-            os.write(wfd, json.dumps(read_all(work, source, original)).encode())
-        finally:
-            os._exit(0)
-    os.close(wfd)
-    chunks, end, hung = [], time.monotonic() + deadline_s, False
-    while True:
-        left = end - time.monotonic()
-        if left <= 0 or not select.select([rfd], [], [], left)[0]:
-            hung = True
-            break
-        chunk = os.read(rfd, 1 << 16)
-        if not chunk:
-            break
-        chunks.append(chunk)
-    os.close(rfd)
-    if hung:
-        os.kill(pid, signal.SIGKILL)
-    _, status = os.waitpid(pid, 0)
-    err.seek(0)
-    stderr = err.read().decode("utf-8", "replace")[-2000:]
-    err.close()
-    if hung:
-        return f"hang: no answer in {deadline_s:g} s"
-    if not chunks:
-        return f"crash: exit status {os.waitstatus_to_exitcode(status)}\n{stderr}"
-    return json.loads(b"".join(chunks))
+    """read_all() in a forked child (fuzz_readers.forked, its stdout kept with its stderr)."""
+    return forked(lambda: read_all(work, source, original), deadline_s, stdout_too=True)
 
 
 # ---- the run --------------------------------------------------------------------------------------

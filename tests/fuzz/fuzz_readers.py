@@ -25,7 +25,6 @@ import argparse
 import faulthandler
 import hashlib
 import json
-import math
 import os
 import re
 import select
@@ -120,9 +119,10 @@ def _read_all(path: Path) -> list[list[str]]:
     return out
 
 
-def run_child(path: Path, deadline_s: float) -> list[list[str]] | str:
-    """The readers' outcomes on ``path``, read in a forked child; a string ("crash: ...",
-    "hang: ...") when the child died or ran past the deadline."""
+def forked(work: Callable[[], Any], deadline_s: float, stdout_too: bool = False) -> Any:
+    """``work()``'s JSON result, computed in a forked child (its stderr, and its stdout with
+    ``stdout_too``, kept for the report); a string ("crash: ...", "hang: ...") when the child
+    died or ran past the deadline. Both fuzzers run their readers through it."""
     rfd, wfd = os.pipe()
     err = tempfile.TemporaryFile()
     pid = os.fork()
@@ -130,14 +130,14 @@ def run_child(path: Path, deadline_s: float) -> list[list[str]] | str:
         try:
             os.close(rfd)
             os.dup2(err.fileno(), 2)
+            if stdout_too:
+                os.dup2(err.fileno(), 1)
             faulthandler.enable(file=sys.stderr)
-            data = json.dumps(_read_all(path)).encode()
-            os.write(wfd, data)
+            os.write(wfd, json.dumps(work()).encode())
         finally:
             os._exit(0)
     os.close(wfd)
-    chunks, end = [], time.monotonic() + deadline_s
-    hung = False
+    chunks, end, hung = [], time.monotonic() + deadline_s, False
     while True:
         left = end - time.monotonic()
         if left <= 0 or not select.select([rfd], [], [], left)[0]:
@@ -161,6 +161,11 @@ def run_child(path: Path, deadline_s: float) -> list[list[str]] | str:
     if not chunks:
         return f"crash: exit status {os.waitstatus_to_exitcode(status)}\n{stderr}"
     return json.loads(b"".join(chunks))
+
+
+def run_child(path: Path, deadline_s: float) -> list[list[str]] | str:
+    """The readers' outcomes on ``path``, read in a forked child (``forked``)."""
+    return forked(lambda: _read_all(path), deadline_s)
 
 
 def signature(reader: str, kind: str, message: str, path: Path) -> str:
