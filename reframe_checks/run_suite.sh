@@ -15,10 +15,11 @@ prefix="$mempath_root/output/$stamp"
 mkdir -p "$report"
 "$MEMPATH_BIN" topo | tee "$report/topology.txt"
 # The modelled duration of what is about to run (a factor of ~2); never stops the suite.
-python3 "$mempath_root/reframe_checks/expected_duration.py" --mempath "$MEMPATH_BIN" \
+python3 "$mempath_root/reframe_checks/expected_duration.py" --mempath "$MEMPATH_BIN" --reframe "$MEMPATH_REFRAME" \
   --config site_configs/generic.py --tag "$tag" -- "$@" || true
 set +e
-reframe -C site_configs/generic.py -c reframe_checks --tag "$tag" -r \
+# shellcheck disable=SC2086  # MEMPATH_REFRAME is a command line (setup_env.sh)
+$MEMPATH_REFRAME -C site_configs/generic.py -c reframe_checks --tag "$tag" -r \
   --prefix "$prefix" --exec-policy=serial "$@"
 rc=$?
 set -e

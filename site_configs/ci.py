@@ -9,18 +9,26 @@ itself:
         --exec-policy=serial --tag acceptance
     slurm/ci/cluster.sh stop
 
-Both nodes share the machine's cores (`num_cpus` below is this machine's): timings from
-this system are functional only. No GPU: the partition has no `gpu`/`nvgpu` feature.
-Features as a centre declares them: the partition `remote` (Slurm compute nodes) and `mpi`,
-the environment `compiler` and `mpi`; the checks select by feature only.
+Every node shares the machine's cores (`num_cpus` below is this machine's): timings from
+this system are functional only. Features as a centre declares them: the partition `remote`
+(Slurm compute nodes) and `mpi`, the environment `compiler` and `mpi`; the checks select by
+feature only.
+
+On a GPU machine (cluster.sh gives the nodes its GPUs as gres) the one partition is `ci:gpu`
+instead of `ci:cpu`, with the features `gpu` and `nvgpu` as well and the nodes' GPUs as its
+`devices` (the most any node lists, read from `scontrol show node` when this file loads; the
+architecture from nvidia-smi), so the GPU checks run there and ask Slurm for the GPUs
+(`--gpus-per-node`), as on Alps.
 
 Environment variables (read when the configuration loads):
   MEMPATH_CI_PARTITION  Slurm partition to submit to (default: `ci`, cluster.sh's)
+  MEMPATH_CI_GPUS       GPUs per node instead of what Slurm lists (0: the CPU partition)
 """
 from __future__ import annotations
 
 import os
 import re
+import subprocess
 
 import reframe.utility.osext as osext
 from reframe.core.backends import register_scheduler
@@ -57,17 +65,49 @@ _PARTITION = os.environ.get('MEMPATH_CI_PARTITION', 'ci')
 # Every node of the CI cluster is this machine (cluster.sh declares its real cores).
 _NUM_CPUS = len(os.sched_getaffinity(0)) if hasattr(os, 'sched_getaffinity') else os.cpu_count()
 
+
+def _slurm_gpus() -> int:
+    """The most GPUs (gres `gpu`) any node of the cluster lists; 0 without Slurm or GPUs."""
+    try:
+        out = subprocess.run(['scontrol', 'show', 'node', '-o'], capture_output=True,
+                             text=True, timeout=20).stdout
+    except (OSError, subprocess.SubprocessError):
+        return 0
+    return max((int(m) for m in re.findall(r'\bGres=gpu(?::[\w-]+)?:(\d+)', out)), default=0)
+
+
+def _gpu_arch() -> str:
+    """sm_XY of the machine's first GPU (nvidia-smi's compute capability); '' if unknown."""
+    try:
+        out = subprocess.run(['nvidia-smi', '--query-gpu=compute_cap', '--format=csv,noheader'],
+                             capture_output=True, text=True, timeout=20).stdout.split()
+    except (OSError, subprocess.SubprocessError):
+        return ''
+    return f"sm_{out[0].replace('.', '')}" if out and re.fullmatch(r'\d+\.\d+', out[0]) else ''
+
+
+_GPUS = (int(os.environ['MEMPATH_CI_GPUS']) if os.environ.get('MEMPATH_CI_GPUS', '').isdigit()
+         else _slurm_gpus())
+_GPU_PARTITION = {
+    'name': 'gpu',
+    'descr': 'the nodes with their GPUs (they share the machine: timings are functional only)',
+    'features': ['remote', 'mpi', 'gpu', 'nvgpu'],
+    'devices': [{'type': 'gpu', 'arch': _gpu_arch(), 'num_devices': _GPUS}],
+    # A check's num_gpus_per_node (the partition's devices) becomes this, as on Alps.
+    'resources': [{'name': '_rfm_gpu', 'options': ['--gpus-per-node={num_gpus_per_node}']}],
+}
+
 site_configuration = {
     'systems': [
         {
             'name': 'ci',
-            'descr': 'CI: two Slurm nodes in network namespaces of one machine',
-            'hostnames': [r'^n[12]$'],
+            'descr': 'CI: Slurm nodes in network namespaces of one machine',
+            'hostnames': [r'^n[0-9]+$'],
             'modules_system': 'nomod',
             'partitions': [
                 {
                     'name': 'cpu',
-                    'descr': 'n1 and n2 (they share the same cores: timings are functional only)',
+                    'descr': 'the nodes (they share the same cores: timings are functional only)',
                     # ReFrame's `slurm` scheduler polls sacct, which needs accounting.
                     'scheduler': 'squeue_exitcode',
                     'launcher': 'srun',
@@ -87,6 +127,7 @@ site_configuration = {
                         ['OMPI_ALLOW_RUN_AS_ROOT_CONFIRM', '1'],
                         ['OMPI_MCA_hwloc_base_binding_policy', 'none'],
                     ],
+                    **(_GPU_PARTITION if _GPUS else {}),
                 },
             ],
         },
@@ -95,11 +136,12 @@ site_configuration = {
         {
             'name': 'builtin',
             'target_systems': ['ci'],
-            'features': ['compiler', 'mpi'],
+            # `cuda` where the nodes have GPUs: the GPU checks ask for it.
+            'features': ['compiler', 'mpi'] + (['cuda'] if _GPUS else []),
             'cc': 'cc',
             'cxx': 'c++',
             'ftn': '',
-            'nvcc': '',
+            'nvcc': 'nvcc' if _GPUS else '',
         },
     ],
 }

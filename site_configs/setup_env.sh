@@ -10,7 +10,7 @@
 #   MEMPATH_WHEELHOUSE  install from this folder of wheels only, never from an index
 #   MEMPATH_NO_PIP=1    never call pip (compute nodes without internet): use MEMPATH_VENV as
 #                       it is, or the Python of MEMPATH_PYTHON when it has the packages
-# Sourcing changes only PATH, MEMPATH_BIN and the mempath_* names: the caller's shell
+# Sourcing changes only PATH, MEMPATH_BIN, MEMPATH_REFRAME and the mempath_* names: the caller's shell
 # options (errexit, nounset, pipefail) and working directory stay as they were, so a
 # script's own `set -e` keeps guarding what it runs next. Scripts that need the
 # repository root cd to "$mempath_root" themselves. Returns non-zero when a step failed.
@@ -81,6 +81,23 @@ mempath_python_env() {
   export PATH="$venv/bin:$PATH"
 }
 
+# mempath_reframe: MEMPATH_REFRAME, the ReFrame command (a string the scripts split at
+# spaces): `reframe` on PATH, else the reframe module of the environment's python3 through
+# site_configs/run_reframe.py (a ReFrame installed with pip --target has its module on
+# PYTHONPATH and no command on PATH). Neither: one line saying so, non-zero.
+mempath_reframe() {
+  [ -n "${MEMPATH_REFRAME:-}" ] && return 0
+  if command -v reframe >/dev/null; then
+    export MEMPATH_REFRAME=reframe
+  elif python3 -c 'import reframe.frontend.cli' 2>/dev/null; then
+    export MEMPATH_REFRAME="python3 $mempath_root/site_configs/run_reframe.py"
+    echo "mempath: no reframe command on PATH; using python3's reframe module ($MEMPATH_REFRAME)" >&2
+  else
+    echo "mempath: ReFrame not found: no reframe command on PATH and no reframe module in python3; valid: pip install reframe-hpc (what this setup does without MEMPATH_NO_PIP), or put reframe on PATH" >&2
+    return 1
+  fi
+}
+
 mempath_build() {
   local dir="${MEMPATH_BUILD_DIR:-$mempath_root/build}"
   # shellcheck disable=SC2086
@@ -95,7 +112,7 @@ mempath_build() {
 # and in an interactive shell a failed step would close the terminal.
 mempath_setup() {
   local step
-  for step in mempath_system_packages mempath_python_env mempath_build; do
+  for step in mempath_system_packages mempath_python_env mempath_reframe mempath_build; do
     "$step" || { echo "mempath: setup failed in $step (site_configs/setup_env.sh)" >&2; return 1; }
   done
 }

@@ -225,14 +225,22 @@ def mpi_bandwidth(ctx: Context) -> Drawn:
 
 def _one_machine(ctx: Context, drawn: pd.DataFrame) -> list[str]:
     """The caption's word on runs whose ranks' nodes share one machine (``mpi_nodes`` >= 2,
-    ``mpi_machines`` 1: one kernel boot id): a functional figure, not a network's bandwidth."""
+    ``mpi_machines`` 1: one kernel boot id) or whose ranks share GPUs (``mpi_gpus`` below
+    ``mpi_ranks``: a test cluster's nodes given one GPU each): a functional figure, not a
+    network's bandwidth."""
     used = set(drawn["run"])
     notes = []
     for run in ctx.runs.runs:
-        nodes, machines = int(run.attrs.get("mpi_nodes", 0) or 0), int(run.attrs.get("mpi_machines", 0) or 0)
-        if run.name in used and nodes >= 2 and machines == 1:
-            notes.append(f"{run.name}: ranks on {nodes} nodes of one machine (one kernel boot id): functional, "
-                         "not a network's bandwidth.")
+        if run.name not in used:
+            continue
+        attr = lambda name: int(run.attrs.get(name, 0) or 0)  # noqa: E731
+        nodes, machines, gpus, ranks = attr("mpi_nodes"), attr("mpi_machines"), attr("mpi_gpus"), attr("mpi_ranks")
+        shared = f", {ranks} ranks sharing {gpus} GPU{'s' if gpus != 1 else ''}" if 0 < gpus < ranks else ""
+        if nodes >= 2 and machines == 1:
+            notes.append(f"{run.name}: ranks on {nodes} nodes of one machine (one kernel boot id){shared}: "
+                         "functional, not a network's bandwidth.")
+        elif shared:
+            notes.append(f"{run.name}: {shared[2:]}: functional, not the GPUs' bandwidth.")
     return notes
 
 
@@ -407,7 +415,7 @@ def nccl_by_size(ctx: Context) -> Drawn:
         _bytes_axis(ax, sorted(set(part["size_bytes"])))
         ax.set_xlabel(XLABEL[coll])
 
-    notes = _definitions(f"n = {ranks} here") + _same_performance_note(points)
+    notes = _definitions(f"n = {ranks} here") + _same_performance_note(points) + _one_machine(ctx, one)
     if nodes != 1:
         notes.append(f"No single-node sweep: drawn from the fewest nodes with one ({nodes}).")
     return faceted(ctx, "nccl_by_size", one, "", _nccl_grid(points, "size_bytes", colls, xaxis), notes,
@@ -479,5 +487,6 @@ def nccl_by_nodes(ctx: Context) -> Drawn:
                      "network between nodes).")
     if wanted != 4:
         notes.append(f"No run with the paper's 4 processes per node: drawn at {wanted}.")
+    notes += _one_machine(ctx, drawn)
     return faceted(ctx, "nccl_by_nodes", drawn, "", _nccl_grid(points, "nodes", colls, xaxis, log_y), notes,
                    why_not="; ".join(_skipped(ctx.table("nccl/cases"), ("placement",))))

@@ -42,11 +42,15 @@ def expected_kinds(table: pd.DataFrame) -> tuple[pd.DataFrame, dict[str, list[st
     """Each node's kind as it should be, and the processors and memories it lacks.
 
     A node that lost a NUMA node or a GPU reports a topology of another kind (3 sockets
-    instead of 4) and would be compared with nothing. Among nodes of one architecture and
-    GPU model, a kind whose parts (the processors and memories its paths name) are a
-    strict subset of the parts most nodes of the most common kind have is that kind with
-    parts missing: its rows are compared with that kind, and the parts it lacks are
-    returned (node -> names). A kind with parts of its own stays apart."""
+    instead of 4) and would be compared with nothing. Among nodes of one architecture, a
+    kind of the same GPU model (or of none: a node that lost every GPU) whose parts (the
+    processors and memories its paths name) are a strict subset of the parts most nodes of
+    the main kind have is that kind with parts missing: its rows are compared with that
+    kind, and the parts it lacks are returned (node -> names). The main kind is the most
+    common; of kinds as common, the one with the most parts (two nodes, one of which lost a
+    GPU, are a tie). A kind with parts of its own stays apart. (So a fleet that mixes GPU
+    nodes with CPU-only nodes of the same architecture calls the CPU-only ones GPU nodes
+    without GPUs: vet such partitions as fleets of their own.)"""
     names = {path: frozenset(_PARTS.findall(path)) for path in table["path"].unique()}
     pairs = table[["node", "node_kind", "path"]].drop_duplicates(["node", "path"])
     parts = {node: frozenset().union(*(names[p] for p in paths))
@@ -54,17 +58,20 @@ def expected_kinds(table: pd.DataFrame) -> tuple[pd.DataFrame, dict[str, list[st
     kinds = pairs.drop_duplicates("node").set_index("node")["node_kind"]
     renamed: dict[str, str] = {}
     lacking: dict[str, list[str]] = {}
-    family = kinds.str.replace(r"/\d+s/\d+x", "/", regex=True)  # architecture and GPU model
-    for _, members in kinds.groupby(family):
+    architecture = kinds.str.replace(r"/.*", "", regex=True)
+    model = kinds.str.replace(r"^.*?/\d+s/\d+x", "", regex=True)
+    for _, members in kinds.groupby(architecture):
         counts = members.value_counts()
         if len(counts) < 2:
             continue
-        main = str(counts.index[0])
+        tied = [str(k) for k in counts.index[counts == counts.iloc[0]]]
+        held = {k: frozenset().union(*(parts[n] for n in members.index[members == k])) for k in tied}
+        main = max(tied, key=lambda k: (len(held[k]), k))
         main_nodes = members.index[members == main]
         seen = Counter(n for m in main_nodes for n in parts[m])
         common = {n for n, c in seen.items() if 2 * c > len(main_nodes)}
         for node in members.index[members != main]:
-            if parts[node] < common:
+            if model[node] in (model[main_nodes[0]], "none") and parts[node] < common:
                 renamed[node] = main
                 lacking[node] = sorted(common - parts[node], key=_part_order)
     if renamed:

@@ -91,7 +91,7 @@ TEXT_ATTRIBUTES = frozenset({
     "compiler", "aborted", "mpi_library", "torch_version", "cuda_runtime"})
 #: Integers from 0 to 2^63-1 (sizes, versions, counts); FLAG_ATTRIBUTES 0 or 1.
 INTEGER_ATTRIBUTES = frozenset({"page_size", "cuda_driver_version", "cuda_runtime_version", "synthetic",
-                                "mpi_ranks", "mpi_nodes", "mpi_machines", "nccl_version"})
+                                "mpi_ranks", "mpi_nodes", "mpi_machines", "mpi_gpus", "nccl_version"})
 FLAG_ATTRIBUTES = frozenset({"synthetic"})
 MAX_INTEGER = 2**63 - 1
 

@@ -258,6 +258,18 @@ int cmd_nccl(const std::vector<std::string>& args, const std::vector<std::string
                        std::to_string(job.size) + " ranks; valid: at least " + std::to_string(4 * job.size) + " B");
   });
   const Gpu g = start_nccl(job, gpu);
+  // The GPUs the ranks ran on, by UUID: ranks of several nodes on one machine may share one
+  // (a test cluster's nodes), which makes the collective a functional result.
+  int distinct_gpus = 0;
+  {
+    const auto uuids = gpu::device_uuids();
+    const std::string mine = gpu < static_cast<int>(uuids.size()) ? gpu_uuid_text(uuids[gpu]) : "";
+    std::vector<std::string> all = gather_strings(mine, job);
+    if (job.rank == 0 && std::none_of(all.begin(), all.end(), [](const std::string& u) { return u.empty(); })) {
+      std::sort(all.begin(), all.end());
+      distinct_gpus = static_cast<int>(std::unique(all.begin(), all.end()) - all.begin());
+    }
+  }
   JobFile file(job, opts, "mpi-nccl", topo.host, [&] {
     auto attrs = collect_provenance(topo, argv);
     int version = 0;
@@ -265,6 +277,8 @@ int cmd_nccl(const std::vector<std::string>& args, const std::vector<std::string
     attrs["nccl_version"] = static_cast<int64_t>(version);
     attrs["mpi_ranks"] = static_cast<int64_t>(job.size);
     attrs["mpi_nodes"] = static_cast<int64_t>(hosts);
+    attrs["mpi_machines"] = static_cast<int64_t>(job.machines);
+    attrs["mpi_gpus"] = static_cast<int64_t>(distinct_gpus);
     return attrs;
   });
   ResultFile* out_file = file.rank0();

@@ -319,6 +319,33 @@ def test_a_kind_with_parts_of_its_own_is_not_folded_into_another(tmp_path):
     assert folded["node_kind"].tolist() == table["node_kind"].tolist() and lacking == {}
 
 
+@pytest.mark.parametrize("lost, kind", [("gpu1", "x/1s/1xH200"), ("gpu0", "x/1s/0xnone")])
+def test_a_node_that_lost_a_gpu_is_named_in_a_fleet_of_two(lost, kind):
+    """Issue 38's fenced node: two nodes, one with a GPU fewer (or none left: the one-GPU
+    machine's fence) are a tie of two kinds; the node with the fewer parts is the one
+    lacking them, whatever order the kinds come in."""
+    from analysis.fleet.verdicts import expected_kinds
+    whole = ["bw read pu=cpu0 mem=numa0", "bw read pu=gpu0 mem=gpu0", "bw read pu=gpu1 mem=gpu1"]
+    left = [p for p in whole if lost not in p and (lost != "gpu0" or "gpu" not in p)]
+    for first in ("a", "b"):
+        rows = ([("a", "x/1s/2xH200" if lost == "gpu1" else "x/1s/1xH200", p) for p in
+                 (whole if lost == "gpu1" else whole[:2])] + [("b", kind, p) for p in left])
+        if first == "b":
+            rows.reverse()
+        table = pd.DataFrame(rows, columns=["node", "node_kind", "path"])
+        folded, lacking = expected_kinds(table)
+        assert folded.groupby("node")["node_kind"].first()["b"] == folded.groupby("node")["node_kind"].first()["a"]
+        assert lacking == {"b": [lost]}, (first, lacking)
+
+
+def test_a_cpu_node_of_another_architecture_is_not_taken_for_a_gpu_node_without_gpus():
+    from analysis.fleet.verdicts import expected_kinds
+    table = pd.DataFrame({"node": ["a", "b"], "node_kind": ["x86_64/1s/1xH200", "aarch64/1s/0xnone"],
+                          "path": ["bw read pu=gpu0 mem=gpu0", "bw read pu=cpu0 mem=numa0"]})
+    folded, lacking = expected_kinds(table)
+    assert folded["node_kind"].tolist() == table["node_kind"].tolist() and lacking == {}
+
+
 def _scored(degraded: int, healthy: int) -> tuple[pd.DataFrame, pd.DataFrame]:
     """A scored fleet table of one path: node bN is -N/10 % off, hN on the median."""
     names = [f"b{i:03d}" for i in range(degraded)] + [f"h{i:03d}" for i in range(healthy)]

@@ -313,3 +313,30 @@ def test_sbatch_paper_draws_fig14_across_the_two_nodes(tmp_path: Path) -> None:
     section = text.split("## Fig. 14:")[1].split("\n## ")[0]
     assert "Not drawn" not in section and (out / "paper" / "mpi_bandwidth.png").is_file(), section
     assert "one machine" in section, section
+
+
+# ---- issue 38: the faults a cluster has, as slurm/ci/centre_runs.sh provokes them ----
+
+def test_centre_runs_faults_end_with_their_reports(tmp_path: Path) -> None:
+    """centre_runs.sh's vetting and faults on this cluster (CPU only, small sizes): a job past
+    its --time is cut and still draws its figures; a node drained mid-run has its ReFrame
+    checks cancelled and named; a node's slurmd killed mid-run loses nothing; a node that
+    fails mid-run keeps its finished files and is named by the fleet report. Last in this
+    file: the faults restart the cluster (the tests above would see it go)."""
+    import os
+    import sys
+
+    import pandas as pd
+
+    env = {**os.environ, "CENTRE_SMALL": "1", "CENTRE_PYTHON": sys.executable,
+           "MEMPATH_BIN": str(REPO / "build" / "mempath"),
+           "PATH": f"{Path(sys.executable).parent}:{os.environ['PATH']}"}
+    runs = ["vet", "fault-time", "fault-drain", "fault-slurmd", "fault-node"]
+    proc = subprocess.run([str(REPO / "slurm" / "ci" / "centre_runs.sh"), str(tmp_path), *runs],
+                          env=env, capture_output=True, text=True, timeout=900)
+    table = pd.read_csv(tmp_path / "runs.tsv", sep="\t", keep_default_na=False)
+    assert table["run"].tolist() == runs, proc.stdout[-3000:] + proc.stderr[-3000:]
+    assert (table["verdict"] == "ok").all(), table.to_string()
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    drain = table.set_index("run").loc["fault-drain", "note"]
+    assert drain.startswith("drained n2:") and "job blocked" in drain, drain
