@@ -14,7 +14,7 @@ from ..model.roles import ROLE_ORDER, labelled, role
 from ..render import style
 from ..render.style import PAGE_IN, legend_below, panels, series
 from ..results.cases import drawn_under
-from ..results.gpu_reads import llm_bounds
+from ..results.gpu_reads import llm_bounds, step_bytes
 from ..render.items import Comparison, Context, Drawn, item
 from .published import DEF_LLM_RUN, hold, of, run_facts
 
@@ -82,9 +82,12 @@ def llm_decode(ctx: Context) -> Drawn:
     for group in groups:
         part = ok[(ok[keys] == pd.Series(group, index=keys)).all(axis=1)]
         topology = ctx.topologies.get(group[0], {})
+        part = part.assign(step_weights=[step_bytes(r) - max(float(getattr(r, "kv_read_bytes", -1) or -1), 0.0)
+                                         for r in part.itertuples()],
+                           step_kv=[max(float(getattr(r, "kv_read_bytes", -1) or -1), 0.0) for r in part.itertuples()])
         agg = (part.groupby(["placement", "weight_alloc", "drawn"], sort=False, as_index=False)
                .agg(tokens=("median_tokens_per_s", "median"), bound=("bound_tokens_per_s", "median"),
-                    path=("bound_from", "first"),
+                    path=("bound_from", "first"), weights=("step_weights", "median"), kv=("step_kv", "median"),
                     **({"torch_allocator": ("torch_allocator", "first")} if "torch_allocator" in part else {})))
         agg = agg.assign(**{c: agg.get(c, "") for c in ("torch_allocator",)})
         rows_of[group] = sorted((r for _, r in agg.iterrows()), key=lambda r: _rank(topology, group[1], r))
@@ -99,7 +102,7 @@ def llm_decode(ctx: Context) -> Drawn:
         measured = [float(r["tokens"]) for r in rows]
         bound = [float(r["bound"]) for r in rows]
         ax.barh(y + 0.19, measured, height=0.36, label="measured (median)", **_bar(0))
-        ax.barh(y - 0.19, np.nan_to_num(bound), height=0.36, label="bound: measured read GB/s / weight bytes",
+        ax.barh(y - 0.19, np.nan_to_num(bound), height=0.36, label="bound: measured read GB/s / bytes a step reads",
                 **_bar(1))
         top = max([*measured, *[b for b in bound if np.isfinite(b)]])
         for yi, m, b in zip(y, measured, bound):
@@ -123,12 +126,16 @@ def llm_decode(ctx: Context) -> Drawn:
     files.append(outfiles.write_csv(pd.DataFrame(
         [{"host": g[0], "gpu": g[1], "model": g[2], "dtype": g[3], "placement": r["placement"],
           "weight_alloc": r["weight_alloc"], "weights_on": r["drawn"], "tokens_per_s": r["tokens"],
-          "bound_tokens_per_s": r["bound"], "bound_from": r["path"]}
+          "bound_tokens_per_s": r["bound"], "bound_from": r["path"], "step_weight_bytes": r["weights"],
+          "step_kv_bytes": r["kv"]}
          for g in groups for r in rows_of[g]]), ctx.out / "llm_decode.csv"))
     notes = ["Decode after an empty prompt (the BOS token alone) unless a panel names its prompt. "
              "Tokens/s: new tokens after the first over the decode time (CUDA events around the decode steps), "
-             "median over repetitions and runs. Bound: each decode step reads every weight once, so tokens/s <= "
-             "batch x the GPU's read GB/s of the weights' memory / the weight bytes, that GB/s measured by "
+             "median over repetitions and runs. Bound: each decode step reads the weights once and the KV cache "
+             "of the positions before it, so tokens/s <= batch x the GPU's read GB/s of the weights' memory / "
+             "those bytes (the weights a step reads: every matrix but an untied embedding table, of which a step "
+             "reads one row; the KV cache averaged over the timed steps; both in llm_decode.csv; files before "
+             "issue 39 count every weight byte and no KV cache), that GB/s measured by "
              "mempath in these same files (a GPU kernel's read of the memory, else a copy into the GPU). "
              "Weights are random values of the model's shapes and dtype, built in place in the memory named "
              "(no checkpoint is loaded), named by the memory their pages were found in, seen from the "

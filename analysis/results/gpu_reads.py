@@ -50,10 +50,22 @@ def read_path(reads: list[Read], alloc: str, mem: str) -> Read | None:
     return max([r for r in mine if r[1] == alloc] or mine, key=lambda r: r[2])
 
 
+def step_bytes(case: Any) -> float:
+    """Bytes a decode step reads (an llm/cases row): the weights it reads (an untied
+    embedding table not counted: a step reads one row of it) and the KV cache slots, where
+    the file says (llm_placement.py since issue 39); every weight byte in older files."""
+    read = float(getattr(case, "weight_read_bytes", -1) or -1)
+    kv = float(getattr(case, "kv_read_bytes", -1) or -1)
+    if math.isfinite(read) and read > 0:
+        return read + (kv if math.isfinite(kv) and kv > 0 else 0.0)
+    return float(case.weight_bytes)
+
+
 def llm_bounds(runs: RunSet, cases: pd.DataFrame, mem_column: str) -> pd.DataFrame:
     """``cases`` (llm/cases rows) with path_GBps, bound_tokens_per_s and bound_from: the
     decoding GPU's read of the memory in ``mem_column`` in the same set of files (read_path),
-    batch x that GB/s / the weight bytes; NaN and '' where the set holds no such read."""
+    batch x that GB/s / the bytes a step reads (step_bytes); NaN and '' where the set holds
+    no such read."""
     topologies = {run.node: run.topology for run in runs.runs}
     reads: dict[tuple[str, int], list[Read]] = {}
     gbps, bounds, sources = [], [], []
@@ -67,6 +79,6 @@ def llm_bounds(runs: RunSet, cases: pd.DataFrame, mem_column: str) -> pd.DataFra
         mem = str(getattr(r, mem_column))
         read = read_path(reads[key], r.weight_alloc, aliases.get(mem, mem))
         gbps.append(read[2] if read else math.nan)
-        bounds.append(read[2] * 1e9 / float(r.weight_bytes) * float(r.batch) if read else math.nan)
+        bounds.append(read[2] * 1e9 / step_bytes(r) * float(r.batch) if read else math.nan)
         sources.append(read[3] if read else "")
     return cases.assign(path_GBps=gbps, bound_tokens_per_s=bounds, bound_from=sources)

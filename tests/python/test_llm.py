@@ -391,3 +391,70 @@ def test_decode_mode_and_bw_from_are_recorded(mempath_bin: Path, tmp_path: Path)
     assert (graph["path_source"], graph["path_GBps"]) == ("path.h5", 2500.0)
     assert graph["path_case"].startswith("bw read gpu0")
     assert eager["path_source"] == "measured" and eager["path_case"] == ""
+
+
+# ---- issue 39: the fused decode, its bound and its plan ----
+
+def test_a_step_reads_the_weights_but_an_untied_embedding_and_the_kv_cache() -> None:
+    """Llama-2 7B (untied): 13.48 GB of weights, of which a step reads all but the 262 MB
+    embedding table; a tied model's embedding is its lm_head, read whole."""
+    c = llm.CONFIGS["llama-2-7b"]
+    assert llm.read_bytes_per_step(c) == 6_738_415_616 * 2 - 32000 * 4096 * 2
+    tied = llm.CONFIGS["llama-3.2-1b"]
+    assert llm.read_bytes_per_step(tied) == llm.param_count(tied) * 2
+    # 32 layers x keys and values x 4096 x 2 bytes a slot.
+    assert llm.kv_bytes_per_step(c, 10) == 32 * 2 * 4096 * 2 * 10
+
+
+def test_a_slow_placement_times_fewer_tokens_a_fast_one_all() -> None:
+    assert llm.timed_steps(0.004, 100) == 99                 # HBM: 0.4 s
+    assert llm.timed_steps(0.26, 100) == 8                   # host over PCIe: 2 s budget, at least 8
+    assert llm.timed_steps(0.05, 100) == 40                  # 2 s of 50 ms steps
+    assert llm.timed_steps(1.0, 5) == 4                      # never more than asked
+
+
+def test_the_weights_are_made_once_in_the_stacked_layout_with_the_old_seeds() -> None:
+    """q|k|v and gate|up are stacked; each logical tensor keeps the seed it had alone, so the
+    model is the one earlier runs decoded."""
+    names = [n for n, _ in llm.logical_tensors(llm.CONFIGS["tiny"])]
+    assert names[:3] == ["embed", "norm", "0.q"] and names.index("0.gate") + 1 == names.index("0.up")
+    assert set(llm.STACKED) == {"qkv", "gu"}
+
+
+def test_plan_mode_prints_one_expect_line_without_a_gpu(mempath_bin: Path) -> None:
+    """--from SNAPSHOT: the cases on that node and a modelled time, asked of the binary's model;
+    a host placement (weights read over PCIe) costs more than HBM, a missing peer is skipped."""
+    def expect(placements: str, fixture: str) -> dict:
+        proc = subprocess.run([sys.executable, str(SCRIPT), "--model", "llama-2-7b", "--dtype", "fp16",
+                               "--placement", placements, "--prompt-tokens", "empty", "--new-tokens", "100",
+                               "--from", str(REPO / "tests" / "fixtures" / fixture), "--mempath", str(mempath_bin)],
+                              capture_output=True, text=True, timeout=60)
+        assert proc.returncode == 0, proc.stderr
+        line = next(l for l in proc.stdout.splitlines() if l.startswith("EXPECT llm "))
+        return dict(kv.split("=") for kv in line.split()[2:])
+    hbm, host = expect("hbm", "x86_h100"), expect("host", "x86_h100")
+    assert hbm["planned"] == "1" and 5 < float(hbm["expected_s"]) < float(host["expected_s"]) < 120
+    one_gpu = expect("hbm,peer", "x86_h100")
+    assert (one_gpu["cases"], one_gpu["planned"], one_gpu["skipped"]) == ("2", "1", "1")
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("model", ["tiny", "llama-3.2-1b"])
+def test_the_fused_decode_runs_and_generates_the_plain_decodes_tokens(mempath_bin: Path, tmp_path: Path,
+                                                                      model: str) -> None:
+    """The fused kernels (grouped-query attention, head_dim 64, a tied lm_head) decode every
+    token as the plain decode chooses it, teacher-forced, but for near-ties; and not slower."""
+    pytest.importorskip("torch")
+    out = tmp_path / "llm.h5"
+    env = {**os.environ, "MEMPATH_BIN": str(mempath_bin)}
+    for decode in ("fused", "graph"):
+        proc = subprocess.run([sys.executable, str(SCRIPT), "--model", model, "--placement", "hbm", "--decode", decode,
+                               "--prompt-tokens", "8", "--new-tokens", "32", "--reps", "2",
+                               "--output", str(out.with_suffix(f".{decode}.h5"))],
+                              capture_output=True, text=True, env=env, timeout=600)
+        assert proc.returncode == 0, proc.stderr + proc.stdout
+    fused, plain = llm_cases(out.with_suffix(".fused.h5")), llm_cases(out.with_suffix(".graph.h5"))
+    assert list(fused["decode_mode"]) == ["fused"], fused["decode_fallback"]
+    assert fused["tokens_checked"][0] == 32 and fused["tokens_wrong"][0] == 0
+    assert fused["tokens_equal"][0] + fused["near_ties"][0] == 32 and fused["near_ties"][0] <= 2
+    assert fused["median_tokens_per_s"][0] >= 0.9 * plain["median_tokens_per_s"][0]
