@@ -6,7 +6,7 @@ memory it named is drawn under the memory they ended in, one of unknown placemen
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -16,6 +16,7 @@ from matplotlib.colors import LogNorm
 from matplotlib.ticker import NullLocator
 
 from ..model.roles import ROLE_ORDER, by_role, labelled, role
+from ..render.figures import text_in
 from ..render.style import COLUMN_IN, PAGE_IN, colour_bar, heat_map, log_axis, readable, series
 from ..results.cases import drawn_under, natural_key
 from ..render.items import Context, Drawn, Grid, faceted, item, mark, mark_cells
@@ -194,10 +195,28 @@ def _spread(ys: list[float], gap: float) -> list[float]:
     return pos
 
 
-def _end_labels(ax: Axes, ends: list[tuple[float, float, str, str]], span: tuple[float, float]) -> None:
+def _name_start(ax: Axes, x: float, name: str, caches: Sequence[float]) -> float:
+    """Where the name of a line ending at ``x`` starts: a little right of its end, unless a
+    cache line lies within the name's length there (the cache's own name stands left of its
+    line: a line of few sizes that ended just before a cache had its name written over the
+    cache's); then right of that cache. The length in octaves from the panel's width as
+    laid out before the layout engine's margins (a little wider: the name a little longer)."""
+    low, high = ax.get_xlim()
+    width_in = ax.get_position().width * ax.figure.get_figwidth()
+    octaves = (text_in(name) + 0.1) / width_in * math.log2(high / low)
+    start = x * 1.4
+    for cache in sorted(caches):
+        if start <= cache <= start * 2 ** octaves:
+            start = cache * 1.4
+    return start
+
+
+def _end_labels(ax: Axes, ends: list[tuple[float, float, str, str]], span: tuple[float, float],
+                caches: Sequence[float] = ()) -> None:
     """Name the lines at their right end: lines of one colour ending at (nearly) the same
     latency share one name (numa1,2,3), and the names are spread so that none overlaps
-    (log y: the gap is a share of the decades shown)."""
+    (log y: the gap is a share of the decades shown), none over a cache's (``caches``,
+    the sizes marked: _name_start)."""
     if not ends:
         return
     low, high = math.log10(span[0]), math.log10(span[1])
@@ -215,7 +234,8 @@ def _end_labels(ax: Axes, ends: list[tuple[float, float, str, str]], span: tuple
     shift = max(0.0, pos[-1] - (high - gap / 2)) - max(0.0, (low + gap / 2) - pos[0])
     for (x, _, text, colour), ly in zip(labels, pos):
         # Plain text, no arrow: a connector costs a path clipping per label at every draw.
-        ax.text(x * 1.4, 10 ** (ly - shift), text, fontsize=7, va="center", ha="left", color=readable(colour))
+        ax.text(_name_start(ax, x, text, caches), 10 ** (ly - shift), text, fontsize=7, va="center",
+                ha="left", color=readable(colour))
 
 
 @item("latency_by_size", "Fig. 12", "Memory access latency against buffer size, caches marked (pointer chase)",
@@ -263,7 +283,7 @@ def latency_by_size(ctx: Context) -> Drawn:
             ax.set_xticks(ticks, [_size(t).replace(" ", "") for t in ticks])
             ax.xaxis.set_minor_locator(NullLocator())
             ax.grid(True, which="major")
-            _end_labels(ax, ends, (lo, hi))
+            _end_labels(ax, ends, (lo, hi), [c[1] for c in caches])
             ax.set_xlabel("buffer size (bytes, log2)")
             ax.set_ylabel("latency per load (ns)")
 

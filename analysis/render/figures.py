@@ -172,11 +172,14 @@ def heatmaps(heats: Sequence[Heat], colour_label: str, xlabel: str, ylabel: str,
     label_h = max(text_in(c) for h in heats for c in h.cols) + 0.35   # rotated column labels
     title_w = max(text_in(h.title, style.RC["axes.titlesize"]) for h in heats)
     title_h = 0.3
+    # The axis names are centred on the cells: a panel of one or two cells is as wide and as
+    # tall as they are (its name ran past the figure and into the next panel's).
+    name_w, name_h = (text_in(name, style.RC["axes.labelsize"]) for name in (xlabel, ylabel))
 
     def layout(cell_w: float, cell_h: float) -> tuple[int, float, float]:
-        panel_w = max(n_cols * cell_w + label_w, title_w) + 0.15
+        panel_w = max(max(n_cols * cell_w, name_w) + label_w, title_w) + 0.15
         per_row = max(1, int(PAGE_IN // panel_w))
-        panel_h = n_rows * cell_h + label_h + title_h
+        panel_h = max(n_rows * cell_h, name_h) + label_h + title_h
         return per_row, panel_w, panel_h
 
     per_row, panel_w, panel_h = layout(text_w, text_h)

@@ -2,10 +2,13 @@
 (3.5 in one column, 7.16 in two), fonts of 7 pt or more at that size, a colour-blind-safe
 palette (Okabe and Ito) paired with distinct markers and line styles, legends outside the
 data, panels that wrap into rows. ``check`` enforces the rules on a drawn figure, so a
-figure that breaks one is an error, not a surprise in print."""
+figure that breaks one is an error, not a surprise in print; where it fails, ``save`` first
+``fit``s the figure to what it holds (a figure sized for a full data set, drawn from a small
+one: titles wrapped, crowded tick labels thinned, room for the legend) and checks again."""
 from __future__ import annotations
 
 import math
+import textwrap
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from weakref import WeakKeyDictionary
@@ -17,10 +20,12 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402  (after the backend is chosen)
 from matplotlib import cycler  # noqa: E402  (matplotlib's own cycler)
 from matplotlib.axes import Axes  # noqa: E402
+from matplotlib.axis import Axis  # noqa: E402
 from matplotlib.container import BarContainer  # noqa: E402
 from matplotlib.figure import Figure  # noqa: E402
 from matplotlib.image import AxesImage  # noqa: E402
 from matplotlib.text import Text  # noqa: E402
+from matplotlib.ticker import NullFormatter  # noqa: E402
 
 from .. import outfiles  # noqa: E402
 
@@ -34,6 +39,8 @@ PANEL_IN = 1.8  # a panel's height unless a figure says otherwise
 COLOUR_BAR_IN = 0.6  # a colour bar below the panels, its ticks and its label
 MIN_PANEL_IN = 1.65  # narrower panels cannot carry 7 pt tick labels
 LEGEND_ROW_IN = 0.15  # one row of 7 pt legend text with its spacing
+SLACK_PX = 1.0  # pixels at the canvas' 100 dpi by which texts may touch: glyph extents are not exact
+FIT_ROUNDS = 3  # a mend moves the layout: fit measures again, at most this often
 
 # Okabe & Ito (2008), distinguishable under the common colour-vision deficiencies; each
 # series also gets its own marker and line style so it survives greyscale print.
@@ -134,7 +141,7 @@ def check(fig: Figure, page: bool = True) -> None:
     if page and height > PAGE_HEIGHT_IN + 1e-6:
         raise StyleError(f"{height:.2f} in tall: taller than a page ({PAGE_HEIGHT_IN:g} in)")
     problems = legibility(fig)  # draws the figure: the extents below are the laid-out ones
-    plots = [ax for ax in fig.axes if ax.get_visible() and ax.get_label() != "<colorbar>"]
+    plots = _plots(fig)
     plot_height = sum(ax.get_window_extent().height for ax in plots)
     for ax in plots:
         for axis, scale in (("x", ax.get_xscale()), ("y", ax.get_yscale())):
@@ -156,6 +163,134 @@ def check(fig: Figure, page: bool = True) -> None:
     if problems:
         more = f" (and {len(problems) - 5} more)" if len(problems) > 5 else ""
         raise StyleError(f"illegible: {'; '.join(problems[:5])}{more}")
+
+
+def _plots(fig: Figure) -> list[Axes]:
+    """The figure's shown panels (its colour bars are not plots)."""
+    return [ax for ax in fig.axes if ax.get_visible() and ax.get_label() != "<colorbar>"]
+
+
+def fit(fig: Figure, page: bool = True) -> bool:
+    """Mend what a layout sized for other data leaves illegible, without changing what the
+    figure shows: a panel's title or an axis label that runs past the figure or into
+    another text is wrapped to its room (``_room``); tick labels that touch are thinned (a
+    log axis' labels between its decades first); the figure grows where its legend is
+    taller than its plots (a ``page`` figure up to a page). Whether anything was mended;
+    ``check`` judges the result."""
+    mended = False
+    for _ in range(FIT_ROUNDS):
+        texts = _drawn_texts(fig)  # draws: the layout the check sees
+        boxes = _boxes(fig, texts)
+        steps = [_wrap_labels(fig, texts, boxes), _thin_ticks(fig, texts, boxes), _legend_room(fig, page)]
+        if not any(steps):
+            break
+        mended = True
+    return mended
+
+
+def _wrap_labels(fig: Figure, texts: list[Text], boxes: np.ndarray) -> bool:
+    """Wrap each panel title and axis label (colour bars' too) that runs outside the
+    figure or over another text, and is longer than its room (``_room``)."""
+    crowded = _outside(fig, boxes)
+    for i, box in enumerate(boxes):
+        crowded[i] |= bool(np.delete(_overlaps(box, boxes), i).any())
+    index = {id(t): i for i, t in enumerate(texts)}
+    wrapped = False
+    for ax in fig.axes:
+        for label in (ax.title, ax.xaxis.label, ax.yaxis.label):
+            i = index.get(id(label))
+            if i is not None and crowded[i]:
+                wrapped |= _wrap(label, boxes[i], _room(fig, ax, label, boxes[i]))
+    return wrapped
+
+
+def _vertical(text: Text) -> bool:
+    return round(text.get_rotation()) % 180 == 90
+
+
+def _room(fig: Figure, ax: Axes, text: Text, box: np.ndarray) -> float:
+    """Pixels a centred text of ``ax`` may take along its line: twice the distance from its
+    centre to the nearer end of its span. A title's or an x label's span is its panel's
+    cell of the grid (a colour bar's: the figure), so that it stays off its neighbours'
+    texts and on the page; a y label's is its panel's height (past it: the titles, the
+    legend)."""
+    if _vertical(text):
+        extent = ax.get_window_extent()
+        low, high, centre = extent.y0, extent.y1, (box[1] + box[3]) / 2
+    else:
+        low, high, centre = 0.0, fig.bbox.width, (box[0] + box[2]) / 2
+        spec = ax.get_subplotspec()
+        if spec is not None:
+            columns = spec.get_gridspec().ncols
+            low, high = high * spec.colspan.start / columns, high * spec.colspan.stop / columns
+    return 2 * max(0.0, min(centre - low, high - centre))
+
+
+def _wrap(text: Text, box: np.ndarray, room: float) -> bool:
+    """Break ``text`` into lines that fit ``room`` pixels (at its average glyph width; the
+    next round measures again); whether it changed."""
+    lines = text.get_text().split("\n")
+    length = (box[3] - box[1]) if _vertical(text) else (box[2] - box[0])
+    if length <= room:
+        return False
+    per_char = length / max(1, max(len(line) for line in lines))
+    words = " ".join(text.get_text().split())
+    wrapped = textwrap.fill(words, max(1, int(room / per_char)), break_long_words=False, break_on_hyphens=False)
+    if wrapped == text.get_text():
+        return False
+    text.set_text(wrapped)
+    return True
+
+
+def _thin_ticks(fig: Figure, texts: list[Text], boxes: np.ndarray) -> bool:
+    """Thin the tick labels of each axis (colour bars' too) where two that were drawn
+    touch: the minor ones (a log axis' 2 and 5 between the decades) go first, then every
+    other major one, every third, ... until none touch; the ticks stay."""
+    where = {id(t): box for t, box in zip(texts, boxes)}
+    thinned = False
+    for ax in fig.axes:
+        for axis in (ax.xaxis, ax.yaxis):
+            thinned |= _thin(axis, where)
+    return thinned
+
+
+def _thin(axis: Axis, where: dict[int, np.ndarray]) -> bool:
+    """_thin_ticks of one axis; ``where``: the extents of the texts drawn, by id."""
+    drawn = sorted(((tick.get_loc(), minor, label, where[id(label)])
+                    for minor, ticks in ((False, axis.get_major_ticks()), (True, axis.get_minor_ticks()))
+                    for tick in ticks for label in (tick.label1, tick.label2) if id(label) in where),
+                   key=lambda row: row[0])
+    if not _touch([box for *_, box in drawn]):
+        return False
+    if any(minor for _, minor, *_ in drawn):
+        axis.set_minor_formatter(NullFormatter())
+        return True
+    for step in range(2, len(drawn) + 1):
+        kept = drawn[::step]
+        if not _touch([box for *_, box in kept]):
+            axis.set_ticks([loc for loc, *_ in kept], [label.get_text() for _, _, label, _ in kept])
+            return True
+    return False
+
+
+def _touch(boxes: Sequence[np.ndarray]) -> bool:
+    """Whether two neighbours of ``boxes`` (in tick order) overlap."""
+    return any(_overlaps(a, b[None, :])[0] for a, b in zip(boxes, boxes[1:]))
+
+
+def _legend_room(fig: Figure, page: bool) -> bool:
+    """Grow the figure by what its legend is taller than its plots (the layout gives the
+    plots the height added; a ``page`` figure not past a page)."""
+    plots = _plots(fig)
+    plot_height = sum(ax.get_window_extent().height for ax in plots)
+    tallest = max((legend.get_window_extent().height for legend in fig.legends), default=0.0)
+    if not plots or tallest <= plot_height:
+        return False
+    height = fig.get_figheight() + (tallest - plot_height) / fig.dpi + LEGEND_ROW_IN
+    if page and height > PAGE_HEIGHT_IN:
+        return False
+    fig.set_figheight(height)
+    return True
 
 
 NAME_CHARS = 32  # the longest host name a figure shows whole (a cloud VM's reaches 46, Linux allows 64)
@@ -210,28 +345,39 @@ def legibility(fig: Figure) -> list[str]:
     over another panel or colour bar, a text below MIN_CONTRAST against what is drawn under
     it (sampled from the figure drawn without its texts)."""
     texts = _drawn_texts(fig)
-    renderer = fig.canvas.get_renderer()
-    width, height = fig.bbox.width, fig.bbox.height
-    boxes = np.array([list(t.get_window_extent(renderer).extents) for t in texts]).reshape(-1, 4)
+    boxes = _boxes(fig, texts)
     problems = [f"{_short(t)} at {t.get_fontsize():.1f} pt (under {MIN_FONT_PT:g} pt)"
                 for t in texts if t.get_fontsize() < MIN_FONT_PT - 1e-6]
-    slack = 1.0  # pixels at the canvas' 100 dpi: glyph extents are not exact
-    problems += [f"{_short(t)} runs outside the figure" for t, (x0, y0, x1, y1) in zip(texts, boxes)
-                 if x0 < -slack or y0 < -slack or x1 > width + slack or y1 > height + slack]
+    problems += [f"{_short(t)} runs outside the figure" for t, out in zip(texts, _outside(fig, boxes)) if out]
     panels = [ax for ax in fig.axes if ax.get_visible()]
     for ax in panels:
-        a = ax.get_window_extent(renderer)
-        over = ((np.minimum(boxes[:, 2], a.x1) - np.maximum(boxes[:, 0], a.x0) > slack)
-                & (np.minimum(boxes[:, 3], a.y1) - np.maximum(boxes[:, 1], a.y0) > slack))
+        over = _overlaps(ax.get_window_extent(fig.canvas.get_renderer()).extents, boxes)
         name = "a colour bar" if ax.get_label() == "<colorbar>" else repr(ax.get_title() or ax.get_ylabel())
         problems += [f"{_short(t)} runs over {name}" for t, hit in zip(texts, over) if hit and t.axes is not ax]
     for i in range(len(texts) - 1):
-        rest = boxes[i + 1:]
-        hit = ((np.minimum(boxes[i, 2], rest[:, 2]) - np.maximum(boxes[i, 0], rest[:, 0]) > slack)
-               & (np.minimum(boxes[i, 3], rest[:, 3]) - np.maximum(boxes[i, 1], rest[:, 1]) > slack))
+        hit = _overlaps(boxes[i], boxes[i + 1:])
         problems += [f"{_short(texts[i])} overlaps {_short(texts[i + 1 + j])}" for j in np.nonzero(hit)[0]]
     problems += _low_contrast(fig, texts, boxes)
     return problems
+
+
+def _boxes(fig: Figure, texts: Sequence[Text]) -> np.ndarray:
+    """The extents (x0, y0, x1, y1, display pixels) of drawn ``texts``, a row each."""
+    renderer = fig.canvas.get_renderer()
+    return np.array([list(t.get_window_extent(renderer).extents) for t in texts]).reshape(-1, 4)
+
+
+def _outside(fig: Figure, boxes: np.ndarray) -> np.ndarray:
+    """Which of ``boxes`` reach past the figure's edges."""
+    width, height = fig.bbox.width, fig.bbox.height
+    return ((boxes[:, 0] < -SLACK_PX) | (boxes[:, 1] < -SLACK_PX) | (boxes[:, 2] > width + SLACK_PX)
+            | (boxes[:, 3] > height + SLACK_PX))
+
+
+def _overlaps(box: Sequence[float], boxes: np.ndarray) -> np.ndarray:
+    """Which of ``boxes`` overlap ``box`` (x0, y0, x1, y1) by more than SLACK_PX both ways."""
+    return ((np.minimum(box[2], boxes[:, 2]) - np.maximum(box[0], boxes[:, 0]) > SLACK_PX)
+            & (np.minimum(box[3], boxes[:, 3]) - np.maximum(box[1], boxes[:, 1]) > SLACK_PX))
 
 
 def _low_contrast(fig: Figure, texts: list[Text], boxes: np.ndarray) -> list[str]:
@@ -282,11 +428,12 @@ def readable(color: object, background: object = "white") -> str:
 
 
 def save(fig: Figure, out: Path, stem: str, page: bool = True) -> list[Path]:
-    """Check the figure (``page``: as a journal page's, check), then write ``stem``.png (DPI)
-    and ``stem``.pdf (vector) at the figure's own size (no tight crop: the width stays a
-    journal width). A figure that fails is not written: StyleError says why."""
+    """Check the figure (``page``: as a journal page's, check; where it fails, ``fit`` mends
+    what it can and checks again), then write ``stem``.png (DPI) and ``stem``.pdf (vector)
+    at the figure's own size (no tight crop: the width stays a journal width). A figure
+    that fails is not written: StyleError says why."""
     try:
-        check(fig, page=page)
+        _checked(fig, page)
     except StyleError:
         plt.close(fig)
         raise
@@ -295,6 +442,17 @@ def save(fig: Figure, out: Path, stem: str, page: bool = True) -> list[Path]:
         outfiles.save_figure(fig, path, dpi=DPI, metadata={"Creator": "mempath"} if path.suffix == ".pdf" else None)
     plt.close(fig)
     return paths
+
+
+def _checked(fig: Figure, page: bool) -> None:
+    """``check``; where it fails, ``fit`` and check again: a figure sized for more (or less)
+    data than it holds is mended where it can be, one that passes is written as drawn."""
+    try:
+        check(fig, page=page)
+    except StyleError:
+        if not fit(fig, page):
+            raise
+        check(fig, page=page)
 
 
 def cell_texts(ax: Axes, image: AxesImage, grid: np.ndarray, text: Callable[[float], str]) -> list[Text]:

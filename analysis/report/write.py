@@ -1,7 +1,7 @@
 """The report folder: path matrix (Markdown, CSV), figures and summary.md."""
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -10,6 +10,7 @@ import pandas as pd
 
 from .. import outfiles
 from ..render import figures, html
+from ..render.figures import Files
 
 from . import matrix
 from ..results.cases import CASE_COLUMNS, mark_placement, misplaced_note, ordered
@@ -148,6 +149,22 @@ def _remove_stale(out: Path, written: list[Path]) -> None:
     outfiles.write_text(manifest, "".join(f"{path.name}\n" for path in written))
 
 
+def _own_figure(report: Report, name: str, why_empty: str, draw: Callable[[], Files]) -> tuple[Files, str | None]:
+    """One of the report's own figures (drawn outside any section) and why it is not
+    drawn (None where it is): ``why_empty`` where it had nothing to draw; where it raised,
+    that it did, its line in ``report.failed`` and its trace in errors.log, as a section's
+    (it ended the command in a traceback: a figure's bug must cost that figure only)."""
+    try:
+        files = draw()
+    except Exception as err:  # noqa: BLE001  one figure's bug must not cost the whole report
+        report.failed.append(record_failure(report.out, name, err))
+        return Files(), f"it raised an error (under Not written, below; trace in `{ERRORS_LOG}`)"
+    if not files:
+        report.missing.append(f"{name} not drawn: {why_empty}")
+        return files, why_empty
+    return files, None
+
+
 def write_report(runs: RunSet, out: Path, overrides: Mapping[str, float] | None = None,
                  active_bytes: float = DEFAULT_ACTIVE_BYTES,
                  rejected: Sequence[str] = ()) -> Report:
@@ -171,21 +188,19 @@ def write_report(runs: RunSet, out: Path, overrides: Mapping[str, float] | None 
     outfiles.write_csv(entries, out / "path_matrix.csv")
     report.files += [out / "path_matrix.md", out / "path_matrix.csv"]
 
-    mem_order = [m for _, mems in order.values() for m in mems]
-    scaling = figures.thread_scaling(cases, out, topologies, with_host=many)
-    heatmap = figures.copy_heatmap(cases, out, mem_order, topologies, with_host=many)
-    report.files += scaling + heatmap
     ops = set(cases["op"])
     if entries.empty:
         report.missing.append("no read or write case: the path matrix is empty")
     for op in ("read", "write", "copy"):
         if op not in ops:
             report.missing.append(f"no {op} case in these runs")
+    mem_order = [m for _, mems in order.values() for m in mems]
     no_cpu, no_copy = "no CPU path measured at several thread counts", "no copy case measured a path"
-    if not scaling:
-        report.missing.append(f"thread scaling not drawn: {no_cpu}")
-    if not heatmap:
-        report.missing.append(f"copy heatmap not drawn: {no_copy}")
+    scaling, no_scaling = _own_figure(report, "thread scaling", no_cpu, lambda: figures.thread_scaling(
+        cases, out, topologies, with_host=many))
+    heatmap, no_heatmap = _own_figure(report, "copy heatmap", no_copy, lambda: figures.copy_heatmap(
+        cases, out, mem_order, topologies, with_host=many))
+    report.files += scaling + heatmap
     context = replace(base, entries=entries, cases=cases, active_bytes=active_bytes)
     sections: list[str] = []
     for section in registry(__package__):
@@ -209,8 +224,8 @@ def write_report(runs: RunSet, out: Path, overrides: Mapping[str, float] | None 
     lines += ["## Results", "",
               "- [Path matrix](path_matrix.md) (processor x memory, median GB/s, % of peak), "
               "[CSV](path_matrix.csv)", ""]
-    lines += figure_lines("thread_scaling", "Thread scaling (CPU)", None if scaling else no_cpu, scaling.note)
-    lines += figure_lines("copy_heatmap", "Copy heatmap", None if heatmap else no_copy, heatmap.note)
+    lines += figure_lines("thread_scaling", "Thread scaling (CPU)", no_scaling, scaling.note)
+    lines += figure_lines("copy_heatmap", "Copy heatmap", no_heatmap, heatmap.note)
     lines += sections
     lines += _peaks(entries, overrides)
     lines += _counts(runs, cases)

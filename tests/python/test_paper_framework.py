@@ -86,8 +86,8 @@ def test_each_rule_of_the_style_fails_a_figure_that_breaks_it(tmp_path, breach, 
         ax.set_xlabel("tiny", fontsize=5)
     elif breach == "taller_than_a_page":
         fig.set_figheight(style.PAGE_HEIGHT_IN + 0.1)
-    elif breach == "outside":
-        ax.set_title("a title far too long for a one-column figure, which runs past its edge")
+    elif breach == "outside":  # a title or an axis label is wrapped (style.fit): a note is not
+        ax.text(20, 2, "a note written past the plot's edge", in_layout=False)
     elif breach == "overlap":
         ax.text(2, 2, "one label")
         ax.text(2, 2, "another")
@@ -112,6 +112,61 @@ def test_each_rule_of_the_style_fails_a_figure_that_breaks_it(tmp_path, breach, 
     with pytest.raises(style.StyleError, match=message):
         style.save(fig, tmp_path, breach)
     assert not (tmp_path / f"{breach}.png").exists()
+
+
+# What style.fit mends where the check fails (issue 38: a figure sized for a full data set,
+# drawn from a small one). Each of these figures failed the check before.
+
+def test_a_title_or_an_axis_label_longer_than_its_panel_is_wrapped(tmp_path):
+    fig, axes = _line_figure()
+    axes[1].set_title("a title far too long for a one-column figure, which runs past its edge")
+    axes[1].set_xlabel("an axis label longer than its panel is wide")
+    axes[0].set_ylabel("a y label longer than its panel is tall, past the page")
+    style.save(fig, tmp_path, "wrapped")
+    assert all("\n" in text for text in (axes[1].get_title(), axes[1].get_xlabel(), axes[0].get_ylabel()))
+
+
+def _shown(axis, minor=False):
+    """The tick labels an axis shows: in its view, not blank."""
+    low, high = sorted(axis.get_view_interval())
+    locs = axis.get_minorticklocs() if minor else axis.get_majorticklocs()
+    return [t.get_text() for t, loc in zip(axis.get_ticklabels(minor=minor), locs)
+            if t.get_text() and low <= loc <= high]
+
+
+def test_tick_labels_that_touch_are_thinned(tmp_path):
+    """A narrow log2 axis of seven sizes (GEMM's n): every other label; a log colour bar of
+    less than two decades on a short bar: its 2 and 5 labels go, the decades stay."""
+    from matplotlib.colors import LogNorm
+    fig, axes = style.panels(3, width=style.PAGE_IN)
+    sizes = [2 ** e for e in range(10, 17)]
+    axes[2].plot(sizes, range(7))
+    axes[2].set_xscale("log", base=2)
+    axes[2].set_xticks(sizes, [str(n) for n in sizes])
+    axes[2].minorticks_off()
+    style.from_zero(axes[2])
+    image = axes[0].imshow([[82.6, 4065.0]], norm=LogNorm(82.6, 4065.0), aspect="auto")
+    style.colour_bar(fig, image, axes[:1], "GB/s")
+    fig.canvas.draw()
+    assert len(_shown(fig.axes[-1].xaxis, minor=True)) > 2   # 200, 500, 2000: on 1 in of bar
+    style.save(fig, tmp_path, "thinned")
+    assert _shown(axes[2].xaxis) == [str(n) for n in sizes[::2]]
+    assert _shown(fig.axes[-1].xaxis, minor=True) == [] and _shown(fig.axes[-1].xaxis) == ["100", "1000"]
+
+
+def test_a_legend_taller_than_its_plots_grows_the_figure(tmp_path):
+    """A one-row dot plot under a legend of five kernels (the report's GPU stream figure of
+    one placement): the plot grows to the legend's height."""
+    fig, axes = style.panels(1, width=style.COLUMN_IN, panel_height=0.8)
+    for i in range(5):
+        axes[0].plot([0, 1], [0, i], label=f"kernel {i}")
+    style.from_zero(axes[0])
+    axes[0].set(title="gpu0: arrays in", xlabel="best GB/s")
+    fig.suptitle("GPU stream kernels by placement of the arrays")
+    style.legend_below(fig, axes)
+    height = fig.get_figheight()
+    style.save(fig, tmp_path, "grown")
+    assert fig.get_figheight() > height
 
 
 def test_an_axis_allowed_not_to_start_at_zero_passes(tmp_path):
