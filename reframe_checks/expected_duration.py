@@ -6,19 +6,22 @@
     python3 reframe_checks/expected_duration.py --tag full -- -S MempathBandwidth.quick=true
 
 ReFrame's `--dry-run` writes every selected check's job script without running it; each
-script's `mempath` command is then run with `--from SNAPSHOT` (plan only: nothing is
-measured), whose `EXPECT` line carries the binary's modelled duration of the check
-(docs/methodology.md, "Expected duration"). The sum is a model, within 1.5x per check on
-the H100 and H200 nodes it was held against (a GH200's from documented peaks); a run's
-`ELAPSED` lines say how far off it was. Commands that are not `mempath` (the
-scale-out checks' `mempath-mpi`, the inventory, nccl-tests) have no plan to ask and are
-listed as not modelled, with why.
+script's command is then planned with `--from SNAPSHOT` (nothing is measured): `mempath`,
+`mempath-mpi` for the job's ranks and nodes (`--plan-ranks`, `--plan-nodes`, read from the
+launcher's options or the script's `#SBATCH` lines) and the LLM script
+(`src/llm/llm_placement.py`), whose `EXPECT` line carries the modelled duration of the
+check (docs/methodology.md, "Expected duration"). The sum is a model, within 1.5x per check
+on the H100 and H200 nodes it was held against (a GH200's from documented peaks); a run's
+`ELAPSED` lines say how far off it was. Other commands (the inventory, nccl-tests) have no
+plan to ask and are listed as not modelled, with why.
 
 Without `--from`, the snapshot is this node's (`mempath topo --save`) and the checks those
 `--config` (default: site_configs/generic.py, as run_suite.sh) selects here. With `--from`,
 unless `--config` is given, a one-partition configuration is written whose features are
-those of the snapshot's node (`gpu nvgpu` when it has GPUs, `mpi` with `--mpi`), so that
-the selection is what that node would run. Arguments after `--` go to ReFrame (`-S`...).
+those of the snapshot's node (`gpu nvgpu` when it has GPUs, `mpi` with `--mpi`; its
+launcher writes each job's tasks on the command line), so that the selection is what that
+node would run; a multi-node check's other nodes are taken to be like it. Arguments after
+`--` go to ReFrame (`-S`...).
 Standard library only. Exit 0 with the estimate; 1 with one line saying why there is none.
 """
 from __future__ import annotations
@@ -32,16 +35,17 @@ import shutil
 import subprocess
 import sys
 import tempfile
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
 #: The dry run's line of a check: `[ DRY ] NAME %p=v /HASH @system:partition+environ`.
 DRY_LINE = re.compile(r'DRY\s.*?\]\s+(?P<name>.+?)\s+/(?P<hash>[0-9a-f]{8})\s+@')
-#: Programs of job scripts that have no plan to ask, and why.
-NOT_MODELLED = {
-    'mempath-mpi': 'mempath-mpi has no --from plan (multi-node; its time depends on the network)',
-}
+#: The programs with a --from plan; the LLM script runs under a Python.
+PLANNED = ('mempath', 'mempath-mpi')
+LLM_SCRIPT = 'llm_placement.py'
+#: Launchers whose options (and their numeric values) come before the program.
+LAUNCHERS = ('srun', 'mpirun', 'mpiexec', 'aprun', 'ibrun')
 #: Folders of the job scripts of build fixtures: they compile, they measure nothing.
 FIXTURE_PREFIXES = ('MempathBuild_', 'NcclTestsBuild_')
 
@@ -49,7 +53,7 @@ PLANNING_CONFIG = '''site_configuration = {{
     'systems': [{{
         'name': 'planned', 'descr': 'the node of a topology snapshot (expected_duration.py)',
         'hostnames': ['.*'], 'modules_system': 'nomod',
-        'partitions': [{{'name': 'node', 'scheduler': 'local', 'launcher': 'local',
+        'partitions': [{{'name': 'node', 'scheduler': 'local', 'launcher': 'srunalloc',
                          'environs': ['builtin'], 'features': {features!r},
                          'devices': {devices!r}, 'max_jobs': 1}}],
     }}],
@@ -68,6 +72,7 @@ class NoEstimate(Exception):
 class Check:
     name: str
     command: list[str]            # the job script's command line
+    directives: list[str] = field(default_factory=list)  # its `#SBATCH` options
     expected_s: float | None = None
     detail: str = ''              # `bench: planned of cases`, or why not modelled
 
@@ -77,6 +82,15 @@ def default_mempath() -> str:
         if candidate and Path(candidate).is_file():
             return str(candidate)
     raise NoEstimate('no mempath binary (build it, or pass --mempath / set MEMPATH_BIN)')
+
+
+def default_mpi(mempath: str) -> str | None:
+    """mempath-mpi beside the planning mempath, else MEMPATH_MPI_BIN, build/, PATH; None."""
+    for candidate in (os.environ.get('MEMPATH_MPI_BIN'), Path(mempath).parent / 'mempath-mpi',
+                      REPO / 'build' / 'mempath-mpi', shutil.which('mempath-mpi')):
+        if candidate and Path(candidate).is_file():
+            return str(candidate)
+    return None
 
 
 def run(cmd: list[str], **kw) -> subprocess.CompletedProcess:
@@ -115,21 +129,45 @@ def dry_run(reframe: list[str], config: str, tag: str, prefix: Path, extra: list
         folder = script.parent.name
         if folder.startswith(FIXTURE_PREFIXES):
             continue
-        lines = [line for line in script.read_text().splitlines()
-                 if line.strip() and not line.startswith('#')]
+        text = script.read_text().splitlines()
+        lines = [line for line in text if line.strip() and not line.startswith('#')]
+        directives = [word for line in text if line.startswith('#SBATCH') for word in shlex.split(line)[1:]]
         name = names.get(folder.rsplit('_', 1)[-1], folder)
-        checks.append(Check(name, shlex.split(lines[-1]) if lines else []))
+        checks.append(Check(name, shlex.split(lines[-1]) if lines else [], directives))
     return checks
 
 
 def program_index(command: list[str]) -> int:
-    """Where the measured program stands in a job's command (after any launcher); not a
-    path handed to another program as an option's value (`inventory.py --mempath PATH`)."""
-    for i, word in enumerate(command):
-        given_to_option = i > 0 and command[i - 1].startswith('--') and '=' not in command[i - 1]
-        if Path(word).name in ('mempath', *NOT_MODELLED) and not given_to_option:
-            return i
-    return -1
+    """Where the program stands in a job's command: after a launcher and its options (and
+    their numbers: `mpirun -np 4`); the program's own options, such as a path it is handed
+    (`inventory.py --mempath PATH`), are no program of the job."""
+    i = 0
+    if command and Path(command[0]).name in LAUNCHERS:
+        i = 1
+        while i < len(command) and (command[i].startswith('-') or command[i].isdigit()):
+            i += 1
+    return i if i < len(command) else -1
+
+
+def job_shape(launcher: list[str], directives: list[str]) -> tuple[int | None, int | None]:
+    """(ranks, nodes) of a job from its launcher's options and its #SBATCH lines (srun's and
+    mpirun's spellings); None where they do not say."""
+    values: dict[str, str] = {}
+    words = [*directives, *launcher]
+    for i, word in enumerate(words):
+        name, eq, value = word.partition('=')
+        if not eq and i + 1 < len(words) and words[i + 1].isdigit():
+            value = words[i + 1]
+        if value.isdigit():
+            for key, spellings in (('ranks', ('--ntasks', '-n', '-np')), ('per_node', ('--ntasks-per-node',)),
+                                   ('nodes', ('--nodes', '-N'))):
+                if name in spellings:
+                    values[key] = value
+    ranks = int(values['ranks']) if 'ranks' in values else None
+    nodes = int(values['nodes']) if 'nodes' in values else None
+    if nodes is None and ranks and 'per_node' in values:
+        nodes = -(-ranks // int(values['per_node']))
+    return ranks, nodes
 
 
 def plan_command(args: list[str]) -> list[str]:
@@ -152,24 +190,51 @@ def expect_fields(stdout: str) -> dict[str, str] | None:
     return None
 
 
-def estimate(check: Check, mempath: str, snapshot: str) -> None:
+def llm_plan(args: list[str], mempath: str) -> list[str]:
+    """The LLM script's arguments as a plan: no result file, the planning mempath."""
+    kept, skip = [], False
+    for word in plan_command(args):
+        if skip:
+            skip = False
+        elif word == '--mempath':
+            skip = True
+        else:
+            kept.append(word)
+    return [*kept, '--mempath', mempath]
+
+
+def estimate(check: Check, mempath: str, snapshot: str, mpi: str | None = None) -> None:
     at = program_index(check.command)
-    if at < 0:
-        program = Path(check.command[0]).name if check.command else 'nothing'
-        check.detail = f'not modelled: runs {program}, not mempath'
+    program = Path(check.command[at]).name if at >= 0 else 'nothing'
+    shape = ''
+    if program == 'mempath':
+        args = plan_command(check.command[at + 1:])
+        cmd, what = [mempath, *args, '--from', snapshot], args[0] if args else 'mempath'
+    elif program == 'mempath-mpi':
+        if mpi is None:
+            check.detail = 'not modelled: no mempath-mpi binary to plan with (build it, or pass --mempath-mpi)'
+            return
+        args = plan_command(check.command[at + 1:])
+        ranks, nodes = job_shape(check.command[:at], check.directives)
+        extra = [*(['--plan-ranks', str(ranks)] if ranks else []), *(['--plan-nodes', str(nodes)] if nodes else [])]
+        shape = (f', {ranks or "the default"} rank{"s" if ranks != 1 else ""} on {nodes or "the default"} '
+                 f'node{"s" if nodes != 1 else ""}')
+        cmd, what = [mpi, *args, '--from', snapshot, *extra], f'mempath-mpi {args[0] if args else ""}'
+    elif program.startswith('python') and at + 1 < len(check.command) and \
+            Path(check.command[at + 1]).name == LLM_SCRIPT:
+        cmd = [sys.executable, check.command[at + 1], *llm_plan(check.command[at + 2:], mempath), '--from', snapshot]
+        what = 'llm'
+    else:
+        script = Path(check.command[at + 1]).name if program.startswith('python') and at + 1 < len(check.command) else ''
+        check.detail = f'not modelled: runs {program}{" " + script if script else ""}, which has no --from plan'
         return
-    program = Path(check.command[at]).name
-    if program in NOT_MODELLED:
-        check.detail = f'not modelled: {NOT_MODELLED[program]}'
-        return
-    args = plan_command(check.command[at + 1:])
-    out = run([mempath, *args, '--from', snapshot])
+    out = run(cmd)
     fields = expect_fields(out.stdout)
     if out.returncode != 0 or fields is None:
         check.detail = f'not estimated: {last_line(out.stderr or out.stdout)}'
         return
     check.expected_s = float(fields['expected_s'])
-    check.detail = f'{args[0]}: {fields["planned"]} of {fields["cases"]} cases planned'
+    check.detail = f'{what}: {fields["planned"]} of {fields["cases"]} cases planned{shape}'
 
 
 def human(seconds: float) -> str:
@@ -201,6 +266,8 @@ def parse(argv: list[str]) -> argparse.Namespace:
                         'default: this node')
     parser.add_argument('--mempath', help='the mempath binary that plans (default: MEMPATH_BIN, '
                         'build/mempath, mempath on PATH)')
+    parser.add_argument('--mempath-mpi', dest='mempath_mpi', help='the mempath-mpi binary that plans the '
+                        'scale-out checks (default: MEMPATH_MPI_BIN, beside --mempath, build/, PATH)')
     parser.add_argument('--config', help='ReFrame site configuration (default: generic.py for this '
                         'node, the snapshot node\'s features with --from)')
     parser.add_argument('--mpi', action='store_true', help='with --from: the node has the mpi feature')
@@ -213,6 +280,7 @@ def main(argv: list[str]) -> int:
     opts = parse(argv)
     try:
         mempath = opts.mempath or default_mempath()
+        mpi = opts.mempath_mpi or default_mpi(mempath)
         reframe = shlex.split(opts.reframe)
         if not shutil.which(reframe[0]):
             raise NoEstimate(f'{reframe[0]} is not on PATH (pass --reframe)')
@@ -228,7 +296,7 @@ def main(argv: list[str]) -> int:
                                      else str(planning_config(folder, snapshot_gpus(mempath, snapshot), opts.mpi)))
             checks = dry_run(reframe, config, opts.tag, folder / 'rfm', opts.reframe_args)
             for check in checks:
-                estimate(check, mempath, snapshot)
+                estimate(check, mempath, snapshot, mpi)
         print(report(checks, opts.tag, opts.snapshot or 'this node'))
         return 0
     except (NoEstimate, OSError, subprocess.SubprocessError, ValueError) as err:

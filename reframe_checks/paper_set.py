@@ -65,16 +65,29 @@ STEPS: tuple[Step, ...] = (
          ('chase', '--all', '--pu', 'cpu0'), 20),
     Step('MempathPaperLatencyGpu', 'chase', 'Fig. 11, Fig. 12', 'gpu', 'mempath', 'chase_gpu.h5',
          ('chase', '--all', '--pu', 'gpu0'), 20),
+    # 1,000 timed round trips a case, not 10,000: any 1,000 of a case's 10,000 have the
+    # median of all within 5 % (the first 1,000 within 1.3 %; two H200s, 31 cases), and Fig.
+    # 13 draws medians. A CPU-GPU round trip on a managed flag without ATS takes 1.25 ms:
+    # 20 such cases were 213 of the step's 241 s on four H200s.
     Step('MempathPaperPingPong', 'pingpong', 'Fig. 13', 'gpu', 'mempath', 'pingpong.h5',
-         ('pingpong',), 20),
+         ('pingpong', '--round-trips', '1000'), 20),
     Step('MempathPaperGemmPlacement', 'gemm', 'Fig. 15, Table III', 'gpu', 'mempath', 'gemm_placement.h5',
          ('gemm', '--gpu', '0', '--all', '--ab', 'independent', '--mem',
           'local-host,local-hbm,peer-host,peer-hbm', '--alloc', 'numa,device,pinned',
           '--matrix-bytes', '512MiB', '--dtype', 'fp16,fp64', '--reps', '3', '--warmup', '1'), 40),
+    # Fig. 16's data types in local HBM: fp16 and tf32 to 65536 (their TFLOP/s fall past
+    # 8192-16384: H200 fp16 890 -> 771, tf32 450 -> 371), fp32 and fp64 to 16384, past which
+    # they are flat (54.0 / 54.6 / 54.9 and 65.4 / 65.7 / 65.7 TFLOP/s at 16384 / 32768 /
+    # 65536 on two and on four H200s) at 106 of the 121 s the four types took to 65536.
     Step('MempathPaperGemmScalingDtype', 'gemm', 'Fig. 16', 'gpu', 'mempath', 'gemm_scaling_dtype.h5',
          ('gemm', '--gpu', '0', '--all', '--mem', 'local-hbm', '--alloc', 'device', '--size',
-          '1024,2048,4096,8192,16384,32768,65536', '--dtype', 'fp16,tf32,fp32,fp64', '--reps', '3',
+          '1024,2048,4096,8192,16384,32768,65536', '--dtype', 'fp16,tf32', '--reps', '3',
           '--warmup', '1'), 20),
+    Step('MempathPaperGemmScalingFp32Fp64', 'gemm', 'Fig. 16', 'gpu', 'mempath', 'gemm_scaling_fp32_fp64.h5',
+         ('gemm', '--gpu', '0', '--all', '--mem', 'local-hbm', '--alloc', 'device', '--size',
+          '1024,2048,4096,8192,16384', '--dtype', 'fp32,fp64', '--reps', '3', '--warmup', '1'), 20),
+    # fp16 in each placement, gemm's sweep: to 32768 in the GPU's memory, to 8192 where A or
+    # B is read over a link (gemm_model.hpp, kGemmLinkSweepMax).
     Step('MempathPaperGemmScalingPlacement', 'gemm', 'Fig. 16', 'gpu', 'mempath', 'gemm_scaling_placement.h5',
          ('gemm', '--gpu', '0', '--all', '--mem', 'local-host,local-hbm,peer-host,peer-hbm',
           '--alloc', 'numa,device,pinned', '--size', 'sweep', '--dtype', 'fp16', '--reps', '3',

@@ -61,9 +61,7 @@ nodes() { on sinfo -h -N -o %N | sort -u; }
 node_list=$(nodes)
 node_count=$(wc -l <<< "$node_list")
 victim=$(tail -n1 <<< "$node_list")
-# The nodes talk TCP through veth (about 2 GB/s): the MPI check's own sweep to 1 GiB runs for
-# many minutes there (docs/reframe.md, "What the lent machines cannot do"), so it stops at 64 MiB.
-small_vet=() small_rfm=(-S MempathMpiBandwidth.max_size=64MiB)
+small_vet=() small_rfm=()
 if [ "${CENTRE_SMALL:-0}" = 1 ]; then
   # Long enough (seconds) for the faults to land mid-run.
   small_vet=(VET_SIZE=128MiB VET_REPS=5 VET_CHASE_SIZE=64MiB VET_CHASE_REPS=2 VET_ROUND_TRIPS=2000)

@@ -86,11 +86,21 @@ inline constexpr double kTransferRowS = 12e-6;
 
 // --- scale-out (mempath-mpi) -----------------------------------------------------------
 // One node into the network, all its ranks together (an Alps node's Slingshot 11 NICs
-// move 25 GB/s each; one 100 Gb/s NIC elsewhere), GB/s.
+// move 25 GB/s each; one 100 Gb/s NIC elsewhere), GB/s. Not fitted to a test cluster of
+// network namespaces on one machine (TCP over veth: ~2 GB/s, 4 us a small message), which
+// takes about five times as long (docs/methodology.md, "The network").
 inline constexpr double kNetworkGBps = 10;
 inline constexpr double kMpiMessageS = 2e-6;    // one MPI message's software cost (tiny messages)
 inline constexpr double kCollectiveS = 50e-6;   // one NCCL collective's launch and steps, any size
-inline constexpr double kNcclInitS = 5;         // ncclCommInitRank over the job, once per run
+// ncclCommInitRank over the job, once per run, with the ranks' topology discovery and CUDA
+// start (the whole start-up before the result file: 1-2 s measured with 1 to 4 ranks of one
+// H200 node and 2 ranks of two nodes).
+inline constexpr double kNcclInitS = 1;
+// A rank's buffer written or checked by the host element by element through its 16 MiB
+// pageable stage (the input computed and copied in; the output copied back and compared
+// with what the collective must give), GB/s of the buffer: 0.5-1.2 measured (1 to 4 ranks
+// of H200 nodes: the step's time less its collectives, per byte filled and checked).
+inline constexpr double kNcclCheckGBps = 0.65;
 
 // --- compute -----------------------------------------------------------------------
 // Hopper at large sizes: fp16 700-900 and tf32 ~400 TFLOP/s on tensor cores, fp32 (FP32

@@ -21,6 +21,17 @@ int gemm_timed_reps(int reps, bool reps_given, double per_call_s) {
   return std::min(reps, std::max(kGemmMinReps, static_cast<int>(kGemmTimedBudgetS / per_call_s)));
 }
 
+std::vector<int64_t> gemm_sweep_sizes(bool operand_over_link) {
+  std::vector<int64_t> sizes;
+  for (int64_t n = kGemmSweepMin; n <= (operand_over_link ? kGemmLinkSweepMax : kGemmSweepMax); n *= 2)
+    sizes.push_back(n);
+  return sizes;
+}
+
+bool gemm_read_over_link(const std::string& via, const std::string& alloc) {
+  return via != "local" && alloc != "managed";
+}
+
 int64_t gemm_size_for_bytes(const std::string& dtype, uint64_t bytes) {
   const uint64_t elements = bytes / static_cast<uint64_t>(gemm_element_bytes(dtype));
   auto n = static_cast<int64_t>(std::sqrt(static_cast<double>(elements)));

@@ -38,6 +38,19 @@ inline constexpr double kGemmTimedBudgetS = 10;
 inline constexpr int kGemmMinReps = 3;
 int gemm_timed_reps(int reps, bool reps_given, double per_call_s);
 
+// The default size sweep (`--size sweep`, docs/cli.md): powers of two from 1024 to
+// kGemmSweepMax where A and B are the GPU's own (its memory, or managed pages that migrate
+// to it); to kGemmLinkSweepMax where an operand is read in place over a link (host memory,
+// another GPU's). Such a GEMM is bound by the link from n = 2048-4096 on: its TFLOP/s are
+// flat past 8192 (H200: pinned host fp16 6.5 / 5.4 / 5.3 / 5.8 at 4096 / 8192 / 16384 /
+// 32768, a peer's HBM 47 / 51 / 44 / 45, docs/results/2026-11-28-duration-model.md), so the
+// larger sizes add no point to Fig. 16 at 8 to 64 times the time of 8192.
+inline constexpr int64_t kGemmSweepMin = 1024, kGemmSweepMax = 32768, kGemmLinkSweepMax = 8192;
+std::vector<int64_t> gemm_sweep_sizes(bool operand_over_link);
+// Whether a GPU reads an operand of allocator `alloc` in place over a link (`via`, the
+// path class from the GPU): anything off its own memory but managed pages, which migrate.
+bool gemm_read_over_link(const std::string& via, const std::string& alloc);
+
 // The operand values: multiples of 1/8 in [-1, 1], exact in every dtype, so products are
 // exact and a C element is a sum the host can predict (only fp16's output rounds).
 inline double gemm_a_value(int64_t index) { return static_cast<double>((index * 7 + 3) % 17 - 8) / 8.0; }

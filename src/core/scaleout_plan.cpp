@@ -5,6 +5,7 @@
 
 #include "core/duration_model.hpp"
 #include "core/error.hpp"
+#include "core/kinds.hpp"
 #include "core/options.hpp"
 #include "core/units.hpp"
 
@@ -233,17 +234,86 @@ double nccl_case_s(const NcclCase& c, int ranks, int nodes, const std::string& v
   const model::Rates rates;
   double gbps = model::path_gbps(rates, "gpu", via);
   if (ranks > 1) gbps = std::min(gbps, nodes > 1 ? model::kNetworkGBps : model::path_gbps(rates, "gpu", gpu_link));
-  // The check copies the output back through a pageable stage and compares it on the host;
-  // host output is cleared by the host first.
+  // The check copies the output back through the rank's pageable stage and compares every
+  // element on the host; host output is cleared by the host first.
   const double out = static_cast<double>(c.size);
-  const double check = model::seconds(out, model::kPageableCopyGBps) + model::verify_s(out, "system") +
-                       (host_output ? model::setup_s(out, "system") : 0.0);
+  const double check = model::seconds(out, model::kNcclCheckGBps) + (host_output ? model::setup_s(out, "system") : 0.0);
   return model::kCaseOverheadS + (warmup + iters) * (model::seconds(moved, gbps) + model::kCollectiveS) + check;
 }
 
-double nccl_setup_s(uint64_t in_bytes, uint64_t out_bytes) {
-  return model::setup_s(static_cast<double>(in_bytes + out_bytes), "device") +
-         model::seconds(static_cast<double>(in_bytes), model::kPageableCopyGBps);
+double nccl_setup_s(uint64_t in_bytes, uint64_t out_bytes, const std::string& alloc) {
+  return model::setup_s(static_cast<double>(in_bytes + out_bytes), alloc) +
+         model::seconds(static_cast<double>(in_bytes), model::kNcclCheckGBps);
+}
+
+MpiLayout planned_layout(int ranks, int nodes, bool split_one_host) {
+  if (ranks < 1 || nodes < 1)
+    throw UsageError("a planned job needs at least one rank and one node; valid: --plan-ranks N --plan-nodes M, "
+                     "N >= M >= 1");
+  if (nodes > ranks)
+    throw UsageError("--plan-nodes " + std::to_string(nodes) + " with --plan-ranks " + std::to_string(ranks) +
+                     " leaves a node without a rank; valid: at least as many ranks as nodes");
+  MpiLayout l;
+  l.node_of.resize(ranks), l.local_of.resize(ranks);
+  if (split_one_host && nodes == 1 && ranks > 1) {  // discover_job's halves
+    l.split_host = true, l.nodes = 2;
+    int count[2] = {0, 0};
+    for (int r = 0; r < ranks; ++r) {
+      const int node = r < (ranks + 1) / 2 ? 0 : 1;
+      l.node_of[r] = node, l.local_of[r] = count[node]++;
+    }
+    return l;
+  }
+  // Block distribution: the first ranks % nodes nodes hold one rank more.
+  const int base = ranks / nodes, extra = ranks % nodes;
+  int r = 0;
+  for (int node = 0; node < nodes; ++node)
+    for (int k = 0; k < base + (node < extra ? 1 : 0); ++k, ++r) l.node_of[r] = node, l.local_of[r] = k;
+  l.nodes = nodes;
+  return l;
+}
+
+ScaleoutExpectation mpi_bw_expectation(const std::vector<std::string>& allocs, const std::vector<std::string>& modes,
+                                       const std::vector<uint64_t>& rank_sizes, int reps, int pairs, bool same_host,
+                                       const std::string& device_problem) {
+  ScaleoutExpectation e;
+  e.cases = allocs.size() * modes.size() * rank_sizes.size();
+  const uint64_t max_message = rank_sizes.empty() ? 0 : *std::max_element(rank_sizes.begin(), rank_sizes.end());
+  for (const auto& alloc : allocs) {
+    if (alloc_info(alloc).gpu_owned && !device_problem.empty()) {
+      e.seconds += model::kCaseOverheadS * static_cast<double>(modes.size() * rank_sizes.size());  // written, skipped
+      continue;
+    }
+    e.seconds += model::setup_s(2.0 * static_cast<double>(max_message), "system");
+    for (const auto& mode : modes)
+      for (uint64_t size : rank_sizes) e.seconds += mpi_bw_case_s(size, pairs, mode == "bi", reps, same_host);
+    e.planned += modes.size() * rank_sizes.size();
+  }
+  return e;
+}
+
+ScaleoutExpectation nccl_expectation(const Topology& topo, int gpu, const std::vector<std::string>& placements,
+                                     const std::vector<NcclCase>& cases, int ranks, int hosts, int warmup, int iters) {
+  ScaleoutExpectation e;
+  e.cases = placements.size() * cases.size();
+  // One input and one output per placement, as large as the largest case needs.
+  uint64_t in_bytes = 0, out_bytes = 0;
+  for (const auto& c : cases) in_bytes = std::max(in_bytes, c.rank_bytes), out_bytes = std::max(out_bytes, c.size);
+  const GpuInfo* own = topo.find_gpu(gpu);
+  const std::string gpu_link = own && !own->nvlink_peers.empty() ? "nvlink" : "pcie";
+  e.seconds = model::kNcclInitS;
+  for (const auto& name : placements) {
+    const NcclPlacement p = nccl_placement(topo, name, gpu);
+    if (!p.reason.empty()) {
+      e.seconds += model::kCaseOverheadS * static_cast<double>(cases.size());  // written, skipped
+      continue;
+    }
+    e.seconds += nccl_setup_s(in_bytes, out_bytes, p.alloc);
+    for (const auto& c : cases)
+      e.seconds += nccl_case_s(c, ranks, hosts, p.via, gpu_link, warmup, iters, !alloc_info(p.alloc).gpu_memory);
+    e.planned += cases.size();
+  }
+  return e;
 }
 
 }  // namespace mempath

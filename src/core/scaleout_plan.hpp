@@ -98,7 +98,27 @@ inline constexpr uint64_t kPaperAllReduceBytes = 4ULL << 30;         // Fig. 19:
 inline constexpr uint64_t kPaperAllGatherRankBytes = 16ULL << 20;    // "16 MB times the processes"
 std::vector<NcclCase> nccl_cases(const std::vector<std::string>& collectives, const NcclSizes& sizes, int ranks);
 
+// --- a job planned, not started (`mempath-mpi CMD --from SNAPSHOT`) -----------------
+// Where the ranks of a job of `ranks` ranks over `nodes` nodes would be: a block
+// distribution (Slurm's default, srun --ntasks-per-node=ceil(ranks/nodes): the first
+// nodes full, the last the rest). `split_one_host`: one node whose ranks play two nodes,
+// the first half and the second (discover_job's rule on one host, for `bw`). Throws
+// UsageError for fewer than one rank or node, or more nodes than ranks.
+struct MpiLayout {
+  std::vector<int> node_of, local_of;  // per rank
+  int nodes = 1;
+  bool split_host = false;
+};
+MpiLayout planned_layout(int ranks, int nodes, bool split_one_host);
+
 // --- expected duration (core/duration_model.hpp) -------------------------------------
+// What a run states before its first case (its EXPECT line) and a plan prints: the cases,
+// those the model expects to run (the others are known skips) and their seconds.
+struct ScaleoutExpectation {
+  size_t cases = 0, planned = 0;
+  double seconds = 0;
+};
+
 // Seconds of one `bw` case: a one-window warm-up and `reps` repetitions of mpi_windows
 // windows between `pairs` pairs, each message `rank_bytes`, both ways when `bidir`;
 // over the network, or through shared memory when the two "nodes" are halves of one host.
@@ -108,7 +128,20 @@ double mpi_bw_case_s(uint64_t rank_bytes, int pairs, bool bidir, int reps, bool 
 // (`gpu_link`: nvlink, pcie) or, across nodes, the network; then the output checked.
 double nccl_case_s(const NcclCase& c, int ranks, int nodes, const std::string& via, const std::string& gpu_link,
                    int warmup, int iters, bool host_output);
-// Seconds to set up one placement's input and output buffers (allocate, fill the input).
-double nccl_setup_s(uint64_t in_bytes, uint64_t out_bytes);
+// Seconds to set up one placement's input and output buffers of allocator `alloc`
+// (allocate; the input written through the rank's pageable stage).
+double nccl_setup_s(uint64_t in_bytes, uint64_t out_bytes, const std::string& alloc);
+
+// A whole `bw` run: per allocator its two buffers of the largest message, then every mode
+// x message size (`rank_sizes`, each rank's). Allocators of device memory are known skips
+// when `device_problem` is not empty (no CUDA-aware MPI); their cases count, unplanned.
+ScaleoutExpectation mpi_bw_expectation(const std::vector<std::string>& allocs, const std::vector<std::string>& modes,
+                                       const std::vector<uint64_t>& rank_sizes, int reps, int pairs, bool same_host,
+                                       const std::string& device_problem);
+// A whole `nccl` run as rank 0 (driving GPU `gpu` of `topo`) sees it: NCCL started, then
+// per placement its buffers and every case; placements the node cannot host
+// (nccl_placement's reason) are known skips. `hosts`: the nodes the collectives span.
+ScaleoutExpectation nccl_expectation(const Topology& topo, int gpu, const std::vector<std::string>& placements,
+                                     const std::vector<NcclCase>& cases, int ranks, int hosts, int warmup, int iters);
 
 }  // namespace mempath

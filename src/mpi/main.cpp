@@ -15,6 +15,7 @@
 #include "core/error.hpp"
 #include "core/options.hpp"
 #include "mpi/mpi_commands.hpp"
+#include "mpi/mpi_plan.hpp"
 
 namespace {
 
@@ -53,20 +54,28 @@ int run(const std::vector<std::string>& all, int rank) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  mempath::mpi::start_mpi(&argc, &argv);
+  const std::vector<std::string> all(argv, argv + argc);
+  // A plan (--from SNAPSHOT, mpi_plan.hpp) starts no MPI: it runs anywhere, one process.
+  const bool plan = all.size() > 2 && mempath::mpi::planning({all.begin() + 2, all.end()});
+  if (plan) mempath::mpi::start_plan();
+  else mempath::mpi::start_mpi(&argc, &argv);
   mempath::Options::set_program("mempath-mpi");
   const int rank = mempath::mpi::world_rank();
   int code = mempath::kExitOk;
   try {
-    code = run(std::vector<std::string>(argv, argv + argc), rank);
+    code = run(all, rank);
   } catch (const mempath::mpi::JobEnd& e) {
     code = e.code;  // agreed on every rank; the rank that knew why has said it
   } catch (const mempath::UsageError& e) {
     if (rank == 0) std::fprintf(stderr, "mempath-mpi: error: %s\n", e.what());
     code = mempath::kExitUsage;
   } catch (const std::exception& e) {
+    if (plan) {
+      std::fprintf(stderr, "mempath-mpi: failed: %s\n", e.what());
+      return mempath::kExitFailed;
+    }
     mempath::mpi::abort_job(std::string("failed: ") + e.what());
   }
-  mempath::mpi::finish_mpi();
+  if (!plan) mempath::mpi::finish_mpi();
   return code;
 }

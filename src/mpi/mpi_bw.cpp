@@ -27,6 +27,7 @@
 #include "core/summary_line.hpp"
 #include "core/units.hpp"
 #include "mpi/mpi_commands.hpp"
+#include "mpi/mpi_plan.hpp"
 #if __has_include(<mpi-ext.h>)
 #include <mpi-ext.h>
 #endif
@@ -36,9 +37,10 @@ namespace {
 
 // Whether this MPI library moves device buffers itself: the compile-time promise and
 // the library's own run-time answer (Open MPI's MPIX_Query_cuda_support).
-std::string cuda_aware_problem() {
+// A plan (no MPI started) has the compile-time promise only.
+std::string cuda_aware_problem(bool planning = false) {
 #if defined(MPIX_CUDA_AWARE_SUPPORT) && MPIX_CUDA_AWARE_SUPPORT
-  if (MPIX_Query_cuda_support() == 1) return "";
+  if (planning || MPIX_Query_cuda_support() == 1) return "";
   return "this MPI library was built CUDA-aware but says CUDA support is off at run time";
 #else
   return "this MPI library is not CUDA-aware (no MPIX_CUDA_AWARE_SUPPORT): device buffers need one";
@@ -104,6 +106,41 @@ void check_layout(const Job& job, const Plan& plan) {
   if (plan.split && split_node_sizes(plan.min_size, plan.max_size, pairs).empty())
     throw UsageError("--split: --max-size " + format_size(plan.max_size) + " leaves less than 1 B for each of the node's " +
                      ranks + "; valid: at least " + std::to_string(pairs) + " B");
+}
+
+// Each rank's message sizes: the sweep itself, or the node sizes split among the pairs.
+std::vector<uint64_t> rank_sizes_of(const Plan& plan, int pairs) {
+  std::vector<uint64_t> rank_sizes;
+  for (uint64_t size : plan.split ? split_node_sizes(plan.min_size, plan.max_size, pairs)
+                                  : power_of_two_sizes(plan.min_size, plan.max_size))
+    rank_sizes.push_back(plan.split ? split_rank_bytes(size, pairs) : size);
+  return rank_sizes;
+}
+
+// `bw --from SNAPSHOT`: the job's layout as the launcher would make it, checked as the run
+// checks it, then its cases and the model's expectation (mpi_plan.hpp).
+int plan_bw(const PlannedJob& planned, const Plan& plan) {
+  const MpiLayout layout = planned_layout(planned.ranks, planned.nodes, true);
+  Job job;
+  job.size = planned.ranks, job.nodes = layout.nodes, job.split_host = layout.split_host;
+  job.node_of = layout.node_of, job.local_of = layout.local_of;
+  check_layout(job, plan);
+  const int pairs = mpi_pairs(job.node_of, job.local_of);
+  const auto per_node = ranks_per_node(job.node_of);
+  const int ppn = *std::max_element(per_node.begin(), per_node.end());
+  const std::vector<uint64_t> rank_sizes = rank_sizes_of(plan, pairs);
+  const std::string device_problem = cuda_aware_problem(true);
+  for (const auto& alloc : plan.allocs)
+    for (const auto& mode : plan.modes)
+      for (uint64_t size : rank_sizes)
+        print_plan_line("mpi_bw",
+                        {{"mode", mode}, {"alloc", alloc}, {"ppn", std::to_string(ppn)}, {"pairs", std::to_string(pairs)},
+                         {"size", std::to_string(size)}, {"split", plan.split ? "1" : "0"},
+                         {"node_size", std::to_string(size * static_cast<uint64_t>(pairs))}},
+                        alloc_info(alloc).gpu_owned ? device_problem : "");
+  print_expectation("mpi_bw", mpi_bw_expectation(plan.allocs, plan.modes, rank_sizes, plan.reps, pairs,
+                                                 job.split_host, device_problem));
+  return kExitOk;
 }
 
 struct RankPlace {
@@ -309,7 +346,7 @@ void record_ranks(ResultFile& file, const Job& job, const std::vector<std::strin
 int cmd_bw(const std::vector<std::string>& args, const std::vector<std::string>& argv) {
   const auto started = std::chrono::steady_clock::now();
   Options opts("bw", "Node-to-node MPI bandwidth, windows of Isend/Irecv between rank pairs (docs/cli.md).",
-               with_run_options({{"mode", "LIST", "uni, bi or both (default uni,bi)"},
+               with_plan_options(with_run_options({{"mode", "LIST", "uni, bi or both (default uni,bi)"},
                                  {"alloc", "LIST", "buffer allocators: numa (default), system, pinned, managed, device"},
                                  {"min-size", "SIZE", "smallest message (default 1B)"},
                                  {"max-size", "SIZE", "largest message (default 1GiB)"},
@@ -318,9 +355,12 @@ int cmd_bw(const std::vector<std::string>& args, const std::vector<std::string>&
                                  {"split", "",
                                   "sizes are each node's total, split equally among its ranks (the paper's Fig. 14); "
                                   "without it each rank sends the size"}},
-                                "mpi-bw"));
+                                "mpi-bw")));
   if (!opts.parse(args)) return kExitOk;
   const Plan plan = parse_plan(opts);
+  // Without --ppn a plan has one rank per node, as MempathMpiBandwidth's first parameter.
+  if (auto planned = planned_job(opts, 2, [&](const Topology&) { return plan.ppn ? static_cast<int>(*plan.ppn) : 1; }))
+    return plan_bw(*planned, plan);
   set_phase_limit(timeout_option(opts));
 
   Job job;
@@ -339,11 +379,7 @@ int cmd_bw(const std::vector<std::string>& args, const std::vector<std::string>&
   const int pairs = mpi_pairs(job.node_of, job.local_of);
   const auto per_node = ranks_per_node(job.node_of);
   const int ppn = *std::max_element(per_node.begin(), per_node.end());
-  // Each rank's message sizes: the sweep itself, or the node sizes split among the pairs.
-  std::vector<uint64_t> rank_sizes;
-  for (uint64_t size : plan.split ? split_node_sizes(plan.min_size, plan.max_size, pairs)
-                                  : power_of_two_sizes(plan.min_size, plan.max_size))
-    rank_sizes.push_back(plan.split ? split_rank_bytes(size, pairs) : size);
+  const std::vector<uint64_t> rank_sizes = rank_sizes_of(plan, pairs);
   const uint64_t max_message = rank_sizes.back();
   std::string cpu_list;
   for (int c : place.cpus) cpu_list += (cpu_list.empty() ? "" : ",") + std::to_string(c);
@@ -361,20 +397,10 @@ int cmd_bw(const std::vector<std::string>& args, const std::vector<std::string>&
   }
   // The model's expectation (docs/cli.md, "Expected duration"): device buffers without a
   // CUDA-aware MPI are known to be skipped; every other case is planned.
-  double expected_s = 0;
-  size_t planned = 0;
-  for (const auto& alloc : plan.allocs) {
-    if (alloc_info(alloc).gpu_owned && !cuda_aware_problem().empty()) continue;
-    expected_s += model::setup_s(2.0 * static_cast<double>(max_message), "system");
-    for (const auto& mode : plan.modes)
-      for (uint64_t size : rank_sizes) expected_s += mpi_bw_case_s(size, pairs, mode == "bi", plan.reps, job.split_host);
-    planned += plan.modes.size() * rank_sizes.size();
-  }
-  if (out) {
-    std::printf("%s\n", model::expect_line("mpi_bw", plan.allocs.size() * plan.modes.size() * rank_sizes.size(),
-                                           planned, expected_s).c_str());
-    std::fflush(stdout);
-  }
+  const ScaleoutExpectation expected = mpi_bw_expectation(plan.allocs, plan.modes, rank_sizes, plan.reps, pairs,
+                                                          job.split_host, cuda_aware_problem());
+  const double expected_s = expected.seconds;
+  if (out) print_expectation("mpi_bw", expected);
 
   int64_t id = 0;
   bool any_ran = false, any_failed = false;

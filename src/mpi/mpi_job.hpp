@@ -32,6 +32,8 @@ struct Job {
 // needs MPI_THREAD_MULTIPLE; with less, the watchdog only ends its own rank (_exit) and
 // relies on every rank's own watchdog and the launcher for the others (said once on stderr).
 void start_mpi(int* argc, char*** argv);
+// A plan instead (mpi_plan.hpp): no MPI; this process is rank 0 of nothing.
+void start_plan();
 // MPI_Finalize under the watchdog.
 void finish_mpi();
 int world_rank();

@@ -30,6 +30,7 @@
 #include "core/units.hpp"
 #include "gpu/memcpy_api.hpp"
 #include "mpi/mpi_commands.hpp"
+#include "mpi/mpi_plan.hpp"
 
 namespace mempath::mpi {
 namespace {
@@ -173,26 +174,6 @@ int check_gpus(const Job& job, const Topology& topo) {
   return job.split_host ? job.rank : job.local;
 }
 
-NcclSizes parse_sizes(const Options& opts) {
-  NcclSizes sizes;
-  const bool sweep = opts.has("min-size") || opts.has("max-size");
-  const int ways = int(sweep) + int(opts.has("size-per-rank")) + int(opts.flag("paper-sizes"));
-  if (ways > 1)
-    throw UsageError("--min-size/--max-size, --size-per-rank and --paper-sizes each choose the sizes; valid: one of them");
-  if (opts.has("min-size")) sizes.min_size = parse_size(*opts.get("min-size"));
-  if (opts.has("max-size")) sizes.max_size = parse_size(*opts.get("max-size"));
-  if (sizes.max_size < sizes.min_size) throw UsageError("--max-size is below --min-size");
-  if (opts.has("size-per-rank")) {
-    const uint64_t s = parse_size(*opts.get("size-per-rank"));
-    if (s == 0 || s % sizeof(float) != 0)
-      throw UsageError("--size-per-rank " + *opts.get("size-per-rank") +
-                       " is no whole number of floats; valid: a positive multiple of 4 B, such as 16MiB");
-    sizes.per_rank = s;
-  }
-  sizes.paper = opts.flag("paper-sizes");
-  return sizes;
-}
-
 Gpu start_nccl(const Job& job, int gpu) {
   Gpu g;
   ncclUniqueId id{};
@@ -215,27 +196,15 @@ Gpu start_nccl(const Job& job, int gpu) {
 int cmd_nccl(const std::vector<std::string>& args, const std::vector<std::string>& argv) {
   const auto started = std::chrono::steady_clock::now();
   Options opts("nccl", "NCCL all-reduce and all-gather with the buffers in each memory (docs/cli.md).",
-               with_run_options({{"coll", "LIST", "allreduce, allgather (default both)"},
-                                 {"placement", "LIST",
-                                  "device (default), hbm-system, host, peer, peer-host: where each rank's buffers are"},
-                                 {"min-size", "SIZE", "smallest buffer (default 1KiB)"},
-                                 {"max-size", "SIZE", "largest buffer (default 1GiB)"},
-                                 {"size-per-rank", "SIZE",
-                                  "one size instead of the sweep: each rank's input (all-gather gathers SIZE x ranks)"},
-                                 {"paper-sizes", "",
-                                  "one size instead of the sweep, the paper's Fig. 19: all-reduce 4 GiB, all-gather "
-                                  "16 MiB x ranks"},
-                                 {"iters", "N", "timed collectives per size (default 20)"},
-                                 {"warmup", "N", "untimed collectives per size first (default 5)"}},
-                                "mpi-nccl"));
+               nccl_option_specs());
   if (!opts.parse(args)) return kExitOk;
-  const auto colls = opts.has("coll") ? opts.list("coll") : split_list("allreduce,allgather");
-  for (const auto& c : colls) busbw_factor(c, 2);  // validates the name
-  const auto placements = opts.has("placement") ? opts.list("placement") : split_list("device");
-  for (const auto& p : placements) check_nccl_placement_name(p);
-  const NcclSizes sizes = parse_sizes(opts);
-  const int iters = static_cast<int>(opts.integer("iters", 20, 1, kMaxReps));
-  const int warmup = static_cast<int>(opts.integer("warmup", 5, 0, kMaxReps));
+  const NcclSettings settings = nccl_settings(opts);
+  if (opts.has("from")) return plan_nccl(opts, settings);
+  planned_job(opts, 1, nullptr);  // --plan-* without --from: bad input
+  const auto& colls = settings.colls;
+  const auto& placements = settings.placements;
+  const NcclSizes& sizes = settings.sizes;
+  const int iters = settings.iters, warmup = settings.warmup;
   set_phase_limit(timeout_option(opts));
 
   Job job;
@@ -286,22 +255,11 @@ int cmd_nccl(const std::vector<std::string>& args, const std::vector<std::string
   uint64_t in_bytes = 0, out_bytes = 0;
   for (const auto& c : cases) in_bytes = std::max(in_bytes, c.rank_bytes), out_bytes = std::max(out_bytes, c.size);
   // The model's expectation, from rank 0's view of its GPU (docs/cli.md, "Expected duration").
-  const GpuInfo* own = topo.find_gpu(gpu);
-  const std::string gpu_link = own && !own->nvlink_peers.empty() ? "nvlink" : "pcie";
-  double expected_s = model::kNcclInitS;
-  size_t planned = 0;
-  for (const auto& pname : placements) {
-    const NcclPlacement p = nccl_placement(topo, pname, gpu);
-    if (!p.reason.empty()) continue;
-    expected_s += nccl_setup_s(in_bytes, out_bytes);
-    for (const auto& c : cases)
-      expected_s += nccl_case_s(c, job.size, hosts, p.via, gpu_link, warmup, iters, !alloc_info(p.alloc).gpu_memory);
-    planned += cases.size();
-  }
+  const ScaleoutExpectation expected = nccl_expectation(topo, gpu, placements, cases, job.size, hosts, warmup, iters);
+  const double expected_s = expected.seconds;
   if (out_file) {
     out_file->table("nccl/cases", columns_of("nccl/cases"));
-    std::printf("%s\n", model::expect_line("nccl", placements.size() * cases.size(), planned, expected_s).c_str());
-    std::fflush(stdout);
+    print_expectation("nccl", expected);
   }
 
   int64_t case_id = 0;

@@ -61,3 +61,18 @@ TEST(GemmModel, PredictedElementsAreExactSumsAndTheToleranceCatchesAnError) {
   EXPECT_TRUE(gemm_close("fp16", want * (1 + 4e-4), want));  // fp16 output rounding
   EXPECT_FALSE(gemm_close("fp16", want + 1.0, want));
 }
+
+TEST(GemmModel, TheSweepStopsWhereAnOperandReadOverALinkIsFlat) {
+  // Issue 39: a link-bound GEMM's TFLOP/s are flat from 4096-8192 on (docs/results), so the
+  // sweep measures what Fig. 16 draws and no more: to 32768 in the GPU's own memory, to
+  // 8192 where A or B stays across a link.
+  EXPECT_EQ(gemm_sweep_sizes(false), (std::vector<int64_t>{1024, 2048, 4096, 8192, 16384, 32768}));
+  EXPECT_EQ(gemm_sweep_sizes(true), (std::vector<int64_t>{1024, 2048, 4096, 8192}));
+  EXPECT_FALSE(gemm_read_over_link("local", "device"));    // its HBM
+  EXPECT_FALSE(gemm_read_over_link("local", "numa"));      // its HBM as a NUMA node (GH200)
+  EXPECT_FALSE(gemm_read_over_link("c2c", "managed"));     // pages that migrate to it
+  EXPECT_TRUE(gemm_read_over_link("c2c", "numa"));         // the superchip's LPDDR, in place
+  EXPECT_TRUE(gemm_read_over_link("pcie", "pinned"));      // host memory over PCIe
+  EXPECT_TRUE(gemm_read_over_link("nvlink", "device"));    // a peer's HBM
+  EXPECT_TRUE(gemm_read_over_link("nvlink+c2c", "numa"));  // another superchip's LPDDR
+}

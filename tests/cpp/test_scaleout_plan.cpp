@@ -2,6 +2,7 @@
 // binding of local ranks, and nccl-tests' bus-bandwidth factors.
 #include <gtest/gtest.h>
 
+#include "core/duration_model.hpp"
 #include "core/error.hpp"
 #include "core/scaleout_plan.hpp"
 #include "core/topology.hpp"
@@ -185,5 +186,83 @@ TEST(ScaleoutPlan, TheDurationModelGrowsWithTheWork) {
   EXPECT_GT(nccl_case_s(reduce, 8, 2, "local", "nvlink", 5, 20, false), one_node);  // over the network
   EXPECT_GT(nccl_case_s(reduce, 4, 1, "nvlink+c2c", "nvlink", 5, 20, true), one_node);  // peer LPDDR
   EXPECT_GT(nccl_case_s(reduce, 4, 1, "local", "pcie", 5, 20, false), one_node);
-  EXPECT_GT(nccl_setup_s(1ULL << 30, 4ULL << 30), nccl_setup_s(1ULL << 20, 4ULL << 20));
+  EXPECT_GT(nccl_setup_s(1ULL << 30, 4ULL << 30, "device"), nccl_setup_s(1ULL << 20, 4ULL << 20, "device"));
+  EXPECT_GT(nccl_setup_s(1ULL << 30, 1ULL << 30, "pinned"), nccl_setup_s(1ULL << 30, 1ULL << 30, "device"));
+}
+
+// --- plans without a job (mempath-mpi CMD --from SNAPSHOT, issue 39) ----------------------
+
+namespace {
+Topology scaleout_fixture(const std::string& name) {
+  return load_snapshot(std::string(MEMPATH_FIXTURES_DIR) + "/" + name);
+}
+}  // namespace
+
+TEST(ScaleoutPlan, APlannedJobIsLaidOutAsTheLauncherWould) {
+  // srun -N 2 -n 8: four ranks a node, in blocks; bw pairs rank l of node 0 with rank l of node 1.
+  const MpiLayout two = planned_layout(8, 2, true);
+  EXPECT_EQ(two.nodes, 2);
+  EXPECT_FALSE(two.split_host);
+  EXPECT_EQ(two.node_of, (std::vector<int>{0, 0, 0, 0, 1, 1, 1, 1}));
+  EXPECT_EQ(two.local_of, (std::vector<int>{0, 1, 2, 3, 0, 1, 2, 3}));
+  EXPECT_EQ(mpi_pairs(two.node_of, two.local_of), 4);
+  // Uneven: the first nodes hold one more (srun -N 3 -n 7: 3, 2, 2).
+  EXPECT_EQ(ranks_per_node(planned_layout(7, 3, false).node_of), (std::vector<int>{3, 2, 2}));
+  // One host, as discover_job splits it for bw: two halves play the two nodes.
+  const MpiLayout halves = planned_layout(4, 1, true);
+  EXPECT_TRUE(halves.split_host);
+  EXPECT_EQ(halves.nodes, 2);
+  EXPECT_EQ(halves.node_of, (std::vector<int>{0, 0, 1, 1}));
+  // nccl's ranks of one node stay one node.
+  const MpiLayout one = planned_layout(4, 1, false);
+  EXPECT_EQ(one.nodes, 1);
+  EXPECT_EQ(one.local_of, (std::vector<int>{0, 1, 2, 3}));
+  EXPECT_THROW(planned_layout(0, 1, false), UsageError);
+  EXPECT_THROW(planned_layout(2, 3, false), UsageError);  // a node without a rank
+}
+
+TEST(ScaleoutPlan, TheMpiBandwidthExpectationCountsEveryCaseAndPlansTheRunnableOnes) {
+  const std::vector<uint64_t> sizes = {1, 1 << 10, 1 << 20};
+  const auto numa = mpi_bw_expectation({"numa"}, {"uni", "bi"}, sizes, 5, 4, false, "");
+  EXPECT_EQ(numa.cases, 6u);
+  EXPECT_EQ(numa.planned, 6u);
+  double cases = 0;
+  for (const char* mode : {"uni", "bi"})
+    for (uint64_t s : sizes) cases += mpi_bw_case_s(s, 4, std::string(mode) == "bi", 5, false);
+  EXPECT_GT(numa.seconds, cases);  // plus the buffers
+  // Device buffers without a CUDA-aware MPI: counted, skipped, next to nothing expected.
+  const auto device = mpi_bw_expectation({"numa", "device"}, {"uni", "bi"}, sizes, 5, 4, false, "not CUDA-aware");
+  EXPECT_EQ(device.cases, 12u);
+  EXPECT_EQ(device.planned, 6u);
+  EXPECT_LT(device.seconds - numa.seconds, 0.1);
+  // With a CUDA-aware MPI they are planned.
+  EXPECT_EQ(mpi_bw_expectation({"numa", "device"}, {"uni"}, sizes, 5, 4, false, "").planned, 6u);
+}
+
+TEST(ScaleoutPlan, TheNcclExpectationPlansWhatTheNodeHostsAndChecksEveryByte) {
+  NcclSizes sweep;
+  const auto cases = nccl_cases({"allreduce", "allgather"}, sweep, 4);
+  ASSERT_EQ(cases.size(), 42u);  // 1 KiB .. 1 GiB, two collectives
+  const std::vector<std::string> all = {"device", "hbm-system", "host", "peer", "peer-host"};
+  // A quad GH200 hosts every placement; an x86 node of four PCIe GPUs (no ATS, no HBM node)
+  // skips system-allocated HBM and another superchip's memory.
+  const Topology quad = scaleout_fixture("gh200_quad"), x86 = scaleout_fixture("x86_2s_4gpu");
+  const auto on_quad = nccl_expectation(quad, 0, all, cases, 4, 1, 5, 20);
+  EXPECT_EQ(on_quad.cases, 210u);
+  EXPECT_EQ(on_quad.planned, 210u);
+  const auto on_x86 = nccl_expectation(x86, 0, all, cases, 4, 1, 5, 20);
+  EXPECT_EQ(on_x86.cases, 210u);
+  EXPECT_EQ(on_x86.planned, 126u);
+  // Every case's output is checked by the host at kNcclCheckGBps: at least 4 GiB a
+  // placement (the sweeps' sizes add up to twice the largest, per collective).
+  const double checked = 3 * 4.0 * (1ULL << 30) / (model::kNcclCheckGBps * 1e9);
+  EXPECT_GT(on_x86.seconds, model::kNcclInitS + checked);
+  EXPECT_LT(on_x86.seconds, 2 * (model::kNcclInitS + checked));
+  // Nothing the node hosts: the start-up and the skipped cases' rows only.
+  const auto none = nccl_expectation(x86, 0, {"hbm-system"}, cases, 4, 1, 5, 20);
+  EXPECT_EQ(none.planned, 0u);
+  EXPECT_LT(none.seconds, model::kNcclInitS + 1);
+  // More timed collectives, longer.
+  EXPECT_GT(nccl_expectation(quad, 0, {"device"}, cases, 4, 1, 5, 200).seconds,
+            nccl_expectation(quad, 0, {"device"}, cases, 4, 1, 5, 20).seconds);
 }

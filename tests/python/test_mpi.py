@@ -417,3 +417,86 @@ def test_nccl_paper_sizes(mpi_bin: Path, tmp_path: Path) -> None:
     assert proc.returncode == 0, proc.stderr
     sizes = {l["coll"]: int(l["size"]) for l in summaries(proc.stdout, "nccl") if l["status"] == "ok"}
     assert sizes == {"allreduce": 4 << 30, "allgather": (16 << 20) * ranks}, proc.stdout
+
+
+# --- plans (issue 39): `mempath-mpi CMD --from SNAPSHOT [--plan-ranks N] [--plan-nodes M]` ---
+
+FIXTURES = REPO / "tests" / "fixtures"
+
+
+def plan(mpi_bin: Path, *args: str) -> subprocess.CompletedProcess:
+    """A plan runs without a launcher, MPI or a GPU: the binary alone."""
+    return subprocess.run([str(mpi_bin), *args], capture_output=True, text=True, timeout=60, env=ENV)
+
+
+def expect_fields(stdout: str) -> dict[str, str]:
+    last = stdout.splitlines()[-1]
+    assert last.startswith("EXPECT "), stdout
+    return {"bench": last.split()[1], **dict(w.split("=", 1) for w in last.split()[2:])}
+
+
+def test_a_bw_plan_states_what_the_run_states(mpi_bin: Path, tmp_path: Path) -> None:
+    """The plan of a job's shape prints the EXPECT line the run of that shape prints first:
+    two ranks on this host (split in halves) as run, and as planned on its snapshot."""
+    snapshot = tmp_path / "node"
+    subprocess.run([str(REPO / "build" / "mempath"), "topo", "--save", str(snapshot)], check=True,
+                   capture_output=True)
+    args = ["bw", "--mode", "uni,bi", "--min-size", "1KiB", "--max-size", "16KiB", "--reps", "2"]
+    ran = mpirun(str(mpi_bin), *args, "--output", str(tmp_path / "r.h5"))
+    assert ran.returncode == 0, ran.stderr
+    planned = plan(mpi_bin, *args, "--from", str(snapshot), "--plan-ranks", "2", "--plan-nodes", "1")
+    assert planned.returncode == 0 and planned.stderr == "", planned.stderr
+    assert planned.stdout.splitlines()[-1] == ran.stdout.splitlines()[0], (planned.stdout, ran.stdout)
+    rows = [l for l in planned.stdout.splitlines() if l.startswith("PLAN mpi_bw ")]
+    assert len(rows) == 2 * 5 and all("status=planned" in l and "pairs=1" in l for l in rows)
+
+
+def test_a_bw_plan_of_two_nodes_pairs_the_ranks_per_node_and_splits_the_node_sizes(mpi_bin: Path) -> None:
+    """The paper's Fig. 14 step on two quad GH200s, four ranks a node: four pairs."""
+    proc = plan(mpi_bin, "bw", "--split", "--from", str(FIXTURES / "gh200_quad"), "--plan-ranks", "8",
+                "--plan-nodes", "2")
+    assert proc.returncode == 0, proc.stderr
+    expect = expect_fields(proc.stdout)
+    assert expect["bench"] == "mpi_bw" and expect["cases"] == expect["planned"] and float(expect["expected_s"]) > 0
+    rows = [dict(w.split("=", 1) for w in l.split()[2:]) for l in proc.stdout.splitlines() if l.startswith("PLAN ")]
+    assert {r["pairs"] for r in rows} == {"4"} and {r["ppn"] for r in rows} == {"4"}
+    assert all(int(r["node_size"]) == 4 * int(r["size"]) for r in rows)
+    # One rank per node is the default shape of a plan (MempathMpiBandwidth's first parameter).
+    one = plan(mpi_bin, "bw", "--from", str(FIXTURES / "gh200_quad"))
+    assert one.returncode == 0 and "pairs=1" in one.stdout, one.stderr
+    # A shape the run would refuse is refused alike, in one line.
+    bad = plan(mpi_bin, "bw", "--from", str(FIXTURES / "gh200_quad"), "--plan-nodes", "3")
+    assert bad.returncode == 2 and error_lines(bad.stderr) and "bw runs between 2 nodes" in bad.stderr
+
+
+def test_an_nccl_plan_needs_no_nccl_no_gpu_and_skips_what_the_node_lacks(mpi_bin: Path) -> None:
+    """One rank per GPU of the snapshot's node by default: every placement on a quad GH200;
+    on an x86 node of one H100 the GH200 placements and the peer are known skips."""
+    quad = plan(mpi_bin, "nccl", "--placement", "device,hbm-system,host,peer,peer-host",
+                "--from", str(FIXTURES / "gh200_quad"))
+    assert quad.returncode == 0, quad.stderr
+    expect = expect_fields(quad.stdout)
+    assert (expect["cases"], expect["planned"], expect["skipped"]) == ("210", "210", "0")
+    assert "ranks=4 nodes=1" in quad.stdout
+    h100 = plan(mpi_bin, "nccl", "--placement", "device,hbm-system,host,peer,peer-host",
+                "--from", str(FIXTURES / "x86_h100"))
+    expect_h100 = expect_fields(h100.stdout)
+    assert (expect_h100["cases"], expect_h100["planned"]) == ("210", "84")
+    assert float(expect_h100["expected_s"]) < float(expect["expected_s"])
+    # Fig. 19 over 8 nodes: the network's rate, slower than one node's NVLink.
+    nodes = plan(mpi_bin, "nccl", "--paper-sizes", "--from", str(FIXTURES / "gh200_quad"), "--plan-nodes", "8")
+    one = plan(mpi_bin, "nccl", "--paper-sizes", "--from", str(FIXTURES / "gh200_quad"))
+    assert "ranks=32 nodes=8" in nodes.stdout
+    assert float(expect_fields(nodes.stdout)["expected_s"]) > float(expect_fields(one.stdout)["expected_s"])
+
+
+@pytest.mark.parametrize("args,hint", [
+    (["nccl", "--from", str(REPO / "tests" / "fixtures" / "gh200_quad"), "--plan-ranks", "5"],
+     "at most one rank per GPU"),
+    (["nccl", "--plan-ranks", "4"], "with --from SNAPSHOT"),
+    (["nccl", "--from", str(REPO / "tests" / "fixtures" / "x86_h100"), "--plan-ranks", "1", "--plan-nodes", "2"],
+     "at least as many ranks as nodes")])
+def test_a_bad_plan_is_one_line_and_exit_2(mpi_bin: Path, args: list[str], hint: str) -> None:
+    proc = plan(mpi_bin, *args)  # without --from MPI starts on its own (a singleton), and the options fail
+    errors = error_lines(proc.stderr)
+    assert proc.returncode == 2 and len(errors) == 1 and hint in errors[0], proc.stderr

@@ -58,22 +58,68 @@ def test_reframe_lists_every_paper_check_on_an_alps_node():
     assert set(names) == {s.check for s in paper_set.STEPS}
 
 
-def test_the_sbatch_plans_every_mempath_step_on_a_quad_gh200(mempath_cpu_bin: Path, tmp_path: Path):
-    env = {**os.environ, "MEMPATH_BIN": str(mempath_cpu_bin), "MEMPATH_OUT": str(tmp_path / "o"),
-           "MEMPATH_PAPER_PLAN": str(FIXTURES / "gh200_quad")}
+def paper_plan(mempath: Path, tmp_path: Path, snapshot: Path, nodes: int = 1) -> tuple[list[str], str]:
+    """slurm/paper.sbatch's plan of a node's snapshot: its PLAN-SUM lines and PLAN-TOTAL line."""
+    if not (REPO / "build" / "mempath-mpi").exists():
+        pytest.skip("no build/mempath-mpi (MPI not installed): the NCCL and MPI steps have no plan")
+    env = {**os.environ, "MEMPATH_BIN": str(mempath), "MEMPATH_MPI_BIN": str(REPO / "build" / "mempath-mpi"),
+           "MEMPATH_OUT": str(tmp_path / "o"), "MEMPATH_PAPER_PLAN": str(snapshot),
+           "MEMPATH_PAPER_PLAN_NODES": str(nodes)}
     proc = subprocess.run(["bash", str(REPO / "slurm" / "paper.sbatch")], cwd=REPO, env=env,
                           capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stderr
+    assert not (tmp_path / "o").exists()  # a plan writes nothing
     lines = [l for l in proc.stdout.splitlines() if l.startswith("PLAN-SUM")]
-    single = [s for s in paper_set.STEPS if s.needs in ("cpu", "gpu", "gpu-ranks")]
-    assert len(lines) == len(single)
-    for step in single:
+    total = [l for l in proc.stdout.splitlines() if l.startswith("PLAN-TOTAL")]
+    assert len(total) == 1, proc.stdout
+    return lines, total[0]
+
+
+def check_plan(lines: list[str], total: str, steps: list[paper_set.Step]) -> float:
+    """Every step planned: mempath's and mempath-mpi's with their EXPECT line, the LLM
+    script's with its own or, before it has a plan, named as not modelled; the total is
+    their sum. Returns the total's seconds."""
+    assert len(lines) == len(steps), lines
+    modelled = 0.0
+    for step in steps:
         line = next(l for l in lines if l.split()[1] == step.check)
-        if step.program == "mempath":
-            assert "EXPECT" in line and "expected_s=" in line, line
+        if step.program in ("mempath", "mempath-mpi") or "EXPECT" in line:
+            assert f"EXPECT {step.family} " in line and "expected_s=" in line, line
+            modelled += float(line.split("expected_s=")[1])
         else:
-            assert "not modelled" in line
-    assert not any((tmp_path / "o").glob("*.h5"))  # a plan writes no result
+            assert "not modelled" in line, line
+    fields = dict(w.split("=", 1) for w in total.split()[1:5])
+    assert int(fields["steps"]) == len(steps)
+    assert int(fields["modelled"]) == sum("EXPECT" in l for l in lines)
+    assert float(fields["expected_s"]) == pytest.approx(modelled, abs=0.2)
+    return float(fields["expected_s"])
+
+
+def test_the_sbatch_plans_every_step_of_a_quad_gh200_and_their_total(mempath_cpu_bin: Path, tmp_path: Path):
+    """Issue 39: every step modelled (NCCL by its ranks, the LLM by its script's plan) and a
+    total line; the quad GH200's paper set within its 30 minutes."""
+    lines, total = paper_plan(mempath_cpu_bin, tmp_path, FIXTURES / "gh200_quad")
+    single = [s for s in paper_set.STEPS if s.needs in ("cpu", "gpu", "gpu-ranks")]
+    seconds = check_plan(lines, total, single)
+    assert "MempathPaperNccl EXPECT nccl cases=210 planned=210" in "\n".join(lines)
+    assert 0 < seconds <= 30 * 60, total
+    # Two nodes add Figs. 14 and 19: MPI bandwidth and NCCL across the nodes, modelled too.
+    lines, total = paper_plan(mempath_cpu_bin, tmp_path, FIXTURES / "gh200_quad", nodes=2)
+    check_plan(lines, total, paper_set.STEPS)
+    assert "MempathPaperMpiBandwidth EXPECT mpi_bw " in "\n".join(lines)
+
+
+def test_the_paper_set_on_four_h200s_is_modelled_within_15_minutes(mempath_cpu_bin: Path, tmp_path: Path):
+    """Issue 39's target: the whole set on one node of four H200s (the lent node's snapshot
+    beside the measured set, docs/results/2026-11-28-duration-model.md) within 15 minutes,
+    every figure's step still in it."""
+    snapshot = REPO / "docs" / "results" / "raw" / "2026-11-29-duration-model" / "h200x4_snap"
+    lines, total = paper_plan(mempath_cpu_bin, tmp_path, snapshot)
+    steps = [s for s in paper_set.STEPS if s.needs in ("cpu", "gpu", "gpu-ranks")]
+    seconds = check_plan(lines, total, steps)
+    assert seconds <= 15 * 60, total
+    figures = {f.strip() for s in steps for f in s.figures.split(",")}
+    assert {"Fig. 13", "Fig. 15", "Fig. 16", "Fig. 17", "Fig. 18"} <= figures
 
 
 @pytest.mark.parametrize("fixture, pu, word", [
