@@ -21,7 +21,8 @@ from typing import Any
 import numpy as np
 
 from ..errors import InputError
-from ..results import workers
+from ..model import causes
+from ..results import conditions, workers
 from ..results.h5file import Group, RunFileError, check_non_negative, shown, unreadable, walk
 from ..results.io import node_facts, node_names, parse_topology, result_files
 from .families import DERIVED, FAMILIES, OUTCOMES
@@ -46,6 +47,9 @@ FIGURES = {spec.metric for spec in FAMILIES.values()}
 _PLANS: dict[tuple, dict[str, np.ndarray]] = {}
 #: Per process: topology text -> the same without the host name (the plan's input).
 _PLAN_TOPOLOGY: dict[str, str] = {}
+#: Beside a family's cases columns: each case's causes (analysis/model/causes.py, a list;
+#: None where its file recorded no conditions for it). Never part of a case's identity.
+CAUSES = "conditions_causes"
 #: Options that say where or how a run wrote, not what it measured.
 _NOT_PLAN_OPTIONS = {"--output": 1, "--overwrite": 0, "--progress": 0, "--no-progress": 0, "--timeout": 1}
 
@@ -194,6 +198,7 @@ def _read_file(path: Path) -> tuple[str, str, Read, Read, list[str]]:
             known = _FACTS[text] = (node_facts(topology), str(topology.get("host") or ""))
         facts, topology_host = known
         plan = _plan_of(root, text)
+        recorded = _conditions(root, path, text)
         cases: Read = {}
         samples: Read = {}
         unknown = []
@@ -210,9 +215,23 @@ def _read_file(path: Path) -> tuple[str, str, Read, Read, list[str]]:
                 unknown.append(name)
                 continue
             cases[name] = _cases(family.group("cases"), plan)
+            if recorded is not None:
+                ids = cases[name][0]["case_id"].tolist()
+                found = np.empty(len(ids), dtype=object)
+                for row, case_id in enumerate(ids):
+                    found[row] = causes.case_causes(recorded, int(case_id), name)
+                cases[name][0][CAUSES] = found
             if FAMILIES[name].table == "samples" and family.has("samples"):
                 samples[name] = _samples(family.group("samples"))
     return str(host or topology_host or "unknown"), facts, cases, samples, unknown
+
+
+def _conditions(root: Group, path: Path, topology_text: str) -> conditions.Conditions | None:
+    """The file's recorded conditions (results/conditions.py); None where it has none."""
+    if not root.has_attribute("nvml"):
+        return None
+    attrs = {key: root.attribute(key) for key in conditions.ATTRIBUTES if root.has_attribute(key)}
+    return conditions.of_group(root, attrs, parse_topology(path, topology_text))
 
 
 def _plan_of(root: Group, topology_text: str) -> tuple | None:

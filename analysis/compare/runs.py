@@ -32,11 +32,12 @@ from scipy import stats
 
 from .. import outfiles
 from ..errors import InputError
+from ..model import causes
 from ..robust import grouped_medians
 from ..render import tables
 from ..results.io import shown
 from .families import DEFAULTS, FAMILIES, Family
-from .read import Side, Table, files_of, read_side
+from .read import CAUSES, Side, Table, files_of, read_side
 
 MIN_SAMPLES = 3  # fewer, or too few to reach alpha: the median change against the noise decides
 #: Not-compared cases listed on stdout; compare.md and compare.csv (--output) list all.
@@ -79,13 +80,41 @@ class Change:
     verdict: str  # improved, regressed, failed, missing, invalid
     unit: str
     note: str = ""
+    cause: str = ""  # what RUN's recorded conditions show (cause_text); "" where it recorded none
 
     def line(self) -> str:
+        said = f"; {self.cause}" if self.cause else ""
         if self.verdict in NOTED:
-            return f"REGRESSION {self.family} {self.key}: {self.note}"
+            return f"REGRESSION {self.family} {self.key}: {self.note}{said}"
         p = f", p={self.p:.1e}" if not math.isnan(self.p) else ", too few samples for a test at alpha"
         return (f"REGRESSION {self.family} {self.key}: median {self.base:.4g} -> {self.run:.4g} {self.unit} "
-                f"({self.change * 100:+.1f} %, noise {self.noise * 100:.1f} %{p})")
+                f"({self.change * 100:+.1f} %, noise {self.noise * 100:.1f} %{p}){said}")
+
+
+def cause_text(run: list | None, base: list | None) -> str:
+    """Beside a regression: the causes RUN's conditions show that BASE's did not (each a
+    causes.Cause); NOTHING where RUN recorded conditions and none is new; "" where RUN
+    recorded none (nothing is said, never a guess)."""
+    if run is None:
+        return ""
+    seen = {(c.rule, c.part) for c in base or []}
+    new = [c for c in run if (c.rule, c.part) not in seen]
+    if new:
+        return causes.words(new)
+    if run:
+        return f"{causes.NOTHING} (BASE showed the same: {causes.words(run)})"
+    return causes.NOTHING
+
+
+def _key_causes(table: Table, key: np.ndarray, keys: int) -> list:
+    """Per key: the causes of its first case row whose file recorded conditions, else None."""
+    found: list = [None] * keys
+    if CAUSES not in table.columns:
+        return found
+    for k, value in zip(key.tolist(), table.column(CAUSES, fill=None)):
+        if value is not None and found[k] is None:
+            found[k] = value
+    return found
 
 
 @dataclass
@@ -107,7 +136,7 @@ def identity_columns(family: str, sides: tuple[Table, Table]) -> tuple[list[str]
     some files lack is kept where families.DEFAULTS gives its value for them, else left
     out, so that a baseline written before a column was added still matches."""
     spec = FAMILIES[family]
-    skip = {"case_id", "status", "reason"} | ({spec.metric} if spec.table == "cases" else set())
+    skip = {"case_id", "status", "reason", CAUSES} | ({spec.metric} if spec.table == "cases" else set())
     names = [n for n in dict.fromkeys(n for t in sides for n in t.columns) if n not in skip]
     kept, dropped = [], []
     for name in names:
@@ -287,6 +316,10 @@ def _family(family: str, spec: Family, base: Side, run: Side, with_host: bool, a
             pairs = pd.DataFrame({"f": files, "k": key})
             ambiguous[pairs.loc[pairs.duplicated(keep=False), "k"].to_numpy()] = True
     (b_present, r_present), (b_ok, r_ok) = present, ok
+    said = [_key_causes(side.cases[family], key, n) for side, key in zip(sides, keys.key)]
+
+    def cause_of(k: int) -> str:
+        return cause_text(said[1][k], said[0][k])
 
     def listed(mask: np.ndarray, why) -> None:
         for k in np.flatnonzero(mask):
@@ -300,13 +333,13 @@ def _family(family: str, spec: Family, base: Side, run: Side, with_host: bool, a
                                   "ok in BASE, absent from RUN"))
     for k in np.flatnonzero(live & b_ok & r_present & ~r_ok):
         out.changes.append(Change(family, keys.name(k), *[math.nan] * 5, "failed", spec.unit,
-                                  f"was ok, now {status[1][k]}: {reason[1][k]}"))
+                                  f"was ok, now {status[1][k]}: {reason[1][k]}", cause_of(k)))
     listed(live & b_present & ~b_ok, lambda k: f"{status[0][k]} in BASE"
            + (f" ({reason[0][k]})" if reason[0][k] else "")
            + (f", {status[1][k]} in RUN" if r_present[k] else ", absent from RUN"))
     listed(live & ~b_present & r_present, lambda k: f"absent from BASE ({status[1][k]} in RUN)")
     both = live & b_ok & r_ok
-    _samples(family, spec, sides, keys, both, alpha, min_change, out)
+    _samples(family, spec, sides, keys, both, alpha, min_change, out, cause_of)
 
 
 def _side_samples(family: str, spec: Family, side: Side, key: np.ndarray, both: np.ndarray,
@@ -349,7 +382,7 @@ def _case_rows(cases: Table, samples: Table) -> tuple[np.ndarray, np.ndarray]:
 
 
 def _samples(family: str, spec: Family, sides: tuple[Side, Side], keys: Keys, both: np.ndarray,
-             alpha: float, min_change: float, out: Outcome) -> None:
+             alpha: float, min_change: float, out: Outcome, cause_of=lambda k: "") -> None:
     present = [[k for k in spec.sample_keys if s.samples[family].present(k).all()] for s in sides]
     sample_keys = [k for k in spec.sample_keys if all(k in p for p in present)]
     drawn = [_side_samples(family, spec, s, k, both, sample_keys) for s, k in zip(sides, keys.key)]
@@ -407,7 +440,8 @@ def _samples(family: str, spec: Family, sides: tuple[Side, Side], keys: Keys, bo
         better = (change[i] > 0) == spec.higher_is_better
         out.changes.append(Change(family, unit_name(units_ok[i]), float(mb[i]), float(mr[i]),
                                   float(change[i]), float(noise[i]), float(p[i]),
-                                  "improved" if better else "regressed", spec.unit))
+                                  "improved" if better else "regressed", spec.unit,
+                                  cause="" if better else cause_of(int(unit_key[units_ok[i]]))))
 
 
 # ---- output ----------------------------------------------------------------------------
@@ -417,12 +451,12 @@ def table(changes: list[Change], not_compared: list[tuple[str, str, str]] = ()) 
     compared (verdict ``not compared``, why in ``note``)."""
     rows = [{"family": c.family, "case": c.key, "base": c.base, "run": c.run, "unit": c.unit,
              "change_pct": c.change * 100, "noise_pct": c.noise * 100, "p": c.p, "verdict": c.verdict,
-             "note": c.note} for c in changes]
+             "note": c.note, "cause": c.cause} for c in changes]
     rows += [{"family": f, "case": k, "base": math.nan, "run": math.nan, "unit": FAMILIES[f].unit if f in FAMILIES else "",
               "change_pct": math.nan, "noise_pct": math.nan, "p": math.nan, "verdict": "not compared",
-              "note": why} for f, k, why in not_compared]
+              "note": why, "cause": ""} for f, k, why in not_compared]
     return pd.DataFrame(rows, columns=["family", "case", "base", "run", "unit", "change_pct", "noise_pct", "p",
-                                       "verdict", "note"])
+                                       "verdict", "note", "cause"])
 
 
 def _why(text: str) -> str:
@@ -455,6 +489,8 @@ def markdown(outcome: Outcome, listed: int | None = None) -> str:
             "change": cell("change_pct", "+.1f", " %"), "noise": cell("noise_pct", ".1f", " %"),
             "p": cell("p", ".1e"),
             "verdict": moved["verdict"].where(~noted, moved["verdict"] + ": " + moved["note"])})
+        if (moved["cause"] != "").any():  # what RUN's recorded conditions show (analysis/model/causes.py)
+            cells["cause"] = moved["cause"]
         lines += tables.markdown(cells, right={2, 3, 4, 5, 6})
     if skipped:
         lines += [f"## Not compared ({len(skipped)})", ""]

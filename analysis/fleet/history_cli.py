@@ -131,7 +131,9 @@ def _append(args: argparse.Namespace, rejected: list[str]) -> int:
     nights = [table] if table["night"].nunique() < 2 else [
         part for _, part in table.groupby("night", sort=True)]
     found = [integrity.problems(part, broken, plans) for part in nights]
-    rows = pd.concat([integrity.held_back(part, f["node"]) for part, f in zip(nights, found)])
+    refused = refused_rows(table, broken)
+    rows = pd.concat([integrity.held_back(part, f["node"]) for part, f in zip(nights, found)]
+                     + ([refused] if len(refused) else []))
     written = fleet_history.append(args.db, rows[list(fleet_history.COLUMNS)])
     print(f"analysis: {written} rows of {table['node'].nunique()} nodes appended to "
           f"{shown(args.db)}")
@@ -145,6 +147,28 @@ def _append(args: argparse.Namespace, rejected: list[str]) -> int:
               + ("; ..." if len(names) > 3 else ""), file=sys.stderr)
         return 1
     return 0
+
+
+def refused_rows(table: pd.DataFrame, broken: list[tuple[Path, str]]) -> pd.DataFrame:
+    """A failed row for each refused file (unreadable, no date in start_time, a topology
+    that does not hold) of a node without any row of that night: the history records that
+    the node was there (docs/fleet_history.md), status failed and no value, its path the
+    file's name. A refused file has no night of its own: its node is failed in each night
+    of the append."""
+    from . import integrity
+    known = set(table["node"].unique())
+    kinds = table.drop_duplicates("node").set_index("node")["node_kind"]
+    rows = []
+    for path, _ in broken:
+        node = integrity.host_of(path, known)
+        for night, part in table.groupby("night", sort=True):
+            if node in set(part["node"]):
+                continue
+            rows.append({"night": night, "node": node, "node_kind": str(kinds.get(node, "unknown")),
+                         "family": "file", "path": integrity.file_name(path), "component": "node",
+                         "metric": "file", "value": float("nan"), "status": "failed", "higher_is_better": True,
+                         "synthetic": False, "gpu_uuids": ""})
+    return pd.DataFrame(rows, columns=list(fleet_history.COLUMNS))
 
 
 def _trend(args: argparse.Namespace, rejected: list[str]) -> int:

@@ -30,7 +30,7 @@ import pandas as pd
 from ..model.peaks import PeakModel
 from ..results.io import RunFileError, shown
 from .load import FILE, first_pass
-from .table import WORDS, load_cases_run
+from .table import ABORTED, WORDS, load_cases_run
 
 #: The vetting preset's files directly in a node's folder (docs/vetting.md).
 PRESET_FILES = frozenset({"bw.h5", "memcpy.h5", "chase.h5", "chase_gpu.h5", "pingpong.h5"})
@@ -124,10 +124,28 @@ def problems(table: pd.DataFrame, broken: Sequence[tuple[Path, str]],
         rows.append(_row(host, "file", "", name, np.nan, f"{name}: {text}"))
     if len(table):
         keys = _Keys.of(table, names)
-        rows += _against_plans(table, keys, plans, lost)
-        rows += _against_kind(keys, plans, lost)
+        rows += _aborted(_against_plans(table, keys, plans, lost) + _against_kind(keys, plans, lost),
+                         table, names)
         rows += _cases(table, keys, names)
     return pd.DataFrame(rows, columns=list(PROBLEM_COLUMNS))
+
+
+def _aborted(rows: list[dict], table: pd.DataFrame, names: Mapping[str, str]) -> list[dict]:
+    """The rows of cases or files a node lacks, each followed by its files' own `aborted`
+    text where a run was ended by its --timeout ("bw.h5 aborted: case 64 (bw read cpu3 numa2)
+    ran longer than --timeout 300 s"): the file names the case that hung."""
+    if ABORTED not in table or not (table[ABORTED].astype(str) != "").any():
+        return rows
+    said = table.loc[table[ABORTED].astype(str) != "", ["node", FILE, ABORTED]].drop_duplicates(["node", FILE])
+    by_node: dict[str, list[tuple[str, str]]] = {}
+    for node, file, text in said.itertuples(index=False):
+        by_node.setdefault(str(node), []).append((names.get(file, str(file)), str(text)))
+    for row in rows:
+        aborted = by_node.get(row["node"], [])
+        mine = [a for a in aborted if a[0] == row["file"]] or aborted
+        if mine:
+            row["reason"] += "; " + "; ".join(f"{name} aborted: {text}" for name, text in mine)
+    return rows
 
 
 @dataclass

@@ -24,13 +24,13 @@ from ..results.io import RunFileError, files_below, one_line, result_files, show
 #: The folder of a node's retest pass (vet_node.sh), left out of a first pass.
 RETEST = ("retest",)
 from . import summary
-from .table import COLUMNS, SPREAD, WORDS, fleet_columns, load_cases_run
+from .table import COLUMNS, EXTRA, SPREAD, fleet_columns, load_cases_run
 
 #: Beside COLUMNS: the file (as shown) a row came from; integrity.py holds a node's files
 #: against its plan and names the file in a reason.
 FILE = "file"
-_TEXT_COLUMNS = tuple(c for c in (*COLUMNS, WORDS) if c not in ("value", "higher_is_better",
-                                                                  "synthetic"))
+_TEXT_COLUMNS = tuple(c for c in (*COLUMNS, *EXTRA) if c not in ("value", "higher_is_better",
+                                                                   "synthetic", SPREAD))
 
 
 def first_pass(folder: Path, pattern: str) -> list[Path]:
@@ -116,7 +116,7 @@ def load_fleet(paths: Sequence[Path], rejected: list[str], notes: list[str],
         raise InputError("no usable mempath result file among RUNS; valid: .h5 files or "
                          "folders of them (docs/schema.md)")
     table = pd.DataFrame({c: _joined([chunk["columns"][c] for chunk in chunks], c)
-                          for c in (*COLUMNS, WORDS, SPREAD)})
+                          for c in (*COLUMNS, *EXTRA)})
     stamps = [s for chunk in chunks for s in chunk["stamps"]]
     names = [n for chunk in chunks for n in chunk["names"]]
     origin = np.repeat(np.arange(len(rows)), rows)
@@ -145,7 +145,7 @@ def read_files(files: Sequence[Path | NodeFolder], night: str | None = None,
 def _merged(parts: Sequence[dict[str, Any]]) -> dict[str, Any]:
     """read_chunk() answers of consecutive units as one answer."""
     columns: dict[str, Any] = {}
-    for name in (*COLUMNS, WORDS, SPREAD):
+    for name in (*COLUMNS, *EXTRA):
         if name in _TEXT_COLUMNS:
             texts = Texts()
             for part in parts:
@@ -181,7 +181,7 @@ def read_chunk(files: Sequence[Path | NodeFolder], night: str | None = None) -> 
     start_time and shown name; per unusable file its one line and (path, line). A node
     folder is read from its summary where that still stands for its files (a note says
     why not, and its files are read)."""
-    numbers: dict[str, list[np.ndarray]] = {c: [] for c in (*COLUMNS, WORDS, SPREAD)
+    numbers: dict[str, list[np.ndarray]] = {c: [] for c in (*COLUMNS, *EXTRA)
                                             if c not in _TEXT_COLUMNS}
     texts = {c: Texts() for c in _TEXT_COLUMNS}
     rows, stamps, names, rejected, broken, notes = [], [], [], [], [], []

@@ -50,11 +50,20 @@ def safe_reason(text: str, limit: int = REASON_MAX) -> str:
     return text
 
 
+def conditioned(nodes: pd.DataFrame) -> pd.Series:
+    """Per node: whether a recorded condition drains it on its own (the ``condition`` column
+    of verdicts(): a link trained below its maximum, memory awaiting repair)."""
+    if "condition" not in nodes:
+        return pd.Series(False, index=nodes.index)
+    return nodes["condition"].fillna("").astype(str) != ""
+
+
 def ranked(nodes: pd.DataFrame, flagged: pd.DataFrame) -> pd.DataFrame:
-    """The nodes that are not healthy, worst first: by verdict (SEVERITY), then by the size
-    of their worst flagged deviation (a failed or lost case counts as 100 %), then by name.
-    Adds ``worst`` (that size, a fraction; NaN where nothing was measured)."""
-    bad = nodes[nodes["verdict"] != "healthy"].copy()
+    """The nodes that are not healthy, or that a recorded condition drains, worst first: by
+    verdict (SEVERITY), then by the size of their worst flagged deviation (a failed or lost
+    case counts as 100 %), then by name. Adds ``worst`` (that size, a fraction; NaN where
+    nothing was measured)."""
+    bad = nodes[(nodes["verdict"] != "healthy") | conditioned(nodes)].copy()
     deviation = flagged["deviation"].abs().where(flagged["path"].astype(str) != "", np.nan)
     per_node = deviation.fillna(1.0).groupby(flagged["node"]).max()
     bad["worst"] = bad["node"].map(per_node).where(
@@ -70,15 +79,23 @@ def drain_lines(bad: pd.DataFrame, night: str = "") -> list[str]:
     """drain.txt: a comment header, then one ``scontrol update`` line per failed, missing
     or degraded node of ``bad`` (ranked()), worst first. A node name that is not a plain
     host name is a comment, never a command."""
-    drained = bad[bad["verdict"].isin(DRAINED)]
+    drained = bad[bad["verdict"].isin(DRAINED) | conditioned(bad)]
+    alone = int((~drained["verdict"].isin(DRAINED)).sum())
     lines = [f"# mempath fleet drain list{' for ' + night if night else ''}: "
-             f"{len(drained)} nodes (failed, missing, degraded), worst first.",
+             f"{len(drained)} nodes (failed, missing, degraded; {alone} on a recorded condition alone), "
+             "worst first.",
              "# Printed, never run: review it, then run the lines you agree with "
-             "(e.g. sh drain.txt). Suspect nodes (not confirmed by their retest) are not here;",
-             "# nodes/<node>.md shows each node's flagged cases against the fleet."]
+             "(e.g. sh drain.txt). Suspect nodes (not confirmed by their retest) are not here",
+             "# unless a recorded condition drains them; nodes/<node>.md shows each node's flagged cases."]
     for row in drained.to_dict("records"):
         node = str(row["node"])
-        reason = safe_reason(f"mempath {row['verdict']}: {row.get('reason', '')}")
+        condition = str(row.get("condition") or "")
+        if row["verdict"] in DRAINED:
+            said = f"mempath {row['verdict']}: {row.get('reason', '')}"
+            said += f"; condition: {condition}" if condition else ""
+        else:
+            said = f"mempath condition: {condition}"
+        reason = safe_reason(said)
         if not _SAFE_NODE.match(node):
             lines.append(f"# not drained: node name {ascii(node)} is not a plain host name")
             continue
@@ -187,8 +204,11 @@ def _page(row: dict, place: int, count: int, cases: pd.DataFrame, other: Sequenc
              ["node kind", str(row.get("node_kind", ""))]]
     if "retest" in row:
         facts.append(["retest", str(row.get("retest") or "")])
-    facts.append(["drained by drain.txt", "yes" if verdict in DRAINED else
-                  "no (" + ("not confirmed by its retest" if verdict == "suspect" else verdict) + ")"])
+    condition = str(row.get("condition") or "")
+    if condition:
+        facts.append(["recorded condition", condition])
+    facts.append(["drained by drain.txt", "yes" if verdict in DRAINED else "yes (its recorded condition)"
+                  if condition else "no (" + ("not confirmed by its retest" if verdict == "suspect" else verdict) + ")"])
     lines += tables.markdown(["", ""], facts)
     if verdict == "missing":
         lines += ["No result file: nothing of this node was measured.", ""]

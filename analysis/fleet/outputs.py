@@ -110,6 +110,13 @@ def _summary(table: pd.DataFrame, nodes: pd.DataFrame, rejected: Sequence[str],
                               for v in ("healthy", "suspect", "degraded", "failed", "missing")])
     if bool(table["synthetic"].any()):
         lines += ["**Synthetic data** (simulator output) is among the inputs.", ""]
+    drained = operators.conditioned(nodes)
+    if drained.any():  # counted apart from the bandwidth verdicts above
+        alone = drained & ~nodes["verdict"].isin(operators.DRAINED)
+        lines += [f"Recorded conditions drain {int(drained.sum())} node(s) on their own "
+                  f"({int(alone.sum())} of them not failed, missing or degraded by their figures; "
+                  "analysis/model/causes.py):", ""]
+        lines += tables.markdown(nodes.loc[drained, ["node", "verdict", "condition"]])
     bad = nodes[nodes["verdict"] != "healthy"]
     if len(bad):
         lines += tables.markdown(bad[["node", "verdict", "retest", "reason"]]

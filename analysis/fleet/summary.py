@@ -27,7 +27,7 @@ from .. import outfiles
 from ..errors import InputError
 from ..results.io import shown
 from . import table
-from .table import COLUMNS, SPREAD, WORDS
+from .table import COLUMNS, EXTRA, SPREAD
 
 NAME = "fleet-summary.json"
 FORMAT = "mempath-fleet-summary"
@@ -38,8 +38,12 @@ _FLOAT = ("value", SPREAD)
 
 
 def _digest() -> str:
-    """Of the code that derives the rows: a summary by other code is not used."""
-    return hashlib.sha256(Path(table.__file__).read_bytes()).hexdigest()[:16]
+    """Of the code that derives the rows (the table, and the conditions' causes it holds):
+    a summary by other code is not used."""
+    from ..model import causes
+    from ..results import conditions
+    code = b"".join(Path(m.__file__).read_bytes() for m in (table, causes, conditions))
+    return hashlib.sha256(code).hexdigest()[:16]
 
 
 _DIGEST = _digest()
@@ -97,7 +101,7 @@ def document(folder: Path, files: Sequence[Path], stats: list[list[Any]], chunk:
     read) from load.read_chunk()'s answer ``chunk`` of them: what folder/NAME holds."""
     read = {shown(p): p for p in files}
     try:
-        columns = {c: _encoded(c, chunk["columns"][c]) for c in (*COLUMNS, WORDS, SPREAD)}
+        columns = {c: _encoded(c, chunk["columns"][c]) for c in (*COLUMNS, *EXTRA)}
     except ValueError as error:
         raise InputError(f"{shown(folder)}: cannot be summarised ({error})") from None
     return {
@@ -142,7 +146,7 @@ def read(folder: Path, files: Sequence[Path]) -> tuple[dict[str, Any] | None, st
             raise ValueError("rows, names and stamps differ in length")
         total = sum(rows)
         columns = {c: _decoded(c, document["columns"][c], total)
-                   for c in (*COLUMNS, WORDS, SPREAD)}
+                   for c in (*COLUMNS, *EXTRA)}
         broken = [folder / str(n) for n in document["broken"]]
     except (OSError, UnicodeDecodeError, ValueError, KeyError, TypeError, AttributeError) as error:
         return None, f"cannot be used ({error})"

@@ -18,8 +18,9 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from ..model import causes
 from ..robust import MAD_SCALE, grouped_medians
-from ..results import families
+from ..results import conditions, families
 from ..results.h5file import Group, RunFileError, check_non_negative, one_line, shown, walk
 from ..results.io import Run, parse_topology
 from ..results.sockets import socket_count
@@ -33,6 +34,13 @@ WORDS = "what"
 #: (1.4826 MAD / median of its samples; NaN where it had fewer than 2 or the file cannot say).
 #: score.py widens a case's z scale by it, so one noisy measurement is not condemned.
 SPREAD = "spread"
+#: Beside COLUMNS too (issue 40): what the case's recorded conditions show
+#: (analysis/model/causes.py words: its causes, causes.NOTHING, or "" where its file
+#: recorded none); the conditions that drain the node on their own, found anywhere in the
+#: file (node_conditions, "" for none); the file's `aborted` text ("" where it ran to its end).
+CAUSE, CONDITION, ABORTED = "cause", "condition", "aborted"
+#: The columns fleet_columns() gives beside COLUMNS, in order (load.py, summary.py).
+EXTRA = (WORDS, SPREAD, CAUSE, CONDITION, ABORTED)
 #: The cases tables read and the one metric each contributes (its median): the families of
 #: src/core/families.def that name a cases metric.
 FAMILIES: dict[str, tuple[str, bool]] = {
@@ -40,7 +48,8 @@ FAMILIES: dict[str, tuple[str, bool]] = {
 
 
 #: The root attributes the fleet table reads.
-ATTRIBUTES = ("host", "start_time", "topology", "arch", "synthetic", "gpu_uuids")
+ATTRIBUTES = ("host", "start_time", "topology", "arch", "synthetic", "gpu_uuids", "aborted",
+              *conditions.ATTRIBUTES)
 
 
 class Topo:
@@ -254,16 +263,16 @@ def fleet_columns(run: Run, night: str | None = None) -> dict[str, np.ndarray]:
     parts = [_family_columns(family, run.tables[f"{family}/cases"], topo)
              for family in FAMILIES if f"{family}/cases" in run.tables]
     columns = {name: np.concatenate([p[name] for p in parts]) if parts else
-               np.array([], dtype=float if name == "value" else object)
-               for name in (*COLUMNS[3:10], WORDS, SPREAD)}
+               np.array([], dtype=float if name in ("value", SPREAD) else object)
+               for name in (*COLUMNS[3:10], WORDS, SPREAD, CAUSE, CONDITION)}
     rows = len(columns["value"])
     constants = {"night": night or night_of(run.attrs), "node": run.host,
                  "node_kind": node_kind(run.topology, str(run.attrs.get("arch", ""))),
                  "synthetic": bool(int(run.attrs.get("synthetic", 0) or 0)),
-                 "gpu_uuids": _uuids(run.attrs.get("gpu_uuids"))}
+                 "gpu_uuids": _uuids(run.attrs.get("gpu_uuids")), ABORTED: str(run.attrs.get("aborted") or "")}
     columns.update({name: np.full(rows, value, dtype=bool if name == "synthetic" else object)
                     for name, value in constants.items()})
-    return {name: columns[name] for name in (*COLUMNS, WORDS, SPREAD)}
+    return {name: columns[name] for name in (*COLUMNS, *EXTRA)}
 
 
 def _uuids(value: Any) -> str:
@@ -320,7 +329,9 @@ def _family_columns(family: str, cases: Mapping[str, Any],
             "path": path, "component": part, WORDS: said,
             "metric": np.full(rows, metric, dtype=object), "value": values, "status": status,
             "higher_is_better": np.full(rows, higher, dtype=bool),
-            SPREAD: np.asarray(cases.get(SPREAD, np.full(rows, np.nan)), dtype=float)}
+            SPREAD: np.asarray(cases.get(SPREAD, np.full(rows, np.nan)), dtype=float),
+            **{name: np.asarray(cases[name], dtype=object) if name in cases else np.full(rows, "", dtype=object)
+               for name in (CAUSE, CONDITION)}}
 
 
 def load_cases_run(path: Any) -> Run:
@@ -338,11 +349,31 @@ def load_cases_run(path: Any) -> Run:
             cases = root.group(f"{family}/cases")
             if cases is not None:
                 tables[f"{family}/cases"] = _read_columns(root, family, cases)
+        topology = _parsed(path, attrs)
+        if tables and "nvml" in attrs:
+            _add_causes(root, attrs, topology, tables)
     if tables and not any(len(t["status"]) for t in tables.values()):
         raise RunFileError(f"{shown(path)}: its cases tables ({', '.join(tables)}) hold no case: a run ended "
                            "before its first case finished; valid: a result file with at least one case")
-    return Run(path=path, name=path.stem, attrs=attrs, topology=_parsed(path, attrs),
+    return Run(path=path, name=path.stem, attrs=attrs, topology=topology,
                tables=tables)  # type: ignore[arg-type]
+
+
+def _add_causes(root: Group, attrs: Mapping[str, Any], topology: Mapping[str, Any],
+                tables: dict[str, dict[str, np.ndarray]]) -> None:
+    """CAUSE and CONDITION of every case of a file that recorded its conditions."""
+    recorded = conditions.of_group(root, attrs, topology)
+    if recorded is None:
+        return
+    drain = "; ".join(c.text for c in causes.node_conditions(recorded))
+    for name, columns in tables.items():
+        group = root.group(name)
+        ids = np.asarray(group.column("case_id"), dtype=np.int64) if group is not None and group.has("case_id") \
+            else np.full(len(columns["status"]), -1)
+        columns[CAUSE] = np.array([causes.words(causes.case_causes(recorded, int(i), name.partition("/")[0]))
+                                   for i in ids.tolist()],
+                                  dtype=object)
+        columns[CONDITION] = np.full(len(ids), drain, dtype=object)
 
 
 def _parsed(path: Path, attrs: Mapping[str, Any]) -> dict[str, Any]:

@@ -22,7 +22,7 @@ from .load import load_fleet
 from .outputs import History, add_history, number, write_outputs
 from .retest import check_dirs, confirm, retest_column, write_plan
 from .score import Options, score
-from .table import WORDS
+from .table import CAUSE, CONDITION, WORDS
 
 FLAGGED_COLUMNS = ("node", "verdict", "component", "path", "value", "fleet_median",
                    "deviation", "reason")
@@ -84,13 +84,25 @@ def _part_order(name: str) -> tuple[bool, str, int]:
     return not name.startswith("numa"), name[:len(name) - len(digits)], int(digits or 0)
 
 def _reason(row: Mapping[str, Any]) -> str:
-    """In words, "gpu2 HBM read 3,310 GB/s = fleet median −14 %"; the path is its own column."""
-    what = row[WORDS]
+    """In words, "gpu2 HBM read 3,310 GB/s = fleet median −14 %"; the path is its own column.
+    Where the case's file recorded its conditions, what they show follows (issue 40):
+    "...: power cap held gpu2's clocks during 92 % of the case", or causes.NOTHING."""
+    what, cause = row[WORDS], str(row.get(CAUSE) or "")
+    said = f": {cause}" if cause else ""
     if row["flag"] in ("failed", "not run"):
-        return f"{what}: {row['status']} (ran on most nodes of the fleet)"
+        return f"{what}: {row['status']} (ran on most nodes of the fleet)" + (f"; {cause}" if cause else "")
     change = f"{row['deviation'] * 100:+.0f}".replace("-", "\u2212")
     text = f"{what} {number(row['value'], row['metric'])} = fleet median {change} %"
-    return text + (" (below the reference)" if row["flag"] == "below reference" else "")
+    return text + (" (below the reference)" if row["flag"] == "below reference" else "") + said
+
+
+def node_condition(table: pd.DataFrame) -> pd.Series:
+    """Per node: the conditions that drain it on their own (CONDITION of its files, "; "
+    between files), "" for none; apart from the bandwidth verdicts (docs/fleet.md)."""
+    if CONDITION not in table or table.empty:
+        return pd.Series(dtype=object)
+    found = table.loc[table[CONDITION].astype(str) != "", ["node", CONDITION]].drop_duplicates()
+    return found.groupby("node")[CONDITION].agg(lambda texts: "; ".join(dict.fromkeys(texts)))
 
 def verdicts(table: pd.DataFrame, expected: Sequence[str],
              lacking: Mapping[str, Sequence[str]] | None = None,
@@ -132,6 +144,7 @@ def verdicts(table: pd.DataFrame, expected: Sequence[str],
         said = retest["text"].reindex(nodes.index).fillna("")
         nodes["reason"] = nodes["reason"].where(said == "", nodes["reason"] + "; " + said)
     nodes["retest"] = nodes["retest"].fillna("")
+    nodes["condition"] = node_condition(table).reindex(nodes.index).fillna("")
     nodes.loc[nodes["verdict"] == "failed", "reason"] = "every case failed"
     nodes.loc[nodes["verdict"] == "missing", "reason"] = "no result file"
     flagged["verdict"] = nodes["verdict"].reindex(flagged["node"]).to_numpy()

@@ -88,7 +88,8 @@ def damaged(path: Path, error: BaseException) -> RunFileError:
 TEXT_ATTRIBUTES = frozenset({
     "tool_version", "git_revision", "command_line", "host", "start_time", "end_time", "topology",
     "kernel_release", "arch", "thp_enabled", "cpu_governor", "gpu_clocks", "gpu_uuids", "build_type",
-    "compiler", "aborted", "mpi_library", "torch_version", "cuda_runtime"})
+    "compiler", "aborted", "mpi_library", "torch_version", "cuda_runtime", "nvml", "gpu_conditions",
+    "host_conditions"})
 #: Integers from 0 to 2^63-1 (sizes, versions, counts); FLAG_ATTRIBUTES 0 or 1.
 INTEGER_ATTRIBUTES = frozenset({"page_size", "cuda_driver_version", "cuda_runtime_version", "synthetic",
                                 "mpi_ranks", "mpi_nodes", "mpi_machines", "mpi_gpus", "nccl_version"})

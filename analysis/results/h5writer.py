@@ -37,7 +37,8 @@ class Column(NamedTuple):
 #: Units by the end of a column's name: the convention of the C++ tables (docs/schema.md).
 UNITS = (("tokens_per_s", "tokens/s"), ("GBps", "GB/s"), ("TFLOPs", "TFLOP/s"), ("tflops", "TFLOP/s"),
          ("flops", "FLOP"), ("bytes", "bytes"), ("cycles", "cycles"), ("cycles_per_access", "cycles"),
-         ("ns_per_access", "ns"), ("Mops", "Mop/s"), ("_ns", "ns"), ("_us", "us"), ("_s", "s"))
+         ("ns_per_access", "ns"), ("Mops", "Mop/s"), ("_ns", "ns"), ("_us", "us"), ("_s", "s"),
+         ("_mhz", "MHz"), ("_w", "W"), ("temperature_c", "C"))
 
 
 def units_of(name: str) -> str:

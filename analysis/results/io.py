@@ -197,6 +197,9 @@ def _name_problem(where: str, key: str, entry: dict[str, Any]) -> str:
     if kind not in allowed:
         return f"{where}kind of {name} is {one_line(json.dumps(kind)[:40])}, not {' or '.join(allowed)}"
     number_key = {"gpu": "gpu", "numa": "numa"}.get(prefix)
+    if number_key and (key == "memories" or prefix == "gpu") and number_key not in entry:
+        # one wording for a field an entry lacks, as _REQUIRED's: "paths[0] lacks pu, mem, via"
+        return f"{where[:-1]} lacks {number_key} ({name}'s number, {match[2]})"
     if number_key and (key == "memories" or prefix == "gpu") and entry.get(number_key) != int(match[2]):
         return f"{where}{number_key} of {name} is {one_line(json.dumps(entry.get(number_key))[:40])}, not {match[2]}"
     return ""

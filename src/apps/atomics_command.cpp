@@ -82,8 +82,7 @@ class AtomicsBenchmark : public Benchmark {
     if (!plan_only) require_cuda_build("atomics runs on GPUs and needs a CUDA build");
     cases_ = atomics_cases(topo, {opts.list("pu"), opts.list("mem"), opts.list("alloc"), opts.flag("all")});
     if (cases_.empty())
-      throw UsageError(topo.gpus.empty() ? "no GPU on this node: atomics runs on GPUs"
-                                         : "the filters select no GPU x memory on this node");
+      throw UsageError(topo.gpus.empty() ? no_gpu_text("atomics") : "the filters select no GPU x memory on this node");
   }
   size_t cases() const override { return cases_.size(); }
   PlanFields plan_fields(size_t i) const override {

@@ -38,13 +38,12 @@ void require_cuda_build(const std::string& why) {
 }
 
 const GpuInfo& gpu_option(const Options& opts, const Topology& topo) {
-  const int g = static_cast<int>(opts.integer("gpu", 0, 0));
-  const GpuInfo* info = topo.find_gpu(g);
-  if (!info)
-    throw UsageError("--gpu " + std::to_string(g) + ": GPU " + std::to_string(g) + " does not exist; valid: " +
-                     (topo.gpus.empty() ? std::string("none, this node has no GPU")
-                                        : "0 .. " + std::to_string(topo.gpus.size() - 1) + " (this node's GPUs)"));
-  return *info;
+  // N or gpuN; anything else names the node's GPUs as memcpy does (issue 40: `gemm --gpu
+  // cpu0` answered with the integer range).
+  const std::string text = opts.get_or("gpu", "0");
+  const int g = gpu_named(topo, text);
+  if (g < 0) throw UsageError(unknown_gpu_text(topo, text, opts.command()));
+  return *topo.find_gpu(g);
 }
 
 }  // namespace mempath

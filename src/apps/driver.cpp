@@ -7,8 +7,10 @@
 #include <cmath>
 #include <cstdio>
 #include <iostream>
+#include <memory>
 
 #include "apps/plan_print.hpp"
+#include "core/conditions.hpp"
 #include "core/duration_model.hpp"
 #include "core/error.hpp"
 #include "core/families.hpp"
@@ -186,6 +188,15 @@ int run_benchmark(Benchmark& bench, const std::vector<std::string>& args, const 
   Table& samples = file.table(sample_spec.name, sample_spec.columns);
   Table& case_rows = file.table(case_spec.name, case_spec.columns);
   bench.begin(file);
+  // The node's state at the start and between cases (never inside one): docs/methodology.md.
+  std::vector<std::string> uuids;
+  if (!topo.gpus.empty())
+    for (const auto& uuid : gpu::device_uuids()) uuids.push_back(gpu_uuid_text(uuid));
+  std::unique_ptr<Conditions> conditions;
+  {
+    Watchdog::Scope guard(run.watchdog(), "the conditions reading at the run's start");
+    conditions = std::make_unique<Conditions>(file, topo, uuids);
+  }
   // Said before the first case, so a log shows how long the run should take while it runs.
   const Expectation expected = expectation(bench, topo);
   std::printf("%s\n", model::expect_line(bench.name(), bench.cases(), expected.planned, expected.seconds).c_str());
@@ -218,21 +229,34 @@ int run_benchmark(Benchmark& bench, const std::vector<std::string>& args, const 
   };
   for (size_t i = 0; i < bench.cases(); ++i) {
     if (i > 0 && bench.group(i) != bench.group(i - 1)) end_group();
+    const bool runs = !bench.plan_skips(i);
+    if (i > 0 && runs) {
+      Watchdog::Scope guard(run.watchdog(), "the conditions reading before " + describe(bench, i, next_id));
+      if (conditions->between_cases()) file.checkpoint();  // its rows saved as a case's are
+    }
+    const int64_t window_start = conditions->last();
     const auto started = std::chrono::steady_clock::now();
     const Outcome o = run_one(bench, run, i, next_id);
     const std::chrono::duration<double> took = std::chrono::steady_clock::now() - started;
     CaseRows rows = bench.rows(i, o, next_id);
     for (const Row& r : rows.samples) samples.append(r);
+    const CaseParts parts = runs ? case_parts(bench.plan_fields(i), topo) : CaseParts{};
     for (Row& r : rows.cases) {
       r[std::string(model::kCaseSecondsColumn)] = took.count();
       group.push_back(case_rows.rows());
       case_rows.append(r);
+      if (runs) conditions->window(next_id, window_start, parts);
       ++next_id;
     }
     file.set_attribute("end_time", utc_now_iso8601());
     file.checkpoint();
     if (o.status == "failed") exit_code = kExitFailed;
     progress.step(i + 1, case_words(bench, i), o.status == "skipped" ? -1 : took.count());
+  }
+  {
+    Watchdog::Scope guard(run.watchdog(), "the conditions reading after the last case");
+    conditions->read();
+    file.checkpoint();  // the last case's window ends here: saved even where the last case's save was not deferred
   }
   end_group();
   file.finish();

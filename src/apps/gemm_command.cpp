@@ -103,16 +103,17 @@ GemmOutcome run(const Topology& topo, int gpu, const std::string& dtype, int64_t
   return o;
 }
 
-// Square sizes of one dtype: the sweep, a list, or the one whose matrix has --matrix-bytes;
-// every size rounded down to a multiple of 8 (gemm_round_size, the paper's rule).
-std::vector<int64_t> sizes_from(const Options& opts, const std::string& dtype) {
+// Square sizes of one dtype: the sweep (shorter where an operand is read over a link:
+// gemm_sweep_sizes), a list, or the one whose matrix has --matrix-bytes; every size
+// rounded down to a multiple of 8 (gemm_round_size, the paper's rule).
+std::vector<int64_t> sizes_from(const Options& opts, const std::string& dtype, bool over_link = false) {
   if (auto bytes = opts.get("matrix-bytes")) {
     const int64_t n = gemm_size_for_bytes(dtype, parse_size(*bytes));
     if (n < 64) throw UsageError("--matrix-bytes " + *bytes + " holds no 64 x 64 " + dtype + " matrix; valid: e.g. 4GiB");
     return {n};
   }
   const std::string text = opts.get_or("size", "sweep");
-  if (text == "sweep") return {1024, 2048, 4096, 8192, 16384, 32768};
+  if (text == "sweep") return gemm_sweep_sizes(over_link);
   std::vector<int64_t> out;
   for (const auto& item : opts.list("size")) {
     const long long n = parse_int(item, "--size");
@@ -159,7 +160,8 @@ class GemmBenchmark : public Benchmark {
   std::vector<OptionSpec> options() const override {
     return {{"gpu", "N", "the GPU that multiplies (default 0)"},
             {"dtype", "LIST", "fp16, tf32, fp32, fp64 (default: all)"},
-            {"size", "LIST|sweep", "square sizes m = n = k, rounded down to a multiple of 8 (default sweep 1024 .. 32768)"},
+            {"size", "LIST|sweep", "square sizes m = n = k, rounded down to a multiple of 8 (default sweep 1024 .. 32768; "
+                                  "to 8192 where A or B is read over a link, whose TFLOP/s are flat from there)"},
             {"matrix-bytes", "SIZE", "instead of --size: the largest multiple of 8 whose matrix fits in SIZE bytes (e.g. 4GiB)"},
             {"mem", "MEM", "memory of A and B: numaN or gpuN (default: the GPU's own); --all: a filter"},
             {"alloc", "ALLOC", "allocator of A and B (default: the path's); --all: a filter"},
@@ -246,7 +248,9 @@ class GemmBenchmark : public Benchmark {
     }
     for (const auto& [a, b] : pairs)
       for (const auto& dtype : dtypes)
-        for (int64_t n : sizes_from(opts, dtype)) cases_.push_back({a, b, dtype, n});
+        for (int64_t n : sizes_from(opts, dtype, gemm_read_over_link(a.via, a.alloc) ||
+                                                      gemm_read_over_link(b.via, b.alloc)))
+          cases_.push_back({a, b, dtype, n});
     first_planned_ = 0;
     while (first_planned_ < cases_.size() && !skip_reason(first_planned_).empty()) ++first_planned_;
     const std::vector<std::string> rounded = rounded_sizes(opts);

@@ -69,7 +69,7 @@ std::string d2d_peer_reason(const Topology& topo, int gpu, int peer) {
 }
 
 std::vector<MemcpyCase> plan_memcpy_d2d(const Topology& topo, const MemcpyRequest& r) {
-  if (topo.gpus.empty()) throw UsageError("this node has no CUDA GPU: 'mempath memcpy' needs one");
+  if (topo.gpus.empty()) throw UsageError(no_gpu_text("memcpy"));
   for (const auto& d : r.directions)
     if (!is_d2d_direction(d))
       throw UsageError("--direction " + d + " is a host transfer; GPU<->GPU directions (d2d, d2d-bidir) do not "

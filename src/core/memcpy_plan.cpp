@@ -22,12 +22,6 @@ std::string ints(const std::vector<int>& v) {
   return s;
 }
 
-std::vector<std::string> gpu_names(const Topology& topo) {
-  std::vector<std::string> names;
-  for (const auto& g : topo.gpus) names.push_back("gpu" + std::to_string(g.id));
-  return names;
-}
-
 std::vector<std::string> numa_names(const Topology& topo, bool need_cpus) {
   std::vector<std::string> names;
   for (const auto& n : topo.numa_nodes)
@@ -155,10 +149,7 @@ std::string MemcpyCase::group_key() const {
 
 int parse_gpu(const Topology& topo, const std::string& text) {
   const int id = parse_index(text, "gpu");
-  if (id < 0 || !topo.find_gpu(id)) {
-    if (topo.gpus.empty()) throw UsageError("GPU '" + text + "' does not exist: this node has no CUDA GPU");
-    throw UsageError("unknown GPU '" + text + "'; valid --gpu: " + join(gpu_names(topo)) + ", all");
-  }
+  if (id < 0 || !topo.find_gpu(id)) throw UsageError(unknown_gpu_text(topo, text, "memcpy", ", all"));
   return id;
 }
 
@@ -197,7 +188,7 @@ std::string memcpy_skip_reason(const Topology& topo, int gpu, int host_numa, con
 }
 
 std::vector<MemcpyCase> plan_memcpy(const Topology& topo, const MemcpyRequest& r) {
-  if (topo.gpus.empty()) throw UsageError("this node has no CUDA GPU: 'mempath memcpy' needs one");
+  if (topo.gpus.empty()) throw UsageError(no_gpu_text("memcpy"));
   // GPU<->GPU directions have their own planner; they do not mix with host transfers.
   const bool any_d2d = std::any_of(r.directions.begin(), r.directions.end(), is_d2d_direction);
   if (any_d2d) return plan_memcpy_d2d(topo, r);

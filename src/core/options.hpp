@@ -22,6 +22,8 @@ class Options {
   Options(std::string command, std::string summary, std::vector<OptionSpec> specs);
   // The program named in usage and error lines ("mempath", "mempath-mpi").
   static void set_program(const std::string& name);
+  // The subcommand ("gemm").
+  const std::string& command() const { return command_; }
 
   // Parses argv after the subcommand; throws UsageError for unknown options, missing or
   // empty values and stray arguments. Returns false when --help or -h was given (help

@@ -3,6 +3,9 @@
 // topology_print; topology_detail.hpp is what they share.
 #include "core/topology.hpp"
 
+#include <algorithm>
+#include <cctype>
+
 namespace mempath {
 
 const Processor* Topology::find_pu(const std::string& name) const {
@@ -45,6 +48,25 @@ std::vector<std::string> Topology::mem_names() const {
   std::vector<std::string> names;
   for (const auto& m : memories) names.push_back(m.name);
   return names;
+}
+
+std::string no_gpu_text(const std::string& command) {
+  return "this node has no CUDA GPU; valid: 'mempath " + command + "' on a node with one";
+}
+
+int gpu_named(const Topology& topo, const std::string& text) {
+  const std::string digits = text.rfind("gpu", 0) == 0 ? text.substr(3) : text;
+  if (digits.empty() || digits.size() > 6 || !std::all_of(digits.begin(), digits.end(), ::isdigit)) return -1;
+  const GpuInfo* g = topo.find_gpu(std::stoi(digits));
+  return g ? g->id : -1;
+}
+
+std::string unknown_gpu_text(const Topology& topo, const std::string& text, const std::string& command,
+                             const std::string& also) {
+  if (topo.gpus.empty()) return "--gpu " + text + ": " + no_gpu_text(command);
+  std::string valid;
+  for (const auto& g : topo.gpus) valid += (valid.empty() ? "" : ", ") + ("gpu" + std::to_string(g.id));
+  return "unknown GPU '" + text + "'; valid --gpu: " + valid + also;
 }
 
 }  // namespace mempath

@@ -103,6 +103,17 @@ std::string route_via(const Topology& topo, const std::string& pu, const std::st
 // flag): the links of both agents' paths to it, each once, `a`'s first; "" when one is missing.
 std::string pair_via(const Topology& topo, const std::string& a, const std::string& b, const std::string& mem);
 
+// One wording wherever a command needs a GPU the node does not have (issue 40):
+// "this node has no CUDA GPU; valid: 'mempath gemm' on a node with one".
+std::string no_gpu_text(const std::string& command);
+// The GPU `--gpu TEXT` names ("N" or "gpuN", as the MEMPATH lines and topology name it); -1
+// where it names none of the node's GPUs.
+int gpu_named(const Topology& topo, const std::string& text);
+// Why `--gpu TEXT` names no GPU: "unknown GPU 'cpu0'; valid --gpu: gpu0, gpu1" + `also`, or
+// no_gpu_text on a node without one.
+std::string unknown_gpu_text(const Topology& topo, const std::string& text, const std::string& command,
+                             const std::string& also = "");
+
 // Allocators that can give memory of this kind at all: combinations outside these
 // (cudaMalloc on a NUMA node, pinned on a GPU) are not cases, so planners leave them out.
 bool alloc_fits_memory(const Memory& m, const std::string& alloc);

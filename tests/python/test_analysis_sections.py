@@ -19,7 +19,7 @@ from analysis.report.write import write_report
 from conftest import REPO
 from h5fixtures import case, topology, write_run
 
-SECTIONS = ["path_heatmap", "transfers", "unified", "latency", "atomics", "scaleout", "applications"]
+SECTIONS = ["path_heatmap", "conditions", "transfers", "unified", "latency", "atomics", "scaleout", "applications"]
 
 
 def test_markdown_aligns_and_escapes_pipes() -> None:

@@ -62,7 +62,8 @@ def test_csv_of_every_table_goes_to_a_folder(mempath_cpu_bin: Path, real_run: Pa
     folder = tmp_path / "csv"
     run(mempath_cpu_bin, "export", str(real_run), "-o", str(folder))
     written = sorted(str(p.relative_to(folder)) for p in folder.rglob("*.csv"))
-    assert written == ["bw/cases.csv", "bw/samples.csv"]
+    assert written == ["bw/cases.csv", "bw/samples.csv",  # and the conditions of its cases (issue 40)
+                       "conditions/cpus.csv", "conditions/gpus.csv", "conditions/readings.csv", "conditions/windows.csv"]
     frame = pd.read_csv(folder / "bw" / "cases.csv")
     assert len(frame) == len(h5_tables(real_run)["bw/cases"]["case_id"])
     again = run(mempath_cpu_bin, "export", str(real_run), "-o", str(folder), check_rc=2)
@@ -76,14 +77,14 @@ def test_json_holds_the_attributes_and_every_table(mempath_cpu_bin: Path, real_r
     doc = json.loads(target.read_text())
     with h5py.File(real_run) as f:
         attrs = {k: (v.decode() if isinstance(v, bytes) else v) for k, v in f.attrs.items()}
-        units = {name: {c: f[name][c].attrs["units"] for c in f[name]} for name in ("bw/cases", "bw/samples")}
+        units = {name: {c: f[name][c].attrs["units"] for c in f[name]} for name in h5_tables(real_run)}
     assert doc["attributes"] == {k: (v if isinstance(v, str) else int(v)) for k, v in attrs.items()}
     expected = h5_tables(real_run)
     assert set(doc["tables"]) == set(expected)
     for name, columns in expected.items():
         table = doc["tables"][name]
         assert table["units"] == units[name]
-        assert len(table["rows"]) == len(columns["case_id"])
+        assert len(table["rows"]) == len(next(iter(columns.values())))
         for r, row in enumerate(table["rows"]):
             assert list(row) == sorted(columns)
             for column, values in columns.items():

@@ -229,7 +229,18 @@ def test_cli_a_corrupt_file_among_good_ones_is_one_line(tmp_path: Path, capsys: 
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 2 and sum("nid9.h5" in line for line in err) == 2, err
     assert err[0].startswith("analysis: error: 1 node(s) failed") and "nid9: nid9.h5: " in err[0]
-    assert set(stored(db)["node"]) == {"nid0", "nid1"}
+    _refused_row_stored(db, "nid9")
+
+
+def _refused_row_stored(db: Path, node: str) -> None:
+    """Issue 40: the refused file's node is stored as docs/fleet_history.md says (the node
+    was there that night): one row, status failed, no value, its path the file's name;
+    before, nothing of it was stored while the command said its rows were."""
+    rows = stored(db)
+    assert set(rows["node"]) == {"nid0", "nid1", node}
+    mine = rows[rows["node"] == node]
+    assert len(mine) == 1 and mine["status"].tolist() == ["failed"] and mine["value"].isna().all()
+    assert mine["path"].tolist() == [f"{node}.h5"] and str(mine["night"].iloc[0])[:10] == night(0)
 
 
 def test_cli_a_file_of_unusable_start_time_among_good_ones_is_one_line(tmp_path: Path,
@@ -244,7 +255,22 @@ def test_cli_a_file_of_unusable_start_time_among_good_ones_is_one_line(tmp_path:
     assert main(["fleet-history", "append", "--db", str(db), str(good[0]), str(bad), str(good[1])]) == 1
     err = capsys.readouterr().err
     assert "nid9" in err and "start_time 'yesterday' is not a date" in err, err
-    assert set(stored(db)["node"]) == {"nid0", "nid1"}
+    _refused_row_stored(db, bad.stem)  # a file outside a node folder is its stem's node
+
+
+def test_cli_a_file_of_a_broken_topology_stores_its_node_failed(tmp_path: Path,
+                                                               capsys: pytest.CaptureFixture[str]) -> None:
+    """Issue 40: a refused file (its topology attribute not JSON) left nothing of its node in
+    the history while the command said the node's rows were stored with status failed."""
+    db = tmp_path / "h.duckdb"
+    good = [_node_file(tmp_path, f"nid{n}", night(0), 100.0) for n in range(2)]
+    bad = _node_file(tmp_path, "nid9", night(0), 100.0)
+    with h5py.File(bad, "r+") as handle:
+        handle.attrs["topology"] = "{not json"
+    assert main(["fleet-history", "append", "--db", str(db), str(good[0]), str(bad), str(good[1])]) == 1
+    err = capsys.readouterr().err
+    assert "rows stored with status failed and no value" in err and "nid9" in err, err
+    _refused_row_stored(db, bad.stem)
 
 
 def test_fleet_history_option_appends_the_night_and_reports_the_slow_node(

@@ -156,6 +156,31 @@ def test_a_quad_gh200_plans_the_papers_figure_15(mempath_cpu_bin: Path) -> None:
     assert float(expect["expected_s"]) > 5 * float(shared_expect["expected_s"])
 
 
+def test_the_sweep_stops_at_8192_where_an_operand_is_read_over_a_link(mempath_cpu_bin: Path) -> None:
+    """Issue 39: Fig. 16 needs the sizes before a placement's TFLOP/s flatten; an operand read
+    in place over a link (host memory, a peer's) is flat from 4096-8192 on, so the sweep stops
+    there; operands in (or migrating to) the GPU's memory sweep to 32768. A size asked for by
+    name is planned whatever the placement."""
+    rows, expect, _ = plan(mempath_cpu_bin, "gh200_quad", "--all", "--dtype", "fp16",
+                           "--mem", "local-host,local-hbm,peer-host,peer-hbm")
+    largest: dict[tuple[str, str], int] = {}
+    for r in rows:
+        key = (r["via"], r["alloc"])
+        largest[key] = max(largest.get(key, 0), int(r["n"]))
+    assert largest[("local", "device")] == largest[("local", "numa")] == 32768
+    assert largest[("c2c", "managed")] == largest[("nvlink", "managed")] == 32768
+    assert largest[("c2c", "numa")] == largest[("c2c", "pinned")] == largest[("nvlink", "device")] == 8192
+    assert largest[("nvlink+c2c", "numa")] == 8192
+    assert min(int(r["n"]) for r in rows) == 1024
+    named, _, _ = plan(mempath_cpu_bin, "gh200_quad", "--mem", "numa0", "--alloc", "pinned", "--size", "16384,32768",
+                       "--dtype", "fp16")
+    assert [int(r["n"]) for r in named] == [16384, 32768]
+    # The full suite's placement check (MempathGemmPlacement): well under the hour it took to 32768.
+    _, full, _ = plan(mempath_cpu_bin, "gh200_quad", "--all", "--dtype", "fp16,fp64",
+                      "--mem", "local-host,local-hbm,peer-host,peer-hbm")
+    assert float(full["expected_s"]) < 15 * 60
+
+
 def test_operands_on_a_gpu_without_peer_access_name_the_missing_peer_access(mempath_cpu_bin: Path) -> None:
     """Dual GH200 workstation, no peer access (#33): A or B on the other GPU is skipped for
     that, not with the allocator sentence of the first allocator in the table."""
@@ -309,9 +334,10 @@ def test_all_independent_runs_every_readable_pair_and_prints_the_matrix(mempath_
         assert len(f["gemm/cases/case_id"]) == len(lines)
 
 
-def test_a_gpu_that_does_not_exist_names_the_gpu_numbers(mempath_cpu_bin: Path) -> None:
-    """--gpu takes a number: its error lists the node's GPU numbers, not processor names."""
+def test_a_gpu_that_does_not_exist_names_the_nodes_gpus(mempath_cpu_bin: Path) -> None:
+    """--gpu takes N or gpuN: its error lists the node's GPUs as memcpy's does (issue 40: one
+    wording; it was the integer range), never its CPUs."""
     proc = run(mempath_cpu_bin, "gemm", "--gpu", "9", "--from", str(FIXTURES / "gh200_quad"), check_rc=None)
     lines = proc.stderr.strip().splitlines()
     assert proc.returncode == 2 and len(lines) == 1, proc.stderr
-    assert "valid: 0 .. 3" in lines[0] and "cpu0" not in lines[0], lines[0]
+    assert lines[0].endswith("unknown GPU '9'; valid --gpu: gpu0, gpu1, gpu2, gpu3") and "cpu0" not in lines[0], lines[0]

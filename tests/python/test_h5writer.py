@@ -56,8 +56,10 @@ def rewritten(source: Path, target: Path) -> Path:
         attrs = {k: (v.decode() if isinstance(v, bytes) else v.item() if isinstance(v, np.generic) else v)
                  for k, v in f.attrs.items()}
         tables = {}
-        for table in ("bw/cases", "bw/samples"):
-            tables[table] = [column(name, ds.asstr()[()] if h5py.check_string_dtype(ds.dtype) else ds[()])
+        names = ["bw/cases", "bw/samples"] + [f"conditions/{t}" for t in f.get("conditions", {})]
+        for table in names:
+            tables[table] = [column(name, ds.asstr()[()] if h5py.check_string_dtype(ds.dtype) else ds[()],
+                                    None if len(ds) else {"i": int, "f": float}.get(ds.dtype.kind, str))
                              for name, ds in f[table].items()]
     return write_result(target, attrs, tables)
 
@@ -74,7 +76,8 @@ def test_python_writer_matches_the_cpp_writer(cpp_file: Path, tmp_path: Path) ->
 
 def test_units_follow_the_cpp_tables(cpp_file: Path) -> None:
     with h5py.File(cpp_file) as f:
-        units = {name: f[t][name].attrs["units"] for t in ("bw/cases", "bw/samples") for name in f[t]}
+        tables = ("bw/cases", "bw/samples", *(f"conditions/{t}" for t in f["conditions"]))  # issue 40
+        units = {name: f[t][name].attrs["units"] for t in tables for name in f[t]}
     assert {name: units_of(name) for name in units} == units
     assert units["time_s"] == "s" and units["median_GBps"] == "GB/s"  # the rule is not all ""
 

@@ -44,7 +44,7 @@ CASES = {
     # report, paper: KeyError 'gpu' in model/peaks.py; fleet, fleet-history: KeyError 'gpu' (tracebacks)
     "gpu_processor_without_its_number": (
         "corpus/bw.h5", [("topology", '{"processors": [{"name": "gpu0", "kind": "gpu"}]}')], ALL,
-        "the topology attribute's processors[0].gpu of gpu0 is null, not 0"),
+        "the topology attribute's processors[0] lacks gpu (gpu0's number, 0)"),  # issue 40: was "is null"
     # report, paper: KeyError 'pu' in model/peaks.py (a traceback)
     "path_without_its_ends": ("corpus/pingpong.h5", [("topology", '{"paths": [{}]}')], ("report", "paper"),
                               "the topology attribute's paths[0] lacks pu, mem, via"),

@@ -21,7 +21,7 @@ def test_um_needs_cuda(mempath_cpu_bin: Path) -> None:
 @pytest.mark.parametrize("args,hint", [(["--exp", "bounce"], "valid: interleave"),
                                        (["--iters", "3"], "power of two"),
                                        (["--alloc", "device,magic"], "valid: system, managed"),
-                                       (["--gpu", "9"], "does not exist")])
+                                       (["--gpu", "9"], "unknown GPU '9'; valid --gpu: gpu0")])
 @pytest.mark.gpu
 def test_um_bad_input(mempath_bin: Path, args: list[str], hint: str) -> None:
     proc = run(mempath_bin, "um", *args, check_rc=2)
