@@ -137,9 +137,10 @@ def llm_decode(ctx: Context) -> Drawn:
              "reads one row; the KV cache averaged over the timed steps; both in llm_decode.csv; files before "
              "issue 39 count every weight byte and no KV cache), that GB/s measured by "
              "mempath in these same files (a GPU kernel's read of the memory, else a copy into the GPU). "
-             "Weights are random values of the model's shapes and dtype, built in place in the memory named "
-             "(no checkpoint is loaded), named by the memory their pages were found in, seen from the "
-             "decoding GPU; everything else (KV cache, activations) in the GPU's own memory."] + notes
+             "Weights are random values of the model's shapes and dtype (no checkpoint is loaded), made once on "
+             "the decoding GPU and copied into the memory named (built in place there before issue 39), named "
+             "by the memory their pages were found in, seen from the decoding GPU; everything else (KV cache, "
+             "activations) in the GPU's own memory."] + notes
     unbound = sorted({f"{r['placement']} ({r['drawn']})" for rows in rows_of.values() for r in rows if not r["path"]})
     if unbound:
         notes.append("No bound drawn for " + ", ".join(unbound) + ": these files hold no mempath read of that "

@@ -315,6 +315,45 @@ def test_sbatch_paper_draws_fig14_across_the_two_nodes(tmp_path: Path) -> None:
     assert "one machine" in section, section
 
 
+# ---- issue 38: GPUs as gres, what each task sees (fake device files: no GPU needed) ----
+
+def _gpu_views(tmp_path: Path, devices: int, fence: str = "") -> dict[str, str]:
+    """The cluster restarted with `devices` fake /dev/nvidiaN as its GPUs (and a fenced node);
+    what CUDA_VISIBLE_DEVICES each task sees: the batch script of an exclusive two-node job,
+    its step on both nodes, and a step given one GPU a node."""
+    import os
+    dev = tmp_path / "dev"
+    dev.mkdir(parents=True)
+    for n in range(devices):
+        os.mknod(dev / f"nvidia{n}", 0o600 | __import__("stat").S_IFCHR, os.makedev(195, n))
+    env = {**os.environ, "MEMPATH_SLURM_DEV": str(dev), "MEMPATH_SLURM_FENCE": fence}
+    subprocess.run([str(CLUSTER), "start"], env=env, check=True, capture_output=True, timeout=120)
+    out = tmp_path / "job.out"
+    show = 'echo "$1 $(hostname) ${CUDA_VISIBLE_DEVICES-unset}"'
+    gres = "" if fence else f"srun -N2 --gpus-per-node=1 sh -c '{show}' sh gres; "
+    on_cluster("sbatch", "--wait", "-N2", "--exclusive", f"--output={out}", "--wrap",
+               f"sh -c '{show}' sh batch; srun --ntasks-per-node=1 sh -c '{show}' sh step; {gres}", timeout=120)
+    views = {}
+    for line in out.read_text().split("\n"):
+        parts = line.split(" ", 2)
+        if len(parts) == 3 and parts[0] in ("batch", "step", "gres"):
+            views[f"{parts[0]} {parts[1]}"] = parts[2]
+    return views
+
+
+def test_each_node_sees_its_own_gpus_and_a_fenced_node_one_less(tmp_path: Path) -> None:
+    """No cgroups: the task prolog gives each task its node's GPUs, maps Slurm's per-node
+    numbers of a step's GPUs to the machine's, and hides a fenced node's last one. The device
+    run of 2026-11-28 found the step of vet_fleet.sbatch on a fenced n2 seeing the batch
+    script's GPUs (SLURM_JOB_GPUS it inherits); last but one in this file: it restarts the
+    cluster, and the test after it too."""
+    split = _gpu_views(tmp_path / "split", 4)
+    assert split == {"batch n1": "0,1", "step n1": "0,1", "step n2": "2,3", "gres n1": "0", "gres n2": "2"}, split
+    fenced = _gpu_views(tmp_path / "fenced", 1, fence="n2")
+    assert fenced == {"batch n1": "0", "step n1": "0", "step n2": ""}, fenced
+    subprocess.run([str(CLUSTER), "start"], check=True, capture_output=True, timeout=120)
+
+
 # ---- issue 38: the faults a cluster has, as slurm/ci/centre_runs.sh provokes them ----
 
 def test_centre_runs_faults_end_with_their_reports(tmp_path: Path) -> None:
