@@ -8,6 +8,10 @@
 set -euo pipefail
 source "$(dirname "$0")/../site_configs/setup_env.sh"
 cd "$mempath_root"
+if [ -z "${MEMPATH_REFRAME:-}" ]; then
+  echo "mempath: ReFrame not found: no reframe command on PATH and no reframe module in python3; valid: pip install reframe-hpc (what the setup does without MEMPATH_NO_PIP), or put reframe on PATH" >&2
+  exit 2
+fi
 tag="${MEMPATH_TAG:-full}"
 stamp="$(hostname -s)-$(date -u +%Y%m%dT%H%M%S)"
 report="${MEMPATH_REPORT:-$mempath_root/report/$stamp}"

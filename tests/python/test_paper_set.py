@@ -160,12 +160,13 @@ def test_the_job_as_root_without_slurm_lets_mpirun_start(tmp_path: Path):
     not die in 0 s on Open MPI's refusal of root (said in the job's own output)."""
     fake = tmp_path / "bin"
     fake.mkdir()
-    (fake / "nvidia-smi").write_text("#!/bin/sh\necho 'GPU 0: fake'; echo 'GPU 1: fake'\n")
+    # The job counts the GPUs mempath sees (`topo --json`): two, from a stand-in.
+    (fake / "mempath").write_text("#!/bin/sh\necho '{\"processors\": [{\"kind\": \"gpu\"}, {\"kind\": \"gpu\"}]}'\n")
     (fake / "mempath-mpi").write_text("#!/bin/sh\necho started\n")
     for f in fake.iterdir():
         f.chmod(0o755)
     env = {k: v for k, v in os.environ.items() if not k.startswith(("OMPI_", "SLURM_"))}
-    env.update(PATH=f"{fake}:{env['PATH']}", MEMPATH_BIN=str(REPO / "build" / "mempath"),
+    env.update(PATH=f"{fake}:{env['PATH']}", MEMPATH_BIN=str(fake / "mempath"),
                MEMPATH_MPI_BIN=str(fake / "mempath-mpi"), MEMPATH_OUT=str(tmp_path / "o"),
                MEMPATH_PAPER_ONLY="MempathPaperNccl")
     proc = subprocess.run(["bash", str(REPO / "slurm" / "paper.sbatch")], cwd=REPO, env=env,

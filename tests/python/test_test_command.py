@@ -195,3 +195,26 @@ def test_a_binary_running_test_passes_under_a_480_mib_last_level_cache(tmp_path:
                           "--basetemp", str(tmp_path / "inner"), test], cwd=REPO, env=env, capture_output=True,
                          text=True, timeout=300)
     assert out.returncode == 0 and "1 passed" in out.stdout, out.stdout[-3000:] + out.stderr[-2000:]
+
+
+def test_a_reframe_module_without_its_command_is_used_through_run_reframe(tmp_path: Path) -> None:
+    """Issue 38, item 5: ReFrame installed with `pip --target` (its module on PYTHONPATH, no
+    `reframe` on PATH) is run through site_configs/run_reframe.py, said in one line; with
+    neither, MEMPATH_REFRAME stays unset and run_suite.sh names it."""
+    import sys
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    executable(bin_dir / "python3", f'exec "{sys.executable}" "$@"\n')  # its reframe has no command here
+    func = subprocess.run(["sed", "-n", "/^mempath_reframe()/,/^}/p", str(REPO / "site_configs" / "setup_env.sh")],
+                          capture_output=True, text=True, check=True).stdout
+    script = f"mempath_root={REPO}; {func}\nmempath_reframe; echo \"[$MEMPATH_REFRAME]\"; $MEMPATH_REFRAME --version"
+    out = subprocess.run(["bash", "-c", script], env={"PATH": f"{bin_dir}:/usr/bin:/bin"},
+                         capture_output=True, text=True, timeout=60)
+    assert f"[python3 {REPO}/site_configs/run_reframe.py]" in out.stdout, out.stdout + out.stderr
+    assert re.search(r"^4\.\d+\.\d+", out.stdout.splitlines()[-1]), out.stdout
+    assert "no reframe command on PATH" in out.stderr
+    (bin_dir / "python3").unlink()
+    (bin_dir / "python3").symlink_to("/bin/false")
+    none = subprocess.run(["bash", "-c", f"mempath_root={REPO}; {func}\nmempath_reframe; echo \"[${{MEMPATH_REFRAME:-}}]\""],
+                          env={"PATH": f"{bin_dir}:/usr/bin:/bin"}, capture_output=True, text=True, timeout=60)
+    assert none.stdout.strip() == "[]" and none.returncode == 0
