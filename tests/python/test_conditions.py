@@ -186,7 +186,7 @@ def test_mig_mode_application_clocks_and_a_lowered_power_limit() -> None:
 def test_the_real_gpu_runs_recorded_no_conditions_and_nothing_is_said(tmp_path: Path) -> None:
     """0 false causes: the runs of the lent GPUs in docs/results/raw hold no conditions, so
     every reader says nothing of them (no section, no cause column, no cause in a reason)."""
-    files = sorted(p for p in RAW.rglob("*.h5") if p.parent != RECORDED)
+    files = sorted(p for p in RAW.rglob("*.h5") if p.parent not in (RECORDED, FUSED_DECODE))
     assert len(files) > 50
     for path in files:
         with walk(path) as root:
@@ -196,6 +196,20 @@ def test_the_real_gpu_runs_recorded_no_conditions_and_nothing_is_said(tmp_path: 
     assert main(["report", str(bw), "-o", str(tmp_path / "rep")]) == 0
     summary = (tmp_path / "rep" / "summary.md").read_text()
     assert "Conditions and causes" not in summary and causes.NOTHING not in summary
+
+
+#: The last device call of issue 39 (2026-11-29 01:10): its GPU reads carry real conditions.
+FUSED_DECODE = RAW / "2026-11-29-llm-decode-h200x1"
+
+
+def test_the_bound_read_of_the_fused_decode_run_names_no_cause() -> None:
+    """`mempath bw --all --pu gpu0` of issue 39's last device call (Fig. 17's bound): real
+    readings of another lent H200, no cause for any of its cases and nothing to drain."""
+    run_ = load_run(FUSED_DECODE / "bw_gpu.h5")
+    cond = recorded.of_tables(run_.attrs, run_.tables, run_.topology)
+    assert cond is not None and cond.windows
+    assert all(causes.case_causes(cond, case_id, "bw") == [] for case_id in cond.windows)
+    assert causes.node_conditions(cond) == []
 
 
 @pytest.mark.parametrize("name", ["bw", "memcpy", "gemm", "chase"])
