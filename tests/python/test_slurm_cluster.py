@@ -349,6 +349,10 @@ def test_each_node_sees_its_own_gpus_and_a_fenced_node_one_less(tmp_path: Path) 
     cluster, and the test after it too."""
     split = _gpu_views(tmp_path / "split", 4)
     assert split == {"batch n1": "0,1", "step n1": "0,1", "step n2": "2,3", "gres n1": "0", "gres n2": "2"}, split
+    # Issue 42's shape: an eight-GPU machine as two nodes of four (two Alps nodes' GPUs).
+    eight = _gpu_views(tmp_path / "eight", 8)
+    assert eight == {"batch n1": "0,1,2,3", "step n1": "0,1,2,3", "step n2": "4,5,6,7",
+                     "gres n1": "0", "gres n2": "4"}, eight
     fenced = _gpu_views(tmp_path / "fenced", 1, fence="n2")
     assert fenced == {"batch n1": "0", "step n1": "0", "step n2": ""}, fenced
     subprocess.run([str(CLUSTER), "start"], check=True, capture_output=True, timeout=120)
