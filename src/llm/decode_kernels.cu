@@ -8,7 +8,7 @@
 //   1. RMSNorm of the residual stream (each block computes it again; the vector is small)
 //      and the fused q|k|v rows                                   -> qkv
 //   2. rotary embedding of q and k, the k and v of this position into the cache, attention
-//      over the cached positions, one block a head                 -> attn
+//      over the cached positions, one block of 8 warps a head      -> attn
 //   3. the o rows, added to the residual stream                    -> x
 //   4. RMSNorm and the stacked gate|up rows, SiLU(gate) x up       -> act
 //   5. the down rows, added to the residual stream                 -> x
@@ -16,6 +16,8 @@
 // prompt's next token while the prompt is being read), writes it, reads its embedding row
 // into the residual stream and advances the position: every input of a step lives on the
 // GPU, so the whole step is one CUDA graph the script replays, with no host in between.
+// On Hopper each kernel is launched as a programmatic dependent of the one before, so the
+// gaps between the 162 kernels of a 7B step overlap with the first weight loads.
 // Rounding follows PyTorch's fp16/bf16 decode (products accumulated in fp32, each op's
 // output rounded to the model's dtype), so that greedy tokens match the plain decode's but
 // for near-ties, which the script checks (llm_placement.py, verify_tokens).
@@ -25,10 +27,25 @@
 #include <cuda_runtime.h>
 
 #include <cstdint>
+#include <cstdlib>
+#include <cstring>
 
 namespace {
 
 cudaError_t g_error = cudaSuccess;
+
+// Programmatic dependent launch (Hopper and later): each kernel may start while the one before
+// it drains, loads the weights it will need (they never change during a decode) and only then
+// waits for that kernel's results. It hides most of the gap between the 162 kernels of a 7B
+// step. MEMPATH_DECODE_PDL=0 turns it off (for a driver that mishandles it in a graph).
+__device__ __forceinline__ void wait_for_previous_kernel() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  asm volatile("griddepcontrol.wait;" ::: "memory");
+  // Let the next kernel be scheduled once every block here has passed its wait: it then
+  // only takes SM slots this kernel's last wave leaves free.
+  asm volatile("griddepcontrol.launch_dependents;");
+#endif
+}
 
 template <typename T>
 __device__ __forceinline__ float to_f(T v);
@@ -93,6 +110,28 @@ __global__ void __launch_bounds__(kThreads) gemv(const T* __restrict__ W, const 
   const int warp = (blockIdx.x * kThreads + threadIdx.x) >> 5;
   const int row0 = warp * ROWS;
   const int kv = K >> 3;  // 16-byte vectors a row
+  // A warp's rows: ROWS consecutive ones, or gate_j and up_j (rows j and N/2 + j).
+  const bool active = EPI == kSwiglu ? warp < N / 2 : row0 < N;
+  const uint4* rows[ROWS];
+#pragma unroll
+  for (int r = 0; r < ROWS; ++r) {
+    const int n = EPI == kSwiglu ? min(warp, N / 2 - 1) + r * (N / 2) : min(row0 + r, N - 1);
+    rows[r] = reinterpret_cast<const uint4*>(W + size_t(n) * K);
+  }
+  uint4 w[ROWS][kUnroll];
+  auto load_weights = [&](int base) {
+#pragma unroll
+    for (int u = 0; u < kUnroll; ++u) {
+      if (base + u * 32 < kv) {
+#pragma unroll
+        for (int r = 0; r < ROWS; ++r) w[r][u] = __ldcs(rows[r] + base + u * 32);  // streamed: read once a step
+      }
+    }
+  };
+  // The first weights are in flight before the wait and the norm, which need the kernel
+  // before this one; the weights do not.
+  if (active) load_weights(lane);
+  wait_for_previous_kernel();
   const uint4* xin = reinterpret_cast<const uint4*>(x);
   if (NORM) {
     // RMSNorm as PyTorch's decode computes it: x * rsqrt(mean(x^2) + eps) rounded to T, then
@@ -116,10 +155,10 @@ __global__ void __launch_bounds__(kThreads) gemv(const T* __restrict__ W, const 
     const float s = scale;
     const uint4* g = reinterpret_cast<const uint4*>(norm_w);
     for (int i = threadIdx.x; i < kv; i += kThreads) {
-      const uint4 v = xin[i], w = g[i];
+      const uint4 v = xin[i], wn = g[i];
       uint4 r;
       const T* xv = reinterpret_cast<const T*>(&v);
-      const T* wv = reinterpret_cast<const T*>(&w);
+      const T* wv = reinterpret_cast<const T*>(&wn);
       T* rv = reinterpret_cast<T*>(&r);
 #pragma unroll
       for (int j = 0; j < 8; ++j) rv[j] = from_f<T>(round_to<T>(to_f<T>(xv[j]) * s) * to_f<T>(wv[j]));
@@ -127,29 +166,17 @@ __global__ void __launch_bounds__(kThreads) gemv(const T* __restrict__ W, const 
     }
     __syncthreads();
   }
-  // A warp's rows: ROWS consecutive ones, or gate_j and up_j (rows j and N/2 + j).
-  if (EPI == kSwiglu ? warp >= N / 2 : row0 >= N) return;
+  if (!active) return;
   const uint4* xs = NORM ? smem_vec : xin;
   float acc[ROWS];
 #pragma unroll
   for (int r = 0; r < ROWS; ++r) acc[r] = 0.f;
-  const uint4* rows[ROWS];
-#pragma unroll
-  for (int r = 0; r < ROWS; ++r) {
-    const int n = EPI == kSwiglu ? warp + r * (N / 2) : min(row0 + r, N - 1);
-    rows[r] = reinterpret_cast<const uint4*>(W + size_t(n) * K);
-  }
   for (int base = lane; base < kv; base += 32 * kUnroll) {
-    uint4 w[ROWS][kUnroll], xx[kUnroll];
+    if (base != lane) load_weights(base);
+    uint4 xx[kUnroll];
 #pragma unroll
-    for (int u = 0; u < kUnroll; ++u) {
-      const int i = base + u * 32;
-      if (i < kv) {
-        xx[u] = xs[i];
-#pragma unroll
-        for (int r = 0; r < ROWS; ++r) w[r][u] = __ldcs(rows[r] + i);  // streamed: read once a step
-      }
-    }
+    for (int u = 0; u < kUnroll; ++u)
+      if (base + u * 32 < kv) xx[u] = xs[base + u * 32];
 #pragma unroll
     for (int u = 0; u < kUnroll; ++u) {
       if (base + u * 32 < kv) {
@@ -182,74 +209,106 @@ __global__ void __launch_bounds__(kThreads) gemv(const T* __restrict__ W, const 
   }
 }
 
-// One block a query head (blockDim = head_dim, 64 or 128): rotary embedding of q and of this
+constexpr int kAttnThreads = 256;  // 8 warps a head in the attention kernel
+
+// One block a query head (HD = head_dim, 64 or 128): rotary embedding of q and of this
 // position's k (pairs 2i, 2i+1; angle pos / 10000^(2i/d), cos and sin rounded to T as the
 // plain decode rounds them), k and v into the cache at `pos`, then softmax(q k^T / sqrt(d))
 // over positions 0..pos and its sum of v. qkv = q (heads x d) | k (kv_heads x d) | v.
 // Caches: [positions][kv_heads x d] of this layer. Blocks of one KV head write the same
 // k and v (grouped-query attention): the same values, and each reads only its own writes.
-template <typename T>
-__global__ void attention(const T* __restrict__ qkv, T* __restrict__ k_cache, T* __restrict__ v_cache,
-                          T* __restrict__ out, const int* __restrict__ pos_ptr, int heads, int kv_heads,
-                          int head_dim) {
+// The cache is small and its reads are latency-bound: a thread scores a position with its
+// whole k row in flight at once, and the eight warps share the positions of the sum of v.
+template <typename T, int HD>
+__global__ void __launch_bounds__(kAttnThreads) attention(const T* __restrict__ qkv, T* __restrict__ k_cache,
+                                                          T* __restrict__ v_cache, T* __restrict__ out,
+                                                          const int* __restrict__ pos_ptr, int heads, int kv_heads) {
+  constexpr int kWarps = kAttnThreads / 32, kPer = HD / 32;
   extern __shared__ float scores[];
-  __shared__ float qs[128];
-  __shared__ float red[4];
-  const int h = blockIdx.x, d = threadIdx.x, lane = d & 31, warp = d >> 5, warps = head_dim >> 5;
+  __shared__ float qs[HD];
+  __shared__ float partial[kWarps][HD];
+  __shared__ float red[2][kWarps];
+  wait_for_previous_kernel();
+  const int h = blockIdx.x, tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
   const int kvh = h / (heads / kv_heads);
   const int pos = *pos_ptr;
-  const int kv_dim = kv_heads * head_dim;
-  const T* q = qkv + h * head_dim;
-  const T* k = qkv + heads * head_dim + kvh * head_dim;
-  const T* v = qkv + heads * head_dim + kv_dim + kvh * head_dim;
-  // Rotary embedding: thread d holds element d of its pair (d even: x1, odd: x2).
-  const int i = d >> 1;
-  const float inv = 1.f / powf(10000.f, (2.f * i) / head_dim);
-  const float ang = static_cast<float>(pos) * inv;
-  const float c = round_to<T>(cosf(ang)), s = round_to<T>(sinf(ang));
-  auto rope = [&](const T* x) {
-    const float x1 = to_f<T>(x[d & ~1]), x2 = to_f<T>(x[d | 1]);
-    return (d & 1) ? round_to<T>(round_to<T>(x1 * s) + round_to<T>(x2 * c))
-                   : round_to<T>(round_to<T>(x1 * c) - round_to<T>(x2 * s));
-  };
-  qs[d] = rope(q);
-  const size_t here = static_cast<size_t>(pos) * kv_dim + kvh * head_dim + d;
-  k_cache[here] = from_f<T>(rope(k));
-  v_cache[here] = v[d];
-  __syncthreads();
-  // Scores: a warp per position, each lane head_dim / 32 elements.
-  const float scale = rsqrtf(static_cast<float>(head_dim));
-  const int per = head_dim >> 5;
-  for (int t = warp; t <= pos; t += warps) {
-    const T* kt = k_cache + static_cast<size_t>(t) * kv_dim + kvh * head_dim;
-    float a = 0.f;
-    for (int e = 0; e < per; ++e) a = fmaf(qs[lane * per + e], to_f<T>(kt[lane * per + e]), a);
-    a = warp_sum(a);
-    if (lane == 0) scores[t] = a * scale;
+  const int kv_dim = kv_heads * HD;
+  const size_t head_off = static_cast<size_t>(kvh) * HD;
+  if (tid < HD) {
+    const T* q = qkv + h * HD;
+    const T* k = qkv + heads * HD + head_off;
+    const T* v = qkv + heads * HD + kv_dim + head_off;
+    // Rotary embedding: thread d holds element d of its pair (d even: x1, odd: x2).
+    const int d = tid, i = d >> 1;
+    const float inv = 1.f / powf(10000.f, (2.f * i) / HD);
+    const float ang = static_cast<float>(pos) * inv;
+    const float c = round_to<T>(cosf(ang)), s = round_to<T>(sinf(ang));
+    auto rope = [&](const T* x) {
+      const float x1 = to_f<T>(x[d & ~1]), x2 = to_f<T>(x[d | 1]);
+      return (d & 1) ? round_to<T>(round_to<T>(x1 * s) + round_to<T>(x2 * c))
+                     : round_to<T>(round_to<T>(x1 * c) - round_to<T>(x2 * s));
+    };
+    qs[d] = rope(q);
+    const size_t here = static_cast<size_t>(pos) * kv_dim + head_off + d;
+    k_cache[here] = from_f<T>(rope(k));
+    v_cache[here] = v[d];
   }
   __syncthreads();
+  const float scale = rsqrtf(static_cast<float>(HD));
   float m = -INFINITY;
-  for (int t = d; t <= pos; t += head_dim) m = fmaxf(m, scores[t]);
+  for (int t = tid; t <= pos; t += kAttnThreads) {
+    const uint4* kt = reinterpret_cast<const uint4*>(k_cache + static_cast<size_t>(t) * kv_dim + head_off);
+    uint4 kr[HD / 8];
+#pragma unroll
+    for (int e = 0; e < HD / 8; ++e) kr[e] = kt[e];
+    float a = 0.f;
+#pragma unroll
+    for (int e = 0; e < HD / 8; ++e) {
+      const T* kx = reinterpret_cast<const T*>(&kr[e]);
+#pragma unroll
+      for (int j = 0; j < 8; ++j) a = fmaf(qs[e * 8 + j], to_f<T>(kx[j]), a);
+    }
+    scores[t] = a * scale;
+    m = fmaxf(m, a * scale);
+  }
   m = warp_max(m);
-  if (lane == 0) red[warp] = m;
+  if (lane == 0) red[0][warp] = m;
   __syncthreads();
-  m = red[0];
-  for (int w = 1; w < warps; ++w) m = fmaxf(m, red[w]);
-  __syncthreads();
+  m = red[0][0];
+#pragma unroll
+  for (int w = 1; w < kWarps; ++w) m = fmaxf(m, red[0][w]);
   float sum = 0.f;
-  for (int t = d; t <= pos; t += head_dim) {
+  for (int t = tid; t <= pos; t += kAttnThreads) {
     const float e = __expf(scores[t] - m);
     scores[t] = e;
     sum += e;
   }
   sum = warp_sum(sum);
-  if (lane == 0) red[warp] = sum;
+  if (lane == 0) red[1][warp] = sum;
   __syncthreads();
   sum = 0.f;
-  for (int w = 0; w < warps; ++w) sum += red[w];
-  float acc = 0.f;
-  for (int t = 0; t <= pos; ++t) acc = fmaf(scores[t], to_f<T>(v_cache[static_cast<size_t>(t) * kv_dim + kvh * head_dim + d]), acc);
-  out[h * head_dim + d] = from_f<T>(acc / sum);
+#pragma unroll
+  for (int w = 0; w < kWarps; ++w) sum += red[1][w];
+  // Sum of v: warp w takes positions w, w + 8, ...; lane l elements l*kPer .. l*kPer + kPer - 1.
+  float acc[kPer];
+#pragma unroll
+  for (int e = 0; e < kPer; ++e) acc[e] = 0.f;
+#pragma unroll 4
+  for (int t = warp; t <= pos; t += kWarps) {
+    const T* vt = v_cache + static_cast<size_t>(t) * kv_dim + head_off + lane * kPer;
+    const float p = scores[t];
+#pragma unroll
+    for (int e = 0; e < kPer; ++e) acc[e] = fmaf(p, to_f<T>(vt[e]), acc[e]);
+  }
+#pragma unroll
+  for (int e = 0; e < kPer; ++e) partial[warp][lane * kPer + e] = acc[e];
+  __syncthreads();
+  if (tid < HD) {
+    float a = 0.f;
+#pragma unroll
+    for (int w = 0; w < kWarps; ++w) a += partial[w][tid];
+    out[h * HD + tid] = from_f<T>(a / sum);
+  }
 }
 
 // The step's last kernel, one block: the token after position `pos` (the prompt's next
@@ -263,6 +322,7 @@ __global__ void next_token(const float* __restrict__ logits, int vocab, const T*
   __shared__ float best_v[32];
   __shared__ int best_i[32];
   __shared__ int chosen;
+  wait_for_previous_kernel();
   const int pos = *pos_ptr;
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
   if (pos + 1 < prompt_len) {
@@ -270,6 +330,7 @@ __global__ void next_token(const float* __restrict__ logits, int vocab, const T*
   } else {
     float bv = -INFINITY;
     int bi = 0x7fffffff;
+#pragma unroll 8
     for (int i = threadIdx.x; i < vocab; i += blockDim.x) {
       const float v = logits[i];
       if (v > bv || (v == bv && i < bi)) bv = v, bi = i;
@@ -301,9 +362,43 @@ __global__ void next_token(const float* __restrict__ logits, int vocab, const T*
 template <typename T>
 __global__ void start(const T* __restrict__ embed, int hidden, const int* __restrict__ prompt, T* __restrict__ x,
                       int* __restrict__ pos_ptr) {
+  wait_for_previous_kernel();
   const T* row = embed + static_cast<size_t>(prompt[0]) * hidden;
   for (int i = threadIdx.x; i < hidden; i += blockDim.x) x[i] = row[i];
   if (threadIdx.x == 0) *pos_ptr = 0;
+}
+
+bool programmatic_launch() {
+  static const bool on = [] {
+    const char* env = std::getenv("MEMPATH_DECODE_PDL");
+    int device = 0, major = 0;
+    if (cudaGetDevice(&device) != cudaSuccess ||
+        cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device) != cudaSuccess)
+      return false;
+    return major >= 9 && !(env && std::strcmp(env, "0") == 0);
+  }();
+  return on;
+}
+
+// Every kernel goes out through here: with programmatic dependent launch where it is on.
+template <typename... Params, typename... Args>
+int launch(void (*kernel)(Params...), unsigned blocks, unsigned threads, size_t smem, cudaStream_t stream,
+           Args... args) {
+  if (smem > 48 * 1024) {
+    const cudaError_t e = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(smem));
+    if (e != cudaSuccess) return e;
+  }
+  cudaLaunchAttribute attr;
+  attr.id = cudaLaunchAttributeProgrammaticStreamSerialization;
+  attr.val.programmaticStreamSerializationAllowed = 1;
+  cudaLaunchConfig_t config = {};
+  config.gridDim = dim3(blocks);
+  config.blockDim = dim3(threads);
+  config.dynamicSmemBytes = smem;
+  config.stream = stream;
+  config.attrs = &attr;
+  config.numAttrs = programmatic_launch() ? 1 : 0;
+  return cudaLaunchKernelEx(&config, kernel, static_cast<Params>(args)...);
 }
 
 template <typename T, int ROWS, bool NORM, int EPI>
@@ -313,14 +408,8 @@ int launch_gemv(const void* W, const void* x, const void* norm_w, void* out, int
   const int warps = EPI == kSwiglu ? N / 2 : (N + ROWS - 1) / ROWS;
   const int blocks = (warps * 32 + kThreads - 1) / kThreads;
   const size_t smem = NORM ? static_cast<size_t>(K) * sizeof(T) : 0;
-  auto kernel = gemv<T, ROWS, NORM, EPI>;
-  if (smem > 48 * 1024) {
-    const cudaError_t e = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(smem));
-    if (e != cudaSuccess) return e;
-  }
-  kernel<<<blocks, kThreads, smem, stream>>>(static_cast<const T*>(W), static_cast<const T*>(x),
-                                             static_cast<const T*>(norm_w), out, N, K, eps);
-  return cudaGetLastError();
+  return launch(gemv<T, ROWS, NORM, EPI>, blocks, kThreads, smem, stream, static_cast<const T*>(W),
+                static_cast<const T*>(x), static_cast<const T*>(norm_w), out, N, K, eps);
 }
 
 template <typename T>
@@ -334,6 +423,15 @@ int launch_all(int op, const void* W, const void* x, const void* norm_w, void* o
     case 4: return launch_gemv<T, 1, false, kStore>(W, x, norm_w, out, N, K, eps, stream);    // plain rows
     default: return cudaErrorInvalidValue;
   }
+}
+
+template <typename T>
+int launch_attention(const void* qkv, void* k_cache, void* v_cache, void* out, const int* pos, int heads,
+                     int kv_heads, int head_dim, int max_positions, cudaStream_t stream) {
+  const size_t smem = static_cast<size_t>(max_positions) * sizeof(float);
+  auto kernel = head_dim == 64 ? attention<T, 64> : attention<T, 128>;
+  return launch(kernel, heads, kAttnThreads, smem, stream, static_cast<const T*>(qkv), static_cast<T*>(k_cache),
+                static_cast<T*>(v_cache), static_cast<T*>(out), pos, heads, kv_heads);
 }
 
 int record(int code) {
@@ -360,49 +458,35 @@ int mempath_decode_attention(int dtype, const void* qkv, void* k_cache, void* v_
                              int heads, int kv_heads, int head_dim, int max_positions, void* stream) {
   if ((head_dim != 64 && head_dim != 128) || heads % kv_heads != 0) return record(cudaErrorInvalidValue);
   const auto s = static_cast<cudaStream_t>(stream);
-  const size_t smem = static_cast<size_t>(max_positions) * sizeof(float);
-  if (dtype == 0) {
-    if (smem > 48 * 1024 && cudaFuncSetAttribute(attention<__half>, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                                  static_cast<int>(smem)) != cudaSuccess)
-      return record(cudaErrorInvalidValue);
-    attention<__half><<<heads, head_dim, smem, s>>>(static_cast<const __half*>(qkv), static_cast<__half*>(k_cache),
-                                                     static_cast<__half*>(v_cache), static_cast<__half*>(out), pos,
-                                                     heads, kv_heads, head_dim);
-  } else {
-    if (smem > 48 * 1024 &&
-        cudaFuncSetAttribute(attention<__nv_bfloat16>, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                             static_cast<int>(smem)) != cudaSuccess)
-      return record(cudaErrorInvalidValue);
-    attention<__nv_bfloat16><<<heads, head_dim, smem, s>>>(
-        static_cast<const __nv_bfloat16*>(qkv), static_cast<__nv_bfloat16*>(k_cache),
-        static_cast<__nv_bfloat16*>(v_cache), static_cast<__nv_bfloat16*>(out), pos, heads, kv_heads, head_dim);
-  }
-  return record(cudaGetLastError());
+  return record(dtype == 0 ? launch_attention<__half>(qkv, k_cache, v_cache, out, pos, heads, kv_heads, head_dim,
+                                                      max_positions, s)
+                           : launch_attention<__nv_bfloat16>(qkv, k_cache, v_cache, out, pos, heads, kv_heads,
+                                                             head_dim, max_positions, s));
 }
 
 int mempath_decode_next_token(int dtype, const float* logits, int vocab, const void* embed, int hidden, void* x,
                               const int* prompt, int prompt_len, int* out, int out_len, int* pos, void* stream) {
   const auto s = static_cast<cudaStream_t>(stream);
-  if (dtype == 0)
-    next_token<__half><<<1, 1024, 0, s>>>(logits, vocab, static_cast<const __half*>(embed), hidden,
-                                          static_cast<__half*>(x), prompt, prompt_len, out, out_len, pos);
-  else
-    next_token<__nv_bfloat16><<<1, 1024, 0, s>>>(logits, vocab, static_cast<const __nv_bfloat16*>(embed), hidden,
-                                                 static_cast<__nv_bfloat16*>(x), prompt, prompt_len, out, out_len,
-                                                 pos);
-  return record(cudaGetLastError());
+  return record(dtype == 0 ? launch(next_token<__half>, 1, 1024, 0, s, logits, vocab,
+                                    static_cast<const __half*>(embed), hidden, static_cast<__half*>(x), prompt,
+                                    prompt_len, out, out_len, pos)
+                           : launch(next_token<__nv_bfloat16>, 1, 1024, 0, s, logits, vocab,
+                                    static_cast<const __nv_bfloat16*>(embed), hidden,
+                                    static_cast<__nv_bfloat16*>(x), prompt, prompt_len, out, out_len, pos));
 }
 
 int mempath_decode_start(int dtype, const void* embed, int hidden, const int* prompt, void* x, int* pos,
                          void* stream) {
   const auto s = static_cast<cudaStream_t>(stream);
-  if (dtype == 0)
-    start<__half><<<1, 256, 0, s>>>(static_cast<const __half*>(embed), hidden, prompt, static_cast<__half*>(x), pos);
-  else
-    start<__nv_bfloat16><<<1, 256, 0, s>>>(static_cast<const __nv_bfloat16*>(embed), hidden, prompt,
-                                           static_cast<__nv_bfloat16*>(x), pos);
-  return record(cudaGetLastError());
+  return record(dtype == 0 ? launch(start<__half>, 1, 256, 0, s, static_cast<const __half*>(embed), hidden, prompt,
+                                    static_cast<__half*>(x), pos)
+                           : launch(start<__nv_bfloat16>, 1, 256, 0, s, static_cast<const __nv_bfloat16*>(embed),
+                                    hidden, prompt, static_cast<__nv_bfloat16*>(x), pos));
 }
+
+// Whether the kernels go out with programmatic dependent launch (Hopper and later, unless
+// MEMPATH_DECODE_PDL=0), for the record of the run.
+int mempath_decode_programmatic_launch() { return programmatic_launch() ? 1 : 0; }
 
 // The first error any entry point met (0: none), as text.
 const char* mempath_decode_error() { return g_error == cudaSuccess ? "" : cudaGetErrorString(g_error); }

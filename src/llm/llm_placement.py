@@ -532,6 +532,7 @@ def load_decode_library(path: str):
     lib.mempath_decode_attention.argtypes = [i, p, p, p, p, p, i, i, i, i, p]
     lib.mempath_decode_next_token.argtypes = [i, p, i, p, i, p, p, i, p, i, p, p]
     lib.mempath_decode_start.argtypes = [i, p, i, p, p, p, p]
+    lib.mempath_decode_programmatic_launch.restype = i
     return lib, ""
 
 
@@ -866,6 +867,9 @@ def run(args: argparse.Namespace) -> int:
         raise BadInput("no CUDA GPU visible to PyTorch; valid: run on a GPU node")
     lib = load_library(args.lib)
     dec_lib, dec_why = load_decode_library(args.decode_lib) if args.decode == "fused" else (None, "")
+    if dec_lib is not None:
+        print("fused decode: programmatic dependent launch "
+              + ("on" if dec_lib.mempath_decode_programmatic_launch() else "off (before Hopper, or MEMPATH_DECODE_PDL=0)"))
     # The pluggable allocator must be in place before PyTorch allocates anything; `default`
     # (PyTorch's own allocator) runs in a process of its own, or in this one when alone.
     pluggable = not worker and any(name != "default" for *_, name in placements)
