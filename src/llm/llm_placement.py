@@ -807,7 +807,7 @@ def modelled_read_gbps(mempath: str, snapshot: str, gpu: int, alloc: str, mem: s
 
 #: What the plan adds (s): a PyTorch process's start (import, CUDA context), a placement's
 #: graph capture and fused-decode check; the fused decode's share of the read rate.
-PROCESS_START_S = 10.0
+PROCESS_START_S = 5.0
 CAPTURE_S = 1.0
 DECODE_EFFICIENCY = 0.8
 
