@@ -99,3 +99,31 @@ def test_comparison_of_the_two_recorded_nights_as_the_nightly_makes_it(tmp_path:
     line = next(li for li in (proc.stdout + proc.stderr).splitlines()
                 if li.startswith("REGRESSION bw") and "pu=cpu0" in li and "threads=16" in li and "host=n2" in li)
     assert "141.2 -> 97.86 GB/s" in line and line.endswith("nothing in the recorded conditions explains it")
+
+
+def test_conditions_of_the_recorded_nights_name_no_cause_and_the_shared_host_is_seen() -> None:
+    """Issue 40 on the acceptance through Slurm: every case of both nights (real NVML and
+    host readings) names no cause and nothing to drain; the fenced vetting's two nodes ran
+    at once on one host, and where a case shared the cores with the other node's, the one
+    cause named is that (`busy`), never a GPU or link rule."""
+    from analysis.model import causes
+    from analysis.results import conditions as recorded
+    from analysis.results.io import load_run
+
+    seen = {"nightly": 0, "vet-fenced": 0}
+    for run in seen:
+        for path in h5s(NIGHTS / run):
+            run_ = load_run(path)
+            cond = recorded.of_tables(run_.attrs, run_.tables, run_.topology)
+            if cond is None:  # the inventory, and mempath-mpi, which records no conditions
+                assert path.stem in ("inventory", "mpi_bw"), path
+                continue
+            assert causes.node_conditions(cond) == [], path
+            for case_id in cond.windows:
+                seen[run] += 1
+                named = causes.case_causes(cond, case_id, path.stem)
+                if run == "nightly":
+                    assert named == [], (path, case_id, named)
+                else:
+                    assert {c.rule for c in named} <= {"busy"}, (path, case_id, named)
+    assert seen["nightly"] > 100 and seen["vet-fenced"] > 20, seen
