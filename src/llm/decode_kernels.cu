@@ -368,6 +368,31 @@ __global__ void start(const T* __restrict__ embed, int hidden, const int* __rest
   if (threadIdx.x == 0) *pos_ptr = 0;
 }
 
+// The read rate a decode is held against when no mempath run gives one (llm_placement.py
+// without --bw-from): every matrix read once with the GEMV's streaming 16-byte loads, four in
+// flight a thread, their bits folded into one word so that no read can be left out.
+__global__ void __launch_bounds__(kThreads) read_all(const uint4* const* ptrs, const unsigned long long* counts,
+                                                     int n, unsigned* out) {
+  const size_t stride = size_t(gridDim.x) * blockDim.x;
+  unsigned fold = 0;
+  for (int s = 0; s < n; ++s) {
+    const uint4* p = ptrs[s];
+    const size_t count = counts[s];
+    size_t i = size_t(blockIdx.x) * blockDim.x + threadIdx.x;
+    for (; i + 3 * stride < count; i += 4 * stride) {
+      const uint4 a = __ldcs(p + i), b = __ldcs(p + i + stride), c = __ldcs(p + i + 2 * stride),
+                  d = __ldcs(p + i + 3 * stride);
+      fold ^= a.x ^ a.y ^ a.z ^ a.w ^ b.x ^ b.y ^ b.z ^ b.w ^ c.x ^ c.y ^ c.z ^ c.w ^ d.x ^ d.y ^ d.z ^ d.w;
+    }
+    for (; i < count; i += stride) {
+      const uint4 a = __ldcs(p + i);
+      fold ^= a.x ^ a.y ^ a.z ^ a.w;
+    }
+  }
+  for (int o = 16; o; o >>= 1) fold ^= __shfl_xor_sync(0xffffffffu, fold, o);
+  if ((threadIdx.x & 31) == 0) atomicXor(out, fold);
+}
+
 bool programmatic_launch() {
   static const bool on = [] {
     const char* env = std::getenv("MEMPATH_DECODE_PDL");
@@ -482,6 +507,55 @@ int mempath_decode_start(int dtype, const void* embed, int hidden, const int* pr
                                     static_cast<__half*>(x), pos)
                            : launch(start<__nv_bfloat16>, 1, 256, 0, s, static_cast<const __nv_bfloat16*>(embed),
                                     hidden, prompt, static_cast<__nv_bfloat16*>(x), pos));
+}
+
+// Seconds of the fastest of `reps` reads of n buffers (bytes[i] each, 16-byte aligned and a
+// multiple of 16) into *best_s, timed with CUDA events on the default stream.
+int mempath_decode_read_seconds(const void* const* ptrs, const unsigned long long* bytes, int n, int reps,
+                                double* best_s) {
+  if (n <= 0 || reps <= 0) return record(cudaErrorInvalidValue);
+  const uint4** d_ptrs = nullptr;
+  unsigned long long* d_counts = nullptr;
+  unsigned* d_out = nullptr;
+  cudaEvent_t e0 = nullptr, e1 = nullptr;
+  int code = cudaSuccess;
+  auto step = [&](cudaError_t e) { if (code == cudaSuccess) code = e; };
+  unsigned long long* counts = new unsigned long long[n];
+  for (int i = 0; i < n; ++i) {
+    if (reinterpret_cast<uintptr_t>(ptrs[i]) % 16 || bytes[i] % 16) code = cudaErrorInvalidValue;
+    counts[i] = bytes[i] / 16;
+  }
+  int device = 0, sms = 0;
+  step(cudaGetDevice(&device));
+  step(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
+  step(cudaMalloc(&d_ptrs, n * sizeof(void*)));
+  step(cudaMalloc(&d_counts, n * sizeof(unsigned long long)));
+  step(cudaMalloc(&d_out, sizeof(unsigned)));
+  step(cudaEventCreate(&e0));
+  step(cudaEventCreate(&e1));
+  if (code == cudaSuccess) {
+    step(cudaMemcpy(d_ptrs, ptrs, n * sizeof(void*), cudaMemcpyHostToDevice));
+    step(cudaMemcpy(d_counts, counts, n * sizeof(unsigned long long), cudaMemcpyHostToDevice));
+  }
+  double best = 0;
+  for (int r = 0; r < reps && code == cudaSuccess; ++r) {
+    step(cudaEventRecord(e0));
+    read_all<<<sms * 8, kThreads>>>(d_ptrs, d_counts, n, d_out);
+    step(cudaGetLastError());
+    step(cudaEventRecord(e1));
+    step(cudaEventSynchronize(e1));
+    float ms = 0;
+    step(cudaEventElapsedTime(&ms, e0, e1));
+    if (code == cudaSuccess && (r == 0 || ms / 1e3 < best)) best = ms / 1e3;
+  }
+  delete[] counts;
+  cudaFree(d_ptrs);
+  cudaFree(d_counts);
+  cudaFree(d_out);
+  if (e0) cudaEventDestroy(e0);
+  if (e1) cudaEventDestroy(e1);
+  if (code == cudaSuccess) *best_s = best;
+  return record(code);
 }
 
 // Whether the kernels go out with programmatic dependent launch (Hopper and later, unless
