@@ -184,9 +184,14 @@ def test_mig_mode_application_clocks_and_a_lowered_power_limit() -> None:
 # ---- no conditions: nothing said (the real recorded runs) ----------------------------------
 
 def test_the_real_gpu_runs_recorded_no_conditions_and_nothing_is_said(tmp_path: Path) -> None:
-    """0 false causes: the runs of the lent GPUs in docs/results/raw hold no conditions, so
-    every reader says nothing of them (no section, no cause column, no cause in a reason)."""
-    files = sorted(p for p in RAW.rglob("*.h5") if p.parent not in (RECORDED, FUSED_DECODE))
+    """0 false causes: the runs of the lent GPUs in docs/results/raw recorded before issue 40
+    (folders before 2026-11-29, and the older runs the duration model keeps) hold no
+    conditions, so every reader says nothing of them (no section, no cause column, no cause
+    in a reason)."""
+    def before_issue_40(path: Path) -> bool:
+        folder = path.relative_to(RAW).parts[0]
+        return folder < "2026-11-29" or folder == "2026-11-29-duration-model"
+    files = sorted(p for p in RAW.rglob("*.h5") if before_issue_40(p))
     assert len(files) > 50
     for path in files:
         with walk(path) as root:
