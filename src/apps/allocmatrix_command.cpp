@@ -27,12 +27,14 @@ namespace mempath {
 namespace {
 
 constexpr uint8_t kSource = 0x01, kCleared = 0x00;
-const std::vector<std::string> kAllocs = {"system", "numa", "pinned", "registered", "managed", "device"};
+// Host allocators first, the order the matrix is listed in.
+const std::vector<Alloc> kAllocs = {Alloc::System, Alloc::Numa, Alloc::Pinned, Alloc::Registered, Alloc::Managed,
+                                    Alloc::Device};
 constexpr Repetitions kRepetitions = {10, 2};
 
 // Every byte of dst equals `value`: a GPU kernel for device memory, CPU threads otherwise.
 bool holds(const Topology& topo, const Buffer& b, uint8_t value, int gpu) {
-  if (alloc_kind(b.alloc()) == Alloc::Device)
+  if (b.kind() == Alloc::Device)
     return gpu::count_device_byte_mismatches(gpu, b.data(), b.bytes(), value) == 0;
   std::atomic<uint64_t> bad{0};
   run_on_threads(4, setup_cpus(topo, b.numa()), -1, [&](int i, int n) {
@@ -50,12 +52,16 @@ bool holds(const Topology& topo, const Buffer& b, uint8_t value, int gpu) {
 // whose pages are already placed (a GPU may not reach pageable memory: no ATS/HMM); device
 // and managed memory by the GPU, so managed pages stay where the copies left them.
 void clear(Buffer& b, int gpu) {
-  if (alloc_kind(b.alloc()) == Alloc::Device || alloc_kind(b.alloc()) == Alloc::Managed) gpu::fill(gpu, b.data(), b.bytes(), kCleared);
+  if (b.kind() == Alloc::Device || b.kind() == Alloc::Managed) gpu::fill(gpu, b.data(), b.bytes(), kCleared);
   else std::memset(b.data(), kCleared, b.bytes());
 }
 
 struct MatrixCase {
-  std::string host, src_alloc, src_mem, dst_alloc, dst_mem;
+  std::string host;
+  Alloc src_alloc;
+  std::string src_mem;
+  Alloc dst_alloc;
+  std::string dst_mem;
 };
 
 struct Copies {
@@ -76,7 +82,7 @@ class AllocMatrixBenchmark : public Benchmark {
         {"gpu", "N", "GPU of the device buffers and of the CUDA calls (default 0)"},
         {"mem", "LIST", "NUMA nodes of host buffers, one matrix each: numaN, a comma list, or all "
                         "(default: the GPU's nearest host node)"},
-        {"alloc", "LIST", "allocators (default: " + join(kAllocs) + ")"},
+        {"alloc", "LIST", "allocators (default: " + alloc_list(kAllocs) + ")"},
         {"size", "SIZE", "bytes per copy (default 256MiB)"}};
     append(specs, repetition_options(kRepetitions));
     return specs;
@@ -97,10 +103,7 @@ class AllocMatrixBenchmark : public Benchmark {
     for (const auto& h : hosts)
       if (std::find(numa_mems.begin(), numa_mems.end(), h) == numa_mems.end())
         throw UsageError("--mem must name NUMA memories of this node, not '" + h + "'; valid: " + join(numa_mems) + ", all");
-    std::vector<std::string> allocs = opts.has("alloc") ? opts.list("alloc") : kAllocs;
-    for (const auto& a : allocs)
-      if (std::find(kAllocs.begin(), kAllocs.end(), a) == kAllocs.end())
-        throw UsageError("invalid --alloc '" + a + "'; valid: " + join(kAllocs));
+    const std::vector<Alloc> allocs = opts.has("alloc") ? parse_allocs(opts.list("alloc"), "alloc", kAllocs) : kAllocs;
     size_ = page_multiple_size(opts, 256ULL << 20);
     const Repetitions r = read_repetitions(opts, kRepetitions);
     reps_ = r.reps, warmup_ = r.warmup;
@@ -112,9 +115,9 @@ class AllocMatrixBenchmark : public Benchmark {
     }
     const std::string device_mem = "gpu" + std::to_string(g_);
     for (const auto& host : hosts)
-      for (const auto& sa : allocs)
-        for (const auto& da : allocs) {
-          const bool src_dev = alloc_kind(sa) == Alloc::Device, dst_dev = alloc_kind(da) == Alloc::Device;
+      for (const Alloc sa : allocs)
+        for (const Alloc da : allocs) {
+          const bool src_dev = sa == Alloc::Device, dst_dev = da == Alloc::Device;
           // device -> device does not depend on the host node: measured with the first one.
           if (src_dev && dst_dev && host != hosts.front()) continue;
           cases_.push_back({host, sa, src_dev ? device_mem : host, da, dst_dev ? device_mem : host});
@@ -123,8 +126,8 @@ class AllocMatrixBenchmark : public Benchmark {
   size_t cases() const override { return cases_.size(); }
   PlanFields plan_fields(size_t i) const override {
     const MatrixCase& c = cases_[i];
-    return {{"gpu", "gpu" + std::to_string(g_)}, {"src_alloc", c.src_alloc}, {"src_mem", c.src_mem},
-            {"dst_alloc", c.dst_alloc}, {"dst_mem", c.dst_mem}, {"size", std::to_string(size_)}};
+    return {{"gpu", "gpu" + std::to_string(g_)}, {"src_alloc", alloc_name(c.src_alloc)}, {"src_mem", c.src_mem},
+            {"dst_alloc", alloc_name(c.dst_alloc)}, {"dst_mem", c.dst_mem}, {"size", std::to_string(size_)}};
   }
   std::string skip_reason(size_t) const override { return ""; }
   // Modelled: the buffers made, warm-up and timed copies (pageable or managed memory at
@@ -132,18 +135,16 @@ class AllocMatrixBenchmark : public Benchmark {
   // destination cleared and checked.
   double expected_seconds(size_t i) const override {
     const MatrixCase& c = cases_[i];
-    const auto pagelocked = [](const std::string& a) {
-      return alloc_kind(a) == Alloc::Pinned || alloc_kind(a) == Alloc::Registered || alloc_kind(a) == Alloc::Device;
-    };
-    const bool on_gpu = alloc_kind(c.src_alloc) == Alloc::Device && alloc_kind(c.dst_alloc) == Alloc::Device;
+    const auto pagelocked = [](Alloc a) { return a == Alloc::Pinned || a == Alloc::Registered || a == Alloc::Device; };
+    const bool on_gpu = c.src_alloc == Alloc::Device && c.dst_alloc == Alloc::Device;
     const double gbps = on_gpu ? rates_.gpu_local_gbps
                         : pagelocked(c.src_alloc) && pagelocked(c.dst_alloc) ? rates_.pcie_gbps
                                                                              : model::kPageableCopyGBps;
     const double size = static_cast<double>(size_);
     // Source and destination by their allocators, the expected bytes in host memory.
     const double made = model::setup_s(size, c.src_alloc) + model::setup_s(size, c.dst_alloc) +
-                        model::setup_s(size, "system");
-    return model::kCaseOverheadS + made + model::verify_s(size, "system") +
+                        model::setup_s(size, Alloc::System);
+    return model::kCaseOverheadS + made + model::verify_s(size, Alloc::System) +
            model::seconds((warmup_ + reps_) * size, gbps);
   }
 
@@ -181,11 +182,11 @@ class AllocMatrixBenchmark : public Benchmark {
     CaseRows rows;
     if (ok)
       for (size_t k = 0; k < r.seconds.size(); ++k)
-        rows.samples.push_back({{"case_id", id}, {"rep", static_cast<int64_t>(k)}, {"src_alloc", c.src_alloc},
-                                {"src_mem", c.src_mem}, {"dst_alloc", c.dst_alloc}, {"dst_mem", c.dst_mem},
+        rows.samples.push_back({{"case_id", id}, {"rep", static_cast<int64_t>(k)}, {"src_alloc", std::string(alloc_name(c.src_alloc))},
+                                {"src_mem", c.src_mem}, {"dst_alloc", std::string(alloc_name(c.dst_alloc))}, {"dst_mem", c.dst_mem},
                                 {"size_bytes", size}, {"time_s", r.seconds[k]}, {"bandwidth_GBps", gbps[k]}});
-    rows.cases.push_back({{"case_id", id}, {"src_alloc", c.src_alloc}, {"src_mem", c.src_mem},
-                          {"dst_alloc", c.dst_alloc}, {"dst_mem", c.dst_mem}, {"size_bytes", size},
+    rows.cases.push_back({{"case_id", id}, {"src_alloc", std::string(alloc_name(c.src_alloc))}, {"src_mem", c.src_mem},
+                          {"dst_alloc", std::string(alloc_name(c.dst_alloc))}, {"dst_mem", c.dst_mem}, {"size_bytes", size},
                           {"status", out.status}, {"reason", out.reason},
                           {"reps", static_cast<int64_t>(ok ? r.seconds.size() : 0)}, {"median_GBps", s.median},
                           {"min_GBps", s.min}, {"max_GBps", s.max}, {"placement", r.placement},

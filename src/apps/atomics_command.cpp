@@ -90,7 +90,7 @@ class AtomicsBenchmark : public Benchmark {
     // counters "-": one per warp, counted at launch.
     return {{"pu", c.pu},
             {"mem", c.mem},
-            {"alloc", c.alloc},
+            {"alloc", alloc_name(c.alloc)},
             {"via", c.via},
             {"scope", s_.scope_name},
             {"counters", s_.counters ? std::to_string(s_.counters) : ""},
@@ -115,7 +115,7 @@ class AtomicsBenchmark : public Benchmark {
     m.counters = s_.counters ? s_.counters : m.warps;
     auto buf = allocate(*topo_, c.alloc, c.mem, m.counters * gpu::kCounterStride, 0);
     if (buf->gpu() >= 0 && buf->gpu() != c.gpu) gpu::enable_peer_access(c.gpu, buf->gpu());
-    if (alloc_kind(c.alloc) == Alloc::Managed && buf->gpu() != c.gpu)
+    if (c.alloc == Alloc::Managed && buf->gpu() != c.gpu)
       gpu::keep_managed_at(buf->data(), buf->bytes(), buf->gpu(), c.gpu);
     const gpu::AtomicsRun r =
         gpu::run_atomics(c.gpu, buf->data(), m.counters, s_.ops, s_.scope, s_.warmup, s_.reps, inject_fault());
@@ -154,7 +154,7 @@ class AtomicsBenchmark : public Benchmark {
       }
     const Summary sum = ok ? summarize(mops) : Summary{};
     const double median_s = ok && m ? summarize(m->seconds).median : kNaN;
-    rows.cases.push_back({{"case_id", id}, {"pu", c.pu}, {"mem", c.mem}, {"alloc", c.alloc}, {"via", c.via},
+    rows.cases.push_back({{"case_id", id}, {"pu", c.pu}, {"mem", c.mem}, {"alloc", std::string(alloc_name(c.alloc))}, {"via", c.via},
                           {"scope", s_.scope_name}, {"counters", static_cast<int64_t>(m ? m->counters : s_.counters)},
                           {"threads", static_cast<int64_t>(threads)}, {"ops_per_thread", static_cast<int64_t>(s_.ops)},
                           {"ops", static_cast<int64_t>(ops)}, {"status", out.status}, {"reason", out.reason},

@@ -1,9 +1,12 @@
 #pragma once
-// One benchmark of `mempath`: what it measures and how (docs/benchmarks.md). The driver
-// (apps/driver.hpp) owns everything the benchmarks share: common options, topology,
-// --from, the result file, the per-case watchdog, the skip/fail/exit rules, saving and
-// the MEMPATH lines. Cases are the benchmark's own, addressed by their plan position.
+// One benchmark of `mempath` or `mempath-mpi`: what it measures and how
+// (docs/benchmarks.md). The driver (apps/driver.hpp) owns everything the benchmarks share:
+// common options, topology, --from, the result file, the per-case watchdog, the
+// skip/fail/exit rules, saving and the MEMPATH lines; apps/processes.hpp says who runs the
+// cases (this process, or every rank of an MPI job). Cases are the benchmark's own,
+// addressed by their plan position.
 #include <any>
+#include <map>
 #include <memory>
 #include <string>
 #include <utility>
@@ -38,6 +41,13 @@ struct CaseRows {
 
 using PlanFields = std::vector<std::pair<std::string, std::string>>;
 
+// The model's view of a run: the cases it runs (the others are known skips) and their
+// summed modelled seconds.
+struct Expectation {
+  size_t planned = 0;
+  double seconds = 0;
+};
+
 // A benchmark's name and the words of its help: fixed text, given once to its constructor.
 struct About {
   std::string name;
@@ -47,9 +57,13 @@ struct About {
 
 class Benchmark {
  public:
-  explicit Benchmark(About about) : about_(std::move(about)) {}
+  // `family`: the result family of its tables and lines (core/families.def), where that is
+  // not its name (mempath-mpi's `bw` writes mpi_bw).
+  explicit Benchmark(About about, std::string family = "")
+      : about_(std::move(about)), family_(family.empty() ? about_.name : std::move(family)) {}
   virtual ~Benchmark() = default;
   const std::string& name() const { return about_.name; }
+  const std::string& family() const { return family_; }
   const std::string& description() const { return about_.description; }
   const std::string& summary() const { return about_.summary; }
   // Its own options; the driver adds --output, --overwrite, --timeout and --from.
@@ -66,27 +80,45 @@ class Benchmark {
   // --from's PLAN line of case i (a benchmark whose runner records the plan's skips itself
   // gives the plan's reason here).
   virtual void print_plan(size_t i) const;
+  // Case i in a few words for a person: the progress counter's and the watchdog's (default:
+  // the family and the plan's values).
+  virtual std::string describe(size_t i) const;
   // Modelled seconds case i takes (core/duration_model.hpp, constants there only): what
   // the case does, at the model's rates. Asked only for cases the plan runs.
   virtual double expected_seconds(size_t i) const = 0;
   // The plan skips case i (it takes no time): skip_reason's, for benchmarks whose
   // runners record the plan's skips themselves.
   virtual bool plan_skips(size_t i) const { return !skip_reason(i).empty(); }
+  // The run as the model sees it, said first (EXPECT): by default expected_seconds of the
+  // cases the plan runs and the run's fixed cost; a benchmark whose model is of the whole
+  // run (mempath-mpi's: buffers per group, NCCL's start-up) gives its own.
+  virtual Expectation expectation(const Topology& topo) const;
 
-  // Before the result file is opened (start what all cases share: a noise reader).
+  // Before the result file is opened (start what all cases share: a noise reader, NCCL).
   virtual void prepare() {}
+  // Root attributes of its own beside the provenance (mempath-mpi's job: mpi_ranks, ...).
+  virtual std::map<std::string, Attribute> attributes() const { return {}; }
   // Tables written once per run, before the cases (chase's cache sizes).
   virtual void begin(ResultFile&) {}
+  // Readies case i before it runs (mempath-mpi: its buffers); the exceptions of run() say
+  // what comes of it. Under MPI each rank's outcome is agreed before any rank runs the
+  // case, so a rank that cannot allocate does not leave its partner waiting: nothing here
+  // may wait on another rank.
+  virtual void setup(size_t i) { (void)i; }
   // Runs case i. Unsupported -> skipped; UsageError -> exit 2 if it is the only case, else
-  // skipped; any other exception -> failed (the driver's rules).
+  // skipped; any other exception -> failed (the driver's rules). Under MPI every rank runs
+  // it; an exception ends the job (the others may wait inside the case), and a failure is
+  // returned as the Outcome, which the driver agrees across the ranks.
   virtual Outcome run(size_t i) = 0;
 
-  // Its tables: NAME/cases and NAME/samples with the columns of core/families.def, whose
-  // cases tables end with the case's seconds (model::kCaseSecondsColumn), which the driver
-  // fills. Only the driver's own tests override them.
+  // Its tables: FAMILY/cases and FAMILY/samples with the columns of core/families.def; the
+  // driver fills the case's seconds (model::kCaseSecondsColumn) where the cases table has
+  // that column, and a family without a samples table (nccl) has none (an empty name).
+  // Only the driver's own tests override them.
   virtual TableSpec cases_table() const;
   virtual TableSpec samples_table() const;
-  // The rows of case i; `first_id` is the case_id of its first cases row.
+  // The rows of case i; `first_id` is the case_id of its first cases row. Asked of the
+  // process that writes only (as are begin, summary_fields, end_group, print_tables).
   virtual CaseRows rows(size_t i, const Outcome& o, int64_t first_id) = 0;
   // The MEMPATH line's fields of one written row (summary_line's rules apply).
   virtual std::vector<SummaryField> summary_fields(const Row& row) const = 0;
@@ -107,6 +139,7 @@ class Benchmark {
 
  private:
   About about_;
+  std::string family_;
 };
 
 // A command of `mempath` or `mempath-mpi`: a Benchmark run by the driver, or a command of

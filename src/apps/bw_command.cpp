@@ -106,7 +106,7 @@ std::vector<BwCase> plan(const Topology& topo, const Options& opts, const BwSett
   };
   if (threads != "sweep") return {one(threads.empty() ? -1 : thread_count(threads))};
   const BwCase all = one(-1);
-  if (all.pu_kind != "cpu") return gpu_grid_sweep(topo, all);
+  if (all.pu_kind != PuKind::Cpu) return gpu_grid_sweep(topo, all);
   std::vector<BwCase> cases;
   for (int t : thread_sweep(all.threads)) cases.push_back(one(t));
   return cases;
@@ -123,11 +123,13 @@ double bw_case_seconds(const model::Rates& rates, const BwCase& c, const BwSetti
   if (c.kernel == "block") gbps = std::min(gbps, model::kGpuBlockGBps);
   if (c.blocks > 0) gbps = std::min(gbps, model::kGpuBlockGBps * c.blocks * kSweepBlockThreads / 1024);
   // A GPU's copy across a link reads over one direction of it and writes over the other.
-  if (copy && c.pu_kind == "gpu" && c.via != "local") gbps *= 2;
+  if (copy && c.pu_kind == PuKind::Gpu && c.via != "local") gbps *= 2;
   const double timed = model::seconds((s.warmup + s.reps) * bw_passes(c) * (copy ? 2 : 1) * size, gbps);
-  const double made = model::setup_s(size, c.alloc) + (copy ? model::setup_s(size, c.dst_alloc) : 0) +
-                      model::migration_s(size, c.pu_kind, c.alloc, c.mem);
-  const double check = c.op == Op::Read ? 0 : model::verify_s(size, copy ? c.dst_alloc : c.alloc);
+  // A path no allocator serves is skipped; its buffers count as pageable memory.
+  const Alloc alloc = c.alloc.value_or(Alloc::System), dst_alloc = c.dst_alloc.value_or(Alloc::System);
+  const double made = model::setup_s(size, alloc) + (copy ? model::setup_s(size, dst_alloc) : 0) +
+                      model::migration_s(size, c.pu_kind, alloc, c.mem);
+  const double check = c.op == Op::Read ? 0 : model::verify_s(size, copy ? dst_alloc : alloc);
   return model::kCaseOverheadS + made + timed + check;
 }
 
@@ -154,7 +156,7 @@ class BwBenchmark : public Benchmark {
     first_noise_use_.assign(cases_.size(), false);
     for (size_t i = 0; i < cases_.size(); ++i)
       if (!cases_[i].noise.empty() && cases_[i].skip_reason.empty())
-        first_noise_use_[i] = seen.insert(noise_key(cases_[i].noise)).second;
+        first_noise_use_[i] = seen.insert(cases_[i].noise.buffer_key()).second;
     all_ = opts.flag("all");
   }
   size_t cases() const override { return cases_.size(); }
@@ -169,13 +171,13 @@ class BwBenchmark : public Benchmark {
             {"threads", std::to_string(c.threads)},
             {"size", std::to_string(c.size)},
             {"via", c.via}};
-    if (c.pu_kind == "gpu") f.push_back({"blocks", std::to_string(c.kernel == "block" ? 1 : c.blocks > 0 ? c.blocks : -1)});
+    if (c.pu_kind == PuKind::Gpu) f.push_back({"blocks", std::to_string(c.kernel == "block" ? 1 : c.blocks > 0 ? c.blocks : -1)});
     if (!noise_text_.empty()) f.push_back({"noise", noise_label(c)});
     return f;
   }
   std::string skip_reason(size_t i) const override { return cases_[i].skip_reason; }
   double expected_seconds(size_t i) const override {
-    const double noise = first_noise_use_[i] ? model::setup_s(static_cast<double>(cases_[i].noise.size), "numa") : 0;
+    const double noise = first_noise_use_[i] ? model::setup_s(static_cast<double>(cases_[i].noise.size), Alloc::Numa) : 0;
     return bw_case_seconds(rates_, cases_[i], settings_) + noise;
   }
 
@@ -194,8 +196,9 @@ class BwBenchmark : public Benchmark {
     for (double t : o.seconds) gbps.push_back(static_cast<double>(o.bytes_per_rep) / t / 1e9);
     const Summary s = o.status == "ok" ? summarize(gbps) : Summary{};
     Row common = {{"case_id", id}, {"op", std::string(op_name(c.op))},
-                  {"pu", c.pu}, {"pu_kind", c.pu_kind}, {"mem", c.mem}, {"dst_mem", c.dst_mem},
-                  {"alloc", alloc_name(c.alloc)}, {"dst_alloc", alloc_name(c.dst_alloc)}, {"kernel", o.kernel},
+                  {"pu", c.pu}, {"pu_kind", std::string(pu_kind_name(c.pu_kind))}, {"mem", c.mem}, {"dst_mem", c.dst_mem},
+                  {"alloc", std::string(alloc_name(c.alloc))},
+                  {"dst_alloc", std::string(c.op == Op::Copy ? alloc_name(c.dst_alloc) : "")}, {"kernel", o.kernel},
                   {"threads", static_cast<int64_t>(o.threads)},
                   {"size_bytes", static_cast<int64_t>(c.size)},
                   {"bytes", static_cast<int64_t>(o.bytes_per_rep)}, {"noise", noise_label(c)},
@@ -221,8 +224,8 @@ class BwBenchmark : public Benchmark {
     row["max_GBps"] = s.max;
     row["placement"] = o.placement;
     row["dst_placement"] = o.dst_placement;
-    row["placed"] = placed_column(o.status, placed_as_named(*topo_, o.placement, c.mem, c.alloc) &&
-                                                (c.dst_mem.empty() || placed_as_named(*topo_, o.dst_placement, c.dst_mem, c.dst_alloc)));
+    row["placed"] = placed_column(o.status, o.status == "ok" && placed_as_named(*topo_, o.placement, c.mem, *c.alloc) &&
+                                                (c.dst_mem.empty() || placed_as_named(*topo_, o.dst_placement, c.dst_mem, *c.dst_alloc)));
     row["verified"] = static_cast<int64_t>(o.verified);
     row["cache_resident"] = static_cast<int64_t>(c.in_cache);
     const bool noise_ran = o.status == "ok" && o.noise_seconds > 0;
@@ -236,7 +239,7 @@ class BwBenchmark : public Benchmark {
   }
   // GPU lines name their blocks, lines of a case with noise its reader and what it read.
   std::vector<SummaryField> summary_fields(const Row& row) const override {
-    const bool gpu = std::get<std::string>(row.at("pu_kind")) == "gpu";
+    const bool gpu = pu_kind(std::get<std::string>(row.at("pu_kind"))) == PuKind::Gpu;
     const bool noise = !std::get<std::string>(row.at("noise")).empty();
     std::vector<SummaryField> f = {field("op"), field("pu"), field("mem"), field("dst", "dst_mem"), field("alloc"),
                                    field("kernel"), field("threads")};
@@ -277,7 +280,6 @@ class BwBenchmark : public Benchmark {
   // The noise column: the reader's PU:MEM, or the option itself where a case has none
   // (`partner` on a case the plan skipped for want of one); empty without --noise.
   std::string noise_label(const BwCase& c) const { return c.noise.empty() ? noise_text_ : c.noise.label(); }
-  static std::string noise_key(const NoiseSpec& n) { return n.alloc + ":" + n.mem + ":" + std::to_string(n.size); }
   static constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
 
   std::string noise_text_;
@@ -294,7 +296,7 @@ int cmd_list(const std::vector<std::string>& args) {
   const Topology topo = opts.has("from") ? load_snapshot(*opts.get("from")) : discover();
   std::vector<std::vector<std::string>> rows;
   for (const auto& c : all_cases(topo, filters_from(opts), settings_from(opts)))
-    rows.push_back({op_name(c.op), c.pu, c.mem, dash(c.dst_mem), c.alloc, dash(c.kernel), std::to_string(c.threads),
+    rows.push_back({op_name(c.op), c.pu, c.mem, dash(c.dst_mem), alloc_name(c.alloc), dash(c.kernel), std::to_string(c.threads),
                     format_size(c.size), dash(c.via), c.skip_reason.empty() ? "planned" : "skipped", c.skip_reason});
   std::printf("%s", format_text_table({"op", "pu", "mem", "dst", "alloc", "kernel", "threads", "size", "via",
                                        "status", "reason"},

@@ -58,7 +58,7 @@ void NoiseRunner::start() {
   const Processor* p = topo_.find_pu(spec_.pu);
   stop_ = false;
   stopped_ = false;
-  if (p->kind == "gpu") {
+  if (p->kind == PuKind::Gpu) {
     gpu_noise_ = gpu::start_noise(p->gpu, buffer_.data(), buffer_.bytes(), fill_);
     return;
   }
@@ -143,8 +143,7 @@ NoiseWindow NoiseRunner::stop() {
 }
 
 const Buffer& NoiseBuffers::get(const NoiseSpec& spec, uint8_t fill) {
-  const std::string key = spec.alloc + ":" + spec.mem + ":" + std::to_string(spec.size);
-  auto& slot = buffers_[key];
+  auto& slot = buffers_[spec.buffer_key()];
   if (!slot) slot = allocate(topo_, spec.alloc, spec.mem, spec.size, fill);
   return *slot;
 }
@@ -157,9 +156,9 @@ CaseOutcome unrun_outcome(const BwCase& c, const std::string& status, const std:
   CaseOutcome o;
   o.status = status;
   o.reason = reason;
-  o.kernel = c.pu_kind == "cpu" ? cpu::best_isa().name : c.kernel;
+  o.kernel = c.pu_kind == PuKind::Cpu ? cpu::best_isa().name : c.kernel;
   o.threads = c.threads;
-  o.blocks = c.pu_kind == "cpu" ? -1 : c.kernel == "block" ? 1 : c.blocks > 0 ? c.blocks : -1;
+  o.blocks = c.pu_kind == PuKind::Cpu ? -1 : c.kernel == "block" ? 1 : c.blocks > 0 ? c.blocks : -1;
   o.noise_threads = c.noise.empty() || c.noise.cpus.empty() ? -1 : static_cast<int>(c.noise.cpus.size());
   return o;
 }
@@ -183,9 +182,10 @@ CaseOutcome run_case(const Topology& topo, const BwCase& c, const BwSettings& se
   try {
     // src: what is read (read, copy); dst: what is written (write, copy).
     std::unique_ptr<Buffer> src, dst;
-    if (c.op != Op::Write) src = allocate(topo, c.alloc, c.mem, c.size, kSourceByte);
-    if (c.op == Op::Write) dst = allocate(topo, c.alloc, c.mem, c.size, kDestByte);
-    if (c.op == Op::Copy) dst = allocate(topo, c.dst_alloc, c.dst_mem, c.size, kDestByte);
+    // A case that runs has its allocators (a path without one is skipped).
+    if (c.op != Op::Write) src = allocate(topo, *c.alloc, c.mem, c.size, kSourceByte);
+    if (c.op == Op::Write) dst = allocate(topo, *c.alloc, c.mem, c.size, kDestByte);
+    if (c.op == Op::Copy) dst = allocate(topo, *c.dst_alloc, c.dst_mem, c.size, kDestByte);
     const void* s = src ? src->data() : nullptr;
     void* d = dst ? dst->data() : nullptr;
 
@@ -205,7 +205,7 @@ CaseOutcome run_case(const Topology& topo, const BwCase& c, const BwSettings& se
     }
 
     const uint64_t expected_sum = (c.size / 8) * cpu::word_of(kSourceByte) * out.passes;
-    if (c.pu_kind == "cpu") {
+    if (c.pu_kind == PuKind::Cpu) {
       auto run = cpu::run_bw(cpu::best_isa(), c.cpus, c.op, s, d, c.size, out.passes,
                              settings.warmup, settings.reps, kSourceByte, open, close);
       out.seconds = run.seconds;

@@ -1,10 +1,12 @@
 // `mempath chase`: dependent-load latency of one CPU thread or one GPU thread over a
-// buffer of each memory and allocator, swept over sizes (docs/cli.md).
+// buffer of each memory and allocator, swept over sizes (docs/cli.md); and `mempath tlb`,
+// its preset of one load a page (docs/benchmarks.md, "A preset of a benchmark").
 #include <cmath>
 #include <cstdio>
 #include <cstring>
 #include <iostream>
 #include <limits>
+#include <utility>
 
 #include "apps/benchmark.hpp"
 #include "apps/common_options.hpp"
@@ -52,7 +54,7 @@ struct Walk {
 };
 
 // Default dependent loads per repetition: ~0.1-0.4 s at memory latency on each kind.
-uint64_t default_accesses(const ChaseCase& c) { return c.pu_kind == "gpu" ? 1ULL << 18 : 1ULL << 20; }
+uint64_t default_accesses(const ChaseCase& c) { return c.pu_kind == PuKind::Gpu ? 1ULL << 18 : 1ULL << 20; }
 
 Walk run(const Topology& topo, const ChaseCase& c, uint64_t size, bool sequential, const Settings& s) {
   Walk o;
@@ -65,7 +67,7 @@ Walk run(const Topology& topo, const ChaseCase& c, uint64_t size, bool sequentia
   }
   const ChainSpec spec{size, s.line, s.locality, sequential, s.seed};
   const std::vector<uint32_t> order = chain_order(spec);
-  auto buf = allocate(topo, c.alloc, c.mem, size, 0, s.huge_pages);
+  auto buf = allocate(topo, *c.alloc, c.mem, size, 0, s.huge_pages);  // a case that runs has one
   const uint64_t base = reinterpret_cast<uintptr_t>(buf->data());
   const uint64_t start = chain_address_after(base, spec, order, 0);
   if (buf->gpu() >= 0) {  // GPU-resident: the CPU writes an image, the GPU copies it in
@@ -81,7 +83,7 @@ Walk run(const Topology& topo, const ChaseCase& c, uint64_t size, bool sequentia
   uint64_t end = 0;
   bool ends_ok = true;
   auto check_end = [&] { ends_ok = ends_ok && end == chain_address_after(base, spec, order, steps); };
-  if (c.pu_kind == "cpu") {
+  if (c.pu_kind == PuKind::Cpu) {
     run_on_threads(1, {c.cpu}, -1, [&](int, int) {
       end = reinterpret_cast<uintptr_t>(cpu::chase(reinterpret_cast<const void*>(start), warm));
       check_end();
@@ -95,7 +97,7 @@ Walk run(const Topology& topo, const ChaseCase& c, uint64_t size, bool sequentia
     });
   } else {
     const int g = topo.find_pu(c.pu)->gpu;
-    if (buf->gpu() >= 0 && buf->gpu() != g && alloc_kind(c.alloc) == Alloc::Device) gpu::enable_peer_access(g, buf->gpu());
+    if (buf->gpu() >= 0 && buf->gpu() != g && c.alloc == Alloc::Device) gpu::enable_peer_access(g, buf->gpu());
     end = gpu::chase(g, start, warm).end;
     check_end();
     for (int r = 0; r < s.reps; ++r) {
@@ -116,8 +118,8 @@ Walk run(const Topology& topo, const ChaseCase& c, uint64_t size, bool sequentia
   o.placement = placement(*buf);
   o.huge_fraction = huge_page_fraction(*buf);
   const double median = summarize(o.seconds).median;
-  std::string guard = c.pu_kind == "cpu" ? cpu_timing_problem(median) : "";
-  if (c.pu_kind == "gpu" && median < kMinGpuChaseSeconds)
+  std::string guard = c.pu_kind == PuKind::Cpu ? cpu_timing_problem(median) : "";
+  if (c.pu_kind == PuKind::Gpu && median < kMinGpuChaseSeconds)
     guard = "a repetition took " + std::to_string(median * 1e6) + " us, too short for %globaltimer; raise --accesses";
   if (!ends_ok) o.status = "failed", o.reason = "the walk did not end on the element the chain predicts";
   else if (!guard.empty() && o.status == "ok") o.status = "failed", o.reason = guard;
@@ -139,12 +141,31 @@ uint64_t parse_bytes_option(const Options& opts, const std::string& name, uint64
   return opts.has(name) ? parse_size(*opts.get(name)) : fallback;
 }
 
+// What a family of the chase fixes: its name, words and family, and the defaults of the
+// chain's spacing and of the sweep's start, said in its help.
+struct ChasePreset {
+  About about;
+  uint64_t line, min_size;
+  std::string line_default, min_size_default;
+};
+
+ChasePreset chase_preset() {
+  return {{"chase", "pointer-chase latency of one CPU or GPU thread over each memory, by size",
+           "Pointer-chase latency of one CPU or GPU thread over each memory (docs/cli.md)."},
+          64, 4096, "64", "4KiB"};
+}
+
+// One load a page: a 4 KiB line puts each element on its own page, so past the TLBs' reach
+// every load misses them, while the lines loaded (64 B a page) stay in the caches far longer.
+ChasePreset tlb_preset() {
+  return {{"tlb", "TLB-miss latency: a pointer chase of one load a page, by size",
+           "TLB-miss latency of one CPU or GPU thread: a pointer chase of one load a 4 KiB page (docs/cli.md)."},
+          4096, 64 * 1024, "4096: one load a page", "64KiB: 16 pages"};
+}
+
 class ChaseBenchmark : public Benchmark {
  public:
-  ChaseBenchmark()
-      : Benchmark({"chase",
-                   "pointer-chase latency of one CPU or GPU thread over each memory, by size",
-                   "Pointer-chase latency of one CPU or GPU thread over each memory (docs/cli.md)."}) {}
+  explicit ChaseBenchmark(ChasePreset preset) : Benchmark(preset.about), preset_(std::move(preset)) {}
   std::vector<OptionSpec> options() const override {
     return {{"pu", "PU", "cpuN (one thread on a core of NUMA node N) or gpuN (one GPU thread); "
                              "with --all a comma list filter"},
@@ -154,11 +175,11 @@ class ChaseBenchmark : public Benchmark {
                                    "with --all a comma list, or all"},
                 {"size", "SIZE|sweep", "buffer size(s), comma list, or sweep (default): powers of two "
                                        "from --min-size to --max-size"},
-                {"min-size", "SIZE", "sweep from the first power of two >= SIZE (default 4KiB)"},
+                {"min-size", "SIZE", "sweep from the first power of two >= SIZE (default " + preset_.min_size_default + ")"},
                 {"max-size", "SIZE", "sweep up to the last power of two <= SIZE "
                                      "(default: max(1GiB, 4 x the largest cache))"},
                 {"pattern", "LIST", "random (default), sequential, or both: random,sequential"},
-                {"line", "BYTES", "bytes between chain elements (default 64)"},
+                {"line", "BYTES", "bytes between chain elements (default " + preset_.line_default + ")"},
                 {"locality", "BYTES", "keep the random order within groups of this size (multichase -T; "
                                       "default: the whole buffer)"},
                 {"huge-pages", "", "ask for transparent huge pages (system and numa memory)"},
@@ -172,9 +193,9 @@ class ChaseBenchmark : public Benchmark {
     topo_ = &topo;
     Settings& s = s_;
     s.sizes = parse_sizes(opts);
-    s.min_size = parse_bytes_option(opts, "min-size", 4096);
+    s.min_size = parse_bytes_option(opts, "min-size", preset_.min_size);
     s.max_size = parse_bytes_option(opts, "max-size", 0);
-    s.line = parse_bytes_option(opts, "line", 64);
+    s.line = parse_bytes_option(opts, "line", preset_.line);
     s.locality = parse_bytes_option(opts, "locality", 0);
     s.accesses = static_cast<uint64_t>(opts.integer("accesses", 0, 1, 1000000000));
     s.reps = static_cast<int>(opts.integer("reps", 3, 1, kMaxReps));
@@ -260,14 +281,15 @@ class ChaseBenchmark : public Benchmark {
     uint64_t largest = 0;
     for (const auto& k : model_caches_[it.base]) largest = std::max(largest, k.bytes);
     const double accesses = static_cast<double>(s_.accesses ? s_.accesses : default_accesses(c));
-    const std::string alloc = alloc_name(c.alloc);
-    const double miss = c.pu_kind != "gpu" ? model::kCpuMemoryLoadS
+    // A path no allocator serves is skipped; its buffer counts as pageable memory.
+    const Alloc alloc = c.alloc.value_or(Alloc::System);
+    const double miss = c.pu_kind != PuKind::Gpu ? model::kCpuMemoryLoadS
                         : c.via == "local" ? model::kGpuLocalLoadS : model::kGpuRemoteLoadS;
     double total = 0;
     for (uint64_t size : it.size ? std::vector<uint64_t>{it.size} : sizes_of(it.base)) {
       const double bytes = static_cast<double>(size), elements = static_cast<double>(size / s_.line);
       const double load = size <= largest ? model::kCacheLoadS : miss;
-      const double image = alloc == "device" ? model::setup_s(bytes, "system") + model::seconds(bytes, model::kPageableCopyGBps) : 0;
+      const double image = alloc == Alloc::Device ? model::setup_s(bytes, Alloc::System) + model::seconds(bytes, model::kPageableCopyGBps) : 0;
       total += model::kCaseOverheadS + model::setup_s(bytes, alloc) + image + elements * model::kChainElementS +
                (std::min(elements, accesses) + s_.reps * accesses) * load;
     }
@@ -275,7 +297,7 @@ class ChaseBenchmark : public Benchmark {
   }
 
   void begin(ResultFile& file) override {
-    Table& table = file.table("chase/caches", columns_of("chase/caches"));
+    Table& table = file.table(family() + "/caches", columns_of(family() + "/caches"));
     for (const auto& k : caches_)
       table.append({{"pu", k.pu}, {"level", k.level}, {"bytes", static_cast<int64_t>(k.bytes)}, {"source", k.source}});
   }
@@ -295,7 +317,7 @@ class ChaseBenchmark : public Benchmark {
     const Summary ns_sum = ok ? summarize(ns) : Summary{};
     const Summary cycle_sum = ok ? summarize(cycles) : Summary{};
     Row common = {{"case_id", id}, {"pu", c.pu}, {"cpu", static_cast<int64_t>(c.cpu)}, {"mem", c.mem},
-                  {"alloc", alloc_name(c.alloc)}, {"pattern", it.pattern}, {"size_bytes", static_cast<int64_t>(it.size)},
+                  {"alloc", std::string(alloc_name(c.alloc))}, {"pattern", it.pattern}, {"size_bytes", static_cast<int64_t>(it.size)},
                   {"line_bytes", static_cast<int64_t>(s_.line)}, {"locality_bytes", static_cast<int64_t>(it.locality)},
                   {"huge_pages", static_cast<int64_t>(s_.huge_pages)}, {"accesses", static_cast<int64_t>(o.accesses)}};
     CaseRows rows;
@@ -313,7 +335,7 @@ class ChaseBenchmark : public Benchmark {
                 {"reps", static_cast<int64_t>(ok ? ns.size() : 0)}, {"median_ns", ns_sum.median},
                 {"min_ns", ns_sum.min}, {"median_cycles", cycle_sum.median},
                 {"huge_page_fraction", o.huge_fraction}, {"placement", o.placement},
-                {"placed", placed_column(out.status, placed_as_named(*topo_, o.placement, c.mem, alloc_name(c.alloc)))},
+                {"placed", placed_column(out.status, ok && placed_as_named(*topo_, o.placement, c.mem, *c.alloc))},
                 {"verified", static_cast<int64_t>(o.verified)}});
     rows.cases.push_back(row);
     return rows;
@@ -335,6 +357,7 @@ class ChaseBenchmark : public Benchmark {
     std::string pattern;
     uint64_t size, locality;
   };
+  ChasePreset preset_;
   const Topology* topo_ = nullptr;
   Settings s_;
   std::vector<ChaseCase> bases_;
@@ -352,6 +375,7 @@ class ChaseBenchmark : public Benchmark {
 
 }  // namespace
 
-std::unique_ptr<Benchmark> make_chase() { return std::make_unique<ChaseBenchmark>(); }
+std::unique_ptr<Benchmark> make_chase() { return std::make_unique<ChaseBenchmark>(chase_preset()); }
+std::unique_ptr<Benchmark> make_tlb() { return std::make_unique<ChaseBenchmark>(tlb_preset()); }
 
 }  // namespace mempath

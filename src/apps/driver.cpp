@@ -1,7 +1,5 @@
 #include "apps/driver.hpp"
 
-#include <unistd.h>
-
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -15,13 +13,35 @@
 #include "core/error.hpp"
 #include "core/families.hpp"
 #include "core/provenance.hpp"
-#include "core/result_run.hpp"
 
 namespace mempath {
 
-void Benchmark::print_plan(size_t i) const { mempath::print_plan(name(), plan_fields(i), skip_reason(i)); }
-TableSpec Benchmark::cases_table() const { return {name() + "/cases", columns_of(name() + "/cases")}; }
-TableSpec Benchmark::samples_table() const { return {name() + "/samples", columns_of(name() + "/samples")}; }
+void Benchmark::print_plan(size_t i) const { mempath::print_plan(family(), plan_fields(i), skip_reason(i)); }
+TableSpec Benchmark::cases_table() const { return {family() + "/cases", columns_of(family() + "/cases")}; }
+TableSpec Benchmark::samples_table() const {
+  const std::string table = family() + "/samples";
+  const auto names = table_names();
+  if (std::find(names.begin(), names.end(), table) == names.end()) return {};
+  return {table, columns_of(table)};
+}
+
+// "bw read cpu0 numa0 system 72 1073741824 local": the case as the plan names it (values
+// that do not apply, such as a read's destination, left out).
+std::string Benchmark::describe(size_t i) const {
+  std::string what = family();
+  for (const auto& [key, value] : plan_fields(i))
+    if (!value.empty()) what += " " + value;
+  return what;
+}
+
+Expectation Benchmark::expectation(const Topology& topo) const {
+  Expectation e;
+  for (size_t i = 0; i < cases(); ++i)
+    if (!plan_skips(i)) ++e.planned, e.seconds += expected_seconds(i);
+  // A plan that runs nothing costs nothing worth saying; one that runs a case, the run's fixed cost.
+  if (e.planned > 0) e.seconds += model::run_overhead_s(topo.gpus.size());
+  return e;
+}
 
 Row table_row(const Table& table, size_t index) {
   Row row;
@@ -70,18 +90,9 @@ std::vector<SummaryField> line_fields(const Benchmark& bench, const Row& row) {
   return fields;
 }
 
-// "bw read cpu0 numa0 system 72 1073741824 local": the case as the plan names it (values
-// that do not apply, such as a read's destination, left out).
-std::string case_words(const Benchmark& bench, size_t i) {
-  std::string what = bench.name();
-  for (const auto& [key, value] : bench.plan_fields(i))
-    if (!value.empty()) what += " " + value;
-  return what;
-}
-
 // "case 3 (bw read cpu0 numa0 system)": what the watchdog names when a case hangs.
 std::string describe(const Benchmark& bench, size_t i, int64_t id) {
-  return "case " + std::to_string(id) + " (" + case_words(bench, i) + ")";
+  return "case " + std::to_string(id) + " (" + bench.describe(i) + ")";
 }
 
 // The counter on stderr for a person waiting at a terminal; off where stderr is a log
@@ -118,25 +129,12 @@ class Progress {
   double ran_seconds_ = 0;
 };
 
-std::vector<OptionSpec> with_progress_options(std::vector<OptionSpec> specs) {
-  specs.push_back({"progress", "", "[case/total] and time left on stderr (default: if a terminal)"});
-  specs.push_back({"no-progress", "", "never show the progress counter"});
-  return specs;
-}
-
-bool progress_wanted(const Options& opts) {
-  if (opts.flag("progress") && opts.flag("no-progress"))
-    throw UsageError("--progress and --no-progress exclude each other");
-  if (opts.flag("progress")) return true;
-  return !opts.flag("no-progress") && isatty(STDERR_FILENO);
-}
-
-Outcome run_one(Benchmark& bench, ResultRun& run, size_t i, int64_t id) {
-  const std::string skip = bench.skip_reason(i);
-  if (!skip.empty()) return {"skipped", skip, {}};
+// What an exception out of a case means (docs/cli.md): Unsupported, skipped; UsageError,
+// bad input when it is the only case, else skipped; anything else, failed.
+template <class Body>
+Outcome guarded(const Benchmark& bench, Body body) {
   try {
-    Watchdog::Scope guard(run.watchdog(), describe(bench, i, id));
-    return bench.run(i);
+    return body();
   } catch (const Unsupported& e) {
     return {"skipped", e.what(), {}};
   } catch (const UsageError& e) {
@@ -147,126 +145,157 @@ Outcome run_one(Benchmark& bench, ResultRun& run, size_t i, int64_t id) {
   }
 }
 
-// The model's view of the plan: cases it runs and their summed modelled seconds.
-struct Expectation {
-  size_t planned = 0;
-  double seconds = 0;
-};
+// Case i's outcome as every process records it: the plan's skip or setup's, agreed before
+// any process runs the case; then the run's, agreed.
+Outcome run_one(Benchmark& bench, Processes& processes, RunOutput& out, size_t i, int64_t id) {
+  const std::string skip = bench.skip_reason(i);
+  // Outside the case's time limit: setup waits on no other process, and making a group's
+  // buffers (mempath-mpi: two of the largest message, first touched) is no case's time.
+  Outcome o = skip.empty() ? guarded(bench, [&] { return bench.setup(i), Outcome{}; }) : Outcome{"skipped", skip, {}};
+  Watchdog::Scope guard(out.watchdog(), describe(bench, i, id));
+  o = processes.agree(std::move(o));
+  if (o.status != "ok") return o;
+  o = guarded(bench, [&] {
+    try {
+      return bench.run(i);
+    } catch (const std::exception& e) {
+      processes.escaped(e);
+      throw;
+    }
+  });
+  return processes.agree(std::move(o));
+}
 
-Expectation expectation(const Benchmark& bench, const Topology& topo) {
-  Expectation e;
-  for (size_t i = 0; i < bench.cases(); ++i)
-    if (!bench.plan_skips(i)) ++e.planned, e.seconds += bench.expected_seconds(i);
-  // A plan that runs nothing costs nothing worth saying; one that runs a case, the run's fixed cost.
-  if (e.planned > 0) e.seconds += model::run_overhead_s(topo.gpus.size());
-  return e;
+void count(Tally& tally, const Outcome& o) {
+  if (o.status == "skipped") {
+    if (tally.first_skip.empty()) tally.first_skip = o.reason;
+    return;
+  }
+  ++tally.ran;
+  if (o.status != "failed") return;
+  if (tally.failed++ == 0) tally.first_failure = o.reason;
+}
+
+bool has_column(const TableSpec& spec, const std::string& name) {
+  return std::any_of(spec.columns.begin(), spec.columns.end(), [&](const ColumnSpec& c) { return c.name == name; });
 }
 
 }  // namespace
 
-int run_benchmark(Benchmark& bench, const std::vector<std::string>& args, const std::vector<std::string>& argv) {
-  Options opts(bench.name(), bench.summary(),
-               with_progress_options(with_from_option(with_run_options(bench.options(), bench.name()))));
+int run_benchmark(Benchmark& bench, const std::vector<std::string>& args, const std::vector<std::string>& argv,
+                  Processes& processes) {
+  Options opts(bench.name(), bench.summary(), processes.options(bench.options(), bench.name()));
   if (!opts.parse(args)) return kExitOk;
   const auto run_start = std::chrono::steady_clock::now();
   const bool plan_only = opts.has("from");
-  const bool show_progress = progress_wanted(opts);
-  const Topology topo = planning_topology(opts);
+  const bool show_progress = processes.shows_progress(opts);
+  const Topology topo = processes.start(opts);
   bench.plan(opts, topo, plan_only);
+  const Expectation expected = bench.expectation(topo);
+  const std::string expect_line = model::expect_line(bench.family(), bench.cases(), expected.planned, expected.seconds);
   if (plan_only) {
     for (size_t i = 0; i < bench.cases(); ++i) bench.print_plan(i);
-    const Expectation e = expectation(bench, topo);
-    std::printf("%s\n", model::expect_line(bench.name(), bench.cases(), e.planned, e.seconds).c_str());
+    std::printf("%s\n", expect_line.c_str());
     return kExitOk;
   }
   bench.prepare();
 
-  ResultRun run(opts, bench.name(), topo, argv);
-  ResultFile& file = run.file();
+  const auto out = processes.open(opts, bench.name(), topo, argv, bench.attributes());
+  ResultFile* file = out->file();  // only the process that writes has one
   const TableSpec case_spec = bench.cases_table();
   const TableSpec sample_spec = bench.samples_table();
-  Table& samples = file.table(sample_spec.name, sample_spec.columns);
-  Table& case_rows = file.table(case_spec.name, case_spec.columns);
-  bench.begin(file);
-  // The node's state at the start and between cases (never inside one): docs/methodology.md.
-  std::vector<std::string> uuids;
-  if (!topo.gpus.empty())
-    for (const auto& uuid : gpu::device_uuids()) uuids.push_back(gpu_uuid_text(uuid));
+  const bool timed = has_column(case_spec, model::kCaseSecondsColumn);
+  Table* samples = nullptr;
+  Table* case_rows = nullptr;
   std::unique_ptr<Conditions> conditions;
-  {
-    Watchdog::Scope guard(run.watchdog(), "the conditions reading at the run's start");
-    conditions = std::make_unique<Conditions>(file, topo, uuids);
+  if (file) {
+    if (!sample_spec.name.empty()) samples = &file->table(sample_spec.name, sample_spec.columns);
+    case_rows = &file->table(case_spec.name, case_spec.columns);
+    bench.begin(*file);
+  }
+  // The node's state at the start and between cases (never inside one): docs/methodology.md.
+  if (file && processes.reads_conditions()) {
+    std::vector<std::string> uuids;
+    if (!topo.gpus.empty())
+      for (const auto& uuid : gpu::device_uuids()) uuids.push_back(gpu_uuid_text(uuid));
+    Watchdog::Scope guard(out->watchdog(), "the conditions reading at the run's start");
+    conditions = std::make_unique<Conditions>(*file, topo, uuids);
   }
   // Said before the first case, so a log shows how long the run should take while it runs.
-  const Expectation expected = expectation(bench, topo);
-  std::printf("%s\n", model::expect_line(bench.name(), bench.cases(), expected.planned, expected.seconds).c_str());
-  std::fflush(stdout);
+  if (file) {
+    std::printf("%s\n", expect_line.c_str());
+    std::fflush(stdout);
+  }
 
-  int exit_code = kExitOk;
+  Tally tally;
   int64_t next_id = 0;
   std::vector<size_t> group;  // rows of the running group, printed when it ends
   Progress progress(show_progress, bench.cases());
+  auto print_group = [&] {
+    progress.clear();
+    for (size_t r : group) {
+      const Row row = table_row(*case_rows, r);
+      std::printf("%s\n", summary_line(bench.family(), row, line_fields(bench, row)).c_str());
+    }
+    std::fflush(stdout);
+  };
   // The case that hangs is inside a group whose earlier cases are written but not yet
   // printed: their lines say what the rows say (a sweep not complete), then the run ends.
-  run.on_timeout([&] {
-    progress.clear();
-    for (size_t r : group) {
-      const Row row = table_row(case_rows, r);
-      std::printf("%s\n", summary_line(bench.name(), row, line_fields(bench, row)).c_str());
-    }
-    std::fflush(stdout);
-  });
+  out->on_timeout(print_group);
   auto end_group = [&] {
     if (group.empty()) return;
-    if (bench.end_group(case_rows, group)) file.checkpoint();
-    progress.clear();
-    for (size_t r : group) {
-      const Row row = table_row(case_rows, r);
-      std::printf("%s\n", summary_line(bench.name(), row, line_fields(bench, row)).c_str());
-    }
-    std::fflush(stdout);
+    if (bench.end_group(*case_rows, group)) file->checkpoint();
+    print_group();
     group.clear();
   };
   for (size_t i = 0; i < bench.cases(); ++i) {
-    if (i > 0 && bench.group(i) != bench.group(i - 1)) end_group();
+    if (file && i > 0 && bench.group(i) != bench.group(i - 1)) end_group();
     const bool runs = !bench.plan_skips(i);
-    if (i > 0 && runs) {
-      Watchdog::Scope guard(run.watchdog(), "the conditions reading before " + describe(bench, i, next_id));
-      if (conditions->between_cases()) file.checkpoint();  // its rows saved as a case's are
+    if (conditions && i > 0 && runs) {
+      Watchdog::Scope guard(out->watchdog(), "the conditions reading before " + describe(bench, i, next_id));
+      if (conditions->between_cases()) file->checkpoint();  // its rows saved as a case's are
     }
-    const int64_t window_start = conditions->last();
+    const int64_t window_start = conditions ? conditions->last() : 0;
     const auto started = std::chrono::steady_clock::now();
-    const Outcome o = run_one(bench, run, i, next_id);
+    const Outcome o = run_one(bench, processes, *out, i, next_id);
     const std::chrono::duration<double> took = std::chrono::steady_clock::now() - started;
+    // Every process counts the rows (the watchdog names cases by id); one writes them.
     CaseRows rows = bench.rows(i, o, next_id);
-    for (const Row& r : rows.samples) samples.append(r);
-    const CaseParts parts = runs ? case_parts(bench.plan_fields(i), topo) : CaseParts{};
-    for (Row& r : rows.cases) {
-      r[std::string(model::kCaseSecondsColumn)] = took.count();
-      group.push_back(case_rows.rows());
-      case_rows.append(r);
-      if (runs) conditions->window(next_id, window_start, parts);
-      ++next_id;
+    if (!file) next_id += static_cast<int64_t>(rows.cases.size());
+    if (file) {
+      if (samples)
+        for (const Row& r : rows.samples) samples->append(r);
+      const CaseParts parts = runs && conditions ? case_parts(bench.plan_fields(i), topo) : CaseParts{};
+      for (Row& r : rows.cases) {
+        if (timed) r[std::string(model::kCaseSecondsColumn)] = took.count();
+        group.push_back(case_rows->rows());
+        case_rows->append(r);
+        if (conditions && runs) conditions->window(next_id, window_start, parts);
+        ++next_id;
+      }
     }
-    file.set_attribute("end_time", utc_now_iso8601());
-    file.checkpoint();
-    if (o.status == "failed") exit_code = kExitFailed;
-    progress.step(i + 1, case_words(bench, i), o.status == "skipped" ? -1 : took.count());
+    out->save();
+    count(tally, o);
+    progress.step(i + 1, bench.describe(i), o.status == "skipped" ? -1 : took.count());
   }
-  {
-    Watchdog::Scope guard(run.watchdog(), "the conditions reading after the last case");
+  if (conditions) {
+    Watchdog::Scope guard(out->watchdog(), "the conditions reading after the last case");
     conditions->read();
-    file.checkpoint();  // the last case's window ends here: saved even where the last case's save was not deferred
+    file->checkpoint();  // the last case's window ends here: saved even where the last case's save was not deferred
   }
-  end_group();
-  file.finish();
+  if (file) {
+    end_group();
+    file->finish();
+  }
   progress.finish();
-  bench.print_tables(case_rows);
-  const std::chrono::duration<double> elapsed = std::chrono::steady_clock::now() - run_start;
-  std::printf("%s\n", model::elapsed_line(bench.name(), bench.cases(), elapsed.count(), expected.seconds).c_str());
-  std::fflush(stdout);
-  std::cerr << "mempath: " << next_id << " cases written to " << file.path() << "\n";
-  return exit_code;
+  if (file) {
+    bench.print_tables(*case_rows);
+    const std::chrono::duration<double> elapsed = std::chrono::steady_clock::now() - run_start;
+    std::printf("%s\n", model::elapsed_line(bench.family(), bench.cases(), elapsed.count(), expected.seconds).c_str());
+    std::fflush(stdout);
+    std::cerr << processes.program() << ": " << next_id << " cases written to " << file->path() << "\n";
+  }
+  return processes.exit_code(tally);
 }
 
 Command::Command(std::unique_ptr<Benchmark> (*make)()) : benchmark(make) {

@@ -5,12 +5,15 @@
 #include <vector>
 
 #include "apps/benchmark.hpp"
+#include "apps/processes.hpp"
 
 namespace mempath {
 
-// `args`: after the command name; `argv`: the whole command line (provenance).
-// Returns the exit code: 0, or 1 when a case failed; UsageError escapes (exit 2).
-int run_benchmark(Benchmark& bench, const std::vector<std::string>& args, const std::vector<std::string>& argv);
+// `args`: after the command name; `argv`: the whole command line (provenance); `processes`:
+// who runs the cases (mempath-mpi: every rank of its job). Returns the exit code
+// (processes.exit_code: 0, or 1 when a case failed); UsageError escapes (exit 2).
+int run_benchmark(Benchmark& bench, const std::vector<std::string>& args, const std::vector<std::string>& argv,
+                  Processes& processes = one_process());
 
 // The progress line after `done` of `total` cases (without the leading \r):
 // "[37/412] bw read gpu0 numa1 system  ETA 3 min"; `eta_s` < 0: not known yet.

@@ -35,13 +35,15 @@ constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
 // Where one operand lives: memory, allocator, the path class from the GPU to it, and why
 // the GPU cannot read it there (empty: it can).
 struct Placement {
-  std::string mem, alloc, via, skip_reason;
+  std::string mem;
+  std::optional<Alloc> alloc;  // none where the path has none (skipped)
+  std::string via, skip_reason;
   bool operator==(const Placement& o) const { return mem == o.mem && alloc == o.alloc; }
 };
 
 // C's allocator, on the GPU that multiplies: the paper keeps C in local HBM, having found
 // its placement of negligible effect; A's and B's reads are what placement changes.
-constexpr const char* kCAlloc = "device";
+constexpr Alloc kCAlloc = Alloc::Device;
 
 struct GemmOutcome {
   std::string status = "ok", reason, a_placement, b_placement;
@@ -67,8 +69,8 @@ GemmOutcome run(const Topology& topo, int gpu, const std::string& dtype, int64_t
       return o;
     }
   }
-  auto a = allocate(topo, pa.alloc, pa.mem, bytes, 0);
-  auto b = allocate(topo, pb.alloc, pb.mem, bytes, 0);
+  auto a = allocate(topo, *pa.alloc, pa.mem, bytes, 0);  // a case that runs has both
+  auto b = allocate(topo, *pb.alloc, pb.mem, bytes, 0);
   auto c = allocate(topo, kCAlloc, c_mem, bytes, 0);
   for (const Buffer* x : {a.get(), b.get()}) {
     const bool on_gpu = x->gpu() >= 0;
@@ -205,10 +207,7 @@ class GemmBenchmark : public Benchmark {
         if (opts.has(own) && all && !independent_)
           throw UsageError("--" + own + " with --all filters one operand; valid: --all --ab independent --" + own +
                            " LIST (--all alone: --" + what + " filters both)");
-        if (std::string(what) == "alloc")
-          for (const auto& a : opts.list(own))
-            if (std::find(allocator_names().begin(), allocator_names().end(), a) == allocator_names().end())
-              throw UsageError("invalid --" + own + " '" + a + "'; valid: " + join(allocator_names()));
+        if (std::string(what) == "alloc") parse_allocs(opts.list(own), own);
       }
     // One operand's option: its own (--a-mem), else the one for both (--mem).
     auto side_opt = [&](const char* side, const std::string& what) -> std::string {
@@ -225,7 +224,7 @@ class GemmBenchmark : public Benchmark {
         f.ops = {"read"}, f.kernels = {"grid"}, f.pus = {pu_};
         f.mems = opts.list(side_opt(side, "mem")), f.allocs = opts.list(side_opt(side, "alloc"));
         std::vector<Placement> out;
-        for (const auto& c : all_cases(topo, f, settings)) out.push_back({c.mem, alloc_name(c.alloc), c.via, c.skip_reason});
+        for (const auto& c : all_cases(topo, f, settings)) out.push_back({c.mem, c.alloc, c.via, c.skip_reason});
         if (out.empty())
           throw UsageError("--" + side_opt(side, "mem") + "/--" + side_opt(side, "alloc") + " select no memory " + pu_ +
                            " reads; valid: a memory and allocator it reads (`mempath gemm --all` plans them all)");
@@ -242,7 +241,7 @@ class GemmBenchmark : public Benchmark {
       auto one = [&](const char* side) {
         const BwCase c = make_case(topo, Op::Read, pu_, opts.get_or(side_opt(side, "mem"), pu_), "",
                                    opts.get_or(side_opt(side, "alloc"), ""), -1, "grid", settings);
-        return Placement{c.mem, alloc_name(c.alloc), c.via, c.skip_reason};
+        return Placement{c.mem, c.alloc, c.via, c.skip_reason};
       };
       pairs.push_back({one("a"), one("b")});
     }
@@ -262,8 +261,9 @@ class GemmBenchmark : public Benchmark {
   PlanFields plan_fields(size_t i) const override {
     const GemmCase& c = cases_[i];
     return {{"gpu", pu_},           {"dtype", c.dtype},     {"n", std::to_string(c.n)}, {"mem", c.a.mem},
-            {"alloc", c.a.alloc},   {"via", c.a.via},       {"b_mem", c.b.mem},         {"b_alloc", c.b.alloc},
-            {"b_via", c.b.via},     {"c_mem", pu_},         {"c_alloc", kCAlloc}};
+            {"alloc", alloc_name(c.a.alloc)},   {"via", c.a.via},       {"b_mem", c.b.mem},
+            {"b_alloc", alloc_name(c.b.alloc)}, {"b_via", c.b.via},     {"c_mem", pu_},
+            {"c_alloc", alloc_name(kCAlloc)}};
   }
   std::string skip_reason(size_t i) const override { return pair_skip_reason(cases_[i].a, cases_[i].b); }
   // Modelled: three matrices set up and C checked; per call 2 n^3 flops at the dtype's rate.
@@ -280,17 +280,18 @@ class GemmBenchmark : public Benchmark {
     const double compute = 2 * n * n * n / ((tensor16 ? model::kGemmTflops16 : model::kGemmTflops32) * 1e12);
     double in_place = 0, moved = 0;
     for (const Placement* p : {&c.a, &c.b}) {
-      if (p->via != "local" && p->alloc != "managed" && p->alloc != "device")
+      if (p->via != "local" && p->alloc != Alloc::Managed && p->alloc != Alloc::Device)
         in_place += model::gemm_in_place_s(rates_, n, tensor16, p->via) / 2;
       else
-        moved += model::seconds(matrix, model::path_gbps(rates_, "gpu", p->via));
+        moved += model::seconds(matrix, model::path_gbps(rates_, PuKind::Gpu, p->via));
     }
     const double call = std::max(compute, in_place) + moved;
-    const double made = model::setup_s(matrix, c.a.alloc) + model::setup_s(matrix, c.b.alloc) +
-                        model::setup_s(matrix, "device");
+    // A path no allocator serves is skipped; its operand counts as pageable memory.
+    const double made = model::setup_s(matrix, c.a.alloc.value_or(Alloc::System)) +
+                        model::setup_s(matrix, c.b.alloc.value_or(Alloc::System)) + model::setup_s(matrix, kCAlloc);
     const int reps = gemm_timed_reps(reps_, reps_given_, call);
     const double load = i == first_planned_ ? model::kCublasLoadS : 0;
-    return model::kCaseOverheadS + load + made + model::verify_s(matrix, "system") + (warmup_ + reps + 1) * call;
+    return model::kCaseOverheadS + load + made + model::verify_s(matrix, Alloc::System) + (warmup_ + reps + 1) * call;
   }
 
   void prepare() override { dev_ = gpu::gemm_device(gpu_); }
@@ -317,12 +318,13 @@ class GemmBenchmark : public Benchmark {
     const double peak = gemm_peak_tflops(dev_.cc_major, dev_.cc_minor, dev_.sms, dev_.sm_clock_khz, c.dtype);
     const int64_t bytes = n * n * gemm_element_bytes(c.dtype);
     // Both operands' pages where the case names them: a figure of one that moved is another path's.
-    const bool placed = o && placed_as_named(*topo_, o->a_placement, c.a.mem, c.a.alloc) &&
-                        placed_as_named(*topo_, o->b_placement, c.b.mem, c.b.alloc);
+    const bool placed = o && placed_as_named(*topo_, o->a_placement, c.a.mem, *c.a.alloc) &&
+                        placed_as_named(*topo_, o->b_placement, c.b.mem, *c.b.alloc);
     rows.cases.push_back(
         {{"case_id", id}, {"gpu", static_cast<int64_t>(gpu_)}, {"dtype", c.dtype}, {"m", n}, {"n", n}, {"k", n},
-         {"a_mem", c.a.mem}, {"a_alloc", c.a.alloc}, {"b_mem", c.b.mem}, {"b_alloc", c.b.alloc}, {"c_mem", pu_},
-         {"c_alloc", kCAlloc}, {"via", c.a.via}, {"b_via", c.b.via}, {"status", out.status}, {"reason", out.reason},
+         {"a_mem", c.a.mem}, {"a_alloc", std::string(alloc_name(c.a.alloc))}, {"b_mem", c.b.mem},
+         {"b_alloc", std::string(alloc_name(c.b.alloc))}, {"c_mem", pu_}, {"c_alloc", std::string(alloc_name(kCAlloc))},
+         {"via", c.a.via}, {"b_via", c.b.via}, {"status", out.status}, {"reason", out.reason},
          {"reps", static_cast<int64_t>(ok ? tf.size() : 0)}, {"median_TFLOPs", s.median},
          {"best_TFLOPs", s.max}, {"min_TFLOPs", s.min}, {"peak_TFLOPs", peak},
          {"fraction_of_peak", ok ? s.median / peak : kNaN}, {"operand_bytes", 2 * bytes},

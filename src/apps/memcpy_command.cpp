@@ -25,6 +25,15 @@ namespace {
 constexpr Repetitions kRepetitions = {10, 2};
 constexpr Repetitions kLatencyRepetitions = {1000, 100};  // --latency: small transfers, many more
 
+// --alloc's help: memcpy_allocs as kinds.def names them, the default first, pageable memory said so.
+std::string alloc_help() {
+  std::string text = "host buffer: ";
+  for (const Alloc a : memcpy_allocs())
+    text += std::string(a == memcpy_allocs().front() ? "" : ", ") + alloc_name(a) +
+            (a == memcpy_allocs().front() ? " (default)" : alloc_info(a).pageable ? " (pageable)" : "");
+  return text;
+}
+
 std::vector<OptionSpec> memcpy_option_specs() {
   return {
       {"gpu", "LIST", "GPUs, each in turn: N or gpuN, a comma list, or all (default gpu0; "
@@ -34,7 +43,7 @@ std::vector<OptionSpec> memcpy_option_specs() {
                       "(default: each GPU's nearest host node; d2d staged: "
                       "the staging node, default the source GPU's nearest)"},
       {"cpu-numa", "N", "bind the issuing thread to NUMA node N (default: the GPU's nearest host node)"},
-      {"alloc", "LIST", "host buffer: pinned (default), registered, system (pageable), managed"},
+      {"alloc", "LIST", alloc_help()},
       {"direction", "LIST", "h2d, d2h, bidir (both at once on two streams); default all three; "
                             "or GPU<->GPU: d2d (every ordered pair), d2d-bidir (both ways)"},
       {"engine", "LIST", "ce (cudaMemcpyAsync, copy engines), sm (a copy kernel); default both; "
@@ -159,7 +168,7 @@ class MemcpyBenchmark : public Benchmark {
     PlanFields f = {{"mode", c.mode}, {"gpu", c.d2d() ? std::to_string(c.gpus.front()) : c.gpu_label()}};
     if (c.d2d()) f.push_back({"dst_gpu", std::to_string(c.dst_gpu)});
     f.insert(f.end(), {{"host_numa", std::to_string(c.host_numa())}, {"cpu_numa", std::to_string(c.cpu_numa)},
-                       {"alloc", c.alloc}, {"direction", c.direction}, {"engine", c.engine},
+                       {"alloc", alloc_name(c.alloc)}, {"direction", c.direction}, {"engine", c.engine},
                        {"size", std::to_string(c.size)}, {"via", c.via}, {"timing", c.timing}});
     if (c.engine == "staged") f.push_back({"chunk", std::to_string(c.chunk)});
     return f;
@@ -179,11 +188,11 @@ class MemcpyBenchmark : public Benchmark {
     double total = model::kCaseOverheadS + 2 * model::verify_s(gpus * streams * size, c.alloc);
     if (first_of_buffer_group(i)) {
       const double buffers = 2 * gpus * static_cast<double>(capacity_.at(c.buffer_key()));
-      total += model::setup_s(buffers, c.d2d() ? "device" : c.alloc) + model::setup_s(buffers, "device");
+      total += model::setup_s(buffers, c.d2d() ? Alloc::Device : c.alloc) + model::setup_s(buffers, Alloc::Device);
     }
-    double gbps = host_blocking_copy(c.alloc, c.engine) || c.alloc == "system" || c.alloc == "managed"
+    double gbps = host_blocking_copy(c.alloc, c.engine) || c.alloc == Alloc::System || c.alloc == Alloc::Managed
                       ? model::kPageableCopyGBps
-                      : model::path_gbps(rates_, "gpu", c.via);
+                      : model::path_gbps(rates_, PuKind::Gpu, c.via);
     if (c.engine == "staged") gbps /= 2;
     // (Concurrent streams' few cool-down copies are left to the model's slack.)
     return total + (settings_.warmup + settings_.reps) * (model::kCopyCallS + model::seconds(streams * size, gbps)) +
@@ -209,7 +218,7 @@ class MemcpyBenchmark : public Benchmark {
     if (auto* ran = std::any_cast<MemcpyOutcome>(&out.data)) o = *ran;
     o.status = out.status, o.reason = out.reason;
     Row common = {{"case_id", id}, {"mode", c.mode}, {"cpu_numa", static_cast<int64_t>(c.cpu_numa)},
-                  {"alloc", c.alloc}, {"direction", c.direction}, {"engine", c.engine},
+                  {"alloc", std::string(alloc_name(c.alloc))}, {"direction", c.direction}, {"engine", c.engine},
                   {"size_bytes", static_cast<int64_t>(c.size)}, {"timing", c.timing}};
     Measured m = measure(c, o, common);
     const Summary s = o.status == "ok" ? summarize(m.total_gbps) : Summary{};

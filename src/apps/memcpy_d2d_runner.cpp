@@ -23,12 +23,12 @@ struct Leg {
 
 }  // namespace
 
-std::string MemcpyD2dRunner::ensure(const std::string& name, const std::string& alloc, const std::string& mem,
+std::string MemcpyD2dRunner::ensure(const std::string& name, Alloc alloc, const std::string& mem,
                                     uint64_t bytes, uint64_t capacity, bool sweep, uint8_t fill) {
   auto& slot = buffers_[name];
   if (slot) return slot->bytes() >= bytes ? "" : "buffers of " + format_size(bytes) + " do not fit on " + mem + " (" +
                                                      format_size(slot->bytes()) + " could be allocated)";
-  const bool host = alloc_kind(alloc) != Alloc::Device;
+  const bool host = alloc != Alloc::Device;
   const uint64_t free = free_bytes(mem);
   // Host staging slots hold one chunk size; device buffers the group's largest size.
   const uint64_t size = host ? buffer_capacity(bytes, free, true, false)
@@ -60,12 +60,12 @@ void MemcpyD2dRunner::measure(const MemcpyCase& c, uint64_t capacity, const Memc
   if (c.direction == "d2d-bidir") legs.push_back({h, g, staged ? c.host_numas.at(1) : -1, kReverseByte, "rev"});
 
   for (const auto& leg : legs) {
-    std::string why = ensure("src:" + leg.tag, "device", "gpu" + std::to_string(leg.src), c.size, capacity, c.sweep,
+    std::string why = ensure("src:" + leg.tag, Alloc::Device, "gpu" + std::to_string(leg.src), c.size, capacity, c.sweep,
                              leg.byte);
     if (why.empty())
-      why = ensure("dst:" + leg.tag, "device", "gpu" + std::to_string(leg.dst), c.size, capacity, c.sweep, kClearByte);
+      why = ensure("dst:" + leg.tag, Alloc::Device, "gpu" + std::to_string(leg.dst), c.size, capacity, c.sweep, kClearByte);
     if (why.empty() && staged)
-      why = ensure("stage:" + leg.tag + ":" + std::to_string(c.chunk), "pinned", "numa" + std::to_string(leg.stage),
+      why = ensure("stage:" + leg.tag + ":" + std::to_string(c.chunk), Alloc::Pinned, "numa" + std::to_string(leg.stage),
                    2 * c.chunk, 0, false, kClearByte);
     if (skipped_for(why, single, out)) return;
   }

@@ -27,7 +27,7 @@ class MemcpyD2dRunner {
                MemcpyOutcome& out);
   // The buffer named `name`, allocated on first use with at least `bytes` (device buffers:
   // `capacity`, or for a sweep the largest of its sizes that fits). "" or why it cannot.
-  std::string ensure(const std::string& name, const std::string& alloc, const std::string& mem, uint64_t bytes,
+  std::string ensure(const std::string& name, Alloc alloc, const std::string& mem, uint64_t bytes,
                      uint64_t capacity, bool sweep, uint8_t fill);
 
   const Topology& topo_;

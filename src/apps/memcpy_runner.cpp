@@ -114,8 +114,8 @@ std::string MemcpyRunner::ensure(std::unique_ptr<Buffer>& slot, const MemcpyCase
   if (size < c.size)
     return "buffers of " + format_size(c.size) + " do not fit on " + mem + " (" + format_size(free) +
            " free); valid: a smaller --size or --max-size";
-  slot = allocate(topo_, host ? c.alloc : "device", mem, size, fill);
-  if (host && alloc_kind(c.alloc) == Alloc::Managed) gpu::keep_managed_at(slot->data(), slot->bytes(), -1, g);
+  slot = allocate(topo_, host ? c.alloc : Alloc::Device, mem, size, fill);
+  if (host && c.alloc == Alloc::Managed) gpu::keep_managed_at(slot->data(), slot->bytes(), -1, g);
   return "";
 }
 

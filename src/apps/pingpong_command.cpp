@@ -62,29 +62,29 @@ PingOutcome run(const Topology& topo, const PingPongCase& c, const Settings& s) 
   auto buf = allocate(topo, c.alloc, c.mem, kFlagAllocation, 0);
   auto* flag = static_cast<uint8_t*>(buf->data());
   for (const Agent* x : {&c.a, &c.b})
-    if (x->kind == "gpu" && buf->gpu() >= 0 && buf->gpu() != x->gpu && alloc_kind(c.alloc) == Alloc::Device)
+    if (x->kind == PuKind::Gpu && buf->gpu() >= 0 && buf->gpu() != x->gpu && c.alloc == Alloc::Device)
       gpu::enable_peer_access(x->gpu, buf->gpu());
 
   uint64_t done_a = 0, done_b = 0;
   std::vector<double> stamps_ns;
   // GPU agents first: they spin until the CPU agents (or each other) answer.
   std::vector<std::pair<int, gpu::PingPongKernel*>> kernels;
-  if (c.a.kind == "gpu" && c.b.kind == "gpu" && c.a.gpu == c.b.gpu) {
+  if (c.a.kind == PuKind::Gpu && c.b.kind == PuKind::Gpu && c.a.gpu == c.b.gpu) {
     kernels.push_back({0, gpu::start_pingpong(c.a.gpu, {{flag, kSideA.from, kSideA.to, exchanges, true},
                                                          {flag, kSideB.from, kSideB.to, exchanges, false}},
                                               s.timeout_s)});
   } else {
-    if (c.a.kind == "gpu")
+    if (c.a.kind == PuKind::Gpu)
       kernels.push_back({0, gpu::start_pingpong(c.a.gpu, {{flag, kSideA.from, kSideA.to, exchanges, true}}, s.timeout_s)});
-    if (c.b.kind == "gpu")
+    if (c.b.kind == PuKind::Gpu)
       kernels.push_back({1, gpu::start_pingpong(c.b.gpu, {{flag, kSideB.from, kSideB.to, exchanges, false}}, s.timeout_s)});
   }
   std::vector<int> cpus;
   std::vector<const Side*> cpu_sides;
-  if (c.a.kind == "cpu") cpus.push_back(c.a.cpu), cpu_sides.push_back(&kSideA);
-  if (c.b.kind == "cpu") cpus.push_back(c.b.cpu), cpu_sides.push_back(&kSideB);
+  if (c.a.kind == PuKind::Cpu) cpus.push_back(c.a.cpu), cpu_sides.push_back(&kSideA);
+  if (c.b.kind == PuKind::Cpu) cpus.push_back(c.b.cpu), cpu_sides.push_back(&kSideB);
   if (!cpus.empty()) {
-    std::vector<uint64_t> ticks(c.a.kind == "cpu" ? exchanges : 0);
+    std::vector<uint64_t> ticks(c.a.kind == PuKind::Cpu ? exchanges : 0);
     run_on_threads(static_cast<int>(cpus.size()), cpus, -1, [&](int i, int) {
       const bool is_a = cpu_sides[i] == &kSideA;
       const double s0 = now_seconds();
@@ -112,7 +112,7 @@ PingOutcome run(const Topology& topo, const PingPongCase& c, const Settings& s) 
     if (side == 0) stamps_ns = r.stamps_ns;
   }
   uint8_t final_flag = 0xff;
-  if (buf->gpu() >= 0 && alloc_kind(c.alloc) == Alloc::Device)
+  if (buf->gpu() >= 0 && c.alloc == Alloc::Device)
     final_flag = gpu::count_device_byte_mismatches(buf->gpu(), flag, 1, 0) == 0 ? 0 : 1;
   else
     final_flag = __atomic_load_n(flag, __ATOMIC_ACQUIRE);
@@ -134,6 +134,14 @@ PingOutcome run(const Topology& topo, const PingPongCase& c, const Settings& s) 
   return o;
 }
 
+// --alloc's help: every allocator as kinds.def names them, ping-pong's defaults first.
+std::string alloc_help() {
+  std::vector<Alloc> every = pingpong_allocators();
+  for (const Alloc a : all_allocs())
+    if (std::find(every.begin(), every.end(), a) == every.end()) every.push_back(a);
+  return alloc_list(every) + " (default: " + alloc_list(pingpong_allocators()) + ")";
+}
+
 class PingPongBenchmark : public Benchmark {
  public:
   PingPongBenchmark()
@@ -143,8 +151,7 @@ class PingPongBenchmark : public Benchmark {
   std::vector<OptionSpec> options() const override {
     return {{"pu", "LIST", "agents: cpuN (a core of NUMA node N), gpuN (one GPU thread) (default: all)"},
             {"mem", "LIST", "memories the flag is placed in: numaN, gpuN (default: all)"},
-            {"alloc", "LIST", "numa, pinned, device, managed, system, registered "
-                              "(default: numa, pinned, device, managed)"},
+            {"alloc", "LIST", alloc_help()},
             {"round-trips", "N", "timed round trips per case (default 10000)"},
             {"warmup", "N", "untimed round trips first (default 1000)"},
             {"stall-timeout", "SECONDS", "longest wait for the partner before a case fails (default 10)"}};
@@ -178,8 +185,8 @@ class PingPongBenchmark : public Benchmark {
   // and a GPU sharing a managed flag without ATS move its page by a fault each way.
   double expected_seconds(size_t i) const override {
     const PingPongCase& c = cases_[i];
-    const GpuInfo* g = topo_->find_gpu(c.a.kind == "gpu" ? c.a.gpu : c.b.gpu);
-    const bool bounce = c.alloc == "managed" && c.a.kind != c.b.kind && g && !g->pageable_access;
+    const GpuInfo* g = topo_->find_gpu(c.a.kind == PuKind::Gpu ? c.a.gpu : c.b.gpu);
+    const bool bounce = c.alloc == Alloc::Managed && c.a.kind != c.b.kind && g && !g->pageable_access;
     return model::kCaseOverheadS +
            static_cast<double>(s_.warmup + s_.round_trips) * (bounce ? model::kManagedBounceS : model::kRoundTripS);
   }
@@ -204,13 +211,13 @@ class PingPongBenchmark : public Benchmark {
       rows.samples.push_back({{"case_id", id}, {"index", static_cast<int64_t>(k)}, {"rtt_ns", rtt[k]}});
     rows.cases.push_back(
         {{"case_id", id}, {"a", c.a.name}, {"b", c.b.name}, {"a_cpu", static_cast<int64_t>(c.a.cpu)},
-         {"b_cpu", static_cast<int64_t>(c.b.cpu)}, {"mem", c.mem}, {"alloc", alloc_name(c.alloc)},
+         {"b_cpu", static_cast<int64_t>(c.b.cpu)}, {"mem", c.mem}, {"alloc", std::string(alloc_name(c.alloc))},
          {"via", c.via}, {"flag_bytes", static_cast<int64_t>(1)}, {"round_trips", static_cast<int64_t>(rtt.size())},
          {"status", out.status}, {"reason", out.reason}, {"median_ns", percentile(sorted, 50)}, {"mean_ns", mean},
          {"min_ns", sorted.empty() ? kNaN : sorted.front()}, {"p05_ns", percentile(sorted, 5)},
          {"p95_ns", percentile(sorted, 95)}, {"p99_ns", percentile(sorted, 99)},
          {"max_ns", sorted.empty() ? kNaN : sorted.back()}, {"placement", o ? o->placement : ""},
-         {"placed", placed_column(out.status, o && placed_as_named(*topo_, o->placement, c.mem, alloc_name(c.alloc)))},
+         {"placed", placed_column(out.status, o && placed_as_named(*topo_, o->placement, c.mem, c.alloc))},
          {"verified", static_cast<int64_t>(o && o->verified)}});
     return rows;
   }

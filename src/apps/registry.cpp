@@ -19,6 +19,7 @@ std::unique_ptr<Benchmark> make_memcpy();
 std::unique_ptr<Benchmark> make_allocmatrix();
 std::unique_ptr<Benchmark> make_um();
 std::unique_ptr<Benchmark> make_chase();
+std::unique_ptr<Benchmark> make_tlb();
 std::unique_ptr<Benchmark> make_pingpong();
 std::unique_ptr<Benchmark> make_stream();
 std::unique_ptr<Benchmark> make_gemm();
@@ -47,6 +48,7 @@ const Program& mempath_program() {
           Command(make_allocmatrix),
           Command(make_um),
           Command(make_chase),
+          Command(make_tlb),
           Command(make_pingpong),
           Command(make_stream),
           Command(make_gemm),

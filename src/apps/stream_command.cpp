@@ -48,15 +48,16 @@ Measured run(const Topology& topo, const StreamCase& sc, int warmup, int reps) {
     o.reason = "three arrays of " + format_size(c.size) + " do not fit in the " + format_size(free) + " free on " + c.mem;
     return o;
   }
-  auto a = allocate(topo, c.alloc, c.mem, c.size, 0);
-  auto b = allocate(topo, c.alloc, c.mem, c.size, 0);
-  auto cc = allocate(topo, c.alloc, c.mem, c.size, 0);
+  // A case that runs has its allocator (a path without one is skipped).
+  auto a = allocate(topo, *c.alloc, c.mem, c.size, 0);
+  auto b = allocate(topo, *c.alloc, c.mem, c.size, 0);
+  auto cc = allocate(topo, *c.alloc, c.mem, c.size, 0);
   auto* pa = static_cast<double*>(a->data());
   auto* pb = static_cast<double*>(b->data());
   auto* pc = static_cast<double*>(cc->data());
   const StreamValues want = stream_values_after(warmup + reps);
   std::string guard;
-  if (c.pu_kind == "cpu") {
+  if (c.pu_kind == PuKind::Cpu) {
     auto r = cpu::run_stream(c.cpus, pa, pb, pc, n, warmup, reps);
     o.seconds = r.seconds;
     o.verified = r.verified;
@@ -154,8 +155,10 @@ class StreamBenchmark : public Benchmark {
     const double gbps = model::threads_gbps(rates_, c.pu_kind, c.via, c.threads);
     int arrays = 0;
     for (const auto& k : stream_kernels(c.pu_kind)) arrays += k.arrays;
-    const double made = model::setup_s(arrays_bytes, c.alloc) + model::migration_s(arrays_bytes, c.pu_kind, c.alloc, c.mem);
-    return model::kCaseOverheadS + made + model::verify_s(arrays_bytes, c.alloc) +
+    // A path no allocator serves is skipped; its arrays count as pageable memory.
+    const Alloc alloc = c.alloc.value_or(Alloc::System);
+    const double made = model::setup_s(arrays_bytes, alloc) + model::migration_s(arrays_bytes, c.pu_kind, alloc, c.mem);
+    return model::kCaseOverheadS + made + model::verify_s(arrays_bytes, alloc) +
            model::seconds((warmup_ + reps_) * arrays * static_cast<double>(c.size), gbps);
   }
   Outcome run(size_t i) override {
@@ -181,8 +184,8 @@ class StreamBenchmark : public Benchmark {
                                   {"bandwidth_GBps", gbps.back()}});
         }
       const Summary sum = ok ? summarize(gbps) : Summary{};
-      rows.cases.push_back({{"case_id", id}, {"pu", c.pu}, {"pu_kind", c.pu_kind}, {"mem", c.mem},
-                            {"alloc", alloc_name(c.alloc)}, {"via", c.via},
+      rows.cases.push_back({{"case_id", id}, {"pu", c.pu}, {"pu_kind", std::string(pu_kind_name(c.pu_kind))},
+                            {"mem", c.mem}, {"alloc", std::string(alloc_name(c.alloc))}, {"via", c.via},
                             {"threads", static_cast<int64_t>(m ? m->threads : c.threads)}, {"kernel", kernels[k].name},
                             {"elements", static_cast<int64_t>(c.size / sizeof(double))},
                             {"array_bytes", static_cast<int64_t>(c.size)}, {"bytes", static_cast<int64_t>(bytes)},
@@ -191,8 +194,8 @@ class StreamBenchmark : public Benchmark {
                             {"median_GBps", sum.median}, {"min_GBps", sum.min}, {"max_GBps", sum.max},
                             {"verified", static_cast<int64_t>(m && m->verified)},
                             {"placement", m ? m->placement : ""},
-                            {"placed", placed_column(out.status, m && placed_as_named(*topo_, m->placement, c.mem,
-                                                                                       alloc_name(c.alloc)))},
+                            {"placed", placed_column(out.status, ok && m && placed_as_named(*topo_, m->placement, c.mem,
+                                                                                             *c.alloc))},
                             {"sweep", static_cast<int64_t>(sc.sweep >= 0)},
                             {"best_threads", static_cast<int64_t>(-1)},
                             // 0 until the sweep's last thread count has run: a run ended by
@@ -232,7 +235,7 @@ class StreamBenchmark : public Benchmark {
 
  private:
   static bool is_triad(const Row& row) {
-    for (const auto& k : stream_kernels(std::get<std::string>(row.at("pu_kind"))))
+    for (const auto& k : stream_kernels(pu_kind(std::get<std::string>(row.at("pu_kind")))))
       if (k.kernel == StreamKernel::Triad) return k.name == std::get<std::string>(row.at("kernel"));
     return false;
   }

@@ -81,7 +81,7 @@ std::vector<int> app_cpus(const Context& c, const Buffer& buf) {
 // GPU burst after CPU stores of one byte per page, each CPU phase timed too, and the step
 // (CPU phase + burst) as the application sees it: host clock from the CPU phase's start
 // to the burst's end. Where the pages are is read after each burst, outside the clocks.
-bool interleave(const Context& c, const std::string& alloc, const std::string& mem, std::vector<Sample>& out) {
+bool interleave(const Context& c, Alloc alloc, const std::string& mem, std::vector<Sample>& out) {
   auto buf = allocate(c.topo, alloc, mem, c.size, kFill);
   const std::string first = placement(*buf);
   auto* p = static_cast<char*>(buf->data());
@@ -108,7 +108,7 @@ bool interleave(const Context& c, const std::string& alloc, const std::string& m
   return gpu::count_mismatches(c.gpu, p, c.size, cpu::word_of(0x5a)) == 0;
 }
 
-bool inplace(const Context& c, const std::string& alloc, const std::string& mem, std::vector<Sample>& out) {
+bool inplace(const Context& c, Alloc alloc, const std::string& mem, std::vector<Sample>& out) {
   auto buf = allocate(c.topo, alloc, mem, c.size, kFill);
   const std::string first = placement(*buf);
   const int runs = std::max(c.reps, 2);
@@ -120,7 +120,7 @@ bool inplace(const Context& c, const std::string& alloc, const std::string& mem,
   return gpu::count_mismatches(c.gpu, buf->data(), c.size, cpu::word_of(kFill) + runs) == 0;
 }
 
-bool evict(const Context& c, const std::string& alloc, const std::string& mem, std::vector<Sample>& out) {
+bool evict(const Context& c, Alloc alloc, const std::string& mem, std::vector<Sample>& out) {
   bool ok = true;
   const uint64_t expected = (c.size / 8) * cpu::word_of(kFill);
   for (int r = 0; r < c.reps; ++r) {
@@ -133,7 +133,7 @@ bool evict(const Context& c, const std::string& alloc, const std::string& mem, s
     };
     read("cold");
     read("warm");
-    if (alloc_kind(alloc) == Alloc::Managed) {
+    if (alloc == Alloc::Managed) {
       gpu::prefetch_managed(buf->data(), c.size, -1);
     } else {
       run_on_threads(1, app_cpus(c, *buf), buf->numa(),
@@ -144,19 +144,22 @@ bool evict(const Context& c, const std::string& alloc, const std::string& mem, s
   return ok;
 }
 
-using Experiment = bool (*)(const Context&, const std::string& alloc, const std::string& mem, std::vector<Sample>&);
+using Experiment = bool (*)(const Context&, Alloc alloc, const std::string& mem, std::vector<Sample>&);
 
 struct ExperimentSpec {
   const char* name;
   Experiment run;
-  std::vector<std::string> allocs;
+  std::vector<Alloc> allocs;
 };
+
+// The allocators any experiment uses, as --alloc lists them.
+const std::vector<Alloc> kUmAllocs = {Alloc::System, Alloc::Managed, Alloc::Device, Alloc::Pinned};
 
 const std::vector<ExperimentSpec>& experiments() {
   static const std::vector<ExperimentSpec> list = {
-      {"interleave", interleave, {"managed", "system"}},
-      {"inplace", inplace, {"system", "managed", "device"}},
-      {"evict", evict, {"system", "managed", "pinned"}},
+      {"interleave", interleave, {Alloc::Managed, Alloc::System}},
+      {"inplace", inplace, {Alloc::System, Alloc::Managed, Alloc::Device}},
+      {"evict", evict, {Alloc::System, Alloc::Managed, Alloc::Pinned}},
   };
   return list;
 }
@@ -185,16 +188,17 @@ Row figures(const std::string& exp, int max_iterations, const std::vector<Sample
 
 struct UmCase {
   const ExperimentSpec* spec;
-  std::string alloc, mem, skip_reason;
+  Alloc alloc;
+  std::string mem, skip_reason;
 };
 
 // `--mem sweep`: every first placement the GPU's superchip offers an allocator: its
 // nearest host node; system memory also on the GPU's HBM node (GH200); managed memory
 // also GPU-first (gpuN); cudaMalloc memory only on the GPU.
-std::vector<std::string> sweep_mems(const Topology& topo, int gpu, const std::string& alloc) {
+std::vector<std::string> sweep_mems(const Topology& topo, int gpu, Alloc alloc) {
   const GpuInfo* g = topo.find_gpu(gpu);
   const std::string host = "numa" + std::to_string(std::max(0, g->host_numa)), own = "gpu" + std::to_string(gpu);
-  switch (alloc_kind(alloc)) {
+  switch (alloc) {
     case Alloc::Device: return {own};
     case Alloc::Managed: return {host, own};
     case Alloc::Pinned: case Alloc::Registered: return {host};
@@ -251,24 +255,27 @@ class UmBenchmark : public Benchmark {
     c_ = std::make_unique<Context>(Context{topo, g, page_multiple_size(opts, 256ULL << 20),
                                            static_cast<int>(opts.integer("reps", 3, 1, kMaxReps)), static_cast<int>(iters)});
     std::vector<std::string> exps = opts.has("exp") ? opts.list("exp") : split_list("interleave,inplace,evict");
-    const auto alloc_filter = opts.list("alloc");
+    std::vector<Alloc> alloc_filter;
     for (const auto& e : exps) {
       bool known = false;
       for (const auto& spec : experiments()) known = known || e == spec.name;
       if (!known) throw UsageError("invalid --exp '" + e + "'; valid: interleave, inplace, evict");
     }
-    for (const auto& a : alloc_filter)
-      if (a != "system" && a != "managed" && a != "device" && a != "pinned")
-        throw UsageError("invalid --alloc '" + a + "' for um; valid: system, managed, device, pinned");
+    for (const auto& a : opts.list("alloc")) {
+      const auto known = std::find_if(kUmAllocs.begin(), kUmAllocs.end(), [&](Alloc k) { return a == alloc_name(k); });
+      if (known == kUmAllocs.end())
+        throw UsageError("invalid --alloc '" + a + "' for um; valid: " + alloc_list(kUmAllocs));
+      alloc_filter.push_back(*known);
+    }
     for (const auto& spec : experiments()) {
       if (std::find(exps.begin(), exps.end(), spec.name) == exps.end()) continue;
-      for (const auto& alloc : spec.allocs) {
+      for (const Alloc alloc : spec.allocs) {
         if (!alloc_filter.empty() && std::find(alloc_filter.begin(), alloc_filter.end(), alloc) == alloc_filter.end())
           continue;
         // cudaMalloc memory is the GPU's whatever --mem says: one case. Otherwise each memory
         // the allocator can give at all (pinned memory on a GPU is no case, as in bw --all).
         std::vector<std::string> mems = sweep ? sweep_mems(topo, g, alloc)
-                                              : alloc_kind(alloc) == Alloc::Device ? std::vector<std::string>{own}
+                                              : alloc == Alloc::Device ? std::vector<std::string>{own}
                                                                                    : mem_option;
         for (const auto& mem : mems) {
           const Memory* m = topo.find_mem(mem);
@@ -289,16 +296,17 @@ class UmBenchmark : public Benchmark {
   }
   size_t cases() const override { return cases_.size(); }
   PlanFields plan_fields(size_t i) const override {
-    return {{"exp", cases_[i].spec->name}, {"alloc", cases_[i].alloc}, {"gpu", gpu_name()}, {"mem", cases_[i].mem},
+    return {{"exp", cases_[i].spec->name}, {"alloc", alloc_name(cases_[i].alloc)}, {"gpu", gpu_name()}, {"mem", cases_[i].mem},
             {"size", std::to_string(c_->size)}, {"first_touch", first_toucher(cases_[i].mem)}};
   }
   std::string skip_reason(size_t i) const override { return cases_[i].skip_reason; }
   // Modelled: every pass over the buffer that moves pages at the migration rate (what
   // device memory does faster counts alike), GPU bursts at HBM's rate.
   double expected_seconds(size_t i) const override {
-    const std::string exp = cases_[i].spec->name, alloc = cases_[i].alloc;
+    const std::string exp = cases_[i].spec->name;
+    const Alloc alloc = cases_[i].alloc;
     const double size = static_cast<double>(c_->size), move = model::seconds(size, model::kMigrateGBps);
-    double s = model::kCaseOverheadS + model::setup_s(size, alloc) + model::verify_s(size, "system");
+    double s = model::kCaseOverheadS + model::setup_s(size, alloc) + model::verify_s(size, Alloc::System);
     if (exp == "interleave")  // bursts n = 1, 2, 4 .. iters; two CPU phases, each followed by a burst
       for (int n = 1; n <= c_->max_iterations; n *= 2)
         s += c_->reps * 2 * (2 * move + model::seconds(n * size, model::kGpuLocalGBps));
@@ -326,8 +334,8 @@ class UmBenchmark : public Benchmark {
     const auto size = static_cast<int64_t>(c_->size);
     CaseRows rows;
     for (const auto& s : samples)
-      rows.samples.push_back({{"case_id", id}, {"experiment", std::string(uc.spec->name)}, {"alloc", uc.alloc},
-                              {"gpu", gpu_name()}, {"mem", mem_used}, {"size_bytes", size},
+      rows.samples.push_back({{"case_id", id}, {"experiment", std::string(uc.spec->name)},
+                              {"alloc", std::string(alloc_name(uc.alloc))}, {"gpu", gpu_name()}, {"mem", mem_used}, {"size_bytes", size},
                               {"iterations", static_cast<int64_t>(s.iterations)}, {"rep", static_cast<int64_t>(s.rep)},
                               {"run", static_cast<int64_t>(s.run)}, {"phase", s.phase}, {"preceded_by", s.preceded_by},
                               {"state", s.state}, {"bytes", static_cast<int64_t>(s.bytes)}, {"time_s", s.seconds},
@@ -335,7 +343,8 @@ class UmBenchmark : public Benchmark {
                               {"first_touch", toucher}, {"first_placement", s.first_placement},
                               {"app_time_s", s.app_seconds}});
     Row row = figures(uc.spec->name, c_->max_iterations, samples);
-    row.insert({{"case_id", id}, {"experiment", std::string(uc.spec->name)}, {"alloc", uc.alloc}, {"gpu", gpu_name()},
+    row.insert({{"case_id", id}, {"experiment", std::string(uc.spec->name)}, {"alloc", std::string(alloc_name(uc.alloc))},
+                {"gpu", gpu_name()},
                 {"mem", mem_used}, {"size_bytes", size}, {"status", out.status}, {"reason", out.reason},
                 {"verified", static_cast<int64_t>(m && m->verified)}, {"first_touch", toucher}});
     rows.cases.push_back(row);

@@ -82,8 +82,7 @@ std::vector<int> setup_cpus(const Topology& topo, int numa) {
   return {};
 }
 
-Buffer::Buffer(std::string alloc, std::string mem, size_t bytes)
-    : alloc_(std::move(alloc)), mem_(std::move(mem)), kind_(alloc_kind(alloc_)), bytes_(bytes) {}
+Buffer::Buffer(Alloc alloc, std::string mem, size_t bytes) : mem_(std::move(mem)), kind_(alloc), bytes_(bytes) {}
 
 Buffer::~Buffer() {
   if (!ptr_) return;
@@ -101,19 +100,18 @@ Buffer::~Buffer() {
   }
 }
 
-std::unique_ptr<Buffer> allocate(const Topology& topo, const std::string& alloc,
-                                 const std::string& mem, size_t bytes, uint8_t fill,
-                                 bool huge_pages) {
+std::unique_ptr<Buffer> allocate(const Topology& topo, Alloc alloc, const std::string& mem, size_t bytes,
+                                 uint8_t fill, bool huge_pages) {
   auto buf = std::make_unique<Buffer>(alloc, mem, bytes);
-  const AllocInfo& a = alloc_info(buf->kind());
-  if (mem == "interleave") {
+  const AllocInfo& a = alloc_info(alloc);
+  if (mem == kInterleave) {
     // Pages alternate over every host NUMA node with CPUs (numactl --interleave), first
     // touched by those nodes' cores.
     if (a.kind != Alloc::Numa) throw Unsupported("interleaved pages come from numa_alloc_interleaved: use the numa allocator");
     bitmask* nodes = numa_allocate_nodemask();
     std::vector<int> cpus;
     for (const auto& n : topo.numa_nodes) {
-      if (mem_kind(n.kind) != MemKind::Host || n.cpus.empty()) continue;
+      if (n.kind != MemKind::Host || n.cpus.empty()) continue;
       numa_bitmask_setbit(nodes, static_cast<unsigned>(n.id));
       cpus.insert(cpus.end(), n.cpus.begin(), n.cpus.end());
     }
@@ -140,7 +138,7 @@ std::unique_ptr<Buffer> allocate(const Topology& topo, const std::string& alloc,
   }());
   const bool on_numa = buf->numa_ >= 0;
   if (huge_pages && !a.pageable)
-    throw Unsupported("huge pages are requested with madvise for system and numa memory, not " + alloc);
+    throw Unsupported("huge pages are requested with madvise for system and numa memory, not " + std::string(a.name));
   // Before the first touch, so the fault handler can hand out huge pages.
   auto advise = [&](void* p) {
     if (huge_pages && madvise(p, bytes, MADV_HUGEPAGE) != 0)
@@ -159,7 +157,7 @@ std::unique_ptr<Buffer> allocate(const Topology& topo, const std::string& alloc,
     }
     case Alloc::Numa:
     case Alloc::Registered: {
-      if (!on_numa) throw Unsupported(alloc + " memory is allocated on NUMA nodes, not on " + mem);
+      if (!on_numa) throw Unsupported(std::string(a.name) + " memory is allocated on NUMA nodes, not on " + mem);
       void* p = numa_alloc_onnode(bytes, buf->numa_);
       if (!p) throw Unsupported("numa_alloc_onnode(" + std::to_string(bytes) + ", " +
                                 std::to_string(buf->numa_) + ") failed");
@@ -206,16 +204,45 @@ std::unique_ptr<Buffer> allocate(const Topology& topo, const std::string& alloc,
   return buf;
 }
 
-bool placed_as_named(const Topology& topo, const std::string& placement, const std::string& mem,
-                     const std::string& alloc) {
-  if (placement == mem || mem == "interleave") return true;
-  if (placement.empty() || placement == "unknown") return alloc != "managed";
-  for (const auto& g : topo.gpus) {
-    if (g.hbm_numa < 0) continue;
-    const std::string gpu = "gpu" + std::to_string(g.id), numa = "numa" + std::to_string(g.hbm_numa);
-    if ((placement == gpu && mem == numa) || (placement == numa && mem == gpu)) return true;
+namespace {
+
+// One memory under two names: a GPU's HBM NUMA node and its gpuN (docs/topology.md).
+bool same_memory(const Topology& topo, const std::string& a, const std::string& b) {
+  auto named = [&](const std::string& name) {
+    for (const auto& m : topo.memories)
+      if (m.kind == MemKind::Device && m.numa >= 0 && name == "numa" + std::to_string(m.numa)) return m.name;
+    return name;
+  };
+  return named(a) == named(b);
+}
+
+// Every share of a placement ("numa0:0.5,numa1:0.5", or one memory) on a node that
+// interleaved pages are spread over; a node list without such nodes refutes nothing.
+bool on_interleave_nodes(const Topology& topo, const std::string& where) {
+  std::vector<std::string> hosts;
+  for (const auto& n : topo.numa_nodes)
+    if (n.kind == MemKind::Host && !n.cpus.empty()) hosts.push_back("numa" + std::to_string(n.id));
+  if (hosts.empty()) return true;
+  std::istringstream shares(where);
+  for (std::string share; std::getline(shares, share, ',');) {
+    const std::string name = share.substr(0, share.find(':'));
+    if (std::find(hosts.begin(), hosts.end(), name) == hosts.end()) return false;
   }
-  return false;
+  return true;
+}
+
+}  // namespace
+
+std::string drawn_under(const Topology& topo, const std::string& mem, Alloc alloc, const std::string& placement) {
+  const size_t first = placement.find_first_not_of(" \t"), last = placement.find_last_not_of(" \t");
+  const std::string where = first == std::string::npos ? "" : placement.substr(first, last - first + 1);
+  // "-" is a summary line's empty field.
+  if (where.empty() || where == "unknown" || where == "-") return alloc == Alloc::Managed ? "" : mem;
+  if (mem == kInterleave) return on_interleave_nodes(topo, where) ? mem : "";
+  if (where.find_first_of(",:;") != std::string::npos) return "";
+  if (same_memory(topo, where, mem)) return mem;
+  if (!topo.memories.empty() && !topo.find_mem(where)) return "";
+  return where;
 }
 
 std::string format_placement(const std::vector<int>& status) {

@@ -19,25 +19,27 @@ inline const std::vector<std::string>& allocator_names() {
   return names;
 }
 
+// The memory name of pages interleaved over every host NUMA node with CPUs (numactl
+// --interleave): what `stream --mem interleave` allocates and the placement rule accepts.
+inline constexpr const char* kInterleave = "interleave";
+
 class Buffer {
  public:
-  Buffer(std::string alloc, std::string mem, size_t bytes);
+  Buffer(Alloc alloc, std::string mem, size_t bytes);
   ~Buffer();
   Buffer(const Buffer&) = delete;
   Buffer& operator=(const Buffer&) = delete;
 
   void* data() const { return ptr_; }
   size_t bytes() const { return bytes_; }
-  const std::string& alloc() const { return alloc_; }
   Alloc kind() const { return kind_; }
   const std::string& mem() const { return mem_; }
   int numa() const { return numa_; }
   int gpu() const { return gpu_; }
 
  private:
-  friend std::unique_ptr<Buffer> allocate(const Topology&, const std::string&,
-                                          const std::string&, size_t, uint8_t, bool);
-  std::string alloc_, mem_;
+  friend std::unique_ptr<Buffer> allocate(const Topology&, Alloc, const std::string&, size_t, uint8_t, bool);
+  std::string mem_;
   Alloc kind_;
   size_t bytes_;
   void* ptr_ = nullptr;
@@ -49,11 +51,10 @@ class Buffer {
 // Allocates `bytes` of memory `mem` (numaN or gpuN) with allocator `alloc`, first
 // touched (filled with `fill` bytes) so that its pages land on that memory. Throws
 // Unsupported for a combination the node or build cannot do, UsageError for an unknown
-// allocator or memory. `huge_pages` asks for
-// transparent huge pages (madvise before first touch; system and numa memory only).
-std::unique_ptr<Buffer> allocate(const Topology& topo, const std::string& alloc,
-                                 const std::string& mem, size_t bytes, uint8_t fill,
-                                 bool huge_pages = false);
+// memory. `huge_pages` asks for transparent huge pages (madvise before first touch; system
+// and numa memory only).
+std::unique_ptr<Buffer> allocate(const Topology& topo, Alloc alloc, const std::string& mem, size_t bytes,
+                                 uint8_t fill, bool huge_pages = false);
 
 // Share of the buffer backed by transparent huge pages now (/proc/self/smaps
 // AnonHugePages of the mappings it spans); NaN for memory the kernel does not map
@@ -66,13 +67,18 @@ std::string placement(const Buffer& buffer);
 // The same from page-status codes of move_pages (node id >= 0, or -errno); "unknown"
 // when no page has a node. Exposed for tests.
 std::string format_placement(const std::vector<int>& status);
-// Whether a case's pages were where it names them (`mem`), the rule the report applies
-// (docs/analysis.md): a GPU's HBM NUMA node and its gpuN are one memory; a mixed placement
-// does not count; `unknown` counts except for managed memory, whose pages a GPU pulls into
-// its own HBM (3,374 GB/s "from numa0" on an H200); an interleaved buffer (`interleave`)
-// is a mix by design.
-bool placed_as_named(const Topology& topo, const std::string& placement, const std::string& mem,
-                     const std::string& alloc);
+// The memory a buffer is drawn under, by where its pages were (docs/design.md, "Where a case
+// is drawn"; analysis/results/cases.py drawn_under is the same rule and both are tested
+// against tests/fixtures/placement_cases.txt): `mem` where they stayed there (a GPU's HBM
+// NUMA node and its gpuN are one memory), else the one memory that held them; "" where
+// they were split, on a memory the node does not list, or not known for managed memory,
+// whose pages a GPU pulls into its own HBM (3,374 GB/s "from numa0" on an H200). An
+// interleaved buffer stayed in `interleave` while every page was on a host node with CPUs.
+std::string drawn_under(const Topology& topo, const std::string& mem, Alloc alloc, const std::string& placement);
+// Whether a case's pages were where it names them: the `placed` verdict.
+inline bool placed_as_named(const Topology& topo, const std::string& placement, const std::string& mem, Alloc alloc) {
+  return drawn_under(topo, mem, alloc, placement) == mem;
+}
 // The `placed` column of a case (bw, chase, stream, pingpong, gemm): 1 when its pages stayed where it names
 // them, 0 when not (its figure is another memory's), -1 for a case that did not run.
 inline int64_t placed_column(const std::string& status, bool placed) {

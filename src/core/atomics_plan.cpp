@@ -20,33 +20,31 @@ bool listed(const std::vector<std::string>& filter, const std::string& x) {
 std::vector<AtomicsCase> atomics_cases(const Topology& topo, const AtomicsFilters& f) {
   std::vector<std::string> gpus;
   for (const auto& p : topo.processors)
-    if (pu_kind(p.kind) == PuKind::Gpu) gpus.push_back(p.name);
+    if (p.kind == PuKind::Gpu) gpus.push_back(p.name);
   for (const auto& x : f.pus)
     if (std::find(gpus.begin(), gpus.end(), x) == gpus.end())
       throw UsageError("unknown GPU '" + x + "' for atomics; valid: " + (gpus.empty() ? "none on this node" : join(gpus)));
   for (const auto& x : f.mems)
     if (!topo.find_mem(x)) throw UsageError("unknown memory '" + x + "'; valid: " + join(topo.mem_names()));
-  for (const auto& a : f.allocs)
-    if (std::find(allocator_names().begin(), allocator_names().end(), a) == allocator_names().end())
-      throw UsageError("invalid --alloc '" + a + "'; valid: " + join(allocator_names()));
+  const std::vector<Alloc> asked = parse_allocs(f.allocs);
 
   std::vector<AtomicsCase> out;
   for (const auto& p : topo.processors) {
-    if (pu_kind(p.kind) != PuKind::Gpu || !listed(f.pus, p.name)) continue;
+    if (p.kind != PuKind::Gpu || !listed(f.pus, p.name)) continue;
     for (const auto& m : topo.memories) {
       if (!listed(f.mems, m.name)) continue;
       // Without --all (and without --alloc) one case per path: the allocator bw would use.
-      std::vector<std::string> allocs = f.allocs;
+      std::vector<Alloc> allocs = asked;
       if (allocs.empty()) {
         if (f.all) {
-          allocs = allocator_names();
+          allocs = all_allocs();
         } else {
-          const std::string d = default_alloc(topo, p.name, m.name);
-          if (d.empty()) continue;
-          allocs = {d};
+          const std::optional<Alloc> d = default_alloc(topo, p.name, m.name);
+          if (!d) continue;
+          allocs = {*d};
         }
       }
-      for (const auto& alloc : allocs) {
+      for (const Alloc alloc : allocs) {
         if (!alloc_fits_memory(m, alloc)) continue;
         AtomicsCase c{p.name, m.name, alloc, route_via(topo, p.name, m.name, m.name), "", p.gpu};
         c.skip_reason = alloc_problem(topo, p.name, m.name, alloc);

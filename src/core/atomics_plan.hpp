@@ -11,11 +11,13 @@
 namespace mempath {
 
 struct AtomicsCase {
-  std::string pu, mem, alloc, via, skip_reason;
+  std::string pu, mem;
+  Alloc alloc = Alloc::Device;
+  std::string via, skip_reason;
   int gpu = -1;
 };
 
-struct AtomicsFilters {  // comma lists; empty = everything
+struct AtomicsFilters {  // the options' comma lists, as given; empty = everything
   std::vector<std::string> pus, mems, allocs;
   bool all = false;  // every allocator of each path; else the path's default one
 };

@@ -15,11 +15,13 @@
 namespace mempath {
 namespace {
 
-bool contains(const std::vector<std::string>& items, const std::string& x) {
+template <class T>
+bool contains(const std::vector<T>& items, const typename std::vector<T>::value_type& x) {
   return std::find(items.begin(), items.end(), x) != items.end();
 }
 
-bool passes(const std::vector<std::string>& filter, const std::string& x) {
+template <class T>
+bool passes(const std::vector<T>& filter, const typename std::vector<T>::value_type& x) {
   return filter.empty() || contains(filter, x);
 }
 
@@ -35,7 +37,7 @@ void require_mem(const Topology& topo, const std::string& mem) {
 }
 
 std::string local_memory(const Topology& topo, const Processor& p) {
-  if (pu_kind(p.kind) == PuKind::Gpu) return "gpu" + std::to_string(p.gpu);
+  if (p.kind == PuKind::Gpu) return "gpu" + std::to_string(p.gpu);
   if (p.numa >= 0) return "numa" + std::to_string(p.numa);
   for (const auto& n : topo.numa_nodes)  // `cpus`: the first CPU node's memory
     if (!n.cpus.empty() && n.mem_total_bytes > 0) return "numa" + std::to_string(n.id);
@@ -51,12 +53,12 @@ Op parse_op(const std::string& name) {
   throw UsageError("invalid --op '" + name + "'; valid: read, write, copy");
 }
 
-std::string default_alloc(const Topology& topo, const std::string& pu, const std::string& mem) {
+std::optional<Alloc> default_alloc(const Topology& topo, const std::string& pu, const std::string& mem) {
   const Path* path = topo.find_path(pu, mem);
-  if (!path) return "";
+  if (!path) return std::nullopt;
   for (Alloc a : {Alloc::Device, Alloc::Numa, Alloc::Registered, Alloc::Pinned, Alloc::System, Alloc::Managed})
-    if (contains(path->allocs, alloc_name(a))) return alloc_name(a);
-  return "";
+    if (contains(path->allocs, a)) return a;
+  return std::nullopt;
 }
 
 uint64_t path_cache_bytes(const Topology& topo, const std::string& pu) {
@@ -79,7 +81,7 @@ std::vector<int> thread_sweep(int cores) {
 
 std::vector<BwCase> gpu_grid_sweep(const Topology& topo, const BwCase& grid) {
   const Processor& p = require_pu(topo, grid.pu);
-  if (pu_kind(p.kind) != PuKind::Gpu) throw UsageError("a grid sweep is of a GPU, not of " + grid.pu);
+  if (p.kind != PuKind::Gpu) throw UsageError("a grid sweep is of a GPU, not of " + grid.pu);
   if (grid.kernel != "grid")
     throw UsageError("--threads sweep varies the grid kernel's blocks; --kernel " + grid.kernel +
                      " is one fixed block; valid: --kernel grid (or no --kernel) with --threads sweep");
@@ -101,7 +103,7 @@ std::vector<BwCase> gpu_grid_sweep(const Topology& topo, const BwCase& grid) {
 
 std::vector<int> pick_cpus(const Topology& topo, const std::string& pu, int threads) {
   const Processor& p = require_pu(topo, pu);
-  if (pu_kind(p.kind) != PuKind::Cpu) throw UsageError("--threads applies to CPU processors; " + pu + " is a GPU");
+  if (p.kind != PuKind::Cpu) throw UsageError("--threads applies to CPU processors; " + pu + " is a GPU");
   if (threads < 1 || threads > static_cast<int>(p.cpus.size()))
     throw UsageError(pu + " has " + std::to_string(p.cores) + " cores (" +
                      std::to_string(p.cpus.size()) + " hardware threads); valid --threads: 1.." +
@@ -117,23 +119,12 @@ std::vector<int> pick_cpus(const Topology& topo, const std::string& pu, int thre
   return out;
 }
 
-BwCase make_case(const Topology& topo, Op op, std::string pu, std::string mem, std::string dst_mem,
-                 std::string alloc, int threads, std::string kernel, const BwSettings& settings) {
-  if (pu.empty()) {
-    const auto names = topo.pu_names();
-    if (names.empty()) throw UsageError("this node shows no processors");
-    pu = names.front();
-  }
-  const Processor& p = require_pu(topo, pu);
-  if (mem.empty()) mem = local_memory(topo, p);
-  require_mem(topo, mem);
-  if (op == Op::Copy) {
-    if (dst_mem.empty()) dst_mem = mem;
-    require_mem(topo, dst_mem);
-  } else if (!dst_mem.empty()) {
-    throw UsageError("--dst-mem applies to --op copy only");
-  }
+namespace {
 
+// A case of processor `p` whose names are the node's: `alloc` none for each path's default.
+BwCase case_of(const Topology& topo, Op op, const Processor& p, const std::string& mem, const std::string& dst_mem,
+               std::optional<Alloc> alloc, int threads, std::string kernel, const BwSettings& settings) {
+  const std::string& pu = p.name;
   BwCase c;
   c.op = op;
   c.pu = pu;
@@ -143,22 +134,15 @@ BwCase make_case(const Topology& topo, Op op, std::string pu, std::string mem, s
   c.via = route_via(topo, pu, mem, op == Op::Copy ? dst_mem : mem);
   c.in_cache = settings.in_cache;
 
-  const bool explicit_alloc = !alloc.empty();
-  if (explicit_alloc && !contains(allocator_names(), alloc))
-    throw UsageError("invalid --alloc '" + alloc + "'; valid: " + join(allocator_names()));
-  c.alloc = explicit_alloc ? alloc : default_alloc(topo, pu, mem);
-  if (op == Op::Copy) c.dst_alloc = explicit_alloc ? alloc : default_alloc(topo, pu, dst_mem);
-  if (c.alloc.empty()) c.alloc = alloc.empty() ? "none" : alloc;
+  c.alloc = alloc ? alloc : default_alloc(topo, pu, mem);
+  if (op == Op::Copy) c.dst_alloc = alloc ? alloc : default_alloc(topo, pu, dst_mem);
   // Either end on a GPU this one has no peer access to: that, not an allocator, is the cause.
   c.skip_reason = peer_problem(topo, pu, mem);
   if (c.skip_reason.empty() && op == Op::Copy) c.skip_reason = peer_problem(topo, pu, dst_mem);
   if (c.skip_reason.empty()) c.skip_reason = alloc_problem(topo, pu, mem, c.alloc);
-  if (c.skip_reason.empty() && op == Op::Copy) {
-    if (c.dst_alloc.empty()) c.dst_alloc = "none";
-    c.skip_reason = alloc_problem(topo, pu, dst_mem, c.dst_alloc);
-  }
+  if (c.skip_reason.empty() && op == Op::Copy) c.skip_reason = alloc_problem(topo, pu, dst_mem, c.dst_alloc);
 
-  if (pu_kind(p.kind) == PuKind::Cpu) {
+  if (p.kind == PuKind::Cpu) {
     if (!kernel.empty()) throw UsageError("--kernel applies to GPU processors; " + pu + " is a CPU");
     c.threads = threads > 0 ? threads : static_cast<int>(p.cores > 0 ? std::min<size_t>(p.cores, p.cpus.size()) : p.cpus.size());
     c.cpus = pick_cpus(topo, pu, c.threads);
@@ -181,6 +165,28 @@ BwCase make_case(const Topology& topo, Op op, std::string pu, std::string mem, s
   return c;
 }
 
+}  // namespace
+
+BwCase make_case(const Topology& topo, Op op, std::string pu, std::string mem, std::string dst_mem,
+                 std::string alloc, int threads, std::string kernel, const BwSettings& settings) {
+  if (pu.empty()) {
+    const auto names = topo.pu_names();
+    if (names.empty()) throw UsageError("this node shows no processors");
+    pu = names.front();
+  }
+  const Processor& p = require_pu(topo, pu);
+  if (mem.empty()) mem = local_memory(topo, p);
+  require_mem(topo, mem);
+  if (op == Op::Copy) {
+    if (dst_mem.empty()) dst_mem = mem;
+    require_mem(topo, dst_mem);
+  } else if (!dst_mem.empty()) {
+    throw UsageError("--dst-mem applies to --op copy only");
+  }
+  const std::optional<Alloc> asked = alloc.empty() ? std::nullopt : std::optional<Alloc>(parse_allocs({alloc}).front());
+  return case_of(topo, op, p, mem, dst_mem, asked, threads, std::move(kernel), settings);
+}
+
 std::vector<BwCase> all_cases(const Topology& topo, const BwFilters& filters, const BwSettings& settings) {
   for (const auto& o : filters.ops) parse_op(o);
   for (const auto& pu : filters.pus) require_pu(topo, pu);
@@ -191,26 +197,27 @@ std::vector<BwCase> all_cases(const Topology& topo, const BwFilters& filters, co
   std::vector<std::string> role_words;
   for (const auto& m : filters.mems)
     if (is_memory_role(m)) role_words.push_back(m);
-  for (const auto& k : filters.pu_kinds)
+  std::vector<PuKind> pu_kinds;
+  for (const auto& k : filters.pu_kinds) {
     if (!contains(kind_names(kPuKindTable), k))
       throw UsageError("invalid --pu-kind '" + k + "'; valid: " + kind_list(kPuKindTable));
+    pu_kinds.push_back(pu_kind(k));
+  }
   for (const auto& k : filters.kernels)
     if (k != "grid" && k != "block") throw UsageError("invalid --kernel '" + k + "'; valid: grid, block");
-  for (const auto& a : filters.allocs)
-    if (!contains(allocator_names(), a))
-      throw UsageError("invalid --alloc '" + a + "'; valid: " + join(allocator_names()));
+  const std::vector<Alloc> allocs = parse_allocs(filters.allocs);
 
   std::vector<BwCase> cases;
-  auto add = [&](Op op, const std::string& pu, const std::string& mem, const std::string& dst,
-                 const std::string& alloc, int threads, const std::string& kernel) {
-    cases.push_back(make_case(topo, op, pu, mem, dst, alloc, threads, kernel, settings));
-  };
   for (const Op op : {Op::Read, Op::Write, Op::Copy}) {
-    if (!passes(filters.ops, op_name(op))) continue;
+    if (!passes(filters.ops, std::string(op_name(op)))) continue;
     for (const auto& p : topo.processors) {
-      if (!passes(filters.pus, p.name) || !passes(filters.pu_kinds, p.kind)) continue;
+      if (!passes(filters.pus, p.name) || !passes(pu_kinds, p.kind)) continue;
+      auto add = [&](const std::string& mem, const std::string& dst, std::optional<Alloc> alloc, int threads,
+                     const std::string& kernel) {
+        cases.push_back(case_of(topo, op, p, mem, dst, alloc, threads, kernel, settings));
+      };
       std::vector<std::string> kernels = {""};
-      if (pu_kind(p.kind) == PuKind::Gpu) kernels = filters.kernels.empty() ? std::vector<std::string>{"grid", "block"} : filters.kernels;
+      if (p.kind == PuKind::Gpu) kernels = filters.kernels.empty() ? std::vector<std::string>{"grid", "block"} : filters.kernels;
       const int all_cores = static_cast<int>(std::min<size_t>(p.cores > 0 ? p.cores : p.cpus.size(), p.cpus.size()));
       if (op == Op::Copy) {
         // Every source x destination pair with the paths' default allocators.
@@ -218,18 +225,18 @@ std::vector<BwCase> all_cases(const Topology& topo, const BwFilters& filters, co
           for (const auto& dst : topo.memories) {
             if (!mem_selected(topo, p, src, filters.mems)) continue;
             if (!role_words.empty() && !mem_selected(topo, p, dst, role_words)) continue;
-            if (default_alloc(topo, p.name, src.name) == alloc_name(Alloc::Managed) ||
-                default_alloc(topo, p.name, dst.name) == alloc_name(Alloc::Managed))
+            if (default_alloc(topo, p.name, src.name) == Alloc::Managed ||
+                default_alloc(topo, p.name, dst.name) == Alloc::Managed)
               continue;  // managed-only paths migrate pages: measured by read/write, not copy
             // `--threads sweep` given (gpu_sweep): copies sweep too (the paper's Fig. 10), CPU
             // threads and GPU grids alike; the default plan keeps one case per pair.
-            if (filters.gpu_sweep && pu_kind(p.kind) == PuKind::Cpu) {
-              for (int t : thread_sweep(all_cores)) add(op, p.name, src.name, dst.name, "", t, "");
+            if (filters.gpu_sweep && p.kind == PuKind::Cpu) {
+              for (int t : thread_sweep(all_cores)) add(src.name, dst.name, std::nullopt, t, "");
             } else if (filters.gpu_sweep && kernels.front() == "grid") {
-              const auto points = gpu_grid_sweep(topo, make_case(topo, op, p.name, src.name, dst.name, "", -1, "grid", settings));
+              const auto points = gpu_grid_sweep(topo, case_of(topo, op, p, src.name, dst.name, std::nullopt, -1, "grid", settings));
               cases.insert(cases.end(), points.begin(), points.end());
             } else {
-              add(op, p.name, src.name, dst.name, "", pu_kind(p.kind) == PuKind::Cpu ? all_cores : -1,
+              add(src.name, dst.name, std::nullopt, p.kind == PuKind::Cpu ? all_cores : -1,
                   kernels.front().empty() ? "" : kernels.front());
             }
           }
@@ -240,25 +247,25 @@ std::vector<BwCase> all_cases(const Topology& topo, const BwFilters& filters, co
         if (!mem_selected(topo, p, m, filters.mems)) continue;
         const Path* path = topo.find_path(p.name, m.name);
         if (!path) continue;
-        std::vector<std::string> allocs = path->allocs;
-        for (const auto& s : path->skipped) allocs.push_back(s.alloc);
-        for (const auto& a : allocs) {
-          if (!passes(filters.allocs, a) || !alloc_fits_memory(m, a)) continue;
+        std::vector<Alloc> path_allocs = path->allocs;
+        for (const auto& s : path->skipped) path_allocs.push_back(s.alloc);
+        for (const Alloc a : path_allocs) {
+          if (!passes(allocs, a) || !alloc_fits_memory(m, a)) continue;
           const bool runs = contains(path->allocs, a);
-          if (pu_kind(p.kind) == PuKind::Cpu) {
+          if (p.kind == PuKind::Cpu) {
             const bool sweep = filters.thread_sweep && runs && a == default_alloc(topo, p.name, m.name);
             for (int t : sweep ? thread_sweep(all_cores) : std::vector<int>{all_cores})
-              add(op, p.name, m.name, "", a, t, "");
+              add(m.name, "", a, t, "");
           } else {
             // Explicitly asked only: the nightly plan of GPU paths stays one case per kernel.
             const bool sweep = filters.gpu_sweep && runs && a == default_alloc(topo, p.name, m.name) &&
                                contains(kernels, "grid");
             for (const auto& k : runs ? kernels : std::vector<std::string>{kernels.front()}) {
               if (sweep && k == "grid") {
-                const auto points = gpu_grid_sweep(topo, make_case(topo, op, p.name, m.name, "", a, -1, k, settings));
+                const auto points = gpu_grid_sweep(topo, case_of(topo, op, p, m.name, "", a, -1, k, settings));
                 cases.insert(cases.end(), points.begin(), points.end());
               } else {
-                add(op, p.name, m.name, "", a, -1, k);
+                add(m.name, "", a, -1, k);
               }
             }
           }
@@ -282,13 +289,13 @@ std::vector<int> noise_cpus(const Processor& p, const BwCase& measured) {
   std::vector<int> out;
   for (size_t i = 0; i < cores; ++i)
     if (!busy.count(p.cpus[i])) out.push_back(p.cpus[i]);
-  if (pu_kind(measured.pu_kind) == PuKind::Gpu && !out.empty()) out.erase(out.begin());
+  if (measured.pu_kind == PuKind::Gpu && !out.empty()) out.erase(out.begin());
   return out;
 }
 
 std::string no_core_left(const std::string& noise_pu, const BwCase& measured) {
   return noise_pu + " shares cores with the measured " + measured.pu + " and has none left for itself" +
-         (pu_kind(measured.pu_kind) == PuKind::Gpu ? " (one stays with the thread driving the GPU)" : "");
+         (measured.pu_kind == PuKind::Gpu ? " (one stays with the thread driving the GPU)" : "");
 }
 
 // The only CPU node of the node, -1 when there are several (or none).
@@ -304,7 +311,7 @@ int only_cpu_node(const Topology& topo) {
 std::string partner_noise(const Topology& topo, const BwCase& measured, NoiseSpec* out) {
   const Processor& p = require_pu(topo, measured.pu);
   NoiseSpec n;
-  if (pu_kind(p.kind) == PuKind::Gpu) {
+  if (p.kind == PuKind::Gpu) {
     // Grace noise reads its superchip's HBM (the paper's Fig. 7): the C2C link carries both.
     const GpuInfo* g = topo.find_gpu(p.gpu);
     int host = g && g->host_numa >= 0 ? g->host_numa : only_cpu_node(topo);
@@ -329,9 +336,10 @@ std::string partner_noise(const Topology& topo, const BwCase& measured, NoiseSpe
     if (n.pu.empty()) return "no GPU is attached to " + measured.pu + ": nothing to read its memory";
     n.mem = "numa" + std::to_string(p.numa);
   }
-  n.alloc = default_alloc(topo, n.pu, n.mem);
-  if (n.alloc.empty()) return n.pu + " cannot read " + n.mem + " on this node";
-  if (pu_kind(topo.find_pu(n.pu)->kind) == PuKind::Cpu) {
+  const std::optional<Alloc> alloc = default_alloc(topo, n.pu, n.mem);
+  if (!alloc) return n.pu + " cannot read " + n.mem + " on this node";
+  n.alloc = *alloc;
+  if (topo.find_pu(n.pu)->kind == PuKind::Cpu) {
     n.cpus = noise_cpus(*topo.find_pu(n.pu), measured);
     if (n.cpus.empty()) return no_core_left(n.pu, measured);
   }
@@ -348,7 +356,7 @@ NoiseSpec parse_noise(const Topology& topo, const std::string& text, const BwCas
   n.mem = text.substr(colon + 1);
   const Processor& p = require_pu(topo, n.pu);
   require_mem(topo, n.mem);
-  if (pu_kind(p.kind) == PuKind::Gpu) {
+  if (p.kind == PuKind::Gpu) {
     if (n.pu == measured.pu)
       throw UsageError("--noise processor " + n.pu + " shares SMs with the measured " + measured.pu +
                        "; valid: a processor that does not overlap it");
@@ -358,9 +366,9 @@ NoiseSpec parse_noise(const Topology& topo, const std::string& text, const BwCas
       throw UsageError("--noise processor " + no_core_left(n.pu, measured) +
                        "; valid: fewer --threads, or a processor that does not overlap it");
   }
-  n.alloc = default_alloc(topo, n.pu, n.mem);
-  if (n.alloc.empty())
-    throw UsageError("--noise: " + n.pu + " cannot read " + n.mem + " on this node");
+  const std::optional<Alloc> alloc = default_alloc(topo, n.pu, n.mem);
+  if (!alloc) throw UsageError("--noise: " + n.pu + " cannot read " + n.mem + " on this node");
+  n.alloc = *alloc;
   return n;
 }
 

@@ -2,6 +2,7 @@
 // Which bandwidth cases to run: one case from the command line, validated against the
 // node, or every case the node supports (--all). Pure planning: nothing is allocated.
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -13,11 +14,14 @@ namespace mempath {
 // A processor that reads a memory continuously while a case is measured (contention,
 // `--noise`): docs/methodology.md, "Contention".
 struct NoiseSpec {
-  std::string pu, mem, alloc;
+  std::string pu, mem;
+  Alloc alloc = Alloc::Numa;
   std::vector<int> cpus;  // a CPU reader's threads, one per CPU (physical cores)
   uint64_t size = 0;      // bytes of the buffer it reads
   bool empty() const { return pu.empty(); }
   std::string label() const { return empty() ? "" : pu + ":" + mem; }
+  // Readers of one key share one buffer (set up once per run).
+  std::string buffer_key() const { return std::string(alloc_name(alloc)) + ":" + mem + ":" + std::to_string(size); }
 };
 
 // Threads per block of a GPU grid sweep (`--threads sweep` on a GPU); the GPU kernels
@@ -29,7 +33,11 @@ inline constexpr int kSweepBlocksPerSm = 4;
 
 struct BwCase {
   Op op = Op::Read;
-  std::string pu, pu_kind, mem, dst_mem, alloc, dst_alloc, kernel, via;
+  std::string pu;
+  PuKind pu_kind = PuKind::Cpu;
+  std::string mem, dst_mem;
+  std::optional<Alloc> alloc, dst_alloc;  // none where the path has none (skipped); dst_alloc: copies only
+  std::string kernel, via;
   int threads = -1;              // CPU threads; GPU: blocks x 512 of a sweep point, else -1 (known after launch)
   int blocks = 0;                // GPU sweep point: this many 512-thread blocks; 0: the kernel's own grid
   std::vector<int> cpus;         // CPUs the threads are pinned to
@@ -46,7 +54,7 @@ struct BwSettings {
   bool in_cache = false;
 };
 
-struct BwFilters {  // comma-separated lists; empty = everything
+struct BwFilters {  // the options' comma-separated lists, as given; empty = everything
   std::vector<std::string> ops, pus, pu_kinds, mems, allocs, kernels;
   bool thread_sweep = true;  // false: CPU cases at all cores only (`--threads all`)
   bool gpu_sweep = false;    // `--threads sweep` given: GPU grid sweeps and copy sweeps too (never by default)
@@ -58,8 +66,8 @@ inline constexpr int kCacheFactor = 4;  // buffers exceed the caches on the path
 Op parse_op(const std::string& name);  // throws UsageError listing read, write, copy
 
 // The allocator used when none is given: numa for NUMA memory the PU can reach through
-// it, else registered host memory, device for gpuN; "" when the path has none.
-std::string default_alloc(const Topology& topo, const std::string& pu, const std::string& mem);
+// it, else registered host memory, device for gpuN; none when the path has none.
+std::optional<Alloc> default_alloc(const Topology& topo, const std::string& pu, const std::string& mem);
 
 // Caches a buffer on this path must exceed (LLCs of the sockets taking part, GPU L2).
 uint64_t path_cache_bytes(const Topology& topo, const std::string& pu);
@@ -75,9 +83,9 @@ std::vector<int> thread_sweep(int cores);  // 1, 2, 4, ..., cores
 // Throws UsageError for the block kernel and for a GPU whose SM count is unknown.
 std::vector<BwCase> gpu_grid_sweep(const Topology& topo, const BwCase& grid);
 
-// Validates one case from options (empty strings = defaults). Throws UsageError for
-// names the node does not have, sizes below the cache guard, bad thread counts; sets
-// skip_reason when the node has the names but cannot run the combination.
+// Validates one case from options (empty strings = defaults; `alloc` an allocator's name).
+// Throws UsageError for names the node does not have, sizes below the cache guard, bad
+// thread counts; sets skip_reason when the node has the names but cannot run the combination.
 BwCase make_case(const Topology& topo, Op op, std::string pu, std::string mem,
                  std::string dst_mem, std::string alloc, int threads, std::string kernel,
                  const BwSettings& settings);

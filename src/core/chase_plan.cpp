@@ -27,14 +27,14 @@ uint64_t gpu_l1_bytes(const std::string& cc) {
 }
 
 std::string own_memory(const Processor& p) {
-  return pu_kind(p.kind) == PuKind::Gpu ? "gpu" + std::to_string(p.gpu) : "numa" + std::to_string(p.numa);
+  return p.kind == PuKind::Gpu ? "gpu" + std::to_string(p.gpu) : "numa" + std::to_string(p.numa);
 }
 
 ChaseCase with_path(const Topology& topo, ChaseCase c) {
   const Path* path = topo.find_path(c.pu, c.mem);
   c.via = path ? path->via : "";
-  if (c.alloc.empty()) c.alloc = default_alloc(topo, c.pu, c.mem);
-  if (c.alloc.empty()) c.alloc = "none";  // no allocator: the path's reason (e.g. no peer access)
+  // No allocator at all: the path's reason (e.g. no peer access) is the skip reason.
+  if (!c.alloc) c.alloc = default_alloc(topo, c.pu, c.mem);
   c.skip_reason = alloc_problem(topo, c.pu, c.mem, c.alloc);
   return c;
 }
@@ -60,24 +60,23 @@ ChaseCase make_chase_case(const Topology& topo, std::string pu, int cpu, std::st
   }
   if (pu.empty()) {
     for (const auto& p : topo.processors)
-      if (pu_kind(p.kind) == PuKind::Cpu && p.name != "cpus") { pu = p.name; break; }
+      if (p.kind == PuKind::Cpu && p.name != "cpus") { pu = p.name; break; }
     if (pu.empty()) throw UsageError("this node shows no CPU node to chase from; use --pu gpuN");
   }
   if (pu == "cpus") throw UsageError("a chase is one thread: use --pu cpuN (a NUMA node's core) or gpuN");
   const Processor* p = topo.find_pu(pu);
   if (!p) throw UsageError("unknown processor '" + pu + "'; valid: " + join(topo.pu_names()));
-  if (pu_kind(p->kind) == PuKind::Gpu && cpu >= 0) throw UsageError("--cpu applies to CPU processors; " + pu + " is a GPU");
+  if (p->kind == PuKind::Gpu && cpu >= 0) throw UsageError("--cpu applies to CPU processors; " + pu + " is a GPU");
   if (mem.empty()) mem = own_memory(*p);
   if (!topo.find_mem(mem)) throw UsageError("unknown memory '" + mem + "'; valid: " + join(topo.mem_names()));
-  if (!alloc.empty() && std::find(allocator_names().begin(), allocator_names().end(), alloc) == allocator_names().end())
-    throw UsageError("invalid --alloc '" + alloc + "'; valid: " + join(allocator_names()));
-  if (pu_kind(p->kind) == PuKind::Cpu && p->cpus.empty()) throw UsageError(pu + " has no CPUs");
+  const std::optional<Alloc> asked = alloc.empty() ? std::nullopt : std::optional<Alloc>(parse_allocs({alloc}).front());
+  if (p->kind == PuKind::Cpu && p->cpus.empty()) throw UsageError(pu + " has no CPUs");
   ChaseCase c;
   c.pu = pu;
   c.pu_kind = p->kind;
-  c.cpu = pu_kind(p->kind) == PuKind::Cpu ? (cpu >= 0 ? cpu : p->cpus.front()) : -1;
+  c.cpu = p->kind == PuKind::Cpu ? (cpu >= 0 ? cpu : p->cpus.front()) : -1;
   c.mem = mem;
-  c.alloc = alloc;
+  c.alloc = asked;
   return with_path(topo, c);
 }
 
@@ -91,25 +90,29 @@ std::vector<ChaseCase> all_chase_cases(const Topology& topo, const std::vector<s
       throw UsageError("unknown memory '" + x + "'; valid: " + join(topo.mem_names()) + ", or a role: " +
                        join(memory_role_words()));
   const bool every_alloc = allocs.size() == 1 && allocs.front() == "all";
-  for (const auto& a : allocs)
-    if (!every_alloc && std::find(allocator_names().begin(), allocator_names().end(), a) == allocator_names().end())
+  std::vector<Alloc> asked;
+  for (const auto& a : allocs) {
+    if (every_alloc) continue;
+    if (std::find(allocator_names().begin(), allocator_names().end(), a) == allocator_names().end())
       throw UsageError("invalid --alloc '" + a + "'; valid: all or " + join(allocator_names()));
+    asked.push_back(alloc_kind(a));
+  }
   std::vector<ChaseCase> out;
   for (const auto& p : topo.processors) {
-    if (p.name == "cpus" || !listed(pus, p.name) || (pu_kind(p.kind) == PuKind::Cpu && p.cpus.empty())) continue;
+    if (p.name == "cpus" || !listed(pus, p.name) || (p.kind == PuKind::Cpu && p.cpus.empty())) continue;
     for (const auto& m : topo.memories) {
       if (!mem_selected(topo, p, m, mems)) continue;
       ChaseCase base;
       base.pu = p.name;
       base.pu_kind = p.kind;
-      base.cpu = pu_kind(p.kind) == PuKind::Cpu ? p.cpus.front() : -1;
+      base.cpu = p.kind == PuKind::Cpu ? p.cpus.front() : -1;
       base.mem = m.name;
       if (allocs.empty()) {
         out.push_back(with_path(topo, base));
         continue;
       }
-      for (const auto& a : allocator_names()) {
-        if (!alloc_fits_memory(m, a) || !(every_alloc || listed(allocs, a))) continue;
+      for (const Alloc a : all_allocs()) {
+        if (!alloc_fits_memory(m, a) || !(every_alloc || std::find(asked.begin(), asked.end(), a) != asked.end())) continue;
         base.alloc = a;
         out.push_back(with_path(topo, base));
       }
@@ -120,7 +123,7 @@ std::vector<ChaseCase> all_chase_cases(const Topology& topo, const std::vector<s
 
 std::vector<CacheInfo> chase_caches(const Topology& topo, const ChaseCase& c, const std::string& sysfs_root) {
   std::vector<CacheInfo> out;
-  if (pu_kind(c.pu_kind) == PuKind::Cpu) {
+  if (c.pu_kind == PuKind::Cpu) {
     for (const auto& l : cpu_caches(sysfs_root, c.cpu))
       out.push_back({c.pu, "L" + std::to_string(l.level) + (l.level == 1 ? "d" : ""),
                      static_cast<uint64_t>(l.bytes), "sysfs"});

@@ -2,6 +2,7 @@
 // Which pointer-chase cases to run (`mempath chase`): one processor thread, one memory,
 // one allocator, a list of buffer sizes. Pure planning: nothing is allocated.
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -10,7 +11,11 @@
 namespace mempath {
 
 struct ChaseCase {
-  std::string pu, pu_kind, mem, alloc, via;
+  std::string pu;
+  PuKind pu_kind = PuKind::Cpu;
+  std::string mem;
+  std::optional<Alloc> alloc;  // none where the path has none (skipped)
+  std::string via;
   int cpu = -1;             // logical CPU the chasing thread is pinned to; -1 for a GPU
   std::string skip_reason;  // non-empty: the node cannot run this case
 };
@@ -22,13 +27,13 @@ struct CacheInfo {
 };
 
 // One case from the command line. `pu` empty: the node of `cpu`, or the first CPU node;
-// `cpu` < 0: the PU's first core; `mem` empty: the PU's own memory; `alloc` empty: the
-// path's default. Throws UsageError for names the node does not have.
+// `cpu` < 0: the PU's first core; `mem` empty: the PU's own memory; `alloc` (a name) empty:
+// the path's default. Throws UsageError for names the node does not have.
 ChaseCase make_chase_case(const Topology& topo, std::string pu, int cpu, std::string mem, std::string alloc);
 
 // Every processor x memory (each CPU node's first core, each GPU), with each path's
 // default allocator, or with every allocator that fits the memory when `allocs` is
-// {"all"}; the other filters are name lists (empty = everything).
+// {"all"}; the filters are the options' name lists (empty = everything).
 std::vector<ChaseCase> all_chase_cases(const Topology& topo, const std::vector<std::string>& pus,
                                        const std::vector<std::string>& mems,
                                        const std::vector<std::string>& allocs);

@@ -11,19 +11,12 @@ namespace mempath::model {
 
 namespace {
 
-double link_gbps(const Rates& r, const std::string& pu_kind, const std::string& link) {
-  if (link == "local") return pu_kind == "gpu" ? r.gpu_local_gbps : r.cpu_socket_gbps;
+double link_gbps(const Rates& r, PuKind pu_kind, const std::string& link) {
+  if (link == "local") return pu_kind == PuKind::Gpu ? r.gpu_local_gbps : r.cpu_socket_gbps;
   if (link == "c2c") return r.c2c_gbps;
   if (link == "nvlink") return r.nvlink_gbps;
   if (link == "interconnect") return r.interconnect_gbps;
   return r.pcie_gbps;  // pcie, peer, spread, unknown, "": the host link
-}
-
-// An allocator's kind; "none" (a path no allocator serves) counts as pageable memory.
-Alloc kind_of(const std::string& alloc) {
-  for (const auto& row : kAllocTable)
-    if (alloc == row.name) return row.kind;
-  return Alloc::System;
 }
 
 std::string format_seconds(double s) {
@@ -54,31 +47,31 @@ Rates rates_of(const Topology& topo) {
   // superchips (Grace sockets), not by the peers still visible (as analysis/model/peaks.py).
   if (superchip && nvlink_peers > 0) {
     size_t sockets = 0;
-    for (const auto& p : topo.processors) sockets += pu_kind(p.kind) == PuKind::Cpu && p.numa >= 0;
+    for (const auto& p : topo.processors) sockets += p.kind == PuKind::Cpu && p.numa >= 0;
     if (sockets > 1) nvlink_peers = std::max(nvlink_peers, sockets - 1);
   }
   if (nvlink_peers > 0) r.nvlink_gbps = kNvlinkGpuGBps / static_cast<double>(nvlink_peers);
   return r;
 }
 
-double path_gbps(const Rates& rates, const std::string& pu_kind, const std::string& via) {
+double path_gbps(const Rates& rates, PuKind pu_kind, const std::string& via) {
   double gbps = link_gbps(rates, pu_kind, via.empty() ? "" : "local");
   std::stringstream links(via);
   for (std::string link; std::getline(links, link, '+');) gbps = std::min(gbps, link_gbps(rates, pu_kind, link));
   return gbps;
 }
 
-double threads_gbps(const Rates& rates, const std::string& pu_kind, const std::string& via, int threads) {
+double threads_gbps(const Rates& rates, PuKind pu_kind, const std::string& via, int threads) {
   const double gbps = path_gbps(rates, pu_kind, via);
-  return pu_kind == "cpu" ? std::min(gbps, kCpuCoreGBps * std::max(threads, 1)) : gbps;
+  return pu_kind == PuKind::Cpu ? std::min(gbps, kCpuCoreGBps * std::max(threads, 1)) : gbps;
 }
 
 double seconds(double bytes, double gbps) { return bytes / (gbps * 1e9); }
 
 double run_overhead_s(size_t gpus) { return kRunOverheadS + kGpuContextS * static_cast<double>(gpus); }
 
-double setup_s(double bytes, const std::string& alloc) {
-  switch (kind_of(alloc)) {
+double setup_s(double bytes, Alloc alloc) {
+  switch (alloc) {
     case Alloc::Pinned: return seconds(bytes, kPinnedGBps);
     case Alloc::Registered: return seconds(bytes, kRegisteredGBps);
     case Alloc::Device: return seconds(bytes, kDeviceFillGBps);
@@ -86,18 +79,18 @@ double setup_s(double bytes, const std::string& alloc) {
   }
 }
 
-double verify_s(double bytes, const std::string& alloc) {
-  return seconds(bytes, kind_of(alloc) == Alloc::Device ? kDeviceFillGBps : kHostVerifyGBps);
+double verify_s(double bytes, Alloc alloc) {
+  return seconds(bytes, alloc == Alloc::Device ? kDeviceFillGBps : kHostVerifyGBps);
 }
 
-double migration_s(double bytes, const std::string& pu_kind, const std::string& alloc, const std::string& mem) {
-  const bool moves = pu_kind == "gpu" && kind_of(alloc) == Alloc::Managed && mem.rfind("gpu", 0) != 0;
+double migration_s(double bytes, PuKind pu_kind, Alloc alloc, const std::string& mem) {
+  const bool moves = pu_kind == PuKind::Gpu && alloc == Alloc::Managed && mem.rfind("gpu", 0) != 0;
   return moves ? seconds(bytes, kMigrateGBps) : 0;
 }
 
 double gemm_in_place_s(const Rates& rates, double n, bool tensor16, const std::string& via) {
   const double flop_per_byte = tensor16 ? kGemmInPlaceFlopPerByte16 : kGemmInPlaceFlopPerByte32;
-  return seconds(2 * n * n * n / flop_per_byte, path_gbps(rates, "gpu", via));
+  return seconds(2 * n * n * n / flop_per_byte, path_gbps(rates, PuKind::Gpu, via));
 }
 
 std::string expect_line(const std::string& bench, size_t cases, size_t planned, double expected_s) {

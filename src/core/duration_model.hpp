@@ -10,6 +10,8 @@
 #include <cstdint>
 #include <string>
 
+#include "core/kinds.hpp"
+
 namespace mempath {
 struct Topology;
 }
@@ -133,25 +135,24 @@ struct Rates {
 };
 Rates rates_of(const Topology& topo);
 
-// GB/s of a processor of kind `pu_kind` ("cpu"/"gpu") on a route `via` (topology's
-// names joined by '+': local, c2c, nvlink, interconnect, pcie...): its slowest link.
-double path_gbps(const Rates& rates, const std::string& pu_kind, const std::string& via);
+// GB/s of a processor of kind `pu_kind` on a route `via` (topology's names joined by '+':
+// local, c2c, nvlink, interconnect, pcie...): its slowest link.
+double path_gbps(const Rates& rates, PuKind pu_kind, const std::string& via);
 // path_gbps of `threads` threads of a processor: a CPU's limited to kCpuCoreGBps each.
-double threads_gbps(const Rates& rates, const std::string& pu_kind, const std::string& via, int threads);
+double threads_gbps(const Rates& rates, PuKind pu_kind, const std::string& via, int threads);
 // Seconds to move `bytes` at `gbps`.
 double seconds(double bytes, double gbps);
 // Seconds of a run's fixed costs on a node with `gpus` GPUs.
 double run_overhead_s(size_t gpus);
 // Seconds of one n x n GEMM call whose operands are read in place over `via`.
 double gemm_in_place_s(const Rates& rates, double n, bool tensor16, const std::string& via);
-// Seconds to make `bytes` of buffers of allocator `alloc` (system, numa, managed, pinned,
-// registered, device).
-double setup_s(double bytes, const std::string& alloc);
+// Seconds to make `bytes` of buffers of allocator `alloc`.
+double setup_s(double bytes, Alloc alloc);
 // Seconds to check `bytes` of a destination of allocator `alloc` (device memory on the GPU).
-double verify_s(double bytes, const std::string& alloc);
+double verify_s(double bytes, Alloc alloc);
 // Seconds the faults take to move `bytes` of managed host pages to a GPU that reads them
 // (0 for a CPU, another allocator, or memory already on a GPU).
-double migration_s(double bytes, const std::string& pu_kind, const std::string& alloc, const std::string& mem);
+double migration_s(double bytes, PuKind pu_kind, Alloc alloc, const std::string& mem);
 
 // The lines that state the model and calibrate it (docs/cli.md, "Expected duration").
 // Not `MEMPATH ` lines: the summary parsers never see them.

@@ -25,6 +25,10 @@ struct ColumnInfo {
   ColumnType type;
   const char* unit;
   bool required;
+  // What the column is to the analysis (families.def's header; analysis/results/families.py
+  // checks the values): the writers need neither, the agreement test reads both.
+  const char* role;
+  const char* fleet;
 };
 
 #define MEMPATH_FAMILY(...) FamilyInfo{__VA_ARGS__},
@@ -35,7 +39,8 @@ inline constexpr FamilyInfo kFamilyTable[] = {
 #undef MEMPATH_FAMILY
 #undef MEMPATH_COLUMN
 #define MEMPATH_FAMILY(...)
-#define MEMPATH_COLUMN(table, name, type, unit, required) ColumnInfo{table, name, ColumnType::type, unit, required},
+#define MEMPATH_COLUMN(table, name, type, unit, required, role, fleet) \
+  ColumnInfo{table, name, ColumnType::type, unit, required, role, fleet},
 inline constexpr ColumnInfo kColumnTable[] = {
 #include "core/families.def"
 };

@@ -28,8 +28,8 @@ std::vector<int64_t> gemm_sweep_sizes(bool operand_over_link) {
   return sizes;
 }
 
-bool gemm_read_over_link(const std::string& via, const std::string& alloc) {
-  return via != "local" && alloc != "managed";
+bool gemm_read_over_link(const std::string& via, std::optional<Alloc> alloc) {
+  return via != "local" && alloc != Alloc::Managed;
 }
 
 int64_t gemm_size_for_bytes(const std::string& dtype, uint64_t bytes) {

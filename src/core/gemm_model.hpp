@@ -3,8 +3,11 @@
 // number of bytes, FLOP count, the peak model, and the operand values the data check
 // predicts (docs/methodology.md).
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
+
+#include "core/kinds.hpp"
 
 namespace mempath {
 
@@ -49,7 +52,7 @@ inline constexpr int64_t kGemmSweepMin = 1024, kGemmSweepMax = 32768, kGemmLinkS
 std::vector<int64_t> gemm_sweep_sizes(bool operand_over_link);
 // Whether a GPU reads an operand of allocator `alloc` in place over a link (`via`, the
 // path class from the GPU): anything off its own memory but managed pages, which migrate.
-bool gemm_read_over_link(const std::string& via, const std::string& alloc);
+bool gemm_read_over_link(const std::string& via, std::optional<Alloc> alloc);
 
 // The operand values: multiples of 1/8 in [-1, 1], exact in every dtype, so products are
 // exact and a C element is a sum the host can predict (only fp16's output rounds).

@@ -146,7 +146,7 @@ std::vector<MemcpyCase> plan_memcpy_d2d(const Topology& topo, const MemcpyReques
     c.mode = "bandwidth";
     c.direction = direction;
     c.engine = engine;
-    c.alloc = alloc_name(engine == "staged" ? Alloc::Pinned : Alloc::Device);
+    c.alloc = engine == "staged" ? Alloc::Pinned : Alloc::Device;
     c.size = size;
     c.sweep = r.sweep;
     c.timing = "events";
@@ -202,7 +202,7 @@ std::vector<MemcpyCase> plan_memcpy_d2d(const Topology& topo, const MemcpyReques
               if (via.find(v) == std::string::npos) via += (via.empty() ? "" : ",") + v;
               if (!c.skip_reason.empty()) continue;
               if (staged)
-                c.skip_reason = memcpy_skip_reason(topo, leg.src, leg.stage, alloc_name(Alloc::Pinned), "d2h", "ce", false);
+                c.skip_reason = memcpy_skip_reason(topo, leg.src, leg.stage, Alloc::Pinned, "d2h", "ce", false);
               else
                 c.skip_reason = d2d_peer_reason(topo, leg.src, leg.dst);
             }

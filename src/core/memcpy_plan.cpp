@@ -12,7 +12,8 @@
 namespace mempath {
 namespace {
 
-bool contains(const std::vector<std::string>& items, const std::string& x) {
+template <class T>
+bool contains(const std::vector<T>& items, const typename std::vector<T>::value_type& x) {
   return std::find(items.begin(), items.end(), x) != items.end();
 }
 
@@ -52,7 +53,7 @@ std::vector<std::string> checked(const std::vector<std::string>& given, const st
 
 static int first_host_node(const Topology& topo) {
   for (const auto& n : topo.numa_nodes)
-    if (mem_kind(n.kind) == MemKind::Host && n.mem_total_bytes > 0) return n.id;
+    if (n.kind == MemKind::Host && n.mem_total_bytes > 0) return n.id;
   for (const auto& n : topo.numa_nodes)
     if (!n.cpus.empty()) return n.id;
   return topo.numa_nodes.empty() ? 0 : topo.numa_nodes.front().id;
@@ -108,7 +109,7 @@ std::vector<int> host_numa_list(const Topology& topo, const std::vector<std::str
   for (const auto& text : mems) {
     if (text == "all") {
       for (const auto& n : topo.numa_nodes)
-        if (mem_kind(n.kind) == MemKind::Host && n.mem_total_bytes > 0) nodes.push_back(n.id);
+        if (n.kind == MemKind::Host && n.mem_total_bytes > 0) nodes.push_back(n.id);
       continue;
     }
     nodes.push_back(parse_host_numa(topo, text));
@@ -139,7 +140,7 @@ int MemcpyCase::host_numa() const {
 std::string MemcpyCase::gpu_label() const { return all_gpus ? "all" : ints(gpus); }
 
 std::string MemcpyCase::buffer_key() const {
-  return mode + "|" + ints(gpus) + "|" + ints(host_numas) + "|" + alloc;
+  return mode + "|" + ints(gpus) + "|" + ints(host_numas) + "|" + alloc_name(alloc);
 }
 
 std::string MemcpyCase::group_key() const {
@@ -165,24 +166,23 @@ int parse_host_numa(const Topology& topo, const std::string& text) {
 // Copy-engine transfers from or to pageable or managed memory return only when (nearly)
 // done, so they cannot wait behind the spin kernel: they are timed on the host. (Managed:
 // seen on the H100 box, 2026-11-22, where queued copies held the spin kernel to its timeout.)
-bool host_blocking_copy(const std::string& alloc, const std::string& engine) {
-  const Alloc a = alloc_kind(alloc);
-  return engine == "ce" && (a == Alloc::System || a == Alloc::Managed);
+bool host_blocking_copy(Alloc alloc, const std::string& engine) {
+  return engine == "ce" && (alloc == Alloc::System || alloc == Alloc::Managed);
 }
 
-std::string memcpy_skip_reason(const Topology& topo, int gpu, int host_numa, const std::string& alloc,
+std::string memcpy_skip_reason(const Topology& topo, int gpu, int host_numa, Alloc alloc,
                                const std::string& direction, const std::string& engine, bool all_gpus) {
   const NumaNode* node = topo.find_numa(host_numa);
   const GpuInfo* g = topo.find_gpu(gpu);
   if (!node || !g) return "GPU " + std::to_string(gpu) + " or NUMA node " + std::to_string(host_numa) + " is missing";
-  if (alloc_info(alloc).page_locked && mem_kind(node->kind) != MemKind::Host)
-    return alloc + " memory is host memory with CPU page tables; numa" + std::to_string(host_numa) +
+  if (alloc_info(alloc).page_locked && node->kind != MemKind::Host)
+    return alloc_name(alloc) + std::string(" memory is host memory with CPU page tables; numa") + std::to_string(host_numa) +
            " is not a host node" + (node->gpu >= 0 ? " (it is GPU " + std::to_string(node->gpu) + "'s HBM)" : "");
-  if (alloc_kind(alloc) == Alloc::System && engine == "sm" && !g->pageable_access)
+  if (alloc == Alloc::System && engine == "sm" && !g->pageable_access)
     return "GPU " + std::to_string(gpu) + " cannot access pageable memory (no ATS/HMM): an SM copy needs it, "
            "a copy-engine copy (--engine ce) does not";
   if (host_blocking_copy(alloc, engine) && (direction == "bidir" || all_gpus))
-    return "cudaMemcpyAsync from or to " + alloc + " memory blocks the issuing thread, so transfers cannot be "
+    return "cudaMemcpyAsync from or to " + std::string(alloc_name(alloc)) + " memory blocks the issuing thread, so transfers cannot be "
            "queued to run at once; copy-engine bidir and --all-gpus need pinned or registered memory";
   return "";
 }
@@ -217,7 +217,9 @@ std::vector<MemcpyCase> plan_memcpy(const Topology& topo, const MemcpyRequest& r
                                   r.latency ? std::vector<std::string>{"h2d", "d2h"} : memcpy_directions(), "direction");
   const auto engines = checked(r.engines, memcpy_engines(),
                                r.latency ? std::vector<std::string>{"ce"} : memcpy_engines(), "engine");
-  const auto allocs = checked(r.allocs, memcpy_allocs(), {"pinned"}, "alloc");
+  std::vector<Alloc> allocs;
+  for (const Alloc a : r.allocs.empty() ? std::vector<Alloc>{memcpy_allocs().front()} : parse_allocs(r.allocs, "alloc", memcpy_allocs()))
+    if (!contains(allocs, a)) allocs.push_back(a);
 
   // GPU sets: each GPU alone, or all of them at once.
   std::vector<std::vector<int>> gpu_sets;
@@ -296,7 +298,7 @@ std::vector<MemcpyCase> plan_memcpy(const Topology& topo, const MemcpyRequest& r
         const std::string v = route_via(topo, gpu, "numa" + std::to_string(host_numas[i]), gpu);
         if (vias.insert(v).second) via += (via.empty() ? "" : ",") + v;
       }
-      for (const auto& alloc : allocs)
+      for (const Alloc alloc : allocs)
         for (const auto& direction : directions)
           for (const auto& engine : engines)
             for (uint64_t size : sizes) {

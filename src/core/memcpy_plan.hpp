@@ -19,9 +19,9 @@ inline const std::vector<std::string>& memcpy_engines() {
   static const std::vector<std::string> e = {"ce", "sm"};
   return e;
 }
-// Host allocators a transfer can use (the one allocator layer's names).
-inline const std::vector<std::string>& memcpy_allocs() {
-  static const std::vector<std::string> a = {"pinned", "registered", "system", "managed"};
+// Host allocators a transfer can use, in the order --alloc lists them, the default first.
+inline const std::vector<Alloc>& memcpy_allocs() {
+  static const std::vector<Alloc> a = {Alloc::Pinned, Alloc::Registered, Alloc::System, Alloc::Managed};
   return a;
 }
 
@@ -101,7 +101,8 @@ struct MemcpyCase {
   bool all_gpus = false;
   std::vector<int> host_numas;     // the host buffer's node for each GPU of `gpus`
   int cpu_numa = -1;               // the issuing thread is bound to this node
-  std::string alloc, direction, engine, via;
+  Alloc alloc = Alloc::Pinned;     // the host buffer's; d2d: device (peer) or pinned (staged)
+  std::string direction, engine, via;
   uint64_t size = 0;
   bool sweep = false;              // one size of a sweep: saturation is found over its group
   std::string timing;              // events (spin-kernel gated CUDA events) or host
@@ -126,9 +127,9 @@ struct MemcpyCase {
 // The host NUMA node nearest to GPU `gpu` (the topology's, else the first host node).
 int nearest_host(const Topology& topo, int gpu);
 // Copy-engine copies that block the issuing thread (pageable, managed): timed on the host.
-bool host_blocking_copy(const std::string& alloc, const std::string& engine);
+bool host_blocking_copy(Alloc alloc, const std::string& engine);
 std::string memcpy_skip_reason(const Topology& topo, int gpu, int host_numa,
-                               const std::string& alloc, const std::string& direction,
+                               Alloc alloc, const std::string& direction,
                                const std::string& engine, bool all_gpus);
 
 // Validates the request against the node and lists every case in run order (buffer

@@ -7,7 +7,7 @@ namespace {
 
 // The GPU index of processor p's superchip, -1 when it has none.
 int superchip_of(const Topology& topo, const Processor& p) {
-  if (p.kind == "gpu") return p.gpu;
+  if (p.kind == PuKind::Gpu) return p.gpu;
   if (p.numa < 0) return -1;
   for (const auto& g : topo.gpus)
     if (g.host_numa == p.numa) return g.id;
@@ -26,11 +26,11 @@ int next_gpu(const Topology& topo, int gpu) {
 
 bool host_of(const Topology& topo, int gpu, const Memory& m) {
   const GpuInfo* g = gpu_at(topo, gpu);
-  return g && m.kind == "host" && m.numa == g->host_numa;
+  return g && m.kind == MemKind::Host && m.numa == g->host_numa;
 }
 
 bool memory_of(int gpu, const Memory& m) {
-  return gpu >= 0 && (m.kind == "hbm" || m.kind == "device") && m.gpu == gpu;
+  return gpu >= 0 && (m.kind == MemKind::Hbm || m.kind == MemKind::Device) && m.gpu == gpu;
 }
 
 }  // namespace
@@ -49,7 +49,7 @@ bool has_memory_role(const Topology& topo, const Processor& p, const Memory& m, 
   const int own = superchip_of(topo, p);
   if (role == "local-host") {
     // A CPU socket without a GPU (x86 CPU-only) still has its own memory.
-    if (p.kind == "cpu" && p.numa >= 0) return m.kind == "host" && m.numa == p.numa;
+    if (p.kind == PuKind::Cpu && p.numa >= 0) return m.kind == MemKind::Host && m.numa == p.numa;
     return own >= 0 && host_of(topo, own, m);
   }
   if (role == "local-hbm") return memory_of(own, m);

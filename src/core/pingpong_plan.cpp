@@ -27,32 +27,30 @@ std::vector<PingPongCase> pingpong_cases(const Topology& topo, const std::vector
       throw UsageError("unknown agent '" + x + "' for pingpong; valid: " + join(agent_names));
   for (const auto& x : mems)
     if (!topo.find_mem(x)) throw UsageError("unknown memory '" + x + "'; valid: " + join(topo.mem_names()));
-  for (const auto& a : allocs)
-    if (std::find(allocator_names().begin(), allocator_names().end(), a) == allocator_names().end())
-      throw UsageError("invalid --alloc '" + a + "'; valid: " + join(allocator_names()));
+  const std::vector<Alloc> asked = parse_allocs(allocs);
 
   std::vector<Agent> agents;
   for (const auto& p : topo.processors) {
     if (p.name == "cpus" || !listed(pus, p.name)) continue;
-    Agent a{p.name, p.kind, pu_kind(p.kind) == PuKind::Cpu && !p.cpus.empty() ? p.cpus.front() : -1, p.gpu};
+    Agent a{p.name, p.kind, p.kind == PuKind::Cpu && !p.cpus.empty() ? p.cpus.front() : -1, p.gpu};
     agents.push_back(a);
   }
-  std::stable_partition(agents.begin(), agents.end(), [](const Agent& a) { return pu_kind(a.kind) == PuKind::Cpu; });
+  std::stable_partition(agents.begin(), agents.end(), [](const Agent& a) { return a.kind == PuKind::Cpu; });
 
   std::vector<PingPongCase> out;
   for (size_t i = 0; i < agents.size(); ++i) {
     for (size_t j = i; j < agents.size(); ++j) {
       Agent a = agents[i], b = agents[j];
       std::string pair_problem;
-      if (i == j && pu_kind(a.kind) == PuKind::Cpu) {
+      if (i == j && a.kind == PuKind::Cpu) {
         const Processor* p = topo.find_pu(a.name);
         if (p->cpus.size() < 2) pair_problem = a.name + " has one CPU; a ping-pong within it needs two";
         else b.cpu = p->cpus[1];  // the next physical core (cpus list physical cores first)
       }
-      if (pu_kind(a.kind) == PuKind::Cpu && a.cpu < 0) pair_problem = a.name + " has no CPUs";
+      if (a.kind == PuKind::Cpu && a.cpu < 0) pair_problem = a.name + " has no CPUs";
       for (const auto& m : topo.memories) {
         if (!listed(mems, m.name)) continue;
-        for (const auto& alloc : allocs.empty() ? pingpong_allocators() : allocs) {
+        for (const Alloc alloc : asked.empty() ? pingpong_allocators() : asked) {
           if (!alloc_fits_memory(m, alloc)) continue;
           PingPongCase c{a, b, m.name, alloc, pair_via(topo, a.name, b.name, m.name), pair_problem};
           // A GPU agent without peer access to the flag's GPU first: that is the cause even

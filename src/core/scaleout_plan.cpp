@@ -140,7 +140,7 @@ void check_nccl_placement_name(const std::string& name) {
 
 NcclPlacement nccl_placement(const Topology& topo, const std::string& name, int gpu) {
   check_nccl_placement_name(name);
-  NcclPlacement p{name, "", "", "", ""};
+  NcclPlacement p{name, std::nullopt, "", "", ""};
   const GpuInfo* g = topo.find_gpu(gpu);
   if (!g) {
     p.reason = "GPU " + std::to_string(gpu) + " does not exist on this node";
@@ -149,22 +149,22 @@ NcclPlacement nccl_placement(const Topology& topo, const std::string& name, int 
   const std::string pu = "gpu" + std::to_string(gpu);
   const int n = static_cast<int>(topo.gpus.size());
   if (name == "device") {
-    p.alloc = "device", p.mem = pu;
+    p.alloc = Alloc::Device, p.mem = pu;
   } else if (name == "hbm-system") {
     if (g->hbm_numa < 0) {
       p.reason = pu + "'s memory is no NUMA node: system-allocated HBM needs a node whose HBM the kernel "
                  "manages, as GH200's";
       return p;
     }
-    p.alloc = "numa", p.mem = "numa" + std::to_string(g->hbm_numa);
+    p.alloc = Alloc::Numa, p.mem = "numa" + std::to_string(g->hbm_numa);
   } else if (name == "host") {
-    p.alloc = g->pageable_access ? "numa" : "pinned", p.mem = "numa" + std::to_string(std::max(g->host_numa, 0));
+    p.alloc = g->pageable_access ? Alloc::Numa : Alloc::Pinned, p.mem = "numa" + std::to_string(std::max(g->host_numa, 0));
   } else if (name == "peer") {
     if (n < 2) {
       p.reason = "peer placement needs a second GPU on the node";
       return p;
     }
-    p.alloc = "device", p.mem = "gpu" + std::to_string(topo.gpus[(gpu + 1) % n].id);
+    p.alloc = Alloc::Device, p.mem = "gpu" + std::to_string(topo.gpus[(gpu + 1) % n].id);
   } else {  // peer-host
     if (!g->pageable_access) {
       p.reason = "peer-host puts the buffers in another superchip's memory, which needs a GPU that reads "
@@ -179,7 +179,7 @@ NcclPlacement nccl_placement(const Topology& topo, const std::string& name, int 
       p.reason = "no other superchip: every GPU's host memory is numa" + std::to_string(g->host_numa);
       return p;
     }
-    p.alloc = "numa";
+    p.alloc = Alloc::Numa;
   }
   p.reason = alloc_problem(topo, pu, p.mem, p.alloc);
   p.via = p.reason.empty() ? route_via(topo, pu, p.mem, p.mem) : "";
@@ -219,8 +219,8 @@ double mpi_bw_case_s(uint64_t rank_bytes, int pairs, bool bidir, int reps, bool 
     const double messages = (rep == 0 ? 1 : windows) * static_cast<double>(kMpiWindow) * dirs;
     const double transfer = model::seconds(messages * static_cast<double>(rank_bytes) * p, node_gbps);
     // Untimed: the senders' pattern, the receivers' clear and check, a barrier and a broadcast.
-    s += std::max(transfer, messages * model::kMpiMessageS) + model::setup_s(2.0 * rank_bytes, "system") +
-         model::verify_s(static_cast<double>(rank_bytes), "system") + 4 * model::kRoundTripS;
+    s += std::max(transfer, messages * model::kMpiMessageS) + model::setup_s(2.0 * rank_bytes, Alloc::System) +
+         model::verify_s(static_cast<double>(rank_bytes), Alloc::System) + 4 * model::kRoundTripS;
   }
   return s;
 }
@@ -232,16 +232,16 @@ double nccl_case_s(const NcclCase& c, int ranks, int nodes, const std::string& v
   const double moved = static_cast<double>(c.size) * std::max(busbw_factor(c.collective, ranks), 1.0);
   // A rank sees no topology of the other nodes: the generic rates of Rates{}.
   const model::Rates rates;
-  double gbps = model::path_gbps(rates, "gpu", via);
-  if (ranks > 1) gbps = std::min(gbps, nodes > 1 ? model::kNetworkGBps : model::path_gbps(rates, "gpu", gpu_link));
+  double gbps = model::path_gbps(rates, PuKind::Gpu, via);
+  if (ranks > 1) gbps = std::min(gbps, nodes > 1 ? model::kNetworkGBps : model::path_gbps(rates, PuKind::Gpu, gpu_link));
   // The check copies the output back through the rank's pageable stage and compares every
   // element on the host; host output is cleared by the host first.
   const double out = static_cast<double>(c.size);
-  const double check = model::seconds(out, model::kNcclCheckGBps) + (host_output ? model::setup_s(out, "system") : 0.0);
+  const double check = model::seconds(out, model::kNcclCheckGBps) + (host_output ? model::setup_s(out, Alloc::System) : 0.0);
   return model::kCaseOverheadS + (warmup + iters) * (model::seconds(moved, gbps) + model::kCollectiveS) + check;
 }
 
-double nccl_setup_s(uint64_t in_bytes, uint64_t out_bytes, const std::string& alloc) {
+double nccl_setup_s(uint64_t in_bytes, uint64_t out_bytes, Alloc alloc) {
   return model::setup_s(static_cast<double>(in_bytes + out_bytes), alloc) +
          model::seconds(static_cast<double>(in_bytes), model::kNcclCheckGBps);
 }
@@ -273,18 +273,18 @@ MpiLayout planned_layout(int ranks, int nodes, bool split_one_host) {
   return l;
 }
 
-ScaleoutExpectation mpi_bw_expectation(const std::vector<std::string>& allocs, const std::vector<std::string>& modes,
+ScaleoutExpectation mpi_bw_expectation(const std::vector<Alloc>& allocs, const std::vector<std::string>& modes,
                                        const std::vector<uint64_t>& rank_sizes, int reps, int pairs, bool same_host,
                                        const std::string& device_problem) {
   ScaleoutExpectation e;
   e.cases = allocs.size() * modes.size() * rank_sizes.size();
   const uint64_t max_message = rank_sizes.empty() ? 0 : *std::max_element(rank_sizes.begin(), rank_sizes.end());
-  for (const auto& alloc : allocs) {
+  for (const Alloc alloc : allocs) {
     if (alloc_info(alloc).gpu_owned && !device_problem.empty()) {
       e.seconds += model::kCaseOverheadS * static_cast<double>(modes.size() * rank_sizes.size());  // written, skipped
       continue;
     }
-    e.seconds += model::setup_s(2.0 * static_cast<double>(max_message), "system");
+    e.seconds += model::setup_s(2.0 * static_cast<double>(max_message), Alloc::System);
     for (const auto& mode : modes)
       for (uint64_t size : rank_sizes) e.seconds += mpi_bw_case_s(size, pairs, mode == "bi", reps, same_host);
     e.planned += modes.size() * rank_sizes.size();
@@ -308,9 +308,9 @@ ScaleoutExpectation nccl_expectation(const Topology& topo, int gpu, const std::v
       e.seconds += model::kCaseOverheadS * static_cast<double>(cases.size());  // written, skipped
       continue;
     }
-    e.seconds += nccl_setup_s(in_bytes, out_bytes, p.alloc);
+    e.seconds += nccl_setup_s(in_bytes, out_bytes, *p.alloc);
     for (const auto& c : cases)
-      e.seconds += nccl_case_s(c, ranks, hosts, p.via, gpu_link, warmup, iters, !alloc_info(p.alloc).gpu_memory);
+      e.seconds += nccl_case_s(c, ranks, hosts, p.via, gpu_link, warmup, iters, !alloc_info(*p.alloc).gpu_memory);
     e.planned += cases.size();
   }
   return e;

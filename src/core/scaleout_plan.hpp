@@ -72,7 +72,9 @@ std::vector<uint64_t> split_node_sizes(uint64_t min_node, uint64_t max_node, int
 //               LPDDR): numa, so only where the GPU reads pageable memory (GH200's ATS)
 // `reason` says why the node cannot (the case is skipped); an unknown name is UsageError.
 struct NcclPlacement {
-  std::string name, alloc, mem, via, reason;
+  std::string name;
+  std::optional<Alloc> alloc;  // none where the node has no such placement (`reason` says why)
+  std::string mem, via, reason;
 };
 NcclPlacement nccl_placement(const Topology& topo, const std::string& name, int gpu);
 const std::vector<std::string>& nccl_placement_names();
@@ -130,12 +132,12 @@ double nccl_case_s(const NcclCase& c, int ranks, int nodes, const std::string& v
                    int warmup, int iters, bool host_output);
 // Seconds to set up one placement's input and output buffers of allocator `alloc`
 // (allocate; the input written through the rank's pageable stage).
-double nccl_setup_s(uint64_t in_bytes, uint64_t out_bytes, const std::string& alloc);
+double nccl_setup_s(uint64_t in_bytes, uint64_t out_bytes, Alloc alloc);
 
 // A whole `bw` run: per allocator its two buffers of the largest message, then every mode
 // x message size (`rank_sizes`, each rank's). Allocators of device memory are known skips
 // when `device_problem` is not empty (no CUDA-aware MPI); their cases count, unplanned.
-ScaleoutExpectation mpi_bw_expectation(const std::vector<std::string>& allocs, const std::vector<std::string>& modes,
+ScaleoutExpectation mpi_bw_expectation(const std::vector<Alloc>& allocs, const std::vector<std::string>& modes,
                                        const std::vector<uint64_t>& rank_sizes, int reps, int pairs, bool same_host,
                                        const std::string& device_problem);
 // A whole `nccl` run as rank 0 (driving GPU `gpu` of `topo`) sees it: NCCL started, then

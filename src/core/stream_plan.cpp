@@ -25,13 +25,13 @@ int cores_of(const Topology& topo, const std::string& pu) {
   if (const Processor* p = topo.find_pu(pu)) return cores_of(*p);
   int n = 0;
   if (pu == "cpus")
-    for (const auto& p : topo.processors) n += pu_kind(p.kind) == PuKind::Cpu ? cores_of(p) : 0;
+    for (const auto& p : topo.processors) n += p.kind == PuKind::Cpu ? cores_of(p) : 0;
   return n;
 }
 
 std::string first_cpu(const Topology& topo) {
   for (const auto& p : topo.processors)
-    if (pu_kind(p.kind) == PuKind::Cpu && p.name != "cpus" && !p.cpus.empty()) return p.name;
+    if (p.kind == PuKind::Cpu && p.name != "cpus" && !p.cpus.empty()) return p.name;
   return "cpus";
 }
 
@@ -47,14 +47,14 @@ std::vector<int> threads_of(const Topology& topo, const std::string& pu, const s
 std::vector<StreamCase> interleave_cases(const Topology& topo, const std::vector<int>& threads,
                                          const BwSettings& settings, int sweep) {
   int host_nodes = 0;
-  for (const auto& n : topo.numa_nodes) host_nodes += mem_kind(n.kind) == MemKind::Host && !n.cpus.empty();
+  for (const auto& n : topo.numa_nodes) host_nodes += n.kind == MemKind::Host && !n.cpus.empty();
   const bool skipped = host_nodes < 2;
   // A skipped case runs at no thread count: one case, not a sweep of identical skipped rows.
   const std::vector<int> counts = skipped ? std::vector<int>{threads.back()} : threads;
   std::vector<StreamCase> out;
   for (int t : counts) {
     StreamCase c;
-    c.bw.pu = "cpus", c.bw.pu_kind = pu_kind_name(PuKind::Cpu), c.bw.mem = kInterleave, c.bw.alloc = alloc_name(Alloc::Numa);
+    c.bw.pu = "cpus", c.bw.pu_kind = PuKind::Cpu, c.bw.mem = kInterleave, c.bw.alloc = Alloc::Numa;
     c.bw.via = "interleave", c.bw.threads = t;
     c.bw.size = settings.size ? settings.size : default_size(topo, "cpus");
     c.bw.in_cache = settings.in_cache;
@@ -74,7 +74,7 @@ std::vector<StreamCase> interleave_cases(const Topology& topo, const std::vector
 
 }  // namespace
 
-const std::vector<StreamKernelInfo>& stream_kernels(const std::string& kind) {
+const std::vector<StreamKernelInfo>& stream_kernels(PuKind kind) {
   static const std::vector<StreamKernelInfo> cpu = {{StreamKernel::Copy, "copy", 2},
                                                     {StreamKernel::Scale, "scale", 2},
                                                     {StreamKernel::Add, "add", 3},
@@ -84,7 +84,7 @@ const std::vector<StreamKernelInfo>& stream_kernels(const std::string& kind) {
                                                     {StreamKernel::Add, "add", 3},
                                                     {StreamKernel::Triad, "triad", 3},
                                                     {StreamKernel::Dot, "dot", 2}};
-  return pu_kind(kind) == PuKind::Gpu ? gpu : cpu;
+  return kind == PuKind::Gpu ? gpu : cpu;
 }
 
 StreamValues stream_values_after(int repetitions) {
@@ -111,9 +111,9 @@ std::vector<StreamCase> stream_cases(const Topology& topo, const StreamRequest& 
       const BwCase& c = cases[i];
       const auto same = [&](size_t j) {
         return j < cases.size() && cases[j].pu == c.pu && cases[j].mem == c.mem && cases[j].alloc == c.alloc &&
-               pu_kind(cases[j].pu_kind) == PuKind::Cpu;
+               cases[j].pu_kind == PuKind::Cpu;
       };
-      const bool in_sweep = pu_kind(c.pu_kind) == PuKind::Cpu && (same(i + 1) || (i > 0 && same(i - 1)));
+      const bool in_sweep = c.pu_kind == PuKind::Cpu && (same(i + 1) || (i > 0 && same(i - 1)));
       if (in_sweep && !(i > 0 && same(i - 1))) ++sweep;
       out.push_back({c, in_sweep ? sweep : -1});
     }

@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "core/allocators.hpp"
 #include "core/bw_plan.hpp"
 #include "core/topology.hpp"
 
@@ -18,7 +19,7 @@ struct StreamKernelInfo {
   std::string name;  // CPU: copy, scale, add, triad (STREAM); GPU: copy, mul, add, triad, dot (BabelStream)
   int arrays;        // arrays counted per element: 2 for copy/scale/dot, 3 for add/triad
 };
-const std::vector<StreamKernelInfo>& stream_kernels(const std::string& kind);
+const std::vector<StreamKernelInfo>& stream_kernels(PuKind kind);
 
 // BabelStream's start values and scalar: each repetition (copy, scale, add, triad) maps
 // a to 0.96 a, so any number of repetitions stays finite and exactly predictable.
@@ -30,9 +31,6 @@ StreamValues stream_values_after(int repetitions);
 // Relative tolerance of the data check: the kernels and this prediction may round
 // differently (fused multiply-add), by far less than this.
 bool stream_close(double got, double want);
-
-// The memory name of pages interleaved over every host NUMA node with CPUs.
-inline constexpr const char* kInterleave = "interleave";
 
 struct StreamCase {
   BwCase bw;      // pu, mem, alloc, threads, cpus, size (bytes per array), skip_reason

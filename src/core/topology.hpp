@@ -3,7 +3,10 @@
 // Built from a sysfs/procfs root ("/" live, or a snapshot folder) plus GPU facts.
 #include <cstdint>
 #include <string>
+#include <optional>
 #include <vector>
+
+#include "core/kinds.hpp"
 
 namespace mempath {
 
@@ -14,7 +17,7 @@ struct NumaNode {
   int64_t mem_total_bytes = 0;
   int64_t mem_free_bytes = 0;
   std::vector<int> distances;
-  std::string kind;           // "host", "hbm" (a GPU's memory), "empty"
+  MemKind kind = MemKind::Empty;  // Host, Hbm (a GPU's memory) or Empty
   int gpu = -1;               // GPU whose HBM this node is, else -1
   int64_t llc_bytes = 0;      // last-level cache of one core of this node (shared size)
   // The node whose CPUs are this node's socket: itself for a node with CPUs, the first node
@@ -37,7 +40,7 @@ struct GpuInfo {
 
 struct Processor {
   std::string name;  // cpuN, cpus, gpuN
-  std::string kind;  // "cpu" or "gpu"
+  PuKind kind = PuKind::Cpu;
   int numa = -1;     // cpuN: N
   int gpu = -1;      // gpuN: N
   std::vector<int> cpus;  // logical CPUs to pin threads to, physical cores first
@@ -47,7 +50,7 @@ struct Processor {
 
 struct Memory {
   std::string name;  // numaN or gpuN
-  std::string kind;  // "host", "hbm", "device"
+  MemKind kind = MemKind::Host;  // Host, Hbm or Device
   int numa = -1;
   int gpu = -1;
   int64_t bytes = 0;
@@ -56,12 +59,13 @@ struct Memory {
 };
 
 struct SkippedAlloc {
-  std::string alloc, reason;
+  Alloc alloc;
+  std::string reason;
 };
 
 struct Path {
   std::string pu, mem, via;
-  std::vector<std::string> allocs;     // allocators that run on this path
+  std::vector<Alloc> allocs;           // allocators that run on this path
   std::vector<SkippedAlloc> skipped;   // the others, with the reason
 };
 
@@ -85,10 +89,11 @@ struct Topology {
   std::string to_text() const;  // human-readable, for `mempath topo`
 };
 
-// The reason processor `pu` cannot use allocator `alloc` on memory `mem`, "" when it can.
-// A path that needs peer access and has none says so whatever the allocator (#33).
+// The reason processor `pu` cannot use allocator `alloc` on memory `mem`, "" when it can;
+// no allocator (a path none serves) gets the path's own reason. A path that needs peer
+// access and has none says so whatever the allocator (#33).
 std::string alloc_problem(const Topology& topo, const std::string& pu, const std::string& mem,
-                          const std::string& alloc);
+                          std::optional<Alloc> alloc);
 // "no peer access from GPU g to GPU h" when `pu` is GPU g and `mem` is the device memory of
 // GPU h, which g has no peer access to; "" otherwise. Planners whose case has several
 // agents or memories ask it first: the missing peer access outranks an allocator's reason.
@@ -116,7 +121,7 @@ std::string unknown_gpu_text(const Topology& topo, const std::string& text, cons
 
 // Allocators that can give memory of this kind at all: combinations outside these
 // (cudaMalloc on a NUMA node, pinned on a GPU) are not cases, so planners leave them out.
-bool alloc_fits_memory(const Memory& m, const std::string& alloc);
+bool alloc_fits_memory(const Memory& m, Alloc alloc);
 
 // Live node: sysfs/procfs under "/" and the GPUs the CUDA runtime sees.
 Topology discover();

@@ -20,7 +20,8 @@ std::optional<std::string> read_text(const std::filesystem::path& p);
 std::optional<long long> read_int(const std::filesystem::path& p);
 std::optional<long long> to_int(const std::string& s);
 std::string join_ints(const std::vector<int>& v, const char* sep = ",");
-inline bool contains(const std::vector<int>& v, int x) { return std::find(v.begin(), v.end(), x) != v.end(); }
+template <class T>
+inline bool contains(const std::vector<T>& v, const typename std::vector<T>::value_type& x) { return std::find(v.begin(), v.end(), x) != v.end(); }
 // Bad input quoted for a one-line message: at most 40 characters, control characters and
 // bytes outside printable ASCII as '?'.
 std::string shown(const std::string& text);

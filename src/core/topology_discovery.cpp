@@ -258,18 +258,18 @@ bool looks_like_gpu_memory(const Topology& t, const NumaNode& n) {
 // the GPU facts, else by its distances (then gpu -1: whose HBM it is stays unknown).
 void classify_nodes(Topology* t) {
   for (auto& n : t->numa_nodes) {
-    n.kind = mem_kind_name(n.mem_total_bytes <= 0 ? MemKind::Empty : MemKind::Host);
+    n.kind = n.mem_total_bytes <= 0 ? MemKind::Empty : MemKind::Host;
     if (!n.cpus.empty()) continue;
     // A GPU's HBM node stays its HBM while offline (no memory), so its paths say why not.
     for (const auto& g : t->gpus)
       if (g.hbm_numa == n.id) {
-        n.kind = mem_kind_name(MemKind::Hbm);
+        n.kind = MemKind::Hbm;
         n.gpu = g.id;
       }
   }
   for (auto& n : t->numa_nodes)
-    if (mem_kind(n.kind) == MemKind::Host && n.cpus.empty() && looks_like_gpu_memory(*t, n))
-      n.kind = mem_kind_name(MemKind::Hbm);
+    if (n.kind == MemKind::Host && n.cpus.empty() && looks_like_gpu_memory(*t, n))
+      n.kind = MemKind::Hbm;
 }
 
 // The host node of a GPU as the paths need it. Drivers report -1 where the platform has
@@ -303,11 +303,11 @@ void add_processors(Topology* t, const Tree& tree) {
     if (!n.cpus.empty()) cpu_nodes.push_back(&n);
   Processor all;
   all.name = "cpus";
-  all.kind = pu_kind_name(PuKind::Cpu);
+  all.kind = PuKind::Cpu;
   for (const NumaNode* n : cpu_nodes) {
     Processor p;
     p.name = "cpu" + std::to_string(n->id);
-    p.kind = pu_kind_name(PuKind::Cpu);
+    p.kind = PuKind::Cpu;
     p.numa = n->id;
     p.cpus = n->cpus;
     p.cores = n->cores;
@@ -318,19 +318,13 @@ void add_processors(Topology* t, const Tree& tree) {
     t->processors.push_back(std::move(p));
   }
   if (cpu_nodes.size() > 1) t->processors.push_back(std::move(all));
-  for (const auto& g : t->gpus) {
-    Processor p;
-    p.name = "gpu" + std::to_string(g.id);
-    p.kind = pu_kind_name(PuKind::Gpu);
-    p.gpu = g.id;
-    p.cache_bytes = g.l2_bytes;
-    t->processors.push_back(std::move(p));
-  }
+  for (const auto& g : t->gpus)
+    t->processors.push_back({"gpu" + std::to_string(g.id), PuKind::Gpu, -1, g.id, {}, 0, g.l2_bytes});
 }
 
 void add_memories(Topology* t) {
   for (const auto& n : t->numa_nodes) {
-    if (mem_kind(n.kind) == MemKind::Empty) continue;
+    if (n.kind == MemKind::Empty) continue;
     Memory m;
     m.name = "numa" + std::to_string(n.id);
     m.kind = n.kind;
@@ -341,15 +335,8 @@ void add_memories(Topology* t) {
     m.offline = n.mem_total_bytes <= 0;
     t->memories.push_back(std::move(m));
   }
-  for (const auto& g : t->gpus) {
-    Memory m;
-    m.name = "gpu" + std::to_string(g.id);
-    m.kind = mem_kind_name(MemKind::Device);
-    m.gpu = g.id;
-    m.numa = g.hbm_numa;
-    m.bytes = g.memory_bytes;
-    t->memories.push_back(std::move(m));
-  }
+  for (const auto& g : t->gpus)
+    t->memories.push_back({"gpu" + std::to_string(g.id), MemKind::Device, g.hbm_numa, g.id, g.memory_bytes});
 }
 }  // namespace
 

@@ -46,14 +46,14 @@ class PathRules {
     Path p;
     p.pu = pu.name;
     p.mem = mem.name;
-    const bool cpu = pu_kind(pu.kind) == PuKind::Cpu;
-    const MemKind kind = mem_kind(mem.kind);
+    const bool cpu = pu.kind == PuKind::Cpu;
+    const MemKind kind = mem.kind;
     p.via = cpu ? cpu_via(pu, mem) : gpu_via(gpu(pu.gpu), mem);
     for (const AllocInfo& a : kAllocTable) {
       const std::string reason = mem.offline ? offline_problem(mem)
                                  : cpu ? cpu_problem(a, mem, kind) : gpu_problem(a, gpu(pu.gpu), mem, kind);
-      if (reason.empty()) p.allocs.push_back(a.name);
-      else p.skipped.push_back({a.name, reason});
+      if (reason.empty()) p.allocs.push_back(a.kind);
+      else p.skipped.push_back({a.kind, reason});
     }
     return p;
   }
@@ -92,11 +92,11 @@ class PathRules {
 
   // From the CPUs of node `node`.
   std::string node_via(int node, const Memory& mem) const {
-    if (mem_kind(mem.kind) == MemKind::Host) return socket_of(mem.numa) == node ? "local" : "interconnect";
+    if (mem.kind == MemKind::Host) return socket_of(mem.numa) == node ? "local" : "interconnect";
     if (mem.gpu < 0) return "unknown";  // HBM recognised by distance: its link is not known
     const int host = host_of(mem.gpu);
     const bool near = host < 0 || host == node;
-    const std::string link = mem_kind(mem.kind) == MemKind::Hbm ? "c2c" : gpu(mem.gpu).link_type;
+    const std::string link = mem.kind == MemKind::Hbm ? "c2c" : gpu(mem.gpu).link_type;
     // Links in the order the data crosses them: a GPU behind another socket (Grace -> peer
     // HBM on a quad GH200) is reached over the socket interconnect, then that GPU's link.
     return near ? link : "interconnect+" + link;
@@ -123,7 +123,7 @@ class PathRules {
   }
 
   std::string gpu_via(const GpuInfo& g, const Memory& mem) const {
-    if (mem_kind(mem.kind) == MemKind::Host) return host_route(g, mem.numa);
+    if (mem.kind == MemKind::Host) return host_route(g, mem.numa);
     if (mem.gpu < 0) return "unknown";  // HBM of a GPU without facts: which link is unknown
     if (mem.gpu == g.id) return "local";
     if (contains(g.nvlink_peers, mem.gpu)) return "nvlink";
@@ -224,27 +224,26 @@ std::string pair_via(const Topology& topo, const std::string& a, const std::stri
 std::string peer_problem(const Topology& topo, const std::string& pu, const std::string& mem) {
   const Processor* p = topo.find_pu(pu);
   const Memory* m = topo.find_mem(mem);
-  if (!p || !m || pu_kind(p->kind) != PuKind::Gpu || mem_kind(m->kind) != MemKind::Device) return "";
+  if (!p || !m || p->kind != PuKind::Gpu || m->kind != MemKind::Device) return "";
   const GpuInfo* g = topo.find_gpu(p->gpu);
   if (!g || m->gpu == g->id || contains(g->peers, m->gpu)) return "";
   return no_peer_access(g->id, m->gpu);
 }
 
 std::string alloc_problem(const Topology& topo, const std::string& pu, const std::string& mem,
-                          const std::string& alloc) {
+                          std::optional<Alloc> alloc) {
   const Path* path = topo.find_path(pu, mem);
   if (!path) return "no path from " + pu + " to " + mem;
-  for (const auto& a : path->allocs)
-    if (a == alloc) return "";
+  if (alloc && contains(path->allocs, *alloc)) return "";
   for (const auto& s : path->skipped)
-    if (s.alloc == alloc) return s.reason;
+    if (alloc && s.alloc == *alloc) return s.reason;
   // No allocator at all (an offline HBM node, a GPU without peer access): the path's own reason says why.
   if (path->allocs.empty() && !path->skipped.empty()) return path->skipped.front().reason;
-  return "allocator " + alloc + " cannot place memory on " + mem;
+  return "allocator " + std::string(alloc ? alloc_name(*alloc) : "none") + " cannot place memory on " + mem;
 }
 
-bool alloc_fits_memory(const Memory& m, const std::string& alloc) {
+bool alloc_fits_memory(const Memory& m, Alloc alloc) {
   const AllocInfo& a = alloc_info(alloc);
-  return mem_kind(m.kind) == MemKind::Device ? a.gpu_memory : !a.gpu_owned;
+  return m.kind == MemKind::Device ? a.gpu_memory : !a.gpu_owned;
 }
 }  // namespace mempath

@@ -29,7 +29,7 @@ std::string opt_id(int id, const char* prefix = "") {
 std::string path_cell(const Path& p) {
   std::string code;
   for (const AllocInfo& a : kAllocTable)
-    code += std::find(p.allocs.begin(), p.allocs.end(), a.name) != p.allocs.end() ? a.letter : '.';
+    code += std::find(p.allocs.begin(), p.allocs.end(), a.kind) != p.allocs.end() ? a.letter : '.';
   return p.via + " " + code;
 }
 
@@ -91,15 +91,15 @@ std::string Topology::to_json() const {
     w.key("cpus").array(n.cpus);
     w.field("cores", n.cores).field("mem_total_bytes", n.mem_total_bytes).field("mem_free_bytes", n.mem_free_bytes);
     w.key("distances").array(n.distances);
-    w.field("kind", n.kind).key("gpu").id_or_null(n.gpu).field("llc_bytes", n.llc_bytes);
+    w.field("kind", mem_kind_name(n.kind)).key("gpu").id_or_null(n.gpu).field("llc_bytes", n.llc_bytes);
     w.key("socket").id_or_null(n.socket);
     w.end_object();
   }
   w.end_array();
   w.key("processors").begin_array();
   for (const auto& p : processors) {
-    w.begin_object().field("name", p.name).field("kind", p.kind);
-    if (pu_kind(p.kind) == PuKind::Cpu) {
+    w.begin_object().field("name", p.name).field("kind", pu_kind_name(p.kind));
+    if (p.kind == PuKind::Cpu) {
       w.key("numa").id_or_null(p.numa);
       w.key("cpus").array(p.cpus);
       w.field("cores", p.cores).field("cache_bytes", p.cache_bytes);
@@ -119,8 +119,8 @@ std::string Topology::to_json() const {
   w.end_array();
   w.key("memories").begin_array();
   for (const auto& m : memories) {
-    w.begin_object().field("name", m.name).field("kind", m.kind);
-    if (mem_kind(m.kind) == MemKind::Device) w.field("gpu", m.gpu).field("bytes", m.bytes).key("numa").id_or_null(m.numa);
+    w.begin_object().field("name", m.name).field("kind", mem_kind_name(m.kind));
+    if (m.kind == MemKind::Device) w.field("gpu", m.gpu).field("bytes", m.bytes).key("numa").id_or_null(m.numa);
     else w.field("numa", m.numa).field("bytes", m.bytes).key("gpu").id_or_null(m.gpu).field("offline", m.offline);
     w.end_object();
   }
@@ -128,9 +128,11 @@ std::string Topology::to_json() const {
   w.key("paths").begin_array();
   for (const auto& p : paths) {
     w.begin_object().field("pu", p.pu).field("mem", p.mem).field("via", p.via);
-    w.key("allocs").array(p.allocs);
+    std::vector<std::string> allocs;
+    for (Alloc a : p.allocs) allocs.push_back(alloc_name(a));
+    w.key("allocs").array(allocs);
     w.key("skipped").begin_array();
-    for (const auto& s : p.skipped) w.begin_object().field("alloc", s.alloc).field("reason", s.reason).end_object();
+    for (const auto& s : p.skipped) w.begin_object().field("alloc", alloc_name(s.alloc)).field("reason", s.reason).end_object();
     w.end_array().end_object();
   }
   w.end_array();
@@ -145,7 +147,7 @@ std::string Topology::to_text() const {
   out << "Processors\n";
   for (const auto& p : processors) {
     out << "  " << pad(p.name, 6);
-    if (pu_kind(p.kind) == PuKind::Cpu) {
+    if (p.kind == PuKind::Cpu) {
       const std::string where = p.numa >= 0 ? "numa" + std::to_string(p.numa) + split_socket(*this, p.numa) : "all CPU nodes";
       out << "cpu  " << where << ", " << p.cores << " cores, " << p.cpus.size() << " threads, LLC "
           << format_bytes(p.cache_bytes) << "\n";
@@ -156,9 +158,9 @@ std::string Topology::to_text() const {
 
   out << "\nMemories\n";
   for (const auto& m : memories) {
-    out << "  " << pad(m.name, 7) << pad(m.kind, 7) << pad(format_bytes(m.bytes), 12);
-    if (mem_kind(m.kind) == MemKind::Device) out << "GPU " << m.gpu << (m.numa >= 0 ? ", also numa" + std::to_string(m.numa) : "");
-    else if (mem_kind(m.kind) == MemKind::Hbm) out << hbm_owner(m.gpu) << (m.offline ? ", offline" : "");
+    out << "  " << pad(m.name, 7) << pad(mem_kind_name(m.kind), 7) << pad(format_bytes(m.bytes), 12);
+    if (m.kind == MemKind::Device) out << "GPU " << m.gpu << (m.numa >= 0 ? ", also numa" + std::to_string(m.numa) : "");
+    else if (m.kind == MemKind::Hbm) out << hbm_owner(m.gpu) << (m.offline ? ", offline" : "");
     else out << format_bytes(m.free_bytes) << " free";
     out << "\n";
   }
@@ -174,7 +176,7 @@ std::string Topology::to_text() const {
     for (const auto& s : p.skipped) {
       auto it = std::find_if(by_reason.begin(), by_reason.end(), [&](const auto& r) { return r.first == s.reason; });
       if (it == by_reason.end()) it = by_reason.insert(by_reason.end(), {s.reason, {}});
-      it->second.push_back(p.pu + "->" + p.mem + " " + s.alloc);
+      it->second.push_back(p.pu + "->" + p.mem + " " + alloc_name(s.alloc));
     }
   if (!by_reason.empty()) out << "\nSkipped\n";
   constexpr size_t kShown = 6;

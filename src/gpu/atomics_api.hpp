@@ -1,9 +1,11 @@
 #pragma once
 // Atomic read-modify-write throughput of one GPU on a counter array in any memory it can
-// address (implemented in gpu/atomics.cu; gpu/none/ throws Unsupported).
+// address (implemented in gpu/atomics.cu; a CPU-only build throws Unsupported, gpu/entry.hpp).
 #include <cstddef>
 #include <cstdint>
 #include <vector>
+
+#include "gpu/entry.hpp"
 
 namespace mempath::gpu {
 
@@ -15,7 +17,7 @@ enum class AtomicScope { Device, System };  // atomicAdd vs atomicAdd_system
 
 // Warps of the launch run_atomics makes on `gpu` (every SM filled): the default counter
 // count, one per warp.
-uint64_t atomics_warps(int gpu);
+MEMPATH_GPU_ENTRY(uint64_t, atomics_warps, (int gpu))
 
 struct AtomicsRun {
   std::vector<double> seconds;  // one per timed launch, from CUDA events
@@ -30,7 +32,8 @@ struct AtomicsRun {
 // with core's atomics_expected). `counters` 64-bit words kCounterStride apart from
 // `base`; each thread adds 1 to its warp's counter `ops` times. `inject_fault` adds one
 // increment after the timed launches: the test that the check can fail.
-AtomicsRun run_atomics(int gpu, void* base, uint64_t counters, uint64_t ops, AtomicScope scope, int warmup,
-                       int reps, bool inject_fault);
+MEMPATH_GPU_ENTRY(AtomicsRun, run_atomics,
+                  (int gpu, void* base, uint64_t counters, uint64_t ops, AtomicScope scope, int warmup, int reps,
+                   bool inject_fault))
 
 }  // namespace mempath::gpu

@@ -1,15 +1,17 @@
 #pragma once
 // GPU sides of the latency benchmarks (`mempath chase`, `mempath pingpong`). Implemented
-// in gpu/latency.cu; in a CPU-only build gpu/none/ throws Unsupported.
+// in gpu/latency.cu; in a CPU-only build they throw Unsupported (gpu/entry.hpp).
 #include <cstddef>
 #include <cstdint>
 #include <vector>
+
+#include "gpu/entry.hpp"
 
 namespace mempath::gpu {
 
 // Copies host bytes into memory GPU `gpu` can reach (device, managed, pinned), with the
 // GPU's copy engine: how a chain is written into memory the CPU cannot store to.
-void upload(int gpu, void* dst, const void* src, size_t bytes);
+MEMPATH_GPU_ENTRY(void, upload, (int gpu, void* dst, const void* src, size_t bytes))
 
 struct ChaseRun {
   uint64_t end = 0;      // address the walk ended on
@@ -19,11 +21,11 @@ struct ChaseRun {
 };
 
 // One GPU thread follows `steps` pointers from address `start`.
-ChaseRun chase(int gpu, uint64_t start, uint64_t steps);
+MEMPATH_GPU_ENTRY(ChaseRun, chase, (int gpu, uint64_t start, uint64_t steps))
 
 // Whether the link between GPU `gpu` and the host does atomics natively
 // (cudaDevAttrHostNativeAtomicSupported: NVLink-C2C yes, PCIe no).
-bool host_native_atomics(int gpu);
+MEMPATH_GPU_ENTRY_OR(bool, host_native_atomics, (int gpu), false)
 
 // One ping-pong agent running as one thread (one block) on a GPU: the same contract as
 // cpu::pingpong, with timestamps converted to ns from clock64() calibrated against
@@ -37,11 +39,11 @@ struct PingPongRole {
 struct PingPongKernel;  // running, not yet waited for
 // Launches one block per role (one or two) on GPU `gpu` and returns without waiting;
 // a role gives up when one wait for its partner exceeds `timeout_s`.
-PingPongKernel* start_pingpong(int gpu, const std::vector<PingPongRole>& roles, double timeout_s);
+MEMPATH_GPU_ENTRY(PingPongKernel*, start_pingpong, (int gpu, const std::vector<PingPongRole>& roles, double timeout_s))
 struct PingPongOutcome {
   std::vector<uint64_t> successes;  // per role
   std::vector<double> stamps_ns;    // the recording role's timestamps, ns from its start
 };
-PingPongOutcome finish_pingpong(PingPongKernel* kernel);
+MEMPATH_GPU_ENTRY(PingPongOutcome, finish_pingpong, (PingPongKernel * kernel))
 
 }  // namespace mempath::gpu

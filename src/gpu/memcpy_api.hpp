@@ -2,10 +2,12 @@
 // What `mempath memcpy` asks of CUDA: host<->device transfers by the copy engine
 // (cudaMemcpyAsync) or by an SM copy kernel, queued behind a spin kernel so that launch
 // overhead stays out of the timing (docs/methodology.md, "Host<->device transfers").
-// Implemented in gpu/memcpy.cu; in a CPU-only build gpu/none/ throws Unsupported.
+// Implemented in gpu/memcpy.cu; in a CPU-only build they throw Unsupported (gpu/entry.hpp).
 #include <cstddef>
 #include <cstdint>
 #include <vector>
+
+#include "gpu/entry.hpp"
 
 namespace mempath::gpu {
 
@@ -36,12 +38,12 @@ struct CopyRun {
 // flag from the host once everything is queued and waits. Repetitions warmup ..
 // warmup+reps-1 are returned: the cooldown copies keep every stream busy until the others'
 // timed copies are done (bidirectional and all-GPU runs).
-CopyRun run_copies(const std::vector<CopyStream>& streams, int warmup, int reps, int cooldown);
+MEMPATH_GPU_ENTRY(CopyRun, run_copies, (const std::vector<CopyStream>& streams, int warmup, int reps, int cooldown))
 
 // GPU<->GPU (mempath memcpy --direction d2d). Lets `gpu` access `peer`'s memory
 // (cudaDeviceEnablePeerAccess; already enabled is fine); Unsupported when
 // cudaDeviceCanAccessPeer says it cannot.
-void enable_peer_access(int gpu, int peer);
+MEMPATH_GPU_ENTRY(void, enable_peer_access, (int gpu, int peer))
 
 // One staged GPU->GPU copy: `bytes` from `src` (on src_gpu) to `dst` (on dst_gpu) through
 // `stage`, pinned host memory of 2 * `chunk` bytes (two slots), chunk by chunk: the D2H of
@@ -59,16 +61,16 @@ struct StagedStream {
 // spin kernel on its destination GPU's stream; repetition r is the interval between two
 // events on that stream (the source stream waits on the first before its first D2H, the
 // second follows the last H2D), so each is timed on one GPU's clock.
-CopyRun run_staged(const std::vector<StagedStream>& pipes, int warmup, int reps, int cooldown);
+MEMPATH_GPU_ENTRY(CopyRun, run_staged, (const std::vector<StagedStream>& pipes, int warmup, int reps, int cooldown))
 
 // Host-observed time of cudaMemcpyAsync + cudaStreamSynchronize, one sample per
 // repetition (steady_clock), after `warmup` untimed ones. For pageable memory and latency.
-std::vector<double> time_sync_copies(int gpu, CopyDir dir, void* dst, const void* src, size_t bytes,
-                                     int warmup, int reps);
+MEMPATH_GPU_ENTRY(std::vector<double>, time_sync_copies,
+                  (int gpu, CopyDir dir, void* dst, const void* src, size_t bytes, int warmup, int reps))
 
 // Bytes of device memory [ptr, ptr+bytes) that differ from `value` (any size, any tail).
-uint64_t count_device_byte_mismatches(int gpu, const void* ptr, size_t bytes, uint8_t value);
+MEMPATH_GPU_ENTRY(uint64_t, count_device_byte_mismatches, (int gpu, const void* ptr, size_t bytes, uint8_t value))
 // Sets device memory to `value` and waits.
-void set_device_bytes(int gpu, void* ptr, size_t bytes, uint8_t value);
+MEMPATH_GPU_ENTRY(void, set_device_bytes, (int gpu, void* ptr, size_t bytes, uint8_t value))
 
 }  // namespace mempath::gpu

@@ -14,6 +14,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 
 #include "core/allocators.hpp"
@@ -25,7 +26,8 @@
 namespace {
 
 std::mutex mutex;
-std::string placed_alloc, placed_mem;  // empty: the GPU's pool
+std::optional<mempath::Alloc> placed_alloc;  // none: the GPU's pool
+std::string placed_mem;
 std::map<void*, std::unique_ptr<mempath::Buffer>> buffers;
 std::string last_error, last_placement;
 
@@ -58,9 +60,10 @@ int mempath_place(const char* alloc, const char* mem) {
     last_error = "mempath_place needs both an allocator and a memory, or neither";
     return -1;
   }
+  std::optional<mempath::Alloc> kind;
   if (!a.empty()) {
     try {
-      mempath::alloc_kind(a);  // the table's one-line message names the valid allocators
+      kind = mempath::alloc_kind(a);  // the table's one-line message names the valid allocators
     } catch (const mempath::UsageError& e) {
       last_error = e.what();
       return -1;
@@ -70,7 +73,7 @@ int mempath_place(const char* alloc, const char* mem) {
       return -1;
     }
   }
-  placed_alloc = a, placed_mem = m;
+  placed_alloc = kind, placed_mem = m;
   return 0;
 }
 
@@ -79,7 +82,7 @@ const char* mempath_last_error() { return last_error.c_str(); }
 void* mempath_alloc(ssize_t size, int device, cudaStream_t stream) {
   std::lock_guard<std::mutex> lock(mutex);
   try {
-    if (placed_alloc.empty()) {
+    if (!placed_alloc) {
       void* p = nullptr;
       cudaSetDevice(device);
       if (cudaMallocAsync(&p, static_cast<size_t>(size), stream) != cudaSuccess) {
@@ -89,7 +92,7 @@ void* mempath_alloc(ssize_t size, int device, cudaStream_t stream) {
       count(static_cast<size_t>(size), 1);
       return p;
     }
-    auto buf = mempath::allocate(topology(), placed_alloc, placed_mem, static_cast<size_t>(size), 0);
+    auto buf = mempath::allocate(topology(), *placed_alloc, placed_mem, static_cast<size_t>(size), 0);
     cudaSetDevice(device);  // allocating on another GPU made that one current; PyTorch asked for `device`
     // Another GPU's memory: `device`'s kernels reach it only once peer access is on (as the
     // gemm, chase and atomics commands turn it on); without it the first read is an illegal
@@ -102,7 +105,7 @@ void* mempath_alloc(ssize_t size, int device, cudaStream_t stream) {
   } catch (const std::exception& e) {
     last_error = e.what();
     cudaSetDevice(device);
-    std::fprintf(stderr, "mempath_placement: %zd bytes of %s on %s: %s\n", size, placed_alloc.c_str(),
+    std::fprintf(stderr, "mempath_placement: %zd bytes of %s on %s: %s\n", size, mempath::alloc_name(placed_alloc),
                  placed_mem.c_str(), e.what());  // PyTorch reports only that the tensor has no data
     return nullptr;
   }

@@ -10,11 +10,12 @@
 #include <string>
 #include <vector>
 
-#include "apps/benchmark.hpp"
+#include "apps/driver.hpp"
 #include "build_info.hpp"
 #include "core/error.hpp"
 #include "core/options.hpp"
 #include "mpi/mpi_commands.hpp"
+#include "mpi/mpi_job.hpp"
 #include "mpi/mpi_plan.hpp"
 
 namespace {
@@ -25,18 +26,17 @@ int cmd_version(const std::vector<std::string>&, const std::vector<std::string>&
   return mempath::kExitOk;
 }
 
-// The registry of mempath-mpi (apps/benchmark.hpp): its usage and dispatch. Each command
-// runs its own rank-0 case loop (mpi_bw.cpp, nccl_bench.cpp); their lines come from
-// summary_line, as the driver's do.
+// The registry of mempath-mpi (apps/benchmark.hpp): its usage and dispatch. Its
+// benchmarks run under the one driver on every rank of the job (mpi_job.hpp
+// job_processes): rank 0 writes the file and the lines.
 const mempath::Program& program() {
   static const mempath::Program p{
       "mempath-mpi",
       "usage: srun|mpirun ... mempath-mpi <command> [options]\n"
       "The scale-out benchmarks: every rank runs the command; rank 0 writes the results.",
       {
-          {"bw", "node-to-node bandwidth: windows of MPI_Isend/MPI_Irecv, uni- and bidirectional",
-           mempath::mpi::cmd_bw},
-          {"nccl", "NCCL all-reduce and all-gather with the buffers in each memory", mempath::mpi::cmd_nccl},
+          mempath::Command(mempath::mpi::make_bw),
+          mempath::Command(mempath::mpi::make_nccl),
           {"version", "print the version and git revision", cmd_version},
       }};
   return p;
@@ -49,7 +49,9 @@ int run(const std::vector<std::string>& all, int rank) {
     if (rank == 0) std::fputs(mempath::usage_text(program()).c_str(), stdout);
     return command.empty() ? mempath::kExitUsage : mempath::kExitOk;
   }
-  return mempath::find_command(program(), command).own(args, all);
+  const mempath::Command& c = mempath::find_command(program(), command);
+  if (c.own) return c.own(args, all);
+  return mempath::run_benchmark(*c.benchmark(), args, all, mempath::mpi::job_processes());
 }
 }  // namespace
 

@@ -5,7 +5,6 @@
 // the sizes are the node's, divided among its ranks (the paper's Fig. 14). Every
 // repetition's messages carry a pattern of their own that the receiver checks, untimed.
 #include <algorithm>
-#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -13,20 +12,18 @@
 #include <optional>
 
 #include "core/allocators.hpp"
-#include "core/duration_model.hpp"
 #include "core/error.hpp"
 #include "core/families.hpp"
 #include "core/kinds.hpp"
 #include "core/numa_policy.hpp"
 #include "core/options.hpp"
-#include "core/provenance.hpp"
-#include "core/result_run.hpp"
 #include "core/results.hpp"
 #include "core/scaleout_plan.hpp"
 #include "core/stats.hpp"
 #include "core/summary_line.hpp"
 #include "core/units.hpp"
 #include "mpi/mpi_commands.hpp"
+#include "mpi/mpi_job.hpp"
 #include "mpi/mpi_plan.hpp"
 #if __has_include(<mpi-ext.h>)
 #include <mpi-ext.h>
@@ -49,8 +46,23 @@ std::string cuda_aware_problem(bool planning = false) {
 
 constexpr uint64_t kMaxMessage = (1ULL << 31) - 1;  // an MPI count of MPI_CHAR is an int
 
+// The allocators a rank's buffers may come from, the default first. Registered memory is
+// pinned memory to MPI, so it adds no case of its own.
+const std::vector<Alloc>& bw_allocs() {
+  static const std::vector<Alloc> allocs = {Alloc::Numa, Alloc::System, Alloc::Pinned, Alloc::Managed, Alloc::Device};
+  return allocs;
+}
+
+// --alloc's help: the names as kinds.def spells them, the default first.
+std::string alloc_help() {
+  const std::vector<Alloc>& allocs = bw_allocs();
+  return "buffer allocators: " + std::string(alloc_name(allocs.front())) + " (default), " +
+         alloc_list({allocs.begin() + 1, allocs.end()});
+}
+
 struct Plan {
-  std::vector<std::string> modes, allocs;
+  std::vector<std::string> modes;
+  std::vector<Alloc> allocs;
   uint64_t min_size = 1, max_size = 1ULL << 30;
   int reps = 5;
   std::optional<long long> ppn;
@@ -62,11 +74,8 @@ Plan parse_plan(const Options& opts) {
   p.modes = opts.has("mode") ? opts.list("mode") : split_list("uni,bi");
   for (const auto& m : p.modes)
     if (m != "uni" && m != "bi") throw UsageError("invalid --mode '" + m + "'; valid: uni, bi");
-  p.allocs = opts.has("alloc") ? opts.list("alloc") : split_list("numa");
-  for (const auto& a : p.allocs)
-    if (std::find(allocator_names().begin(), allocator_names().end(), a) == allocator_names().end() ||
-        alloc_kind(a) == Alloc::Registered)
-      throw UsageError("invalid --alloc '" + a + "'; valid: numa, system, pinned, managed, device");
+  p.allocs = opts.has("alloc") ? parse_allocs(opts.list("alloc"), "alloc", bw_allocs())
+                                : std::vector<Alloc>{bw_allocs().front()};
   if (opts.has("min-size")) p.min_size = parse_size(*opts.get("min-size"));
   if (opts.has("max-size")) p.max_size = parse_size(*opts.get("max-size"));
   if (p.max_size < p.min_size) throw UsageError("--max-size is below --min-size");
@@ -117,32 +126,6 @@ std::vector<uint64_t> rank_sizes_of(const Plan& plan, int pairs) {
   return rank_sizes;
 }
 
-// `bw --from SNAPSHOT`: the job's layout as the launcher would make it, checked as the run
-// checks it, then its cases and the model's expectation (mpi_plan.hpp).
-int plan_bw(const PlannedJob& planned, const Plan& plan) {
-  const MpiLayout layout = planned_layout(planned.ranks, planned.nodes, true);
-  Job job;
-  job.size = planned.ranks, job.nodes = layout.nodes, job.split_host = layout.split_host;
-  job.node_of = layout.node_of, job.local_of = layout.local_of;
-  check_layout(job, plan);
-  const int pairs = mpi_pairs(job.node_of, job.local_of);
-  const auto per_node = ranks_per_node(job.node_of);
-  const int ppn = *std::max_element(per_node.begin(), per_node.end());
-  const std::vector<uint64_t> rank_sizes = rank_sizes_of(plan, pairs);
-  const std::string device_problem = cuda_aware_problem(true);
-  for (const auto& alloc : plan.allocs)
-    for (const auto& mode : plan.modes)
-      for (uint64_t size : rank_sizes)
-        print_plan_line("mpi_bw",
-                        {{"mode", mode}, {"alloc", alloc}, {"ppn", std::to_string(ppn)}, {"pairs", std::to_string(pairs)},
-                         {"size", std::to_string(size)}, {"split", plan.split ? "1" : "0"},
-                         {"node_size", std::to_string(size * static_cast<uint64_t>(pairs))}},
-                        alloc_info(alloc).gpu_owned ? device_problem : "");
-  print_expectation("mpi_bw", mpi_bw_expectation(plan.allocs, plan.modes, rank_sizes, plan.reps, pairs,
-                                                 job.split_host, device_problem));
-  return kExitOk;
-}
-
 struct RankPlace {
   int numa = -1;
   std::vector<int> cpus;
@@ -154,7 +137,7 @@ struct RankPlace {
 RankPlace place_rank(const Job& job, const Topology& topo) {
   std::vector<int> host_nodes;
   for (const auto& n : topo.numa_nodes)
-    if (mem_kind(n.kind) == MemKind::Host && !n.cpus.empty()) host_nodes.push_back(n.id);
+    if (n.kind == MemKind::Host && !n.cpus.empty()) host_nodes.push_back(n.id);
   RankPlace place;
   place.numa = rank_numa(job.local, host_nodes);
   const NumaNode* node = topo.find_numa(place.numa);
@@ -256,78 +239,20 @@ Rep timed_rep(const Job& job, const Exchange& x, uint64_t size, int windows, int
 
 struct CaseResult {
   std::vector<double> seconds;
-  std::string failure;  // agreed by every rank: the first rank's data-check failure
+  std::string failure;  // this rank's first data-check failure
 };
 
-// Warm-up (connections, registration; checked too), then `reps` timed repetitions, all
-// under the watchdog; the data check's outcome is agreed before the watchdog is disarmed.
-CaseResult run_case(const Job& job, const Exchange& x, uint64_t size, int reps, const std::string& what) {
-  Watchdog::Scope armed(phase_watchdog(), what);
+// Warm-up (connections, registration; checked too), then `reps` timed repetitions.
+CaseResult run_case(const Job& job, const Exchange& x, uint64_t size, int reps) {
   const int windows = mpi_windows(size, kMpiWindow);
   CaseResult c;
-  std::string mine = timed_rep(job, x, size, 1, 0).failure;
+  c.failure = timed_rep(job, x, size, 1, 0).failure;
   for (int k = 1; k <= reps; ++k) {
     Rep r = timed_rep(job, x, size, windows, k);
     c.seconds.push_back(r.seconds);
-    if (mine.empty()) mine = r.failure;
+    if (c.failure.empty()) c.failure = r.failure;
   }
-  c.failure = agree_on_reason(mine);
   return c;
-}
-
-struct CaseRow {
-  int64_t id;
-  std::string mode, alloc, status, reason;
-  int ppn, pairs;
-  uint64_t size;  // each rank's message
-  bool same_host, verified, split;
-};
-
-// Rank 0: the case's rows and its summary line.
-void record_case(ResultFile& file, const CaseRow& c, const std::vector<double>& seconds) {
-  // Bytes of one repetition: node 0's senders (uni), or both directions (bi).
-  const int windows = mpi_windows(c.size, kMpiWindow);
-  const uint64_t bytes = c.size * kMpiWindow * windows * c.pairs * (c.mode == "bi" ? 2 : 1);
-  const auto node_bytes = static_cast<int64_t>(c.size * c.pairs);  // one message of every pair: the node's size
-  std::vector<double> gbps;
-  for (double t : seconds) gbps.push_back(bytes / t / 1e9);
-  for (size_t k = 0; k < seconds.size(); ++k)
-    file.table("mpi_bw/samples", columns_of("mpi_bw/samples"))
-        .append({{"case_id", c.id}, {"rep", static_cast<int64_t>(k)}, {"mode", c.mode}, {"alloc", c.alloc},
-                 {"ppn", static_cast<int64_t>(c.ppn)}, {"size_bytes", static_cast<int64_t>(c.size)},
-                 {"bytes", static_cast<int64_t>(bytes)}, {"time_s", seconds[k]}, {"bandwidth_GBps", gbps[k]},
-                 {"node_bytes", node_bytes}});
-  const Summary sum = summarize(gbps);
-  const Row row = {{"case_id", c.id}, {"mode", c.mode}, {"alloc", c.alloc},
-                   {"mem", std::string(alloc_info(c.alloc).gpu_owned ? "gpu" : "numa")},
-                   {"ppn", static_cast<int64_t>(c.ppn)}, {"pairs", static_cast<int64_t>(c.pairs)},
-                   {"size_bytes", static_cast<int64_t>(c.size)}, {"window", static_cast<int64_t>(kMpiWindow)},
-                   {"windows", static_cast<int64_t>(windows)}, {"status", c.status}, {"reason", c.reason},
-                   {"reps", static_cast<int64_t>(seconds.size())}, {"median_GBps", sum.median},
-                   {"min_GBps", sum.min}, {"max_GBps", sum.max}, {"same_host", static_cast<int64_t>(c.same_host)},
-                   {"verified", static_cast<int64_t>(c.verified)}, {"split", static_cast<int64_t>(c.split)},
-                   {"node_bytes", node_bytes}};
-  file.table("mpi_bw/cases", columns_of("mpi_bw/cases")).append(row);
-  std::printf("%s\n", summary_line("mpi_bw", row,
-                                    {field("mode"), field("alloc"), field("ppn"), field("pairs"),
-                                     field("size", "size_bytes"), field("split"), field("node_size", "node_bytes"),
-                                     field("status"), metric("median_GBps", 3),
-                                     metric("min_GBps", 3), metric("max_GBps", 3)})
-                           .c_str());
-  std::fflush(stdout);
-}
-
-std::map<std::string, Attribute> bw_attributes(const Topology& topo, const std::vector<std::string>& argv,
-                                               const Job& job) {
-  auto attrs = collect_provenance(topo, argv);
-  attrs["mpi_ranks"] = static_cast<int64_t>(job.size);
-  attrs["mpi_nodes"] = static_cast<int64_t>(job.nodes);
-  attrs["mpi_machines"] = static_cast<int64_t>(job.machines);
-  char version[MPI_MAX_LIBRARY_VERSION_STRING] = {};
-  int len = 0;
-  MPI_Get_library_version(version, &len);
-  attrs["mpi_library"] = std::string(version, strnlen(version, len));
-  return attrs;
 }
 
 void record_ranks(ResultFile& file, const Job& job, const std::vector<std::string>& rank_rows) {
@@ -341,120 +266,180 @@ void record_ranks(ResultFile& file, const Job& job, const std::vector<std::strin
   }
 }
 
+struct Case {
+  Alloc alloc;
+  std::string mode;
+  uint64_t size;  // each rank's message
+};
+
+class MpiBw final : public Benchmark {
+ public:
+  MpiBw()
+      : Benchmark({"bw", "node-to-node bandwidth: windows of MPI_Isend/MPI_Irecv, uni- and bidirectional",
+                   "Node-to-node MPI bandwidth, windows of Isend/Irecv between rank pairs (docs/cli.md)."},
+                  "mpi_bw") {}
+
+  std::vector<OptionSpec> options() const override {
+    return {{"mode", "LIST", "uni, bi or both (default uni,bi)"},
+            {"alloc", "LIST", alloc_help()},
+            {"min-size", "SIZE", "smallest message (default 1B)"},
+            {"max-size", "SIZE", "largest message (default 1GiB)"},
+            {"reps", "N", "timed repetitions per size (default 5)"},
+            {"ppn", "N", "expected ranks per node: the run fails when the job has another count"},
+            {"split", "",
+             "sizes are each node's total, split equally among its ranks (the paper's Fig. 14); "
+             "without it each rank sends the size"}};
+  }
+
+  // The job's layout, checked alike on every rank (or, with --from, the layout the launcher
+  // would make, checked as the run checks it); then this rank's place and the cases.
+  void plan(const Options& opts, const Topology& topo, bool plan_only) override {
+    plan_ = parse_plan(opts);
+    topo_ = &topo;
+    if (plan_only) {
+      // Without --ppn a plan has one rank per node, as MempathMpiBandwidth's first parameter.
+      const PlannedJob planned = planned_job(opts, topo, 2, [&](const Topology&) { return plan_.ppn ? int(*plan_.ppn) : 1; });
+      const MpiLayout layout = planned_layout(planned.ranks, planned.nodes, true);
+      job_.size = planned.ranks, job_.nodes = layout.nodes, job_.split_host = layout.split_host;
+      job_.node_of = layout.node_of, job_.local_of = layout.local_of;
+      check_layout(job_, plan_);
+    } else {
+      refuse_plan_shape(opts);
+      job_ = running_job();
+      phase("checking the job", [&] { check_layout(job_, plan_); });
+      phase("placing the rank", [&] { place_ = place_rank(job_, topo); });
+    }
+    // Device buffers need a CUDA-aware MPI: known skips (a plan has the build's promise only).
+    device_problem_ = cuda_aware_problem(plan_only);
+    pairs_ = mpi_pairs(job_.node_of, job_.local_of);
+    const auto per_node = ranks_per_node(job_.node_of);
+    ppn_ = *std::max_element(per_node.begin(), per_node.end());
+    rank_sizes_ = rank_sizes_of(plan_, pairs_);
+    cases_.clear();
+    for (const Alloc alloc : plan_.allocs)
+      for (const auto& mode : plan_.modes)
+        for (uint64_t size : rank_sizes_) cases_.push_back({alloc, mode, size});
+  }
+  size_t cases() const override { return cases_.size(); }
+  PlanFields plan_fields(size_t i) const override {
+    const Case& c = cases_[i];
+    return {{"mode", c.mode}, {"alloc", alloc_name(c.alloc)}, {"ppn", std::to_string(ppn_)}, {"pairs", std::to_string(pairs_)},
+            {"size", std::to_string(c.size)}, {"split", plan_.split ? "1" : "0"},
+            {"node_size", std::to_string(c.size * static_cast<uint64_t>(pairs_))}};
+  }
+  std::string skip_reason(size_t i) const override {
+    return alloc_info(cases_[i].alloc).gpu_owned ? device_problem_ : "";
+  }
+  std::string describe(size_t i) const override {
+    return "bw " + cases_[i].mode + " " + alloc_name(cases_[i].alloc) + " " + format_size(cases_[i].size);
+  }
+  double expected_seconds(size_t i) const override {
+    return mpi_bw_case_s(cases_[i].size, pairs_, cases_[i].mode == "bi", plan_.reps, job_.split_host);
+  }
+  // Per allocator its two buffers of the largest message, then every case.
+  Expectation expectation(const Topology&) const override {
+    const ScaleoutExpectation e = mpi_bw_expectation(plan_.allocs, plan_.modes, rank_sizes_, plan_.reps, pairs_,
+                                                     job_.split_host, device_problem_);
+    return {e.planned, e.seconds};
+  }
+
+  void prepare() override {
+    std::string cpu_list;
+    for (int c : place_.cpus) cpu_list += (cpu_list.empty() ? "" : ",") + std::to_string(c);
+    Watchdog::Scope armed(phase_watchdog(), "gathering the ranks");
+    rank_rows_ = gather_strings(std::to_string(place_.numa) + "|" + cpu_list, job_);
+  }
+  std::map<std::string, Attribute> attributes() const override {
+    char version[MPI_MAX_LIBRARY_VERSION_STRING] = {};
+    int len = 0;
+    MPI_Get_library_version(version, &len);
+    return {{"mpi_ranks", static_cast<int64_t>(job_.size)}, {"mpi_nodes", static_cast<int64_t>(job_.nodes)},
+            {"mpi_machines", static_cast<int64_t>(job_.machines)},
+            {"mpi_library", std::string(version, strnlen(version, len))}};
+  }
+  void begin(ResultFile& file) override { record_ranks(file, job_, rank_rows_); }
+
+  // One send and one receive buffer per rank for every size of an allocator: messages of a
+  // window share them, as in OSU's osu_bw.
+  void setup(size_t i) override {
+    const Alloc alloc = cases_[i].alloc;
+    if (alloc != buffers_of_) {
+      buffers_of_ = alloc;
+      send_.reset(), recv_.reset();
+      unready_.clear();
+      const std::string mem = alloc_info(alloc).gpu_owned ? "gpu" + std::to_string(job_.local)
+                                                          : "numa" + std::to_string(place_.numa);
+      try {
+        send_ = allocate(*topo_, alloc, mem, rank_sizes_.back(), 0x5a);
+        recv_ = allocate(*topo_, alloc, mem, rank_sizes_.back(), 0);
+      } catch (const std::exception& e) {
+        unready_ = e.what();
+      }
+    }
+    if (!unready_.empty()) throw Unsupported(unready_);
+  }
+  Outcome run(size_t i) override {
+    const Case& c = cases_[i];
+    // Device memory is not checked: the host cannot fill or read it here.
+    const Exchange x{mpi_partner(job_.rank, job_.node_of, job_.local_of), c.mode == "bi", job_.node == 0,
+                     static_cast<char*>(send_->data()), static_cast<char*>(recv_->data()),
+                     !alloc_info(c.alloc).gpu_owned};
+    CaseResult r = run_case(job_, x, c.size, plan_.reps);
+    return {r.failure.empty() ? "ok" : "failed", r.failure, std::move(r.seconds)};
+  }
+
+  CaseRows rows(size_t i, const Outcome& o, int64_t id) override {
+    const Case& c = cases_[i];
+    const auto* timed = std::any_cast<std::vector<double>>(&o.data);
+    const std::vector<double> seconds = timed ? *timed : std::vector<double>{};
+    // Bytes of one repetition: node 0's senders (uni), or both directions (bi).
+    const int windows = mpi_windows(c.size, kMpiWindow);
+    const uint64_t bytes = c.size * kMpiWindow * windows * pairs_ * (c.mode == "bi" ? 2 : 1);
+    const auto node_bytes = static_cast<int64_t>(c.size * pairs_);  // one message of every pair: the node's size
+    const bool gpu_owned = alloc_info(c.alloc).gpu_owned;
+    CaseRows out;
+    std::vector<double> gbps;
+    for (double t : seconds) gbps.push_back(bytes / t / 1e9);
+    for (size_t k = 0; k < seconds.size(); ++k)
+      out.samples.push_back({{"case_id", id}, {"rep", static_cast<int64_t>(k)}, {"mode", c.mode}, {"alloc", alloc_name(c.alloc)},
+                             {"ppn", static_cast<int64_t>(ppn_)}, {"size_bytes", static_cast<int64_t>(c.size)},
+                             {"bytes", static_cast<int64_t>(bytes)}, {"time_s", seconds[k]},
+                             {"bandwidth_GBps", gbps[k]}, {"node_bytes", node_bytes}});
+    const Summary sum = summarize(gbps);
+    out.cases.push_back({{"case_id", id}, {"mode", c.mode}, {"alloc", alloc_name(c.alloc)},
+                         {"mem", std::string(gpu_owned ? "gpu" : "numa")}, {"ppn", static_cast<int64_t>(ppn_)},
+                         {"pairs", static_cast<int64_t>(pairs_)}, {"size_bytes", static_cast<int64_t>(c.size)},
+                         {"window", static_cast<int64_t>(kMpiWindow)}, {"windows", static_cast<int64_t>(windows)},
+                         {"status", o.status}, {"reason", o.reason}, {"reps", static_cast<int64_t>(seconds.size())},
+                         {"median_GBps", sum.median}, {"min_GBps", sum.min}, {"max_GBps", sum.max},
+                         {"same_host", static_cast<int64_t>(job_.split_host)},
+                         {"verified", static_cast<int64_t>(!gpu_owned && o.status == "ok")},
+                         {"split", static_cast<int64_t>(plan_.split)}, {"node_bytes", node_bytes}});
+    return out;
+  }
+  std::vector<SummaryField> summary_fields(const Row&) const override {
+    return {field("mode"), field("alloc"), field("ppn"), field("pairs"), field("size", "size_bytes"), field("split"),
+            field("node_size", "node_bytes"), field("status"), metric("median_GBps", 3), metric("min_GBps", 3),
+            metric("max_GBps", 3)};
+  }
+
+ private:
+  Plan plan_;
+  Job job_;
+  RankPlace place_;
+  const Topology* topo_ = nullptr;
+  std::string device_problem_;
+  int pairs_ = 1, ppn_ = 1;
+  std::vector<uint64_t> rank_sizes_;
+  std::vector<Case> cases_;
+  std::vector<std::string> rank_rows_;
+  std::optional<Alloc> buffers_of_;  // the allocator of the buffers
+  std::string unready_;              // why they could not be had
+  std::unique_ptr<Buffer> send_, recv_;
+};
+
 }  // namespace
 
-int cmd_bw(const std::vector<std::string>& args, const std::vector<std::string>& argv) {
-  const auto started = std::chrono::steady_clock::now();
-  Options opts("bw", "Node-to-node MPI bandwidth, windows of Isend/Irecv between rank pairs (docs/cli.md).",
-               with_plan_options(with_run_options({{"mode", "LIST", "uni, bi or both (default uni,bi)"},
-                                 {"alloc", "LIST", "buffer allocators: numa (default), system, pinned, managed, device"},
-                                 {"min-size", "SIZE", "smallest message (default 1B)"},
-                                 {"max-size", "SIZE", "largest message (default 1GiB)"},
-                                 {"reps", "N", "timed repetitions per size (default 5)"},
-                                 {"ppn", "N", "expected ranks per node: the run fails when the job has another count"},
-                                 {"split", "",
-                                  "sizes are each node's total, split equally among its ranks (the paper's Fig. 14); "
-                                  "without it each rank sends the size"}},
-                                "mpi-bw")));
-  if (!opts.parse(args)) return kExitOk;
-  const Plan plan = parse_plan(opts);
-  // Without --ppn a plan has one rank per node, as MempathMpiBandwidth's first parameter.
-  if (auto planned = planned_job(opts, 2, [&](const Topology&) { return plan.ppn ? static_cast<int>(*plan.ppn) : 1; }))
-    return plan_bw(*planned, plan);
-  set_phase_limit(timeout_option(opts));
-
-  Job job;
-  {
-    Watchdog::Scope armed(phase_watchdog(), "start-up");
-    job = discover_job();
-  }
-  phase("checking the job", [&] { check_layout(job, plan); });
-  Topology topo;
-  RankPlace place;
-  phase("placing the rank", [&] {
-    topo = discover();
-    place = place_rank(job, topo);
-  });
-  const int peer = mpi_partner(job.rank, job.node_of, job.local_of);
-  const int pairs = mpi_pairs(job.node_of, job.local_of);
-  const auto per_node = ranks_per_node(job.node_of);
-  const int ppn = *std::max_element(per_node.begin(), per_node.end());
-  const std::vector<uint64_t> rank_sizes = rank_sizes_of(plan, pairs);
-  const uint64_t max_message = rank_sizes.back();
-  std::string cpu_list;
-  for (int c : place.cpus) cpu_list += (cpu_list.empty() ? "" : ",") + std::to_string(c);
-  std::vector<std::string> rank_rows;
-  {
-    Watchdog::Scope armed(phase_watchdog(), "gathering the ranks");
-    rank_rows = gather_strings(std::to_string(place.numa) + "|" + cpu_list, job);
-  }
-  JobFile file(job, opts, "mpi-bw", topo.host, [&] { return bw_attributes(topo, argv, job); });
-  ResultFile* out = file.rank0();
-  if (out) {
-    out->table("mpi_bw/samples", columns_of("mpi_bw/samples"));
-    out->table("mpi_bw/cases", columns_of("mpi_bw/cases"));
-    record_ranks(*out, job, rank_rows);  // saved with the first finished case, not before
-  }
-  // The model's expectation (docs/cli.md, "Expected duration"): device buffers without a
-  // CUDA-aware MPI are known to be skipped; every other case is planned.
-  const ScaleoutExpectation expected = mpi_bw_expectation(plan.allocs, plan.modes, rank_sizes, plan.reps, pairs,
-                                                          job.split_host, cuda_aware_problem());
-  const double expected_s = expected.seconds;
-  if (out) print_expectation("mpi_bw", expected);
-
-  int64_t id = 0;
-  bool any_ran = false, any_failed = false;
-  std::string first_skip, first_failure;
-  for (const auto& alloc : plan.allocs) {
-    // One send and one receive buffer per rank for every size: messages of a window
-    // share them, as in OSU's osu_bw.
-    const bool on_gpu = alloc_info(alloc).gpu_owned;
-    std::string reason = on_gpu ? cuda_aware_problem() : "";
-    std::unique_ptr<Buffer> send, recv;
-    const std::string mem = on_gpu ? "gpu" + std::to_string(job.local) : "numa" + std::to_string(place.numa);
-    if (reason.empty()) {
-      try {
-        send = allocate(topo, alloc, mem, max_message, 0x5a);
-        recv = allocate(topo, alloc, mem, max_message, 0);
-      } catch (const std::exception& e) {
-        reason = e.what();
-      }
-    }
-    {
-      Watchdog::Scope armed(phase_watchdog(), "bw " + alloc + " allocation");
-      reason = agree_on_reason(reason);
-    }
-    any_ran = any_ran || reason.empty();
-    if (first_skip.empty()) first_skip = reason;
-    for (const auto& mode : plan.modes) {
-      for (uint64_t size : rank_sizes) {
-        CaseRow row{id, mode, alloc, "skipped", reason, ppn, pairs, size, job.split_host, false, plan.split};
-        CaseResult result;
-        if (reason.empty()) {
-          // Device memory is not checked: the host cannot fill or read it here.
-          const Exchange x{peer, mode == "bi", job.node == 0, static_cast<char*>(send->data()),
-                           static_cast<char*>(recv->data()), !on_gpu};
-          result = run_case(job, x, size, plan.reps, "bw " + mode + " " + alloc + " " + format_size(size));
-          row.status = result.failure.empty() ? "ok" : "failed";
-          row.reason = result.failure;
-          row.verified = x.checked && result.failure.empty();
-          any_failed = any_failed || !result.failure.empty();
-          if (first_failure.empty()) first_failure = result.failure;
-        }
-        if (out) record_case(*out, row, result.seconds);
-        file.save();
-        ++id;
-      }
-    }
-  }
-  if (out) {
-    const double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
-    std::printf("%s\n", model::elapsed_line("mpi_bw", static_cast<size_t>(id), elapsed, expected_s).c_str());
-    std::fflush(stdout);
-    std::fprintf(stderr, "mempath-mpi: %lld cases written to %s\n", static_cast<long long>(id), out->path().c_str());
-    if (any_failed) std::fprintf(stderr, "mempath-mpi: failed: a data check failed (%s)\n", first_failure.c_str());
-  }
-  return exit_code(job, any_ran, first_skip, any_failed ? kExitFailed : kExitOk);
-}
+std::unique_ptr<Benchmark> make_bw() { return std::make_unique<MpiBw>(); }
 
 }  // namespace mempath::mpi

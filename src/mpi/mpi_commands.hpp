@@ -1,14 +1,13 @@
 #pragma once
-// Subcommands of mempath-mpi; each runs on every rank of the job: it parses its options
-// (alike on every rank), then starts the job (mpi_job.hpp) under its --timeout.
-#include <string>
-#include <vector>
+// The benchmarks of mempath-mpi (mpi/main.cpp): the driver runs each on every rank of the
+// job (apps/driver.hpp, mpi_job.hpp job_processes), or plans it (--from, mpi_plan.hpp).
+#include <memory>
 
-#include "mpi/mpi_job.hpp"
+#include "apps/benchmark.hpp"
 
 namespace mempath::mpi {
 
-int cmd_bw(const std::vector<std::string>& args, const std::vector<std::string>& argv);
-int cmd_nccl(const std::vector<std::string>& args, const std::vector<std::string>& argv);
+std::unique_ptr<Benchmark> make_bw();
+std::unique_ptr<Benchmark> make_nccl();
 
 }  // namespace mempath::mpi

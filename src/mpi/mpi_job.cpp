@@ -3,6 +3,7 @@
 #include "core/error.hpp"
 #include "core/provenance.hpp"
 #include "core/result_run.hpp"
+#include "mpi/mpi_plan.hpp"
 
 #include <unistd.h>
 
@@ -41,6 +42,8 @@ std::unique_ptr<Watchdog> g_watchdog;
 // Rank 0's file while it holds finished cases and no save is under way: the one moment an
 // abort may record itself there without racing the main thread or waiting on a stuck write.
 std::atomic<ResultFile*> g_abort_record{nullptr};
+// The driver's lines of a case group that will not end (JobFile::on_timeout).
+std::function<void()> g_on_expiry;
 
 const char* thread_level_name(int level) {
   if (level == MPI_THREAD_SINGLE) return "MPI_THREAD_SINGLE";
@@ -105,6 +108,7 @@ int world_rank() { return g_rank; }
 void set_phase_limit(double seconds) {
   g_watchdog.reset();  // joins the old thread before the new one starts
   g_watchdog = std::make_unique<Watchdog>(seconds, [seconds](const std::string& what) {
+    if (g_on_expiry) g_on_expiry();
     abort_job(what + " ran longer than " + timeout_text(seconds));
   });
 }
@@ -190,18 +194,19 @@ Job discover_job() {
   return job;
 }
 
-std::string agree_on_reason(const std::string& mine) {
-  int rank = 0;
-  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
-  int first = mine.empty() ? 1 << 30 : rank, chosen = 0;
+Outcome agree_on_outcome(Outcome mine) {
+  int first = mine.status != "ok" ? g_rank : INT_MAX, chosen = INT_MAX;
   MPI_Allreduce(&first, &chosen, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
-  if (chosen == 1 << 30) return "";
-  std::string reason = rank == chosen ? mine : "";
-  int len = static_cast<int>(reason.size());
+  if (chosen == INT_MAX) return mine;
+  std::string said = g_rank == chosen ? mine.status + "\n" + mine.reason : "";
+  int len = static_cast<int>(said.size());
   MPI_Bcast(&len, 1, MPI_INT, chosen, MPI_COMM_WORLD);
-  reason.resize(len);
-  MPI_Bcast(reason.data(), len, MPI_CHAR, chosen, MPI_COMM_WORLD);
-  return "rank " + std::to_string(chosen) + ": " + reason;
+  said.resize(len);
+  MPI_Bcast(said.data(), len, MPI_CHAR, chosen, MPI_COMM_WORLD);
+  const size_t nl = said.find('\n');
+  mine.status = said.substr(0, nl);
+  mine.reason = "rank " + std::to_string(chosen) + ": " + said.substr(nl + 1);
+  return mine;
 }
 
 int exit_code(const Job& job, bool any_ran, const std::string& first_skip, int code) {
@@ -244,7 +249,12 @@ JobFile::JobFile(const Job& job, const Options& opts, const std::string& bench, 
   });
 }
 
-JobFile::~JobFile() { g_abort_record = nullptr; }
+JobFile::~JobFile() {
+  g_abort_record = nullptr;
+  g_on_expiry = nullptr;
+}
+
+void JobFile::on_timeout(std::function<void()> f) { g_on_expiry = std::move(f); }
 
 void JobFile::save() {
   g_abort_record = nullptr;  // a stuck write must not be written again by the abort
@@ -255,5 +265,59 @@ void JobFile::save() {
   });
   g_abort_record = file_.get();
 }
+
+namespace {
+
+class JobProcesses final : public Processes {
+ public:
+  std::string program() const override { return "mempath-mpi"; }
+  std::vector<OptionSpec> options(std::vector<OptionSpec> own, const std::string& name) const override {
+    return with_plan_options(with_run_options(std::move(own), "mpi-" + name));
+  }
+  // A job's log is no terminal, and its nodes' readings are not rank 0's to take.
+  bool shows_progress(const Options&) const override { return false; }
+  bool reads_conditions() const override { return false; }
+  Topology start(const Options& opts) override {
+    if (opts.has("from")) return load_snapshot(*opts.get("from"));  // a plan: no MPI started
+    set_phase_limit(timeout_option(opts));
+    {
+      Watchdog::Scope armed(phase_watchdog(), "start-up");
+      job_ = discover_job();
+    }
+    Topology topo;
+    phase("discovering the node", [&] { topo = discover(); });
+    return topo;
+  }
+  std::unique_ptr<RunOutput> open(const Options& opts, const std::string& name, const Topology& topo,
+                                  const std::vector<std::string>& argv,
+                                  const std::map<std::string, Attribute>& attributes) override {
+    return std::make_unique<JobFile>(job_, opts, "mpi-" + name, topo.host, [&] {
+      auto attrs = collect_provenance(topo, argv);
+      for (const auto& [key, value] : attributes) attrs[key] = value;
+      return attrs;
+    });
+  }
+  Outcome agree(Outcome mine) override { return agree_on_outcome(std::move(mine)); }
+  void escaped(const std::exception& e) override { abort_job(std::string("failed: ") + e.what()); }
+  int exit_code(const Tally& tally) override {
+    if (tally.failed && job_.rank == 0)
+      std::fprintf(stderr, "mempath-mpi: failed: a case failed (%s)\n", tally.first_failure.c_str());
+    return mpi::exit_code(job_, tally.ran > 0, tally.first_skip, tally.failed ? kExitFailed : kExitOk);
+  }
+  const Job& job() const { return job_; }
+
+ private:
+  Job job_;
+};
+
+JobProcesses& the_job() {
+  static JobProcesses processes;
+  return processes;
+}
+
+}  // namespace
+
+Processes& job_processes() { return the_job(); }
+const Job& running_job() { return the_job().job(); }
 
 }  // namespace mempath::mpi

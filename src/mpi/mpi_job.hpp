@@ -2,9 +2,11 @@
 // The MPI job as mempath-mpi sees it: which node each rank is on, its index there, a
 // communicator per node, and the guards that keep one failing rank from leaving the
 // others waiting forever: every phase that waits on other ranks runs under the
-// watchdog, and a phase's outcome is agreed so that all ranks end together.
+// watchdog, and a phase's outcome is agreed so that all ranks end together. The driver
+// runs a command's cases on every rank through job_processes() (apps/processes.hpp).
 #include <mpi.h>
 
+#include "apps/processes.hpp"
 #include "core/options.hpp"
 #include "core/results.hpp"
 #include "core/watchdog.hpp"
@@ -63,37 +65,46 @@ Job discover_job();
 // Every rank's string at rank 0 (others get an empty vector).
 std::vector<std::string> gather_strings(const std::string& mine, const Job& job);
 
-// The first non-empty reason of any rank, the same on every rank: how a case that one
-// rank cannot run (allocation, CUDA-aware MPI) is skipped everywhere together, and how a
-// data check that failed on one rank fails the case for all.
-std::string agree_on_reason(const std::string& mine);
+// A case's outcome, the same on every rank: that of the lowest rank whose case did not
+// succeed, its reason prefixed "rank N: ", else this rank's own. How a case that one rank
+// cannot run (allocation, CUDA-aware MPI) is skipped everywhere together, and how a data
+// check that failed on one rank fails the case for all.
+Outcome agree_on_outcome(Outcome mine);
 
 // The exit code of a run (the same on every rank): 2 with one line from rank 0 when no
 // case could run (each was skipped: device buffers without a CUDA-aware MPI, a placement
 // the node lacks), as asked-for work that cannot be done is bad input; else `code`.
 int exit_code(const Job& job, bool any_ran, const std::string& first_skip, int code);
 
+// mempath-mpi's Processes: every rank of the job runs every case, rank 0 writes.
+Processes& job_processes();
+// The job it started (discover_job); outside a plan, once the driver started the run.
+const Job& running_job();
+
 // Ends every rank of the job (MPI_Abort) after printing why; from the watchdog's thread
 // without MPI_THREAD_MULTIPLE, this rank only (_exit). Rank 0 first records `why` in a
 // result file that has cases (JobFile).
 [[noreturn]] void abort_job(const std::string& why, int code = 1);
 
-// Rank 0's result file of a run (docs/cli.md, "Output files": --output, --overwrite).
-// Created and saved in phases, so a bad --output ends every rank with exit 2 and a
-// failed write every rank with exit 1, and nothing is written before the first case.
-class JobFile {
+// Rank 0's result file of a run (docs/cli.md, "Output files": --output, --overwrite) and
+// the phase watchdog. Created and saved in phases, so a bad --output ends every rank with
+// exit 2 and a failed write every rank with exit 1, and nothing is written before the
+// first case.
+class JobFile final : public RunOutput {
  public:
   // `attributes` runs on rank 0 only (provenance); `bench` names the default file.
   JobFile(const Job& job, const Options& opts, const std::string& bench, const std::string& host,
           const std::function<std::map<std::string, Attribute>()>& attributes);
-  ~JobFile();
+  ~JobFile() override;
   JobFile(const JobFile&) = delete;
   JobFile& operator=(const JobFile&) = delete;
 
   // Rank 0's tables; nullptr on every other rank.
-  ResultFile* rank0() { return file_.get(); }
+  ResultFile* file() override { return file_.get(); }
+  Watchdog& watchdog() override { return phase_watchdog(); }
+  void on_timeout(std::function<void()> f) override;
   // After each finished case, on every rank: rank 0 saves.
-  void save();
+  void save() override;
 
  private:
   std::unique_ptr<ResultFile> file_;

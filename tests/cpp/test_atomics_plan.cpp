@@ -18,7 +18,7 @@ Topology fixture(const std::string& name) { return load_snapshot(std::string(MEM
 const AtomicsCase* find(const std::vector<AtomicsCase>& cases, const std::string& pu, const std::string& mem,
                         const std::string& alloc) {
   for (const auto& c : cases)
-    if (c.pu == pu && c.mem == mem && c.alloc == alloc) return &c;
+    if (c.pu == pu && c.mem == mem && alloc_name(c.alloc) == alloc) return &c;
   return nullptr;
 }
 

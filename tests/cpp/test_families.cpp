@@ -49,7 +49,7 @@ TEST(FamiliesTable, EveryRegisteredBenchmarkWritesTablesOfTheTable) {
     EXPECT_EQ(cases.name, bench->name() + "/cases");
     EXPECT_EQ(cases.columns.back().name, model::kCaseSecondsColumn) << cases.name;
   }
-  EXPECT_EQ(benchmarks, 9);
+  EXPECT_EQ(benchmarks, 10);
 }
 
 TEST(FamiliesTable, HeadlineMetricsAreColumnsOfTheirTables) {
@@ -103,7 +103,8 @@ std::string cpp_table_json() {
   w.end_array().key("columns").begin_array();
   for (const ColumnInfo& c : kColumnTable)
     w.begin_object().field("table", c.table).field("name", c.name).field("type", type_name(c.type))
-        .field("unit", c.unit).field("required", c.required).end_object();
+        .field("unit", c.unit).field("required", c.required).field("role", c.role).field("fleet", c.fleet)
+        .end_object();
   w.end_array().end_object();
   return w.str();
 }
@@ -133,6 +134,15 @@ TEST(FamiliesTable, PythonReadsTheSameTable) {
   text.replace(text.find(row), row.size(), "\"bw/cases\", \"median_GBps\", Int");
   const fs::path changed = fs::temp_directory_path() / ("mempath_families_" + std::to_string(::getpid()) + ".def");
   std::ofstream(changed) << text;
+  EXPECT_EQ(python_agrees(changed), 3);
+  // ... and so is one whose placement names a case (a role of its own, not the type).
+  std::ifstream again(def);
+  std::string roles((std::istreambuf_iterator<char>(again)), std::istreambuf_iterator<char>());
+  const std::string placement = "\"bw/cases\", \"placement\", String, \"\", 1, \"outcome\"";
+  ASSERT_NE(roles.find(placement), std::string::npos);
+  roles.replace(roles.find(placement), placement.size(),
+                "\"bw/cases\", \"placement\", String, \"\", 1, \"identity\"");
+  std::ofstream(changed) << roles;
   EXPECT_EQ(python_agrees(changed), 3);
   fs::remove(changed);
 }

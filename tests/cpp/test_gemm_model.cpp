@@ -68,11 +68,11 @@ TEST(GemmModel, TheSweepStopsWhereAnOperandReadOverALinkIsFlat) {
   // 8192 where A or B stays across a link.
   EXPECT_EQ(gemm_sweep_sizes(false), (std::vector<int64_t>{1024, 2048, 4096, 8192, 16384, 32768}));
   EXPECT_EQ(gemm_sweep_sizes(true), (std::vector<int64_t>{1024, 2048, 4096, 8192}));
-  EXPECT_FALSE(gemm_read_over_link("local", "device"));    // its HBM
-  EXPECT_FALSE(gemm_read_over_link("local", "numa"));      // its HBM as a NUMA node (GH200)
-  EXPECT_FALSE(gemm_read_over_link("c2c", "managed"));     // pages that migrate to it
-  EXPECT_TRUE(gemm_read_over_link("c2c", "numa"));         // the superchip's LPDDR, in place
-  EXPECT_TRUE(gemm_read_over_link("pcie", "pinned"));      // host memory over PCIe
-  EXPECT_TRUE(gemm_read_over_link("nvlink", "device"));    // a peer's HBM
-  EXPECT_TRUE(gemm_read_over_link("nvlink+c2c", "numa"));  // another superchip's LPDDR
+  EXPECT_FALSE(gemm_read_over_link("local", Alloc::Device));    // its HBM
+  EXPECT_FALSE(gemm_read_over_link("local", Alloc::Numa));      // its HBM as a NUMA node (GH200)
+  EXPECT_FALSE(gemm_read_over_link("c2c", Alloc::Managed));     // pages that migrate to it
+  EXPECT_TRUE(gemm_read_over_link("c2c", Alloc::Numa));         // the superchip's LPDDR, in place
+  EXPECT_TRUE(gemm_read_over_link("pcie", Alloc::Pinned));      // host memory over PCIe
+  EXPECT_TRUE(gemm_read_over_link("nvlink", Alloc::Device));    // a peer's HBM
+  EXPECT_TRUE(gemm_read_over_link("nvlink+c2c", Alloc::Numa));  // another superchip's LPDDR
 }

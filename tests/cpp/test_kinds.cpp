@@ -31,10 +31,18 @@ TEST(KindsTable, NamesAndKindsConvertBothWays) {
   for (const PuKindInfo& p : kPuKindTable) EXPECT_EQ(pu_kind(std::string(p.name)), p.kind);
   EXPECT_STREQ(mem_kind_name(MemKind::Hbm), "hbm");
   EXPECT_STREQ(pu_kind_name(PuKind::Gpu), "gpu");
-  // The string forms pass names through, so code holding either compiles the same.
-  EXPECT_EQ(alloc_name(std::string("pinned")), "pinned");
-  EXPECT_EQ(mem_kind_name(std::string("host")), "host");
-  EXPECT_EQ(pu_kind_name(std::string("cpu")), "cpu");
+  EXPECT_STREQ(alloc_name(std::optional<Alloc>()), "none");  // a planned case whose path has no allocator
+}
+
+TEST(KindsTable, AllocatorListsParseInTheirOrderAndNameTheValidOnes) {
+  EXPECT_EQ(parse_allocs({"pinned", "numa"}), (std::vector<Alloc>{Alloc::Pinned, Alloc::Numa}));
+  EXPECT_TRUE(parse_allocs({}).empty());
+  try {
+    parse_allocs({"pinned", "device"}, "b-alloc", {Alloc::Pinned, Alloc::System});
+    FAIL() << "no error";
+  } catch (const UsageError& e) {
+    EXPECT_STREQ(e.what(), "invalid --b-alloc 'device'; valid: pinned, system");
+  }
 }
 
 TEST(KindsTable, OrderIsWhatPathsAndListingsShow) {
@@ -72,11 +80,11 @@ TEST(KindsTable, PropertiesMatchTheAllocatorsApis) {
 
 TEST(KindsTable, FitsMemoryFollowsTheTable) {
   Memory device, host;
-  device.kind = "device";
-  host.kind = "host";
+  device.kind = MemKind::Device;
+  host.kind = MemKind::Host;
   for (const AllocInfo& a : kAllocTable) {
-    EXPECT_EQ(alloc_fits_memory(device, a.name), a.kind == Alloc::Device || a.kind == Alloc::Managed) << a.name;
-    EXPECT_EQ(alloc_fits_memory(host, a.name), a.kind != Alloc::Device) << a.name;
+    EXPECT_EQ(alloc_fits_memory(device, a.kind), a.kind == Alloc::Device || a.kind == Alloc::Managed) << a.name;
+    EXPECT_EQ(alloc_fits_memory(host, a.kind), a.kind != Alloc::Device) << a.name;
   }
 }
 

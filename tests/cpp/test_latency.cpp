@@ -118,11 +118,11 @@ TEST(ChasePlan, DefaultsPickTheCoreTheMemoryAndTheAllocator) {
   EXPECT_EQ(c.pu, "cpu0");
   EXPECT_EQ(c.cpu, t.find_pu("cpu0")->cpus.front());
   EXPECT_EQ(c.mem, "numa0");
-  EXPECT_EQ(c.alloc, "numa");
+  EXPECT_EQ(c.alloc, Alloc::Numa);
   EXPECT_TRUE(c.skip_reason.empty());
   const ChaseCase g = make_chase_case(t, "gpu1", -1, "", "");
   EXPECT_EQ(g.mem, "gpu1");
-  EXPECT_EQ(g.alloc, "device");
+  EXPECT_EQ(g.alloc, Alloc::Device);
   EXPECT_EQ(g.cpu, -1);
   // A Hopper reads Grace memory through ATS on GH200: the numa allocator works.
   EXPECT_TRUE(make_chase_case(t, "gpu0", -1, "numa0", "numa").skip_reason.empty());
@@ -159,7 +159,7 @@ TEST(ChasePlan, AllCoversEveryProcessorAndMemory) {
   EXPECT_EQ(pus.count("cpus"), 0u);
   const auto every = all_chase_cases(t, {"gpu0"}, {"gpu0"}, {"all"});
   std::set<std::string> allocs;
-  for (const auto& c : every) allocs.insert(c.alloc);
+  for (const auto& c : every) allocs.insert(alloc_name(c.alloc));
   EXPECT_EQ(allocs, (std::set<std::string>{"device", "managed"}));
   EXPECT_THROW(all_chase_cases(t, {"cpus"}, {}, {}), UsageError);
 }
@@ -194,11 +194,11 @@ TEST(PingPongPlan, EveryPairOnceWithSelfPairsAndSkipReasons) {
   EXPECT_EQ(pairs.size(), 3u);
   for (const auto& c : cases) {
     if (c.a.name == "cpu0" && c.b.name == "cpu0") EXPECT_NE(c.a.cpu, c.b.cpu);
-    if (c.a.name == "cpu0" && c.b.name == "gpu0" && c.mem == "numa0" && c.alloc == "pinned") EXPECT_TRUE(c.skip_reason.empty());
-    if (c.b.name == "gpu0" && c.mem == "numa0" && c.alloc == "numa") EXPECT_NE(c.skip_reason.find("pageable"), std::string::npos);
-    if (c.a.name == "cpu0" && c.mem == "gpu0" && c.alloc == "device") EXPECT_FALSE(c.skip_reason.empty());
-    if (c.a.name == "gpu0" && c.mem == "gpu0" && c.alloc == "device") EXPECT_TRUE(c.skip_reason.empty());
-    EXPECT_FALSE(c.mem == "gpu0" && (c.alloc == "numa" || c.alloc == "pinned"));  // not cases at all
+    if (c.a.name == "cpu0" && c.b.name == "gpu0" && c.mem == "numa0" && c.alloc == Alloc::Pinned) EXPECT_TRUE(c.skip_reason.empty());
+    if (c.b.name == "gpu0" && c.mem == "numa0" && c.alloc == Alloc::Numa) EXPECT_NE(c.skip_reason.find("pageable"), std::string::npos);
+    if (c.a.name == "cpu0" && c.mem == "gpu0" && c.alloc == Alloc::Device) EXPECT_FALSE(c.skip_reason.empty());
+    if (c.a.name == "gpu0" && c.mem == "gpu0" && c.alloc == Alloc::Device) EXPECT_TRUE(c.skip_reason.empty());
+    EXPECT_FALSE(c.mem == "gpu0" && (c.alloc == Alloc::Numa || c.alloc == Alloc::Pinned));  // not cases at all
   }
 }
 

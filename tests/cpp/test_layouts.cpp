@@ -84,7 +84,7 @@ TEST(FencedGpu, TheFencedGpusGraceStaysAndItsHbmNodeIsEmpty) {
   for (const char* pu : {"cpu0", "cpu1", "cpu2", "cpu3", "gpu0", "gpu1", "gpu2"}) EXPECT_NE(t.find_pu(pu), nullptr) << pu;
   EXPECT_EQ(t.find_pu("gpu3"), nullptr);
   EXPECT_EQ(t.find_mem("numa20"), nullptr);  // never onlined, named by no GPU: an empty node
-  EXPECT_EQ(t.find_numa(20)->kind, "empty");
+  EXPECT_EQ(t.find_numa(20)->kind, MemKind::Empty);
   // CUDA renumbers: gpu2 is superchip 3's GPU.
   EXPECT_EQ(t.find_gpu(2)->host_numa, 3);
   EXPECT_EQ(t.find_gpu(2)->hbm_numa, 28);
@@ -107,7 +107,7 @@ TEST(NumaFake, AGraceSplitInFourIsOneSocketWithItsMemoryLocal) {
   for (int n = 0; n < 4; ++n) {
     const std::string mem = "numa" + std::to_string(n);
     ASSERT_NE(t.find_mem(mem), nullptr) << mem;
-    EXPECT_EQ(t.find_mem(mem)->kind, "host");
+    EXPECT_EQ(t.find_mem(mem)->kind, MemKind::Host);
     EXPECT_EQ(t.find_path("cpu0", mem)->via, "local") << mem;
     EXPECT_EQ(t.find_numa(n)->socket, 0);
     EXPECT_EQ(t.find_numa(n)->cpus.empty(), n > 0);

@@ -58,13 +58,13 @@ TEST(D2dPlan, QuadGh200RunsEveryOrderedPairOnEveryEngine) {
   }
   for (const auto& c : with_engine(cases, "ce")) {
     EXPECT_EQ(c.via, "nvlink");
-    EXPECT_EQ(c.alloc, "device");
+    EXPECT_EQ(c.alloc, Alloc::Device);
     EXPECT_TRUE(c.host_numas.empty());
     EXPECT_EQ(c.chunk, 0u);
   }
   // Staged through pinned memory on the source GPU's nearest Grace node (numa g).
   for (const auto& c : with_engine(cases, "staged")) {
-    EXPECT_EQ(c.alloc, "pinned");
+    EXPECT_EQ(c.alloc, Alloc::Pinned);
     EXPECT_EQ(c.chunk, kStagedChunk);
     ASSERT_EQ(c.host_numas.size(), 1u);
     EXPECT_EQ(c.host_numas[0], c.gpus[0]);

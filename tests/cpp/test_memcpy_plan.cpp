@@ -110,7 +110,7 @@ TEST(MemcpyPlan, DefaultsOnTheH100BoxAreEveryDirectionAndEngineAtOneSize) {
   ASSERT_EQ(cases.size(), 6u);  // h2d, d2h, bidir x ce, sm
   for (const auto& c : cases) {
     EXPECT_EQ(c.gpus, std::vector<int>{0});
-    EXPECT_EQ(c.alloc, "pinned");
+    EXPECT_EQ(c.alloc, Alloc::Pinned);
     EXPECT_EQ(c.size, kMemcpyDefaultSize);
     EXPECT_EQ(c.via, "pcie");
     EXPECT_EQ(c.timing, "events");
@@ -157,11 +157,11 @@ TEST(MemcpyPlan, PageableMemoryIsHostTimedAndSkippedWhereItCannotRun) {
 
 TEST(MemcpyPlan, GraceHopperSmCopiesReadPageableMemoryAndPinnedStaysOffHbm) {
   const Topology t = fixture("gh200_quad");  // ATS: SM copies may read malloc memory
-  EXPECT_EQ(memcpy_skip_reason(t, 0, 0, "system", "h2d", "sm", false), "");
-  const std::string hbm = memcpy_skip_reason(t, 0, 4, "pinned", "h2d", "ce", false);
+  EXPECT_EQ(memcpy_skip_reason(t, 0, 0, Alloc::System, "h2d", "sm", false), "");
+  const std::string hbm = memcpy_skip_reason(t, 0, 4, Alloc::Pinned, "h2d", "ce", false);
   EXPECT_NE(hbm.find("not a host node"), std::string::npos);
   EXPECT_NE(hbm.find("GPU 0's HBM"), std::string::npos);
-  EXPECT_EQ(memcpy_skip_reason(t, 1, 0, "registered", "d2h", "ce", false), "");
+  EXPECT_EQ(memcpy_skip_reason(t, 1, 0, Alloc::Registered, "d2h", "ce", false), "");
 }
 
 TEST(MemcpyPlan, AllGpusUseEachGpusNearestHostNode) {

@@ -42,8 +42,8 @@ TEST(PeerSkipReasons, DualGh200PathsToThePeerGpuNameTheMissingPeerAccess) {
     EXPECT_TRUE(p->allocs.empty());
     ASSERT_EQ(p->skipped.size(), 6u);
     // Peer access first: whatever the allocator, the path needs peer access it does not have.
-    for (const auto& s : p->skipped) EXPECT_EQ(s.reason, peer(g, h)) << s.alloc;
-    EXPECT_EQ(alloc_problem(t, "gpu" + std::to_string(g), "gpu" + std::to_string(h), "none"), peer(g, h));
+    for (const auto& s : p->skipped) EXPECT_EQ(s.reason, peer(g, h)) << alloc_name(s.alloc);
+    EXPECT_EQ(alloc_problem(t, "gpu" + std::to_string(g), "gpu" + std::to_string(h), std::nullopt), peer(g, h));
   }
 }
 
@@ -51,7 +51,7 @@ TEST(PeerSkipReasons, DualGh200BandwidthCasesOnThePeerGpu) {
   const Topology t = fixture("gh200_dual");
   // A read or write of the peer's device memory with the path's (missing) default allocator.
   const BwCase read = make_case(t, Op::Read, "gpu0", "gpu1", "", "", -1, "grid", settings());
-  EXPECT_EQ(read.alloc, "none");
+  EXPECT_FALSE(read.alloc);
   EXPECT_EQ(read.skip_reason, peer(0, 1));
   // An allocator given on the command line: still the missing peer access first.
   EXPECT_EQ(make_case(t, Op::Write, "gpu1", "gpu0", "", "pinned", -1, "grid", settings()).skip_reason, peer(1, 0));
@@ -70,7 +70,7 @@ TEST(PeerSkipReasons, DualGh200BandwidthCasesOnThePeerGpu) {
     const int other = src >= 0 && src != g ? src : dst >= 0 && dst != g ? dst : -1;
     if (other < 0) continue;
     ++seen;
-    EXPECT_EQ(c.skip_reason, peer(g, other)) << c.pu << " " << c.mem << " -> " << c.dst_mem << " " << c.alloc;
+    EXPECT_EQ(c.skip_reason, peer(g, other)) << c.pu << " " << c.mem << " -> " << c.dst_mem << " " << alloc_name(c.alloc);
   }
   EXPECT_GT(seen, 20);
 }
@@ -79,7 +79,7 @@ TEST(PeerSkipReasons, DualGh200ChasePingpongAtomicsAndPeerCopies) {
   const Topology t = fixture("gh200_dual");
   const ChaseCase chase = make_chase_case(t, "gpu0", -1, "gpu1", "");
   EXPECT_EQ(chase.skip_reason, peer(0, 1));
-  for (const auto& c : all_chase_cases(t, {"gpu1"}, {"gpu0"}, {"all"})) EXPECT_EQ(c.skip_reason, peer(1, 0)) << c.alloc;
+  for (const auto& c : all_chase_cases(t, {"gpu1"}, {"gpu0"}, {"all"})) EXPECT_EQ(c.skip_reason, peer(1, 0)) << alloc_name(c.alloc);
 
   int seen = 0;
   for (const auto& c : pingpong_cases(t, {}, {}, {})) {
@@ -97,7 +97,7 @@ TEST(PeerSkipReasons, DualGh200ChasePingpongAtomicsAndPeerCopies) {
   af.all = true;
   af.mems = {"gpu1"};
   af.pus = {"gpu0"};
-  for (const auto& c : atomics_cases(t, af)) EXPECT_EQ(c.skip_reason, peer(0, 1)) << c.alloc;
+  for (const auto& c : atomics_cases(t, af)) EXPECT_EQ(c.skip_reason, peer(0, 1)) << alloc_name(c.alloc);
 
   MemcpyRequest r;
   r.directions = {"d2d", "d2d-bidir"};

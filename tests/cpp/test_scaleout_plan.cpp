@@ -97,18 +97,18 @@ TEST(ScaleoutPlan, NcclPlacementsOnAQuadGh200) {
   // Figs. 18/19: local HBM (cudaMalloc and system-allocated), local DDR, peer DDR.
   const Topology t = fixture("gh200_quad");
   auto at = [&](const std::string& name, int gpu) { return nccl_placement(t, name, gpu); };
-  EXPECT_EQ(at("device", 1).alloc, "device");
+  EXPECT_EQ(at("device", 1).alloc, Alloc::Device);
   EXPECT_EQ(at("device", 1).mem, "gpu1");
   EXPECT_EQ(at("device", 1).via, "local");
   const NcclPlacement hbm = at("hbm-system", 1);
-  EXPECT_EQ(hbm.alloc, "numa");
+  EXPECT_EQ(hbm.alloc, Alloc::Numa);
   EXPECT_EQ(hbm.mem, "numa12");  // gpu1's HBM NUMA node
   EXPECT_EQ(hbm.reason, "");
-  EXPECT_EQ(at("host", 2).alloc, "numa");
+  EXPECT_EQ(at("host", 2).alloc, Alloc::Numa);
   EXPECT_EQ(at("host", 2).mem, "numa2");  // its own Grace's LPDDR
   EXPECT_EQ(at("host", 2).via, "c2c");
   const NcclPlacement peer_host = at("peer-host", 3);
-  EXPECT_EQ(peer_host.alloc, "numa");
+  EXPECT_EQ(peer_host.alloc, Alloc::Numa);
   EXPECT_EQ(peer_host.mem, "numa0");  // the next superchip's LPDDR
   EXPECT_EQ(peer_host.reason, "");
   EXPECT_NE(peer_host.via.find("nvlink"), std::string::npos) << peer_host.via;
@@ -119,7 +119,7 @@ TEST(ScaleoutPlan, NcclPlacementsOnAQuadGh200) {
 
 TEST(ScaleoutPlan, NcclPlacementsANodeLacksAreSkippedWithTheReason) {
   const Topology x86 = fixture("x86_h100");
-  EXPECT_EQ(nccl_placement(x86, "host", 0).alloc, "pinned");  // no ATS: pinned host memory
+  EXPECT_EQ(nccl_placement(x86, "host", 0).alloc, Alloc::Pinned);  // no ATS: pinned host memory
   EXPECT_EQ(nccl_placement(x86, "host", 0).reason, "");
   EXPECT_NE(nccl_placement(x86, "hbm-system", 0).reason.find("no NUMA node"), std::string::npos);
   EXPECT_NE(nccl_placement(x86, "peer-host", 0).reason.find("GH200"), std::string::npos);
@@ -186,8 +186,8 @@ TEST(ScaleoutPlan, TheDurationModelGrowsWithTheWork) {
   EXPECT_GT(nccl_case_s(reduce, 8, 2, "local", "nvlink", 5, 20, false), one_node);  // over the network
   EXPECT_GT(nccl_case_s(reduce, 4, 1, "nvlink+c2c", "nvlink", 5, 20, true), one_node);  // peer LPDDR
   EXPECT_GT(nccl_case_s(reduce, 4, 1, "local", "pcie", 5, 20, false), one_node);
-  EXPECT_GT(nccl_setup_s(1ULL << 30, 4ULL << 30, "device"), nccl_setup_s(1ULL << 20, 4ULL << 20, "device"));
-  EXPECT_GT(nccl_setup_s(1ULL << 30, 1ULL << 30, "pinned"), nccl_setup_s(1ULL << 30, 1ULL << 30, "device"));
+  EXPECT_GT(nccl_setup_s(1ULL << 30, 4ULL << 30, Alloc::Device), nccl_setup_s(1ULL << 20, 4ULL << 20, Alloc::Device));
+  EXPECT_GT(nccl_setup_s(1ULL << 30, 1ULL << 30, Alloc::Pinned), nccl_setup_s(1ULL << 30, 1ULL << 30, Alloc::Device));
 }
 
 // --- plans without a job (mempath-mpi CMD --from SNAPSHOT, issue 39) ----------------------
@@ -223,7 +223,7 @@ TEST(ScaleoutPlan, APlannedJobIsLaidOutAsTheLauncherWould) {
 
 TEST(ScaleoutPlan, TheMpiBandwidthExpectationCountsEveryCaseAndPlansTheRunnableOnes) {
   const std::vector<uint64_t> sizes = {1, 1 << 10, 1 << 20};
-  const auto numa = mpi_bw_expectation({"numa"}, {"uni", "bi"}, sizes, 5, 4, false, "");
+  const auto numa = mpi_bw_expectation({Alloc::Numa}, {"uni", "bi"}, sizes, 5, 4, false, "");
   EXPECT_EQ(numa.cases, 6u);
   EXPECT_EQ(numa.planned, 6u);
   double cases = 0;
@@ -231,12 +231,12 @@ TEST(ScaleoutPlan, TheMpiBandwidthExpectationCountsEveryCaseAndPlansTheRunnableO
     for (uint64_t s : sizes) cases += mpi_bw_case_s(s, 4, std::string(mode) == "bi", 5, false);
   EXPECT_GT(numa.seconds, cases);  // plus the buffers
   // Device buffers without a CUDA-aware MPI: counted, skipped, next to nothing expected.
-  const auto device = mpi_bw_expectation({"numa", "device"}, {"uni", "bi"}, sizes, 5, 4, false, "not CUDA-aware");
+  const auto device = mpi_bw_expectation({Alloc::Numa, Alloc::Device}, {"uni", "bi"}, sizes, 5, 4, false, "not CUDA-aware");
   EXPECT_EQ(device.cases, 12u);
   EXPECT_EQ(device.planned, 6u);
   EXPECT_LT(device.seconds - numa.seconds, 0.1);
   // With a CUDA-aware MPI they are planned.
-  EXPECT_EQ(mpi_bw_expectation({"numa", "device"}, {"uni"}, sizes, 5, 4, false, "").planned, 6u);
+  EXPECT_EQ(mpi_bw_expectation({Alloc::Numa, Alloc::Device}, {"uni"}, sizes, 5, 4, false, "").planned, 6u);
 }
 
 TEST(ScaleoutPlan, TheNcclExpectationPlansWhatTheNodeHostsAndChecksEveryByte) {

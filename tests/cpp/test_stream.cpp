@@ -28,8 +28,8 @@ StreamRequest all_of(const std::string& mem = "") {
 }  // namespace
 
 TEST(StreamPlan, KernelsCountArraysAsStreamAndBabelStream) {
-  const auto& cpu = stream_kernels("cpu");
-  const auto& gpu = stream_kernels("gpu");
+  const auto& cpu = stream_kernels(PuKind::Cpu);
+  const auto& gpu = stream_kernels(PuKind::Gpu);
   ASSERT_EQ(cpu.size(), 4u);
   ASSERT_EQ(gpu.size(), 5u);
   EXPECT_EQ(cpu[1].name, "scale");
@@ -94,7 +94,7 @@ TEST(StreamPlan, GpuCasesCoverEveryMemoryTheGpuReaches) {
   std::set<std::string> mems;
   for (const auto& c : cases) {
     EXPECT_EQ(c.sweep, -1);
-    if (c.bw.skip_reason.empty()) mems.insert(c.bw.mem + ":" + c.bw.alloc);
+    if (c.bw.skip_reason.empty()) mems.insert(c.bw.mem + ":" + alloc_name(c.bw.alloc));
   }
   // The paper's placements: own HBM (device, numa), local and remote LPDDR, a peer's HBM.
   for (const char* want : {"gpu0:device", "numa4:numa", "numa0:numa", "numa1:numa", "gpu1:device"})

@@ -36,6 +36,13 @@ std::string read_file(const fs::path& p) {
 
 bool has(const std::vector<std::string>& v, const std::string& x) { return std::find(v.begin(), v.end(), x) != v.end(); }
 
+// The allocators' names, so a failure says them.
+Names names(const std::vector<Alloc>& allocs) {
+  Names out;
+  for (Alloc a : allocs) out.push_back(alloc_name(a));
+  return out;
+}
+
 // The path, failing the test (not crashing) when it is missing.
 const Path& path(const Topology& t, const std::string& pu, const std::string& mem) {
   static const Path none;
@@ -46,7 +53,7 @@ const Path& path(const Topology& t, const std::string& pu, const std::string& me
 
 std::string reason(const Path& p, const std::string& alloc) {
   for (const auto& s : p.skipped)
-    if (s.alloc == alloc) return s.reason;
+    if (alloc_name(s.alloc) == alloc) return s.reason;
   return "";
 }
 
@@ -55,10 +62,10 @@ void expect_allocators_partitioned(const Topology& t) {
   const Names all = {"system", "numa", "device", "managed", "pinned", "registered"};
   EXPECT_EQ(t.paths.size(), t.processors.size() * t.memories.size());
   for (const auto& p : t.paths) {
-    Names seen = p.allocs;
+    Names seen = names(p.allocs);
     for (const auto& s : p.skipped) {
-      seen.push_back(s.alloc);
-      EXPECT_FALSE(s.reason.empty()) << p.pu << "->" << p.mem << " " << s.alloc;
+      seen.push_back(alloc_name(s.alloc));
+      EXPECT_FALSE(s.reason.empty()) << p.pu << "->" << p.mem << " " << alloc_name(s.alloc);
     }
     std::sort(seen.begin(), seen.end());
     Names expected = all;
@@ -203,7 +210,7 @@ TEST(TopologyFixture, X86H100) {
   EXPECT_EQ(t.cpu_model, "AMD EPYC 9124 16-Core Processor");
   ASSERT_EQ(t.numa_nodes.size(), 1u);
   const NumaNode& n = t.numa_nodes[0];
-  EXPECT_EQ(n.kind, "host");
+  EXPECT_EQ(n.kind, MemKind::Host);
   EXPECT_EQ(n.cores, 16);
   EXPECT_EQ(n.cpus.size(), 16u);
   EXPECT_EQ(n.mem_total_bytes, 263578492LL * 1024);
@@ -214,28 +221,28 @@ TEST(TopologyFixture, X86H100) {
   EXPECT_EQ(t.mem_names(), (Names{"numa0", "gpu0"}));
   EXPECT_EQ(t.find_pu("cpu0")->cache_bytes, 64LL << 20);  // four CCDs of 16 MiB L3
   EXPECT_EQ(t.find_pu("gpu0")->cache_bytes, 52428800);
-  EXPECT_EQ(t.find_mem("gpu0")->kind, "device");
+  EXPECT_EQ(t.find_mem("gpu0")->kind, MemKind::Device);
   EXPECT_EQ(t.find_mem("gpu0")->numa, -1);
   // The driver said -1 (one-node box); the only CPU node is the GPU's host.
   EXPECT_EQ(t.find_gpu(0)->host_numa, 0);
 
   const Path& g_host = path(t, "gpu0", "numa0");
   EXPECT_EQ(g_host.via, "pcie");
-  EXPECT_EQ(g_host.allocs, (Names{"managed", "pinned", "registered"}));
+  EXPECT_EQ(names(g_host.allocs), (Names{"managed", "pinned", "registered"}));
   EXPECT_EQ(reason(g_host, "system"), "GPU 0 cannot access pageable memory (no ATS/HMM)");
   EXPECT_EQ(reason(g_host, "numa"), "GPU 0 cannot access pageable memory (no ATS/HMM)");
 
   const Path& c_dev = path(t, "cpu0", "gpu0");
   EXPECT_EQ(c_dev.via, "pcie");
-  EXPECT_EQ(c_dev.allocs, Names{"managed"});
+  EXPECT_EQ(names(c_dev.allocs), Names{"managed"});
   EXPECT_EQ(reason(c_dev, "device"), "cudaMalloc memory is not mapped for CPU access");
 
   const Path& c_host = path(t, "cpu0", "numa0");
   EXPECT_EQ(c_host.via, "local");
-  EXPECT_EQ(c_host.allocs, (Names{"system", "numa", "managed", "pinned", "registered"}));
+  EXPECT_EQ(names(c_host.allocs), (Names{"system", "numa", "managed", "pinned", "registered"}));
 
   EXPECT_EQ(path(t, "gpu0", "gpu0").via, "local");
-  EXPECT_EQ(path(t, "gpu0", "gpu0").allocs, (Names{"device", "managed"}));
+  EXPECT_EQ(names(path(t, "gpu0", "gpu0").allocs), (Names{"device", "managed"}));
   expect_allocators_partitioned(t);
 }
 
@@ -247,7 +254,7 @@ TEST(TopologyFixture, X86TwoSocketsFourGpus) {
   EXPECT_EQ(t.cpu_model, "Intel(R) Xeon(R) Platinum 8462Y+");
   ASSERT_EQ(t.numa_nodes.size(), 2u);
   for (const auto& n : t.numa_nodes) {
-    EXPECT_EQ(n.kind, "host");
+    EXPECT_EQ(n.kind, MemKind::Host);
     EXPECT_EQ(n.cores, 32);
     EXPECT_EQ(n.cpus.size(), 64u);
     EXPECT_EQ(n.llc_bytes, 60LL << 20);
@@ -281,7 +288,7 @@ TEST(TopologyFixture, X86TwoSocketsFourGpus) {
   EXPECT_EQ(path(t, "gpu2", "numa1").via, "pcie");
   const Path& peer = path(t, "gpu0", "gpu3");
   EXPECT_EQ(peer.via, "nvlink");
-  EXPECT_EQ(peer.allocs, (Names{"device", "managed"}));
+  EXPECT_EQ(names(peer.allocs), (Names{"device", "managed"}));
   EXPECT_EQ(reason(path(t, "gpu1", "numa0"), "system"), "GPU 1 cannot access pageable memory (no ATS/HMM)");
   expect_allocators_partitioned(t);
 }
@@ -294,33 +301,33 @@ TEST(TopologyFixture, Gh200Single) {
   EXPECT_EQ(t.arch, "aarch64");
   EXPECT_EQ(t.cpu_model, "NVIDIA Grace (Neoverse V2)");
   ASSERT_EQ(t.numa_nodes.size(), 9u);
-  EXPECT_EQ(t.find_numa(0)->kind, "host");
+  EXPECT_EQ(t.find_numa(0)->kind, MemKind::Host);
   EXPECT_EQ(t.find_numa(0)->cores, 72);
   EXPECT_EQ(t.find_numa(0)->llc_bytes, 119537664);
-  EXPECT_EQ(t.find_numa(1)->kind, "hbm");
+  EXPECT_EQ(t.find_numa(1)->kind, MemKind::Hbm);
   EXPECT_EQ(t.find_numa(1)->gpu, 0);
   EXPECT_TRUE(t.find_numa(1)->cpus.empty());
-  for (int id = 2; id <= 8; ++id) EXPECT_EQ(t.find_numa(id)->kind, "empty") << id;
+  for (int id = 2; id <= 8; ++id) EXPECT_EQ(t.find_numa(id)->kind, MemKind::Empty) << id;
 
   EXPECT_EQ(t.pu_names(), (Names{"cpu0", "gpu0"}));
   EXPECT_EQ(t.mem_names(), (Names{"numa0", "numa1", "gpu0"}));
-  EXPECT_EQ(t.find_mem("numa1")->kind, "hbm");
+  EXPECT_EQ(t.find_mem("numa1")->kind, MemKind::Hbm);
   EXPECT_EQ(t.find_mem("numa1")->gpu, 0);
   EXPECT_EQ(t.find_mem("gpu0")->numa, 1);
   EXPECT_EQ(t.find_pu("cpu0")->cache_bytes, 119537664);
 
   const Path& c_hbm = path(t, "cpu0", "numa1");
   EXPECT_EQ(c_hbm.via, "c2c");
-  EXPECT_EQ(c_hbm.allocs, (Names{"system", "numa"}));
+  EXPECT_EQ(names(c_hbm.allocs), (Names{"system", "numa"}));
   EXPECT_EQ(reason(c_hbm, "pinned"), "pinned and registered buffers are host memory; numa1 is GPU 0's HBM");
   EXPECT_EQ(reason(c_hbm, "registered"), reason(c_hbm, "pinned"));
   EXPECT_FALSE(reason(c_hbm, "managed").empty());
 
   const Path& g_host = path(t, "gpu0", "numa0");
   EXPECT_EQ(g_host.via, "c2c");
-  EXPECT_EQ(g_host.allocs, (Names{"system", "numa", "managed", "pinned", "registered"}));
+  EXPECT_EQ(names(g_host.allocs), (Names{"system", "numa", "managed", "pinned", "registered"}));
   EXPECT_EQ(path(t, "gpu0", "numa1").via, "local");
-  EXPECT_EQ(path(t, "gpu0", "numa1").allocs, (Names{"system", "numa"}));
+  EXPECT_EQ(names(path(t, "gpu0", "numa1").allocs), (Names{"system", "numa"}));
   EXPECT_EQ(path(t, "cpu0", "gpu0").via, "c2c");
   expect_allocators_partitioned(t);
 }
@@ -335,7 +342,7 @@ TEST(TopologyFixture, Gh200Dual) {
   EXPECT_EQ(t.mem_names(), (Names{"numa0", "numa1", "numa2", "numa10", "gpu0", "gpu1"}));
   EXPECT_EQ(t.find_numa(2)->gpu, 0);
   EXPECT_EQ(t.find_numa(10)->gpu, 1);
-  EXPECT_EQ(t.find_numa(3)->kind, "empty");
+  EXPECT_EQ(t.find_numa(3)->kind, MemKind::Empty);
 
   const Path& dev = path(t, "gpu0", "gpu1");
   EXPECT_TRUE(dev.allocs.empty());
@@ -346,7 +353,7 @@ TEST(TopologyFixture, Gh200Dual) {
   // The other superchip's HBM stays reachable through ATS, over the hosts.
   const Path& hbm = path(t, "gpu0", "numa10");
   EXPECT_EQ(hbm.via, "c2c+interconnect");
-  EXPECT_EQ(hbm.allocs, (Names{"system", "numa"}));
+  EXPECT_EQ(names(hbm.allocs), (Names{"system", "numa"}));
   EXPECT_EQ(path(t, "cpu1", "numa2").via, "interconnect+c2c");
   EXPECT_EQ(path(t, "cpu1", "numa10").via, "c2c");
   EXPECT_EQ(path(t, "cpus", "numa10").via, "c2c+spread");
@@ -372,12 +379,12 @@ TEST(TopologyFixture, Gh200QuadAlps) {
   EXPECT_EQ(t.mem_names(), (Names{"numa0", "numa1", "numa2", "numa3", "numa4", "numa12", "numa20",
                                   "numa28", "gpu0", "gpu1", "gpu2", "gpu3"}));
   for (int g = 0; g < 4; ++g) {
-    EXPECT_EQ(t.find_numa(4 + 8 * g)->kind, "hbm");
+    EXPECT_EQ(t.find_numa(4 + 8 * g)->kind, MemKind::Hbm);
     EXPECT_EQ(t.find_numa(4 + 8 * g)->gpu, g);
     EXPECT_EQ(t.find_numa(g)->cores, 72);
     EXPECT_EQ(t.find_gpu(g)->host_numa, g);
   }
-  EXPECT_EQ(t.find_numa(5)->kind, "empty");
+  EXPECT_EQ(t.find_numa(5)->kind, MemKind::Empty);
   EXPECT_EQ(t.find_mem("numa5"), nullptr);
   EXPECT_EQ(t.find_pu("cpus")->cores, 288);
   EXPECT_EQ(t.find_pu("cpus")->cache_bytes, 4 * 119537664LL);
@@ -385,7 +392,7 @@ TEST(TopologyFixture, Gh200QuadAlps) {
 
   const Path& local_hbm = path(t, "cpu0", "numa4");
   EXPECT_EQ(local_hbm.via, "c2c");
-  EXPECT_EQ(local_hbm.allocs, (Names{"system", "numa"}));
+  EXPECT_EQ(names(local_hbm.allocs), (Names{"system", "numa"}));
   // Grace traffic to a peer superchip crosses the Grace interconnect, then the peer's C2C.
   EXPECT_EQ(path(t, "cpu0", "numa12").via, "interconnect+c2c");
   EXPECT_EQ(path(t, "cpu0", "numa1").via, "interconnect");
@@ -393,8 +400,8 @@ TEST(TopologyFixture, Gh200QuadAlps) {
 
   const Path& g_host = path(t, "gpu0", "numa0");
   EXPECT_EQ(g_host.via, "c2c");
-  EXPECT_TRUE(has(g_host.allocs, "system"));
-  EXPECT_TRUE(has(g_host.allocs, "numa"));
+  EXPECT_TRUE(has(names(g_host.allocs), "system"));
+  EXPECT_TRUE(has(names(g_host.allocs), "numa"));
   // Hopper traffic to a peer superchip's LPDDR: NVLink to gpu3, then gpu3's C2C (Alps paper).
   for (int g = 0; g < 4; ++g)
     for (int n = 0; n < 4; ++n)
@@ -402,7 +409,7 @@ TEST(TopologyFixture, Gh200QuadAlps) {
 
   const Path& peer = path(t, "gpu0", "gpu1");
   EXPECT_EQ(peer.via, "nvlink");
-  EXPECT_EQ(peer.allocs, (Names{"device", "managed"}));
+  EXPECT_EQ(names(peer.allocs), (Names{"device", "managed"}));
   EXPECT_EQ(path(t, "gpu0", "numa12").via, "nvlink");
   EXPECT_EQ(path(t, "gpu0", "numa4").via, "local");
   expect_allocators_partitioned(t);
@@ -417,19 +424,19 @@ TEST(TopologyFixture, Gh200HbmWithoutGpuFactsIsHbmOfAnUnknownGpu) {
     const Topology t = build_topology(std::string(MEMPATH_FIXTURES_DIR) + "/" + name, {}, "snapshot");
     const int hbm = std::string(name) == "gh200_single" ? 1 : 12;
     const NumaNode* n = t.find_numa(hbm);
-    EXPECT_EQ(n->kind, "hbm") << name;
+    EXPECT_EQ(n->kind, MemKind::Hbm) << name;
     EXPECT_EQ(n->gpu, -1) << name;
-    EXPECT_EQ(t.find_numa(0)->kind, "host") << name;
-    EXPECT_EQ(t.find_numa(hbm + 1)->kind, "empty") << name;
+    EXPECT_EQ(t.find_numa(0)->kind, MemKind::Host) << name;
+    EXPECT_EQ(t.find_numa(hbm + 1)->kind, MemKind::Empty) << name;
     const Path& p = path(t, "cpu0", "numa" + std::to_string(hbm));
     EXPECT_EQ(p.via, "unknown") << name;
-    EXPECT_EQ(p.allocs, (Names{"system", "numa"})) << name;
+    EXPECT_EQ(names(p.allocs), (Names{"system", "numa"})) << name;
     EXPECT_NE(reason(p, "pinned").find("HBM of a GPU"), std::string::npos) << reason(p, "pinned");
     expect_allocators_partitioned(t);
   }
   // Host memory keeps its kind: x86 sockets are 21 apart.
   const Topology x86 = build_topology(std::string(MEMPATH_FIXTURES_DIR) + "/x86_2s_4gpu", {}, "snapshot");
-  EXPECT_EQ(x86.find_numa(1)->kind, "host");
+  EXPECT_EQ(x86.find_numa(1)->kind, MemKind::Host);
 }
 
 // The real quad GH200 SLIT (numactl/numactl#224) puts every GPU node 255 from every other
@@ -446,7 +453,7 @@ TEST(TopologyFixture, Gh200QuadSlit255BetweenGpuNodesKeepsRoutesAndHostNodes) {
       if (g == h) continue;
       const Path& p = path(t, "gpu" + std::to_string(g), "numa" + std::to_string(4 + 8 * h));
       EXPECT_EQ(p.via, "nvlink");
-      EXPECT_EQ(p.allocs, (Names{"system", "numa"}));
+      EXPECT_EQ(names(p.allocs), (Names{"system", "numa"}));
     }
   // Without host nodes from the driver, each GPU's Grace is the CPU node nearest its HBM.
   auto gpus = t.gpus;
@@ -462,7 +469,7 @@ TEST(TopologyFixture, Gh200OfflineHbmRoundTripsAndIsSkipped) {
   const Topology t = fixture("gh200_single_hbm_offline");
   const Memory* hbm = t.find_mem("numa1");
   ASSERT_NE(hbm, nullptr);
-  EXPECT_EQ(hbm->kind, "hbm");
+  EXPECT_EQ(hbm->kind, MemKind::Hbm);
   EXPECT_EQ(hbm->gpu, 0);
   EXPECT_TRUE(hbm->offline);
   EXPECT_EQ(t.find_mem("gpu0")->bytes, 102005473280LL);
@@ -471,9 +478,9 @@ TEST(TopologyFixture, Gh200OfflineHbmRoundTripsAndIsSkipped) {
     const Path& p = path(t, pu, "numa1");
     EXPECT_TRUE(p.allocs.empty()) << pu;
     EXPECT_NE(reason(p, "numa").find("numa1 is GPU 0's HBM, offline"), std::string::npos) << reason(p, "numa");
-    EXPECT_NE(alloc_problem(t, pu, "numa1", "none").find("offline"), std::string::npos);
+    EXPECT_NE(alloc_problem(t, pu, "numa1", std::nullopt).find("offline"), std::string::npos);
   }
-  EXPECT_EQ(path(t, "gpu0", "gpu0").allocs, (Names{"device", "managed"}));
+  EXPECT_EQ(names(path(t, "gpu0", "gpu0").allocs), (Names{"device", "managed"}));
   EXPECT_NE(t.to_json().find("\"name\":\"numa1\",\"kind\":\"hbm\",\"numa\":1,\"bytes\":0,\"gpu\":0,\"offline\":true"),
             std::string::npos);
   EXPECT_NE(t.to_text().find("HBM numa1 (offline)"), std::string::npos);
@@ -527,7 +534,7 @@ TEST(Topology, PartnerNoisePairsEachSuperchip) {
   const BwCase hopper = make_case(quad, Op::Read, "gpu2", "numa2", "", "", -1, "", settings);
   ASSERT_EQ(partner_noise(quad, hopper, &n), "");
   EXPECT_EQ(n.label(), "cpu2:numa20");  // Grace noise on its superchip's HBM
-  EXPECT_EQ(n.alloc, "numa");
+  EXPECT_EQ(n.alloc, Alloc::Numa);
   EXPECT_EQ(n.cpus.size(), 71u);        // 72 cores, one left to the thread driving the GPU
   const BwCase grace = make_case(quad, Op::Write, "cpu3", "numa28", "", "", 8, "", settings);
   ASSERT_EQ(partner_noise(quad, grace, &n), "");
@@ -542,7 +549,7 @@ TEST(Topology, PartnerNoisePairsEachSuperchip) {
   const BwCase cpu = make_case(x86, Op::Read, "cpu0", "numa0", "", "", -1, "", settings);
   ASSERT_EQ(partner_noise(x86, cpu, &n), "");
   EXPECT_EQ(n.label(), "gpu0:numa0");
-  EXPECT_EQ(n.alloc, "registered");     // no ATS: the GPU reads pinned host memory
+  EXPECT_EQ(n.alloc, Alloc::Registered);     // no ATS: the GPU reads pinned host memory
 }
 
 TEST(Topology, NoiseSharesNoCoreWithTheMeasuredThreads) {
@@ -558,7 +565,7 @@ TEST(Topology, NoiseSharesNoCoreWithTheMeasuredThreads) {
 
 TEST(Topology, NoiseBufferIsEightGibWhereItFits) {
   Topology t = fixture("gh200_single");
-  NoiseSpec n{"gpu0", "numa0", "numa", {}, 0};
+  NoiseSpec n{"gpu0", "numa0", Alloc::Numa, {}, 0};
   t.memories[0].free_bytes = 100LL << 30;
   ASSERT_EQ(t.memories[0].name, "numa0");
   EXPECT_EQ(noise_size(t, n, 0), 8ULL << 30);
@@ -607,7 +614,7 @@ TEST(Topology, WithoutGpusCpuPathsStillListCudaAllocatorsAsSkipped) {
   EXPECT_EQ(t.pu_names(), (Names{"cpu0", "cpu1", "cpus"}));
   EXPECT_EQ(t.mem_names(), (Names{"numa0", "numa1"}));
   const Path& p = path(t, "cpu0", "numa0");
-  EXPECT_EQ(p.allocs, (Names{"system", "numa"}));
+  EXPECT_EQ(names(p.allocs), (Names{"system", "numa"}));
   for (const char* a : {"pinned", "registered", "managed"}) EXPECT_EQ(reason(p, a), "no CUDA GPU on this node") << a;
   expect_allocators_partitioned(t);
 }

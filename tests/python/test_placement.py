@@ -3,6 +3,7 @@ drawn is asked once, and the report (mark_placement), the paper's bandwidth figu
 (Fig. 7, relocated) and its latency figures (Fig. 11, chase_points) get the same answer."""
 from __future__ import annotations
 
+from pathlib import Path
 from types import SimpleNamespace
 
 import pandas as pd
@@ -14,20 +15,26 @@ from analysis.results.cases import drawn_under, mark_placement
 from h5fixtures import topology
 
 GH200 = topology("gh200_single")  # numa0 LPDDR, numa1 the HBM of gpu0
+# The rule's cases, the same file tests/cpp/test_allocators.cpp checks C++ drawn_under with.
+CASES = Path(__file__).resolve().parents[1] / "fixtures" / "placement_cases.txt"
 
 
-@pytest.mark.parametrize("mem, alloc, placement, where", [
-    ("gpu0", "managed", "numa1", "gpu0"),        # an HBM node and its GPU: one memory
-    ("numa0", "managed", "numa1", "numa1"),      # moved: drawn where the pages were
-    ("numa0", "pinned", "unknown", "numa0"),     # not known, does not migrate: as named
-    ("numa0", "managed", "unknown", ""),         # not known, may have migrated: nowhere
-    ("numa0", "system", float("nan"), "numa0"),  # no placement recorded
-    ("numa0", "system", "numa0:0.97,numa1:0.03", ""),  # split, at any share: nowhere
-    ("numa0", "system", "numa9", ""),            # a memory the node does not have
-])
-def test_a_buffer_is_drawn_where_its_pages_were(mem: str, alloc: str, placement: object, where: str) -> None:
-    drawn, why = drawn_under(GH200, mem, alloc, placement)
+def placement_cases() -> list[tuple[str, ...]]:
+    rows = [line.split() for line in CASES.read_text().splitlines() if line.strip() and not line.startswith("#")]
+    assert rows and all(len(row) == 5 for row in rows), "placement_cases.txt: five columns a line"
+    return [tuple("" if field == "''" else field for field in row) for row in rows]
+
+
+@pytest.mark.parametrize("name, mem, alloc, placement, where", placement_cases())
+def test_a_buffer_is_drawn_where_its_pages_were(name: str, mem: str, alloc: str, placement: str, where: str) -> None:
+    drawn, why = drawn_under(topology(name), mem, alloc, placement)
     assert drawn == where and bool(why) == (not where)
+
+
+@pytest.mark.parametrize("missing", [None, float("nan")])
+def test_a_placement_pandas_left_missing_is_one_not_recorded(missing: object) -> None:
+    assert drawn_under(GH200, "numa0", "system", missing) == ("numa0", "")
+    assert drawn_under(GH200, "numa0", "managed", missing)[0] == ""
 
 
 def test_a_case_97_percent_on_numa0_is_drawn_in_no_figure_and_stands_for_no_path() -> None:

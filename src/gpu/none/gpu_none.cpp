@@ -1,11 +1,10 @@
-// CPU-only build: the GPU layer answers "not available" and never crashes the run.
-#include "core/error.hpp"
+// CPU-only build: the runtime's side of the one seam (the families' is gpu/entry.hpp; the
+// GPU facts', gpu_facts_none.cpp): every call that needs a GPU throws Unsupported and
+// never crashes the run.
+#include "gpu/entry.hpp"
 #include "gpu/gpu_api.hpp"
 
 namespace mempath::gpu {
-namespace {
-[[noreturn]] void no_cuda() { throw Unsupported("this mempath build has no CUDA support (rebuild where nvcc is found)"); }
-}  // namespace
 
 bool built_with_cuda() { return false; }
 int device_count() { return 0; }
