@@ -1,11 +1,10 @@
 """``python -m analysis report RUN.h5 [RUN2.h5 ...] -o DIR [--peaks FILE]``, ``compare BASE RUN``
-(docs/analysis.md), ``fleet``, ``simulate`` (docs/fleet.md) and ``fleet-history``
-(docs/fleet_history.md)."""
+(docs/analysis.md), ``paper`` (docs/paper.md), ``fleet``, ``fleet-summary`` (docs/fleet.md) and
+``fleet-history`` (docs/fleet_history.md). The fleet simulator is a tool of the repository
+(``python -m tests.fleetsim``), not a command of the installed analysis."""
 from __future__ import annotations
 
 import argparse
-import datetime as dt
-import re
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -102,42 +101,6 @@ def _fleet_parsers(commands: argparse._SubParsersAction) -> None:
                                            "file a node (vet_node.sh runs it last; docs/fleet.md).")
     summ.add_argument("folders", nargs="+", type=Path, metavar="NODE_DIR",
                       help="a node's result folder (OUTDIR/<host> of vet_node.sh)")
-    sim = commands.add_parser("simulate", help="synthetic node files for tests and benchmarks",
-                              description="Write N synthetic nodes (root attribute "
-                                          "synthetic=1) and DIR/truth.json; with --retest, "
-                                          "the retest pass of a simulated fleet (docs/fleet.md).")
-    sim.add_argument("--nodes", type=int, metavar="N")
-    sim.add_argument("--fixture", default="gh200_quad", help="topology (default gh200_quad)")
-    sim.add_argument("--faults", default="", metavar="SPEC",
-                     help="KIND:COUNT[@SIZE[/SIZE...]],... with KIND hbm, c2c, channel, nvlink, "
-                          "interconnect, memcpy, latency, noisy, numa, failed, partial, "
-                          "truncated, nofile")
-    sim.add_argument("-o", "--output", required=True, type=Path, metavar="DIR",
-                     help="a new or empty folder (old node files would join the fleet)")
-    sim.add_argument("--seed", type=int, default=0)
-    sim.add_argument("--night", default="2026-11-24", help="date of the runs (YYYY-MM-DD)")
-    sim.add_argument("--layout", default="node", choices=("node", "preset"),
-                     help="node: one file a node (DIR/<host>.h5); preset: the vetting preset's "
-                          "files (DIR/<host>/bw.h5, copy/<pu>.h5, ..., plan.json)")
-    sim.add_argument("--noise", metavar="MODEL",
-                     help="run-to-run noise: a model JSON or a committed one (h100); default "
-                          "lognormal")
-    sim.add_argument("--noise-from", nargs="+", type=Path, metavar="RUN",
-                     help="fit the noise from repeated real runs of one node, RUN_i/<host>/*.h5 "
-                          "(one folder a run); the model is written to DIR/noise.json")
-    sim.add_argument("--noise-scale", type=float, default=1.0,
-                     help="multiply the noise (2 doubles it; default 1)")
-    sim.add_argument("--jobs", type=int, help="processes writing files (default: the CPUs)")
-    sim.add_argument("--summaries", action="store_true",
-                     help="with --layout preset: each node's fleet-summary.json too, as "
-                          "vet_node.sh writes it")
-    sim.add_argument("--retest", type=Path, metavar="RETEST.json",
-                     help="with --from SIMDIR: re-draw the listed nodes' cases into DIR")
-    sim.add_argument("--from", dest="source", type=Path, metavar="SIMDIR",
-                     help="the simulated fleet a --retest re-measures")
-    sim.add_argument("--rounds", type=int, default=3,
-                     help="with --retest: rounds of the retest pass (vet_node.sh's "
-                          "VET_RETEST_ROUNDS; default 3)")
 
 
 def _fleet(args: argparse.Namespace, rejected: list[str]) -> int:
@@ -169,56 +132,11 @@ def _fleet(args: argparse.Namespace, rejected: list[str]) -> int:
     return 0
 
 
-def _simulate(args: argparse.Namespace, rejected: list[str]) -> int:
-    from .fleet.sim import simulate, simulate_retest
-    if args.retest or args.source:
-        if not (args.retest and args.source) or args.nodes is not None:
-            raise InputError("--retest RETEST.json and --from SIMDIR go together, without "
-                             "--nodes; valid: simulate --retest DIR/retest.json --from SIMDIR "
-                             "-o SIMDIR/retest")
-        written = simulate_retest(args.retest, args.source, args.output, args.rounds)
-        print(f"analysis: retest of {len(written)} synthetic nodes ({sum(written.values())} "
-              f"cases) in {shown(args.output)}")
-        return 0
-    if args.nodes is None:
-        raise InputError("--nodes N is required (or --retest with --from); valid: a positive "
-                         "number of nodes")
-    if args.summaries and args.layout != "preset":
-        raise InputError("--summaries: valid with --layout preset only (a node's folder)")
-    check_simulate_args(args.nodes, args.seed, args.night)
-    truth = simulate(args.nodes, args.fixture, args.faults, args.output, args.seed, args.night,
-                     args.layout, args.noise, args.noise_from, args.noise_scale, args.jobs,
-                     rejected, args.summaries)
-    print(f"analysis: {args.nodes} synthetic nodes ({len(truth['faults'])} faulty, layout "
-          f"{args.layout}, noise {truth['noise']}) in {shown(args.output)}; truth in truth.json")
-    return 0
-
-
 def _fleet_summary(args: argparse.Namespace, rejected: list[str]) -> int:
     from .fleet.load import write_summary
     for folder in args.folders:
         print(f"analysis: fleet summary {shown(write_summary(folder))}")
     return 0
-
-
-#: More nodes than any fleet holds: a typo (2^63) would otherwise plan for hours, then fail.
-MAX_SIM_NODES = 1_000_000
-
-
-def check_simulate_args(nodes: int, seed: int, night: str) -> None:
-    """simulate's numbers and date, checked before the simulator plans anything."""
-    if not 1 <= nodes <= MAX_SIM_NODES:
-        raise InputError(f"--nodes {nodes} is out of range; valid: 1 to {MAX_SIM_NODES:,}")
-    if seed < 0:  # numpy's generators take no negative seed
-        raise InputError(f"--seed {seed} is negative; valid: an integer >= 0")
-    try:  # strptime alone takes 2026-2-3; the fixed shape keeps file names sortable
-        valid = bool(re.fullmatch(r"\d{4}-\d{2}-\d{2}", night)) and bool(
-            dt.datetime.strptime(night, "%Y-%m-%d"))
-    except ValueError:
-        valid = False
-    if not valid:
-        raise InputError(f"--night {night!r} is not a calendar date; valid: YYYY-MM-DD, "
-                         "e.g. 2026-11-24") from None
 
 
 def _report(args: argparse.Namespace, rejected: list[str]) -> int:
@@ -266,7 +184,7 @@ def _compare(args: argparse.Namespace, rejected: list[str]) -> int:
     return run_compare(args.base, args.run, args.alpha, args.min_change, args.output, rejected)
 
 
-COMMANDS = {"report": _report, "paper": _paper, "compare": _compare, "fleet": _fleet, "simulate": _simulate,
+COMMANDS = {"report": _report, "paper": _paper, "compare": _compare, "fleet": _fleet,
             "fleet-summary": _fleet_summary, "fleet-history": fleet_history_cli.run}
 
 

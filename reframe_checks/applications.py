@@ -28,13 +28,13 @@ recurrence predicts). Variables: pus, mems, size, reps, extra_options.
 """
 from __future__ import annotations
 
-import reframe  # noqa: F401 (ReFrame loads only the files that import it)
+import reframe as rfm
 from reframe.core.builtins import parameter
 
 import mempath_run
 import references
 from latency import MempathVerifiedCommand
-from mempath_run import ACCEPTANCE_TIME_LIMIT, FULL_TIME_LIMIT, Row
+from mempath_run import ACCEPTANCE_TIME_LIMIT, FULL_TIME_LIMIT
 from mempath_summary import ClassMetric, Metric
 
 
@@ -71,33 +71,38 @@ class MempathGemmCommand(MempathApplicationCommand):
         return super().command()
 
 
-mempath_run.define(globals(), MempathStreamCommand, (
-    Row('MempathStream', time_limit=ACCEPTANCE_TIME_LIMIT,
-        descr='mempath stream --all --threads all: STREAM-class bandwidth of every path',
-        tags=frozenset({'applications', 'acceptance'}),
-        case_options=('--all', '--threads', 'all', '--alloc', 'numa,device'),
-        body={'mems': f'{mempath_run.MEMORY_ROLES},interleave'}),
-))
+@rfm.simple_test
+class MempathStream(MempathStreamCommand):
+    descr = 'mempath stream --all --threads all: STREAM-class bandwidth of every path'
+    tags = {'applications', 'acceptance'}
+    time_limit = ACCEPTANCE_TIME_LIMIT
+    case_options = ['--all', '--threads', 'all', '--alloc', 'numa,device']
+    mems = f'{mempath_run.MEMORY_ROLES},interleave'
 
 
 # One check per allocator (mempath_run.PerAllocator): ~90 classes at once on a quad GH200.
-class PerAllocatorStream(MempathStreamCommand, mempath_run.PerAllocator):
-    pass
+@rfm.simple_test
+class MempathStreamSweep(MempathStreamCommand, mempath_run.PerAllocator):
+    descr = 'mempath stream --all: STREAM by thread count, one allocator'
+    tags = {'applications', 'full'}
+    time_limit = FULL_TIME_LIMIT
+    case_options = ['--all']
+    alloc = parameter(mempath_run.ALLOCATORS)
+    mems = f'{mempath_run.MEMORY_ROLES},interleave'
 
 
-mempath_run.define(globals(), PerAllocatorStream, (
-    Row('MempathStreamSweep', time_limit=FULL_TIME_LIMIT,
-        descr='mempath stream --all: STREAM by thread count, one allocator',
-        tags=frozenset({'applications', 'full'}), case_options=('--all',),
-        body={'alloc': parameter(mempath_run.ALLOCATORS), 'mems': f'{mempath_run.MEMORY_ROLES},interleave'}),
-))
-mempath_run.define(globals(), MempathGemmCommand, (
-    Row('MempathGemm', time_limit=ACCEPTANCE_TIME_LIMIT,
-        descr='mempath gemm: cuBLAS TFLOP/s with operands in HBM',
-        tags=frozenset({'applications', 'acceptance', 'gpu'}),
-        case_options=('--size', '8192', '--dtype', 'fp16,fp64')),
-    Row('MempathGemmPlacement', time_limit=FULL_TIME_LIMIT,
-        descr='mempath gemm --all: cuBLAS TFLOP/s under operand placement',
-        tags=frozenset({'applications', 'full', 'gpu'}),
-        case_options=('--all', '--dtype', 'fp16,fp64'), body={'mems': mempath_run.MEMORY_ROLES}),
-))
+@rfm.simple_test
+class MempathGemm(MempathGemmCommand):
+    descr = 'mempath gemm: cuBLAS TFLOP/s with operands in HBM'
+    tags = {'applications', 'acceptance', 'gpu'}
+    time_limit = ACCEPTANCE_TIME_LIMIT
+    case_options = ['--size', '8192', '--dtype', 'fp16,fp64']
+
+
+@rfm.simple_test
+class MempathGemmPlacement(MempathGemmCommand):
+    descr = 'mempath gemm --all: cuBLAS TFLOP/s under operand placement'
+    tags = {'applications', 'full', 'gpu'}
+    time_limit = FULL_TIME_LIMIT
+    case_options = ['--all', '--dtype', 'fp16,fp64']
+    mems = mempath_run.MEMORY_ROLES

@@ -48,11 +48,12 @@ sweep), reps; ping-pong: round_trips, warmup, timeout (size and reps do not appl
 """
 from __future__ import annotations
 
+import reframe as rfm
 from reframe.core.builtins import parameter, variable
 
 import mempath_run
 import references
-from mempath_run import ACCEPTANCE_TIME_LIMIT, FULL_TIME_LIMIT, Row
+from mempath_run import ACCEPTANCE_TIME_LIMIT, FULL_TIME_LIMIT
 from mempath_summary import ClassMetric, Metric
 
 #: Options every processor x memory check of this family and of applications.py takes.
@@ -107,50 +108,61 @@ class MempathPingPongCommand(MempathLatencyCommand):
 CHASE_METRIC = ClassMetric(Metric('{pu}_{mem}_{alloc}_{pattern}', 'median_ns', 'ns'),
                            'latency_ns_{pu_kind}_{mem_kind}_{via}_{alloc}_{pattern}', 'max')
 
-CHECKS = (
-    Row('MempathChase', output_file='chase.h5', time_limit=ACCEPTANCE_TIME_LIMIT,
-        descr='mempath chase --all: pointer-chase latency at 1 GiB of every path',
-        tags=frozenset({'latency', 'acceptance'}), case_options=('--all',),
-        body={'subcommand': 'chase', 'size': '1GiB', 'mems': mempath_run.MEMORY_ROLES,
-              'metric': CHASE_METRIC}),
-    Row('MempathAtomics', output_file='atomics.h5', time_limit=FULL_TIME_LIMIT,
-        descr='mempath atomics --all: GPU fetch-and-add throughput, counters in every memory',
-        tags=frozenset({'atomics', 'full', 'gpu'}), case_options=('--all',),
-        body={'subcommand': 'atomics', 'valid_systems': mempath_run.GPU_NODES,
-              'metric': ClassMetric(Metric('{pu}_{mem}_{alloc}_{scope}', 'median_Mops', 'Mop/s',
-                                           keep=''),
-                                    'atomics_Mops_{pu_kind}_{mem_kind}_{via}_{alloc}_{scope}')}),
-)
-PINGPONG_CHECKS = (
-    Row('MempathPingPong', output_file='pingpong.h5', time_limit=ACCEPTANCE_TIME_LIMIT,
-        descr='mempath pingpong --alloc pinned: CAS round trips, flag in pinned memory',
-        tags=frozenset({'latency', 'acceptance', 'gpu'}), case_options=('--alloc', 'pinned')),
-)
-mempath_run.define(globals(), MempathLatencyCommand, CHECKS)
-mempath_run.define(globals(), MempathPingPongCommand, PINGPONG_CHECKS)
+@rfm.simple_test
+class MempathChase(MempathLatencyCommand):
+    descr = 'mempath chase --all: pointer-chase latency at 1 GiB of every path'
+    tags = {'latency', 'acceptance'}
+    time_limit = ACCEPTANCE_TIME_LIMIT
+    output_file = 'chase.h5'
+    case_options = ['--all']
+    subcommand = 'chase'
+    size = '1GiB'
+    mems = mempath_run.MEMORY_ROLES
+    metric = CHASE_METRIC
+
+
+@rfm.simple_test
+class MempathAtomics(MempathLatencyCommand):
+    descr = 'mempath atomics --all: GPU fetch-and-add throughput, counters in every memory'
+    tags = {'atomics', 'full', 'gpu'}
+    time_limit = FULL_TIME_LIMIT
+    output_file = 'atomics.h5'
+    case_options = ['--all']
+    subcommand = 'atomics'
+    valid_systems = mempath_run.GPU_NODES
+    metric = ClassMetric(Metric('{pu}_{mem}_{alloc}_{scope}', 'median_Mops', 'Mop/s', keep=''),
+                         'atomics_Mops_{pu_kind}_{mem_kind}_{via}_{alloc}_{scope}')
+
+
+@rfm.simple_test
+class MempathPingPong(MempathPingPongCommand):
+    descr = 'mempath pingpong --alloc pinned: CAS round trips, flag in pinned memory'
+    tags = {'latency', 'acceptance', 'gpu'}
+    time_limit = ACCEPTANCE_TIME_LIMIT
+    output_file = 'pingpong.h5'
+    case_options = ['--alloc', 'pinned']
+
 
 # The full sweeps, one check per allocator (mempath_run.PerAllocator): every allocator at
 # once would give ~70 (chase) and ~40 (ping-pong) classes on a quad GH200.
-class PerAllocatorChase(MempathLatencyCommand, mempath_run.PerAllocator):
-    pass
+@rfm.simple_test
+class MempathChaseSweep(MempathLatencyCommand, mempath_run.PerAllocator):
+    descr = 'mempath chase --all: latency by buffer size, one allocator'
+    tags = {'latency', 'full'}
+    time_limit = FULL_TIME_LIMIT
+    output_file = 'chase_sweep.h5'
+    case_options = ['--all', '--pattern', 'random,sequential']
+    subcommand = 'chase'
+    metric = CHASE_METRIC
+    mems = mempath_run.MEMORY_ROLES
+    alloc = parameter(mempath_run.ALLOCATORS)
 
 
-mempath_run.define(globals(), PerAllocatorChase, (
-    Row('MempathChaseSweep', output_file='chase_sweep.h5', time_limit=FULL_TIME_LIMIT,
-        descr='mempath chase --all: latency by buffer size, one allocator',
-        tags=frozenset({'latency', 'full'}),
-        case_options=('--all', '--pattern', 'random,sequential'),
-        body={'subcommand': 'chase', 'metric': CHASE_METRIC, 'mems': mempath_run.MEMORY_ROLES,
-              'alloc': parameter(mempath_run.ALLOCATORS)}),
-))
-class PerAllocatorPingPong(MempathPingPongCommand, mempath_run.PerAllocator):
-    pass
-
-
-mempath_run.define(globals(), PerAllocatorPingPong, (
-    Row('MempathPingPongFull', output_file='pingpong_full.h5', time_limit=FULL_TIME_LIMIT,
-        descr='mempath pingpong: CAS round trips, every pair and memory, one allocator',
-        tags=frozenset({'latency', 'full', 'gpu'}),
-        # mempath pingpong's allocators (core/pingpong_plan.hpp).
-        body={'alloc': parameter(['numa', 'pinned', 'managed', 'device'])}),
-))
+@rfm.simple_test
+class MempathPingPongFull(MempathPingPongCommand, mempath_run.PerAllocator):
+    descr = 'mempath pingpong: CAS round trips, every pair and memory, one allocator'
+    tags = {'latency', 'full', 'gpu'}
+    time_limit = FULL_TIME_LIMIT
+    output_file = 'pingpong_full.h5'
+    # mempath pingpong's allocators (core/pingpong_plan.hpp).
+    alloc = parameter(['numa', 'pinned', 'managed', 'device'])

@@ -1,14 +1,14 @@
 """What every mempath check does around the binary: the base class of a check that runs
 one `mempath` (or `mempath-mpi`) command, the sanity on its summary lines and result file,
-one task with the whole node, and the table that turns a family's rows into checks.
+one task with the whole node, one check per allocator.
 
 A family file (bandwidth.py, latency.py, ...) holds a base class with the family's
-variables and the rows of its table (`Row`); `define` makes one ReFrame check per row.
+variables and its checks, each a class of its own under `@rfm.simple_test` (`class
+MempathStream(MempathStreamCommand)`), so that grep finds a check by the name a report gives.
 """
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable, Union
 
 import reframe as rfm
@@ -16,10 +16,12 @@ import reframe.utility.sanity as sn
 import reframe.utility.typecheck as typ
 from reframe.core.builtins import fixture, run_after, run_before, sanity_function, variable
 from reframe.core.exceptions import SanityError
-from reframe.core.meta import make_test
 from reframe.core.pipeline import RegressionTestPlugin
 
 import mempath_summary
+# The allocators of kinds.def: a sweep's `%alloc=` values (ALLOCATORS), and those whose
+# checks run on `+nvgpu` partitions only (CUDA_ALLOCATORS).
+from mempath_kinds import ALLOCATORS, CUDA_ALLOCATORS  # noqa: F401 (the families' sweeps)
 from mempath_build import BUILD_TIME_LIMIT, MempathBuild  # noqa: F401 (one place for limits)
 
 # Wall-clock limits of the checks' jobs, per family (ReFrame's `time_limit`, and
@@ -88,12 +90,6 @@ class WholeNode(RegressionTestPlugin):
         gpus = gpus_per_node(self.current_partition)
         if gpus:
             self.num_gpus_per_node = gpus
-
-
-#: Allocators that need CUDA: a check of one of them runs on `+nvgpu` partitions only.
-CUDA_ALLOCATORS = ('pinned', 'registered', 'managed', 'device')
-#: Every allocator of mempath, host-only ones first (the `%alloc=` values of a full sweep).
-ALLOCATORS = ('system', 'numa', *CUDA_ALLOCATORS)
 
 
 class PerAllocator(RegressionTestPlugin):
@@ -183,13 +179,14 @@ class MempathCommand(rfm.RunOnlyRegressionTest):
     """One `mempath SUBCOMMAND OPTIONS FLAGS --output FILE EXTRA` job.
 
     A family sets `subcommand`, `bench` (the summary lines' benchmark, where it is not the
-    subcommand), `flags` (option -> variable) and `metric`; a row sets `case_options`,
-    `output_file` and the check's descr, tags, time limit and systems."""
+    subcommand), `flags` (option -> variable) and `metric`; each check, a class of its own
+    (`@rfm.simple_test class MempathStream(...)`: found by its name), sets `case_options`,
+    `output_file` and its descr, tags, time limit and systems."""
 
     #: The subcommand, and the benchmark its summary lines name ('' = the subcommand).
     subcommand = ''
     bench = ''
-    #: Options that select the cases, right after the subcommand (a row's).
+    #: Options that select the cases, right after the subcommand (the check's).
     case_options: list[str] = []
     #: (option, variable) pairs after the case options, in this order.
     flags: tuple[tuple[Flag, str], ...] = ()
@@ -262,31 +259,3 @@ class MempathCommand(rfm.RunOnlyRegressionTest):
         if self.resolve_references:
             self.reference = self.resolve_references(self.perf_variables,
                                                      self.current_partition)
-
-
-@dataclass(frozen=True)
-class Row:
-    """One check of a family's table: its name, the options that select its cases, its
-    result file, tags and time limit, and any other class attribute it sets (`body`:
-    variable defaults, parameters, a metric, valid_systems...)."""
-
-    name: str
-    descr: str
-    tags: frozenset[str]
-    case_options: tuple[str, ...] = ()
-    output_file: str = ''
-    time_limit: str = FULL_TIME_LIMIT
-    body: dict[str, Any] = field(default_factory=dict)
-
-
-def define(namespace: dict[str, Any], base: type, rows: Iterable[Row]) -> None:
-    """One registered ReFrame check per row, derived from `base` and put into the family
-    module's `namespace` under the row's name (so that it is importable as before)."""
-    for row in rows:
-        body = {'descr': row.descr, 'tags': set(row.tags), 'time_limit': row.time_limit,
-                'case_options': list(row.case_options), **row.body}
-        if row.output_file:
-            body['output_file'] = row.output_file
-        cls = make_test(row.name, (base,), body, module=namespace['__name__'])
-        cls.__doc__ = row.descr
-        namespace[row.name] = rfm.simple_test(cls)

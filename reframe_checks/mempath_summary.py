@@ -16,6 +16,8 @@ import shlex
 from dataclasses import dataclass
 from typing import Iterable
 
+import mempath_kinds
+
 # ---- the one parser of summary lines -------------------------------------------------
 #
 # Every check reads the binary's stdout through `parse_line`: sanity (statuses) and
@@ -258,9 +260,9 @@ def class_minima(cases: Iterable[Case]) -> dict[str, Case]:
     return {name: c for name, (_, c) in weakest.items()}
 
 
-#: Allocators by what a copy engine sees of them (ClassMetric's `{alloc}_class` fields).
-ALLOC_CLASS = {'system': 'pageable', 'numa': 'pageable', 'pinned': 'pagelocked',
-               'registered': 'pagelocked', 'device': 'device', 'managed': 'managed'}
+#: Allocators by what a copy engine sees of them (ClassMetric's `{alloc}_class` fields),
+#: from kinds.def's columns (mempath_kinds.py).
+ALLOC_CLASS = mempath_kinds.ALLOC_CLASS
 
 
 def class_fields(fields: dict[str, str]) -> dict[str, str]:

@@ -14,13 +14,12 @@ from __future__ import annotations
 
 import os
 
-import reframe as rfm  # noqa: F401 (ReFrame loads only the files that import it)
+import reframe as rfm
 from reframe.core.builtins import run_after, run_before, variable
 
 import mempath_run
 from mempath_build import REPO_ROOT
 import paper_set
-from mempath_run import Row
 from scaleout import MpiJob
 
 #: Families whose summary lines carry `verified=` (the rest check their data otherwise).
@@ -94,12 +93,109 @@ class MempathPaperMpiStep(mempath_run.MempathCommand, MpiJob):
         return [*s.args, '--output', self.output_file, *self.extra_options]
 
 
-def _row(s: paper_set.Step) -> Row:
-    return Row(s.check, descr=f'paper set, {s.figures}: {s.program} {" ".join(s.args)}',
-               tags=frozenset({'paper', s.family}), output_file=s.output,
-               time_limit=f'{s.minutes}m', body={'step_name': s.check})
+def paper_step(cls: type) -> type:
+    """Register a step's check, named as its row of paper_set.STEPS (the list
+    slurm/paper.sbatch runs too): the row gives its description, tags, result file and time
+    limit, set on the class so that `-S` overrides them as any check's."""
+    s = paper_set.step(cls.__name__)
+    cls.step_name = s.check
+    cls.descr = f'paper set, {s.figures}: {s.program} {" ".join(s.args)}'
+    cls.tags = {'paper', s.family}
+    cls.output_file = s.output
+    cls.time_limit = f'{s.minutes}m'
+    return rfm.simple_test(cls)
 
 
-for _base, _program in ((MempathPaperStep, 'mempath'), (MempathPaperLlm, 'llm'),
-                        (MempathPaperMpiStep, 'mempath-mpi')):
-    mempath_run.define(globals(), _base, [_row(s) for s in paper_set.STEPS if s.program == _program])
+@paper_step
+class MempathPaperBandwidthCpu(MempathPaperStep):
+    pass
+
+
+@paper_step
+class MempathPaperBandwidthGpu(MempathPaperStep):
+    pass
+
+
+@paper_step
+class MempathPaperCopyScalingCpu(MempathPaperStep):
+    pass
+
+
+@paper_step
+class MempathPaperCopyScalingGpu(MempathPaperStep):
+    pass
+
+
+@paper_step
+class MempathPaperContention(MempathPaperStep):
+    pass
+
+
+@paper_step
+class MempathPaperAllocatorCopies(MempathPaperStep):
+    pass
+
+
+@paper_step
+class MempathPaperAtsVsManaged(MempathPaperStep):
+    pass
+
+
+@paper_step
+class MempathPaperLatencyCpu(MempathPaperStep):
+    pass
+
+
+@paper_step
+class MempathPaperLatencyGpu(MempathPaperStep):
+    pass
+
+
+@paper_step
+class MempathPaperPingPong(MempathPaperStep):
+    pass
+
+
+@paper_step
+class MempathPaperGemmPlacement(MempathPaperStep):
+    pass
+
+
+@paper_step
+class MempathPaperGemmScalingDtype(MempathPaperStep):
+    pass
+
+
+@paper_step
+class MempathPaperGemmScalingFp32Fp64(MempathPaperStep):
+    pass
+
+
+@paper_step
+class MempathPaperGemmScalingPlacement(MempathPaperStep):
+    pass
+
+
+@paper_step
+class MempathPaperLlm7b(MempathPaperLlm):
+    pass
+
+
+@paper_step
+class MempathPaperLlm13b(MempathPaperLlm):
+    pass
+
+
+@paper_step
+class MempathPaperNccl(MempathPaperMpiStep):
+    pass
+
+
+@paper_step
+class MempathPaperMpiBandwidth(MempathPaperMpiStep):
+    pass
+
+
+@paper_step
+class MempathPaperNcclNodes(MempathPaperMpiStep):
+    pass

@@ -21,6 +21,8 @@ import fnmatch
 from dataclasses import dataclass
 from typing import Iterable, Union
 
+import mempath_kinds
+
 #: (reference, lower, upper, unit); a bound that is None is not checked (a floor only, or,
 #: for latencies, an upper bound only).
 Reference = tuple[float, float | None, float | None, str]
@@ -152,7 +154,7 @@ GH200_D2H_C2C = published_range(297, 297, TRANSFER_SEED_SLACK)   # Hopper -> loc
 GH200_REMOTE_SOCKET = published_range(133, 133, TRANSFER_REMOTE_SEED_SLACK)
 
 #: Host allocators whose copies run at copy-engine speed (page-locked memory).
-PAGE_LOCKED = ('pinned', 'registered')
+PAGE_LOCKED = mempath_kinds.PAGE_LOCKED
 
 
 def _gh200_transfers() -> dict[str, Reference]:
@@ -241,7 +243,7 @@ def _gh200_latency() -> dict[str, Reference]:
         'latency_ns_cpu_numa_local_numa_random_max': GH200_GRACE_LPDDR_NS,
         'latency_ns_cpu_numa_c2c_numa_random_max': GH200_GRACE_HBM_NS,
     }
-    for alloc in ('system', 'numa', 'pinned', 'registered'):
+    for alloc in mempath_kinds.HOST_ALLOCATORS:
         refs[f'latency_ns_gpu_numa_c2c_{alloc}_random_max'] = GH200_HOPPER_LPDDR_NS
     return refs
 

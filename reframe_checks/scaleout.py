@@ -31,7 +31,6 @@ import mempath_run
 import mempath_summary
 import references
 from mempath_build import MempathBuild, Prebuilt, REPO_ROOT
-from mempath_run import Row
 from mempath_summary import Metric
 
 
@@ -109,15 +108,20 @@ class MempathNcclCommand(MempathMpiCommand):
     metric = Metric('{coll}_{placement}_busbw', 'busbw_GBps', 'GB/s')
 
 
-mempath_run.define(globals(), MempathMpiBandwidthCommand, (
-    Row('MempathMpiBandwidth', descr='node-to-node MPI bandwidth', tags=frozenset(),
-        output_file='mpi_bw.h5', time_limit=mempath_run.SCALEOUT_TIME_LIMIT),
-))
-mempath_run.define(globals(), MempathNcclCommand, (
-    Row('MempathNccl', descr='NCCL collectives under buffer placement',
-        tags=frozenset({'scaleout', 'nccl'}), output_file='nccl.h5',
-        time_limit=mempath_run.SCALEOUT_TIME_LIMIT),
-))
+@rfm.simple_test
+class MempathMpiBandwidth(MempathMpiBandwidthCommand):
+    descr = 'node-to-node MPI bandwidth'
+    tags = set()
+    time_limit = mempath_run.SCALEOUT_TIME_LIMIT
+    output_file = 'mpi_bw.h5'
+
+
+@rfm.simple_test
+class MempathNccl(MempathNcclCommand):
+    descr = 'NCCL collectives under buffer placement'
+    tags = {'scaleout', 'nccl'}
+    time_limit = mempath_run.SCALEOUT_TIME_LIMIT
+    output_file = 'nccl.h5'
 
 
 @sn.deferrable

@@ -35,13 +35,13 @@ only, a sweep each class's slowest peak (the saturation sizes are in memcpy.h5).
 """
 from __future__ import annotations
 
+import reframe as rfm
 import reframe.utility.typecheck as typ
 from reframe.core.builtins import parameter, run_after, variable
 
 import mempath_run
 import mempath_summary
 import references
-from mempath_run import Row
 
 #: Every allocator and engine of `mempath memcpy` (the `full` coverage).
 ALL_ALLOCS = 'pinned,registered,system,managed'
@@ -132,42 +132,64 @@ def size_variable():
 
 # One limit per class, also where `coverage` makes it acceptance: a hook choosing by
 # coverage would overwrite a site's `-S time_limit=...`.
-TRANSFER_CHECKS = (
-    Row('MempathTransferBandwidth', tags=frozenset(),
-        descr='mempath memcpy: host<->device bandwidth at one size ({coverage})',
-        body={'coverage': parameter(['acceptance', 'full']), 'kind': 'bandwidth',
-              'size': size_variable(), 'mode_flags': (('--size', 'size'),),
-              'DEFAULTS': {'acceptance': {'gpus': 'all', 'allocs': 'pinned', 'engines': 'ce',
-                                          'directions': BW_DIRECTIONS},
-                           # Copy engines only: with the SM copies (their own check
-                           # below) a quad GH200 would give 44 classes in one check.
-                           'full': {'gpus': 'all', 'mems': 'all', **FULL_BW, 'engines': 'ce'}}}),
-    Row('MempathTransferSmBandwidth', tags=frozenset(),
-        descr='mempath memcpy --engine sm: host<->device bandwidth of SM copy kernels',
-        body={'kind': 'bandwidth', 'size': size_variable(), 'mode_flags': (('--size', 'size'),),
-              'DEFAULTS': {'full': {'gpus': 'all', 'mems': 'all', **FULL_BW, 'engines': 'sm'}}}),
-    Row('MempathTransferAllGpus', tags=frozenset(), case_options=('--all-gpus',),
-        descr='mempath memcpy --all-gpus: every GPU at once',
-        body={'kind': 'bandwidth', 'size': size_variable(), 'mode_flags': (('--size', 'size'),),
-              'DEFAULTS': {'full': FULL_BW}}),
-    Row('MempathTransferSweep', tags=frozenset(), case_options=('--sweep',),
-        descr='mempath memcpy --sweep: bandwidth against transfer size',
-        body={'kind': 'sweep', 'mode_flags': (('--max-size', 'max_size'),),
-              # Largest size of the sweep; empty: the binary's (4 GiB, or what fits). 1 GiB:
-              # a copy saturates its link by 4-16 MiB (H100: 52.8-52.9 GB/s from 128 MiB to
-              # 2 GiB, docs/results/2026-11-22-h100-transfers.md), so 2 and 4 GiB measure
-              # nothing new and took 80 % of the sweep's time.
-              'max_size': variable(str, value='1GiB'),
-              'DEFAULTS': {'full': {'gpus': 'all', **FULL_BW}}}),
-    Row('MempathTransferLatency', tags=frozenset(), case_options=('--latency',),
-        descr='mempath memcpy --latency: small-transfer latency ({coverage})',
-        body={'coverage': parameter(['acceptance', 'full']), 'kind': 'latency',
-              # Sizes (bytes) that get variables; None: 4 B (every size stays in
-              # memcpy.h5).
-              'report_sizes': variable(typ.List[int], type(None), value=None),
-              'DEFAULTS': {'acceptance': {'gpus': 'all', 'allocs': 'pinned',
-                                          'directions': LATENCY_DIRECTIONS},
-                           'full': {'gpus': 'all', 'allocs': ALL_ALLOCS,
-                                    'directions': LATENCY_DIRECTIONS}}}),
-)
-mempath_run.define(globals(), MempathTransferBase, TRANSFER_CHECKS)
+@rfm.simple_test
+class MempathTransferBandwidth(MempathTransferBase):
+    descr = 'mempath memcpy: host<->device bandwidth at one size ({coverage})'
+    tags = set()
+    coverage = parameter(['acceptance', 'full'])
+    kind = 'bandwidth'
+    size = size_variable()
+    mode_flags = (('--size', 'size'),)
+    DEFAULTS = {'acceptance': {'gpus': 'all', 'allocs': 'pinned', 'engines': 'ce', 'directions': BW_DIRECTIONS},
+                # Copy engines only: with the SM copies (their own check below) a quad GH200
+                # would give 44 classes in one check.
+                'full': {'gpus': 'all', 'mems': 'all', **FULL_BW, 'engines': 'ce'}}
+
+
+@rfm.simple_test
+class MempathTransferSmBandwidth(MempathTransferBase):
+    descr = 'mempath memcpy --engine sm: host<->device bandwidth of SM copy kernels'
+    tags = set()
+    kind = 'bandwidth'
+    size = size_variable()
+    mode_flags = (('--size', 'size'),)
+    DEFAULTS = {'full': {'gpus': 'all', 'mems': 'all', **FULL_BW, 'engines': 'sm'}}
+
+
+@rfm.simple_test
+class MempathTransferAllGpus(MempathTransferBase):
+    descr = 'mempath memcpy --all-gpus: every GPU at once'
+    tags = set()
+    case_options = ['--all-gpus']
+    kind = 'bandwidth'
+    size = size_variable()
+    mode_flags = (('--size', 'size'),)
+    DEFAULTS = {'full': FULL_BW}
+
+
+@rfm.simple_test
+class MempathTransferSweep(MempathTransferBase):
+    descr = 'mempath memcpy --sweep: bandwidth against transfer size'
+    tags = set()
+    case_options = ['--sweep']
+    kind = 'sweep'
+    mode_flags = (('--max-size', 'max_size'),)
+    # Largest size of the sweep; empty: the binary's (4 GiB, or what fits). 1 GiB: a copy
+    # saturates its link by 4-16 MiB (H100: 52.8-52.9 GB/s from 128 MiB to 2 GiB,
+    # docs/results/2026-11-22-h100-transfers.md), so 2 and 4 GiB measure nothing new and
+    # took 80 % of the sweep's time.
+    max_size = variable(str, value='1GiB')
+    DEFAULTS = {'full': {'gpus': 'all', **FULL_BW}}
+
+
+@rfm.simple_test
+class MempathTransferLatency(MempathTransferBase):
+    descr = 'mempath memcpy --latency: small-transfer latency ({coverage})'
+    tags = set()
+    case_options = ['--latency']
+    coverage = parameter(['acceptance', 'full'])
+    kind = 'latency'
+    # Sizes (bytes) that get variables; None: 4 B (every size stays in memcpy.h5).
+    report_sizes = variable(typ.List[int], type(None), value=None)
+    DEFAULTS = {'acceptance': {'gpus': 'all', 'allocs': 'pinned', 'directions': LATENCY_DIRECTIONS},
+                'full': {'gpus': 'all', 'allocs': ALL_ALLOCS, 'directions': LATENCY_DIRECTIONS}}

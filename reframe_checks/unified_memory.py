@@ -14,10 +14,10 @@ Variables (`-S CHECK.NAME=VALUE`): size, reps, extra_options.
 """
 from __future__ import annotations
 
+import reframe as rfm
 from reframe.core.builtins import variable
 
 import mempath_run
-from mempath_run import Row
 from mempath_summary import ClassMetric, Metric, SummaryLine
 
 
@@ -49,16 +49,20 @@ class MempathGpuCommand(mempath_run.MempathCommand, mempath_run.WholeNode):
     valid_systems = mempath_run.GPU_NODES
 
 
-TAGS = frozenset({'full', 'gpu'})
-CHECKS = (
-    Row('MempathUnifiedMemory', tags=TAGS, output_file='um.h5',
-        descr='unified-memory behaviour: migrations, in-place updates, evictions',
-        body={'subcommand': 'um', 'metric': UnifiedMemoryMetrics()}),
-    Row('MempathAllocatorMatrix', tags=TAGS, output_file='allocmatrix.h5',
-        descr='cudaMemcpy between every pair of allocators',
-        body={'subcommand': 'allocmatrix',
-              'metric': ClassMetric(Metric('{src_alloc}_{src_mem}_to_{dst_alloc}_{dst_mem}',
-                                           'median_GBps', 'GB/s'),
-                                    '{src_alloc_class}_to_{dst_alloc_class}')}),
-)
-mempath_run.define(globals(), MempathGpuCommand, CHECKS)
+@rfm.simple_test
+class MempathUnifiedMemory(MempathGpuCommand):
+    descr = 'unified-memory behaviour: migrations, in-place updates, evictions'
+    tags = {'full', 'gpu'}
+    output_file = 'um.h5'
+    subcommand = 'um'
+    metric = UnifiedMemoryMetrics()
+
+
+@rfm.simple_test
+class MempathAllocatorMatrix(MempathGpuCommand):
+    descr = 'cudaMemcpy between every pair of allocators'
+    tags = {'full', 'gpu'}
+    output_file = 'allocmatrix.h5'
+    subcommand = 'allocmatrix'
+    metric = ClassMetric(Metric('{src_alloc}_{src_mem}_to_{dst_alloc}_{dst_mem}', 'median_GBps', 'GB/s'),
+                         '{src_alloc_class}_to_{dst_alloc_class}')

@@ -5,13 +5,16 @@ versions, gathered at rank 0 into a mempath result file as the table /inventory/
 
     srun --mpi=pmix python3 slurm/inventory.py --output RUN.h5 [--mempath build/mempath]
 
-It appends to RUN.h5 when that is a mempath result file, and creates one otherwise.
+It appends to RUN.h5 when that is a mempath result file, and creates one otherwise, through
+the analysis's writer (`analysis` below says which).
 """
 from __future__ import annotations
 
 import argparse
 import ctypes
 import datetime
+import importlib
+import importlib.util
 import json
 import os
 import platform
@@ -21,7 +24,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the repo root: analysis
+REPO = Path(__file__).resolve().parents[1]
 
 COLUMNS = ("rank", "host", "local_rank", "cpus", "mpi_library", "mpi4py", "python", "kernel",
            "gpu_driver", "gpus", "nccl_version", "cuda_visible_devices", "topology_json")
@@ -68,8 +71,25 @@ def rank_facts(rank: int, mpi_library: str, mpi4py_version: str, mempath: str | 
     }
 
 
+def analysis(module: str):
+    """``MODULE`` of the analysis (``results.h5writer``): in a checkout its analysis/ folder
+    (as src/llm/llm_placement.py's `analysis`: the checkout's own, loaded as the package
+    ``analysis`` from its path, no sys.path entry), elsewhere the distribution `pip install .`
+    installed, mempath_analysis."""
+    folder = REPO / "analysis"
+    if not (folder / "__init__.py").is_file():
+        return importlib.import_module(f"mempath_analysis.{module}")
+    if "analysis" not in sys.modules:
+        spec = importlib.util.spec_from_file_location("analysis", folder / "__init__.py",
+                                                      submodule_search_locations=[str(folder)])
+        sys.modules["analysis"] = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(sys.modules["analysis"])
+    return importlib.import_module(f"analysis.{module}")
+
+
 def write(path: Path, rows: list[dict[str, object]]) -> None:
-    from analysis.results.h5writer import Column, write_result  # only rank 0 writes
+    writer = analysis("results.h5writer")  # only rank 0 writes
+    Column, write_result = writer.Column, writer.write_result
 
     if path.exists():
         import h5py

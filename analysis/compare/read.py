@@ -25,7 +25,7 @@ from ..model import causes
 from ..results import conditions, workers
 from ..results.h5file import Group, RunFileError, check_non_negative, shown, unreadable, walk
 from ..results.io import node_facts, node_names, parse_topology, result_files
-from .families import DERIVED, FAMILIES, OUTCOMES
+from .families import FAMILIES, not_identity
 
 #: Per process: column kinds seen per (family, column). A float column is an outcome (a
 #: figure, never configuration), so after the first file it is not even opened.
@@ -276,9 +276,8 @@ def _checked(table: Group, columns: Mapping[str, np.ndarray]) -> int:
     return table.rows(columns)
 
 
-#: Per family: the cases columns that are never identity (outcomes, derived), as link names.
-_NOT_IDENTITY = {family: {n.encode() for n in (OUTCOMES | DERIVED).difference(spec.identity)}
-                 for family, spec in FAMILIES.items()}
+#: Per family: the cases columns that are never identity (keys, outcomes, derived), as link names.
+_NOT_IDENTITY = {family: {n.encode() for n in not_identity(family)} for family in FAMILIES}
 
 
 def _cases(group: Group, plan: tuple | None) -> tuple[dict[str, np.ndarray], int]:

@@ -22,7 +22,7 @@ import pandas as pd
 
 from .. import outfiles
 from ..model.peaks import ASSUMED_MARK, ASSUMED_NOTE, PeakModel
-from ..model.roles import ROLE_ORDER, labelled, role
+from ..model.roles import labelled, role, role_rank
 from ..render import style
 from ..render.tables import markdown
 from ..results.cases import best, drawn_under, natural_key, same_memory
@@ -93,10 +93,6 @@ def pu_title(topology: Mapping[str, Any], pu: str) -> str:
     return f"{pu} ({word})"
 
 
-def role_rank(name: str) -> tuple[int, str]:
-    return (ROLE_ORDER.index(name) if name in ROLE_ORDER else len(ROLE_ORDER), name)
-
-
 def compact(names: Sequence[str]) -> str:
     """``numa1,2,3`` for numa1, numa2, numa3; ``numa0,4 gpu0`` where prefixes differ;
     names without a number as they are."""
@@ -108,7 +104,7 @@ def compact(names: Sequence[str]) -> str:
     return " ".join(prefix + ",".join(n for n in numbers) for prefix, numbers in groups.items())
 
 
-def role_label(role_name: str, names: Sequence[str]) -> str:
+def role_names(role_name: str, names: Sequence[str]) -> str:
     """A role and its memories on two lines: ``peer LPDDR`` / ``(numa1,2,3)``."""
     return f"{role_name}\n({compact(names)})" if role_name else compact(names)
 
@@ -191,7 +187,7 @@ def _pct_text(pct: float, assumed: bool) -> str:
 
 def _groups(part: pd.DataFrame) -> list[tuple[str, list[str]]]:
     """(role, memories) of one processor's rows, roles in ROLE_ORDER."""
-    roles = sorted(set(part["role"]), key=role_rank)
+    roles = sorted(set(part["role"]), key=lambda r: (role_rank(r), r))
     return [(r, sorted(set(part.loc[part["role"] == r, "mem"]), key=natural_key)) for r in roles]
 
 
@@ -281,7 +277,7 @@ def _bar_panel(ax: Any, part: pd.DataFrame, value: Callable[[pd.DataFrame], tupl
             if text.strip():  # above the bar, and above the peak's line where that is higher
                 ax.text(pos, at, text, rotation=90, ha="center", va="bottom", fontsize=7)
             ends.append((at, text))
-    ax.set_xticks(range(len(groups)), [role_label(r, m) for r, m in groups], rotation=90, fontsize=7)
+    ax.set_xticks(range(len(groups)), [role_names(r, m) for r, m in groups], rotation=90, fontsize=7)
     ax.set_xlim(-0.6, len(groups) - 0.4)
     ax.set_ylim(0, max((e for e, _ in ends), default=1.0) * 1.5 or 1.0)  # fit_texts sets the final one
     ax.grid(True, axis="y")

@@ -21,6 +21,7 @@ from matplotlib.colors import LogNorm, Normalize
 from ..model.roles import labelled, role
 from ..render import style
 from ..results.cases import best, by_threads, drawn_under, memory_aliases, natural_key
+from ..results.kinds import ALLOC_ORDER
 from . import published
 from .bandwidth import (COMPARED, compact, compare, paper_processors, pu_title, relocated, role_rank, run_gpu,
                         with_roles)
@@ -352,8 +353,6 @@ SCALING_CSV = ("host", "pu", "mem", "dst_mem", "src_role", "dst_role", "alloc", 
 
 
 # ---------------------------------------------------------------- Fig. 5
-
-ALLOC_ORDER = ("system", "numa", "pinned", "registered", "managed", "device")
 
 
 def allocmatrix_frame(ctx: Context) -> tuple[pd.DataFrame, list[str]]:

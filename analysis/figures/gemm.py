@@ -18,13 +18,13 @@ from ..model.roles import ROLE_ORDER, labelled, role
 from ..render.style import PAGE_IN, colour_bar, heat_map, log_log, series
 from ..render.tables import markdown, num
 from ..results.cases import drawn_under
+from ..results.kinds import ALLOC_ORDER
 from ..render.items import Context, Drawn, Grid, faceted, item, mark, mark_cells
 from .published import gemm_definition, hold, of, run_facts
 
 DTYPES = ("fp16", "tf32", "fp32", "fp64")
 ELEMENT_BYTES = {"fp16": 2, "tf32": 4, "fp32": 4, "fp64": 8}
 TENSOR = {"fp16": "yes", "tf32": "yes", "fp32": "no", "fp64": "yes"}
-ALLOC_ORDER = ("device", "numa", "system", "managed", "pinned", "registered")
 PLACEMENT_COMMAND = "mempath gemm --all --ab independent --matrix-bytes 4GiB"
 SCALING_COMMAND = "mempath gemm --all --dtype fp16,tf32,fp32,fp64 --size 1024,2048,4096,8192,16384"
 PAPER_MATRIX_BYTES = 4e9

@@ -9,13 +9,13 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from .. import outfiles
-from ..model.roles import ROLE_ORDER, labelled, role
-from ..render import style
-from ..render.style import PAGE_IN, legend_below, panels, series
+from matplotlib.axes import Axes
+
+from ..model.roles import labelled, role, role_rank
+from ..render.style import PAGE_IN, series
 from ..results.cases import drawn_under
 from ..results.gpu_reads import llm_bounds, step_bytes
-from ..render.items import Comparison, Context, Drawn, item
+from ..render.items import Comparison, Context, Drawn, Grid, faceted, item
 from .published import DEF_LLM_RUN, hold, of, run_facts
 
 PAPER_MODELS = ("llama-2-7b", "llama-2-13b")
@@ -38,9 +38,8 @@ def _label(topology: dict, pu: str, row: pd.Series) -> str:
 
 
 def _rank(topology: dict, pu: str, row: pd.Series) -> tuple:
-    r = role(topology, pu, row["drawn"])
     name = str(row["placement"])
-    return (0 if _is_default(row) else 1, ROLE_ORDER.index(r) if r in ROLE_ORDER else len(ROLE_ORDER),
+    return (0 if _is_default(row) else 1, role_rank(role(topology, pu, row["drawn"])),
             PLACEMENT_ORDER.index(name) if name in PLACEMENT_ORDER else len(PLACEMENT_ORDER), name)
 
 
@@ -91,12 +90,10 @@ def llm_decode(ctx: Context) -> Drawn:
                     **({"torch_allocator": ("torch_allocator", "first")} if "torch_allocator" in part else {})))
         agg = agg.assign(**{c: agg.get(c, "") for c in ("torch_allocator",)})
         rows_of[group] = sorted((r for _, r in agg.iterrows()), key=lambda r: _rank(topology, group[1], r))
-    most = max(len(r) for r in rows_of.values())
-    fig, axes = panels(len(groups), PAGE_IN, panel_height=0.7 + 0.28 * most, max_cols=2)
     shown: list[list[str]] = [[]]  # the y labels of the panel before
-    for ax, group in zip(axes, groups):
-        host, pu, model, dtype, new, prompt, batch = group
-        topology = ctx.topologies.get(host, {})
+
+    def draw(ax: Axes, group: tuple) -> None:
+        host, pu = group[:2]
         rows = rows_of[group]
         y = np.arange(len(rows))[::-1]
         measured = [float(r["tokens"]) for r in rows]
@@ -109,7 +106,7 @@ def llm_decode(ctx: Context) -> Drawn:
             ax.text(m + 0.01 * top, yi + 0.19, f"{m:.3g}", va="center", fontsize=7)
             ax.text((b if np.isfinite(b) else 0) + 0.01 * top, yi - 0.19, f"{b:.3g}" if np.isfinite(b) else "no bound",
                     va="center", fontsize=7)
-        labels = [_label(topology, pu, r) for r in rows]
+        labels = [_label(ctx.topologies.get(host, {}), pu, r) for r in rows]
         # Panels side by side name the same placements once, at the left: two columns of long
         # labels left the right panel's title past the page.
         ax.set_yticks(y, labels if ax.get_subplotspec().colspan.start == 0 or labels != shown[-1] else [])
@@ -118,17 +115,20 @@ def llm_decode(ctx: Context) -> Drawn:
         ax.set_ylim(-0.6, len(rows) - 0.4)
         ax.grid(True, axis="x")
         ax.set_xlabel("tokens/s (batch 1 decode)")
-        ax.set_title(f"{host}: " * several_hosts + f"{model} {dtype}, {int(new)} tokens"
-                     + (f", {int(prompt)}-token prompt" if int(prompt) > 1 else "")
-                     + (f", batch {int(batch)}" if int(batch) != 1 else ""))
-    legend_below(fig, axes)
-    files = style.save(fig, ctx.out, "llm_decode")
-    files.append(outfiles.write_csv(pd.DataFrame(
+
+    def title(group: tuple) -> str:
+        host, pu, model, dtype, new, prompt, batch = group
+        return (f"{host}: " * several_hosts + f"{model} {dtype}, {int(new)} tokens"
+                + (f", {int(prompt)}-token prompt" if int(prompt) > 1 else "")
+                + (f", batch {int(batch)}" if int(batch) != 1 else ""))
+
+    most = max(len(r) for r in rows_of.values())
+    csv = pd.DataFrame(
         [{"host": g[0], "gpu": g[1], "model": g[2], "dtype": g[3], "placement": r["placement"],
           "weight_alloc": r["weight_alloc"], "weights_on": r["drawn"], "tokens_per_s": r["tokens"],
           "bound_tokens_per_s": r["bound"], "bound_from": r["path"], "step_weight_bytes": r["weights"],
           "step_kv_bytes": r["kv"]}
-         for g in groups for r in rows_of[g]]), ctx.out / "llm_decode.csv"))
+         for g in groups for r in rows_of[g]])
     notes = ["Decode after an empty prompt (the BOS token alone) unless a panel names its prompt. "
              "Tokens/s: new tokens after the first over the decode time (CUDA events around the decode steps), "
              "median over repetitions and runs. Bound: each decode step reads the weights once and the KV cache "
@@ -147,8 +147,8 @@ def llm_decode(ctx: Context) -> Drawn:
                      "memory by the GPU (the paper set's bandwidth steps measure it: MempathPaperBandwidthGpu).")
     why = []
     if not paper_models:
-        shown = sorted({f"{g[2]} {g[3]}" for g in groups})
-        why.append(f"the paper's Llama-2 7B and 13B in fp16 did not run (shown instead: {', '.join(shown)}); "
+        instead = sorted({f"{g[2]} {g[3]}" for g in groups})
+        why.append(f"the paper's Llama-2 7B and 13B in fp16 did not run (shown instead: {', '.join(instead)}); "
                    f"`{COMMAND}`")
     else:
         absent = [m for m in PAPER_MODELS if m not in set(ok["model"])]
@@ -165,8 +165,9 @@ def llm_decode(ctx: Context) -> Drawn:
             f"{r.model} {r.placement} ({r.status}: {r.reason or 'no reason given'})" for r in failed.itertuples())) + ".")
     if not any(_is_default(r) for rows in rows_of.values() for r in rows):
         why.append("the default-allocator baseline (placement default) did not run")
-    return Drawn(files=files, notes=notes, runs=ctx.runs_of(ok), why_not="; ".join(why),
-                 comparisons=_peak_comparisons(ctx))
+    return faceted(ctx, "llm_decode", ok, "", lambda _: Grid(groups, draw, title, PAGE_IN, 0.7 + 0.28 * most, max_cols=2),
+                   notes=notes, csv=(csv, list(csv.columns)), why_not="; ".join(why),
+                   comparisons=_peak_comparisons(ctx))
 
 
 def _bar(i: int) -> dict[str, object]:

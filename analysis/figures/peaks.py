@@ -11,6 +11,7 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
+from matplotlib.axes import Axes
 from matplotlib.colors import LogNorm
 
 from .. import outfiles
@@ -18,7 +19,7 @@ from ..model.peaks import ASSUMED_MARK, ASSUMED_NOTE, Peak, PeakModel
 from ..model.roles import by_role, labelled, role
 from ..render import style
 from ..render.tables import markdown, num
-from ..render.items import Context, Drawn, item
+from ..render.items import Context, Drawn, Grid, faceted, item
 from ..results.cases import same_memory
 from .bandwidth import pu_title
 
@@ -144,26 +145,27 @@ def theoretical_peaks_figure(ctx: Context) -> Drawn:
     by_host = {host: [pu for pu in drawn_processors(topology) if drawn_memories(topology, pu)]
                for host, topology in ctx.topologies.items()}
     by_host = {host: pus for host, pus in by_host.items() if pus}
-    if not by_host:
-        return Drawn(why_not="the runs' topologies list no processor with a path to a memory")
-    most = max(len(drawn_memories(ctx.topologies[h], p)) for h, pus in by_host.items() for p in pus)
-    panel_height = 0.3 * most + 1.9 + (0.15 if ctx.many else 0.0)
-    # A page holds PAGE_HEIGHT_IN: the nodes whose panels fit on it are drawn, each whole.
-    fit = max(1, int((style.PAGE_HEIGHT_IN - 0.3) // panel_height))
-    hosts = list(by_host)[:fit]
-    left_out = [h for h in by_host if h not in hosts]
-    panels = [(host, pu) for host in hosts for pu in by_host[host]]
+    panels = [(host, pu) for host, pus in by_host.items() for pu in pus]
     grids = {(h, p): (drawn_memories(ctx.topologies[h], p), _grid(ctx.models[h], ctx.topologies[h], p,
                                                                   drawn_memories(ctx.topologies[h], p)))
              for h, p in panels}
-    values = [c.gbps for _, grid in grids.values() for row in grid for c in row if c is not None and c.gbps]
+    cells = [c for _, grid in grids.values() for row in grid for c in row if c is not None]
+    values = [c.gbps for c in cells if c.gbps]
     # One known value is a scale of no width (a masked norm): widen it around the value
     norm = LogNorm(vmin=min(values), vmax=max(max(values), 1.01 * min(values))) if values else LogNorm(1, 10)
-    fig, axes = style.panels(len(panels), style.PAGE_IN, panel_height=panel_height, max_cols=2)
-    csv_rows, assumed_any, unknown_any, partial_any = [], False, False, False
-    for ax, (host, pu) in zip(axes, panels):
+    labels = {panel: [labelled(ctx.topologies[panel[0]], panel[1], m) for m in grids[panel][0]] for panel in panels}
+    rows = [{"host": host, "processor": pu, "operation": "read or write" if j == 0 else "copy",
+             "memory": labels[host, pu][i], "destination": "" if j == 0 else labels[host, pu][j - 1],
+             "peak_GBps": c.gbps if c.gbps else math.nan, "limited_by": c.limit,
+             "assumed": c.assumed, "unknown_parts": c.partial, "source": c.citation}
+            for host, pu in panels for i, row in enumerate(grids[host, pu][1]) for j, c in enumerate(row)
+            if c is not None]
+    frame = pd.DataFrame(rows)
+
+    def draw(ax: Axes, panel: tuple[str, str]) -> None:
+        host, pu = panel
         topology = ctx.topologies[host]
-        mems, grid = grids[(host, pu)]
+        mems, grid = grids[panel]
         values_grid = np.array([[c.gbps if c is not None and c.gbps else np.nan for c in row] for row in grid],
                                dtype=float)
         image = ax.imshow(np.ma.masked_invalid(values_grid), cmap="viridis", norm=norm, aspect="auto")
@@ -171,35 +173,22 @@ def theoretical_peaks_figure(ctx: Context) -> Drawn:
         for i, row in enumerate(grid):
             for j, c in enumerate(row):
                 if c is None or not c.gbps:
-                    unknown_any |= c is not None
                     ax.text(j, i, "–" if c is None else "?", ha="center", va="center", fontsize=7, color="black")
                     continue
-                assumed_any |= c.assumed
-                partial_any |= c.partial
                 ax.text(j, i, f"{c.gbps:.0f}" + (ASSUMED_MARK if c.assumed else ""), ha="center", va="center",
                         fontsize=7, color=style.ink(image.cmap(image.norm(c.gbps))))
         ax.axvline(0.5, color="white", linewidth=2.0)
-        labels = [labelled(topology, pu, m) for m in mems]
         ax.set_xticks(range(len(mems) + 1), ["read or write", *(f"copy to {role(topology, pu, m) or m}"
                                                                  for m in mems)], rotation=90)
-        ax.set_yticks(range(len(mems)), labels)
+        ax.set_yticks(range(len(mems)), labels[panel])
         ax.tick_params(length=0)
         ax.set_ylabel("memory (copy source)")
-        ax.set_title((f"{style.short_name(host)}\n" if ctx.many else "") + pu_title(topology, pu) + "\npeak GB/s")
-        for i, row in enumerate(grid):
-            for j, c in enumerate(row):
-                if c is None:
-                    continue
-                csv_rows.append({"host": host, "processor": pu, "operation": "read or write" if j == 0 else "copy",
-                                 "memory": labels[i], "destination": "" if j == 0 else labels[j - 1],
-                                 "peak_GBps": c.gbps if c.gbps else math.nan, "limited_by": c.limit,
-                                 "assumed": c.assumed, "unknown_parts": c.partial, "source": c.citation})
-    files = style.save(fig, ctx.out, "theoretical_peaks_figure")
-    csv = ctx.out / "theoretical_peaks_figure.csv"
-    frame = pd.DataFrame(csv_rows)
-    if not ctx.many:
-        frame = frame.drop(columns="host")
-    outfiles.write_csv(frame, csv)
+
+    def title(panel: tuple[str, str]) -> str:
+        host, pu = panel
+        return (f"{style.short_name(host)}\n" if ctx.many else "") + pu_title(ctx.topologies[host], pu) + "\npeak GB/s"
+
+    most = max((len(grids[panel][0]) for panel in panels), default=0)
     notes = ["Each panel: one processor (the first CPU socket and the first GPU; the node is symmetric, one "
              "peer stands for all), each memory it reaches by its role. First column: the peak of reading or "
              "writing the memory, the slowest link or memory on the way, one direction, decimal GB/s "
@@ -208,14 +197,18 @@ def theoretical_peaks_figure(ctx: Context) -> Drawn:
              COPY_RULE,
              "theoretical_peaks.md lists every path of every processor with what limits it and its source; "
              "theoretical_peaks_figure.csv every drawn cell."]
-    if unknown_any:
+    if any(not c.gbps for c in cells):
         notes.append("?: no figure is known for any part of the path.")
-    if partial_any:
+    if any(c.partial for c in cells if c.gbps):
         notes.append("Where a part of a path has no known figure (x86 socket memory, UPI), the peak bounds only "
                      "the known parts (unknown_parts in the CSV).")
-    if assumed_any:
+    if any(c.assumed for c in cells if c.gbps):
         notes.append(f"{ASSUMED_MARK} an assumed figure limits the peak (no published source confirms it).")
-    why = (f"{', '.join(left_out)} not drawn: one page holds the panels of {len(hosts)} node(s); "
-           "theoretical_peaks.md lists their paths" if left_out else "")
-    return Drawn(files=[*files, csv], notes=notes, runs=[r.name for r in ctx.runs.runs if r.node in hosts],
-                 why_not=why)
+    # A node is a row of the grid: one page holds the nodes it has rows for, the others go on pages of their own.
+    return faceted(ctx, "theoretical_peaks_figure", frame,
+                   "the runs' topologies list no processor with a path to a memory",
+                   lambda _: Grid(panels, draw, title, style.PAGE_IN, 0.3 * most + 1.9 + (0.15 if ctx.many else 0.0),
+                                  max_cols=2, legend=False, processor=lambda panel: panel,
+                                  processor_column="processor"),
+                   notes=notes, runs=[r.name for r in ctx.runs.runs if r.node in by_host],
+                   csv=(frame, [c for c in frame.columns if c != "host" or ctx.many]))

@@ -16,6 +16,7 @@ from typing import Any
 import pandas as pd
 
 from ..render.items import Context
+from ..results.kinds import ALLOC_CLASS, ALLOCATORS
 
 DOCUMENTED = "†"
 PAPER_TABLE = "Fusco et al. (alps-gh200-data-movement-paper.txt), Table II"
@@ -41,8 +42,10 @@ PAPER: dict[str, tuple[str, str]] = {
     "device": ("GPU-MMU", "2 MB"),
 }
 # Allocators whose buffers are the process's anonymous pages, which /proc/self/smaps
-# counts (AnonHugePages): the only ones a chase case's huge_page_fraction measures.
-ANONYMOUS = ("system", "numa", "registered")
+# counts (AnonHugePages): the only ones a chase case's huge_page_fraction measures. They
+# are the pages the host maps itself (kinds.def's api: mmap, numa_alloc_onnode, then
+# registered or not); the CUDA runtime's allocations are the driver's mappings.
+ANONYMOUS = tuple(name for name, row in ALLOCATORS.items() if not row["api"].startswith("cuda"))
 
 
 def size_text(size: float) -> str:
@@ -90,22 +93,23 @@ def gpu_facts(topology: Mapping[str, Any]) -> list[tuple[str, bool, bool, bool]]
 
 
 def _translation(alloc: str, ats: bool, hmm: bool, concurrent: bool) -> str:
-    if alloc in ("system", "numa"):
+    kind = ALLOC_CLASS.get(alloc)
+    if kind == "pageable":
         if ats:
             return "ATS: the CPU's page table (node reports host_page_tables)"
         if hmm:
             return ("HMM: the GPU's page table, mirrored from the CPU's (node reports pageable_access, "
                     "no host page tables)")
         return "none: the GPU cannot reach pageable memory (node reports no pageable_access)"
-    if alloc in ("pinned", "registered"):
+    if kind == "pagelocked":
         return (f"ATS {DOCUMENTED} [paper]" if ats else
                 f"GPU-MMU: the GPU's page table maps the pinned host pages {DOCUMENTED} [pinned]")
-    if alloc == "managed":
+    if kind == "managed":
         if ats:
             return f"ATS in host memory, GPU-MMU in HBM {DOCUMENTED} [paper]"
         return ("GPU-MMU, pages migrate on the GPU's faults (node reports concurrent_managed) " if concurrent
                 else "GPU-MMU, pages migrate to the GPU at launch (no concurrent_managed) ") + f"{DOCUMENTED} [uvm]"
-    if alloc == "device":
+    if kind == "device":
         return f"GPU-MMU: the GPU's page table {DOCUMENTED} [paper]"
     return ""
 
@@ -129,18 +133,19 @@ def page_size(topology: Mapping[str, Any], alloc: str, pages: Mapping[str, Seque
     system = " or ".join(pages.get("page_size", [])) or "system page (not recorded by these runs)"
     recorded_size = f"{system} (recorded: page_size)" if pages.get("page_size") else system
     thp = pages.get("thp", [])
-    if alloc in ("system", "numa"):
+    kind = ALLOC_CLASS.get(alloc)
+    if kind == "pageable":
         text = recorded_size + (f", THP {'/'.join(thp)}" if thp else "")
         return f"{text}; {huge}" if huge else text
-    if alloc in ("pinned", "registered"):
+    if kind == "pagelocked":
         text = f"{recorded_size}, the host's pages"
         return f"{text}; {huge}" if huge else text
     ats = any(f[1] for f in gpu_facts(topology))
-    if alloc == "managed":
+    if kind == "managed":
         device = f"2 MB in HBM {DOCUMENTED} [paper]" if ats else f"GPU mappings within 2 MiB blocks {DOCUMENTED} [uvm]"
         text = f"{recorded_size} in host memory; {device}"
         return f"{text}; {huge}" if huge else text
-    if alloc == "device":
+    if kind == "device":
         return f"2 MB {DOCUMENTED} [paper]"
     return ""
 

@@ -21,39 +21,44 @@ def add_parser(commands: argparse._SubParsersAction) -> None:
                                   description="Append nights of node results to an embedded DuckDB "
                                               "file and query per-node trends (docs/fleet_history.md).")
     actions = history.add_subparsers(dest="action", required=True)
-    append = actions.add_parser("append", help="store the runs of one night (replaces that night's rows of those nodes)",
-                                description="Exit 0; 1 when a node is failed (docs/fleet.md: a broken "
-                                            "file, a failed case, an impossible value; its rows "
-                                            "stored with status failed, the others as they are); "
-                                            "2 on bad input.")
-    append.add_argument("--db", required=True, type=Path, help="history file (created)")
+    append = _action(actions, "append", "history file (created)",
+                     help="store the runs of one night (replaces that night's rows of those nodes)",
+                     description="Exit 0; 1 when a node is failed (docs/fleet.md: a broken file, a "
+                                 "failed case, an impossible value; its rows stored with status "
+                                 "failed, the others as they are); 2 on bad input.")
     append.add_argument("--night", help="YYYY-MM-DD to file the runs under (default: each run's start_time)")
     append.add_argument("runs", nargs="+", type=Path, metavar="RUNS",
                         help="mempath result files or folders of them (as analysis fleet takes), "
                              "or the fleet.parquet that analysis fleet -o DIR wrote")
-    store = actions.add_parser("baseline-store", help="keep a good night's result files as the nightly baseline",
-                               description="The *.h5 files below NIGHT_DIR replace the stored baseline "
-                                           "of --series, with --night (slurm/nightly.sh). Exit 0; 1 "
-                                           "when the database could not be written (it stays as it "
-                                           "was); 2 on bad input.")
-    store.add_argument("--db", required=True, type=Path, help="history file (created)")
+    store = _action(actions, "baseline-store", "history file (created)",
+                    help="keep a good night's result files as the nightly baseline",
+                    description="The *.h5 files below NIGHT_DIR replace the stored baseline of "
+                                "--series, with --night (slurm/nightly.sh). Exit 0; 1 when the "
+                                "database could not be written (it stays as it was); 2 on bad input.")
     store.add_argument("--series", required=True, help="which nightly (e.g. its folder)")
     store.add_argument("--night", required=True, help="the night the files come from")
     store.add_argument("folder", type=Path, metavar="NIGHT_DIR", help="folder of the night's result files")
-    get = actions.add_parser("baseline-get", help="write the stored nightly baseline into a new folder",
-                             description="Exit 0 and the line 'analysis: baseline night=NIGHT "
-                                         "files=N in DIR'; 2 when there is none (one line).")
-    get.add_argument("--db", required=True, type=Path, help="history file")
+    get = _action(actions, "baseline-get", "history file",
+                  help="write the stored nightly baseline into a new folder",
+                  description="Exit 0 and the line 'analysis: baseline night=NIGHT files=N in DIR'; "
+                              "2 when there is none (one line).")
     get.add_argument("--series", required=True, help="which nightly")
     get.add_argument("-o", "--output", required=True, type=Path, metavar="DIR", help="a new folder")
-    trend = actions.add_parser("trend", help="trend.csv, slow_degradation.csv and worst_trends.png/.pdf")
-    trend.add_argument("--db", required=True, type=Path, help="history file")
+    trend = _action(actions, "trend", "history file",
+                    help="trend.csv, slow_degradation.csv and worst_trends.png/.pdf")
     trend.add_argument("--node", help="only this node")
     trend.add_argument("--nights", type=int, default=90, help="nights up to the newest one (default 90)")
     trend.add_argument("--min-drop", type=float, default=0.05,
                        help="loss over the window that counts as degrading (default 0.05)")
     trend.add_argument("--synthetic", action="store_true", help="include simulator rows")
     trend.add_argument("-o", "--output", required=True, type=Path, metavar="DIR", help="folder (created)")
+
+
+def _action(actions: argparse._SubParsersAction, name: str, db_help: str, **texts: str) -> argparse.ArgumentParser:
+    """An action of fleet-history: each works on the history file, --db."""
+    action = actions.add_parser(name, **texts)
+    action.add_argument("--db", required=True, type=Path, help=db_help)
+    return action
 
 
 def run(args: argparse.Namespace, rejected: list[str]) -> int:

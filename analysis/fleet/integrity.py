@@ -3,7 +3,7 @@
 A node is ``failed``, whatever the fleet's size and whatever its other values say, when
 - one of its result files cannot be read (truncated, not HDF5, another schema): the file
   is its node's by the vetting layout (OUTDIR/<host>/x.h5, OUTDIR/<host>/copy/x.h5), else by
-  its stem (`analysis simulate` writes nidNNNNNN.h5);
+  its stem (the simulator, tests/fleetsim, writes nidNNNNNN.h5);
 - its plan.json (slurm/vet_node.sh writes it before it measures) names a file that is
   absent, or one holding fewer cases (not skipped) than planned;
 - without a plan.json: it lacks a family, a file name or cases of a family that most nodes

@@ -243,8 +243,6 @@ def _figure(folder: Path, stem: str, node: str, cases: pd.DataFrame,
             table: pd.DataFrame) -> list[Path]:
     """The node's worst flagged cases: per case the fleet as a box (quartiles, whiskers at
     the min and max) of value / fleet median, and this node as a marker."""
-    import matplotlib.pyplot as plt
-
     from ..render import style
     shown = cases[cases["value"].notna()].head(FIGURE_CASES)
     spread = case_spread(table, shown)
@@ -265,9 +263,4 @@ def _figure(folder: Path, stem: str, node: str, cases: pd.DataFrame,
     ax.set_title(f"{node}: flagged cases against the fleet of its kind")
     style.legend_below(fig, [ax])
     # PNG only (the page shows it): a PDF, with its embedded font, would double the cost.
-    try:
-        style.check(fig)
-        outfiles.save_figure(fig, folder / f"{stem}.png", dpi=style.DPI)
-    finally:
-        plt.close(fig)
-    return [folder / f"{stem}.png"]
+    return style.save(fig, folder, stem, pdf=False)

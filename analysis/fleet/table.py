@@ -209,16 +209,18 @@ def words(family: str, row: Mapping[str, Any], topo: Topo, part: str) -> str:
 
 NAMERS: dict[str, Callable[[Mapping[str, Any], Topo], tuple[str, str]]] = {
     "bw": _bw, "memcpy": _memcpy, "chase": _chase, "pingpong": _pingpong}
-#: The case columns the namers read (the fleet reads only these, the status and metric).
-NAME_COLUMNS: dict[str, tuple[str, ...]] = {
-    "bw": ("op", "pu", "pu_kind", "mem", "dst_mem", "alloc", "dst_alloc", "kernel", "threads",
-           "size_bytes", "via"),
-    "memcpy": ("direction", "gpu", "gpus", "host_numa", "alloc", "engine", "mode",
-               "size_bytes", "via"),
-    "chase": ("pu", "mem", "alloc", "pattern", "size_bytes", "line_bytes", "via"),
-    "pingpong": ("a", "b", "mem", "alloc"),
-}
-OPTIONAL_COLUMNS: dict[str, tuple[str, ...]] = {"bw": ("noise",), "memcpy": ("dst_gpu",)}
+
+
+def _fleet_columns(how: str) -> dict[str, tuple[str, ...]]:
+    return {family: tuple(c.name for c in families.columns(f"{family}/cases") if c.fleet == how)
+            for family in FAMILIES}
+
+
+#: The case columns the namers read, by families.def's fleet field (the fleet reads only
+#: these, the status and metric): those a file must have ("name"), and those read where it
+#: has them ("name if present").
+NAME_COLUMNS: dict[str, tuple[str, ...]] = _fleet_columns("name")
+OPTIONAL_COLUMNS: dict[str, tuple[str, ...]] = _fleet_columns("name if present")
 # Alike nodes repeat the same cases: names are computed once per (topology, family, case).
 _TOPOS: dict[str, tuple[int, Topo]] = {}
 _NAMES: dict[tuple[Any, ...], tuple[str, str, str]] = {}

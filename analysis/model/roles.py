@@ -52,10 +52,16 @@ def role(topology: Mapping[str, Any], pu: str, mem: str) -> str:
     return ""
 
 
-def labelled(topology: Mapping[str, Any], pu: str, mem: str) -> str:
+def role_label(topology: Mapping[str, Any] | None, pu: str, mem: str) -> str:
+    """The role of ``mem`` seen from ``pu`` (``local HBM``), its name where no role is known
+    (no topology among them): the label a series takes in a figure whose panels are processors."""
+    return (role(topology, pu, mem) if topology else "") or mem
+
+
+def labelled(topology: Mapping[str, Any] | None, pu: str, mem: str) -> str:
     """``local HBM (numa4)``: the role with the memory's name beside it; the name alone
-    where no role is known."""
-    r = role(topology, pu, mem)
+    where no role is known (no topology among them)."""
+    r = role(topology, pu, mem) if topology else ""
     return f"{r} ({mem})" if r else mem
 
 
@@ -65,15 +71,21 @@ ROLE_ORDER = ("local LPDDR", "local DDR", "local HBM", "device memory", "peer LP
               "peer HBM", "peer device memory", "LPDDR", "DDR", "HBM")
 
 
+def role_rank(label: str) -> int:
+    """Sort key of a label that starts with a memory role (``local HBM``, ``local HBM,
+    managed``, ``local LPDDR → peer HBM``): the role's place in ROLE_ORDER, so that a legend
+    reads local before peer; any other label after every role."""
+    head = label.split(",")[0].split(" →")[0].strip()
+    return ROLE_ORDER.index(head) if head in ROLE_ORDER else len(ROLE_ORDER)
+
+
 def by_role(topology: Mapping[str, Any], pu: str, mems: list[str] | tuple[str, ...]) -> list[str]:
     """The distinct ``mems`` in ROLE_ORDER seen from ``pu``, then by NUMA id or GPU number
     (numa2 before numa12); memories without a role last, by name."""
 
     def key(mem: str) -> tuple[int, int, str]:
-        r = role(topology, pu, mem)
         number = re.search(r"(\d+)$", mem)
-        return (ROLE_ORDER.index(r) if r in ROLE_ORDER else len(ROLE_ORDER),
-                int(number.group(1)) if number else -1, mem)
+        return role_rank(role(topology, pu, mem)), int(number.group(1)) if number else -1, mem
     return sorted(dict.fromkeys(mems), key=key)
 
 

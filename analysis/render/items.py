@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 from weakref import WeakKeyDictionary
 
+import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
 from matplotlib.axes import Axes
@@ -144,8 +145,10 @@ def registry(package: str) -> list[Item]:
 
 
 def absent(runs: RunSet, item: Item) -> str:
-    """Why an item cannot be drawn from these runs at all ('' when a table it reads is here)."""
-    if any(name in runs.tables and not runs.tables[name].empty for name in item.tables):
+    """Why an item cannot be drawn from these runs at all ('' when a table it reads is here).
+    An item that names no table (the report's own figures, drawn from what its Context
+    carries) says itself why it has nothing to draw."""
+    if not item.tables or any(name in runs.tables and not runs.tables[name].empty for name in item.tables):
         return ""
     return f"no run holds {' or '.join('/' + t for t in item.tables)}; measured by `{item.command}`"
 
@@ -215,6 +218,7 @@ class Grid:
     # supplementary pages; None: every panel is the main figure's.
     processor: Callable[[Any], tuple[str, str]] | None = None
     processor_column: str = "pu"   # the column of ``faceted``'s csv rows that names the processor
+    page: bool = True   # checked as a journal page's (style.save); False: a node report's, which may run longer
 
 
 def _number(name: str) -> int:
@@ -258,6 +262,29 @@ def _figure(layout: Grid, panels: Sequence[Any]) -> tuple[Figure, list[Axes]]:
     return fig, axes
 
 
+def _fitted(layout: Grid, panels: list[Any]) -> tuple[Figure, list[Axes], list[Any], list[list[Any]]]:
+    """``panels`` drawn (``_figure``), and where a page figure came out taller than a page,
+    drawn again with only the rows one page holds: the figure, its axes, the panels drawn
+    and the pages of those left over."""
+    fig, axes = _figure(layout, panels)
+    if not layout.page or fig.get_figheight() <= style.PAGE_HEIGHT_IN + 1e-6:
+        return fig, axes, panels, []
+    pages = _pages(layout, panels, _fixed(layout, fig, axes))
+    if len(pages) < 2:
+        return fig, axes, panels, []
+    for ax in axes:
+        _MARKS.pop(ax, None)
+    plt.close(fig)
+    fig, axes = _figure(layout, pages[0])
+    return fig, axes, pages[0], pages[1:]
+
+
+def _fixed(layout: Grid, fig: Figure, axes: Sequence[Axes]) -> float:
+    """The height a figure took besides its rows of panels (titles, legend, colour bar)."""
+    rows = len({ax.get_subplotspec().rowspan.start for ax in axes})
+    return fig.get_figheight() - rows * (layout.panel_height or style.PANEL_IN)
+
+
 def _pages(layout: Grid, panels: Sequence[Any], fixed_in: float) -> list[list[Any]]:
     """``panels`` cut into pages that each fit a journal page's height (style.PAGE_HEIGHT_IN):
     as many rows of the grid's columns as fit beside ``fixed_in``, the height the main
@@ -275,6 +302,8 @@ def faceted(ctx: Context, key: str, data: pd.DataFrame, why_empty: str, grid: Ca
             comparisons: Sequence[Comparison] = ()) -> Drawn:
     """The one tail of a faceted figure: nothing but ``why_empty`` (and ``notes``) where
     ``data`` is empty; else the panels of ``grid(data)``, each titled, the legend below,
+    the main figure's rows that one page holds (the others, and the supplementary
+    processors', on pages of their own: ``key``_supplementary),
     saved (style.save checks the style), the source data as ``key``.csv (``csv``: the
     rows, the columns kept; else the marks the panels recorded, ``mark``, under their
     panel's title), the caption (``caption`` then ``notes``; the grid's own where it builds
@@ -284,18 +313,19 @@ def faceted(ctx: Context, key: str, data: pd.DataFrame, why_empty: str, grid: Ca
         return Drawn(why_not=why_empty, notes=list(notes))
     layout = grid(data)
     main, rest = _split(layout)
-    todo, stems, files = [main], [key], []
+    todo, stems, files, over = [main], [key], [], []
     for index, stem in enumerate(stems):  # grows once the main figure is drawn: its supplementary pages
-        panels = todo[index]
-        fig, axes = _figure(layout, panels)
-        if stem == key and rest:
-            rows = len({ax.get_subplotspec().rowspan.start for ax in axes})
-            pages = _pages(layout, rest, fig.get_figheight() - rows * (layout.panel_height or style.PANEL_IN))
+        if stem == key:
+            fig, axes, main, over = _fitted(layout, main)
+            pages = over + _pages(layout, rest, _fixed(layout, fig, axes))
             todo += pages
             stems += [f"{key}_supplementary" + (f"_{i + 1}" if len(pages) > 1 else "") for i in range(len(pages))]
+        else:
+            fig, axes = _figure(layout, todo[index])
+        panels = main if stem == key else todo[index]
         marks = [{"panel": " ".join(ax.get_title().split()) or f"panel {i + 1}", **row}
                  for i, ax in enumerate(axes) for row in _MARKS.pop(ax, [])]
-        files += style.save(fig, ctx.out, stem)
+        files += style.save(fig, ctx.out, stem, page=layout.page)
         path = ctx.out / f"{stem}.csv"
         if csv is not None:
             kept, columns = csv
@@ -307,10 +337,15 @@ def faceted(ctx: Context, key: str, data: pd.DataFrame, why_empty: str, grid: Ca
             outfiles.write_csv(pd.DataFrame(marks), path)
         files.append(path)
     lines = [*caption, *notes] if layout.caption is None else list(layout.caption())
+    if over:
+        left = [p for page in over for p in page]
+        lines.append(f"One page holds {len(main)} of the main figure's panels; "
+                     + (f"those of {_names(left, layout)}" if layout.processor is not None else "the others")
+                     + f" are drawn alike in {', '.join(f'`{s}.png`' for s in stems[1:1 + len(over)])}.")
     if rest:
         lines.append(f"The main figure shows the panels of {_names(main, layout)}, as the paper shows one Grace and "
                      f"one Hopper of a symmetric node; those of the other processors ({_names(rest, layout)}) are "
-                     f"drawn alike in {', '.join(f'`{s}.png`' for s in stems[1:])}.")
+                     f"drawn alike in {', '.join(f'`{s}.png`' for s in stems[1 + len(over):])}.")
     return Drawn(files=files, notes=lines, runs=list(ctx.runs_of(data) if runs is None else runs),
                  why_not=why_not or layout.why_not, comparisons=[*comparisons, *layout.comparisons],
                  supplementary=stems[1:])

@@ -427,17 +427,18 @@ def readable(color: object, background: object = "white") -> str:
     return matplotlib.colors.to_hex(rgb)
 
 
-def save(fig: Figure, out: Path, stem: str, page: bool = True) -> list[Path]:
+def save(fig: Figure, out: Path, stem: str, page: bool = True, pdf: bool = True) -> list[Path]:
     """Check the figure (``page``: as a journal page's, check; where it fails, ``fit`` mends
-    what it can and checks again), then write ``stem``.png (DPI) and ``stem``.pdf (vector)
-    at the figure's own size (no tight crop: the width stays a journal width). A figure
-    that fails is not written: StyleError says why."""
+    what it can and checks again), then write ``stem``.png (DPI) and ``stem``.pdf (vector;
+    ``pdf`` False: the PNG alone, for a page that only shows it) at the figure's own size
+    (no tight crop: the width stays a journal width). A figure that fails is not written:
+    StyleError says why."""
     try:
         _checked(fig, page)
     except StyleError:
         plt.close(fig)
         raise
-    paths = [out / f"{stem}.png", out / f"{stem}.pdf"]
+    paths = [out / f"{stem}.png", *([out / f"{stem}.pdf"] if pdf else [])]
     for path in paths:
         outfiles.save_figure(fig, path, dpi=DPI, metadata={"Creator": "mempath"} if path.suffix == ".pdf" else None)
     plt.close(fig)

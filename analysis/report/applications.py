@@ -5,17 +5,19 @@ against the peak model (Figures 15-16), and LLM decode tokens/s per weight place
 to its memory-time bound (Figure 17). Several runs: medians over the runs of one node."""
 from __future__ import annotations
 
-from pathlib import Path
+from collections.abc import Callable
+from typing import Any
 
 import numpy as np
 import pandas as pd
+from matplotlib.axes import Axes
 
+from ..model.roles import labelled
 from ..render import style
-from ..render.figures import (COLUMN_IN, MIN_FONT_PT, PAGE_IN, Files, Styles, finish, labelled_or_name,
-                              log2_threads, text_in, topologies)
+from ..render.figures import COLUMN_IN, MIN_FONT_PT, PAGE_IN, Styles, headed, log2_threads, text_in
 from ..results.gpu_reads import llm_bounds
 from ..results.io import RunSet
-from ..render.items import Context, item
+from ..render.items import Context, Drawn, Grid, faceted, item, mark
 from .sections import Part, ok
 from ..render.tables import markdown, num
 
@@ -39,26 +41,31 @@ def sweep_incomplete(cases: pd.DataFrame) -> pd.Series:
     return sweep & ((done == 0) | (done.isna() & unset))
 
 
-def stream_threads(runs: RunSet, out: Path) -> Files:
+@item("stream_threads", "", "STREAM by thread count", "figure", (), "", order=50.1)
+def stream_threads(ctx: Context) -> Drawn:
     """Best GB/s of each STREAM kernel against the thread count, one panel per CPU and
     placement of the arrays; the best triad thread count marked."""
-    cases = ok(runs.table("stream/cases"))
+    cases = ok(ctx.table("stream/cases"))
     cases = cases[(cases["pu_kind"] == "cpu") & (cases["sweep"] == 1)] if not cases.empty else cases
-    if cases.empty:
-        return Files()
-    topos = topologies(runs)
+    return faceted(ctx, "stream_threads", cases, "no CPU thread sweep of `mempath stream` finished",
+                   lambda cases: _threads_grid(ctx, cases))
+
+
+def _threads_grid(ctx: Context, cases: pd.DataFrame) -> Grid:
     panels = list(dict.fromkeys(zip(cases["host"], cases["pu"], cases["mem"], cases["alloc"])))
     many_hosts = len({p[0] for p in panels}) > 1
     several_allocs = len({p[3] for p in panels}) > 1
-    fig, axes = style.panels(len(panels), PAGE_IN if len(panels) > 1 else COLUMN_IN, max_cols=3)
     styles = Styles()
-    for ax, (host, pu, mem, alloc) in zip(axes, panels):
+
+    def draw(ax: Axes, panel: tuple[str, str, str, str]) -> None:
+        host, pu, mem, alloc = panel
         mine = cases[(cases["host"] == host) & (cases["pu"] == pu) & (cases["mem"] == mem) & (cases["alloc"] == alloc)]
         best = mine.groupby(["kernel", "threads"])["best_GBps"].median()
         for kernel in CPU_KERNELS:
             if kernel in best.index.get_level_values(0):
                 line = best.loc[kernel]
                 ax.plot(line.index, line.to_numpy(), label=kernel, **styles(kernel))
+                mark(ax, kernel, threads=line.index.to_numpy(), best_GBps=line.to_numpy())
         triad = best.loc["triad"] if "triad" in best.index.get_level_values(0) else pd.Series(dtype=float)
         if not triad.empty:
             t = int(triad.idxmax())
@@ -73,12 +80,16 @@ def stream_threads(runs: RunSet, out: Path) -> Files:
         log2_threads(ax, mine["threads"])
         style.from_zero(ax)
         ax.grid(True)
-        where = labelled_or_name(topos.get(host), pu, mem) + (f", {alloc}" if several_allocs else "")
-        ax.set(title=f"{host}: " * many_hosts + f"{pu} → {where}", xlabel="threads", ylabel="best GB/s")
+        ax.set(xlabel="threads", ylabel="best GB/s")
+
+    def title(panel: tuple[str, str, str, str]) -> str:
+        host, pu, mem, alloc = panel
+        where = labelled(ctx.topologies.get(host), pu, mem) + (f", {alloc}" if several_allocs else "")
+        return f"{host}: " * many_hosts + f"{pu} → {where}"
     allocs = ", ".join(dict.fromkeys(p[3] for p in panels))
-    finish(fig, axes, "STREAM (CPU) by thread count" + ("" if several_allocs else f", arrays from {allocs}")
-           + " (dotted: the best triad thread count)")
-    return Files(style.save(fig, out, "stream_threads"))
+    return Grid(panels, draw, title, PAGE_IN if len(panels) > 1 else COLUMN_IN, max_cols=3,
+                finish=headed("STREAM (CPU) by thread count" + ("" if several_allocs else f", arrays from {allocs}")
+                              + " (dotted: the best triad thread count)"))
 
 
 def _gpu_table(runs: RunSet) -> pd.DataFrame:
@@ -90,13 +101,15 @@ def _gpu_table(runs: RunSet) -> pd.DataFrame:
                              aggfunc="median").reindex(columns=[k for k in GPU_KERNELS])
 
 
-def _dots(ax, rows: list[str], values: dict[str, np.ndarray], styles: Styles, xlabel: str) -> None:
+def _dots(ax, rows: list[str], values: dict[str, np.ndarray], styles: Styles, xlabel: str,
+          columns: tuple[str, str]) -> None:
     """A dot plot: one row per category (top to bottom), one mark per series, log x (no
-    bars on a log axis)."""
+    bars on a log axis); its source data under ``columns`` (the category's, the value's)."""
     y = np.arange(len(rows))
     for label, xs in values.items():
         look = styles(label)
         ax.plot(xs, y, linestyle="none", marker=look["marker"], color=look["color"], label=label)
+        mark(ax, label, **{columns[0]: rows, columns[1]: xs})
     ax.set_yticks(y, rows)
     ax.set_ylim(len(rows) - 0.5, -0.5)
     style.log_axis(ax, "x")
@@ -104,54 +117,61 @@ def _dots(ax, rows: list[str], values: dict[str, np.ndarray], styles: Styles, xl
     ax.set_xlabel(xlabel)
 
 
-def _dot_panels(n: int, rows: list[list[str]]) -> tuple:
+def _dot_grid(panels: list, rows: list[list[str]], draw: Callable[[Axes, Any], None], title: Callable[[Any], str],
+              heading: str) -> Grid:
     """Panels for dot plots: rows of 0.16 in, as many per line as their labels allow."""
     label_w = max(text_in(r) for part in rows for r in part)
     per_row = max(1, int(PAGE_IN // (label_w + 1.8)))
     height = max(len(part) for part in rows) * 0.16 + 0.75
-    width = COLUMN_IN if n == 1 and label_w + 1.8 <= COLUMN_IN else PAGE_IN
-    return style.panels(n, width, panel_height=height, max_cols=per_row)
+    width = COLUMN_IN if len(panels) == 1 and label_w + 1.8 <= COLUMN_IN else PAGE_IN
+    return Grid(panels, draw, title, width, height, per_row, headed(heading))
 
 
-def stream_gpu_placement(runs: RunSet, out: Path) -> Files:
+@item("stream_gpu_placement", "", "GPU stream kernels by placement", "figure", (), "", order=50.2)
+def stream_gpu_placement(ctx: Context) -> Drawn:
     """Best GB/s of each GPU stream kernel per placement of the arrays: a dot plot (log GB/s,
     HBM and host memory differ by 10x and more), one panel per GPU."""
-    table = _gpu_table(runs)
-    if table.empty:
-        return Files()
-    topos = topologies(runs)
+    table = _gpu_table(ctx.runs)
+    return faceted(ctx, "stream_gpu_placement", table, "no GPU case of `mempath stream` finished",
+                   lambda table: _placement_grid(ctx, table))
+
+
+def _placement_grid(ctx: Context, table: pd.DataFrame) -> Grid:
     gpus = list(dict.fromkeys((h, pu) for h, pu, _, _ in table.index))
     many_hosts = len({h for h, _ in gpus}) > 1
     rows = {(h, pu): [(mem, alloc) for hh, pp, mem, alloc in table.index if (hh, pp) == (h, pu)] for h, pu in gpus}
-    names = {k: [f"{labelled_or_name(topos.get(k[0]), k[1], mem)}, {alloc}" for mem, alloc in v]
+    names = {k: [f"{labelled(ctx.topologies.get(k[0]), k[1], mem)}, {alloc}" for mem, alloc in v]
              for k, v in rows.items()}
-    fig, axes = _dot_panels(len(gpus), list(names.values()))
     styles = Styles()
-    for ax, (host, pu) in zip(axes, gpus):
-        part = table.loc[(host, pu)]
-        _dots(ax, names[host, pu], {k: part[k].to_numpy(dtype=float) for k in GPU_KERNELS}, styles, "best GB/s (log)")
-        ax.set_title(f"{host}: " * many_hosts + f"{pu}: arrays in")
-    finish(fig, axes, "GPU stream kernels by placement of the arrays")
-    return Files(style.save(fig, out, "stream_gpu_placement"))
+
+    def draw(ax: Axes, gpu: tuple[str, str]) -> None:
+        part = table.loc[gpu]
+        _dots(ax, names[gpu], {k: part[k].to_numpy(dtype=float) for k in GPU_KERNELS}, styles, "best GB/s (log)",
+              ("arrays_in", "best_GBps"))
+    return _dot_grid(gpus, list(names.values()), draw, lambda g: f"{g[0]}: " * many_hosts + f"{g[1]}: arrays in",
+                     "GPU stream kernels by placement of the arrays")
 
 
-def gemm_sweep(runs: RunSet, out: Path) -> Files:
+@item("gemm_sweep", "", "GEMM TFLOP/s by size and operand placement", "figure", (), "", order=50.3)
+def gemm_sweep(ctx: Context) -> Drawn:
     """TFLOP/s against n (m = n = k), one panel per data type, one line per placement of A
     and B (role seen from the GPU); the peak model as a dashed line."""
-    cases = ok(runs.table("gemm/cases"))
-    if cases.empty:
-        return Files()
-    topos = topologies(runs)
+    cases = ok(ctx.table("gemm/cases"))
+    return faceted(ctx, "gemm_sweep", cases, "no `mempath gemm` case finished", lambda cases: _gemm_grid(ctx, cases))
+
+
+def _gemm_grid(ctx: Context, cases: pd.DataFrame) -> Grid:
     dtypes = list(dict.fromkeys(cases["dtype"]))
     many_hosts = cases["host"].nunique() > 1
-    fig, axes = style.panels(len(dtypes), PAGE_IN if len(dtypes) > 1 else COLUMN_IN, max_cols=3)
     styles = Styles()
-    for ax, dtype in zip(axes, dtypes):
+
+    def draw(ax: Axes, dtype: str) -> None:
         mine = cases[cases["dtype"] == dtype]
         for (host, gpu, mem, alloc), part in mine.groupby(["host", "gpu", "a_mem", "a_alloc"], sort=False):
             line = part.groupby("n")["median_TFLOPs"].median()
-            label = f"{host}: " * many_hosts + f"{labelled_or_name(topos.get(host), f'gpu{int(gpu)}', mem)}, {alloc}"
+            label = f"{host}: " * many_hosts + f"{labelled(ctx.topologies.get(host), f'gpu{int(gpu)}', mem)}, {alloc}"
             ax.plot(line.index, line.to_numpy(), label=label, **styles(label))
+            mark(ax, label, n=line.index.to_numpy(), median_TFLOPs=line.to_numpy())
         peak = mine["peak_TFLOPs"].dropna()
         if not peak.empty:
             ax.axhline(float(peak.max()), color="black", linestyle="--", linewidth=0.8)
@@ -164,27 +184,30 @@ def gemm_sweep(runs: RunSet, out: Path) -> Files:
         ax.minorticks_off()
         style.log_axis(ax, "y")
         ax.grid(True, which="major")
-        ax.set(title=f"GEMM {dtype}: A, B placed; C in HBM", xlabel="n (m = n = k)", ylabel="TFLOP/s (median)")
-    finish(fig, axes)
-    return Files(style.save(fig, out, "gemm_sweep"))
+        ax.set(xlabel="n (m = n = k)", ylabel="TFLOP/s (median)")
+    return Grid(dtypes, draw, lambda dtype: f"GEMM {dtype}: A, B placed; C in HBM",
+                PAGE_IN if len(dtypes) > 1 else COLUMN_IN, max_cols=3)
 
 
-def llm_placement(runs: RunSet, out: Path) -> Files:
+@item("llm_placement", "", "LLM decode by weight placement", "figure", (), "", order=50.4)
+def llm_placement(ctx: Context) -> Drawn:
     """Decode tokens/s per placement of the weights next to its memory-time bound: a dot
     plot on a log axis (the placements differ by orders of magnitude)."""
-    cases = ok(runs.table("llm/cases"))
-    if cases.empty:
-        return Files()
-    rows = llm_bounds(runs, cases, "weight_mem").groupby(
+    cases = ok(ctx.table("llm/cases"))
+    rows = llm_bounds(ctx.runs, cases, "weight_mem").groupby(
         ["host", "model", "placement", "weight_alloc", "weight_mem"], sort=False)[
-        ["median_tokens_per_s", "bound_tokens_per_s"]].median()
+        ["median_tokens_per_s", "bound_tokens_per_s"]].median() if not cases.empty else cases
+    return faceted(ctx, "llm_placement", rows, "no LLM placement finished", _llm_grid)
+
+
+def _llm_grid(rows: pd.DataFrame) -> Grid:
     names = [f"{model}, {name}: {mem or '?'} ({alloc})" for _, model, name, alloc, mem in rows.index]
-    fig, axes = _dot_panels(1, [names])
-    _dots(axes[0], names, {"measured (median)": rows["median_tokens_per_s"].to_numpy(dtype=float),
-                           "memory-time bound": rows["bound_tokens_per_s"].to_numpy(dtype=float)},
-          Styles(), "tokens/s, batch 1 decode (log)")
-    finish(fig, axes, "LLM decode by placement of the weights")
-    return Files(style.save(fig, out, "llm_placement"))
+
+    def draw(ax: Axes, _: str) -> None:
+        series = {"measured (median)": rows["median_tokens_per_s"].to_numpy(dtype=float),
+                  "memory-time bound": rows["bound_tokens_per_s"].to_numpy(dtype=float)}
+        _dots(ax, names, series, Styles(), "tokens/s, batch 1 decode (log)", ("placement", "tokens_per_s"))
+    return _dot_grid([""], [names], draw, str, "LLM decode by placement of the weights")
 
 
 def _tables(runs: RunSet) -> list[str]:
@@ -240,32 +263,24 @@ def _tables(runs: RunSet) -> list[str]:
     return lines
 
 
-#: The section's figures in order: (table that must hold cases, stem, title, drawing, why
-#: not drawn, only where a node has a GPU).
-FIGURES = (
-    ("stream/cases", "stream_threads", "STREAM by thread count", stream_threads,
-     "no CPU thread sweep of `mempath stream` finished", False),
-    ("stream/cases", "stream_gpu_placement", "GPU stream kernels by placement",
-     stream_gpu_placement, "no GPU case of `mempath stream` finished", True),
-    ("gemm/cases", "gemm_sweep", "GEMM TFLOP/s by size and operand placement", gemm_sweep,
-     "no `mempath gemm` case finished", False),
-    ("llm/cases", "llm_placement", "LLM decode by weight placement", llm_placement,
-     "no LLM placement finished", False),
-)
+#: The section's figures in order: (table that must hold cases, item key, only where a node
+#: has a GPU).
+FIGURES = (("stream/cases", "stream_threads", False), ("stream/cases", "stream_gpu_placement", True),
+           ("gemm/cases", "gemm_sweep", False), ("llm/cases", "llm_placement", False))
 
 
-def write(runs: RunSet, out: Path, gpus: bool = True) -> Part:
+def write(ctx: Context, gpus: bool = True) -> Part:
     """``gpus``: a node of the runs has a GPU; else a missing GPU figure is no news. A
     figure of a family the runs did not measure is left out without a word."""
     part = Part()
-    for table, stem, title, drawing, why, gpu_only in FIGURES:
-        if not runs.table(table).empty and (gpus or not gpu_only):
-            part.add_figure(stem, title, drawing(runs, out), why)
-    part.lines += _tables(runs)
+    for table, key, gpu_only in FIGURES:
+        if not ctx.table(table).empty and (gpus or not gpu_only):
+            part.add_item(ctx, key)
+    part.lines += _tables(ctx.runs)
     return part
 
 
 @item("applications", "", "Applications (STREAM, GEMM, LLM)", "section",
       ("stream/cases", "gemm/cases", "llm/cases"), "", order=50)
 def _section(ctx: Context) -> Part:
-    return write(ctx.runs, ctx.out, bool(ctx.gpu_hosts()))
+    return write(ctx, bool(ctx.gpu_hosts()))

@@ -7,21 +7,22 @@ Several runs: the figures show the median over the runs of one node, the tables 
 every run (with a `run` column when there is more than one)."""
 from __future__ import annotations
 
-from pathlib import Path
-
 import numpy as np
 import pandas as pd
+from matplotlib.axes import Axes
 
+from ..model.roles import role_label, role_rank
 from ..render import style
-from ..render.figures import COLUMN_IN, PAGE_IN, Files, Styles, finish, role_label, role_rank, topologies
+from ..render.figures import COLUMN_IN, PAGE_IN, Styles, headed
 from ..results.io import RunSet
 from .scaleout import bytes_axis
 from ..render.tables import markdown, num
 from ..results.transfers import size_label
-from ..render.items import Context, item
+from ..render.items import Context, Drawn, Grid, faceted, item, mark
 from .sections import Part, ok
 
 CHASE_PATH = ["host", "pu", "cpu", "mem", "alloc"]
+PAIR = ["host", "a", "b", "mem", "alloc"]  # a ping-pong curve
 NOT_OK = {"skipped": "skip", "failed": "failed"}
 
 
@@ -59,33 +60,38 @@ def _agent_title(host: str, pu: str, cpu, many_hosts: bool) -> str:
     return f"{host}: {_agent(pu, cpu)}" if many_hosts else _agent(pu, cpu)
 
 
-def chase_prefetch(runs: RunSet, out: Path) -> Files:
+@item("chase_prefetch", "", "Random vs sequential chase", "figure", (), "", order=30.1)
+def chase_prefetch(ctx: Context) -> Drawn:
     """Random against sequential chains of the same path: one panel per processor, one line
     per memory (role) and order."""
-    cases = ok(runs.table("chase/cases"))
-    if cases.empty:
-        return Files()
-    both = cases.groupby(CHASE_PATH).filter(lambda g: set(g["pattern"]) >= {"random", "sequential"})
-    if both.empty:
-        return Files()
-    topos = topologies(runs)
+    cases = ok(ctx.table("chase/cases"))
+    both = cases.groupby(CHASE_PATH).filter(lambda g: set(g["pattern"]) >= {"random", "sequential"}) \
+        if not cases.empty else cases
+    return faceted(ctx, "chase_prefetch", both, "no path was chased in both orders (`--pattern random,sequential`)",
+                   lambda both: _prefetch_grid(ctx, both))
+
+
+def _prefetch_grid(ctx: Context, both: pd.DataFrame) -> Grid:
     lines = _medians(both, [*CHASE_PATH, "pattern"])
-    labels = _labels(lines, topos, [*CHASE_PATH, "pattern", "size_bytes"])
+    labels = _labels(lines, ctx.topologies, [*CHASE_PATH, "pattern", "size_bytes"])
     panels = list(dict.fromkeys(k[:3] for k in lines.index))
     many_hosts = len({h for h, _, _ in panels}) > 1
-    fig, axes = style.panels(len(panels), PAGE_IN if len(panels) > 1 else COLUMN_IN, max_cols=3)
     styles = Styles()
-    for ax, (host, pu, cpu) in zip(axes, panels):
+
+    def draw(ax: Axes, panel: tuple) -> None:
+        host, pu, cpu = panel
         drawn = [(f"{labels[host, pu, mem, alloc]}, {pattern}", line) for (mem, alloc, pattern), line in
                  lines.loc[host, pu, cpu].groupby(level=["mem", "alloc", "pattern"], sort=False)]
-        for label, line in sorted(drawn, key=lambda item: role_rank(item[0])):
-            ax.plot(line.index.get_level_values("size_bytes"), line.to_numpy(), label=label, **styles(label))
+        for label, line in sorted(drawn, key=lambda entry: role_rank(entry[0])):
+            sizes = line.index.get_level_values("size_bytes")
+            ax.plot(sizes, line.to_numpy(), label=label, **styles(label))
+            mark(ax, label, size_bytes=sizes.to_numpy(), median_ns=line.to_numpy())
         bytes_axis(ax)
         style.log_axis(ax, "y")
         ax.grid(True, which="major")
-        ax.set(title=_agent_title(host, pu, cpu, many_hosts), xlabel="buffer (bytes)", ylabel="ns per load (median)")
-    finish(fig, axes, "Random vs sequential chain: what a prefetcher hides")
-    return Files(style.save(fig, out, "chase_prefetch"))
+        ax.set(xlabel="buffer (bytes)", ylabel="ns per load (median)")
+    return Grid(panels, draw, lambda p: _agent_title(*p, many_hosts), PAGE_IN if len(panels) > 1 else COLUMN_IN,
+                max_cols=3, finish=headed("Random vs sequential chain: what a prefetcher hides"))
 
 
 def _superchip(topology, agent: str):
@@ -112,53 +118,60 @@ def _pair_class(topology, a: str, b: str) -> str:
     return f"{kinds}, {'one superchip' if one else 'two superchips'}"
 
 
-def pingpong_distribution(runs: RunSet, out: Path) -> Files:
+@item("pingpong_distribution", "", "Ping-pong round-trip distributions", "figure", (), "", order=30.2)
+def pingpong_distribution(ctx: Context) -> Drawn:
     """One ECDF per pair and flag memory, the samples of every run of it pooled (so 100
     nightly runs draw as many lines as one), drawn through at most 1000 quantiles, with
     marks at the cases' median and p99. Up to 8 curves: one panel, each curve named; more:
     one panel per flag memory, the curves by the kind of pair (the matrix names each)."""
-    cases = ok(runs.table("pingpong/cases"))
-    samples = runs.table("pingpong/samples")
-    if cases.empty or samples.empty:
-        return Files()
-    keys = ["host", "a", "b", "mem", "alloc"]
-    pooled = samples.merge(cases[["run", "case_id", *keys[1:]]], on=["run", "case_id"])  # samples carry host
-    if pooled.empty:
-        return Files()
-    topos = topologies(runs)
+    cases = ok(ctx.table("pingpong/cases"))
+    samples = ctx.table("pingpong/samples")
+    pooled = samples.iloc[0:0]
+    if not (cases.empty or samples.empty):  # samples carry host
+        pooled = samples.merge(cases[["run", "case_id", *PAIR[1:]]], on=["run", "case_id"])
+    named = pooled.groupby(PAIR, sort=False).ngroups <= len(style.PALETTE) if not pooled.empty else True
+    note = "" if named else ("Curves by the kind of pair (pairs of one kind share a look); the ping-pong matrix "
+                             "and the table below give each pair.")
+    return faceted(ctx, "pingpong_distribution", pooled, "no `mempath pingpong` samples of a finished case",
+                   lambda pooled: _distribution_grid(ctx, cases, pooled, named), notes=[note] if note else [])
+
+
+def _distribution_grid(ctx: Context, cases: pd.DataFrame, pooled: pd.DataFrame, named: bool) -> Grid:
     many_hosts = cases["host"].nunique() > 1
-    curves = list(pooled.groupby(keys, sort=False))
-    named = len(curves) <= len(style.PALETTE)
+    curves = list(pooled.groupby(PAIR, sort=False))
     flags = list(dict.fromkeys(k[0:1] + k[3:] for k, _ in curves)) if not named else [None]
-    fig, axes = style.panels(len(flags), COLUMN_IN if len(flags) == 1 else PAGE_IN, max_cols=3)
     q = np.linspace(0, 1, 1000)
-    marks = cases.groupby(keys, sort=False)[["median_ns", "p99_ns"]].median()  # the cases' own, over runs
-    styles = Styles()
-    for key, part in curves:
+    marks = cases.groupby(PAIR, sort=False)[["median_ns", "p99_ns"]].median()  # the cases' own, over runs
+    styles, labels = Styles(), {}
+    for key, part in curves:  # the looks in curve order, whichever panel draws a curve first
         host, a, b, mem, alloc = key
-        ax = axes[0 if named else flags.index((host, mem, alloc))]
-        rtt = part["rtt_ns"].to_numpy(dtype=float)
         runs_of = part["run"].nunique()
-        if named:
-            label = (f"{host}: " * many_hosts + f"{a}<->{b} {mem}/{alloc}"
-                     + (f" ({runs_of} runs)" if runs_of > 1 else ""))
-        else:
-            label = _pair_class(topos.get(host), a, b)
-        look = styles(label)
-        ax.plot(np.quantile(rtt, q), q, label=label, color=look["color"], linestyle=look["linestyle"],
-                marker=look["marker"], markevery=[])
-        ax.plot([marks.loc[key, "median_ns"], marks.loc[key, "p99_ns"]], [0.5, 0.99], linestyle="none",
-                marker=look["marker"], color=look["color"])
-    for ax, flag in zip(axes, flags):
+        labels[key] = (f"{host}: " * many_hosts + f"{a}<->{b} {mem}/{alloc}" + (f" ({runs_of} runs)" if runs_of > 1
+                                                                                  else "")
+                       if named else _pair_class(ctx.topologies.get(host), a, b))
+        styles(labels[key])
+
+    def draw(ax: Axes, flag: tuple | None) -> None:
+        for key, part in curves:
+            host, a, b, mem, alloc = key
+            if flag is not None and flag != (host, mem, alloc):
+                continue
+            look = styles(labels[key])
+            rtt = np.quantile(part["rtt_ns"].to_numpy(dtype=float), q)
+            ax.plot(rtt, q, label=labels[key], color=look["color"], linestyle=look["linestyle"],
+                    marker=look["marker"], markevery=[])
+            ax.plot([marks.loc[key, "median_ns"], marks.loc[key, "p99_ns"]], [0.5, 0.99], linestyle="none",
+                    marker=look["marker"], color=look["color"])
+            mark(ax, labels[key], round_trip_ns=rtt, fraction_of_round_trips=q)
         style.log_axis(ax, "x")
         ax.set_ylim(0, 1.02)
         ax.grid(True, which="major")
-        title = "" if flag is None else (f"{flag[0]}: " * many_hosts + f"flag in {flag[1]} ({flag[2]})")
-        ax.set(title=title, xlabel="round trip (ns)", ylabel="fraction of round trips")
-    finish(fig, axes, "Ping-pong round trips: distribution (marks: median, p99)")
-    note = "" if named else ("Curves by the kind of pair (pairs of one kind share a look); the ping-pong matrix "
-                             "and the table below give each pair.")
-    return Files(style.save(fig, out, "pingpong_distribution"), note)
+        ax.set(xlabel="round trip (ns)", ylabel="fraction of round trips")
+
+    def title(flag: tuple | None) -> str:
+        return "" if flag is None else (f"{flag[0]}: " * many_hosts + f"flag in {flag[1]} ({flag[2]})")
+    return Grid(flags, draw, title, COLUMN_IN if len(flags) == 1 else PAGE_IN, max_cols=3,
+                finish=headed("Ping-pong round trips: distribution (marks: median, p99)"))
 
 
 def _tables(runs: RunSet) -> list[str]:
@@ -190,15 +203,10 @@ SHARED = ("latency_by_size", "pingpong")
 
 
 def write(ctx: Context) -> Part:
-    runs, out = ctx.runs, ctx.out
     part = Part()
-    part.add_item(ctx, "latency_by_size")
-    part.add_figure("chase_prefetch", "Random vs sequential chase", chase_prefetch(runs, out),
-                    "no path was chased in both orders (`--pattern random,sequential`)")
-    part.add_item(ctx, "pingpong")
-    part.add_figure("pingpong_distribution", "Ping-pong round-trip distributions", pingpong_distribution(runs, out),
-                    "no `mempath pingpong` samples of a finished case")
-    part.lines += _tables(runs)
+    for key in ("latency_by_size", "chase_prefetch", "pingpong", "pingpong_distribution"):
+        part.add_item(ctx, key)
+    part.lines += _tables(ctx.runs)
     return part
 
 

@@ -4,24 +4,22 @@ One entry per (host, op, pu, mem) for read and write: the best full-width case
 (analysis.results.cases.best) with its % of the path's theoretical peak (analysis.model.peaks), or the
 status and reasons when no case ran. Copy is left to the copy heatmap: its bytes are
 read + written over two paths, so a single-path peak does not bound it. The same entries
-are drawn as the report's "Path matrix heatmap" section (heatmap()).
+are drawn as the report's "Path matrix heatmap" section (its item, heatmap()).
 """
 from __future__ import annotations
 
 from collections.abc import Mapping
-from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pandas as pd
 
 from ..results.cases import SEP, best, ordered, rank, unmeasured
-from ..render import style
-from ..render.figures import Files, Heat, cell_table, heatmaps
+from ..render.figures import Heat, colour_only, heat_cells, heat_grid
 from ..render.mdtext import code, safe
 from ..model.roles import kind_word
 from ..model.peaks import ASSUMED_MARK, ASSUMED_NOTE, PeakModel, pct_text
-from ..render.items import Context, item
+from ..render.items import Context, Drawn, faceted, item
 from .sections import Part
 from ..render import tables
 
@@ -141,17 +139,17 @@ def _heat_text(entry: pd.Series) -> str:
     return text + (f"\n{_pct(entry)}" if pd.notna(entry["pct_of_peak"]) else "")
 
 
-def heatmap(table: pd.DataFrame, order: Order, out: Path, with_host: bool = False,
-            topologies: Mapping[str, Mapping[str, Any]] | None = None) -> Files:
-    """entries() as a figure: one panel per host and op, processors x memories (each named
-    with its kind: ``numa4 HBM``), cells coloured by median GB/s on one scale and annotated
-    with it and the % of the path's peak (where a peak is known) or with why the path did
-    not run; too many cells for 7 pt text: colours alone (render.figures.heatmaps), the
-    numbers in path_matrix.md. Returns the files written; none when no read or write case
-    measured a path."""
+@item(HEATMAP, "", "Processor x memory, read and write", "figure", (), "", order=5.1)
+def heatmap(ctx: Context) -> Drawn:
+    """The path matrix's entries as a figure: one panel per host and op, processors x
+    memories (each named with its kind: ``numa4 HBM``), cells coloured by median GB/s on
+    one scale and annotated with it and the % of the path's peak (where a peak is known) or
+    with why the path did not run; too many cells for 7 pt text: colours alone
+    (render.figures.heat_grid), the numbers in path_matrix.md."""
+    table = ctx.entries if ctx.entries is not None else pd.DataFrame(columns=ENTRY_COLUMNS)
     if table.empty or not (table["status"] == "ok").any():
-        return Files()
-    topologies = topologies or {}
+        return Drawn(why_not="no read or write case measured a path")
+    order = topology_order(ctx.topologies)
     panels = [(host, op) for host in ordered(table["host"], list(order)) for op in MATRIX_OPS
               if ((table["host"] == host) & (table["op"] == op)).any()]
     heats = []
@@ -168,21 +166,20 @@ def heatmap(table: pd.DataFrame, order: Order, out: Path, with_host: bool = Fals
                 grid[i, j] = float(entry["median_GBps"])
         marked = any(t.endswith(ASSUMED_MARK) for row in text for t in row)
         title = f"{op}: median GB/s (% of peak" + (f"; {ASSUMED_MARK} assumed peak)" if marked else ")")
-        kinds = topologies.get(host, {})
-        heats.append(Heat(f"{host}: {title}" if with_host else title, grid, text, pus,
+        kinds = ctx.topologies.get(host, {})
+        heats.append(Heat(f"{host}: {title}" if ctx.many else title, grid, text, pus,
                           [f"{m} {kind_word(kinds, m)}".strip() if kinds else m for m in mems]))
-    fig, _, annotated = heatmaps(heats, "GB/s (median)", "memory", "processor")
-    files = style.save(fig, out, HEATMAP, page=False)
-    extra, note = cell_table(heats, annotated, out, HEATMAP, "median_GBps",
-                             "[path_matrix.md](path_matrix.md)")
-    return Files(files + extra, note)
+    layout, annotated = heat_grid(heats, "GB/s (median)", "memory", "processor")
+    cells = heat_cells(heats, "median_GBps")
+    note = colour_only(heats, annotated, "[path_matrix.md](path_matrix.md) the numbers")
+    return faceted(ctx, HEATMAP, cells, "", lambda _: layout, notes=[note] if note else [],
+                   csv=(cells, list(cells.columns)))
 
 
-@item(HEATMAP, "", "Path matrix heatmap", "section", ("bw/cases",), "", order=5)
+@item("path_matrix_heatmap", "", "Path matrix heatmap", "section", ("bw/cases",), "", order=5)
 def _heatmap_section(ctx: Context) -> Part:
     part = Part()
     if ctx.entries.empty:
         return part  # the report's Missing list already says the path matrix is empty
-    files = heatmap(ctx.entries, topology_order(ctx.topologies), ctx.out, ctx.many, ctx.topologies)
-    part.add_figure(HEATMAP, "Processor x memory, read and write", files, "no read or write case measured a path")
+    part.add_item(ctx, HEATMAP)
     return part

@@ -1,8 +1,8 @@
 """What a report section returns (Part) and how it embeds a figure. A section module
 registers its builder in the one registry (render.items, kind "section", the heading as
-its title); the report runs them in ``order``. A figure the paper draws too is named in
-its section by the paper's item key (``Part.add_item``) and drawn by that one item
-(analysis/figures), not drawn again here."""
+its title); the report runs them in ``order``. A figure is an item too, named in its
+section by its key (``Part.add_item``): the paper's (analysis/figures), drawn by that one
+item and not drawn again here, or the report's own (registered in this package, ref '')."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field
@@ -11,7 +11,15 @@ from pathlib import Path
 import pandas as pd
 
 from .. import figures
-from ..render.items import Context, draw, supplementary_lines
+from ..render.items import Context, Drawn, Item, draw, registry, supplementary_lines
+
+
+def by_key(key: str) -> Item:
+    """The item ``key``: the report's own or the paper's (KeyError naming the keys there are)."""
+    found = {i.key: i for i in (*registry(__package__), *figures.every()) if i.kind != "section"}
+    if key not in found:
+        raise KeyError(f"no figure item {key!r}; items: {', '.join(found)}")
+    return found[key]
 
 
 @dataclass
@@ -23,29 +31,24 @@ class Part:
     missing: list[str] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
 
-    def add_figure(self, stem: str, title: str, files: list[Path], why_not: str) -> None:
-        """Embed a drawn figure in the summary lines, or say why it was not drawn; its
-        caption note (``files.note``, render.figures.Files) goes under it."""
-        self.files += files
-        if files:
-            self.lines += figure_lines(stem, title, note=getattr(files, "note", ""))
-        else:
-            self.missing.append(f"{title} not drawn: {why_not}")
-
-
-    def add_item(self, ctx: Context, key: str) -> None:
-        """Draw the paper's item ``key`` into the report (files named by the key), its
-        caption notes under it, or say why it was not drawn."""
-        item = figures.by_key(key)
+    def add_item(self, ctx: Context, key: str) -> Drawn:
+        """Draw the item ``key`` into the report (files named by the key), its caption under
+        it (the report's own figures: one paragraph; the paper's: its notes as a list), or
+        say why it was not drawn; what it drew."""
+        item = by_key(key)
         drawn = draw(ctx, item)
-        title = f"{item.title} ({item.ref})"
+        title = f"{item.title} ({item.ref})" if item.ref else item.title
         self.files += drawn.files
         if not drawn.files:
             self.missing.append(f"{title} not drawn: {drawn.why_not}")
-            return
+            return drawn
+        if not item.ref:
+            self.lines += figure_lines(key, title, note=" ".join(drawn.notes))
+            return drawn
         self.lines += figure_lines(key, title) + supplementary_lines(drawn.supplementary, title)
         self.lines += [n if n.startswith("- ") else f"- {n}" for n in drawn.notes]
         self.lines += ([f"- Not shown: {drawn.why_not}."] if drawn.why_not else []) + [""] * bool(drawn.notes or drawn.why_not)
+        return drawn
 
 
 def figure_lines(stem: str, title: str, why_not: str | None = None, note: str = "") -> list[str]:

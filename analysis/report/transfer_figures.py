@@ -1,19 +1,19 @@
-"""Transfer figures (PNG and PDF): size sweeps with the saturation size, small-copy latency.
-Panels are (GPU, direction) pairs wrapped into rows at page width; host memories are named
-by their role seen from the GPU (``local LPDDR``)."""
+"""The report's transfer figures, each an item: size sweeps with the saturation size,
+small-copy latency. Panels are (GPU, direction) pairs wrapped into rows at page width; host
+memories are named by their role seen from the GPU (``local LPDDR``)."""
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
-from pathlib import Path
+from collections.abc import Callable, Mapping
 from typing import Any
 
 import pandas as pd
 from matplotlib.axes import Axes
-from matplotlib.figure import Figure
 
+from ..model.roles import role_label
 from ..render import style
-from ..render.figures import COLUMN_IN, MIN_FONT_PT, PAGE_IN, Files, Styles, finish, role_label
+from ..render.figures import COLUMN_IN, MIN_FONT_PT, PAGE_IN, Styles, headed
+from ..render.items import Context, Drawn, Grid, faceted, item, mark
 from ..results import transfers
 from ..results.cases import ordered
 
@@ -53,8 +53,8 @@ def _panel(row: pd.Series) -> str:
     return transfers.gpu_label(row)
 
 
-def sweep_figure(cases: pd.DataFrame, with_host: bool = False,
-                 topologies: Mapping[str, Mapping[str, Any]] | None = None) -> Figure | None:
+def sweep_grid(cases: pd.DataFrame, with_host: bool = False,
+               topologies: Mapping[str, Mapping[str, Any]] | None = None) -> Grid | None:
     """Median GB/s against transfer size, one panel per (host, GPU, direction) (GPU<->GPU:
     per source GPU, a line per destination), one line per (engine, allocator, host node),
     band min-max; the saturation size of each line as a dashed vertical line of its colour,
@@ -70,54 +70,63 @@ def sweep_figure(cases: pd.DataFrame, with_host: bool = False,
     keys = sorted(dict.fromkeys(k for k, _ in keyed),
                   key=lambda k: (hosts.index(k[0]), gpus.index(k[1]),
                                  directions.index(k[2]) if k[2] in directions else len(directions)))
-    fig, axes = style.panels(len(keys), PAGE_IN if len(keys) > 1 else COLUMN_IN, max_cols=2)
     runs_per_key = {k: {str(g["run"].iloc[0]) for kk, g in keyed if kk == k} for k in keys}
     dsts_per_key = {k: {transfers.pair(g.iloc[0])[1] for kk, g in keyed if kk == k} if k[2] in transfers.D2D
                     else set() for k in keys}
-    styles = Styles()
-    named: set[tuple[int, int]] = set()  # (panel, size) whose saturation is labelled: lines saturating alike share it
-    for key, group in keyed:
-        host, gpu, direction = key
-        ax = axes[keys.index(key)]
+    styles, labels = Styles(), []
+    for key, group in keyed:  # the looks in the lines' order, whichever panel draws a line first
         first = group.iloc[0]
-        label = _label(first, topologies.get(host))
+        label = _label(first, topologies.get(key[0]))
         if len(dsts_per_key[key]) > 1:
             label += f" → gpu{transfers.pair(first)[1]}"
         if len(runs_per_key[key]) > 1:
             label += f" ({first['run']})"
-        look = styles(label)
-        sizes = group["size_bytes"].astype(int).to_numpy()
-        ax.plot(sizes, group["median_GBps"].astype(float), label=label, markersize=2.5, **look)
-        ax.fill_between(sizes, group["min_GBps"].astype(float), group["max_GBps"].astype(float),
-                        color=look["color"], alpha=0.15, linewidth=0)
-        saturated = transfers.saturation(group)
-        if saturated is not None:
-            ax.axvline(saturated, color=look["color"], linestyle="--", linewidth=0.8, gid=f"saturation:{saturated}")
-            if (keys.index(key), saturated) in named:
+        styles(label)
+        labels.append(label)
+
+    def draw(ax: Axes, panel: tuple[str, str, str]) -> None:
+        named: set[int] = set()  # sizes whose saturation is labelled: lines saturating alike share it
+        for (key, group), label in zip(keyed, labels):
+            if key != panel:
                 continue
-            named.add((keys.index(key), saturated))
-            ax.annotate(f"sat. {transfers.size_label(saturated)}", (saturated, 0.02),
-                        xycoords=("data", "axes fraction"), rotation=90, fontsize=MIN_FONT_PT,
-                        color=style.readable(look["color"]), xytext=(2, 0), textcoords="offset points")
-    for key, ax in zip(keys, axes):
-        host, gpu, direction = key
-        _size_axis(ax, [int(s) for k, g in keyed if k == key for s in g["size_bytes"]])
-        what = "both directions" if direction.endswith("bidir") else "median"
-        name = gpu if not gpu.endswith("→") else (
-            f"{gpu} gpu{next(iter(dsts_per_key[key]))}" if len(dsts_per_key[key]) == 1 else f"{gpu} peers")
-        ax.set(title=f"{name} {direction}" + (f" ({host})" if with_host else ""), xlabel="transfer size",
-               ylabel=f"GB/s ({what})")
+            look = styles(label)
+            sizes = group["size_bytes"].astype(int).to_numpy()
+            ax.plot(sizes, group["median_GBps"].astype(float), label=label, markersize=2.5, **look)
+            ax.fill_between(sizes, group["min_GBps"].astype(float), group["max_GBps"].astype(float),
+                            color=look["color"], alpha=0.15, linewidth=0)
+            mark(ax, label, size_bytes=sizes, median_GBps=group["median_GBps"].astype(float).to_numpy(),
+                 min_GBps=group["min_GBps"].astype(float).to_numpy(),
+                 max_GBps=group["max_GBps"].astype(float).to_numpy())
+            saturated = transfers.saturation(group)
+            if saturated is not None:
+                ax.axvline(saturated, color=look["color"], linestyle="--", linewidth=0.8,
+                           gid=f"saturation:{saturated}")
+                if saturated in named:
+                    continue
+                named.add(saturated)
+                ax.annotate(f"sat. {transfers.size_label(saturated)}", (saturated, 0.02),
+                            xycoords=("data", "axes fraction"), rotation=90, fontsize=MIN_FONT_PT,
+                            color=style.readable(look["color"]), xytext=(2, 0), textcoords="offset points")
+        _size_axis(ax, [int(s) for k, g in keyed if k == panel for s in g["size_bytes"]])
+        what = "both directions" if panel[2].endswith("bidir") else "median"
+        ax.set(xlabel="transfer size", ylabel=f"GB/s ({what})")
         style.from_zero(ax)
         ax.grid(True)
-    finish(fig, axes, "Transfers by size (dashed: saturation size, the first at "
-                      f"{transfers.SATURATION_FRACTION:.0%} of the largest median; band: min-max)")
-    return fig
+
+    def title(panel: tuple[str, str, str]) -> str:
+        host, gpu, direction = panel
+        name = gpu if not gpu.endswith("→") else (
+            f"{gpu} gpu{next(iter(dsts_per_key[panel]))}" if len(dsts_per_key[panel]) == 1 else f"{gpu} peers")
+        return f"{name} {direction}" + (f" ({host})" if with_host else "")
+    return Grid(keys, draw, title, PAGE_IN if len(keys) > 1 else COLUMN_IN, max_cols=2, page=False,
+                finish=headed("Transfers by size (dashed: saturation size, the first at "
+                              f"{transfers.SATURATION_FRACTION:.0%} of the largest median; band: min-max)"))
 
 
-def latency_figure(cases: pd.DataFrame, with_host: bool = False,
-                   topologies: Mapping[str, Mapping[str, Any]] | None = None) -> Figure | None:
+def latency_grid(cases: pd.DataFrame, with_host: bool = False,
+                 topologies: Mapping[str, Mapping[str, Any]] | None = None) -> Grid | None:
     """Host-observed copy + synchronise time against size, one panel per (GPU, direction):
-    median and p99 per (engine, allocator, host node)."""
+    median and p99 per (engine, allocator, host node). None when no latency case was measured."""
     topologies = topologies or {}
     points = transfers.latency(cases)
     if points.empty:
@@ -127,33 +136,47 @@ def latency_figure(cases: pd.DataFrame, with_host: bool = False,
                                     points["direction"])))
     panels.sort(key=lambda k: directions.index(k[2]) if k[2] in directions else len(directions))
     panels.sort(key=lambda k: (k[0], k[1]))
-    fig, axes = style.panels(len(panels), PAGE_IN if len(panels) > 1 else COLUMN_IN, max_cols=2)
     keys = ["host", "run", "gpu", "host_numa", "cpu_numa", "alloc", "engine", "direction"]
     styles = Styles()
     many_runs = points["run"].nunique() > 1
+    lines = []  # (panel, label, line) in the lines' order, their looks taken in it
     for _, line in points.groupby(keys, sort=False):
         first = line.iloc[0]
-        ax = axes[panels.index((first["host"], transfers.gpu_label(first), first["direction"]))]
         label = _label(first, topologies.get(first["host"])) + (f" ({first['run']})" if many_runs else "")
-        sizes = line["size_bytes"].astype(int).to_numpy()
-        for stat, column in (("median", "median_time_s"), ("p99", "p99_time_s")):
-            ax.plot(sizes, line[column].astype(float) * 1e6, label=f"{label}, {stat}", markersize=2.5,
-                    **styles(f"{label}, {stat}"))
-    for (host, gpu, direction), ax in zip(panels, axes):
+        lines.append(((first["host"], transfers.gpu_label(first), first["direction"]), label, line))
+        for stat in ("median", "p99"):
+            styles(f"{label}, {stat}")
+
+    def draw(ax: Axes, panel: tuple[str, str, str]) -> None:
+        for _, label, line in (entry for entry in lines if entry[0] == panel):
+            sizes = line["size_bytes"].astype(int).to_numpy()
+            for stat, column in (("median", "median_time_s"), ("p99", "p99_time_s")):
+                micro = line[column].astype(float).to_numpy() * 1e6
+                ax.plot(sizes, line[column].astype(float) * 1e6, label=f"{label}, {stat}", markersize=2.5,
+                        **styles(f"{label}, {stat}"))
+                mark(ax, f"{label}, {stat}", size_bytes=sizes, time_us=micro)
+        host, _, direction = panel
         part = points[(points["host"] == host) & (points["direction"] == direction)]
         _size_axis(ax, [int(s) for s in part["size_bytes"]])
         style.from_zero(ax)
         ax.grid(True)
-        ax.set(title=f"{gpu} {direction}" + (f" ({host})" if with_host else ""), xlabel="transfer size",
-               ylabel="µs, copy + synchronise")
-    finish(fig, axes, "small-transfer latency (cudaMemcpyAsync + synchronise, host clock)")
-    return fig
+        ax.set(xlabel="transfer size", ylabel="µs, copy + synchronise")
+    return Grid(panels, draw, lambda k: f"{k[1]} {k[2]}" + (f" ({k[0]})" if with_host else ""),
+                PAGE_IN if len(panels) > 1 else COLUMN_IN, max_cols=2, page=False,
+                finish=headed("small-transfer latency (cudaMemcpyAsync + synchronise, host clock)"))
 
 
-def write(cases: pd.DataFrame, out: Path, with_host: bool = False,
-          topologies: Mapping[str, Mapping[str, Any]] | None = None) -> tuple[Files, Files]:
-    """Write both figures where there is data; (sweep files, latency files)."""
-    sweep = sweep_figure(cases, with_host, topologies)
-    latency = latency_figure(cases, with_host, topologies)
-    return (Files(style.save(sweep, out, SWEEP_STEM, page=False)) if sweep else Files(),
-            Files(style.save(latency, out, LATENCY_STEM, page=False)) if latency else Files())
+def _drawn(ctx: Context, stem: str, grid: Callable[..., Grid | None], why: str) -> Drawn:
+    cases, unusable = transfers.load(ctx.runs)
+    layout = None if unusable else grid(cases, ctx.many, ctx.topologies)
+    return faceted(ctx, stem, cases if layout else cases.iloc[0:0], unusable or why, lambda _: layout)
+
+
+@item(SWEEP_STEM, "", "Transfer size sweep", "figure", (), "", order=10.1)
+def sweep(ctx: Context) -> Drawn:
+    return _drawn(ctx, SWEEP_STEM, sweep_grid, "no measured `mempath memcpy --sweep` group")
+
+
+@item(LATENCY_STEM, "", "Small-transfer latency", "figure", (), "", order=10.2)
+def latency(ctx: Context) -> Drawn:
+    return _drawn(ctx, LATENCY_STEM, latency_grid, "no measured `mempath memcpy --latency` case")

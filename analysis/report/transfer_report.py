@@ -4,7 +4,6 @@ with deployment rules (path_table.md/.csv) and the LLM decode placement table
 from __future__ import annotations
 
 from collections.abc import Mapping
-from pathlib import Path
 from typing import Any
 
 import pandas as pd
@@ -17,11 +16,10 @@ from . import placement
 from . import transfer_figures
 
 from ..results import transfers
-from ..results.io import RunSet
-from ..model.peaks import ASSUMED_MARK, ASSUMED_NOTE, PeakModel
+from ..model.peaks import ASSUMED_MARK, ASSUMED_NOTE
 from ..model.rules import rules
-from ..render.items import Context, item
-from .sections import Part, figure_lines
+from ..render.items import Context, draw, item
+from .sections import Part, by_key, figure_lines
 from ..render.tables import markdown, num
 from ..render.mdtext import code, safe
 
@@ -111,17 +109,18 @@ def path_markdown(tables: Mapping[str, tuple[pd.DataFrame, list[tuple[int, str, 
     return "\n".join(lines)
 
 
-def write(runs: RunSet, out: Path, topologies: Mapping[str, Mapping[str, Any]],
-          models: Mapping[str, PeakModel], entries: pd.DataFrame, bw_cases: pd.DataFrame,
-          active_bytes: float, with_host: bool) -> Part:
-    """Write the transfer files into ``out``; nothing but a note without /memcpy data."""
+def write(ctx: Context) -> Part:
+    """Write the transfer files into ``ctx.out``; nothing but a note without /memcpy data."""
+    runs, out, topologies, models = ctx.runs, ctx.out, ctx.topologies, ctx.models
+    with_host, entries, bw_cases, active_bytes = ctx.many, ctx.entries, ctx.cases, ctx.active_bytes
     section = Part()
     cases, unusable = transfers.load(runs)
     if unusable:
         section.notes.append(unusable)
         section.lines = [f"_Not produced: {unusable}._", ""]
         return section
-    sweep, latency = transfer_figures.write(cases, out, with_host, topologies)
+    sweep, latency = (draw(ctx, by_key(key)).files for key in (transfer_figures.SWEEP_STEM,
+                                                                transfer_figures.LATENCY_STEM))
     section.files += sweep + latency
     outfiles.write_text(out / "transfers.md", transfers_markdown(cases, with_host))
     section.files.append(out / "transfers.md")
@@ -168,5 +167,4 @@ def write(runs: RunSet, out: Path, topologies: Mapping[str, Mapping[str, Any]],
 def _section(ctx: Context) -> Part:
     if "memcpy/cases" not in ctx.runs.tables and not ctx.gpu_hosts():
         return Part()  # no GPU, no host<->device transfer to measure: nothing is missing
-    return write(ctx.runs, ctx.out, ctx.topologies, ctx.models, ctx.entries, ctx.cases,
-                 ctx.active_bytes, ctx.many)
+    return write(ctx)

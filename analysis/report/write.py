@@ -1,7 +1,7 @@
 """The report folder: path matrix (Markdown, CSV), figures and summary.md."""
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -9,16 +9,15 @@ from typing import Any
 import pandas as pd
 
 from .. import outfiles
-from ..render import figures, html
-from ..render.figures import Files
+from ..render import html
 
 from . import matrix
 from ..results.cases import CASE_COLUMNS, mark_placement, misplaced_note, ordered
 from ..errors import ERRORS_LOG, InputError, record_failure
 from ..results.io import RunSet
 from .placement import DEFAULT_ACTIVE_BYTES
-from ..render.items import Context, registry
-from .sections import figure_lines
+from ..render.items import Context, Drawn, draw, registry
+from .sections import by_key, figure_lines
 from ..render.mdtext import code, safe, text
 from ..render.tables import markdown
 from ..render.provenance import runs_table
@@ -149,20 +148,30 @@ def _remove_stale(out: Path, written: list[Path]) -> None:
     outfiles.write_text(manifest, "".join(f"{path.name}\n" for path in written))
 
 
-def _own_figure(report: Report, name: str, why_empty: str, draw: Callable[[], Files]) -> tuple[Files, str | None]:
-    """One of the report's own figures (drawn outside any section) and why it is not
-    drawn (None where it is): ``why_empty`` where it had nothing to draw; where it raised,
-    that it did, its line in ``report.failed`` and its trace in errors.log, as a section's
-    (it ended the command in a traceback: a figure's bug must cost that figure only)."""
-    try:
-        files = draw()
-    except Exception as err:  # noqa: BLE001  one figure's bug must not cost the whole report
-        report.failed.append(record_failure(report.out, name, err))
-        return Files(), f"it raised an error (under Not written, below; trace in `{ERRORS_LOG}`)"
-    if not files:
-        report.missing.append(f"{name} not drawn: {why_empty}")
-        return files, why_empty
-    return files, None
+#: The report's own figures under "Results", beside the path matrix: (item key, its name
+#: in the Missing list).
+RESULTS = (("thread_scaling", "thread scaling"), ("copy_heatmap", "copy heatmap"))
+
+
+def _results(report: Report, ctx: Context) -> list[str]:
+    """The RESULTS figures' summary lines, each embedded or why not: where one had nothing
+    to draw, its line in ``report.missing`` too; where it raised, its line in
+    ``report.failed`` and its trace in errors.log, as a section's (a figure's bug must
+    cost that figure only)."""
+    lines: list[str] = []
+    for key, name in RESULTS:
+        item = by_key(key)
+        try:
+            drawn = draw(ctx, item)
+        except Exception as err:  # noqa: BLE001  one figure's bug must not cost the whole report
+            report.failed.append(record_failure(report.out, name, err))
+            drawn = Drawn(why_not=f"it raised an error (under Not written, below; trace in `{ERRORS_LOG}`)")
+        else:
+            if not drawn.files:
+                report.missing.append(f"{name} not drawn: {drawn.why_not}")
+        report.files += drawn.files
+        lines += figure_lines(key, item.title, None if drawn.files else drawn.why_not, " ".join(drawn.notes))
+    return lines
 
 
 def write_report(runs: RunSet, out: Path, overrides: Mapping[str, float] | None = None,
@@ -178,10 +187,9 @@ def write_report(runs: RunSet, out: Path, overrides: Mapping[str, float] | None 
     (out / ERRORS_LOG).unlink(missing_ok=True)  # an earlier run's errors are not this one's
     report = Report(out)
     base = Context.of(runs, out, overrides)  # the nodes' topologies and peak models, as the paper's
-    topologies, models, many, hosts = base.topologies, base.models, base.many, runs.hosts()
+    topologies, models, hosts = base.topologies, base.models, runs.hosts()
     cases = mark_placement(_cases(runs), topologies)
-    order = {host: ([p["name"] for p in t.get("processors", [])],
-                    [m["name"] for m in t.get("memories", [])]) for host, t in topologies.items()}
+    order = matrix.topology_order(topologies)
 
     entries = matrix.entries(cases, models, order)
     outfiles.write_text(out / "path_matrix.md", matrix.markdown(entries, order))
@@ -194,16 +202,10 @@ def write_report(runs: RunSet, out: Path, overrides: Mapping[str, float] | None 
     for op in ("read", "write", "copy"):
         if op not in ops:
             report.missing.append(f"no {op} case in these runs")
-    mem_order = [m for _, mems in order.values() for m in mems]
-    no_cpu, no_copy = "no CPU path measured at several thread counts", "no copy case measured a path"
-    scaling, no_scaling = _own_figure(report, "thread scaling", no_cpu, lambda: figures.thread_scaling(
-        cases, out, topologies, with_host=many))
-    heatmap, no_heatmap = _own_figure(report, "copy heatmap", no_copy, lambda: figures.copy_heatmap(
-        cases, out, mem_order, topologies, with_host=many))
-    report.files += scaling + heatmap
     context = replace(base, entries=entries, cases=cases, active_bytes=active_bytes)
+    results = _results(report, context)
     sections: list[str] = []
-    for section in registry(__package__):
+    for section in (i for i in registry(__package__) if i.kind == "section"):
         try:
             part = section.build(context)
         except Exception as err:  # noqa: BLE001  one section's bug must not cost the whole report
@@ -224,9 +226,7 @@ def write_report(runs: RunSet, out: Path, overrides: Mapping[str, float] | None 
     lines += ["## Results", "",
               "- [Path matrix](path_matrix.md) (processor x memory, median GB/s, % of peak), "
               "[CSV](path_matrix.csv)", ""]
-    lines += figure_lines("thread_scaling", "Thread scaling (CPU)", no_scaling, scaling.note)
-    lines += figure_lines("copy_heatmap", "Copy heatmap", no_heatmap, heatmap.note)
-    lines += sections
+    lines += results + sections
     lines += _peaks(entries, overrides)
     lines += _counts(runs, cases)
     if report.failed:

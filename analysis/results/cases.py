@@ -4,7 +4,7 @@ A case stands for its path when it ran (status ok) alone (no ``noise``), out of 
 (not ``cache_resident``) and its pages were where it names (``placement``): managed
 memory migrates on access, so a CPU reading managed memory "on gpu0" may read host
 memory. Where a case is drawn is one rule (``drawn_under``) for the report, the paper and
-the binary's own ``placed`` verdict (C++ placed_as_named).
+the binary's own ``placed`` verdict (C++ drawn_under, tested against the same cases).
 """
 from __future__ import annotations
 
@@ -143,15 +143,26 @@ def unmeasured(group: pd.DataFrame) -> tuple[str, str]:
     return status, SEP.join(dict.fromkeys(reasons))
 
 
+def _on_interleave_nodes(topology: Mapping[str, Any], text: str) -> bool:
+    """Every share of ``text`` on a host node with CPUs, the nodes interleaved pages are
+    spread over; a topology without such nodes refutes nothing."""
+    hosts = {f"numa{n['id']}" for n in topology.get("numa_nodes", [])
+             if n.get("kind") == "host" and n.get("cpus")}
+    return not hosts or all(share.split(":")[0] in hosts for share in text.split(","))
+
+
 def drawn_under(topology: Mapping[str, Any], mem: str, alloc: str, placement: Any) -> tuple[str, str]:
     """(the memory a buffer is drawn under, '') or ('', why it is drawn nowhere).
 
-    Where its pages were, never where it asked them to be: the named memory where they
-    stayed there (a GPU's HBM NUMA node and its gpuN are one memory), else the one memory
-    that holds them. Pages split over several memories (``numa0:0.97,numa1:0.03``) stand
-    for none of them, at any share: so says the binary's ``placed`` too, and a case must
-    not stand for a path in one figure and be dropped from the next. An unknown placement
-    is the named memory unless the allocator migrates pages (managed)."""
+    The one rule of docs/design.md ("Where a case is drawn"), C++ drawn_under the same,
+    both tested against tests/fixtures/placement_cases.txt: where its pages were, never
+    where it asked them to be. The named memory where they stayed there (a GPU's HBM NUMA
+    node and its gpuN are one memory), else the one memory that holds them. Pages split
+    over several memories (``numa0:0.97,numa1:0.03``) stand for none of them, at any
+    share, so a case cannot stand for a path in one figure and be dropped from the next.
+    An unknown placement (``unknown``, none recorded, a summary line's ``-``) is the named
+    memory unless the allocator migrates pages (managed). Interleaved pages stayed in
+    ``interleave`` while every page was on a host node with CPUs."""
     mem = str(mem or "")
     text = "" if placement is None or (isinstance(placement, float) and math.isnan(placement)) \
         else str(placement).strip()
@@ -159,6 +170,10 @@ def drawn_under(topology: Mapping[str, Any], mem: str, alloc: str, placement: An
         if alloc == "managed":
             return "", f"{alloc} pages of {mem}: placement unknown (managed pages may have moved)"
         return mem, ""
+    if mem == "interleave":
+        if _on_interleave_nodes(topology, text):
+            return mem, ""
+        return "", f"{alloc} pages of {mem} were not all on the host nodes they interleave over ({text})"
     if any(c in text for c in ",:;"):
         return "", f"{alloc} pages of {mem} were split ({text})"
     if same_memory(topology, text, mem):

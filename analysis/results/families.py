@@ -7,6 +7,7 @@ drift (tests/cpp/test_families.cpp compares its reading with the C++ table). Usa
     from analysis.results.families import FAMILIES, columns, required
     FAMILIES["chase"].metric              # "ns_per_access"
     [c.name for c in columns("stream/samples")]  # ["case_id", "rep", "time_s", "bandwidth_GBps"]
+    named("bw/cases", "outcome")                 # ("status", "reason", "reps", ...)
 """
 from __future__ import annotations
 
@@ -38,20 +39,30 @@ class Column(NamedTuple):
     type: str
     unit: str               # "" for none
     required: bool          # every reader needs it (results/schema.py REQUIRED)
+    role: str               # one of ROLES: what the column is to compare
+    fleet: str              # one of FLEET: how the fleet table names a case by it
 
 
 # Field names after the macro's name, in its argument order (families.def's header says why
 # each exists); the column rows start with their table's name.
 _FIELDS = {"FAMILY": Family._fields, "COLUMN": ("table", *Column._fields)}
 _TYPES = ("Int", "Float", "String")
+#: A column's roles, as families.def's header defines them.
+ROLES = ("key", "identity", "derived", "outcome")
+#: How the fleet table reads a column (families.def's header).
+FLEET = ("name", "name if present", "")
+_VALID = {"role": ROLES, "fleet": FLEET}
 
 
 def _value(text: str, field: str):
-    if field != "type":
-        return deffile.literal(text)
-    if text not in _TYPES:
-        raise ValueError(f"column type {text!r}; valid: {', '.join(_TYPES)}")
-    return text
+    if field == "type":
+        if text not in _TYPES:
+            raise ValueError(f"column type {text!r}; valid: {', '.join(_TYPES)}")
+        return text
+    value = deffile.literal(text)
+    if field in _VALID and value not in _VALID[field]:
+        raise ValueError(f"column {field} {value!r}; valid: {', '.join(map(repr, _VALID[field]))}")
+    return value
 
 
 class Table(NamedTuple):
@@ -92,6 +103,25 @@ def columns(table: str) -> tuple[Column, ...]:
 def required(table: str) -> tuple[str, ...]:
     """The names of the columns every reader of ``table`` needs, in the writer's order."""
     return tuple(c.name for c in columns(table) if c.required)
+
+
+def named(table: str, *roles: str) -> tuple[str, ...]:
+    """The names of ``table``'s columns of any of ``roles`` (ROLES), in the writer's order."""
+    return tuple(c.name for c in columns(table) if c.role in roles)
+
+
+def _units() -> dict[str, str]:
+    found: dict[str, str] = {}
+    for table, cols in _TABLE.tables.items():
+        for c in cols:
+            if found.setdefault(c.name, c.unit) != c.unit:
+                raise ValueError(f"{FAMILIES_DEF.name}: column {c.name} of {table} in {c.unit!r}, elsewhere in "
+                                 f"{found[c.name]!r}; valid: one unit a name")
+    return found
+
+
+#: Every column name's unit ("" for none): one a name, whatever its table.
+UNITS: dict[str, str] = _units()
 
 
 def rows(table: Table | None = None) -> dict[str, list[dict]]:

@@ -34,20 +34,14 @@ class Column(NamedTuple):
     values: Iterable[Any]
 
 
-#: Units by the end of a column's name: the convention of the C++ tables (docs/schema.md).
-UNITS = (("tokens_per_s", "tokens/s"), ("GBps", "GB/s"), ("TFLOPs", "TFLOP/s"), ("tflops", "TFLOP/s"),
-         ("flops", "FLOP"), ("bytes", "bytes"), ("cycles", "cycles"), ("cycles_per_access", "cycles"),
-         ("ns_per_access", "ns"), ("Mops", "Mop/s"), ("_ns", "ns"), ("_us", "us"), ("_s", "s"),
-         ("_mhz", "MHz"), ("_w", "W"), ("temperature_c", "C"))
-
-
 def units_of(name: str) -> str:
-    """The units of a column named ``name`` by the schema's naming rule; "" for none."""
-    return next((units for end, units in UNITS if name.endswith(end)), "")
+    """The unit src/core/families.def gives a column named ``name`` (one a name, whatever its
+    table), as the C++ writer writes it; "" for none and for a name the table lacks."""
+    return families.UNITS.get(name, "")
 
 
 def column(name: str, values: Iterable[Any], kind: type | None = None) -> Column:
-    """A Column with units from its name; ``kind`` from a numpy array's dtype where not given."""
+    """A Column with the units of its name; ``kind`` from a numpy array's dtype where not given."""
     return Column(name, kind or kind_of(np.asarray(values)), units_of(name), values)
 
 

@@ -17,7 +17,7 @@ from typing import Any
 
 import pandas as pd
 
-from . import workers
+from . import kinds, workers
 from .h5file import RunFileError, host_problem, one_line, shown, unreadable, walk
 
 
@@ -83,9 +83,12 @@ def result_files(paths: Sequence[Path], skip: Collection[str] = ()) -> list[Path
 #: processor or memory is GPU N (its "gpu"), a numaN memory NUMA node N (its "numa").
 PROCESSOR_NAME = re.compile(r"(cpu|gpu)(0|[1-9][0-9]{0,8})|cpus")
 MEMORY_NAME = re.compile(r"(numa|gpu)(0|[1-9][0-9]{0,8})")
-#: The kinds of docs/topology.md ("JSON"), by the name's prefix.
-PROCESSOR_KINDS = {"cpu": "cpu", "gpu": "gpu"}
-MEMORY_KINDS = {"numa": ("host", "hbm"), "gpu": ("device",)}
+#: The kinds of docs/topology.md ("JSON"), by the name's prefix (kinds.def): a processor's
+#: name starts with its kind; a numaN memory is a NUMA node that holds memory (an empty
+#: node is none), a gpuN memory the GPU's own, which no NUMA node shows.
+PROCESSOR_KINDS = {kind: kind for kind in kinds.PROCESSOR_KINDS}
+MEMORY_KINDS = {"numa": tuple(k for k, m in kinds.MEMORY_KINDS.items() if m["numa_node"] and k != "empty"),
+                "gpu": tuple(k for k, m in kinds.MEMORY_KINDS.items() if not m["numa_node"])}
 # What a field of an entry holds where present (docs/topology.md, "JSON"): a count (an
 # integer from 0 to 2^63-1), a count or null, text, a boolean, a list of counts, of text, an object.
 _COUNT, _NULL, _TEXT, _BOOL, _COUNTS, _TEXTS, _OBJECT, _OBJECTS = (
@@ -187,13 +190,13 @@ def _parts_problem(topology: dict[str, Any]) -> str:
 def _name_problem(where: str, key: str, entry: dict[str, Any]) -> str:
     """A processor's or memory's name against docs/topology.md's rules and its kind and number."""
     name, kind = entry["name"], entry.get("kind")
-    rule, kinds = (PROCESSOR_NAME, PROCESSOR_KINDS) if key == "processors" else (MEMORY_NAME, MEMORY_KINDS)
+    rule, by_prefix = (PROCESSOR_NAME, PROCESSOR_KINDS) if key == "processors" else (MEMORY_NAME, MEMORY_KINDS)
     match = rule.fullmatch(name)
     if not match:
         valid = "cpuN, gpuN or cpus" if key == "processors" else "numaN or gpuN"
         return f"{where}name {one_line(name[:40])!r} is not a {key[:-1].replace('ie', 'y')} name ({valid})"
     prefix = name[:3] if name == "cpus" else match[1]
-    allowed = kinds[prefix] if key == "memories" else (kinds[prefix],)
+    allowed = by_prefix[prefix] if key == "memories" else (by_prefix[prefix],)
     if kind not in allowed:
         return f"{where}kind of {name} is {one_line(json.dumps(kind)[:40])}, not {' or '.join(allowed)}"
     number_key = {"gpu": "gpu", "numa": "numa"}.get(prefix)
@@ -291,10 +294,10 @@ def node_names(hosts: Sequence[str], facts: Sequence[str]) -> list[str]:
     seen: dict[str, list[str]] = {}
     names = []
     for host, fact in zip(hosts, facts):
-        kinds = seen.setdefault(host, [])
-        if fact not in kinds:
-            kinds.append(fact)
-        number = kinds.index(fact) + 1
+        known = seen.setdefault(host, [])
+        if fact not in known:
+            known.append(fact)
+        number = known.index(fact) + 1
         names.append(host if number == 1 else f"{host}#{number}")
     return names
 

@@ -23,6 +23,8 @@ from __future__ import annotations
 
 import argparse
 import ctypes
+import importlib
+import importlib.util
 import json
 import math
 import os
@@ -34,6 +36,23 @@ import time
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[2]
+
+
+def analysis(module: str):
+    """``MODULE`` of the analysis (``results.io``): in a checkout its analysis/ folder (a
+    checkout's script writes with its own analysis, even where another is installed), loaded
+    as the package ``analysis`` from its path, with no sys.path entry that could shadow a
+    module of the caller's; elsewhere (`cmake --install` puts this script in share/mempath/llm)
+    the distribution `pip install .` installed, mempath_analysis."""
+    folder = REPO / "analysis"
+    if not (folder / "__init__.py").is_file():
+        return importlib.import_module(f"mempath_analysis.{module}")
+    if "analysis" not in sys.modules:
+        spec = importlib.util.spec_from_file_location("analysis", folder / "__init__.py",
+                                                      submodule_search_locations=[str(folder)])
+        sys.modules["analysis"] = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(sys.modules["analysis"])
+    return importlib.import_module(f"analysis.{module}")
 
 # Shapes of published models (their config.json); weights are random, seeded. `bos` is the
 # tokenizer's beginning-of-sequence id: the whole prompt of `--prompt-tokens empty`.
@@ -171,10 +190,10 @@ def resolve_placement(name: str, topo: dict, gpu: int) -> tuple[str, str, str]:
 def write_h5(path: Path, attrs: dict, cases: list[dict], samples: list[dict]) -> None:
     """The results writer's layout (docs/schema.md), atomically, through analysis/results/h5writer.py."""
     # The script runs as `python3 src/llm/llm_placement.py` from anywhere (ReFrame, docs/cli.md):
-    # analysis/ is found from the repo root; h5writer needs only numpy and h5py (no pandas).
-    sys.path.insert(0, str(REPO))
+    # h5writer needs only numpy and h5py (no pandas).
     # The columns are src/core/families.def's llm rows, as the C++ writers' are theirs.
-    from analysis.results.h5writer import table_columns, write_result
+    writer = analysis("results.h5writer")
+    table_columns, write_result = writer.table_columns, writer.write_result
     write_result(path, attrs, {name: table_columns(name, rows) for name, rows in (("llm/cases", cases),
                                                                                   ("llm/samples", samples))})
 
@@ -591,10 +610,9 @@ def read_bandwidth(w, dec_lib=None) -> float:
 
 def load_bw_run(path: str):
     """The mempath result file of --bw-from, through analysis/results/io.py (its checks and messages)."""
-    sys.path.insert(0, str(REPO))
     try:
-        from analysis.results.io import load_run
-        from analysis.errors import InputError
+        load_run = analysis("results.io").load_run
+        InputError = analysis("errors").InputError
     except ImportError as error:
         raise BadInput(f"--bw-from needs pandas and h5py ({error}); valid: the Python of the analysis")
     try:
@@ -606,7 +624,8 @@ def load_bw_run(path: str):
 def path_from_run(run, gpu: int, alloc: str, mem: str) -> tuple[float, str]:
     """(GB/s, case) of the GPU reading `mem` (analysis/results/gpu_reads.py's rule, which
     Fig. 17 applies to the paper set's files); BadInput saying what the file has."""
-    from analysis.results.gpu_reads import gpu_reads, read_path
+    reader = analysis("results.gpu_reads")
+    gpu_reads, read_path = reader.gpu_reads, reader.read_path
     reads = gpu_reads(run.tables, run.topology, gpu)
     best = read_path(reads, alloc, mem)
     if best is None:

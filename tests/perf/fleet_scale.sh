@@ -9,11 +9,11 @@
 #   FILES_MAX=N   read the files without summaries only for fleets of at most N nodes
 #                 (default 2688: at 7 ms a file, 10,752 preset nodes take 9 minutes on 2 cores)
 #
-# Per fleet size: `analysis simulate` (the vetting preset's layout, 13 files a node, where
-# the simulator has --layout; else one file a node, said in the table), then, each under
+# Per fleet size: `python -m tests.fleetsim` (the vetting preset's layout, 13 files a node,
+# where the simulator has --layout; else one file a node, said in the table), then, each under
 # /usr/bin/time -v: `analysis fleet DIR -o OUT`, `fleet-history append` from the files and
 # from OUT/fleet.parquet; each node folder has the fleet-summary.json vet_node.sh writes
-# (`simulate --summaries`), and then, its summaries removed, the same from the files alone. Peak memory is given twice: GNU time's maximum resident set of
+# (`tests.fleetsim --summaries`), and then, its summaries removed, the same from the files alone. Peak memory is given twice: GNU time's maximum resident set of
 # the largest single process, and the sum over the process and its reading pool, sampled
 # every 0.2 s. Writes WORKDIR/fleet_scale.md (and prints it).
 set -euo pipefail
@@ -30,7 +30,7 @@ pin=()
 FILES_MAX=${FILES_MAX:-2688}
 layout=()
 layout_name="one file a node"
-if "$PY" -m analysis simulate --help | grep -q -- "--layout"; then
+if "$PY" -m tests.fleetsim --help | grep -q -- "--layout"; then
     layout=(--layout preset --summaries)
     layout_name="vetting preset (13 files a node and the node's fleet-summary.json)"
 fi
@@ -74,7 +74,7 @@ for nodes in "${SIZES[@]}"; do
     out="$WORK/out_$nodes"
     rm -rf "$fleet" "$out" "$WORK/h_$nodes".duckdb "$WORK/hp_$nodes".duckdb
     sim_start=$SECONDS
-    "$PY" -m analysis simulate --nodes "$nodes" "${layout[@]}" --faults hbm:8,c2c:4,failed:2 \
+    "$PY" -m tests.fleetsim --nodes "$nodes" "${layout[@]}" --faults hbm:8,c2c:4,failed:2 \
         --seed 21 -o "$fleet" >/dev/null
     echo "fleet_scale.sh: $nodes nodes simulated in $((SECONDS - sim_start)) s" >&2
     files=$(find "$fleet" -name '*.h5' | wc -l)

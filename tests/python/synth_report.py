@@ -20,7 +20,7 @@ from analysis.model.peaks import PeakModel
 from h5fixtures import case, memcpy_case, table, write_run
 
 SYNTHETIC = {"synthetic": 1, "tool_version": "synthetic", "command_line": "tests/python/synth_report.py"}
-EFFICIENCY = 0.85          # achieved / peak (as analysis.fleet.sim)
+EFFICIENCY = 0.85          # achieved / peak (as tests/fleetsim/sim.py)
 UNKNOWN_GBPS = 200.0       # where the model knows no capacity
 KiB, MiB, GiB = 1 << 10, 1 << 20, 1 << 30
 

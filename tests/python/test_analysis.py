@@ -49,7 +49,8 @@ GH200_CASES = [
          status="skipped", reason=SKIP_REASON),
 ]
 REPORT_FILES = ["path_matrix.md", "path_matrix.csv", "summary.md", "index.md", "index.html", "thread_scaling.png",
-                "thread_scaling.pdf", "copy_heatmap.png", "copy_heatmap.pdf", "path_heatmap.png", "path_heatmap.pdf"]
+                "thread_scaling.pdf", "thread_scaling.csv", "copy_heatmap.png", "copy_heatmap.pdf", "copy_heatmap.csv",
+                "path_heatmap.png", "path_heatmap.pdf", "path_heatmap.csv"]
 
 
 def matrix_cells(markdown: str, op: str) -> dict[tuple[str, str], str]:

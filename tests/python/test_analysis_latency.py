@@ -32,7 +32,8 @@ def test_every_latency_figure_from_real_runs(tmp_path: Path) -> None:
     stems = {p.stem for p in part.files}
     assert stems == {"latency_by_size", "chase_prefetch", "pingpong", "pingpong_distribution"}
     assert all(p.stat().st_size > 10_000 for p in part.files if p.suffix != ".csv")
-    assert {p.name for p in part.files if p.suffix == ".csv"} == {"latency_by_size.csv", "pingpong.csv"}  # source data
+    # every figure's source data (the report's own too: faceted writes each one's)
+    assert {p.name for p in part.files if p.suffix == ".csv"} == {f"{s}.csv" for s in stems}
     assert not part.missing
 
 
@@ -189,7 +190,7 @@ def synthetic(tmp_path: Path) -> Path:
 def figures(monkeypatch) -> dict[str, Any]:
     """The figures the part draws, kept open instead of written."""
     seen: dict[str, Any] = {}
-    monkeypatch.setattr(style, "save", lambda fig, out, stem: seen.update({stem: fig}) or [out / f"{stem}.png"])
+    monkeypatch.setattr(style, "save", lambda fig, out, stem, **kw: seen.update({stem: fig}) or [out / f"{stem}.png"])
     return seen
 
 
@@ -197,7 +198,7 @@ def test_synthetic_run_writes_every_figure_and_says_nothing_is_missing(synthetic
     part = latency.write(Context.of(load_runs([synthetic]), tmp_path))
     assert sorted(p.name for p in part.files) == sorted(
         [f"{stem}.{ext}" for stem in ("latency_by_size", "chase_prefetch", "pingpong", "pingpong_distribution")
-         for ext in ("png", "pdf")] + ["latency_by_size.csv", "pingpong.csv"])   # the paper's figures' source data
+         for ext in ("png", "pdf", "csv")])   # every figure's source data
     assert all(p.is_file() and p.stat().st_size > 1000 for p in part.files if p.suffix != ".csv")
     assert part.missing == []
 
@@ -226,7 +227,7 @@ def test_pingpong_table_has_medians_p99_and_the_reasons_of_skipped_and_failed(sy
 
 def test_prefetch_figure_pairs_random_and_sequential_of_one_path_only(synthetic: Path, tmp_path: Path,
                                                                       figures) -> None:
-    latency.chase_prefetch(load_runs([synthetic]), tmp_path)
+    latency.chase_prefetch(Context.of(load_runs([synthetic]), tmp_path))
     axes = [ax for ax in figures["chase_prefetch"].axes if ax.get_visible()]
     assert [ax.get_title() for ax in axes] == ["cpu0 core 0"]  # no gpu0: chased in one order only
     lines = {line.get_label(): line for line in axes[0].lines}
@@ -238,7 +239,7 @@ def test_prefetch_figure_pairs_random_and_sequential_of_one_path_only(synthetic:
 
 def test_pingpong_distribution_one_ecdf_per_ok_case_with_median_and_p99(synthetic: Path, tmp_path: Path,
                                                                         figures) -> None:
-    latency.pingpong_distribution(load_runs([synthetic]), tmp_path)
+    latency.pingpong_distribution(Context.of(load_runs([synthetic]), tmp_path))
     ax = figures["pingpong_distribution"].axes[0]
     curves = {line.get_label(): line for line in ax.lines if not line.get_label().startswith("_")}
     assert set(curves) == {"cpu0<->cpu0 numa0/numa", "cpu0<->gpu0 numa0/pinned", "gpu0<->gpu0 gpu0/device"}

@@ -17,9 +17,11 @@ from matplotlib.container import BarContainer
 from matplotlib.figure import Figure
 
 import synth_report
+from analysis.model import roles
 from analysis.render import figures, style
+from analysis.render.items import Context, Grid, faceted
 from analysis.report.write import write_report
-from analysis.results.io import load_runs
+from analysis.results.io import RunSet, load_runs
 from conftest import DATA
 from h5fixtures import topology
 
@@ -158,24 +160,36 @@ def _heat(n: int, value: float = 123.0) -> figures.Heat:
     return figures.Heat("p", np.full((n, n), value), [[figures.heat_text(value)] * n for _ in names], names, names)
 
 
-def test_heatmaps_keep_numbers_that_fit_and_drop_those_that_do_not(tmp_path: Path) -> None:
-    fig, axes, annotated = figures.heatmaps([_heat(3)], "GB/s", "to", "from")
-    assert annotated and [t.get_fontsize() for t in axes[0].texts] == [style.MIN_FONT_PT] * 9
+def _drawn(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, stem: str, layout: Grid) -> Figure:
+    """``layout`` drawn through the one tail (items.faceted) into ``tmp_path``: the figure saved."""
+    seen: dict[str, Figure] = {}
+    real = style.save
+    monkeypatch.setattr(style, "save", lambda fig, out, name, **kw: seen.setdefault(name, fig) and real(
+        fig, out, name, **kw))
+    faceted(Context.of(RunSet(runs=[], tables={}), tmp_path), stem, pd.DataFrame({"x": [1]}), "", lambda _: layout)
+    return seen[stem]
+
+
+def test_heatmaps_keep_numbers_that_fit_and_drop_those_that_do_not(tmp_path: Path,
+                                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+    layout, annotated = figures.heat_grid([_heat(3)], "GB/s", "to", "from")
+    fig = _drawn(tmp_path, monkeypatch, "small", layout)
+    assert annotated and [t.get_fontsize() for t in fig.axes[0].texts] == [style.MIN_FONT_PT] * 9
     assert fig.get_size_inches()[0] == pytest.approx(style.COLUMN_IN)  # small: one column
-    assert style.save(fig, tmp_path, "small")
-    fig, axes, annotated = figures.heatmaps([_heat(40)], "GB/s", "to", "from")
-    assert not annotated and not axes[0].texts  # 40 columns of 7 pt numbers: wider than a page
+    layout, annotated = figures.heat_grid([_heat(40)], "GB/s", "to", "from")
+    fig = _drawn(tmp_path, monkeypatch, "large", layout)
+    assert not annotated and not fig.axes[0].texts  # 40 columns of 7 pt numbers: wider than a page
     assert fig.get_size_inches()[0] == pytest.approx(style.PAGE_IN)
-    style.save(fig, tmp_path, "large")
-    files, note = figures.cell_table([_heat(40)], False, tmp_path, "large", "median_GBps")
-    assert [f.name for f in files] == ["large.csv"] and len(pd.read_csv(files[0])) == 1600
-    assert "colour only" in note and "large.csv" in note
-    assert figures.cell_table([_heat(3)], True, tmp_path, "small", "median_GBps") == ([], "")
+    assert len(figures.heat_cells([_heat(40)], "median_GBps")) == 1600
+    note = figures.colour_only([_heat(40)], False, "[large.csv](large.csv) every cell")
+    assert "colour only" in note and note.endswith("[large.csv](large.csv) every cell.")
+    assert figures.colour_only([_heat(3)], True, "[small.csv](small.csv) every cell") == ""
     # Many small panels wrap into rows rather than widen the figure.
-    fig, axes, annotated = figures.heatmaps([_heat(4) for _ in range(9)], "GB/s", "to", "from")
+    layout, _ = figures.heat_grid([_heat(4) for _ in range(9)], "GB/s", "to", "from")
+    fig = _drawn(tmp_path, monkeypatch, "wrapped", layout)
+    panels = [ax for ax in fig.axes if ax.get_visible() and ax.get_label() != "<colorbar>"]
     assert fig.get_size_inches()[0] <= style.PAGE_IN + 1e-9
-    assert len({round(ax.get_position().y0, 3) for ax in axes}) >= 3
-    style.save(fig, tmp_path, "wrapped")
+    assert len({round(ax.get_position().y0, 3) for ax in panels}) >= 3
 
 
 def test_styles_give_roles_their_place_and_never_repeat_a_look() -> None:
@@ -183,7 +197,8 @@ def test_styles_give_roles_their_place_and_never_repeat_a_look() -> None:
     assert styles("peer HBM") == style.series(4)  # its slot in the paper's order, whatever comes first
     assert styles("local DDR") == style.series(0)  # x86: DDR takes LPDDR's place
     assert styles("local HBM, managed") == style.series(1)  # a role with a qualifier keeps the role's
-    assert figures.role_rank("local HBM") < figures.role_rank("peer LPDDR") < figures.role_rank("copy")
+    assert roles.role_rank("local HBM") < roles.role_rank("peer LPDDR, managed") < roles.role_rank("copy")
+    assert roles.role_rank("local LPDDR → peer HBM") == roles.role_rank("local LPDDR")
     other = figures.Styles()
     looks = [tuple(other(label).values()) for label in ("a", "b", "local HBM", *map(str, range(21)))]
     assert len(set(looks)) == 24  # past the palette's 8, still no two alike
@@ -191,10 +206,11 @@ def test_styles_give_roles_their_place_and_never_repeat_a_look() -> None:
 
 def test_role_labels_fall_back_to_the_name() -> None:
     quad = topology("gh200_quad")
-    assert figures.role_label(quad, "gpu1", "numa12") == "local HBM"
-    assert figures.role_label(quad, "cpu0", "gpu2") == "peer device memory"
-    assert figures.role_label(None, "cpu0", "numa0") == "numa0"
-    assert figures.labelled_or_name(quad, "cpu2", "numa1") == "peer LPDDR (numa1)"
+    assert roles.role_label(quad, "gpu1", "numa12") == "local HBM"
+    assert roles.role_label(quad, "cpu0", "gpu2") == "peer device memory"
+    assert roles.role_label(None, "cpu0", "numa0") == "numa0"
+    assert roles.labelled(quad, "cpu2", "numa1") == "peer LPDDR (numa1)"
+    assert roles.labelled(None, "cpu2", "numa1") == "numa1"
 
 
 @pytest.mark.parametrize("n_labels", [1, 4, 8])
@@ -206,7 +222,8 @@ def test_a_long_legend_adds_height_and_never_squeezes_the_plots(tmp_path: Path, 
         ax.plot([1, 2], [i + 1, i + 2], label=f"local DDR (NUMA 0), numa_alloc_onnode, sequential {i}")
     style.from_zero(ax)
     height = fig.get_figheight()
-    figures.finish(fig, [ax], "Random vs sequential chain: what a prefetcher hides")
+    style.legend_below(fig, [ax])
+    figures.headed("Random vs sequential chain: what a prefetcher hides")(fig, [ax])
     assert fig.get_figheight() > height
     fig.canvas.draw()
     assert ax.get_window_extent().height > fig.legends[0].get_window_extent().height

@@ -19,7 +19,12 @@ from analysis.report.write import write_report
 from conftest import REPO
 from h5fixtures import case, topology, write_run
 
-SECTIONS = ["path_heatmap", "conditions", "transfers", "unified", "latency", "atomics", "scaleout", "applications"]
+SECTIONS = ["path_matrix_heatmap", "conditions", "transfers", "unified", "latency", "atomics", "scaleout",
+            "applications"]
+#: The report's own figures, each an item of its own drawn through the one tail (items.faceted).
+FIGURES = ["thread_scaling", "copy_heatmap", "path_heatmap", "transfer_sweep", "transfer_latency", "unified_memory",
+           "chase_prefetch", "pingpong_distribution", "stream_threads", "stream_gpu_placement", "gemm_sweep",
+           "llm_placement"]
 
 
 def test_markdown_aligns_and_escapes_pipes() -> None:
@@ -38,9 +43,12 @@ def test_num_is_blank_where_missing() -> None:
     assert [tables.num(None), tables.num(float("nan")), tables.num(2.345, 2)] == ["", "", "2.35"]
 
 
-def test_registry_holds_every_section_in_report_order() -> None:
-    found = items.registry("analysis.report")
-    assert [s.key for s in found] == SECTIONS and {s.kind for s in found} == {"section"}
+def test_registry_holds_every_section_in_report_order_and_the_reports_own_figures() -> None:
+    every = items.registry("analysis.report")
+    found = [i for i in every if i.kind == "section"]
+    assert [s.key for s in found] == SECTIONS
+    assert [i.key for i in every if i.kind != "section"] == FIGURES
+    assert {i.kind for i in every if i.kind != "section"} == {"figure"} and not any(i.ref for i in every)
     schema = (REPO / "docs" / "schema.md").read_text()
     for section in found:
         assert section.title and section.tables
@@ -70,7 +78,7 @@ def test_sections_without_data_stay_out_of_the_summary(tmp_path: Path) -> None:
     run = write_run(tmp_path / "r.h5", [case()], topology=topology("x86_h100"))
     write_report(load_runs([run]), tmp_path / "out")
     headings = re.findall(r"^## (.*)$", (tmp_path / "out" / "summary.md").read_text(), re.M)
-    present = {s.title for s in items.registry("analysis.report")} & set(headings)
+    present = {s.title for s in items.registry("analysis.report") if s.kind == "section"} & set(headings)
     assert present == {"Path matrix heatmap", "Transfers and placement"}  # says why it produced nothing
 
 

@@ -11,11 +11,15 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from matplotlib.figure import Figure
+
+from analysis.render import style
+from analysis.render.items import Context
 from analysis.report import transfer_figures
 
 from analysis.results import transfers
 from analysis.errors import InputError
-from analysis.results.io import load_runs
+from analysis.results.io import RunSet, load_runs
 from analysis.report.placement import parse_active_bytes
 from analysis.report.write import write_report
 from conftest import analysis_cli, assert_png
@@ -23,6 +27,17 @@ from h5fixtures import case, memcpy_case, topology, write_run
 
 MiB, GiB = 1 << 20, 1 << 30
 SKIP = "system memory cannot be queued behind a spin kernel"
+
+
+def sweep_figure(runs: RunSet, out: Path) -> Figure:
+    """The report's transfer sweep of ``runs`` drawn through its item into ``out``: the figure saved."""
+    seen: list[Figure] = []
+    real = style.save
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(style, "save", lambda fig, folder, stem, **kw: seen.append(fig) or real(fig, folder, stem, **kw))
+        drawn = transfer_figures.sweep(Context.of(runs, out))
+    assert [f.name for f in drawn.files] == ["transfer_sweep.png", "transfer_sweep.pdf", "transfer_sweep.csv"]
+    return seen[0]
 
 
 def dual_gh200() -> dict[str, Any]:
@@ -107,8 +122,8 @@ def test_sweep_figure_marks_the_saturation_size(tmp_path: Path, recorded: bool) 
     runs = load_runs([path])
     cases, why = transfers.load(runs)
     assert why == ""
-    fig = transfer_figures.sweep_figure(cases)
-    assert fig is not None
+    (tmp_path / "figure").mkdir()
+    fig = sweep_figure(runs, tmp_path / "figure")
     axes = [ax for ax in fig.axes if ax.get_visible()]
     assert [ax.get_title() for ax in axes] == ["gpu0 h2d", "gpu0 d2h"]
     for ax, size, label in zip(axes, (8 * MiB, 2 * MiB), ("sat. 8 MiB", "sat. 2 MiB")):
@@ -359,9 +374,7 @@ def test_gpu_to_gpu_sweep_gets_its_own_panel(tmp_path: Path) -> None:
                         median_GBps=min(58.0, s / MiB), saturation_bytes=64 * MiB)
             for s in (MiB << i for i in range(8))]
     path = write_run(tmp_path / "d2d.h5", [], topology=dual_gh200(), bw=False, memcpy=rows)
-    cases, _ = transfers.load(load_runs([path]))
-    fig = transfer_figures.sweep_figure(cases)
-    assert fig is not None
+    fig = sweep_figure(load_runs([path]), tmp_path)
     ax = next(ax for ax in fig.axes if ax.get_visible())
     assert ax.get_title() == "gpu0 → gpu1 d2d"
     assert [t.get_text() for t in fig.legends[0].get_texts()] == ["staged via numa0"]  # below the panels

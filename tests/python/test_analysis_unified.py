@@ -16,9 +16,9 @@ RUNS = [DATA / "h100_allocmatrix.h5", DATA / "h100_um.h5"]
 
 def test_figures_and_lines_from_real_runs(tmp_path: Path) -> None:
     part = unified.write(Context.of(load_runs(RUNS), tmp_path))
-    names = {p.name for p in part.files}  # cudamemcpy_allocators: the paper's Fig. 5, its item and source data
-    assert names == {"cudamemcpy_allocators.png", "cudamemcpy_allocators.pdf", "cudamemcpy_allocators.csv",
-                     "unified_memory.png", "unified_memory.pdf"}
+    names = {p.name for p in part.files}  # cudamemcpy_allocators: the paper's Fig. 5; each figure's source data
+    assert names == {f"{stem}.{ext}" for stem in ("cudamemcpy_allocators", "unified_memory")
+                     for ext in ("png", "pdf", "csv")}
     assert all(p.stat().st_size > 10_000 for p in part.files if p.suffix != ".csv")
     assert not part.missing
     assert any("no ATS/HMM" in line for line in part.lines)  # the skipped system cases
@@ -38,9 +38,10 @@ def test_a_run_without_inplace_or_evict_samples_draws_the_interleave_panel(tmp_p
     runs.tables["um/samples"] = samples.assign(bandwidth_GBps=np.where(samples["experiment"] == "evict", 0.0,
                                                                         samples["bandwidth_GBps"]))
     runs.tables["um/samples"] = runs.tables["um/samples"][runs.tables["um/samples"]["experiment"] != "inplace"]
-    files = unified.um_figure(runs, tmp_path)
-    assert [p.name for p in files] == ["unified_memory.png", "unified_memory.pdf"]
-    assert "No panel for inplace, evict" in files.note and "Not drawn (0 GB/s" in files.note
+    drawn = unified.um_figure(Context.of(runs, tmp_path))
+    assert [p.name for p in drawn.files] == ["unified_memory.png", "unified_memory.pdf", "unified_memory.csv"]
+    note = " ".join(drawn.notes)
+    assert "No panel for inplace, evict" in note and "Not drawn (0 GB/s" in note
 
 
 def test_the_report_of_a_recorded_paper_set_exits_0_with_no_errors_log(tmp_path: Path) -> None:

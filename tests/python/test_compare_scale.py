@@ -12,7 +12,7 @@ import pytest
 
 from analysis.compare.read import read_side
 from analysis.compare.runs import compare
-from analysis.fleet.sim import simulate
+from tests.fleetsim.sim import simulate
 
 NODES = 500
 

@@ -379,11 +379,14 @@ def test_a_report_figure_outside_the_sections_that_raises_is_one_line(tmp_path: 
     """The thread scaling and the copy heatmap are drawn outside any section: a StyleError
     there left the command as a traceback (the colour bar's above). Now as a section's: its
     line, exit 1, its trace in errors.log, the rest of the report written."""
-    from analysis.render import figures
+    from dataclasses import replace
+
+    from analysis.render import items
+    from analysis.report import sections
 
     def broken(*args: Any, **kwargs: Any) -> Any:
         raise style.StyleError("illegible: '1000' overlaps '2000'")
-    monkeypatch.setattr(figures, "copy_heatmap", broken)
+    monkeypatch.setitem(items._ITEMS, "copy_heatmap", replace(sections.by_key("copy_heatmap"), build=broken))
     files = write_run("h200", {"bw_copy_scaling_gpu.h5": {"bw": None}}, tmp_path / "in")
     with figures_checked_not_rendered():
         code, _, stderr = call("report", *files, "-o", tmp_path / "report")

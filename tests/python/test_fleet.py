@@ -14,7 +14,8 @@ import pandas as pd
 import pytest
 
 from analysis.__main__ import main
-from analysis.fleet.sim import simulate
+from tests.fleetsim.__main__ import main as fleetsim
+from tests.fleetsim.sim import simulate
 from analysis.fleet.table import COLUMNS, Topo, component, fleet_rows
 from analysis.results.io import load_run
 
@@ -129,7 +130,7 @@ def test_two_node_kinds_are_compared_apart(tmp_path):
 
 
 def test_bad_fault_spec_is_one_line_exit_2(tmp_path, capsys):
-    assert main(["simulate", "--nodes", "3", "--faults", "hbm:x", "-o", str(tmp_path / "s")]) == 2
+    assert fleetsim(["--nodes", "3", "--faults", "hbm:x", "-o", str(tmp_path / "s")]) == 2
     assert len(capsys.readouterr().err.strip().splitlines()) == 1
 
 
@@ -209,7 +210,7 @@ def test_bad_reference_is_one_line_exit_2(fleet, tmp_path, capsys, text, what):
 def test_simulator_refuses_a_folder_with_files(fleet, capsys):
     """Old node files in DIR would silently join the next fleet."""
     sim, _ = fleet
-    assert main(["simulate", "--nodes", "2", "-o", str(sim)]) == 2
+    assert fleetsim(["--nodes", "2", "-o", str(sim)]) == 2
     assert "not an empty folder" in capsys.readouterr().err
 
 
@@ -232,7 +233,7 @@ def test_faults_on_an_x86_node_lower_its_values(tmp_path):
             for n in (bad, good)}
     local = [p for p in rows[bad].index if p.startswith("bw read pu=cpu0 mem=numa0")]
     assert local and all(rows[bad][p] < 0.85 * rows[good][p] for p in local)
-    assert main(["simulate", "--nodes", "2", "--fixture", "x86_h100", "--faults", "c2c:1",
+    assert fleetsim(["--nodes", "2", "--fixture", "x86_h100", "--faults", "c2c:1",
                  "-o", str(tmp_path / "c")]) == 2
 
 

@@ -277,7 +277,7 @@ def test_fleet_history_option_appends_the_night_and_reports_the_slow_node(
         tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     """`analysis fleet --history DB` (issue 11): nine simulated nights, one GPU's HBM losing
     1 % a night; the last night's report names the node's trend in words."""
-    from analysis.fleet.sim import simulate
+    from tests.fleetsim.sim import simulate
     from analysis.fleet.table import fleet_rows
     from analysis.results.io import load_run
     db = tmp_path / "fleet.duckdb"
@@ -306,7 +306,7 @@ def test_fleet_history_option_appends_the_night_and_reports_the_slow_node(
                                     ["--nights", "1000000"]])  # issue 22: was appended, then a traceback
 def test_fleet_history_bad_window_is_one_line_and_writes_nothing(
         tmp_path: Path, capsys: pytest.CaptureFixture[str], option: list[str]) -> None:
-    from analysis.fleet.sim import simulate
+    from tests.fleetsim.sim import simulate
     simulate(3, "gh200_quad", "", tmp_path / "sim", seed=1)
     db = tmp_path / "fleet.duckdb"
     args = ["fleet", str(tmp_path / "sim"), "-o", str(tmp_path / "r"), *option]

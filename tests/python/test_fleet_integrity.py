@@ -3,7 +3,7 @@
 Each test is a node that `analysis fleet` called healthy before: a file it could not read,
 a file or cases its plan or its kind says it should have, a failed case in a fleet too
 small for the fleet median to see it, an impossible value; and the same in
-`fleet-history append`. The files come from the simulator (analysis/fleet/sim.py), split
+`fleet-history append`. The files come from the simulator (tests/fleetsim/sim.py), split
 into the vetting preset's layout (OUTDIR/<host>/<family>.h5) where a test needs it."""
 from __future__ import annotations
 
@@ -17,7 +17,7 @@ import pandas as pd
 import pytest
 
 from analysis.__main__ import main
-from analysis.fleet.sim import simulate
+from tests.fleetsim.sim import simulate
 
 FAMILIES = ("bw", "memcpy", "chase", "pingpong")
 DATA = Path(__file__).resolve().parent / "data"

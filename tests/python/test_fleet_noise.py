@@ -14,16 +14,16 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from analysis.__main__ import main
 from analysis.errors import InputError
-from analysis.fleet import noise as noise_model
-from analysis.fleet import sim
-from analysis.fleet.preset import load_preset, planned_counts
 from analysis.fleet.score import Options, score
-from analysis.fleet.sim import simulate
-from analysis.fleet_study import judge, run_one
 from analysis.fleet.table import SPREAD, fleet_columns, load_cases_run
 from analysis.results.io import RunFileError
+from tests.fleetsim import noise as noise_model
+from tests.fleetsim import sim
+from tests.fleetsim.__main__ import main as fleetsim
+from tests.fleetsim.preset import load_preset, planned_counts
+from tests.fleetsim.sim import simulate
+from tests.fleetsim.study import judge, run_one
 
 REPO = Path(__file__).resolve().parents[2]
 PRESET_FILES = {"bw.h5", "memcpy.h5", "chase.h5", "chase_gpu.h5", "pingpong.h5",
@@ -189,7 +189,7 @@ def test_retest_redraws_only_the_listed_cases_and_keeps_the_fault(preset_fleet, 
         hbm["node"]: [{"file": "bw.h5", "family": "bw", "path": path, "args": []}],
         healthy: [{"file": "chase.h5", "family": "chase", "path": cpu, "args": []}]}}))
     again = tmp_path / "retest"
-    assert main(["simulate", "--retest", str(retest), "--from", str(out), "-o", str(again)]) == 0
+    assert fleetsim(["--retest", str(retest), "--from", str(out), "-o", str(again)]) == 0
     assert (again / "round3" / hbm["node"] / "bw.h5").is_file()  # 3 rounds, as vet_node.sh
     again = again / "round1"  # the first of the retest's rounds (VET_RETEST_ROUNDS)
     assert _files(again / hbm["node"]) == {"bw.h5"} and _files(again / healthy) == {"chase.h5"}
@@ -206,10 +206,10 @@ def test_retest_bad_input_is_one_line(preset_fleet, tmp_path, capsys):
     bad = tmp_path / "retest.json"
     bad.write_text(json.dumps({"schema": 1, "nodes": {truth["nodes"][0]: [
         {"file": "bw.h5", "path": "bw read pu=cpu9 nothing"}]}}))
-    assert main(["simulate", "--retest", str(bad), "--from", str(out), "-o",
+    assert fleetsim(["--retest", str(bad), "--from", str(out), "-o",
                  str(tmp_path / "r")]) == 2
-    assert main(["simulate", "--retest", str(bad), "-o", str(tmp_path / "r2")]) == 2
-    assert main(["simulate", "--nodes", "2", "--retest", str(bad), "--from", str(out),
+    assert fleetsim(["--retest", str(bad), "-o", str(tmp_path / "r2")]) == 2
+    assert fleetsim(["--nodes", "2", "--retest", str(bad), "--from", str(out),
                  "-o", str(tmp_path / "r3")]) == 2
     assert len(capsys.readouterr().err.strip().splitlines()) == 3
 
@@ -257,7 +257,7 @@ def test_fit_recovers_a_known_noise_and_its_classes(tmp_path):
         assert shape["max_abs"] == pytest.approx(max(-q[0], q[-1]), abs=1e-6)
     # The fitted model drives the simulator as a committed one does.
     out = tmp_path / "sim"
-    assert main(["simulate", "--nodes", "3", "--fixture", "x86_h100", "--layout", "preset",
+    assert fleetsim(["--nodes", "3", "--fixture", "x86_h100", "--layout", "preset",
                  "--noise-from", *map(str, runs), "-o", str(out)]) == 0
     assert json.loads((out / "noise.json").read_text())["classes"].keys() == classes.keys()
 
@@ -323,7 +323,7 @@ def test_scaled_noise_widens_the_fleet(tmp_path):
     ["--layout", "preset", "--fixture", "gh200_single"],
 ])
 def test_bad_noise_options_are_one_line_exit_2(tmp_path, capsys, argv):
-    assert main(["simulate", "--nodes", "2", *argv, "-o", str(tmp_path / "s")]) == 2
+    assert fleetsim(["--nodes", "2", *argv, "-o", str(tmp_path / "s")]) == 2
     assert len(capsys.readouterr().err.strip().splitlines()) == 1
 
 

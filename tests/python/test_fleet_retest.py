@@ -21,7 +21,7 @@ import pytest
 
 from analysis.__main__ import main
 from analysis.fleet.retest import fields, filter_args, preset_file
-from analysis.fleet.sim import simulate
+from tests.fleetsim.sim import simulate
 
 REPO = Path(__file__).resolve().parents[2]
 FIXTURE = REPO / "tests" / "fixtures" / "gh200_quad"

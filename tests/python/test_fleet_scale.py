@@ -21,7 +21,7 @@ from analysis.fleet import load as fleet_load
 from analysis.fleet import operators, outputs
 from analysis.fleet import table as fleet_table
 from analysis.fleet.location import location
-from analysis.fleet.sim import simulate
+from tests.fleetsim.sim import simulate
 from analysis.results import workers
 
 

@@ -12,7 +12,7 @@ import pytest
 
 from analysis.__main__ import main
 from analysis.fleet import load, summary
-from analysis.fleet.sim import simulate
+from tests.fleetsim.sim import simulate
 from analysis.results import workers
 
 

@@ -138,7 +138,9 @@ def test_the_llm_script_writes_through_the_python_writer_from_any_folder(tmp_pat
 def test_inventory_appends_its_table_and_keeps_the_run(cpp_file: Path, tmp_path: Path) -> None:
     path = tmp_path / "run.h5"
     path.write_bytes(cpp_file.read_bytes())
-    script = ("import runpy, sys; inv = runpy.run_path(sys.argv[1]); "
+    # As `python3 slurm/inventory.py` runs: its own folder first on the path (run_path leaves it).
+    script = ("import os, runpy, sys; sys.path.insert(0, os.path.dirname(sys.argv[1])); "
+              "inv = runpy.run_path(sys.argv[1]); "
               "row = {c: 0 if c in ('rank', 'local_rank') else 'v\\x00' for c in inv['COLUMNS']}; "
               "inv['write'](inv['Path'](sys.argv[2]), [row, {**row, 'rank': 1}])")
     proc = subprocess.run([sys.executable, "-c", script, str(REPO / "slurm" / "inventory.py"), str(path)],

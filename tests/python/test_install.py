@@ -15,6 +15,7 @@ import re
 import shutil
 import subprocess
 import sys
+import sysconfig
 import tarfile
 import types
 from pathlib import Path
@@ -243,6 +244,7 @@ def test_install_tree(installed: Path, request):
     checks = {p.name for p in (REPO / 'reframe_checks').glob('*.py')} | {'run_suite.sh'}
     assert checks <= {p.name for p in (share / 'reframe_checks').iterdir()}
     assert os.access(share / 'reframe_checks' / 'run_suite.sh', os.X_OK)
+    assert (share / 'kinds.def').is_file()  # the allocators the checks read (mempath_kinds.py)
     assert (share / 'llm' / 'llm_placement.py').is_file()
     assert (share / 'site_configs' / 'generic.py').is_file()
     assert not (share / 'site_configs' / 'spack').exists()
@@ -362,6 +364,17 @@ def pip_target(tmp_path_factory) -> Path:
         done = subprocess.run([python, '-m', 'pip', 'install', '-q', 'setuptools>=70.1'],
                               capture_output=True, text=True, timeout=600)
         assert done.returncode == 0, 'setuptools from PyPI: ' + done.stderr
+    target = tmp / 'target'
+    done = subprocess.run([python, '-m', 'pip', 'install', '-q', '--no-deps',
+                           '--no-build-isolation', '--target', str(target), str(sources(tmp))],
+                          capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stdout + done.stderr
+    return target
+
+
+def sources(tmp: Path) -> Path:
+    """TMP/src: what `pip install .` reads of the clone (setuptools builds in the source
+    folder: a copy keeps build/ and *.egg-info out of the checkout)."""
     src = tmp / 'src'
     src.mkdir()
     shutil.copy(REPO / 'pyproject.toml', src)
@@ -372,12 +385,7 @@ def pip_target(tmp_path_factory) -> Path:
     (src / 'src' / 'core').mkdir(parents=True)
     for table in ('kinds.def', 'families.def'):
         shutil.copy(REPO / 'src' / 'core' / table, src / 'src' / 'core')
-    target = tmp / 'target'
-    done = subprocess.run([python, '-m', 'pip', 'install', '-q', '--no-deps',
-                           '--no-build-isolation', '--target', str(target), str(src)],
-                          capture_output=True, text=True, timeout=600)
-    assert done.returncode == 0, done.stdout + done.stderr
-    return target
+    return src
 
 
 def run_installed(target: Path, *args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
@@ -392,7 +400,7 @@ def test_pip_installs_mempath_analysis(pip_target: Path, tmp_path: Path):
     assert source == {p.relative_to(package) for p in package.rglob('*.py')}
     assert (package / 'render' / 'templates' / 'report.html.j2').is_file()
     assert (package / 'render' / 'templates' / 'report.css').is_file()
-    assert not (pip_target / 'analysis').exists()
+    assert not (pip_target / 'analysis').exists() and not (pip_target / 'tools').exists()
     code = ('import sys, mempath_analysis.__main__, mempath_analysis.report.write; '
             'print(mempath_analysis.__file__); '
             'print(any(m == "analysis" or m.startswith("analysis.") for m in sys.modules))')
@@ -419,8 +427,9 @@ def test_pip_entry_points(pip_target: Path, tmp_path: Path):
     assert 'RUN.h5' in out.stdout and '--output' in out.stdout, out.stdout
     out = run_installed(pip_target, str(bindir / 'mempath-analysis'), '--help', cwd=tmp_path)
     assert out.returncode == 0, out.stderr
-    for command in ('report', 'compare', 'fleet', 'simulate', 'fleet-history'):
+    for command in ('report', 'compare', 'paper', 'fleet', 'fleet-summary', 'fleet-history'):
         assert command in out.stdout, (command, out.stdout)
+    assert 'simulate' not in out.stdout  # the simulator is a tool of the repository (tests/fleetsim)
     # mempath-report really dispatches to report: a missing file is its one error line, exit 2.
     out = run_installed(pip_target, str(bindir / 'mempath-report'), str(tmp_path / 'none.h5'),
                         '-o', str(tmp_path / 'r'), cwd=tmp_path)
@@ -433,6 +442,136 @@ def test_python_m_analysis_still_works_in_the_repository():
     out = subprocess.run([sys.executable, '-m', 'analysis', '--help'], cwd=REPO,
                          capture_output=True, text=True)
     assert out.returncode == 0 and 'fleet-history' in out.stdout, out.stderr
+
+
+# --- pip install . into a fresh venv outside the checkout: every documented command -------
+
+#: The pages that list the analysis's commands (README.md and the two it names for them).
+COMMAND_PAGES = ('README.md', 'docs/install.md', 'docs/analysis.md')
+
+
+def documented_commands() -> set[str]:
+    """Each `python -m analysis CMD`, `mempath-analysis CMD` and `mempath-report` the pages name."""
+    found = set()
+    for page in COMMAND_PAGES:
+        text = (REPO / page).read_text()
+        found |= set(re.findall(r'(?:python -m analysis|mempath-analysis) ([a-z][a-z-]*)', text))
+        found |= {'mempath-report'} & set(re.findall(r'mempath-report', text))
+    return found
+
+
+@pytest.fixture(scope='module')
+def fresh_venv(tmp_path_factory) -> Path:
+    """A new venv where `pip install '.[history]'` of a copy of the sources ran, as a user
+    runs it: build isolation (setuptools from the index) and the dependency resolver. The
+    dependencies are the suite's own, seen through a .pth file, so that pip finds them
+    installed instead of downloading numpy, pandas and matplotlib again."""
+    tmp = tmp_path_factory.mktemp('fresh')
+    venv = tmp / 'venv'
+    subprocess.run([sys.executable, '-m', 'venv', str(venv)], check=True)
+    python = venv / 'bin' / 'python'
+    purelib = subprocess.run([str(python), '-c', 'import sysconfig; print(sysconfig.get_paths()["purelib"])'],
+                             capture_output=True, text=True, check=True).stdout.strip()
+    Path(purelib, 'suite_dependencies.pth').write_text(sysconfig.get_paths()['purelib'] + '\n')
+    done = subprocess.run([str(python), '-m', 'pip', 'install', '-q', f'{sources(tmp)}[history]'],
+                          cwd=tmp, env=outside_env(), capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, 'pip install .[history] (setuptools from the index): ' + done.stdout + done.stderr
+    return venv
+
+
+def outside_env() -> dict[str, str]:
+    """The environment without PYTHONPATH: nothing of the checkout can be imported."""
+    return {k: v for k, v in os.environ.items() if k != 'PYTHONPATH'}
+
+
+@pytest.fixture(scope='module')
+def outside(fresh_venv: Path, tmp_path_factory) -> Path:
+    """A folder outside the checkout holding a night of one node as vet_node.sh leaves it
+    (vetting/<host>/*.h5, its retest pass under vetting/retest/round1), recorded files."""
+    folder = tmp_path_factory.mktemp('outside')
+    assert not folder.resolve().is_relative_to(REPO)
+    for name in ('h100_allocmatrix.h5', 'h100_chase_cpu.h5'):
+        for where in ('vetting/h100', 'vetting/retest/round1/h100'):
+            (folder / where).mkdir(parents=True, exist_ok=True)
+            shutil.copy(REPO / 'tests' / 'python' / 'data' / name, folder / where / name)
+    return folder
+
+
+#: Each documented command, as the pages show it, on the recorded night; what it must write.
+DOCUMENTED = {
+    'report': (['mempath-analysis', 'report', 'vetting/h100/h100_allocmatrix.h5', '-o', 'report'],
+               'report/index.html'),
+    'mempath-report': (['mempath-report', 'vetting/h100/h100_chase_cpu.h5', '-o', 'report2'],
+                       'report2/summary.md'),
+    'compare': (['mempath-analysis', 'compare', 'vetting/h100', 'vetting/retest/round1/h100',
+                 '--output', 'compare'], 'compare/compare.md'),
+    'paper': (['mempath-analysis', 'paper', 'vetting', '-o', 'paper'], 'paper/index.html'),
+    'fleet': (['mempath-analysis', 'fleet', 'vetting', '-o', 'fleet'], 'fleet/nodes.csv'),
+    'fleet --retest': (['mempath-analysis', 'fleet', 'vetting', '--retest', 'vetting/retest',
+                        '-o', 'fleet2'], 'fleet2/nodes.csv'),
+    'fleet-history': (['mempath-analysis', 'fleet-history', 'append', '--db', 'fleet.duckdb',
+                       'vetting'], 'fleet.duckdb'),
+    'fleet-summary': (['mempath-analysis', 'fleet-summary', 'vetting/h100'],
+                      'vetting/h100/fleet-summary.json'),
+}
+
+
+def test_every_documented_command_is_run_below():
+    documented = documented_commands()
+    assert {'report', 'compare', 'paper', 'fleet', 'fleet-history', 'mempath-report'} <= documented
+    assert documented <= {c.split()[0] for c in DOCUMENTED}, documented - {c.split()[0] for c in DOCUMENTED}
+
+
+@pytest.mark.ci  # pip's build isolation fetches setuptools from the index
+@pytest.mark.parametrize('command', list(DOCUMENTED))
+def test_the_fresh_venv_runs_a_documented_command_outside_the_checkout(fresh_venv: Path, outside: Path,
+                                                                       command: str):
+    argv, writes = DOCUMENTED[command]
+    out = subprocess.run([str(fresh_venv / 'bin' / argv[0]), *argv[1:]], cwd=outside,
+                         env=outside_env(), capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0, out.stdout + out.stderr
+    assert (outside / writes).is_file(), out.stdout + out.stderr
+    assert 'Traceback' not in out.stderr
+
+
+@pytest.mark.ci  # pip's build isolation fetches setuptools from the index
+@pytest.mark.parametrize('script, call', [
+    ('src/llm/llm_placement.py',
+     "m['write_h5'](Path(out), {'tool': 'mempath', 'schema_version': 1, 'host': 'n1'}, [case], [sample])"),
+    ('slurm/inventory.py',
+     "m['write'](Path(out), [{c: 0 if c in ('rank', 'local_rank') else 'v' for c in m['COLUMNS']}])"),
+])
+def test_the_scripts_write_through_the_installed_analysis(fresh_venv: Path, tmp_path: Path, script, call):
+    """Installed as `cmake --install` puts them (share/mempath/llm/, no analysis beside them),
+    the scripts import the analysis as pip installed it: mempath_analysis, no sys.path edit."""
+    copy = tmp_path / 'share' / Path(script).name
+    copy.parent.mkdir()
+    shutil.copy(REPO / script, copy)
+    code = ("import json, os, runpy, sys; from pathlib import Path; "
+            "sys.path.insert(0, os.path.dirname(sys.argv[1]))  # as `python3 SCRIPT` runs\n"
+            "m = runpy.run_path(sys.argv[1]); out = sys.argv[2]\n"
+            "from mempath_analysis.results.families import columns\n"
+            "value = {'Int': 1, 'Float': 0.5, 'String': 'x'}\n"
+            "case, sample = ({c.name: value[c.type] for c in columns(f'llm/{t}')} for t in ('cases', 'samples'))\n"
+            f"{call}\n"
+            "import mempath_analysis; print(mempath_analysis.__file__)")
+    out = subprocess.run([str(fresh_venv / 'bin' / 'python'), '-c', code, str(copy), str(tmp_path / 'run.h5')],
+                         cwd=tmp_path, env=outside_env(), capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    assert Path(out.stdout.strip()).is_relative_to(fresh_venv) and (tmp_path / 'run.h5').is_file()
+
+
+def test_no_product_code_edits_sys_path():
+    """The LLM script and the inventory reach the analysis by their `analysis` function (a
+    checkout's own analysis/ by its path, else the installed mempath_analysis): no sys.path
+    edit in product code (tests keep theirs), and no link into analysis/ that a copy of the
+    tree or an install could lose."""
+    parts = ('src', 'slurm', 'analysis', 'reframe_checks', 'site_configs')
+    edits = [f'{p.relative_to(REPO)}:{n}' for part in parts
+             for p in (REPO / part).rglob('*.py') for n, line in enumerate(p.read_text().splitlines(), 1)
+             if re.search(r'sys\.path\.(insert|append)|sys\.path\[', line)]
+    assert edits == []
+    assert [str(p.relative_to(REPO)) for part in parts for p in (REPO / part).rglob('*') if p.is_symlink()] == []
 
 
 def test_pyproject_declares_every_third_party_import():

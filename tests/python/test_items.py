@@ -77,8 +77,8 @@ def test_the_tail_says_why_when_there_is_nothing_to_draw(tmp_path: Path) -> None
 def test_the_tail_writes_one_source_data_row_per_mark_drawn(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     marks: list[int] = []
     real = style.save
-    monkeypatch.setattr(style, "save", lambda fig, out, stem: marks.append(
-        sum(len(line.get_xdata()) for ax in fig.axes for line in ax.lines)) or real(fig, out, stem))
+    monkeypatch.setattr(style, "save", lambda fig, out, stem, **kw: marks.append(
+        sum(len(line.get_xdata()) for ax in fig.axes for line in ax.lines)) or real(fig, out, stem, **kw))
     data = pd.DataFrame({"panel": ["a", "a", "b"], "x": [1.0, 2.0, 3.0], "y": [4.0, 5.0, 6.0], "extra": [0, 0, 0]})
 
     def grid(rows: pd.DataFrame) -> Grid:

@@ -18,7 +18,7 @@ LAYERS = {
     "figures": 2.5,  # the paper's items, which the report draws too
     "report": 3, "paper": 3, "fleet": 3,
     "compare": 4,
-    "__main__": 5, "fleet_study": 5,
+    "__main__": 5,
     "entry_points": 6,  # the console scripts: shims over __main__
 }
 

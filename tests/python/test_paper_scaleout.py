@@ -52,9 +52,9 @@ def draw(runs: Sequence[Path], out: Path, keys: Sequence[str] = KEYS) -> tuple[P
     seen: dict[str, Drawing] = {}
     original = style.save
 
-    def capture(fig: Any, folder: Path, stem: str) -> list[Path]:
+    def capture(fig: Any, folder: Path, stem: str, **kwargs: Any) -> list[Path]:
         seen[stem] = Drawing(fig)
-        return original(fig, folder, stem)
+        return original(fig, folder, stem, **kwargs)
 
     with pytest.MonkeyPatch.context() as patch:
         patch.setattr(style, "save", capture)

@@ -210,6 +210,30 @@ def check_source_lines() -> list[str]:
             for line in path.read_text().splitlines()]
 
 
+def test_the_checks_read_the_allocators_of_kinds_def_as_the_analysis_does():
+    """mempath_kinds.py reads src/core/kinds.def with the standard library (the checks
+    import nothing of the analysis): its reading is the analysis's, order and classes."""
+    import mempath_kinds
+    from analysis.results import kinds
+    assert mempath_kinds.ALLOCATORS == kinds.ALLOC_ORDER
+    assert mempath_kinds.ALLOC_CLASS == {a: kinds.ALLOC_CLASS[a] for a in kinds.ALLOC_ORDER}
+    assert mempath_kinds.CUDA_ALLOCATORS == tuple(a for a in kinds.ALLOC_ORDER if kinds.ALLOCATORS[a]['needs_cuda'])
+    assert mempath_kinds.PAGE_LOCKED == tuple(a for a in kinds.ALLOC_ORDER if kinds.ALLOCATORS[a]['page_locked'])
+    assert mempath_kinds.HOST_ALLOCATORS == tuple(a for a in kinds.ALLOC_ORDER if not kinds.ALLOCATORS[a]['gpu_memory'])
+    assert not re.search(r'^\s*(import|from)\s+(analysis|mempath_analysis)\b|deffile',
+                         '\n'.join(check_source_lines()), re.M)
+
+
+def test_every_check_is_found_by_its_class_name():
+    """A check a report or a log names (`MempathStream`, `MempathPaperLlm7b`) is a `class
+    NAME(` statement of reframe_checks/: none is made at load time where grep cannot find it."""
+    source = '\n'.join(check_source_lines())
+    names = {n.split(' %')[0] for n in listed('alps.py', '--system', 'daint:normal')}
+    assert len(names) > 30
+    assert [n for n in sorted(names) if not re.search(rf'^class {n}\(', source, re.M)] == []
+    assert 'make_test' not in source
+
+
 def test_checks_select_partitions_and_environments_by_feature_only():
     """A `*` lands on login nodes (and on any environment): centres select by feature."""
     lines = [l for l in check_source_lines() if 'valid_systems' in l or 'valid_prog_environs' in l]

@@ -227,7 +227,8 @@ def test_a_topology_that_is_json_but_not_an_object_is_one_line(tmp_path: Path) -
 
 def test_the_report_reads_the_simulators_own_files(tmp_path: Path) -> None:
     sim = tmp_path / "sim"
-    proc = analysis_cli("simulate", "--nodes", "1", "-o", sim, "--seed", "1")
+    proc = subprocess.run([sys.executable, "-m", "tests.fleetsim", "--nodes", "1", "-o", str(sim), "--seed", "1"],
+                          cwd=REPO, capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stderr
     proc = analysis_cli("report", *sorted(sim.glob("*.h5")), "-o", tmp_path / "report")
     assert proc.returncode == 0, proc.stderr

@@ -1,4 +1,4 @@
-"""`python -m analysis simulate`'s numbers and date are checked before anything is planned
+"""`python -m tests.fleetsim`'s numbers and date are checked before anything is planned
 (issue 22): an absurd --nodes once planned for hours, a negative --seed ended in numpy's
 traceback and --night 2026-02-30 was written into every file."""
 from __future__ import annotations
@@ -23,7 +23,7 @@ REPO = Path(__file__).resolve().parents[2]
     (["--nodes", "2", "--night", "yesterday"], "valid: YYYY-MM-DD"),
 ])
 def test_bad_simulate_arguments_are_one_line_and_exit_2(tmp_path: Path, args: list[str], says: str) -> None:
-    out = subprocess.run([sys.executable, "-m", "analysis", "simulate", *args, "-o", str(tmp_path / "sim")],
+    out = subprocess.run([sys.executable, "-m", "tests.fleetsim", *args, "-o", str(tmp_path / "sim")],
                          cwd=REPO, capture_output=True, text=True, timeout=180,
                          env={**os.environ, "PYTHONPATH": str(REPO)})
     assert out.returncode == 2, out.stdout + out.stderr
@@ -32,5 +32,5 @@ def test_bad_simulate_arguments_are_one_line_and_exit_2(tmp_path: Path, args: li
 
 
 def test_a_leap_day_and_the_largest_fleet_are_valid() -> None:
-    from analysis.__main__ import check_simulate_args
+    from tests.fleetsim.__main__ import check_simulate_args
     check_simulate_args(1_000_000, 0, "2028-02-29")

@@ -10,9 +10,9 @@ fault (nvlink, interconnect, memcpy, latency) changes every case whose component
 
 Layouts: ``node`` writes one file a node (DIR/<host>.h5); ``preset`` writes the vetting
 preset's files (DIR/<host>/bw.h5, copy/<pu>.h5, ..., plan.json) with exactly the cases
-slurm/vet_node.sh plans (analysis/fleet/preset.py). Noise: lognormal (CASE_SIGMA between
+slurm/vet_node.sh plans (tests/fleetsim/preset.py). Noise: lognormal (CASE_SIGMA between
 nodes, SAMPLE_SIGMA between repetitions), or a fitted model of real run-to-run residuals
-(analysis/fleet/noise.py) on top of the nodes' own lasting CASE_SIGMA. Every node draws
+(tests/fleetsim/noise.py) on top of the nodes' own lasting CASE_SIGMA. Every node draws
 from its own generator (seed, node, pass), so nodes can be written in parallel and a
 retest pass (simulate_retest) draws fresh noise for the same node, its faults kept.
 """
@@ -30,13 +30,16 @@ from typing import Any
 import h5py
 import numpy as np
 
-from ..errors import InputError
-from .load import write_summary
-from ..results.h5writer import column, write_result
-from ..model.peaks import PeakModel
-from . import noise as noise_model, retest_list
+from analysis.errors import InputError
+from analysis.fleet import retest_list
+from analysis.fleet.load import write_summary
+from analysis.fleet.table import NAMERS, Topo
+from analysis.model.peaks import PeakModel
+from analysis.results.h5writer import column, write_result
+
+from . import noise as noise_model
+from . import reads
 from .preset import load_preset
-from .table import NAMERS, Topo
 
 REPO = Path(__file__).resolve().parents[2]
 EFFICIENCY = 0.85          # achieved / peak of a healthy path (measured paths reach 0.8-0.9)
@@ -142,32 +145,31 @@ def _host_numas(topology: Mapping[str, Any]) -> set[int]:
     return {m["numa"] for m in topology.get("memories", []) if m.get("kind") == "host"}
 
 
-def plan(topology: dict[str, Any]) -> Plan:
-    """The vetting preset of one node kind: every (processor, memory) read, host copies
-    and GPU<->GPU copies, one chase per processor and a few ping-pongs."""
+def plan(topology: dict[str, Any], allocs: Mapping[str, str]) -> Plan:
+    """The vetting preset of one node kind: every (processor, memory) read, with the
+    allocator the binary plans for it (``allocs``: reads.load), host copies and GPU<->GPU
+    copies, one chase per processor and a few ping-pongs."""
     processors = {p["name"]: p for p in topology.get("processors", [])}
     gpus = [p for p in processors.values() if p.get("kind") == "gpu"]
     hosts = sorted(_host_numas(topology))
-    return Plan(topology, [*_bw_cases(topology, processors), *_memcpy_cases(gpus, hosts),
+    return Plan(topology, [*_bw_cases(topology, processors, allocs), *_memcpy_cases(gpus, hosts),
                            *_chase_cases(processors.values()), *_pingpong_cases(gpus, hosts)])
 
 
-def _bw_cases(topology: Mapping[str, Any], processors: Mapping[str, Any]) -> list[Case]:
+def _bw_cases(topology: Mapping[str, Any], processors: Mapping[str, Any],
+              allocs: Mapping[str, str]) -> list[Case]:
     cpu_kernel = "neon" if topology.get("arch") == "aarch64" else "avx2"
+    vias = {(p["pu"], p["mem"]): p["via"] for p in topology.get("paths", [])}
     cases = []
-    for path in topology.get("paths", []):
-        if "spread" in path["via"] or not path.get("allocs"):
-            continue  # interleaved pages: not one component's path
-        pu, mem = path["pu"], path["mem"]
-        alloc = next((a for a in ("device", "numa", "system") if a in path["allocs"]),
-                     path["allocs"][0])
+    for pu, mem in reads.read_paths(topology):
+        via, alloc = vias[pu, mem], allocs[f"{pu} {mem}"]
         facts = processors.get(pu, {})
         gpu = facts.get("kind") == "gpu"
         threads = int(facts.get("sm_count", 0)) * 2048 if gpu else int(facts.get("cores", 1))
         cases.append(Case("bw", {
             "op": "read", "pu": pu, "pu_kind": "gpu" if gpu else "cpu", "mem": mem,
             "alloc": alloc, "kernel": "grid" if gpu else cpu_kernel, "threads": threads,
-            "via": path["via"]}, pu, mem, path["via"],
+            "via": via}, pu, mem, via,
             numas=_numa(f"numa{facts['numa']}" if facts.get("numa") is not None else "") + _numa(mem)))
     return cases
 
@@ -338,7 +340,7 @@ def _hop_ns(via: str) -> float:
 
 
 def preset_plan(preset: Mapping[str, Any]) -> Plan:
-    """The preset's cases (analysis/fleet/preset.py), file by file, valued like plan()'s."""
+    """The preset's cases (tests/fleetsim/preset.py), file by file, valued like plan()'s."""
     topology = preset["topology"]
     processors = {p["name"]: p for p in topology.get("processors", [])}
     cpu_kernel = "neon" if topology.get("arch") == "aarch64" else "avx2"
@@ -591,7 +593,7 @@ class Writer:
     def _attrs(self, host: str, night: str) -> dict[str, Any]:
         gpus = len(self.model.gpus)
         return {"tool": "mempath", "tool_version": "synthetic", "git_revision": "synthetic",
-                "command_line": "python -m analysis simulate", "host": host,
+                "command_line": "python -m tests.fleetsim", "host": host,
                 "start_time": f"{night}T02:00:00Z", "end_time": f"{night}T02:04:00Z",
                 "topology": self.topology_text, "arch": self.plan.topology.get("arch", ""),
                 "gpu_uuids": ",".join(f"GPU-sim-{host}-{g}" for g in range(gpus)),
@@ -647,7 +649,8 @@ def _plan_of(fixture: str, layout: str, topology: dict[str, Any] | None = None) 
             - _host_numas(topology)
         full = preset_plan(preset)
         return Plan(topology, [c for c in full.cases if not set(c.numas) & lost])
-    return plan(topology if topology is not None else load_topology(fixture))
+    full = load_topology(fixture)
+    return plan(topology if topology is not None else full, reads.load(fixture, full))
 
 
 def _noise_of(noise: str | None, noise_from: Sequence[Path] | None,
@@ -758,7 +761,7 @@ def simulate_retest(retest: Path, source: Path, out: Path, rounds: int = 3) -> d
     if not 1 <= rounds <= 99:
         raise InputError(f"--rounds {rounds}: valid: a whole number of rounds, 1 to 99")
     truth = _read_json(source / "truth.json", "the simulation's truth.json (valid: --from "
-                                              "a folder written by analysis simulate)")
+                                              "a folder written by python -m tests.fleetsim)")
     try:
         wanted = retest_list.read(retest)
     except ValueError as error:

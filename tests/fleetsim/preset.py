@@ -1,10 +1,10 @@
 """The vetting preset's cases of one node kind, file by file, as `slurm/vet_node.sh` plans them.
 
 The simulator's `--layout preset` writes exactly these files and cases. They come from the
-script itself: `python -m analysis.fleet.preset FIXTURE` runs `VET_PLAN=tests/fixtures/FIXTURE
+script itself: `python -m tests.fleetsim.preset FIXTURE` runs `VET_PLAN=tests/fixtures/FIXTURE
 slurm/vet_node.sh` with MEMPATH_BIN behind a recording wrapper, pairs each mempath call's
 `PLAN` lines with the file the script names for it, and writes
-analysis/fleet/data/preset_FIXTURE.json (committed, so the simulator needs no binary). Run
+tests/fleetsim/data/preset_FIXTURE.json (committed, so the simulator needs no binary). Run
 it again when the preset or the planner changes; tests/python/test_fleet_noise.py checks the
 counts against the script where the binary exists.
 """
@@ -20,8 +20,8 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from .. import outfiles
-from ..errors import InputError
+from analysis import outfiles
+from analysis.errors import InputError
 
 DATA = Path(__file__).resolve().parent / "data"
 REPO = Path(__file__).resolve().parents[2]
@@ -77,7 +77,7 @@ def generate(fixture: str, binary: str) -> dict[str, Any]:
         files[name] = cases
     topology = subprocess.run([binary, "topo", "--from", str(REPO / "tests" / "fixtures" / fixture),
                                "--json"], capture_output=True, text=True, check=True).stdout
-    return {"fixture": fixture, "made_by": "python -m analysis.fleet.preset " + fixture,
+    return {"fixture": fixture, "made_by": "python -m tests.fleetsim.preset " + fixture,
             "topology": json.loads(topology), "files": files}
 
 
@@ -87,7 +87,7 @@ def load_preset(fixture: str) -> dict[str, Any]:
     if not path.is_file():
         known = sorted(p.stem[len("preset_"):] for p in DATA.glob("preset_*.json"))
         raise InputError(f"--layout preset: no preset plan for fixture {fixture!r}; valid: "
-                         f"{', '.join(known)} (or make one: python -m analysis.fleet.preset "
+                         f"{', '.join(known)} (or make one: python -m tests.fleetsim.preset "
                          f"{fixture}, with MEMPATH_BIN set)")
     return json.loads(path.read_text())
 

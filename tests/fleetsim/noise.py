@@ -19,11 +19,11 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from ..errors import InputError
-from ..results.io import RunFileError, shown
-from .load import first_pass_files
-from ..robust import MAD_SCALE
-from .table import SPREAD, fleet_columns, load_cases_run
+from analysis.errors import InputError
+from analysis.fleet.load import first_pass_files
+from analysis.fleet.table import SPREAD, fleet_columns, load_cases_run
+from analysis.results.io import RunFileError, shown
+from analysis.robust import MAD_SCALE
 
 DATA = Path(__file__).resolve().parent / "data"
 SCHEMA = 1
@@ -129,7 +129,7 @@ def fit(runs: Sequence[Path], rejected: list[str]) -> dict[str, Any]:
     pooled["all"] = _shape(table["residual"].to_numpy(), table[SPREAD].to_numpy(),
                            table["path"].nunique(), table["run"].nunique())
     return {"schema": SCHEMA, "what": "mempath fleet noise: leave-one-out log residuals of "
-            "repeated runs of one node, per class (analysis/fleet/noise.py)",
+            "repeated runs of one node, per class (tests/fleetsim/noise.py)",
             "source": _source(table, runs), "probabilities": PROBABILITIES,
             "classes": classes, "families": pooled}
 
@@ -143,7 +143,7 @@ def _source(table: pd.DataFrame, runs: Sequence[Path]) -> dict[str, Any]:
 
 
 def load_model(spec: str | Path) -> dict[str, Any]:
-    """--noise: a model file, or the name of a committed one (analysis/fleet/data/noise_NAME.json)."""
+    """--noise: a model file, or the name of a committed one (tests/fleetsim/data/noise_NAME.json)."""
     path = Path(spec)
     if not path.is_file():
         path = DATA / f"noise_{spec}.json"
@@ -152,12 +152,12 @@ def load_model(spec: str | Path) -> dict[str, Any]:
     except (OSError, json.JSONDecodeError) as error:
         known = sorted(p.stem[len("noise_"):] for p in DATA.glob("noise_*.json"))
         raise InputError(f"--noise {spec}: cannot read a noise model ({error}); valid: a JSON "
-                         f"file of analysis simulate --noise-from, or one of: "
+                         f"file of python -m tests.fleetsim --noise-from, or one of: "
                          f"{', '.join(known) or 'none committed'}") from None
     if not (isinstance(model, dict) and model.get("schema") == SCHEMA
             and isinstance(model.get("families"), dict) and "all" in model["families"]):
         raise InputError(f"--noise {spec}: not a noise model of schema {SCHEMA} (with "
-                         "families.all); valid: the output of analysis simulate --noise-from")
+                         "families.all); valid: the output of python -m tests.fleetsim --noise-from")
     return model
 
 

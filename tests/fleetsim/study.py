@@ -1,13 +1,13 @@
 """The detection study on the simulator: false positives before and after the
 confirm pass, recall per fault class and size, broken files named.
 
-    python -m analysis.fleet_study -o DIR [--nodes 2688] [--seeds 1,2] [--noise h100]
+    python -m tests.fleetsim.study -o DIR [--nodes 2688] [--seeds 1,2] [--noise h100]
         [--scales 1,2] [--sizes 0.10,0.05] [--per-fault 20] [--layout preset] [--jobs N]
         [--rounds 3]
 
-For each seed and noise scale: ``analysis simulate`` (the faults below on distinct nodes,
-the rest healthy) -> ``analysis fleet`` (pass 1, writes retest.json) -> ``analysis simulate
---retest`` (fresh noise for the listed cases of the listed nodes, faults kept) ->
+For each seed and noise scale: the simulator (the faults below on distinct nodes,
+the rest healthy) -> ``analysis fleet`` (pass 1, writes retest.json) -> the simulator's
+``--retest`` (fresh noise for the listed cases of the listed nodes, faults kept) ->
 ``analysis fleet --retest`` (pass 2, the verdicts). Each step is the CLI's own code
 (analysis.__main__.main), so the study measures what an operator would run. Printed and
 written to DIR/study.md and DIR/study.json:
@@ -34,8 +34,8 @@ from typing import Any
 
 import pandas as pd
 
-from . import outfiles
-from .errors import InputError
+from analysis import outfiles
+from analysis.errors import InputError
 
 VALUE_FAULTS = ("hbm", "channel", "c2c", "nvlink", "interconnect", "memcpy", "latency")
 FILE_FAULTS = ("partial", "truncated", "nofile")
@@ -53,7 +53,7 @@ def fault_spec(per_fault: int, sizes: Sequence[float]) -> str:
 
 def _cli(argv: Sequence[str]) -> tuple[int, str]:
     """analysis.__main__.main(argv): its exit code and stderr (argparse's exits included)."""
-    from .__main__ import main
+    from analysis.__main__ import main
     err = io.StringIO()
     with contextlib.redirect_stderr(err), contextlib.redirect_stdout(io.StringIO()):
         try:
@@ -140,7 +140,7 @@ def judge(truth: Mapping[str, Any], first: pd.DataFrame, second: pd.DataFrame | 
 def run_one(out: Path, nodes: int, seed: int, scale: float, noise: str, spec: str,
             layout: str, jobs: int | None, rounds: int = 3) -> dict[str, Any]:
     """One fleet: simulate, fleet, retest, fleet --retest; the numbers and what went wrong."""
-    from .fleet.sim import simulate, simulate_retest
+    from .sim import simulate, simulate_retest
     sim, first, second = out / "sim", out / "fleet", out / "fleet_retest"
     truth = simulate(nodes, "gh200_quad", spec, sim, seed, layout=layout,
                      noise=noise or None, noise_scale=scale, jobs=jobs)
@@ -177,7 +177,7 @@ def _pct(part: int | None, whole: int) -> str:
 
 def report(results: Sequence[Mapping[str, Any]]) -> str:
     """The study's Markdown: one section per (seed, scale)."""
-    lines = ["# Detection study (analysis.fleet_study)", ""]
+    lines = ["# Detection study (tests.fleetsim.study)", ""]
     for r in results:
         lines += [f"## seed {r['seed']}, noise {r['noise']} x{r['scale']:g}, {r['nodes']} nodes",
                   "", f"- false positives before confirm: {_pct(r['fp_before'], r['healthy'])} "
@@ -204,7 +204,7 @@ def report(results: Sequence[Mapping[str, Any]]) -> str:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m analysis.fleet_study",
+    parser = argparse.ArgumentParser(prog="python -m tests.fleetsim.study",
                                      description=__doc__.split("\n\n")[0])
     parser.add_argument("-o", "--output", required=True, type=Path, metavar="DIR",
                         help="a new or empty folder: one subfolder per seed and scale")
