@@ -274,9 +274,11 @@ class JobProcesses final : public Processes {
   std::vector<OptionSpec> options(std::vector<OptionSpec> own, const std::string& name) const override {
     return with_plan_options(with_run_options(std::move(own), "mpi-" + name));
   }
-  // A job's log is no terminal, and its nodes' readings are not rank 0's to take.
+  // A job's log is no terminal. The writer (rank 0) reads its machine's conditions: the
+  // job's whole state where every rank runs on that one machine (one kernel boot id); across
+  // machines the others' are not its to take, and none are recorded (docs/methodology.md).
   bool shows_progress(const Options&) const override { return false; }
-  bool reads_conditions() const override { return false; }
+  bool reads_conditions() const override { return job_.machines == 1; }
   Topology start(const Options& opts) override {
     if (opts.has("from")) return load_snapshot(*opts.get("from"));  // a plan: no MPI started
     set_phase_limit(timeout_option(opts));

@@ -115,7 +115,7 @@ def test_conditions_of_the_recorded_nights_name_no_cause_and_the_shared_host_is_
         for path in h5s(NIGHTS / run):
             run_ = load_run(path)
             cond = recorded.of_tables(run_.attrs, run_.tables, run_.topology)
-            if cond is None:  # the inventory, and mempath-mpi, which records no conditions
+            if cond is None:  # the inventory, and mempath-mpi, which read none when these ran
                 assert path.stem in ("inventory", "mpi_bw"), path
                 continue
             assert causes.node_conditions(cond) == [], path

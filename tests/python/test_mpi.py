@@ -51,6 +51,9 @@ def test_bw_uni_and_bi_between_two_halves(mpi_bin: Path, tmp_path: Path) -> None
         assert set(f["mpi_bw/cases/same_host"][()]) == {1}
         assert list(f["mpi_bw/ranks/node"][()]) == [0, 1]
         assert (f["mpi_bw/samples/time_s"][()] > 0).all()
+        # One machine: the writer's readings are the whole job's, a window a case (issue 40).
+        assert sorted(f["conditions/windows/case_id"][()]) == list(range(42))
+        assert len(f["conditions/readings/reading"][()]) >= 2
 
 
 def test_split_divides_each_node_size_among_its_ranks(mpi_bin: Path, tmp_path: Path) -> None:
