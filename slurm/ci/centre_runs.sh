@@ -12,7 +12,7 @@
 #   vet             sbatch -N ALL slurm/vet_fleet.sbatch, healthy (retest pass included)
 #   paper           sbatch -N 2 slurm/paper.sbatch: its multi-node steps (Figs. 14 and 19)
 #   characterise    sbatch slurm/characterise_node.sbatch
-#   full            reframe --tag full on n1 (only when named: it takes long)
+#   full            reframe --tag full on every node (only when named: it takes long)
 #   fault-time      slurm/paper.sbatch on one node past its --time (2 min): cut, reported
 #   fault-drain     acceptance --distribute=all with the last node drained mid-run
 #   fault-slurmd    vet_fleet.sbatch with the last node's slurmd killed mid-run (its steps
@@ -52,9 +52,19 @@ mkdir -p "$out"
 table=$out/runs.tsv
 [ -f "$table" ] || printf 'run\tseconds\texit\tverdict\tnote\n' > "$table"
 
-# ReFrame as the site has it: `reframe` on PATH, else the module (pip --target installs).
-# ReFrame as setup_env.sh found it (MEMPATH_REFRAME: `reframe`, or its module's launcher).
-read -r -a rfm <<< "${MEMPATH_REFRAME:-reframe}"
+# ReFrame as setup_env.sh finds it: MEMPATH_REFRAME, else `reframe` on PATH, else CENTRE_PYTHON's
+# reframe module (a ReFrame installed with pip --target has no command on PATH).
+if [ -z "${MEMPATH_REFRAME:-}" ]; then
+  if command -v reframe >/dev/null; then
+    MEMPATH_REFRAME=reframe
+  elif "$py" -c 'import reframe.frontend.cli' 2>/dev/null; then
+    MEMPATH_REFRAME="$py $repo/site_configs/run_reframe.py"
+  else
+    echo "centre_runs.sh: no ReFrame: neither \`reframe\` on PATH nor $py's reframe module (set MEMPATH_REFRAME)" >&2
+    exit 2
+  fi
+fi
+read -r -a rfm <<< "$MEMPATH_REFRAME"
 on() { "$cluster" exec "$@"; }
 nodes() { on sinfo -h -N -o %N | sort -u; }
 # The cluster as it was found: the faults restart it with as many nodes.
@@ -240,10 +250,10 @@ run_fault_time() {
     MEMPATH_PAPER_RESERVE=$reserve
   rc=$?
   local cut kept
-  cut=$(grep -ch 'ended at the deadline\|not started\|cut' "$o"/job-*.out 2>/dev/null | head -n1)
+  cut=$(cat "$o"/job-*.out 2>/dev/null | grep -c "^mempath: .* \(cut after\|not started\)")
   kept=$(find "$o/set" -maxdepth 1 -name '*.h5' | wc -l)
-  [[ $rc != 0 && -f $o/set/paper/paper.md && $kept -gt 0 ]] || verdict=failed
-  row fault-time "$((SECONDS - t0))" "sbatch=$rc" $verdict "$kept result files kept, figures drawn: $([ -f "$o/set/paper/paper.md" ] && echo yes || echo no); job log lines on the cut: ${cut:-0}"
+  [[ $rc != 0 && -f $o/set/paper/paper.md && $kept -gt 0 && $cut -gt 0 ]] || verdict=failed
+  row fault-time "$((SECONDS - t0))" "sbatch=$rc" $verdict "$kept result files kept, figures drawn: $([ -f "$o/set/paper/paper.md" ] && echo yes || echo no); steps cut or not started (the job log names each): $cut"
 }
 
 # A node drained while ReFrame runs the acceptance on every node: its checks that had not

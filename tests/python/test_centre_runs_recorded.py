@@ -30,12 +30,20 @@ def rendered(out: Path, *args: object) -> str:
     return proc.stdout + proc.stderr
 
 
-@pytest.mark.parametrize("run", ["readme", "acceptance", "characterise"])
-def test_report_of_a_recorded_run_writes_every_section(run: str, tmp_path: Path) -> None:
+#: The third device session's runs (2026-11-29, at 07ffa6f): the README's first command, the
+#: acceptance on every node to its end, and the four faults.
+THIRD = REPO / "docs" / "results" / "raw" / "2026-11-29-centre-h200x1"
+
+
+@pytest.mark.parametrize("folder", [RAW / "readme", RAW / "acceptance", RAW / "characterise",
+                                    THIRD / "readme-07ffa6f", THIRD / "acceptance"],
+                         ids=lambda f: f"{f.parent.name[:10]}-{f.name}")
+def test_report_of_a_recorded_run_writes_every_section(folder: Path, tmp_path: Path) -> None:
     """The README's first command on one H200 exited 1 at 035a103 from its report (a legend
     taller than its plots); here every section of each recorded run's report is written."""
+    run = folder.name.split("-")[0]
     out = tmp_path / "report"
-    rendered(out, "report", *h5s(RAW / run), "-o", out)
+    rendered(out, "report", *h5s(folder), "-o", out)
     assert not (out / "errors.log").exists(), (out / "errors.log").read_text()
     text = (out / "index.md").read_text()
     sections = ["## Results", "## Path matrix heatmap", "## Theoretical peaks", "## Cases"]
@@ -45,6 +53,48 @@ def test_report_of_a_recorded_run_writes_every_section(run: str, tmp_path: Path)
         assert section in text, section
     if run == "acceptance":  # --distribute: every node's checks
         assert "`n1`" in text and "`n2`" in text
+
+
+def test_the_recorded_acceptance_on_every_node_ran_to_its_end() -> None:
+    """reframe --tag acceptance --distribute=all on the two GPU nodes: 25 of 25 checks passed,
+    both copies of the MPI check among them (cut by the device call's end in both earlier tries)."""
+    import json
+
+    cases = json.loads((THIRD / "acceptance" / "reframe-report.json").read_text())["runs"][0]["testcases"]
+    assert len(cases) == 25 and all(tc["result"] == "pass" for tc in cases)
+    mpi = [tc for tc in cases if tc["name"].startswith("MempathMpiBandwidth")]
+    # Each node's copy of the MPI check (one rank a node) runs between both nodes.
+    assert len(mpi) == 2 and all(sorted(tc["job_nodelist"]) == ["n1", "n2"] for tc in mpi), mpi
+
+
+def test_the_recorded_faults_kept_what_was_measured_and_named_the_node(tmp_path: Path) -> None:
+    """The four faults on the GPU cluster (slurm/ci/centre_runs.sh): a node drained mid-run
+    has its checks that had not started cancelled and named, and the report covers what ran;
+    slurmd killed mid-run loses nothing (both nodes judged healthy); a node failing mid-run
+    keeps its finished file and the fleet report names it failed; a job past its --time
+    draws the figures of the steps that finished."""
+    import json
+
+    cases = json.loads((THIRD / "fault-drain" / "reframe-report.json").read_text())["runs"][0]["testcases"]
+    blocked = [tc for tc in cases if tc["result"] != "pass"]
+    assert blocked and all("UnavailableNodes:n2" in (tc["fail_reason"] or "") for tc in blocked[-1:])
+    assert all("job blocked" in tc["fail_reason"] for tc in blocked), blocked
+    report = tmp_path / "drain"
+    rendered(report, "report", *h5s(THIRD / "fault-drain"), "-o", report)
+    assert not (report / "errors.log").exists()
+    for fault, verdicts in (("fault-slurmd", {"n1": "healthy", "n2": "healthy"}),
+                            ("fault-node", {"n1": "healthy", "n2": "failed"})):
+        out = tmp_path / fault
+        proc = analysis_cli("fleet", THIRD / fault / "vetting", "-o", out)
+        # A failed node is the fleet command's exit 1, named in one line.
+        assert proc.returncode == (fault == "fault-node"), proc.stderr[-3000:]
+        assert "Traceback" not in proc.stderr
+        nodes = pd.read_csv(out / "nodes.csv", keep_default_na=False).set_index("node")
+        assert nodes["verdict"].to_dict() == verdicts, fault
+    assert h5s(THIRD / "fault-node" / "vetting" / "n2")  # the failed node's finished file
+    paper = tmp_path / "paper"
+    said = rendered(paper, "paper", THIRD / "fault-time" / "set", "-o", paper)
+    assert "12 of 20 items drawn" in said, said[-2000:]
 
 
 def test_fleet_report_of_the_recorded_vetting(tmp_path: Path) -> None:

@@ -45,6 +45,7 @@ from conftest import CI_TIER, DATA, REPO
 
 RAW = REPO / "docs" / "results" / "raw"
 CENTRE = RAW / "2026-11-28-centre-h200x1"
+THIRD = RAW / "2026-11-29-centre-h200x1"
 
 
 def _run(folder: Path, pattern: str = "*.h5") -> tuple[Path, list[Path]]:
@@ -55,7 +56,9 @@ def _run(folder: Path, pattern: str = "*.h5") -> tuple[Path, list[Path]]:
 #: on lent nodes, the committed real files of tests/python/data (an H100 node's, a two-H200
 #: node's), and a centre's runs on one H200 (issue 38, docs/results/2026-11-28-centre-h200.md):
 #: the README's first command, the acceptance on two Slurm nodes sharing it, the node
-#: characterisation, the two-node paper steps and the vetting of both nodes.
+#: characterisation, the two-node paper steps and the vetting of both nodes; then (2026-11-29)
+#: the paper set of one H200 through Slurm, the acceptance on both nodes to its end (MPI and
+#: inventory included), a paper set cut by its --time and the vetting of a node that failed.
 RUNS: dict[str, tuple[Path, list[Path]]] = {
     "h200": _run(RAW / "2026-11-26-paper-h200"),
     "quad-h200": _run(RAW / "2026-11-26-paper-quad-h200"),
@@ -69,6 +72,10 @@ RUNS: dict[str, tuple[Path, list[Path]]] = {
     "centre-characterise": _run(CENTRE / "characterise"),
     "centre-paper": _run(CENTRE / "paper"),
     "centre-vetting": _run(CENTRE / "vet" / "vetting"),
+    "h200x1-slurm": _run(RAW / "2026-11-29-paper-h200x1"),
+    "centre-acceptance-all": _run(THIRD / "acceptance"),
+    "centre-paper-cut": _run(THIRD / "fault-time" / "set"),
+    "centre-node-failed": _run(THIRD / "fault-node" / "vetting"),
 }
 EXAMPLES = int(os.environ.get("MEMPATH_FIGURE_EXAMPLES") or (20 if CI_TIER else 5))
 SEED = int(os.environ.get("MEMPATH_FIGURE_SEED") or 38)

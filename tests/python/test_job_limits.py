@@ -275,3 +275,21 @@ def test_the_node_job_ends_bw_at_its_deadline_and_exits_1(tmp_path: Path) -> Non
                          capture_output=True, text=True, timeout=120)
     assert time.monotonic() - start < 8 + 5
     assert out.returncode == 1 and "mempath bw cut after" in out.stderr, out.stdout + out.stderr
+
+
+def test_the_paper_job_names_each_step_cut_or_not_started_at_its_deadline(tmp_path: Path) -> None:
+    """A step ended or skipped by the job's clock is named in the job's log as such (its own
+    output file holds the line), counted apart from the steps that failed, and the job exits 1."""
+    hung = stand_in(tmp_path / "bin", "hung-mempath", "#!/bin/bash\n[[ $1 == topo ]] && exit 0\n"
+                    "trap '' TERM; sleep 120\n")
+    env = job_env(tmp_path, 6, MEMPATH_BIN=str(hung), MEMPATH_PAPER_RESERVE="2",
+                  MEMPATH_OUT=str(tmp_path / "set"), MEMPATH_PYTHON=sys.executable)
+    out = subprocess.run(["bash", str(SLURM / "paper.sbatch")], cwd=REPO, env=env,
+                         capture_output=True, text=True, timeout=120)
+    log = out.stdout + out.stderr
+    assert out.returncode == 1, log
+    steps = re.findall(r"^mempath: (MempathPaper\w+): ", log, re.MULTILINE)
+    cut = re.findall(r"^mempath: (MempathPaper\w+) cut after \d+ s \(the job's deadline\)", log, re.MULTILINE)
+    skipped = re.findall(r"^mempath: (MempathPaper\w+) not started: the job's deadline", log, re.MULTILINE)
+    assert cut == steps[:1] and skipped == steps[1:] and len(steps) >= 2, log
+    assert f"0 step(s) failed, {len(steps)} cut or not started at the job's deadline" in log, log
