@@ -60,6 +60,8 @@ def case_text(family: str, row: Mapping[str, Any]) -> str:
         return f"gpu{get('gpu')} GEMM {get('dtype')} n={get('n')} ({get('a_mem')})"
     if family == "atomics":
         return f"{get('pu')} atomics on {get('mem')} ({get('alloc')})"
+    if family == "llm":
+        return f"gpu{get('gpu')} {get('model')} decode, weights in {get('weight_mem')} ({get('placement')})"
     return f"{family} case {get('case_id')}"
 
 

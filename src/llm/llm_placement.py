@@ -187,15 +187,111 @@ def resolve_placement(name: str, topo: dict, gpu: int) -> tuple[str, str, str]:
     raise BadInput(f"invalid placement '{name}'; valid: {PLACEMENTS}")
 
 
-def write_h5(path: Path, attrs: dict, cases: list[dict], samples: list[dict]) -> None:
-    """The results writer's layout (docs/schema.md), atomically, through analysis/results/h5writer.py."""
+def write_h5(path: Path, attrs: dict, cases: list[dict], samples: list[dict],
+             conditions: CaseConditions | None = None) -> None:
+    """The results writer's layout (docs/schema.md), atomically, through analysis/results/h5writer.py,
+    with the conditions read so far."""
     # The script runs as `python3 src/llm/llm_placement.py` from anywhere (ReFrame, docs/cli.md):
     # h5writer needs only numpy and h5py (no pandas).
     # The columns are src/core/families.def's llm rows, as the C++ writers' are theirs.
     writer = analysis("results.h5writer")
     table_columns, write_result = writer.table_columns, writer.write_result
-    write_result(path, attrs, {name: table_columns(name, rows) for name, rows in (("llm/cases", cases),
-                                                                                  ("llm/samples", samples))})
+    tables = {name: table_columns(name, rows) for name, rows in (("llm/cases", cases), ("llm/samples", samples))}
+    more_attrs, more_tables = conditions.recorded() if conditions else ({}, {})
+    write_result(path, {**attrs, **more_attrs}, {**tables, **more_tables})
+
+
+class CaseConditions:
+    """The conditions of this run's cases (docs/methodology.md "Conditions"), read by `mempath
+    conditions`, the binary's one reader of NVML and the host: a reading just before a case's
+    decode (its probe, warm-up and timed repetitions) and one just after, never inside it; this
+    process's CPU time and its worker's the run's own. The `default` placement's worker asks
+    the same reader through the pipes it inherits (`fds`, `inherited`). Where the binary cannot
+    (a build older than the command), the run goes on without them and says so."""
+
+    def __init__(self, mempath: str | None, folder: Path | None = None):
+        self.path = folder / "conditions.h5" if folder else None
+        self.proc: subprocess.Popen | None = None
+        self._to = self._from = None
+        if mempath is None:
+            return
+        try:
+            self.proc = subprocess.Popen([mempath, "conditions", "--output", str(self.path), "--of", str(os.getpid())],
+                                         stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                         text=True)
+            self._to, self._from = self.proc.stdin, self.proc.stdout
+            self._answered("ready")
+        except OSError as error:
+            self._give_up(str(error))
+
+    @classmethod
+    def inherited(cls, fds: str) -> CaseConditions:
+        """The parent's reader, through the pipe ends it passed ("READ,WRITE")."""
+        made = cls(None)
+        read, write = (int(fd) for fd in fds.split(","))
+        made._from, made._to = os.fdopen(read, "r"), os.fdopen(write, "w")
+        return made
+
+    def fds(self) -> tuple[int, ...]:
+        """The pipe ends a worker inherits (none where nothing is read)."""
+        return (self._from.fileno(), self._to.fileno()) if self._to else ()
+
+    def _answered(self, word: str) -> None:
+        if self._from and self._from.readline().strip() != word:
+            why = "the reader ended"
+            if self.proc:
+                why = (self.proc.communicate()[1].strip().splitlines() or [f"exit {self.proc.returncode}"])[-1]
+            self._give_up(why)
+
+    def _give_up(self, why: str) -> None:
+        if self.proc and self.proc.poll() is None:
+            self.proc.kill()
+            self.proc.wait()
+        self.proc = self._to = self._from = None
+        print(f"llm: conditions not recorded: {why}", file=sys.stderr, flush=True)
+
+    def _ask(self, request: str, answer: str = "ok") -> None:
+        if self._to is None:
+            return
+        try:
+            self._to.write(request + "\n")
+            self._to.flush()
+        except OSError as error:
+            self._give_up(str(error))
+            return
+        self._answered(answer)
+
+    def begin(self) -> None:
+        """A case starts now: the window starts at the last reading (one taken first unless recent)."""
+        self._ask("begin")
+
+    def end(self, case_id: int, **parts: str) -> None:
+        """The case ended; `parts` as a MEMPATH line names them (pu=gpu0, mem=numa0)."""
+        self._ask(f"end {case_id} " + " ".join(f"{k}={v}" for k, v in parts.items() if v))
+
+    def finish(self) -> None:
+        """The run's last reading (the last case's window ends there)."""
+        self._ask("finish")
+        if self.proc:
+            self.proc.wait()
+
+    def recorded(self) -> tuple[dict, dict]:
+        """The conditions attributes and tables written so far, for this run's result file."""
+        if self.path is None or not self.path.exists():
+            return {}, {}
+        import h5py
+        writer, families = analysis("results.h5writer"), analysis("results.families")
+        conditions = analysis("results.conditions")
+        with h5py.File(self.path, "r") as f:
+            attrs = {name: f.attrs[name] for name in conditions.ATTRIBUTES if name in f.attrs}
+            tables = {}
+            for table in conditions.TABLES.values():
+                if table not in f:
+                    continue
+                tables[table] = [writer.Column(c.name, writer.KIND_OF_TYPE[c.type], c.unit,
+                                               [v.decode() if isinstance(v, bytes) else v for v in f[table][c.name][()]])
+                                 for c in families.columns(table)]
+        return attrs, tables
 
 
 def load_torch():
@@ -715,16 +811,20 @@ def fused_or_why(args: argparse.Namespace, dec_lib, dec_why: str, c: dict, w: di
 
 
 def decode_case(args: argparse.Namespace, row: dict, lib, pluggable: bool, path: tuple[float, str] | None,
-                samples: list[dict], built: dict, dec_lib=None, dec_why: str = ""):
+                samples: list[dict], built: dict, dec_lib=None, dec_why: str = "",
+                conditions: CaseConditions | None = None):
     """One placement in this process: the built weights moved into its memory, the decode
-    (fused, else PyTorch's op by op in a CUDA graph), its tokens checked, the peaks; fills
-    `row` and `samples`; returns the generated tokens (a list) for the check across
-    placements."""
+    (fused, else PyTorch's op by op in a CUDA graph) in the conditions' window, its tokens
+    checked, the peaks; fills `row` and `samples`; returns the generated tokens (a list) for
+    the check across placements."""
     c = CONFIGS[args.model]
     dev = torch.device("cuda", args.gpu)
     torch.cuda.synchronize()
     if pluggable:
         lib.mempath_reset_peaks()
+        # The built weights the placements copy from are held already: the placement's peak
+        # is what it holds beyond them, as the `default` process's own peak is.
+        held = [lib.mempath_peak_bytes(large) for large in (0, 1)]
         w = placed_weights(built, lib, row["weight_alloc"], row["weight_mem"])
         row["weight_placement"] = (lib.mempath_placement_of(w["0.qkv"].data_ptr()) or b"").decode() or "gpu pool"
     else:
@@ -745,6 +845,9 @@ def decode_case(args: argparse.Namespace, row: dict, lib, pluggable: bool, path:
             decoder, mode = reference, "graph" if reference.graph is not None else "eager"
             run_steps = lambda steps: reference.generate(steps=steps)  # noqa: E731
         row.update(decode_mode=mode, decode_fallback=fallback, cuda_graph=int(getattr(decoder, "graph", None) is not None))
+        if conditions:
+            torch.cuda.synchronize()
+            conditions.begin()
         probe = min(args.new_tokens - 1, 3)
         seconds, _ = run_steps(probe)
         steps = timed_steps(seconds / probe, args.new_tokens)
@@ -756,6 +859,9 @@ def decode_case(args: argparse.Namespace, row: dict, lib, pluggable: bool, path:
                 rates.append(rate)
                 samples.append({"case_id": row["case_id"], "rep": rep - args.warmup, "time_s": seconds,
                                 "tokens_per_s": rate})
+        if conditions:
+            torch.cuda.synchronize()
+            conditions.end(row["case_id"], pu=f"gpu{args.gpu}", mem=row["weight_mem"])
         if mode == "fused" or args.batch == 1:
             row.update(verify_tokens(reference, reference.prompt[0], tokens[0] if tokens.dim() > 1 else tokens))
         else:  # batch > 1 runs the plain decode only: a graph replays what was captured
@@ -765,7 +871,8 @@ def decode_case(args: argparse.Namespace, row: dict, lib, pluggable: bool, path:
         gbps, row["path_case"] = path if path is not None else (read_bandwidth(w, dec_lib), "")
     torch.cuda.synchronize()
     if pluggable:
-        row.update(peak_small_bytes=int(lib.mempath_peak_bytes(0)), peak_large_bytes=int(lib.mempath_peak_bytes(1)))
+        row.update(peak_small_bytes=int(lib.mempath_peak_bytes(0) - held[0]),
+                   peak_large_bytes=int(lib.mempath_peak_bytes(1) - held[1]))
     else:  # PyTorch's pools split at the same 1 MiB
         stats = torch.cuda.memory_stats(dev)
         row.update(peak_small_bytes=int(stats.get("allocated_bytes.small_pool.peak", -1)),
@@ -789,22 +896,27 @@ def decode_case(args: argparse.Namespace, row: dict, lib, pluggable: bool, path:
     return out
 
 
-def worker_args(args: argparse.Namespace, result: Path) -> list[str]:
-    """The command line of the `default` placement's own process: this run's options."""
+def worker_args(args: argparse.Namespace, result: Path, case_id: int, fds: tuple[int, ...]) -> list[str]:
+    """The command line of the `default` placement's own process: this run's options, its
+    case's number and the conditions reader's pipe ends."""
     cmd = [sys.executable, str(Path(__file__).resolve()), "--model", args.model, "--dtype", args.dtype,
            "--gpu", str(args.gpu), "--placement", "default", "--prompt-tokens", args.prompt_tokens,
            "--new-tokens", str(args.new_tokens), "--batch", str(args.batch), "--reps", str(args.reps),
            "--warmup", str(args.warmup), "--seed", str(args.seed), "--lib", args.lib, "--mempath", args.mempath,
-           "--decode", args.decode, "--decode-lib", args.decode_lib, "--worker-json", str(result)]
-    return cmd + (["--bw-from", args.bw_from] if args.bw_from else [])
+           "--decode", args.decode, "--decode-lib", args.decode_lib, "--worker-json", str(result),
+           "--case-id", str(case_id)]
+    return cmd + (["--bw-from", args.bw_from] if args.bw_from else []) + \
+        (["--conditions-fds", ",".join(map(str, fds))] if fds else [])
 
 
-def decode_in_worker(args: argparse.Namespace, row: dict, samples: list[dict]):
+def decode_in_worker(args: argparse.Namespace, row: dict, samples: list[dict], conditions: CaseConditions | None):
     """The `default` placement in a process of its own, whose PyTorch never saw the pluggable
     allocator; its row, samples and tokens come back as JSON."""
+    fds = conditions.fds() if conditions else ()
     with tempfile.TemporaryDirectory(prefix="mempath-llm-") as folder:
         result = Path(folder) / "default.json"
-        proc = subprocess.run(worker_args(args, result), capture_output=True, text=True)
+        proc = subprocess.run(worker_args(args, result, row["case_id"], fds), capture_output=True, text=True,
+                              pass_fds=fds)
         if proc.returncode not in (0, 1) or not result.exists():
             lines = (proc.stderr.strip() or proc.stdout.strip() or f"exit {proc.returncode}").splitlines()
             raise RuntimeError(f"the default placement's process failed: {lines[-1]}")
@@ -923,7 +1035,13 @@ def run(args: argparse.Namespace) -> int:
     reference = None
     out = Path(args.output)
     exit_code = 0
-    for case_id, (a, mem, skip, name) in enumerate(placements):
+    # The node's conditions of each case: read for a worker by its parent's reader.
+    scratch = tempfile.TemporaryDirectory(prefix="mempath-llm-conditions-")
+    if worker:
+        conditions = CaseConditions.inherited(args.conditions_fds) if args.conditions_fds else None
+    else:
+        conditions = CaseConditions(args.mempath, Path(scratch.name))
+    for case_id, (a, mem, skip, name) in enumerate(placements, start=args.case_id):
         row = new_row(args, case_id, name, a, mem, n_params)
         if not skip:
             # Beside its copy in `mem`, the GPU keeps the built weights the placements copy.
@@ -934,7 +1052,7 @@ def run(args: argparse.Namespace) -> int:
         else:
             try:
                 if name == "default" and not in_process_default:
-                    tokens = decode_in_worker(args, row, samples)
+                    tokens = decode_in_worker(args, row, samples, conditions)
                 else:
                     if not built:
                         t0 = time.perf_counter()
@@ -943,7 +1061,7 @@ def run(args: argparse.Namespace) -> int:
                         torch.cuda.synchronize()
                         attrs["weights_built_ms"] = int(1000 * (time.perf_counter() - t0))
                     tokens = decode_case(args, row, lib, name != "default", paths.get(name), samples, built,
-                                         dec_lib, dec_why)
+                                         dec_lib, dec_why, conditions)
                 if row["status"] == "ok":
                     reference = tokens if reference is None else reference
                     # Placements decode with the same kernels: the same tokens, as far as both ran.
@@ -958,7 +1076,7 @@ def run(args: argparse.Namespace) -> int:
         if worker:
             continue
         attrs["end_time"] = now()
-        write_h5(out, attrs, cases, samples)
+        write_h5(out, attrs, cases, samples, conditions)
         extra = (f" tokens_per_s={row['median_tokens_per_s']:.2f} bound_tokens_per_s={row['bound_tokens_per_s']:.2f}"
                  f" fraction_of_bound={row['fraction_of_bound']:.3f} timed_tokens={row['timed_tokens']}"
                  f" tokens_equal={row['tokens_equal']}/{row['tokens_checked']} near_ties={row['near_ties']}"
@@ -971,6 +1089,10 @@ def run(args: argparse.Namespace) -> int:
               flush=True)
     if worker:
         Path(args.worker_json).write_text(json.dumps({"cases": cases, "samples": samples, "tokens": reference}))
+    elif conditions:  # the last case's window ends at the run's last reading
+        conditions.finish()
+        write_h5(out, attrs, cases, samples, conditions)
+    scratch.cleanup()
     return exit_code
 
 
@@ -1019,6 +1141,8 @@ def parser() -> argparse.ArgumentParser:
                         "--save DIR`), as an EXPECT line; nothing runs (no GPU needed)")
     # Internal: how run() starts the `default` placement in a process of its own.
     p.add_argument("--worker-json", help=argparse.SUPPRESS)
+    p.add_argument("--case-id", type=int, default=0, help=argparse.SUPPRESS)  # a worker's case's number
+    p.add_argument("--conditions-fds", help=argparse.SUPPRESS)  # a worker's pipe ends to its parent's reader
     return p
 
 

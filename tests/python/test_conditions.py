@@ -15,6 +15,7 @@ import math
 import os
 import re
 import subprocess
+import sys
 import xml.etree.ElementTree as ElementTree
 from pathlib import Path
 
@@ -236,6 +237,27 @@ def test_healthy_h200_runs_with_real_conditions_name_no_cause(name: str) -> None
         assert "power cap held the clocks of gpu0 during 67 %" in causes.words(causes.case_causes(cond, 0))
 
 
+#: Issue 40's LLM script and a one-rank mempath-mpi NCCL job on a lent H200 (2026-11-29, third session).
+LLM_CONDITIONS = RAW / "2026-11-29-llm-conditions-h200x1"
+
+
+def test_the_llm_runs_decodes_and_an_nccl_job_on_one_h200_name_no_cause() -> None:
+    """Each placement's decode in its own window (the `default` worker's too), read through the
+    real NVML, no cause and nothing to drain, under 0.1 % of the run; the NCCL job's windows
+    (rank 0's machine, no parts named) judged by the node's rules alone: none fires."""
+    run_ = load_run(LLM_CONDITIONS / "llm_7b.h5")
+    cond = recorded.of_tables(run_.attrs, run_.tables, run_.topology)
+    assert sorted(cond.windows) == [0, 1, 2] and cond.nvml.startswith("NVML 13.580")
+    assert [w.memories for w in cond.windows.values()] == [("gpu0",), ("gpu0",), ("numa0",)]
+    assert all(causes.case_causes(cond, i, "llm") == [] for i in cond.windows) and causes.node_conditions(cond) == []
+    spent, span = cond.overhead()
+    assert spent < 0.001 * span
+    nccl = load_run(LLM_CONDITIONS / "nccl_one_rank.h5")
+    cond = recorded.of_tables(nccl.attrs, nccl.tables, nccl.topology)
+    assert len(cond.windows) == len(nccl.tables["nccl/cases"]) and cond.gpu_facts[0]["name"] == "NVIDIA H200"
+    assert all(causes.case_causes(cond, i, "nccl") == [] for i in cond.windows) and causes.node_conditions(cond) == []
+
+
 def test_the_report_of_the_healthy_h200_runs_blames_nothing(tmp_path: Path) -> None:
     files = [RECORDED / f"{name}.h5" for name in ("bw", "memcpy", "gemm", "chase")]
     assert main(["report", *map(str, files), "-o", str(tmp_path / "rep")]) == 0
@@ -430,3 +452,78 @@ def test_damaged_conditions_are_taken_as_absent_never_a_refused_file(tmp_path: P
     assert main(["report", str(path), "-o", str(tmp_path / "rep")]) == 0
     assert "Conditions and causes" not in (tmp_path / "rep" / "summary.md").read_text()
     assert main(["fleet", str(path), "-o", str(tmp_path / "fleet")]) == 0
+
+
+# ---- the conditions of a program that measures itself (the LLM script) -------------------------
+
+LLM_CASES = """
+import json, os, subprocess, sys
+sys.path[:] = [p for p in sys.path if p not in ("", ".")] + [sys.argv[1] + "/src/llm"]
+import llm_placement as llm
+out, mempath, case = llm.Path(sys.argv[2]), sys.argv[3], json.loads(sys.argv[4])
+conditions = llm.CaseConditions(mempath, out.parent)
+# The case in a worker process, as the `default` placement's: it asks its parent's reader
+# through the pipe ends it inherits, around a second of its own CPU work.
+fds = conditions.fds()
+subprocess.run([sys.executable, "-c", sys.argv[5], sys.argv[1], ",".join(map(str, fds))], pass_fds=fds, check=True)
+conditions.finish()
+llm.write_h5(out, {"tool": "mempath", "schema_version": 1, "host": "n1", "topology": "{}"}, [case], [], conditions)
+"""
+
+
+LLM_WORKER = """
+import sys, time
+sys.path.append(sys.argv[1] + "/src/llm")
+import llm_placement as llm
+conditions = llm.CaseConditions.inherited(sys.argv[2])
+conditions.begin()
+started = time.process_time()
+while time.process_time() - started < 1.0:
+    pass
+conditions.end(0, pu="gpu0", mem="numa0")
+"""
+
+
+def _llm_case() -> dict:
+    from analysis.results.families import columns
+    return {c.name: {"Int": 0, "Float": 0.5, "String": "ok"}[c.type] for c in columns("llm/cases")}
+
+
+def test_the_llm_script_records_the_conditions_of_its_cases(mempath_bin: Path, tmp_path: Path) -> None:
+    """`mempath conditions` reads around each case the script runs, also one its worker process
+    runs through the inherited pipes: a window a case (the GPU it decodes on, the memory of its
+    weights), ending at a reading taken then; the script's CPU time and its worker's the run's
+    own, so that the case's own work is never `busy`."""
+    out = tmp_path / "llm.h5"
+    proc = subprocess.run([sys.executable, "-c", LLM_CASES, str(REPO), str(out), str(mempath_bin),
+                           json.dumps(_llm_case()), LLM_WORKER], capture_output=True, text=True, timeout=120,
+                          env={**os.environ, "MEMPATH_NVML_LIBRARY": "/nonexistent/libnvidia-ml.so.1"})
+    assert proc.returncode == 0, proc.stderr
+    run_ = load_run(out)
+    cond = recorded.of_tables(run_.attrs, run_.tables, run_.topology)
+    window = cond.windows[0]
+    assert (window.processors, window.memories) == (("gpu0",), ("numa0",))
+    a, b = cond.readings[window.start], cond.readings[window.end]
+    assert b["self_cpu_s"] - a["self_cpu_s"] >= 0.9, (a, b)  # the worker's second of CPU
+    assert window.end == window.start + 1 < max(cond.readings)  # read at the case's end, not the run's
+    assert run_.attrs["nvml"].startswith("NVML not available")
+
+
+def test_conditions_requests_are_checked_and_an_old_binary_is_said_once(mempath_bin: Path, tmp_path: Path,
+                                                                        capsys) -> None:
+    proc = subprocess.run([str(mempath_bin), "conditions", "--output", str(tmp_path / "c.h5")], input="begin\nbogus\n",
+                          capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 2 and proc.stdout.split() == ["ready", "ok"]
+    assert proc.stderr.strip() == ("mempath: error: conditions: unknown request 'bogus'; valid: begin, "
+                                   "end CASE_ID KEY=VALUE..., finish")
+    sys.path.insert(0, str(REPO / "src" / "llm"))
+    import llm_placement as llm
+    stub = tmp_path / "old-mempath"
+    stub.write_text("#!/bin/sh\necho \"mempath: error: unknown command 'conditions'\" >&2\nexit 2\n")
+    stub.chmod(0o755)
+    old = llm.CaseConditions(str(stub), tmp_path)
+    old.begin()
+    old.end(0, pu="gpu0")
+    old.finish()
+    assert old.recorded() == ({}, {})
+    assert capsys.readouterr().err == "llm: conditions not recorded: mempath: error: unknown command 'conditions'\n"

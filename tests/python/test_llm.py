@@ -175,9 +175,11 @@ def test_the_default_placements_process_gets_this_runs_options() -> None:
     args = llm.parser().parse_args(["--model", "llama-2-7b", "--dtype", "fp16", "--placement", "hbm,default",
                                     "--prompt-tokens", "empty", "--new-tokens", "100", "--reps", "2", "--batch", "3",
                                     "--bw-from", "path.h5", "--decode", "eager"])
-    cmd = llm.worker_args(args, Path("/tmp/x.json"))
+    cmd = llm.worker_args(args, Path("/tmp/x.json"), 1, (7, 9))
     flags = dict(zip(cmd[2::2], cmd[3::2]))
     assert flags["--placement"] == "default" and flags["--worker-json"] == "/tmp/x.json"
+    # its case's number in this run, and the pipe ends of this run's conditions reader
+    assert (flags["--case-id"], flags["--conditions-fds"]) == ("1", "7,9")
     assert (flags["--model"], flags["--dtype"], flags["--prompt-tokens"], flags["--new-tokens"]) == (
         "llama-2-7b", "fp16", "empty", "100")
     assert (flags["--reps"], flags["--batch"], flags["--bw-from"], flags["--decode"]) == ("2", "3", "path.h5", "eager")
@@ -215,6 +217,13 @@ def test_llama2_7b_decodes_the_same_tokens_in_hbm_and_with_pytorchs_allocator(me
     assert (c["peak_small_bytes"] > 0).all() and (c["peak_small_bytes"] < 2**30).all()
     assert (c["median_tokens_per_s"] > 0).all()
     assert "placement=default" in proc.stdout and "prompt=bos" in proc.stdout
+    # Each decode's conditions, the worker's (default) too, read through NVML on the GPU.
+    from analysis.results import conditions as recorded
+    from analysis.results.io import load_run
+    run_ = load_run(out)
+    cond = recorded.of_tables(run_.attrs, run_.tables, run_.topology)
+    assert cond.nvml.startswith("NVML ") and sorted(cond.windows) == [0, 1]
+    assert all(w.processors == ("gpu0",) and w.end > w.start for w in cond.windows.values())
 
 
 @pytest.mark.gpu
