@@ -41,6 +41,22 @@ def _int(value: Any, default: int = -1) -> int:
         return default
 
 
+#: The words of a case of each family whose words are its columns alone.
+CASE_WORDS = {
+    "stream": "{pu} STREAM {kernel} on {mem} ({alloc})",
+    "chase": "{pu} latency of {mem} ({alloc})",
+    "pingpong": "ping-pong {a}-{b} on {mem}",
+    "gemm": "gpu{gpu} GEMM {dtype} n={n} ({a_mem})",
+    "atomics": "{pu} atomics on {mem} ({alloc})",
+    "llm": "gpu{gpu} {model} decode, weights in {weight_mem} ({placement})",
+}
+
+
+class _Cells(dict):
+    def __missing__(self, key: str) -> None:  # an older file's missing column reads "None"
+        return None
+
+
 def case_text(family: str, row: Mapping[str, Any]) -> str:
     """A case in a few words: "gpu2 H2D (pinned numa0, ce)", "cpu0 read numa0 (numa)"."""
     get = row.get
@@ -50,18 +66,8 @@ def case_text(family: str, row: Mapping[str, Any]) -> str:
     if family == "memcpy":
         where = f"gpu{_int(get('dst_gpu'))}" if _int(get("dst_gpu")) >= 0 else f"numa{get('host_numa')}"
         return f"gpu{get('gpu')} {str(get('direction')).upper()} ({get('alloc')} {where}, {get('engine')})"
-    if family == "stream":
-        return f"{get('pu')} STREAM {get('kernel')} on {get('mem')} ({get('alloc')})"
-    if family == "chase":
-        return f"{get('pu')} latency of {get('mem')} ({get('alloc')})"
-    if family == "pingpong":
-        return f"ping-pong {get('a')}-{get('b')} on {get('mem')}"
-    if family == "gemm":
-        return f"gpu{get('gpu')} GEMM {get('dtype')} n={get('n')} ({get('a_mem')})"
-    if family == "atomics":
-        return f"{get('pu')} atomics on {get('mem')} ({get('alloc')})"
-    if family == "llm":
-        return f"gpu{get('gpu')} {get('model')} decode, weights in {get('weight_mem')} ({get('placement')})"
+    if family in CASE_WORDS:
+        return CASE_WORDS[family].format_map(_Cells(row))
     return f"{family} case {get('case_id')}"
 
 
