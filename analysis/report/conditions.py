@@ -150,7 +150,7 @@ def _gpu_lines(cond: recorded.Conditions) -> list[str]:
                      "not given by NVML"], rows)
 
 
-def _host_lines(run: Run, cond: recorded.Conditions) -> list[str]:
+def _host_lines(attrs: Mapping[str, Any], cond: recorded.Conditions) -> list[str]:
     host = cond.host
     nodes = {n.get("numa"): n for n in host.get("cpu_nodes", []) if isinstance(n, dict)}
     readings = sorted(cond.readings)
@@ -165,7 +165,7 @@ def _host_lines(run: Run, cond: recorded.Conditions) -> list[str]:
         if rows else []
     pages = ", ".join(f"{k}: {v}" for k, v in (host.get("hugepages") or {}).items())
     facts = [f"cpufreq driver {code(host.get('cpufreq_driver') or 'none')}",
-             f"THP {code(run.attrs.get('thp_enabled', '?'))} (defrag {code(host.get('thp_defrag') or '?')})",
+             f"THP {code(attrs.get('thp_enabled', '?'))} (defrag {code(host.get('thp_defrag') or '?')})",
              f"automatic NUMA balancing {code(host.get('numa_balancing'))}",
              f"huge pages reserved {code(pages or 'none')}",
              f"kernel memory options {code(host.get('kernel_memory_options') or 'none')}"]
@@ -215,11 +215,7 @@ def _section(ctx: Context) -> Part:
         part.lines += [f"### {text(run.name)} on {code(run.node)}", "",
                        f"NVML: {text(cond.nvml)}. {len(cond.readings)} readings between cases took "
                        f"{spent * 1e3:.1f} ms{share}.", ""]
-        part.lines += _gpu_lines(cond) + _host_lines(run, cond)
-        drains = causes.node_conditions(cond)
-        if drains:
-            part.lines += ["Conditions that take the node out on their own (`analysis fleet` drains it):", ""]
-            part.lines += [f"- {text(c.text)}" for c in drains] + [""]
+        part.lines += _gpu_lines(cond) + _host_lines(run.attrs, cond) + _drains(cond)
         slow, seen = _case_rows(run, cond, ctx.models.get(run.node))
         share = f"{causes.EXPECTED_SHARE:.0%}"
         if slow:
@@ -232,4 +228,16 @@ def _section(ctx: Context) -> Part:
             part.lines += ["Other cases whose conditions fired a rule (their figures are not below what a healthy "
                            "node gives, or have no peak to say so: shown, not blamed):", ""]
             part.lines += markdown(["case", "case_id", "figure", "of peak", "condition"], seen, right={1, 2, 3})
+        for host, other in recorded.machines(run.attrs).items():  # a job's other machines
+            part.lines += [f"#### {text(run.name)}: the job's machine {code(host)}", "",
+                           f"NVML: {text(other.nvml)}. {len(other.readings)} readings.", ""]
+            part.lines += _gpu_lines(other) + _host_lines({}, other) + _drains(other)
     return part
+
+
+def _drains(cond: recorded.Conditions) -> list[str]:
+    drains = causes.node_conditions(cond)
+    if not drains:
+        return []
+    return ["Conditions that take the node out on their own (`analysis fleet` drains it):", ""] + \
+        [f"- {text(c.text)}" for c in drains] + [""]

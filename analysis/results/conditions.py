@@ -28,6 +28,8 @@ from . import families
 TABLES = {name: f"conditions/{name}" for name in ("windows", "readings", "cpus", "gpus")}
 #: The run-level root attributes (text; the last two JSON).
 ATTRIBUTES = ("nvml", "gpu_conditions", "host_conditions")
+#: A mempath-mpi job's other machines' conditions (JSON), read by ``machines``.
+MACHINES = "machine_conditions"
 _NAMES = {short: tuple(c.name for c in families.columns(table)) for short, table in TABLES.items()}
 #: The numpy kinds a column of each families.def type may hold (an Int column read as floats
 #: where a DataFrame filled a gap; text as objects or bytes).
@@ -176,6 +178,32 @@ def of_tables(attrs: Mapping[str, Any], tables: Mapping[str, Mapping[str, Any]],
         windows=windows, readings={int(r["reading"]): r for r in read["readings"]},
         cpus={(int(r["reading"]), int(r["numa"])): r for r in read["cpus"]},
         gpus={(int(r["reading"]), int(r["gpu"])): r for r in read["gpus"]}, hbm=_hbm(topology))
+
+
+def machines(attrs: Mapping[str, Any]) -> dict[str, Conditions]:
+    """A mempath-mpi job's other machines' conditions by host (``machine_conditions``: each
+    machine's readings as `mempath export` writes a run as JSON); {} where the file has none
+    and for an entry that is damaged (never a refused file)."""
+    found: dict[str, Conditions] = {}
+    for entry in _json(attrs.get(MACHINES), list):
+        own = entry.get("attributes") if isinstance(entry, dict) else None
+        tables = entry.get("tables") if isinstance(entry, dict) else None
+        if not isinstance(own, dict) or not isinstance(tables, dict):
+            continue
+        columns: dict[str, dict[str, list]] = {}
+        for short, table in TABLES.items():
+            rows = tables.get(table, {}).get("rows") if isinstance(tables.get(table), dict) else None
+            if isinstance(rows, list) and all(isinstance(r, dict) for r in rows):
+                # JSON's null is a Float column's NaN
+                columns[table] = {name: [math.nan if r.get(name) is None and _TYPES[short][name] == "Float"
+                                         else r.get(name) for r in rows] for name in _NAMES[short]}
+        try:
+            cond = of_tables(own, columns, _json(own.get("topology"), dict))
+        except (ValueError, TypeError):  # ragged or nested rows: numpy refuses them
+            cond = None
+        if cond is not None:
+            found[str(own.get("host") or f"machine {len(found) + 2}")] = cond
+    return found
 
 
 def of_group(root: Any, attrs: Mapping[str, Any], topology: Mapping[str, Any] | None = None) -> Conditions | None:

@@ -1,7 +1,7 @@
 // `mempath conditions --output FILE --of PID`: the conditions (core/conditions.hpp) of the
 // cases of a program that measures itself (the LLM script, src/llm/llm_placement.py), read
 // by the same code as mempath's own cases', between cases and never inside one, with PID's
-// CPU time (and its children's) counted as the run's own. The program asks on stdin, one
+// CPU time (and its descendants') counted as the run's own. The program asks on stdin, one
 // line a request, and each is answered "ok" on stdout once done (the program's next case
 // waits for it):
 //   begin                    a case starts: a reading (unless the last one is recent), the
@@ -12,8 +12,6 @@
 //   finish (or end of input) the run's last reading; FILE saved; exit 0
 // FILE holds the conditions tables and attributes only (docs/schema.md "Conditions"); the
 // program copies them into its own result file. A bad request: one line, exit 2.
-#include <unistd.h>
-
 #include <iostream>
 #include <sstream>
 #include <string>
@@ -21,12 +19,12 @@
 #include <vector>
 
 #include "core/conditions.hpp"
+#include "core/device_runtime.hpp"
 #include "core/error.hpp"
 #include "core/options.hpp"
 #include "core/provenance.hpp"
 #include "core/results.hpp"
 #include "core/topology.hpp"
-#include "core/device_runtime.hpp"
 
 namespace mempath {
 
@@ -45,7 +43,9 @@ int cmd_conditions(const std::vector<std::string>& args) {
   std::vector<std::string> uuids;
   if (!topo.gpus.empty())
     for (const auto& uuid : gpu::device_uuids()) uuids.push_back(gpu_uuid_text(uuid));
-  ResultFile file(*output, {{"schema_version", kSchemaVersion}, {"tool", std::string("mempath")}, {"command", std::string("conditions")}},
+  ResultFile file(*output,
+                  {{"schema_version", kSchemaVersion}, {"tool", std::string("mempath")},
+                   {"command", std::string("conditions")}},
                   Existing::Overwrite);
   Conditions conditions(file, topo, uuids, static_cast<int>(pid));
   file.save();
@@ -66,7 +66,8 @@ int cmd_conditions(const std::vector<std::string>& args) {
     } else if (request == "end") {
       long long case_id = -1;
       in >> case_id;
-      if (!in || case_id < 0) throw UsageError("conditions: '" + line + "' has no case id; valid: end CASE_ID KEY=VALUE...");
+      if (!in || case_id < 0)
+        throw UsageError("conditions: '" + line + "' has no case id; valid: end CASE_ID KEY=VALUE...");
       std::vector<std::pair<std::string, std::string>> fields;
       for (std::string word; in >> word;) {
         const auto eq = word.find('=');

@@ -214,12 +214,12 @@ int run_benchmark(Benchmark& bench, const std::vector<std::string>& args, const 
     bench.begin(*file);
   }
   // The node's state at the start and between cases (never inside one): docs/methodology.md.
-  if (file && processes.reads_conditions()) {
+  if (ResultFile* record = processes.conditions_record(file, topo)) {
     std::vector<std::string> uuids;
     if (!topo.gpus.empty())
       for (const auto& uuid : gpu::device_uuids()) uuids.push_back(gpu_uuid_text(uuid));
     Watchdog::Scope guard(out->watchdog(), "the conditions reading at the run's start");
-    conditions = std::make_unique<Conditions>(*file, topo, uuids);
+    conditions = std::make_unique<Conditions>(*record, topo, uuids);
   }
   // Said before the first case, so a log shows how long the run should take while it runs.
   if (file) {
@@ -253,7 +253,7 @@ int run_benchmark(Benchmark& bench, const std::vector<std::string>& args, const 
     const bool runs = !bench.plan_skips(i);
     if (conditions && i > 0 && runs) {
       Watchdog::Scope guard(out->watchdog(), "the conditions reading before " + describe(bench, i, next_id));
-      if (conditions->between_cases()) file->checkpoint();  // its rows saved as a case's are
+      if (conditions->between_cases() && file) file->checkpoint();  // its rows saved as a case's are
     }
     const int64_t window_start = conditions ? conditions->last() : 0;
     const auto started = std::chrono::steady_clock::now();
@@ -261,19 +261,21 @@ int run_benchmark(Benchmark& bench, const std::vector<std::string>& args, const 
     const std::chrono::duration<double> took = std::chrono::steady_clock::now() - started;
     // Every process counts the rows (the watchdog names cases by id); one writes them.
     CaseRows rows = bench.rows(i, o, next_id);
-    if (!file) next_id += static_cast<int64_t>(rows.cases.size());
+    if (conditions && runs) {
+      const CaseParts parts = case_parts(bench.plan_fields(i), topo);
+      for (size_t k = 0; k < rows.cases.size(); ++k)
+        conditions->window(next_id + static_cast<int64_t>(k), window_start, parts);
+    }
     if (file) {
       if (samples)
         for (const Row& r : rows.samples) samples->append(r);
-      const CaseParts parts = runs && conditions ? case_parts(bench.plan_fields(i), topo) : CaseParts{};
       for (Row& r : rows.cases) {
         if (timed) r[std::string(model::kCaseSecondsColumn)] = took.count();
         group.push_back(case_rows->rows());
         case_rows->append(r);
-        if (conditions && runs) conditions->window(next_id, window_start, parts);
-        ++next_id;
       }
     }
+    next_id += static_cast<int64_t>(rows.cases.size());
     out->save();
     count(tally, o);
     progress.step(i + 1, bench.describe(i), o.status == "skipped" ? -1 : took.count());
@@ -281,8 +283,11 @@ int run_benchmark(Benchmark& bench, const std::vector<std::string>& args, const 
   if (conditions) {
     Watchdog::Scope guard(out->watchdog(), "the conditions reading after the last case");
     conditions->read();
-    file->checkpoint();  // the last case's window ends here: saved even where the last case's save was not deferred
+    // the last case's window ends here: saved even where the last case's save was not deferred
+    if (file) file->checkpoint();
   }
+  conditions.reset();
+  processes.conditions_done(file);
   if (file) {
     end_group();
     file->finish();

@@ -18,7 +18,6 @@
 #include <system_error>
 
 #include "core/error.hpp"
-#include "core/json_writer.hpp"
 #include "core/options.hpp"
 #include "core/result_reader.hpp"
 
@@ -72,40 +71,6 @@ std::string csv(const Table& table) {
     text += "\n";
   }
   return text;
-}
-
-// {"attributes": {...}, "tables": {"bw/cases": {"units": {column: units}, "rows": [{...}]}}}
-std::string json(const StoredRun& run, const std::vector<std::string>& names) {
-  JsonWriter w;
-  w.begin_object().key("attributes").begin_object();
-  for (const auto& [name, value] : run.attributes) {
-    w.key(name);
-    if (const auto* i = std::get_if<int64_t>(&value)) w.value(static_cast<long long>(*i));
-    else w.value(std::get<std::string>(value));
-  }
-  w.end_object().key("tables").begin_object();
-  for (const auto& name : names) {
-    const Table& table = run.tables.at(name);
-    const auto& columns = table.columns();
-    w.key(name).begin_object().key("units").begin_object();
-    for (const auto& c : columns) w.key(c.name).value(c.units);
-    w.end_object().key("rows").begin_array();
-    for (size_t r = 0; r < table.rows(); ++r) {
-      w.begin_object();
-      for (size_t c = 0; c < columns.size(); ++c) {
-        w.key(columns[c].name);
-        switch (columns[c].type) {
-          case ColumnType::Int: w.value(static_cast<long long>(table.ints(c)[r])); break;
-          case ColumnType::Float: w.value(table.floats(c)[r]); break;
-          case ColumnType::String: w.value(table.strings(c)[r]); break;
-        }
-      }
-      w.end_object();
-    }
-    w.end_array().end_object();
-  }
-  w.end_object().end_object();
-  return w.str() + "\n";
 }
 
 bool exists(const std::string& path) {
@@ -378,7 +343,7 @@ int cmd_export(const std::vector<std::string>& args) {
     std::cerr << "mempath: " << names.size() << " tables written to " << folder << "/\n";
     return kExitOk;
   }
-  const std::string text = format == "csv" ? csv(run.tables.at(names.front())) : json(run, names);
+  const std::string text = format == "csv" ? csv(run.tables.at(names.front())) : run_json(run, names);
   const std::string output = opts.get_or("output", "-");
   if (output == "-") {
     std::cout << text << std::flush;

@@ -44,7 +44,8 @@ class OneProcess final : public Processes {
     if (opts.flag("progress")) return true;
     return !opts.flag("no-progress") && isatty(STDERR_FILENO);
   }
-  bool reads_conditions() const override { return true; }
+  ResultFile* conditions_record(ResultFile* file, const Topology&) override { return file; }
+  void conditions_done(ResultFile*) override {}
   Topology start(const Options& opts) override { return planning_topology(opts); }
   std::unique_ptr<RunOutput> open(const Options& opts, const std::string& name, const Topology& topo,
                                   const std::vector<std::string>& argv,

@@ -46,8 +46,12 @@ class Processes {
   virtual std::vector<OptionSpec> options(std::vector<OptionSpec> own, const std::string& name) const = 0;
   // Whether the progress counter is shown (after the options are parsed).
   virtual bool shows_progress(const Options& opts) const = 0;
-  // Whether the conditions are read between cases (core/conditions.hpp).
-  virtual bool reads_conditions() const = 0;
+  // Where this process's readings of its node's conditions (core/conditions.hpp) go: the
+  // run's file (`file`, the writer's), a job's other machine's scratch file, or nowhere.
+  virtual ResultFile* conditions_record(ResultFile* file, const Topology& topo) = 0;
+  // After the last reading, on every process: a job's other machines' readings handed to
+  // its writer (`machine_conditions`, docs/schema.md). Collective for a job.
+  virtual void conditions_done(ResultFile* file) = 0;
   // Starts the run's processes and returns the node to plan for: --from's snapshot, or
   // this process's node.
   virtual Topology start(const Options& opts) = 0;

@@ -57,11 +57,6 @@ double number(const fs::path& p, double fallback = kNaN) {
   return end != text.c_str() ? v : fallback;
 }
 
-std::string root_folder() {
-  const char* root = std::getenv("MEMPATH_SYSFS_ROOT");
-  return root && *root ? root : "/";
-}
-
 double seconds_since(std::chrono::steady_clock::time_point t0) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
 }
@@ -222,6 +217,13 @@ void facts_json(JsonWriter& w, int gpu, const std::string& uuid, const nvml::Gpu
 
 }  // namespace
 
+std::string host_root() {
+  const char* root = std::getenv("MEMPATH_SYSFS_ROOT");
+  return root && *root ? root : "/";
+}
+
+std::string boot_id() { return first_line(fs::path(host_root()) / "proc/sys/kernel/random/boot_id"); }
+
 namespace {
 
 // CPU ticks (user + system) of process `pid`, of its children it has waited for, and of
@@ -273,7 +275,7 @@ Conditions::Conditions(ResultFile& file, const Topology& topo, const std::vector
                        int own_pid)
     : file_(file), topo_(topo), host_(std::make_unique<Host>()), t0_(std::chrono::steady_clock::now()),
       own_pid_(own_pid) {
-  host_->root = root_folder();
+  host_->root = host_root();
   const long tick = sysconf(_SC_CLK_TCK);
   host_->tick_s = tick > 0 ? 1.0 / static_cast<double>(tick) : 0.01;
   for (const NumaNode& n : topo.numa_nodes) {

@@ -39,6 +39,13 @@ CaseParts case_parts(const std::vector<std::pair<std::string, std::string>>& pla
 // "cpu0,gpu1".
 std::string join_names(const std::vector<std::string>& names);
 
+// The folder the host's procfs and sysfs files are read below: "/", or MEMPATH_SYSFS_ROOT.
+std::string host_root();
+// The running kernel's random id (proc/sys/kernel/random/boot_id below host_root): two
+// "nodes" of one boot id are one machine (containers, network namespaces), whatever their
+// host names say. Empty where it cannot be read.
+std::string boot_id();
+
 // The kernel command line options about memory, NUMA, the IOMMU, huge pages and the cores
 // the kernel keeps for itself that `cmdline` holds, in its order ("iommu=pt numa=off").
 std::string kernel_memory_options(const std::string& cmdline);

@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "core/error.hpp"
+#include "core/json_writer.hpp"
 
 namespace mempath {
 
@@ -397,6 +398,39 @@ StoredRun read_run_image(const void* data, size_t size, const std::string& name)
   Id file(H5Fopen(name.c_str(), H5F_ACC_RDONLY, fapl), H5Fclose);
   if (file < 0) reader.fail("HDF5 cannot open it");
   return reader.read(file);
+}
+
+std::string run_json(const StoredRun& run, const std::vector<std::string>& names) {
+  JsonWriter w;
+  w.begin_object().key("attributes").begin_object();
+  for (const auto& [name, value] : run.attributes) {
+    w.key(name);
+    if (const auto* i = std::get_if<int64_t>(&value)) w.value(static_cast<long long>(*i));
+    else w.value(std::get<std::string>(value));
+  }
+  w.end_object().key("tables").begin_object();
+  for (const auto& name : names) {
+    const Table& table = run.tables.at(name);
+    const auto& columns = table.columns();
+    w.key(name).begin_object().key("units").begin_object();
+    for (const auto& c : columns) w.key(c.name).value(c.units);
+    w.end_object().key("rows").begin_array();
+    for (size_t r = 0; r < table.rows(); ++r) {
+      w.begin_object();
+      for (size_t c = 0; c < columns.size(); ++c) {
+        w.key(columns[c].name);
+        switch (columns[c].type) {
+          case ColumnType::Int: w.value(static_cast<long long>(table.ints(c)[r])); break;
+          case ColumnType::Float: w.value(table.floats(c)[r]); break;
+          case ColumnType::String: w.value(table.strings(c)[r]); break;
+        }
+      }
+      w.end_object();
+    }
+    w.end_array().end_object();
+  }
+  w.end_object().end_object();
+  return w.str() + "\n";
 }
 
 }  // namespace mempath

@@ -29,6 +29,11 @@ StoredRun read_run(const std::string& path);
 // for a fuzz driver, which hands it arbitrary bytes. Never reads or writes a file.
 StoredRun read_run_image(const void* data, size_t size, const std::string& name);
 
+// The run as one JSON document: {"attributes": {...}, "tables": {"bw/cases": {"units":
+// {column: units}, "rows": [{column: value}]}}} for the tables `names` (`mempath export`'s
+// json; mempath-mpi's machines' conditions); a NaN is null.
+std::string run_json(const StoredRun& run, const std::vector<std::string>& names);
+
 // The text policy of every reader of result files (docs/schema.md): valid UTF-8 passes
 // unchanged, each byte that is not part of a valid UTF-8 sequence becomes the four
 // characters \xNN (Python's errors="backslashreplace", as analysis/results/io.py decodes).

@@ -28,6 +28,7 @@ import importlib.util
 import json
 import math
 import os
+import select
 import socket
 import subprocess
 import sys
@@ -236,8 +237,16 @@ class CaseConditions:
         """The pipe ends a worker inherits (none where nothing is read)."""
         return (self._from.fileno(), self._to.fileno()) if self._to else ()
 
+    #: A reading that hangs (an NVML call) ends the conditions after this long, never the run.
+    ANSWER_LIMIT_S = 60.0
+
     def _answered(self, word: str) -> None:
-        if self._from and self._from.readline().strip() != word:
+        if self._from is None:
+            return
+        line = self._from.readline() if select.select([self._from], [], [], self.ANSWER_LIMIT_S)[0] else None
+        if line is None:
+            self._give_up(f"no answer from the reader in {self.ANSWER_LIMIT_S:g} s")
+        elif line.strip() != word:
             why = "the reader ended"
             if self.proc:
                 why = (self.proc.communicate()[1].strip().splitlines() or [f"exit {self.proc.returncode}"])[-1]
@@ -1036,11 +1045,11 @@ def run(args: argparse.Namespace) -> int:
     out = Path(args.output)
     exit_code = 0
     # The node's conditions of each case: read for a worker by its parent's reader.
-    scratch = tempfile.TemporaryDirectory(prefix="mempath-llm-conditions-")
-    if worker:
-        conditions = CaseConditions.inherited(args.conditions_fds) if args.conditions_fds else None
-    else:
+    scratch = None if worker else tempfile.TemporaryDirectory(prefix="mempath-llm-conditions-")
+    if scratch:
         conditions = CaseConditions(args.mempath, Path(scratch.name))
+    else:
+        conditions = CaseConditions.inherited(args.conditions_fds) if args.conditions_fds else None
     for case_id, (a, mem, skip, name) in enumerate(placements, start=args.case_id):
         row = new_row(args, case_id, name, a, mem, n_params)
         if not skip:
@@ -1089,10 +1098,10 @@ def run(args: argparse.Namespace) -> int:
               flush=True)
     if worker:
         Path(args.worker_json).write_text(json.dumps({"cases": cases, "samples": samples, "tokens": reference}))
-    elif conditions:  # the last case's window ends at the run's last reading
+    else:  # the last case's window ends at the run's last reading
         conditions.finish()
         write_h5(out, attrs, cases, samples, conditions)
-    scratch.cleanup()
+        scratch.cleanup()
     return exit_code
 
 

@@ -1,7 +1,9 @@
 #include "mpi/mpi_job.hpp"
 
+#include "core/conditions.hpp"
 #include "core/error.hpp"
 #include "core/provenance.hpp"
+#include "core/result_reader.hpp"
 #include "core/result_run.hpp"
 #include "mpi/mpi_plan.hpp"
 
@@ -13,7 +15,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
-#include <fstream>
+#include <filesystem>
 #include <thread>
 
 namespace mempath::mpi {
@@ -23,15 +25,6 @@ std::string host_name() {
   char buf[256] = {};
   gethostname(buf, sizeof buf - 1);
   return buf;
-}
-
-// The running kernel's random id: two "nodes" of one boot id are one machine (containers,
-// network namespaces), whatever their host names say. Empty where it cannot be read.
-std::string boot_id() {
-  std::ifstream in("/proc/sys/kernel/random/boot_id");
-  std::string id;
-  std::getline(in, id);
-  return id;
 }
 
 int g_rank = -1;
@@ -157,10 +150,17 @@ Job discover_job() {
   const std::vector<std::string> named = gather_strings(me + "\t" + boot_id(), job);
   std::vector<std::string> hosts, boots;
   for (const auto& n : named) hosts.push_back(n.substr(0, n.find('\t'))), boots.push_back(n.substr(n.find('\t') + 1));
+  std::vector<int> reads(job.size, 0);  // rank 0: whether each rank reads its machine's conditions
   if (job.rank == 0) {
-    std::sort(boots.begin(), boots.end());
-    job.machines = boots.front().empty() ? 0 : static_cast<int>(std::unique(boots.begin(), boots.end()) - boots.begin());
+    std::vector<std::string> kernels = boots;
+    std::sort(kernels.begin(), kernels.end());
+    job.machines = kernels.front().empty() ? 0 : static_cast<int>(std::unique(kernels.begin(), kernels.end()) - kernels.begin());
+    for (int r = 0; r < job.size && job.machines > 0; ++r)
+      reads[r] = std::find(boots.begin(), boots.begin() + r, boots[r]) == boots.begin() + r;
   }
+  int mine = 0;
+  MPI_Scatter(reads.data(), 1, MPI_INT, &mine, 1, MPI_INT, 0, MPI_COMM_WORLD);
+  job.reads_machine = mine != 0;
   std::string joined;
   for (const auto& h : hosts) joined += h + "\n";
   int len = static_cast<int>(joined.size());
@@ -274,11 +274,54 @@ class JobProcesses final : public Processes {
   std::vector<OptionSpec> options(std::vector<OptionSpec> own, const std::string& name) const override {
     return with_plan_options(with_run_options(std::move(own), "mpi-" + name));
   }
-  // A job's log is no terminal. The writer (rank 0) reads its machine's conditions: the
-  // job's whole state where every rank runs on that one machine (one kernel boot id); across
-  // machines the others' are not its to take, and none are recorded (docs/methodology.md).
+  // A job's log is no terminal.
   bool shows_progress(const Options&) const override { return false; }
-  bool reads_conditions() const override { return job_.machines == 1; }
+  // Each machine's conditions (one kernel boot id: namespaces and containers are one machine)
+  // are read by its lowest rank: the writer's into the job's file, another machine's into a
+  // scratch file of its own, handed to the writer at the end (docs/methodology.md).
+  ResultFile* conditions_record(ResultFile* file, const Topology& topo) override {
+    if (!job_.reads_machine) return nullptr;
+    if (file) return file;
+    scratch_path_ = (std::filesystem::temp_directory_path() /
+                     ("mempath-mpi-conditions-" + std::to_string(getpid()) + ".h5")).string();
+    try {
+      scratch_ = std::make_unique<ResultFile>(
+          scratch_path_, std::map<std::string, Attribute>{{"schema_version", kSchemaVersion},
+                                                          {"tool", std::string("mempath")},
+                                                          {"host", job_.hosts[job_.rank]},
+                                                          {"topology", topo.to_json()}},
+          Existing::Overwrite);
+    } catch (const std::exception& e) {
+      std::fprintf(stderr, "mempath-mpi: rank %d: note: its machine's conditions are not recorded (%s)\n",
+                   job_.rank, e.what());
+    }
+    return scratch_.get();
+  }
+  void conditions_done(ResultFile* file) override {
+    std::string mine;
+    if (scratch_) {
+      try {
+        scratch_->save();
+        mine = run_json(read_run(scratch_path_), {"conditions/windows", "conditions/readings", "conditions/cpus",
+                                                   "conditions/gpus"});
+      } catch (const std::exception& e) {
+        std::fprintf(stderr, "mempath-mpi: rank %d: note: its machine's conditions are not recorded (%s)\n",
+                     job_.rank, e.what());
+      }
+      scratch_.reset();
+      std::error_code ignored;
+      std::filesystem::remove(scratch_path_, ignored);
+    }
+    std::vector<std::string> each;
+    {
+      Watchdog::Scope armed(phase_watchdog(), "gathering each machine's conditions");
+      each = gather_strings(mine, job_);
+    }
+    std::string list;
+    for (const auto& one : each)
+      if (!one.empty()) list += (list.empty() ? "" : ",") + one.substr(0, one.find_last_not_of('\n') + 1);
+    if (file && !list.empty()) file->set_attribute("machine_conditions", "[" + list + "]");
+  }
   Topology start(const Options& opts) override {
     if (opts.has("from")) return load_snapshot(*opts.get("from"));  // a plan: no MPI started
     set_phase_limit(timeout_option(opts));
@@ -310,6 +353,8 @@ class JobProcesses final : public Processes {
 
  private:
   Job job_;
+  std::unique_ptr<ResultFile> scratch_;  // another machine's conditions, before they go to the writer
+  std::string scratch_path_;
 };
 
 JobProcesses& the_job() {

@@ -25,6 +25,7 @@ struct Job {
   int local = 0, local_size = 1;  // index and count of ranks on this rank's node
   bool split_host = false;        // one host only: its ranks were split into two halves
   int machines = 0;               // rank 0: kernels (boot ids) the ranks ran on; 0: unknown
+  bool reads_machine = false;     // the lowest rank of its machine, where boot ids are known
   std::vector<int> node_of, local_of;
   std::vector<std::string> hosts;  // per rank
   MPI_Comm node_comm = MPI_COMM_NULL;

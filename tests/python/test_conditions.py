@@ -454,6 +454,15 @@ def test_damaged_conditions_are_taken_as_absent_never_a_refused_file(tmp_path: P
     assert main(["fleet", str(path), "-o", str(tmp_path / "fleet")]) == 0
 
 
+@pytest.mark.parametrize("text", ["", "{}", "[1, null]", '[{"attributes": {}, "tables": []}]',
+                                  '[{"attributes": {"nvml": "x"}, "tables": {"conditions/windows": '
+                                  '{"rows": [{"case_id": [1, 2]}, {"case_id": 3}]}}}]'])
+def test_a_damaged_machines_record_is_taken_as_absent(text: str) -> None:
+    """A mempath-mpi job's other machines' conditions (`machine_conditions`) of another shape:
+    nothing is said of them, nothing is refused."""
+    assert recorded.machines({"machine_conditions": text}) == {}
+
+
 # ---- the conditions of a program that measures itself (the LLM script) -------------------------
 
 LLM_CASES = """
@@ -509,8 +518,9 @@ def test_the_llm_script_records_the_conditions_of_its_cases(mempath_bin: Path, t
     assert run_.attrs["nvml"].startswith("NVML not available")
 
 
-def test_conditions_requests_are_checked_and_an_old_binary_is_said_once(mempath_bin: Path, tmp_path: Path,
-                                                                        capsys) -> None:
+def test_conditions_requests_are_checked_and_an_old_or_hung_reader_is_said_once(mempath_bin: Path,
+                                                                                 tmp_path: Path, capsys,
+                                                                                 monkeypatch) -> None:
     proc = subprocess.run([str(mempath_bin), "conditions", "--output", str(tmp_path / "c.h5")], input="begin\nbogus\n",
                           capture_output=True, text=True, timeout=60)
     assert proc.returncode == 2 and proc.stdout.split() == ["ready", "ok"]
@@ -527,3 +537,11 @@ def test_conditions_requests_are_checked_and_an_old_binary_is_said_once(mempath_
     old.finish()
     assert old.recorded() == ({}, {})
     assert capsys.readouterr().err == "llm: conditions not recorded: mempath: error: unknown command 'conditions'\n"
+    hung = tmp_path / "hung-mempath"  # answers, then its reading hangs
+    hung.write_text("#!/bin/sh\necho ready\nexec sleep 60\n")
+    hung.chmod(0o755)
+    monkeypatch.setattr(llm.CaseConditions, "ANSWER_LIMIT_S", 0.5)
+    waits = llm.CaseConditions(str(hung), tmp_path)
+    waits.begin()
+    assert waits.proc is None and capsys.readouterr().err == "llm: conditions not recorded: no answer from the reader in 0.5 s\n"
+    waits.end(0)  # nothing more is asked, nothing waits

@@ -56,6 +56,37 @@ def test_bw_uni_and_bi_between_two_halves(mpi_bin: Path, tmp_path: Path) -> None
         assert len(f["conditions/readings/reading"][()]) >= 2
 
 
+def test_a_job_across_machines_records_each_machines_conditions(mpi_bin: Path, tmp_path: Path) -> None:
+    """Two machines (rank 1's procfs below a root of its own, with another boot id): each
+    machine's lowest rank reads its conditions, rank 1's reach the writer at the end
+    (`machine_conditions`), a window a case on each; the report shows both machines."""
+    from analysis.__main__ import main
+    from analysis.results import conditions as recorded
+    from analysis.results.io import load_run
+
+    root = tmp_path / "other"
+    (root / "proc/sys/kernel/random").mkdir(parents=True)
+    (root / "proc/sys/kernel/random/boot_id").write_text("0f0e0d0c-0000-4000-8000-000000000002\n")
+    (root / "proc/loadavg").write_text("0.50 0.40 0.30 2/300 99\n")
+    out = tmp_path / "bw.h5"
+    args = [str(mpi_bin), "bw", "--max-size", "4KiB", "--reps", "2", "--output", str(out)]
+    proc = subprocess.run([MPIRUN, "-np", "1", *args, ":", "-np", "1", "env", f"MEMPATH_SYSFS_ROOT={root}", *args],
+                          capture_output=True, text=True, env=ENV, timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    run_ = load_run(out)
+    assert run_.attrs["mpi_machines"] == 2
+    own = recorded.of_tables(run_.attrs, run_.tables, run_.topology)
+    others = recorded.machines(run_.attrs)
+    cases = set(run_.tables["mpi_bw/cases"]["case_id"])
+    assert set(own.windows) == cases and list(others) == [run_.attrs["host"]]
+    other = others[run_.attrs["host"]]
+    assert set(other.windows) == cases and len(other.readings) >= 2
+    assert [r["load1"] for r in other.readings.values()] == [0.5] * len(other.readings)  # its own root's
+    assert main(["report", str(out), "-o", str(tmp_path / "rep")]) == 0
+    summary = (tmp_path / "rep" / "summary.md").read_text()
+    assert f"the job's machine `{run_.attrs['host']}`" in summary
+
+
 def test_split_divides_each_node_size_among_its_ranks(mpi_bin: Path, tmp_path: Path) -> None:
     """The paper's Fig. 14: with --split the sizes are the node's, each of its ranks sends an
     equal share, and the bandwidth is the node's bytes over the node's time."""
