@@ -241,10 +241,11 @@ def test_healthy_h200_runs_with_real_conditions_name_no_cause(name: str) -> None
 LLM_CONDITIONS = RAW / "2026-11-29-llm-conditions-h200x1"
 
 
-def test_the_llm_runs_decodes_and_an_nccl_job_on_one_h200_name_no_cause() -> None:
+def test_the_llm_runs_decodes_and_mpi_jobs_on_one_h200_name_no_cause() -> None:
     """Each placement's decode in its own window (the `default` worker's too), read through the
     real NVML, no cause and nothing to drain, under 0.1 % of the run; the NCCL job's windows
-    (rank 0's machine, no parts named) judged by the node's rules alone: none fires."""
+    (rank 0's machine, no parts named) judged by the node's rules alone: none fires; a job of
+    two machines carries the other's readings."""
     run_ = load_run(LLM_CONDITIONS / "llm_7b.h5")
     cond = recorded.of_tables(run_.attrs, run_.tables, run_.topology)
     assert sorted(cond.windows) == [0, 1, 2] and cond.nvml.startswith("NVML 13.580")
@@ -256,6 +257,13 @@ def test_the_llm_runs_decodes_and_an_nccl_job_on_one_h200_name_no_cause() -> Non
     cond = recorded.of_tables(nccl.attrs, nccl.tables, nccl.topology)
     assert len(cond.windows) == len(nccl.tables["nccl/cases"]) and cond.gpu_facts[0]["name"] == "NVIDIA H200"
     assert all(causes.case_causes(cond, i, "nccl") == [] for i in cond.windows) and causes.node_conditions(cond) == []
+    # Two "machines" on the one H200 (rank 1's procfs below a root of another boot id): the
+    # other machine's readings through the real NVML reached the writer, nothing fires.
+    two = load_run(LLM_CONDITIONS / "mpi_two_machines.h5")
+    (other,) = recorded.machines(two.attrs).values()
+    assert two.attrs["mpi_machines"] == 2 and set(other.windows) == set(two.tables["mpi_bw/cases"]["case_id"])
+    assert other.gpu_facts[0]["name"] == "NVIDIA H200" and {g for _, g in other.gpus} == {0}
+    assert causes.node_conditions(other) == []
 
 
 def test_the_report_of_the_healthy_h200_runs_blames_nothing(tmp_path: Path) -> None:
