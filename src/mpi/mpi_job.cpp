@@ -282,9 +282,9 @@ class JobProcesses final : public Processes {
   ResultFile* conditions_record(ResultFile* file, const Topology& topo) override {
     if (!job_.reads_machine) return nullptr;
     if (file) return file;
-    scratch_path_ = (std::filesystem::temp_directory_path() /
-                     ("mempath-mpi-conditions-" + std::to_string(getpid()) + ".h5")).string();
     try {
+      scratch_path_ = (std::filesystem::temp_directory_path() /
+                       ("mempath-mpi-conditions-" + std::to_string(getpid()) + ".h5")).string();
       scratch_ = std::make_unique<ResultFile>(
           scratch_path_, std::map<std::string, Attribute>{{"schema_version", kSchemaVersion},
                                                           {"tool", std::string("mempath")},
@@ -292,8 +292,7 @@ class JobProcesses final : public Processes {
                                                           {"topology", topo.to_json()}},
           Existing::Overwrite);
     } catch (const std::exception& e) {
-      std::fprintf(stderr, "mempath-mpi: rank %d: note: its machine's conditions are not recorded (%s)\n",
-                   job_.rank, e.what());
+      not_recorded(e);
     }
     return scratch_.get();
   }
@@ -305,8 +304,7 @@ class JobProcesses final : public Processes {
         mine = run_json(read_run(scratch_path_), {"conditions/windows", "conditions/readings", "conditions/cpus",
                                                    "conditions/gpus"});
       } catch (const std::exception& e) {
-        std::fprintf(stderr, "mempath-mpi: rank %d: note: its machine's conditions are not recorded (%s)\n",
-                     job_.rank, e.what());
+        not_recorded(e);
       }
       scratch_.reset();
       std::error_code ignored;
@@ -352,6 +350,11 @@ class JobProcesses final : public Processes {
   const Job& job() const { return job_; }
 
  private:
+  void not_recorded(const std::exception& e) const {
+    std::fprintf(stderr, "mempath-mpi: rank %d: note: its machine's conditions are not recorded (%s)\n", job_.rank,
+                 e.what());
+  }
+
   Job job_;
   std::unique_ptr<ResultFile> scratch_;  // another machine's conditions, before they go to the writer
   std::string scratch_path_;
