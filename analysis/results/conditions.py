@@ -1,9 +1,10 @@
 """The conditions each case ran in (docs/schema.md "Conditions"; issue 40), read from a result
 file's ``conditions/*`` tables and its ``nvml``, ``gpu_conditions`` and ``host_conditions``
 attributes: the run's facts and, per case, the readings of its window (the reading before
-it and the first one after it) for the GPUs and CPU nodes it used.
+it and the first one after it) for the GPUs and CPU nodes it used; ``machines`` reads a
+mempath-mpi job's other machines' (``machine_conditions``).
 
-Files written before issue 40, and those of the LLM script and mempath-mpi, have none:
+Files written before issue 40 (the LLM script's and mempath-mpi's until 2026-11-29) have none:
 ``of_tables`` and ``of_group`` then return None, and every reader says nothing about
 conditions (never a guess). A conditions table that lacks a column is taken as absent too:
 the conditions explain a figure, they never make a file unreadable.
