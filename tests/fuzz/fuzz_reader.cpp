@@ -67,8 +67,10 @@ enum class Target { Results, Snapshots };
 
 // ---------------------------------------------------------------------------------------
 // Inputs. A result input is one file; a snapshot input is a folder. Git keeps neither
-// FIFOs nor empty folders, so a snapshot input lists those in a file of its own root,
-// SPECIAL ("fifo REL" or "dir REL" a line), made real when the input is laid out.
+// FIFOs nor empty folders, and a symbolic link kept in git (to /dev/zero, to itself) hangs
+// whatever reads the checkout's files, so a snapshot input lists those in a file of its own
+// root, SPECIAL ("fifo REL", "dir REL" or "link REL TARGET" a line), made real when the
+// input is laid out.
 const char* const SPECIAL = ".fuzz-special";
 
 std::string read_file(const fs::path& p) {
@@ -108,12 +110,15 @@ void apply_special(const fs::path& root) {
   std::istringstream in(read_file(root / SPECIAL));
   std::string kind, rel;
   while (in >> kind >> rel) {
+    std::string target;
+    if (kind == "link" && !(in >> target)) break;
     const fs::path p = root / rel;
     std::error_code ec;
     fs::remove_all(p, ec);
     fs::create_directories(p.parent_path(), ec);
     if (kind == "fifo") mkfifo(p.c_str(), 0600);
     else if (kind == "dir") fs::create_directories(p, ec);
+    else if (kind == "link") fs::create_symlink(target, p, ec);
   }
 }
 
@@ -696,8 +701,18 @@ fs::path keep(Target target, const fs::path& input, const fs::path& dir, const s
   std::error_code ec;
   if (fs::exists(fs::symlink_status(to, ec))) return to;
   fs::create_directories(dir);
-  if (target == Target::Results) write_file(to, read_file(input));
-  else copy_entry(input, to);  // FIFOs and empty folders stay listed in SPECIAL
+  if (target == Target::Results) {
+    write_file(to, read_file(input));
+    return to;
+  }
+  copy_entry(input, to);  // FIFOs and empty folders stay listed in SPECIAL
+  for (const auto& rel : entries(to)) {  // links too: a kept input is committed
+    const fs::path p = to / rel;
+    if (!fs::is_symlink(fs::symlink_status(p, ec))) continue;
+    const fs::path link = fs::read_symlink(p, ec);
+    fs::remove(p, ec);
+    add_special(to, "link", rel + " " + link.string());
+  }
   return to;
 }
 
