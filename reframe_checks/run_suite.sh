@@ -22,16 +22,19 @@ mkdir -p "$report"
 python3 "$mempath_root/reframe_checks/expected_duration.py" --mempath "$MEMPATH_BIN" --reframe "$MEMPATH_REFRAME" \
   --config site_configs/generic.py --tag "$tag" -- "$@" || true
 set +e
+started=$SECONDS
+echo "mempath: running the checks (--tag $tag) with ReFrame ..." >&2
 # shellcheck disable=SC2086  # MEMPATH_REFRAME is a command line (setup_env.sh)
 $MEMPATH_REFRAME -C site_configs/generic.py -c reframe_checks --tag "$tag" -r \
   --prefix "$prefix" --exec-policy=serial "$@"
 rc=$?
+echo "mempath: running the checks: done in $((SECONDS - started)) s (ReFrame exit code $rc)" >&2
 set -e
 mapfile -t runs < <(find "$prefix/output" -name '*.h5' 2>/dev/null | sort)
 if [ ${#runs[@]} -eq 0 ]; then
   echo "mempath: no HDF5 results under $prefix/output (ReFrame exit code $rc)" >&2
   exit 1
 fi
-python -m analysis report "${runs[@]}" -o "$report"
-echo "mempath: report in $report (ReFrame exit code $rc)"
+mempath_timed "writing the report of ${#runs[@]} result files" python -m analysis report "${runs[@]}" -o "$report"
+echo "mempath: report in $report (ReFrame exit code $rc; the whole suite took $SECONDS s)"
 exit $rc

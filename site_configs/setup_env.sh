@@ -16,6 +16,16 @@
 # repository root cd to "$mempath_root" themselves. Returns non-zero when a step failed.
 mempath_root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 
+# mempath_timed WHAT CMD...: runs CMD between a line that says what starts and one that says
+# how long it took, so a first setup (minutes of apt, pip and the build) is never silent.
+mempath_timed() {
+  local what=$1 start=$SECONDS
+  shift
+  echo "mempath: $what ..." >&2
+  "$@" || return
+  echo "mempath: $what: done in $((SECONDS - start)) s" >&2
+}
+
 mempath_system_packages() {
   # Debian/Ubuntu as root: install what the build needs if it is missing.
   [ "${MEMPATH_NO_APT:-0}" = 1 ] && return 0
@@ -27,8 +37,11 @@ mempath_system_packages() {
     dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
   done
   [ ${#missing[@]} -eq 0 ] && return 0
-  echo "mempath: installing ${missing[*]}" >&2
-  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${missing[@]}" >/dev/null
+  mempath_timed "installing ${missing[*]} (apt-get)" mempath_apt_install "${missing[@]}"
+}
+
+mempath_apt_install() {
+  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "$@" >/dev/null
 }
 
 # What the suite and the tests import; the pinned versions are in requirements.txt.
@@ -69,16 +82,22 @@ mempath_python_env() {
     mempath_python_ok "$python" || {
       echo "mempath: Python 3.11 or newer is needed ($python is $("$python" -V 2>&1 | head -n 1)); set MEMPATH_PYTHON=/path/to/python3.11" >&2
       return 1; }
-    "$python" -m venv "$venv" || return 1
+    mempath_timed "creating the Python environment $venv" "$python" -m venv "$venv" || return 1
   fi
   if ! cmp -s "$mempath_root/requirements.txt" "$stamp"; then
     local from=()
     [ -n "${MEMPATH_WHEELHOUSE:-}" ] && from=(--no-index --find-links "$MEMPATH_WHEELHOUSE")
-    { [ ${#from[@]} -gt 0 ] || "$venv/bin/python" -m pip install -q --upgrade pip; } &&
-      "$venv/bin/python" -m pip install -q "${from[@]}" -r "$mempath_root/requirements.txt" &&
-      cp "$mempath_root/requirements.txt" "$stamp" || return 1
+    mempath_timed "installing the Python packages of requirements.txt into $venv (pip)" \
+      mempath_pip_install "$venv/bin/python" "${from[@]}" && cp "$mempath_root/requirements.txt" "$stamp" || return 1
   fi
   export PATH="$venv/bin:$PATH"
+}
+
+mempath_pip_install() {  # PYTHON [--no-index --find-links DIR]
+  local python=$1
+  shift
+  { [ $# -gt 0 ] || "$python" -m pip install -q --upgrade pip; } &&
+    "$python" -m pip install -q "$@" -r "$mempath_root/requirements.txt"
 }
 
 # mempath_reframe: MEMPATH_REFRAME, the ReFrame command (a string the scripts split at
@@ -99,11 +118,16 @@ mempath_reframe() {
 
 mempath_build() {
   local dir="${MEMPATH_BUILD_DIR:-$mempath_root/build}"
-  # shellcheck disable=SC2086
-  cmake -S "$mempath_root/src" -B "$dir" -DCMAKE_BUILD_TYPE=Release ${MEMPATH_CMAKE_ARGS:-} >/dev/null &&
-    cmake --build "$dir" -j "$(nproc)" >/dev/null || return 1
+  mempath_timed "building mempath in $dir (cmake${MEMPATH_CMAKE_ARGS:+ $MEMPATH_CMAKE_ARGS}; a first build takes minutes)" \
+    mempath_cmake "$dir" || return 1
   export PATH="$dir:$PATH"
   export MEMPATH_BIN="$dir/mempath"
+}
+
+mempath_cmake() {  # DIR
+  # shellcheck disable=SC2086
+  cmake -S "$mempath_root/src" -B "$1" -DCMAKE_BUILD_TYPE=Release ${MEMPATH_CMAKE_ARGS:-} >/dev/null &&
+    cmake --build "$1" -j "$(nproc)" >/dev/null
 }
 
 # Each step is checked by hand instead of with `set -e`: errexit would have to be switched
