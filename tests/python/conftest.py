@@ -9,6 +9,13 @@ Tests that build a second mempath of their own (ReFrame's build fixture, the ins
 the sanitizer build of the fuzzer) are marked `ci`: the README's test command leaves them to
 CI's own pass, which sets MEMPATH_CI_TESTS=1 (docs/testing.md, "Two tiers").
 
+MEMPATH_UNLIKE_HOST=1 runs the tests as on a host unlike the ones they were written on
+(issue 47: a fixed buffer size the cache guard refused failed the README's test command on a
+VM of a 480 MiB cache): the binary sees a 480 MiB last-level cache, an NVML that answers (the
+fake, a healthy H200's readings), a cpufreq tree (the `performance` governor), and every
+worker runs on one CPU. `-m binary` selects the tests that run a mempath binary (BINARY_FIXTURES,
+RUNS_THE_BINARY); CI runs them so (docs/testing.md, "Another host").
+
 The test command runs pytest in parallel (pytest-xdist, a test file per worker, so module
 fixtures are made once); GPU tests take turns on a lock, so no two measure one GPU at once.
 """
@@ -90,7 +97,47 @@ HAVE_SLURM_CLUSTER = os.environ.get("MEMPATH_SLURM_CLUSTER") == "1"
 CI_TIER = os.environ.get("MEMPATH_CI_TESTS") == "1"
 
 
+UNLIKE_HOST = os.environ.get("MEMPATH_UNLIKE_HOST") == "1"
+#: The tests marked `binary`: those asking for a binary's fixture, and every test of a file
+#: that reaches a binary otherwise (by its path or variable, or through the suite or the
+#: vetting script, which run the build's binary).
+BINARY_FIXTURES = frozenset({"mempath_bin", "mempath_cpu_bin", "mpi_bin"})
+RUNS_THE_BINARY = re.compile(r"environ\[\"MEMPATH_BIN\"\]|MEMPATH_CPU_ONLY_BIN|\"build\" / \"mempath|"
+                             r"run_suite\.sh\"|\"vet_node\.sh\"")
+#: The host facts MEMPATH_UNLIKE_HOST sets where the caller has not set them itself.
+UNLIKE_LLC = "480MiB"
+
+
+def _as_an_unlike_host() -> None:
+    """Makes this process (and what it starts) see a host unlike CI's: a 480 MiB cache, an
+    NVML, cpufreq, one CPU. The cpufreq tree lies in a folder of its own whose proc/ and
+    sys/kernel are the host's (MEMPATH_SYSFS_ROOT moves every file the conditions read)."""
+    import tempfile
+    fake_nvml = REPO / "build" / "tests" / "libmempath_fake_nvml.so"
+    if not fake_nvml.exists():
+        pytest.exit(f"MEMPATH_UNLIKE_HOST=1 needs {fake_nvml}: build the tests first (tests/run_tests.sh does)", 2)
+    root = Path(tempfile.mkdtemp(prefix="mempath-unlike-host-"))
+    (root / "sys").mkdir()
+    (root / "proc").symlink_to("/proc")
+    (root / "sys" / "kernel").symlink_to("/sys/kernel")
+    for cpu in range(os.cpu_count() or 1):
+        freq = root / "sys/devices/system/cpu" / f"cpu{cpu}" / "cpufreq"
+        freq.mkdir(parents=True)
+        for name, value in (("scaling_governor", "performance"), ("scaling_driver", "acpi-cpufreq"),
+                            ("scaling_cur_freq", "3500000"), ("cpuinfo_max_freq", "3500000"),
+                            ("scaling_max_freq", "3500000")):
+            (freq / name).write_text(value + "\n")
+    for key, value in (("MEMPATH_FAKE_LLC_BYTES", UNLIKE_LLC), ("MEMPATH_NVML_LIBRARY", str(fake_nvml)),
+                       ("MEMPATH_FAKE_NVML", str(REPO / "tests/fake_nvml/readings/h200_healthy.txt")),
+                       ("MEMPATH_SYSFS_ROOT", str(root))):
+        os.environ.setdefault(key, value)
+    os.sched_setaffinity(0, {min(os.sched_getaffinity(0))})
+
+
 def pytest_configure(config: pytest.Config) -> None:
+    if UNLIKE_HOST:
+        _as_an_unlike_host()
+    config.addinivalue_line("markers", "binary: runs a mempath binary (conftest.BINARY_FIXTURES, RUNS_THE_BINARY)")
     config.addinivalue_line("markers", "gpu: needs an NVIDIA GPU; skipped without one")
     config.addinivalue_line("markers", "ci: builds a mempath of its own (minutes on 2 cores); run in CI's "
                             "own pass, or anywhere with MEMPATH_CI_TESTS=1")
@@ -100,6 +147,9 @@ def pytest_configure(config: pytest.Config) -> None:
 
 
 def pytest_report_header(config: pytest.Config) -> str:
+    if UNLIKE_HOST:
+        return (f"mempath: as an unlike host (MEMPATH_UNLIKE_HOST=1): a {UNLIKE_LLC} last-level cache, the fake "
+                "NVML, a cpufreq tree, one CPU a worker")
     if CI_TIER:
         return "mempath: CI's tier included (MEMPATH_CI_TESTS=1): the `ci` tests run"
     return ("mempath: the `ci` tests (builds of their own: ReFrame's build fixture, the install tree, "
@@ -116,7 +166,13 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     skip_slurm = pytest.mark.skip(reason="no CI Slurm cluster (slurm/ci/cluster.sh start, "
                                          "then MEMPATH_SLURM_CLUSTER=1)")
     skip_browser = pytest.mark.skip(reason="no Chromium (apt-get install chromium, or set MEMPATH_CHROMIUM)")
+    sources: dict[str, bool] = {}
     for item in items:
+        path = str(item.path)
+        if path not in sources:
+            sources[path] = bool(RUNS_THE_BINARY.search(item.path.read_text()))
+        if sources[path] or BINARY_FIXTURES & set(getattr(item, "fixturenames", ())):
+            item.add_marker(pytest.mark.binary)
         if "gpu" in item.keywords and not HAVE_GPU:
             item.add_marker(skip)
         if item.get_closest_marker("browser") and not HAVE_CHROMIUM:
