@@ -13,10 +13,9 @@ import numpy as np
 import pandas as pd
 from matplotlib.axes import Axes
 from matplotlib.colors import LogNorm
-from matplotlib.ticker import NullLocator
 
 from ..model.roles import ROLE_ORDER, by_role, labelled, role
-from ..render.figures import text_in
+from ..render.figures import bytes_axis, text_in
 from ..render.style import COLUMN_IN, PAGE_IN, colour_bar, heat_map, log_axis, readable, series
 from ..results.cases import drawn_under, natural_key
 from ..render.items import Context, Drawn, Grid, faceted, item, mark, mark_cells
@@ -211,6 +210,30 @@ def _name_start(ax: Axes, x: float, name: str, caches: Sequence[float]) -> float
     return start
 
 
+def _name_room(ax: Axes, low: float, high: float, names: Sequence[str]) -> float:
+    """The octaves right of the data that the lines' names need (the longest), so that the
+    axis ends where the names do, not decades past the last size measured."""
+    if not names:
+        return 0.5
+    width_in = ax.get_position().width * ax.figure.get_figwidth()
+    name_in = max(text_in(_compact([n])) for n in names) + 0.15
+    data = math.log2(high / low)
+    return max(1.0, name_in * data / max(width_in - name_in, 0.5 * width_in))
+
+
+def _clear_side(ax: Axes, size: float, label: str, points: pd.DataFrame, span: tuple[float, float]) -> bool:
+    """Whether a cache's label (rotated, left of its line) goes at the top of the panel
+    rather than its foot: the side where no line passes over the label's height, else the
+    one the lines pass farther from (latency rises with the size: a small cache's label is
+    clear at the top, a large one's at the foot)."""
+    height = text_in(label) / (ax.get_position().height * ax.figure.get_figheight())
+    low, high = math.log10(span[0]), math.log10(span[1])
+    near = points[(points["size_bytes"] >= size / 2) & (points["size_bytes"] <= size * 1.2)]["ns"]
+    ys = [(math.log10(v) - low) / (high - low) for v in near if v > 0] or [0.5]
+    top_gap, foot_gap = 1 - max(ys) - height, min(ys) - height
+    return top_gap >= 0 or top_gap >= foot_gap
+
+
 def _end_labels(ax: Axes, ends: list[tuple[float, float, str, str]], span: tuple[float, float],
                 caches: Sequence[float] = ()) -> None:
     """Name the lines at their right end: lines of one colour ending at (nearly) the same
@@ -269,19 +292,18 @@ def latency_by_size(ctx: Context) -> Drawn:
                 ends.append((float(line["size_bytes"].iloc[-1]), float(line["ns"].iloc[-1]), mem, style["color"]))
                 if len(line) == 1:
                     one_size.append(f"{pu} {mem}")
+            bytes_axis(ax, [xlo * 2, xhi])
+            ax.set_xlim(xlo, xhi * 2 ** _name_room(ax, xlo, xhi, [e[2] for e in ends]))
+            ax.set_ylim(lo, hi)
+            log_axis(ax, "y")
             for level, size, source in caches:
                 ax.axvline(size, color="0.45", linestyle=":", linewidth=0.8)
                 mark(ax, f"{level} cache ({source})", buffer_bytes=size)
-                ax.annotate(f"{level} {_size(size)}", (size, 1.0), xycoords=("data", "axes fraction"), rotation=90,
-                            va="top", ha="right", fontsize=7, color="0.3")
+                label = f"{level} {_size(size)}"
+                at_top = _clear_side(ax, size, label, mine, (lo, hi))
+                ax.annotate(label, (size, 1.0 if at_top else 0.0), xycoords=("data", "axes fraction"), rotation=90,
+                            va="top" if at_top else "bottom", ha="right", fontsize=7, color="0.3")
                 cache_words.append(f"{host} " * several_hosts + f"{pu} {level} {_size(size)} ({source})")
-            ax.set_xscale("log", base=2)
-            ax.set_xlim(xlo, xhi * 32)  # room on the right for the memories' names
-            ax.set_ylim(lo, hi)
-            log_axis(ax, "y")
-            ticks = [2.0 ** e for e in range(int(math.ceil(math.log2(xlo))), int(math.log2(xhi)) + 1, 4)]
-            ax.set_xticks(ticks, [_size(t).replace(" ", "") for t in ticks])
-            ax.xaxis.set_minor_locator(NullLocator())
             ax.grid(True, which="major")
             _end_labels(ax, ends, (lo, hi), [c[1] for c in caches])
             ax.set_xlabel("buffer size (bytes, log2)")

@@ -22,7 +22,8 @@ import pandas as pd
 from matplotlib.axes import Axes
 from matplotlib.ticker import FixedLocator, FuncFormatter, NullLocator
 
-from ..render.style import COLUMN_IN, PAGE_IN, from_zero, series
+from ..render.figures import bytes_axis
+from ..render.style import COLUMN_IN, PAGE_IN, from_zero, log_axis, series
 from ..model.roles import labelled, role
 from ..results.transfers import size_label
 from ..render.items import Comparison, Context, Drawn, Grid, faceted, item, mark
@@ -44,19 +45,6 @@ def _int(frame: pd.DataFrame, name: str, default: int = -1) -> pd.Series:
     if name not in frame:
         return pd.Series(default, index=frame.index, dtype="int64")
     return pd.to_numeric(frame[name], errors="coerce").fillna(default).astype("int64")
-
-
-def _bytes_axis(ax: Axes, sizes: Sequence[float]) -> None:
-    """Log2 x axis of byte counts, at most four labelled powers of two (1 KiB, 1 MiB, ...
-    where the range allows), so that 7 pt labels never touch on a narrow panel."""
-    ax.set_xscale("log", base=2)
-    lo, hi = (int(math.log2(min(sizes))), int(math.ceil(math.log2(max(sizes))))) if len(sizes) else (0, 1)
-    step = next(s for s in (1, 2, 5, 10, 20, 30, 40) if (hi - lo) // s < 4 or s == 40)
-    first = lo + (-lo) % step if step >= 5 and (hi - lo) >= step else lo
-    ticks = [2.0 ** e for e in range(first, hi + 1, step)]
-    ax.xaxis.set_major_locator(FixedLocator(ticks))
-    ax.xaxis.set_minor_locator(NullLocator())
-    ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _pos: size_label(v).replace(" ", "\u2009")))
 
 
 def _line(ax: Axes, x: Sequence[float], y: Sequence[float], index: int, label: str,
@@ -198,7 +186,7 @@ def mpi_bandwidth(ctx: Context) -> Drawn:
                 continue
             _line(ax, line["node_bytes"].tolist(), line["gbps"].tolist(), ppns.index(ppn),
                   f"{ppn} process{'es' if ppn != 1 else ''} per node", ("node_bytes", "GBps"), mode=mode)
-        _bytes_axis(ax, sorted(set(part["node_bytes"])))
+        bytes_axis(ax, sorted(set(part["node_bytes"])))
         ax.set(xlabel="bytes per node, split\namong its processes", ylabel=MODES[mode][1])
         ax.grid(True)
         from_zero(ax)
@@ -340,9 +328,8 @@ def _nccl_grid(points: pd.DataFrame, x: str, colls: Sequence[str], xaxis, log_y:
         xaxis(ax, part, coll)
         ax.grid(True)
         ylabel = ylabel.format(busbw=BUSBW.get(coll, "busbw"))
-        if log_y:
-            ax.set_yscale("log")
-            ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _pos: f"{v:g}"))
+        if log_y:  # plain labels, and few where a panel spans less than a decade
+            log_axis(ax, "y")
             ylabel = ylabel.replace("(GB/s)", "(GB/s, log)")
         else:
             from_zero(ax)
@@ -412,7 +399,7 @@ def nccl_by_size(ctx: Context) -> Drawn:
                        for c in points["collective"]]
 
     def xaxis(ax: Axes, part: pd.DataFrame, coll: str) -> None:
-        _bytes_axis(ax, sorted(set(part["size_bytes"])))
+        bytes_axis(ax, sorted(set(part["size_bytes"])))
         ax.set_xlabel(XLABEL[coll])
 
     notes = _definitions(f"n = {ranks} here") + _same_performance_note(points) + _one_machine(ctx, one)
@@ -474,7 +461,7 @@ def nccl_by_nodes(ctx: Context) -> Drawn:
         ax.xaxis.set_major_locator(FixedLocator(node_counts))
         ax.xaxis.set_minor_locator(NullLocator())
         ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _pos: f"{v:g}"))
-        ax.set_xlabel(f"nodes ({wanted} processes each)")
+        ax.set_xlabel(f"nodes ({wanted} process{'es' if wanted != 1 else ''} each)")
 
     values = points[["algbw", "busbw"]].to_numpy(dtype=float)
     log_y = bool(values.max() > 10 * values.min())

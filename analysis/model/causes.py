@@ -21,6 +21,7 @@ bandwidth verdicts (docs/fleet.md).
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any, NamedTuple
@@ -471,3 +472,23 @@ def words(causes: Iterable[Cause] | None) -> str:
 def reason_names(bits: int) -> list[str]:
     """The names of the clock event reasons of ``bits`` (nvmlClocksEventReason*)."""
     return [name for bit, name in REASON_NAMES.items() if bits >= 0 and bits & bit]
+
+
+_NO_LIBRARY = re.compile(r"NVML not available: (?P<path>\S+?): cannot open shared object file")
+_NVML = re.compile(r"NVML (?P<nvml>[^,]+), driver (?P<driver>[^ ]+) \(")
+
+
+def nvml_words(nvml: str) -> str:
+    """What a run's ``nvml`` attribute (the recorder's raw text: core/conditions.cpp) means
+    for its GPU conditions, in words: the loader's or NVML's own error stays in the file."""
+    if m := _NVML.match(nvml):
+        return f"GPU conditions read through NVML {m['nvml']} (NVIDIA driver {m['driver']})"
+    if m := _NO_LIBRARY.match(nvml):
+        if m["path"] == "libnvidia-ml.so.1":
+            return "no NVIDIA driver on this node: GPU conditions not read"
+        return f"no NVML library at {m['path']} (MEMPATH_NVML_LIBRARY): GPU conditions not read"
+    if nvml.startswith("NVML not available: nvmlInit"):
+        return f"NVIDIA's driver did not start NVML ({nvml.split(': ', 2)[-1]}): GPU conditions not read"
+    if nvml.startswith("NVML not available"):
+        return "NVML could not be used (the run's file says why): GPU conditions not read"
+    return "GPU conditions: NVML not recorded"

@@ -8,6 +8,8 @@ item's (analysis/report, analysis/figures), drawn through the one tail (items.fa
   width; annotation (7 pt) only where the cells can carry it, else the colour bar alone
   (``colour_only`` says so in the caption).
 - ``headed``: a figure's title above its panels, wrapped to its width.
+- ``bytes_axis``: the one x axis of buffer sizes (log2, at most four labels, 1 KiB, 1 MiB:
+  the units of the tables and captions).
 """
 from __future__ import annotations
 
@@ -24,11 +26,13 @@ from matplotlib.colors import LogNorm, Normalize
 from matplotlib.figure import Figure
 from matplotlib.font_manager import FontProperties
 from matplotlib.textpath import TextToPath
+from matplotlib.ticker import FixedLocator, FuncFormatter, NullLocator
 
 from . import style
 from .items import Grid
 from .style import COLUMN_IN, MIN_FONT_PT, PAGE_IN  # noqa: F401 (re-exported)
 from ..model.roles import ROLE_ORDER
+from ..results.transfers import size_label
 
 #: A series slot per memory role, in roles.ROLE_ORDER (the paper's order: local before
 #: peer), so that a role looks the same in every figure; DDR (x86) shares LPDDR's slot.
@@ -200,3 +204,17 @@ def colour_only(heats: Sequence[Heat], annotated: bool, where: str) -> str:
 def heat_text(value: float) -> str:
     """A cell's number: no decimals from 100 on, one below."""
     return f"{value:.0f}" if value >= 100 else f"{value:.1f}"
+
+
+def bytes_axis(ax: Axes, sizes: Sequence[float]) -> None:
+    """Log2 x axis of byte counts, at most four labelled powers of two (1 KiB, 1 MiB, ...
+    where the range allows), so that 7 pt labels never touch on a narrow panel; the labels
+    in the units the tables and captions use (results.transfers.size_label)."""
+    ax.set_xscale("log", base=2)
+    lo, hi = (int(math.log2(min(sizes))), int(math.ceil(math.log2(max(sizes))))) if len(sizes) else (0, 1)
+    step = next(s for s in (1, 2, 5, 10, 20, 30, 40) if (hi - lo) // s < 4 or s == 40)
+    first = lo + (-lo) % step if step >= 5 and (hi - lo) >= step else lo
+    ticks = [2.0 ** e for e in range(first, hi + 1, step)]
+    ax.xaxis.set_major_locator(FixedLocator(ticks))
+    ax.xaxis.set_minor_locator(NullLocator())
+    ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _pos: size_label(v).replace(" ", "\u2009")))

@@ -22,7 +22,7 @@ import jinja2
 from markupsafe import Markup
 
 from .. import outfiles
-from . import tables
+from . import style, tables
 from .mdtext import CODE_SPAN, CODE_SPAN_PATTERN, safe
 
 _TEMPLATES = Path(__file__).parent / "templates"
@@ -39,6 +39,9 @@ CSP = ("default-src 'none'; img-src data:; "
        f"style-src 'sha256-{base64.b64encode(hashlib.sha256(CSS.encode()).digest()).decode()}'; "
        "base-uri 'none'; form-action 'none'")
 
+#: The CSS pixels a two-column figure (7.16 in) takes on the page: the body's width less its
+#: padding (report.css).
+PAGE_PX = 1150
 #: An escaped ASCII punctuation character, a code span, a link or an image (a label may
 #: hold code spans and escapes; a target has no space or parenthesis).
 _TOKEN = re.compile(r"\\(?P<escaped>[!-/:-@\[-`{-~])"
@@ -90,8 +93,9 @@ def _inline(text: Any, folder: Path) -> Markup:
             path = own_file(m["target"], folder)
             alt = html.escape(_plain(m["label"]))
             if path is not None and path.suffix == ".png":
-                data = base64.b64encode(path.read_bytes()).decode()
-                out.append(f'<img alt="{alt}" src="data:image/png;base64,{data}">')
+                png = path.read_bytes()
+                data = base64.b64encode(png).decode()
+                out.append(f'<img alt="{alt}"{_width(png)} src="data:image/png;base64,{data}">')
             else:
                 out.append(f"[{alt}: {html.escape(m['target'])} not found in the report]")
         else:
@@ -103,6 +107,16 @@ def _inline(text: Any, folder: Path) -> Markup:
                 out.append(f"[{label}]({html.escape(target)})")
     out.append(html.escape(text[at:], quote=False))
     return Markup("".join(out))
+
+
+def _width(png: bytes) -> str:
+    """The width attribute that shows a figure at the page's one scale: a two-column figure
+    (style.PAGE_IN) across PAGE_PX, a one-column figure half of that, so that the text of
+    every figure is the same size on the page (the CSS only shrinks them on a narrow screen)."""
+    if png[:8] != b"\x89PNG\r\n\x1a\n" or png[12:16] != b"IHDR":
+        return ""
+    pixels = int.from_bytes(png[16:20], "big")
+    return f' width="{round(pixels / (style.PAGE_IN * style.DPI) * PAGE_PX)}"'
 
 
 def _blocks(lines: list[str]) -> list[dict[str, Any]]:

@@ -13,9 +13,8 @@ from matplotlib.axes import Axes
 
 from ..model.roles import role_label, role_rank
 from ..render import style
-from ..render.figures import COLUMN_IN, PAGE_IN, Styles, headed
+from ..render.figures import COLUMN_IN, PAGE_IN, Styles, bytes_axis, headed
 from ..results.io import RunSet
-from .scaleout import bytes_axis
 from ..render.tables import markdown, num
 from ..results.transfers import size_label
 from ..render.items import Context, Drawn, Grid, faceted, item, mark
@@ -62,7 +61,7 @@ def _agent_title(host: str, pu: str, cpu, many_hosts: bool) -> str:
 
 @item("chase_prefetch", "", "Random vs sequential chase", "figure", (), "", order=30.1)
 def chase_prefetch(ctx: Context) -> Drawn:
-    """Random against sequential chains of the same path: one panel per processor, one line
+    """Random against sequential chases of the same path: one panel per processor, one line
     per memory (role) and order."""
     cases = ok(ctx.table("chase/cases"))
     both = cases.groupby(CHASE_PATH).filter(lambda g: set(g["pattern"]) >= {"random", "sequential"}) \
@@ -86,12 +85,12 @@ def _prefetch_grid(ctx: Context, both: pd.DataFrame) -> Grid:
             sizes = line.index.get_level_values("size_bytes")
             ax.plot(sizes, line.to_numpy(), label=label, **styles(label))
             mark(ax, label, size_bytes=sizes.to_numpy(), median_ns=line.to_numpy())
-        bytes_axis(ax)
+        bytes_axis(ax, sorted(set(lines.loc[host, pu, cpu].index.get_level_values("size_bytes"))))
         style.log_axis(ax, "y")
         ax.grid(True, which="major")
-        ax.set(xlabel="buffer (bytes)", ylabel="ns per load (median)")
+        ax.set(xlabel="buffer size (bytes, log2)", ylabel="ns per load (median)")
     return Grid(panels, draw, lambda p: _agent_title(*p, many_hosts), PAGE_IN if len(panels) > 1 else COLUMN_IN,
-                max_cols=3, finish=headed("Random vs sequential chain: what a prefetcher hides"))
+                max_cols=3, finish=headed("Random vs sequential chase: what a prefetcher hides"))
 
 
 def _superchip(topology, agent: str):

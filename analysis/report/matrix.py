@@ -165,7 +165,9 @@ def heatmap(ctx: Context) -> Drawn:
             if entry["status"] == "ok":
                 grid[i, j] = float(entry["median_GBps"])
         marked = any(t.endswith(ASSUMED_MARK) for row in text for t in row)
-        title = f"{op}: median GB/s (% of peak" + (f"; {ASSUMED_MARK} assumed peak)" if marked else ")")
+        shares = part["pct_of_peak"].notna().any()  # no peak known: the title promises none
+        title = f"{op}: median GB/s" + (" (% of peak" + (f"; {ASSUMED_MARK} assumed peak)" if marked else ")")
+                                        if shares else "")
         kinds = ctx.topologies.get(host, {})
         heats.append(Heat(f"{host}: {title}" if ctx.many else title, grid, text, pus,
                           [f"{m} {kind_word(kinds, m)}".strip() if kinds else m for m in mems]))

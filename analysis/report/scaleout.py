@@ -5,28 +5,11 @@ the mpi4py node inventory."""
 from __future__ import annotations
 
 import numpy as np
-from matplotlib.ticker import FuncFormatter, LogLocator, NullLocator
 
 from ..results.io import RunSet
 from ..render.items import Context, item
 from .sections import Part, ok
 from ..render.tables import markdown
-
-
-def _size_label(value: float, _pos=None) -> str:
-    v = int(value)
-    for shift, unit in ((30, "G"), (20, "M"), (10, "K")):
-        if v >= 1 << shift:
-            return f"{v >> shift}{unit}"
-    return str(v)
-
-
-def bytes_axis(ax) -> None:
-    """A log2 size axis labelled 4K, 1M, 1G..., at most 6 labels."""
-    ax.set_xscale("log", base=2)
-    ax.xaxis.set_major_locator(LogLocator(base=2, numticks=6))
-    ax.xaxis.set_minor_locator(NullLocator())
-    ax.xaxis.set_major_formatter(FuncFormatter(_size_label))
 
 
 def _inventory_lines(runs: RunSet) -> list[str]:

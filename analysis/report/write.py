@@ -62,8 +62,22 @@ def _processor(p: Mapping[str, Any]) -> str:
     return f"{p.get('model', '?')}, {p.get('sm_count', '?')} SMs, {wire}"
 
 
-def _node(host: str, topology: Mapping[str, Any]) -> list[str]:
-    lines = [f"## Node {code(host)}", ""]
+def _nodes(hosts: list[str], topologies: Mapping[str, Mapping[str, Any]]) -> list[str]:
+    """Each node's description, once for nodes that are alike (a fleet of one kind): the
+    body is said once under the names of all the nodes it describes."""
+    bodies: dict[str, list[str]] = {}
+    for host in hosts:
+        body = "\n".join(_node(topologies[host]))
+        bodies.setdefault(body, []).append(host)
+    lines = []
+    for body, alike in bodies.items():
+        names = ", ".join(code(h) for h in alike)
+        lines += [f"## Node {names}" if len(alike) == 1 else f"## Nodes {names} (alike)", "", *body.split("\n")]
+    return lines
+
+
+def _node(topology: Mapping[str, Any]) -> list[str]:
+    lines: list[str] = []
     if not topology:
         return lines + ["_The runs hold no topology._", ""]
     lines += [f"{text(topology.get('cpu_model', '?'))} ({text(topology.get('arch', '?'))}).", ""]
@@ -221,8 +235,7 @@ def write_report(runs: RunSet, out: Path, overrides: Mapping[str, float] | None 
              f"Host(s): {', '.join(code(h) for h in hosts) or 'none'}; "
              f"{len(runs.runs)} run(s); tables: {', '.join(map(text, runs.tables)) or 'none'}.", ""]
     lines += runs_table(runs)
-    for host in hosts:
-        lines += _node(host, topologies[host])
+    lines += _nodes(hosts, topologies)
     lines += ["## Results", "",
               "- [Path matrix](path_matrix.md) (processor x memory, median GB/s, % of peak), "
               "[CSV](path_matrix.csv)", ""]

@@ -41,6 +41,7 @@ from analysis.__main__ import main as analysis_main
 from analysis.errors import ERRORS_LOG
 from analysis.render import style
 from analysis.results.h5writer import Column, column, write_result
+import report_reading
 from conftest import CI_TIER, DATA, REPO
 
 RAW = REPO / "docs" / "results" / "raw"
@@ -58,7 +59,8 @@ def _run(folder: Path, pattern: str = "*.h5") -> tuple[Path, list[Path]]:
 #: the README's first command, the acceptance on two Slurm nodes sharing it, the node
 #: characterisation, the two-node paper steps and the vetting of both nodes; then (2026-11-29)
 #: the paper set of one H200 through Slurm, the acceptance on both nodes to its end (MPI and
-#: inventory included), a paper set cut by its --time and the vetting of a node that failed.
+#: inventory included), a paper set cut by its --time and the vetting of a node that failed;
+#: the README's first command on one H200 with its conditions, and on a CPU VM (2026-12-06).
 RUNS: dict[str, tuple[Path, list[Path]]] = {
     "h200": _run(RAW / "2026-11-26-paper-h200"),
     "quad-h200": _run(RAW / "2026-11-26-paper-quad-h200"),
@@ -76,6 +78,8 @@ RUNS: dict[str, tuple[Path, list[Path]]] = {
     "centre-acceptance-all": _run(THIRD / "acceptance"),
     "centre-paper-cut": _run(THIRD / "fault-time" / "set"),
     "centre-node-failed": _run(THIRD / "fault-node" / "vetting"),
+    "centre-readme-conditions": _run(THIRD / "readme-07ffa6f"),
+    "cpu-vm-suite": _run(RAW / "2026-12-06-cpu-vm-suite"),
 }
 EXAMPLES = int(os.environ.get("MEMPATH_FIGURE_EXAMPLES") or (20 if CI_TIER else 5))
 SEED = int(os.environ.get("MEMPATH_FIGURE_SEED") or 38)
@@ -250,6 +254,9 @@ def test_report_and_paper_of_any_subset_of_a_real_run(tmp_path_factory: pytest.T
     with figures_checked_not_rendered():
         for command in ("report", "paper"):
             assert_drawn(command, files, folder / command, {"run": run, "subset": subset})
+    # and it reads as a person wrote it (issue 47): no repeat, no raw error, no empty table
+    found = report_reading.faults((folder / "report" / "index.md").read_text())
+    assert not found, f"the report of {json.dumps({'run': run, 'subset': subset})}: {found}"
 
 
 @st.composite
