@@ -3,8 +3,9 @@
 # end to end, analysis on real results, ReFrame listing and a local ReFrame run).
 # GPU tests skip without a GPU; run them on a GPU node with the same command. Arguments go
 # to pytest (`tests/run_tests.sh -k chase`, `tests/run_tests.sh tests/python/test_mpi.py`).
-# pytest runs on MEMPATH_TEST_WORKERS processes (pytest-xdist; default: two per CPU, at most
-# 8: many tests wait on a subprocess or a deadline); 0 runs it in this process. Tests
+# pytest runs on MEMPATH_TEST_WORKERS processes (pytest-xdist; default: one per CPU, 2 to 8:
+# the tests are bound by the CPU, and two per CPU took as long on 2 cores with twice the
+# load); 0 runs it in this process. Tests
 # marked `ci` (their own builds of mempath) are left to CI's pass unless MEMPATH_CI_TESTS=1
 # (docs/testing.md, "Two tiers").
 # Exit status: non-zero when the setup, the build, ctest or pytest failed (pytest's own
@@ -15,6 +16,9 @@ cd "$mempath_root"
 # A CPU-only build as well: the GPU-less path of the CLI is part of what is tested.
 ( MEMPATH_BUILD_DIR="$mempath_root/build-cpu" MEMPATH_CMAKE_ARGS="-DMEMPATH_WITH_CUDA=OFF -DMEMPATH_TESTS=OFF" mempath_build )
 export MEMPATH_CPU_ONLY_BIN="$mempath_root/build-cpu/mempath"
+# Figures as PNG alone (no PDF): drawn, checked and written as always, a third of each
+# report's time saved; MEMPATH_FIGURES=all writes the PDFs too, as the suite does (docs/testing.md).
+export MEMPATH_FIGURES="${MEMPATH_FIGURES:-png}"
 # pytest runs even after a ctest failure: one run reports both.
 ctest_rc=0 pytest_rc=0
 ctest --test-dir build --output-on-failure || ctest_rc=$?
@@ -24,7 +28,7 @@ for arg in "$@"; do
   [ -e "${arg%%::*}" ] && { targets=(); break; }
 done
 cpus=$(nproc)
-workers=${MEMPATH_TEST_WORKERS:-$(( 2 * cpus > 8 ? 8 : 2 * cpus ))}
+workers=${MEMPATH_TEST_WORKERS:-$(( cpus < 2 ? 2 : cpus > 8 ? 8 : cpus ))}
 parallel=(-n "$workers" --dist loadfile)
 if ! python -c 'import xdist' 2>/dev/null; then
   # An environment prepared without it (MEMPATH_NO_PIP=1 on an offline node): serial.

@@ -12,7 +12,7 @@ import numpy as np
 import pandas as pd
 
 from .. import outfiles
-from ..render import tables
+from ..render import style, tables
 from . import history as fleet_history
 from . import integrity
 from . import operators
@@ -90,8 +90,8 @@ def add_history(out: Path, table: pd.DataFrame,
                     f"{number(r['end'], r['metric'])} ({-r['loss'] * 100:+.0f} % over "
                     f"{r['nights']} nights)".replace("-", "\u2212")
                     for r in slow.to_dict("records")]
-    files = [out / name for name in ("trend.csv", "slow_degradation.csv",
-                                     "slow_degradation.json", "worst_trends.png", "worst_trends.pdf")]
+    files = [out / name for name in ("trend.csv", "slow_degradation.csv", "slow_degradation.json",
+                                     *style.figure_names("worst_trends"))]
     return slow, files
 
 def _summary(table: pd.DataFrame, nodes: pd.DataFrame, rejected: Sequence[str],

@@ -13,7 +13,7 @@ import pandas as pd
 
 from .. import outfiles
 from ..errors import ERRORS_LOG, record_failure
-from ..render import html
+from ..render import html, style
 from ..render.mdtext import code
 from ..render.provenance import runs_table
 from ..render.tables import markdown, num
@@ -51,7 +51,7 @@ def _item_lines(ctx: Context, item: Item, drawn: Drawn) -> list[str]:
     if drawn.why_not and not drawn.files and not drawn.table:
         return lines + [f"_Not drawn: {drawn.why_not}._", "", f"Measured by: `{item.command}`.", ""]
     if item.kind == "figure":
-        lines += [f"![{item.title}]({item.key}.png)", "", f"[PNG]({item.key}.png), [PDF]({item.key}.pdf)", ""]
+        lines += [f"![{item.title}]({item.key}.png)", "", style.figure_links(item.key), ""]
         lines += supplementary_lines(drawn.supplementary, item.title)
     else:
         lines += drawn.table + ["", f"[Markdown]({item.key}.md), [CSV]({item.key}.csv)", ""]

@@ -63,8 +63,8 @@ class Drawn:
 def supplementary_lines(stems: list[str], title: str) -> list[str]:
     """A figure's supplementary pages (its other processors), each embedded with its links."""
     return [line for i, stem in enumerate(stems, 1) for line in (
-        f"![{title}, supplementary {i}]({stem}.png)", "", f"Supplementary {i}: [PNG]({stem}.png), "
-        f"[PDF]({stem}.pdf), [CSV]({stem}.csv)", "")]
+        f"![{title}, supplementary {i}]({stem}.png)", "", f"Supplementary {i}: {style.figure_links(stem)}, "
+        f"[CSV]({stem}.csv)", "")]
 
 
 @dataclass

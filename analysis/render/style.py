@@ -8,6 +8,7 @@ one: titles wrapped, crowded tick labels thinned, room for the legend) and check
 from __future__ import annotations
 
 import math
+import os
 import textwrap
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -35,6 +36,9 @@ PAGE_HEIGHT_IN = 9.0  # a journal page's text height: no figure is taller
 MIN_CONTRAST = 3.0    # WCAG 2's ratio for large text and graphics: text against its background
 MIN_FONT_PT = 7.0
 DPI = 300         # PNG; the PDF is vector
+#: MEMPATH_FIGURES=png (the test command's default; docs/testing.md): every figure drawn,
+#: checked and written as a PNG as always, and no PDF: a third of a report's time.
+PNG_ONLY = "png"
 PANEL_IN = 1.8  # a panel's height unless a figure says otherwise
 COLOUR_BAR_IN = 0.6  # a colour bar below the panels, its ticks and its label
 MIN_PANEL_IN = 1.65  # narrower panels cannot carry 7 pt tick labels
@@ -427,6 +431,21 @@ def readable(color: object, background: object = "white") -> str:
     return matplotlib.colors.to_hex(rgb)
 
 
+def png_only() -> bool:
+    """Whether figures are written without their PDF (MEMPATH_FIGURES=png)."""
+    return os.environ.get("MEMPATH_FIGURES") == PNG_ONLY
+
+
+def figure_names(stem: str) -> list[str]:
+    """The files ``save`` writes of a figure: its PNG, and its PDF unless png_only()."""
+    return [f"{stem}.png", *([] if png_only() else [f"{stem}.pdf"])]
+
+
+def figure_links(stem: str) -> str:
+    """The Markdown links to a figure's files: "[PNG](stem.png), [PDF](stem.pdf)"."""
+    return ", ".join(f"[{name.rsplit('.', 1)[1].upper()}]({name})" for name in figure_names(stem))
+
+
 def save(fig: Figure, out: Path, stem: str, page: bool = True, pdf: bool = True) -> list[Path]:
     """Check the figure (``page``: as a journal page's, check; where it fails, ``fit`` mends
     what it can and checks again), then write ``stem``.png (DPI) and ``stem``.pdf (vector;
@@ -438,7 +457,7 @@ def save(fig: Figure, out: Path, stem: str, page: bool = True, pdf: bool = True)
     except StyleError:
         plt.close(fig)
         raise
-    paths = [out / f"{stem}.png", *([out / f"{stem}.pdf"] if pdf else [])]
+    paths = [out / name for name in figure_names(stem) if pdf or name.endswith(".png")]
     for path in paths:
         outfiles.save_figure(fig, path, dpi=DPI, metadata={"Creator": "mempath"} if path.suffix == ".pdf" else None)
     plt.close(fig)

@@ -85,6 +85,8 @@ def copy_heatmap(ctx: Context) -> Drawn:
     pus = _processors(ctx)
     panels = [(host, pu) for host in ordered(top["host"], list(ctx.topologies))
               for pu in ordered(top.loc[top["host"] == host, "pu"], pus.get(host, []))]
+    chosen = {key: float(value) for key, value in
+              zip(top[["host", "pu", "mem", "dst_mem"]].itertuples(index=False, name=None), top["median_GBps"])}
     heats = []
     for host, pu in panels:
         mine = copies[(copies["host"] == host) & (copies["pu"] == pu)]
@@ -93,11 +95,10 @@ def copy_heatmap(ctx: Context) -> Drawn:
         text = [[""] * len(dsts) for _ in srcs]
         for (src, dst), group in mine.groupby(["mem", "dst_mem"]):
             i, j = srcs.index(src), dsts.index(dst)
-            ran = best(group, ["mem", "dst_mem"])
-            if ran.empty:
+            if (host, pu, src, dst) not in chosen:
                 text[i][j] = unmeasured(group)[0]
             else:
-                grid[i, j] = float(ran["median_GBps"].iloc[0])
+                grid[i, j] = chosen[host, pu, src, dst]
                 text[i][j] = heat_text(grid[i, j])
         topology = ctx.topologies.get(host)
         heats.append(Heat(f"{host}: {pu}" if ctx.many else pu, grid, text,

@@ -310,7 +310,7 @@ def _section(ctx: Context) -> Part:
             nvml.setdefault(causes.nvml_words(s.cond.nvml), []).append(s)
         gpus = (f"{next(iter(nvml))}." if len(nvml) == 1 else
                 "GPU conditions: " + "; ".join(f"{words} ({_names(of)})" for words, of in nvml.items()) + ".")
-        part.lines += [f"### Node {node}", "",
+        part.lines += [f"### Conditions on {node}", "",
                        f"{gpus[0].upper()}{gpus[1:]} {readings:,} readings between the cases of {runs} took "
                        f"{spent * 1e3:,.1f} ms{cost}.", ""]
         for what, lines in (("GPUs", _gpu_lines(seen)), ("CPUs", _cpu_lines(seen)), ("Host", _host_lines(seen)),
@@ -330,7 +330,12 @@ def _section(ctx: Context) -> Part:
             part.lines += ["No path has a known theoretical peak: none is judged slow.", ""]
         if fired:
             part.lines += ["Other cases whose conditions fired a rule:", ""]
-            part.lines += markdown(["run", "case", "case_id", "figure", "of peak", "condition"], fired, right={2, 3, 4})
+            if any(row[4] for row in fired):
+                part.lines += markdown(["run", "case", "case_id", "figure", "of peak", "condition"], fired,
+                                       right={2, 3, 4})
+            else:  # no peak known for any of them: no column of empty cells
+                part.lines += markdown(["run", "case", "case_id", "figure", "condition"],
+                                       [row[:4] + row[5:] for row in fired], right={2, 3})
     return part
 
 

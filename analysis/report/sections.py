@@ -11,6 +11,7 @@ from pathlib import Path
 import pandas as pd
 
 from .. import figures
+from ..render import style
 from ..render.items import Context, Drawn, Item, draw, registry, supplementary_lines
 
 
@@ -56,7 +57,7 @@ def figure_lines(stem: str, title: str, why_not: str | None = None, note: str = 
     it was not drawn."""
     if why_not is not None:
         return [f"### {title}", "", f"_Not drawn: {why_not}._", ""]
-    return ([f"### {title}", "", f"![{title}]({stem}.png)", "", f"[PNG]({stem}.png), [PDF]({stem}.pdf)", ""]
+    return ([f"### {title}", "", f"![{title}]({stem}.png)", "", style.figure_links(stem), ""]
             + ([note, ""] if note else []))
 
 

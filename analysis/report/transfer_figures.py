@@ -12,7 +12,7 @@ from matplotlib.axes import Axes
 
 from ..model.roles import role_label
 from ..render import style
-from ..render.figures import COLUMN_IN, MIN_FONT_PT, PAGE_IN, Styles, headed
+from ..render.figures import COLUMN_IN, MIN_FONT_PT, PAGE_IN, Styles, bytes_axis, headed
 from ..render.items import Context, Drawn, Grid, faceted, item, mark
 from ..results import transfers
 from ..results.cases import ordered
@@ -22,15 +22,9 @@ LATENCY_STEM = "transfer_latency"
 
 
 def _size_axis(ax: Axes, sizes: list[int]) -> None:
-    """log2 x axis with a readable label on at most 5 powers of two."""
-    ax.set_xscale("log", base=2)
-    lo, hi = min(sizes), max(sizes)
-    exps = range(int(math.log2(lo)), int(math.ceil(math.log2(hi))) + 1)
-    step = max(1, math.ceil(len(exps) / 5))
-    ticks = [2 ** e for e in exps][::step]
-    ax.set_xticks(ticks, [transfers.size_label(t) for t in ticks], rotation=90)
-    ax.minorticks_off()
-    ax.set_xlim(lo / 1.5, hi * 1.5)
+    """The one size axis (render.figures.bytes_axis), a little room beyond the ends."""
+    bytes_axis(ax, sizes)
+    ax.set_xlim(min(sizes) / 1.5, max(sizes) * 1.5)
 
 
 def _label(row: pd.Series, topology: Mapping[str, Any] | None) -> str:

@@ -18,6 +18,7 @@ from . import transfer_figures
 from ..results import transfers
 from ..model.peaks import ASSUMED_MARK, ASSUMED_NOTE
 from ..model.rules import rules
+from ..render import style
 from ..render.items import Context, draw, item
 from .sections import Part, by_key, figure_lines
 from ..render.tables import markdown, num
@@ -27,10 +28,10 @@ from ..render.mdtext import code, safe
 def transfers_markdown(cases: pd.DataFrame, with_host: bool) -> str:
     """transfers.md: saturation size per sweep group, latency per size and direction."""
     lines = ["# Host<->device transfers", "",
-             "Sweeps: [figure](transfer_sweep.png) ([PDF](transfer_sweep.pdf)); the "
+             f"Sweeps: {style.figure_links('transfer_sweep')}; the "
              f"saturation size is the smallest size reaching >= "
              f"{transfers.SATURATION_FRACTION:.0%} of the group's largest median. "
-             "Latency: [figure](transfer_latency.png) ([PDF](transfer_latency.pdf)), "
+             f"Latency: {style.figure_links('transfer_latency')}, "
              "host-observed cudaMemcpyAsync + synchronise.", "", "## Size sweeps", ""]
     groups = transfers.sweep_groups(cases)
     if groups:

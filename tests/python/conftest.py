@@ -64,6 +64,22 @@ def assert_png(path: Path) -> None:
     assert float(np.std(image[..., :3])) > 0.01, f"{path.name} is blank"
 
 
+def figure_suffixes() -> tuple[str, ...]:
+    """The files a figure is written as: its PNG alone under MEMPATH_FIGURES=png (the test
+    command's default), PNG and PDF otherwise. Read at each call, not at import: a test may
+    set the variable, and tests assert exactly these so a PDF written under png is caught."""
+    from analysis.render import style
+    return (".png",) if style.png_only() else (".png", ".pdf")
+
+
+def assert_pdf(path: Path) -> None:
+    """A figure's PDF as figure_suffixes() says: a real PDF, or none written at all."""
+    if ".pdf" in figure_suffixes():
+        assert path.read_bytes()[:5] == b"%PDF-", path.name
+    else:
+        assert not path.exists(), f"{path.name} written under MEMPATH_FIGURES=png"
+
+
 def analysis_cli(*args: str | Path | bytes, text: bool = True) -> subprocess.CompletedProcess:
     """``python -m analysis ARGS`` from the repo root; arguments may be bytes (non-UTF-8
     file names), and ``text=False`` keeps the output as bytes too."""
@@ -131,7 +147,11 @@ def _as_an_unlike_host() -> None:
                        ("MEMPATH_FAKE_NVML", str(REPO / "tests/fake_nvml/readings/h200_healthy.txt")),
                        ("MEMPATH_SYSFS_ROOT", str(root))):
         os.environ.setdefault(key, value)
-    os.sched_setaffinity(0, {min(os.sched_getaffinity(0))})
+    # One CPU a worker, each worker its own (gw0 the first, gw1 the second, ...): every
+    # process sees one CPU, and the pass still uses the machine's cores.
+    cpus = sorted(os.sched_getaffinity(0))
+    worker = int(os.environ.get("PYTEST_XDIST_WORKER", "gw0")[2:] or 0)
+    os.sched_setaffinity(0, {cpus[worker % len(cpus)]})
 
 
 def pytest_configure(config: pytest.Config) -> None:

@@ -9,7 +9,7 @@ import h5py
 import numpy as np
 import pytest
 
-from conftest import DATA, analysis_cli
+from conftest import DATA, analysis_cli, assert_pdf
 
 RUNS = [DATA / "h100_stream_cpu.h5", DATA / "h100_stream_gpu.h5", DATA / "h100_gemm.h5", DATA / "h100_llm.h5",
         DATA / "h100_chase_gpu.h5"]
@@ -25,7 +25,8 @@ def report(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 def test_application_figures_are_drawn(report: Path) -> None:
     for stem in ("stream_threads", "stream_gpu_placement", "gemm_sweep", "llm_placement"):
-        assert (report / f"{stem}.png").stat().st_size > 10_000 and (report / f"{stem}.pdf").exists()
+        assert (report / f"{stem}.png").stat().st_size > 10_000
+        assert_pdf(report / f"{stem}.pdf")
 
 
 def test_stream_table_names_the_best_thread_count(report: Path) -> None:

@@ -18,7 +18,7 @@ from analysis.report import latency
 from analysis.report import scaleout
 from analysis.render.items import Context
 from analysis.results.io import RunSet, load_runs
-from conftest import DATA
+from conftest import DATA, figure_suffixes
 from analysis.report.write import write_report
 from h5fixtures import case, table, topology, write_run
 
@@ -197,8 +197,8 @@ def figures(monkeypatch) -> dict[str, Any]:
 def test_synthetic_run_writes_every_figure_and_says_nothing_is_missing(synthetic: Path, tmp_path: Path) -> None:
     part = latency.write(Context.of(load_runs([synthetic]), tmp_path))
     assert sorted(p.name for p in part.files) == sorted(
-        [f"{stem}.{ext}" for stem in ("latency_by_size", "chase_prefetch", "pingpong", "pingpong_distribution")
-         for ext in ("png", "pdf", "csv")])   # every figure's source data
+        [f"{stem}{suffix}" for stem in ("latency_by_size", "chase_prefetch", "pingpong", "pingpong_distribution")
+         for suffix in (*figure_suffixes(), ".csv")])   # every figure's source data
     assert all(p.is_file() and p.stat().st_size > 1000 for p in part.files if p.suffix != ".csv")
     assert part.missing == []
 

@@ -1,9 +1,10 @@
 """The node report's figures follow the one figure style (analysis/render/style.py, issue
 #20 item 4): drawn whole from a synthetic quad-GH200 set (tests/python/synth_report.py: 4
 CPUs + 4 GPUs, 12 memories, every family the report draws) and from the real result files
-of tests/python/data, every figure is at most a page wide, has its PDF, passed style.check
-(save raises otherwise; the check is counted here), wraps its panels, names memories by
-their role, and a heatmap too large for 7 pt numbers drops them and says so."""
+of tests/python/data, every figure is at most a page wide, has its PDF (none under
+MEMPATH_FIGURES=png), passed style.check (save raises otherwise; the check is counted here),
+wraps its panels, names memories by their role, and a heatmap too large for 7 pt numbers
+drops them and says so."""
 from __future__ import annotations
 
 from pathlib import Path
@@ -22,7 +23,7 @@ from analysis.render import figures, style
 from analysis.render.items import Context, Grid, faceted
 from analysis.report.write import write_report
 from analysis.results.io import RunSet, load_runs
-from conftest import DATA
+from conftest import DATA, assert_pdf, figure_suffixes
 from h5fixtures import topology
 
 MAX_PX = round(style.PAGE_IN * style.DPI)  # 2148
@@ -85,13 +86,13 @@ def _assert_every_figure_in_style(out: Path, checked: list[Figure], expected: se
         width = matplotlib.image.imread(png).shape[1]
         assert width <= MAX_PX, f"{png.name}: {width} px wide"
         assert width in (round(style.COLUMN_IN * style.DPI), MAX_PX), f"{png.name}: not a journal width"
-        assert png.with_suffix(".pdf").read_bytes()[:5] == b"%PDF-", png.name
+        assert_pdf(png.with_suffix(".pdf"))
     for fig in checked:
         assert not fig.legends or all(ax.get_legend() is None for ax in fig.axes)
         assert not any(isinstance(c, BarContainer) for ax in fig.axes for c in ax.containers)
     summary = (out / "summary.md").read_text()
     for stem in expected:
-        assert f"({stem}.png)" in summary and f"({stem}.pdf)" in summary
+        assert all(f"({stem}{suffix})" in summary for suffix in figure_suffixes())
 
 
 def test_the_whole_report_of_a_synthetic_quad_gh200_is_in_style(quad) -> None:

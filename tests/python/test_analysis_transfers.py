@@ -22,7 +22,7 @@ from analysis.errors import InputError
 from analysis.results.io import RunSet, load_runs
 from analysis.report.placement import parse_active_bytes
 from analysis.report.write import write_report
-from conftest import analysis_cli, assert_png
+from conftest import analysis_cli, assert_pdf, assert_png, figure_suffixes
 from h5fixtures import case, memcpy_case, topology, write_run
 
 MiB, GiB = 1 << 20, 1 << 30
@@ -36,7 +36,7 @@ def sweep_figure(runs: RunSet, out: Path) -> Figure:
     with pytest.MonkeyPatch.context() as patch:
         patch.setattr(style, "save", lambda fig, folder, stem, **kw: seen.append(fig) or real(fig, folder, stem, **kw))
         drawn = transfer_figures.sweep(Context.of(runs, out))
-    assert [f.name for f in drawn.files] == ["transfer_sweep.png", "transfer_sweep.pdf", "transfer_sweep.csv"]
+    assert [f.name for f in drawn.files] == [f"transfer_sweep{suffix}" for suffix in (*figure_suffixes(), ".csv")]
     return seen[0]
 
 
@@ -133,7 +133,7 @@ def test_sweep_figure_marks_the_saturation_size(tmp_path: Path, recorded: bool) 
         assert ax.get_xscale() == "log"
     report = write_report(runs, tmp_path / "out")
     assert_png(tmp_path / "out" / "transfer_sweep.png")
-    assert (tmp_path / "out" / "transfer_sweep.pdf").read_bytes()[:5] == b"%PDF-"
+    assert_pdf(tmp_path / "out" / "transfer_sweep.pdf")
     md = (tmp_path / "out" / "transfers.md").read_text()
     assert "| gpu0 | h2d | ce | pinned | numa0 | 8 MiB | 53.0 | 53.0 | 1 GiB |" in md
     assert "| gpu0 | d2h | ce | pinned | numa0 | 2 MiB | 55.0 | 55.0 | 1 GiB |" in md

@@ -9,7 +9,7 @@ import numpy as np
 from analysis.render.items import Context
 from analysis.report import unified
 from analysis.results.io import RunSet, load_runs
-from conftest import DATA, REPO, analysis_cli
+from conftest import DATA, REPO, analysis_cli, figure_suffixes
 
 RUNS = [DATA / "h100_allocmatrix.h5", DATA / "h100_um.h5"]
 
@@ -17,8 +17,8 @@ RUNS = [DATA / "h100_allocmatrix.h5", DATA / "h100_um.h5"]
 def test_figures_and_lines_from_real_runs(tmp_path: Path) -> None:
     part = unified.write(Context.of(load_runs(RUNS), tmp_path))
     names = {p.name for p in part.files}  # cudamemcpy_allocators: the paper's Fig. 5; each figure's source data
-    assert names == {f"{stem}.{ext}" for stem in ("cudamemcpy_allocators", "unified_memory")
-                     for ext in ("png", "pdf", "csv")}
+    assert names == {f"{stem}{suffix}" for stem in ("cudamemcpy_allocators", "unified_memory")
+                     for suffix in (*figure_suffixes(), ".csv")}
     assert all(p.stat().st_size > 10_000 for p in part.files if p.suffix != ".csv")
     assert not part.missing
     assert any("no ATS/HMM" in line for line in part.lines)  # the skipped system cases
@@ -39,7 +39,7 @@ def test_a_run_without_inplace_or_evict_samples_draws_the_interleave_panel(tmp_p
                                                                         samples["bandwidth_GBps"]))
     runs.tables["um/samples"] = runs.tables["um/samples"][runs.tables["um/samples"]["experiment"] != "inplace"]
     drawn = unified.um_figure(Context.of(runs, tmp_path))
-    assert [p.name for p in drawn.files] == ["unified_memory.png", "unified_memory.pdf", "unified_memory.csv"]
+    assert [p.name for p in drawn.files] == [f"unified_memory{suffix}" for suffix in (*figure_suffixes(), ".csv")]
     note = " ".join(drawn.notes)
     assert "No panel for inplace, evict" in note and "Not drawn (0 GB/s" in note
 

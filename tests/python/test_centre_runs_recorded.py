@@ -12,6 +12,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
+import report_reading
 from conftest import REPO, analysis_cli
 
 RAW = REPO / "docs" / "results" / "raw" / "2026-11-28-centre-h200x1"
@@ -53,6 +54,12 @@ def test_report_of_a_recorded_run_writes_every_section(folder: Path, tmp_path: P
         assert section in text, section
     if run == "acceptance":  # --distribute: every node's checks
         assert "`n1`" in text and "`n2`" in text
+    # read as a person would (issue 47): each node's conditions once, in words
+    assert not report_reading.faults(text)
+    if folder.name == "readme-07ffa6f":  # ten files of one H200 node, recorded with their conditions
+        conditions = text.split("## Conditions and causes", 1)[1].split("\n## ", 1)[0]
+        assert conditions.count("### Conditions on ") == 1 and "| gpu0 | NVIDIA H200 |" in conditions
+        assert "GPU conditions read through NVML 13.580.159.04 (NVIDIA driver 580.159.04)." in conditions
 
 
 def test_the_recorded_acceptance_on_every_node_ran_to_its_end() -> None:

@@ -272,7 +272,7 @@ def test_the_report_of_the_healthy_h200_runs_blames_nothing(tmp_path: Path) -> N
     assert main(["report", *map(str, files), "-o", str(tmp_path / "rep")]) == 0
     section = (tmp_path / "rep" / "summary.md").read_text().split("## Conditions and causes", 1)[1].split("\n## ", 1)[0]
     # one node: its conditions once over the four runs, read as a person would (issue 47)
-    assert section.count("### Node ") == 1 and section.count("No path below 70 % of its peak") == 1
+    assert section.count("### Conditions on ") == 1 and section.count("No path below 70 % of its peak") == 1
     assert "readings between the cases of 4 runs" in section and not report_reading.faults(section)
     assert "| cause |" not in section and "| condition |" not in section and "drains it" not in section
 

@@ -42,7 +42,7 @@ from analysis.errors import ERRORS_LOG
 from analysis.render import style
 from analysis.results.h5writer import Column, column, write_result
 import report_reading
-from conftest import CI_TIER, DATA, REPO
+from conftest import CI_TIER, DATA, REPO, assert_pdf
 
 RAW = REPO / "docs" / "results" / "raw"
 CENTRE = RAW / "2026-11-28-centre-h200x1"
@@ -361,7 +361,7 @@ MAX_PX = round(style.PAGE_IN * style.DPI)
 def _journal_png(path: Path) -> None:
     import matplotlib.image
     assert matplotlib.image.imread(path).shape[1] in (round(style.COLUMN_IN * style.DPI), MAX_PX), path.name
-    assert path.with_suffix(".pdf").read_bytes()[:5] == b"%PDF-", path.name
+    assert_pdf(path.with_suffix(".pdf"))
 
 
 def test_the_readme_commands_gpu_stream_figure_is_drawn(tmp_path: Path) -> None:

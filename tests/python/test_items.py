@@ -20,7 +20,7 @@ from analysis.report import latency, scaleout
 from analysis.report.sections import Part
 from analysis.report.write import write_report
 from analysis.results.io import RunSet, load_runs
-from conftest import DATA
+from conftest import DATA, figure_suffixes
 
 CHASE = [DATA / "h100_chase_cpu.h5", DATA / "h100_chase_gpu.h5"]
 PINGPONG = DATA / "h100_pingpong.h5"
@@ -42,12 +42,13 @@ def test_an_item_registered_once_is_in_the_paper_and_in_the_report_by_its_key(
     assert figures.by_key("probe") is probe and figures.every()[-1] is probe
     runs = load_runs(CHASE)
     paper = write_paper(runs, tmp_path / "paper", only=("probe",))
-    assert [p.name for p in paper.drawn["probe"].files] == ["probe.png", "probe.pdf", "probe.csv"]
+    probe_files = [f"probe{suffix}" for suffix in (*figure_suffixes(), ".csv")]
+    assert [p.name for p in paper.drawn["probe"].files] == probe_files
     assert "- probe caption" in (tmp_path / "paper" / "paper.md").read_text()
     part = Part()
     (tmp_path / "report").mkdir()
     part.add_item(Context.of(runs, tmp_path / "report"), "probe")
-    assert [p.name for p in part.files] == ["probe.png", "probe.pdf", "probe.csv"]
+    assert [p.name for p in part.files] == probe_files
     assert "### A probe (Fig. 99)" in part.lines and "- probe caption" in part.lines
     for name in ("probe.png", "probe.csv"):
         assert (tmp_path / "paper" / name).read_bytes() == (tmp_path / "report" / name).read_bytes()
@@ -90,7 +91,7 @@ def test_the_tail_writes_one_source_data_row_per_mark_drawn(tmp_path: Path, monk
 
     drawn = faceted(Context.of(RunSet(runs=[], tables={}), tmp_path), "marks", data, "none", grid,
                     caption=["c"], runs=["r"], csv=(data, ["panel", "x", "y", "missing"]))
-    assert [p.name for p in drawn.files] == ["marks.png", "marks.pdf", "marks.csv"]
+    assert [p.name for p in drawn.files] == [f"marks{suffix}" for suffix in (*figure_suffixes(), ".csv")]
     with open(tmp_path / "marks.csv", newline="") as handle:
         rows = list(csv.DictReader(handle))
     assert marks == [len(rows)] == [3]

@@ -84,7 +84,7 @@ def test_a_job_across_machines_records_each_machines_conditions(mpi_bin: Path, t
     assert [r["load1"] for r in other.readings.values()] == [0.5] * len(other.readings)  # its own root's
     assert main(["report", str(out), "-o", str(tmp_path / "rep")]) == 0
     summary = (tmp_path / "rep" / "summary.md").read_text()
-    assert f"### Node `{run_.attrs['host']}` (the other machine of the job `" in summary
+    assert f"### Conditions on `{run_.attrs['host']}` (the other machine of the job `" in summary
 
 
 def test_split_divides_each_node_size_among_its_ranks(mpi_bin: Path, tmp_path: Path) -> None:

@@ -63,13 +63,25 @@ def _line_figure():
     return fig, axes
 
 
-def test_a_figure_in_style_saves_png_and_pdf_at_its_width(tmp_path):
+def test_a_figure_in_style_saves_png_and_pdf_at_its_width(tmp_path, monkeypatch):
+    # the full behaviour even under the test command's MEMPATH_FIGURES=png: a real PDF beside the PNG
+    monkeypatch.delenv("MEMPATH_FIGURES", raising=False)
     fig, axes = _line_figure()
     style.legend_below(fig, axes)
     png, pdf = style.save(fig, tmp_path, "ok")
-    assert pdf.read_bytes()[:4] == b"%PDF"
+    assert pdf.read_bytes()[:5] == b"%PDF-"
     import matplotlib.image
     assert matplotlib.image.imread(png).shape[1] == round(style.COLUMN_IN * style.DPI)
+
+
+def test_under_mempath_figures_png_the_same_save_writes_the_png_alone(tmp_path, monkeypatch):
+    monkeypatch.setenv("MEMPATH_FIGURES", "png")
+    fig, axes = _line_figure()
+    style.legend_below(fig, axes)
+    assert style.save(fig, tmp_path, "ok") == [tmp_path / "ok.png"]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["ok.png"]
+    import matplotlib.image
+    assert matplotlib.image.imread(tmp_path / "ok.png").shape[1] == round(style.COLUMN_IN * style.DPI)
 
 
 @pytest.mark.parametrize("breach, message", [

@@ -21,7 +21,7 @@ from analysis.render import style
 from analysis.render.style import DPI, PAGE_IN, check
 from analysis.results.h5writer import write_result
 from analysis.results.io import load_runs
-from conftest import DATA, REPO, assert_png
+from conftest import DATA, REPO, assert_pdf, assert_png, figure_suffixes
 from h5fixtures import table, topology
 
 KEYS = ("mpi_bandwidth", "nccl_by_size", "nccl_by_nodes")
@@ -63,9 +63,9 @@ def draw(runs: Sequence[Path], out: Path, keys: Sequence[str] = KEYS) -> tuple[P
 
 
 def assert_figure(out: Path, key: str) -> None:
-    png, pdf = out / f"{key}.png", out / f"{key}.pdf"
+    png = out / f"{key}.png"
     assert_png(png)
-    assert pdf.read_bytes()[:5] == b"%PDF-"
+    assert_pdf(png.with_suffix(".pdf"))
     width_px = matplotlib.image.imread(png).shape[1]
     assert width_px <= PAGE_IN * DPI + 1, (key, width_px)
 
@@ -103,7 +103,7 @@ def test_every_figure_renders_from_the_synthetic_quad_run(synthetic: tuple[Path,
                                                           key: str) -> None:
     out, paper, seen = synthetic
     drawn = paper.drawn[key]
-    assert drawn.files == [out / f"{key}.png", out / f"{key}.pdf", out / f"{key}.csv"], drawn.why_not
+    assert drawn.files == [out / f"{key}{suffix}" for suffix in (*figure_suffixes(), ".csv")], drawn.why_not
     assert drawn.runs and drawn.notes
     assert_figure(out, key)
     assert key in seen

@@ -1,7 +1,9 @@
 """The report reads as a person wrote it (issue 47): each node's conditions once over its runs,
 error texts in words, no table of empty cells, no promise a figure does not keep (a "% of
 peak" where no peak is known), figures shown at one scale. The checks of report_reading.py
-are proved to fail on what they look for, then held over a CPU VM's suite (recorded, real)."""
+are proved to fail on what they look for, then held over a CPU VM's suite (recorded, real);
+test_centre_runs_recorded.py holds them over the recorded runs of an H200 node and the
+figures' property test over subsets of every recorded run."""
 from __future__ import annotations
 
 import math
@@ -26,8 +28,6 @@ import report_reading  # noqa: E402
 #: The README's first command on this project's 2-core VM (no GPU, no cpufreq, no NVIDIA
 #: driver), 2026-12-06 at f7bd62b: seven result files of one node with their conditions.
 VM_SUITE = REPO / "docs" / "results" / "raw" / "2026-12-06-cpu-vm-suite"
-#: The README's first command (acceptance) on one lent H200 (2026-11-29): ten files of one node.
-H200_README = REPO / "docs" / "results" / "raw" / "2026-11-29-centre-h200x1" / "readme-07ffa6f"
 
 
 # ---- the checks fail on what they look for --------------------------------------------------
@@ -87,7 +87,7 @@ def test_the_vm_suite_reads_as_written_by_a_person(vm_report) -> None:
     text = (out / "index.md").read_text()
     assert not report_reading.faults(text)
     conditions = _section(text, "Conditions and causes")
-    assert conditions.count("### Node ") == 1 and "between the cases of 7 runs" in conditions
+    assert conditions.count("### Conditions on ") == 1 and "between the cases of 7 runs" in conditions
     assert "No NVIDIA driver on this node: GPU conditions not read." in conditions
     assert "No cpufreq on this node: no CPU governor or clock recorded." in conditions
     assert "| governor |" not in conditions
@@ -142,15 +142,6 @@ def test_the_page_shows_every_figure_at_one_scale(vm_report) -> None:
     widths = {int(w) for w in re.findall(r'<img alt="[^"]*" width="(\d+)"', page)}
     # a one-column figure (3.5 in) half as wide as a two-column one (7.16 in), both at the page's scale
     assert widths == {round(style.COLUMN_IN / style.PAGE_IN * html.PAGE_PX), html.PAGE_PX}, widths
-
-
-def test_the_h200_acceptance_shows_its_node_once(tmp_path: Path) -> None:
-    assert main(["report", *map(str, sorted(H200_README.rglob("*.h5"))), "-o", str(tmp_path)]) == 0
-    text = (tmp_path / "index.md").read_text()
-    assert not report_reading.faults(text)
-    conditions = _section(text, "Conditions and causes")
-    assert conditions.count("### Node ") == 1 and "| gpu0 | NVIDIA H200 |" in conditions
-    assert "GPU conditions read through NVML 13.580.159.04 (NVIDIA driver 580.159.04)." in conditions
 
 
 @pytest.mark.parametrize("nvml, words", [
