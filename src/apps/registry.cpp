@@ -14,7 +14,6 @@ namespace mempath {
 int cmd_topo(const std::vector<std::string>& args);
 int cmd_list(const std::vector<std::string>& args);
 int cmd_export(const std::vector<std::string>& args);
-int cmd_conditions(const std::vector<std::string>& args);
 std::unique_ptr<Benchmark> make_bw();
 std::unique_ptr<Benchmark> make_memcpy();
 std::unique_ptr<Benchmark> make_allocmatrix();
@@ -25,6 +24,7 @@ std::unique_ptr<Benchmark> make_pingpong();
 std::unique_ptr<Benchmark> make_stream();
 std::unique_ptr<Benchmark> make_gemm();
 std::unique_ptr<Benchmark> make_atomics();
+std::unique_ptr<Benchmark> make_llm();
 
 namespace {
 
@@ -54,10 +54,9 @@ const Program& mempath_program() {
           Command(make_stream),
           Command(make_gemm),
           Command(make_atomics),
+          Command(make_llm),
           {"export", "a result file's tables as CSV or JSON, for tools that do not read HDF5",
            [](const std::vector<std::string>& args, const std::vector<std::string>&) { return cmd_export(args); }},
-          {"conditions", "the node's conditions between the cases of a program that measures itself (the LLM script)",
-           [](const std::vector<std::string>& args, const std::vector<std::string>&) { return cmd_conditions(args); }},
           {"version", "print the version and git revision", cmd_version},
       }};
   return program;

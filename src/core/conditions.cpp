@@ -224,57 +224,8 @@ std::string host_root() {
 
 std::string boot_id() { return first_line(fs::path(host_root()) / "proc/sys/kernel/random/boot_id"); }
 
-namespace {
-
-// CPU ticks (user + system) of process `pid`, of its children it has waited for, and of
-// its live descendants, from ROOT/proc/*/stat; 0 where `pid` is gone.
-double tree_cpu_ticks(const fs::path& root, int pid) {
-  struct Stat {
-    int ppid = 0;
-    double ticks = 0, waited = 0;
-  };
-  std::map<int, Stat> procs;
-  std::error_code error;
-  for (const auto& entry : fs::directory_iterator(root / "proc", error)) {
-    const std::string name = entry.path().filename().string();
-    if (name.empty() || !std::all_of(name.begin(), name.end(), ::isdigit)) continue;
-    const std::string text = slurp(entry.path() / "stat");
-    // Fields after the command (which may hold spaces and parentheses): state ppid ...
-    const auto close = text.rfind(')');
-    if (close == std::string::npos) continue;
-    std::stringstream in(text.substr(close + 1));
-    std::string state;
-    Stat st;
-    unsigned long long skip = 0, utime = 0, stime = 0, cutime = 0, cstime = 0;
-    in >> state >> st.ppid;
-    for (int field = 5; field <= 13; ++field) in >> skip;  // pgrp ... majflt: fields 5-13
-    in >> utime >> stime >> cutime >> cstime;               // fields 14-17
-    if (!in) continue;
-    st.ticks = static_cast<double>(utime + stime);
-    st.waited = static_cast<double>(cutime + cstime);
-    procs.emplace(std::stoi(name), st);
-  }
-  const auto found = procs.find(pid);
-  if (found == procs.end()) return 0;
-  double total = found->second.ticks + found->second.waited;
-  for (const auto& [id, st] : procs) {
-    // A live descendant: its parents lead to pid (bounded: a loop of parents is no tree).
-    int up = st.ppid;
-    for (int depth = 0; depth < 64 && up > 1 && up != pid; ++depth) {
-      const auto parent = procs.find(up);
-      up = parent == procs.end() ? 0 : parent->second.ppid;
-    }
-    if (id != pid && up == pid) total += st.ticks;
-  }
-  return total;
-}
-
-}  // namespace
-
-Conditions::Conditions(ResultFile& file, const Topology& topo, const std::vector<std::string>& gpu_uuids,
-                       int own_pid)
-    : file_(file), topo_(topo), host_(std::make_unique<Host>()), t0_(std::chrono::steady_clock::now()),
-      own_pid_(own_pid) {
+Conditions::Conditions(ResultFile& file, const Topology& topo, const std::vector<std::string>& gpu_uuids)
+    : file_(file), topo_(topo), host_(std::make_unique<Host>()), t0_(std::chrono::steady_clock::now()) {
   host_->root = host_root();
   const long tick = sysconf(_SC_CLK_TCK);
   host_->tick_s = tick > 0 ? 1.0 / static_cast<double>(tick) : 0.01;
@@ -338,11 +289,15 @@ void Conditions::read() {
   if (!load) load1 = kNaN;
   int64_t running = -1;
   if (const auto slash = runnable.find('/'); slash != std::string::npos) running = std::atoll(runnable.c_str());
-  rusage self{};
-  getrusage(RUSAGE_SELF, &self);
-  const double self_s = static_cast<double>(self.ru_utime.tv_sec + self.ru_stime.tv_sec) +
-                        static_cast<double>(self.ru_utime.tv_usec + self.ru_stime.tv_usec) * 1e-6 +
-                        (own_pid_ > 0 ? tree_cpu_ticks(host_->root, own_pid_) * host_->tick_s : 0.0);
+  // The run's own CPU time: this process's and its finished children's (`mempath llm`'s
+  // referee: PyTorch's CPU time is the run's, never another user's load).
+  auto cpu_s = [](int who) {
+    rusage u{};
+    getrusage(who, &u);
+    return static_cast<double>(u.ru_utime.tv_sec + u.ru_stime.tv_sec) +
+           static_cast<double>(u.ru_utime.tv_usec + u.ru_stime.tv_usec) * 1e-6;
+  };
+  const double self_s = cpu_s(RUSAGE_SELF) + cpu_s(RUSAGE_CHILDREN);
 
   struct Times {
     double busy = 0, idle = 0, steal = 0;

@@ -54,10 +54,8 @@ class Conditions {
  public:
   // At the run's start: the run-level attributes (nvml, gpu_conditions, host_conditions)
   // set on `file`, its conditions tables created, and the first reading taken. `gpu_uuids`:
-  // each GPU of `topo` in order, as CUDA names it. `own_pid` (> 0): the run's own CPU time
-  // (`self_cpu_s`) is also that process's and its descendants' (`mempath conditions`, reading
-  // for a program that measures itself). Never throws for what the node lacks.
-  Conditions(ResultFile& file, const Topology& topo, const std::vector<std::string>& gpu_uuids, int own_pid = 0);
+  // each GPU of `topo` in order, as CUDA names it. Never throws for what the node lacks.
+  Conditions(ResultFile& file, const Topology& topo, const std::vector<std::string>& gpu_uuids);
   ~Conditions();
   Conditions(const Conditions&) = delete;
   Conditions& operator=(const Conditions&) = delete;
@@ -87,7 +85,6 @@ class Conditions {
   std::chrono::steady_clock::time_point last_end_;
   double last_cost_s_ = 0, spent_s_ = 0;
   int64_t readings_ = 0;
-  int own_pid_;
 };
 
 }  // namespace mempath

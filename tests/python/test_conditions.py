@@ -15,7 +15,6 @@ import math
 import os
 import re
 import subprocess
-import sys
 import xml.etree.ElementTree as ElementTree
 from pathlib import Path
 
@@ -476,86 +475,3 @@ def test_a_damaged_machines_record_is_taken_as_absent(text: str) -> None:
     nothing is said of them, nothing is refused."""
     assert recorded.machines({"machine_conditions": text}) == {}
 
-
-# ---- the conditions of a program that measures itself (the LLM script) -------------------------
-
-LLM_CASES = """
-import json, os, subprocess, sys
-sys.path[:] = [p for p in sys.path if p not in ("", ".")] + [sys.argv[1] + "/src/llm"]
-import llm_placement as llm
-out, mempath, case = llm.Path(sys.argv[2]), sys.argv[3], json.loads(sys.argv[4])
-conditions = llm.CaseConditions(mempath, out.parent)
-# The case in a worker process, as the `default` placement's: it asks its parent's reader
-# through the pipe ends it inherits, around a second of its own CPU work.
-fds = conditions.fds()
-subprocess.run([sys.executable, "-c", sys.argv[5], sys.argv[1], ",".join(map(str, fds))], pass_fds=fds, check=True)
-conditions.finish()
-llm.write_h5(out, {"tool": "mempath", "schema_version": 1, "host": "n1", "topology": "{}"}, [case], [], conditions)
-"""
-
-
-LLM_WORKER = """
-import sys, time
-sys.path.append(sys.argv[1] + "/src/llm")
-import llm_placement as llm
-conditions = llm.CaseConditions.inherited(sys.argv[2])
-conditions.begin()
-started = time.process_time()
-while time.process_time() - started < 1.0:
-    pass
-conditions.end(0, pu="gpu0", mem="numa0")
-"""
-
-
-def _llm_case() -> dict:
-    from analysis.results.families import columns
-    return {c.name: {"Int": 0, "Float": 0.5, "String": "ok"}[c.type] for c in columns("llm/cases")}
-
-
-def test_the_llm_script_records_the_conditions_of_its_cases(mempath_bin: Path, tmp_path: Path) -> None:
-    """`mempath conditions` reads around each case the script runs, also one its worker process
-    runs through the inherited pipes: a window a case (the GPU it decodes on, the memory of its
-    weights), ending at a reading taken then; the script's CPU time and its worker's the run's
-    own, so that the case's own work is never `busy`."""
-    out = tmp_path / "llm.h5"
-    proc = subprocess.run([sys.executable, "-c", LLM_CASES, str(REPO), str(out), str(mempath_bin),
-                           json.dumps(_llm_case()), LLM_WORKER], capture_output=True, text=True, timeout=120,
-                          env={**os.environ, "MEMPATH_NVML_LIBRARY": "/nonexistent/libnvidia-ml.so.1"})
-    assert proc.returncode == 0, proc.stderr
-    run_ = load_run(out)
-    cond = recorded.of_tables(run_.attrs, run_.tables, run_.topology)
-    window = cond.windows[0]
-    assert (window.processors, window.memories) == (("gpu0",), ("numa0",))
-    a, b = cond.readings[window.start], cond.readings[window.end]
-    assert b["self_cpu_s"] - a["self_cpu_s"] >= 0.9, (a, b)  # the worker's second of CPU
-    assert window.end == window.start + 1 < max(cond.readings)  # read at the case's end, not the run's
-    assert run_.attrs["nvml"].startswith("NVML not available")
-
-
-def test_conditions_requests_are_checked_and_an_old_or_hung_reader_is_said_once(mempath_bin: Path,
-                                                                                 tmp_path: Path, capsys,
-                                                                                 monkeypatch) -> None:
-    proc = subprocess.run([str(mempath_bin), "conditions", "--output", str(tmp_path / "c.h5")], input="begin\nbogus\n",
-                          capture_output=True, text=True, timeout=60)
-    assert proc.returncode == 2 and proc.stdout.split() == ["ready", "ok"]
-    assert proc.stderr.strip() == ("mempath: error: conditions: unknown request 'bogus'; valid: begin, "
-                                   "end CASE_ID KEY=VALUE..., finish")
-    sys.path.insert(0, str(REPO / "src" / "llm"))
-    import llm_placement as llm
-    stub = tmp_path / "old-mempath"
-    stub.write_text("#!/bin/sh\necho \"mempath: error: unknown command 'conditions'\" >&2\nexit 2\n")
-    stub.chmod(0o755)
-    old = llm.CaseConditions(str(stub), tmp_path)
-    old.begin()
-    old.end(0, pu="gpu0")
-    old.finish()
-    assert old.recorded() == ({}, {})
-    assert capsys.readouterr().err == "llm: conditions not recorded: mempath: error: unknown command 'conditions'\n"
-    hung = tmp_path / "hung-mempath"  # answers, then its reading hangs
-    hung.write_text("#!/bin/sh\necho ready\nexec sleep 60\n")
-    hung.chmod(0o755)
-    monkeypatch.setattr(llm.CaseConditions, "ANSWER_LIMIT_S", 0.5)
-    waits = llm.CaseConditions(str(hung), tmp_path)
-    waits.begin()
-    assert waits.proc is None and capsys.readouterr().err == "llm: conditions not recorded: no answer from the reader in 0.5 s\n"
-    waits.end(0)  # nothing more is asked, nothing waits

@@ -2,7 +2,6 @@
 table read back from a `mempath bw` file and rewritten in Python has the same structure."""
 from __future__ import annotations
 
-import json
 import subprocess
 import sys
 from pathlib import Path
@@ -12,7 +11,7 @@ import numpy as np
 import pytest
 
 from analysis.results.families import columns
-from analysis.results.h5writer import Column, column, kind_of, units_of, write_result
+from analysis.results.h5writer import Column, column, kind_of, table_columns, units_of, write_result
 from analysis.results.io import load_run
 from conftest import REPO, run
 
@@ -110,26 +109,21 @@ def test_kinds_from_numpy() -> None:
     assert kind_of(np.array([0.5])) is float and kind_of(np.array(["a"], dtype=object)) is str
 
 
-LLM_WRITE = """
-import json, sys
-sys.path[:] = [p for p in sys.path if p not in ("", ".")] + [sys.argv[1] + "/src/llm"]
-import llm_placement as llm
-case, sample = json.loads(sys.argv[3])
-llm.write_h5(llm.Path(sys.argv[2]), {"tool": "mempath", "schema_version": 1, "host": "n1"}, [case], [sample, sample])
-"""
 # A value of each column's type, by families.def's type names.
 VALUE = {"Int": 1, "Float": 0.5, "String": "x"}
 
 
-def test_the_llm_script_writes_through_the_python_writer_from_any_folder(tmp_path: Path) -> None:
-    """It runs as `python3 src/llm/llm_placement.py`: analysis/ is not on its path by itself."""
+def test_a_table_of_families_def_is_written_with_its_columns_and_units(tmp_path: Path) -> None:
+    """table_columns gives a table's rows families.def's columns, kinds and units, as the C++
+    writer writes them (the LLM decode's tables, once written by a Python script)."""
     out = tmp_path / "llm.h5"
     case, sample = ({c.name: VALUE[c.type] for c in columns(f"llm/{t}")} for t in ("cases", "samples"))
-    proc = subprocess.run([sys.executable, "-c", LLM_WRITE, str(REPO), str(out), json.dumps([case, sample])], cwd=tmp_path,
-                          capture_output=True, text=True, timeout=120)
-    assert proc.returncode == 0, proc.stderr
+    write_result(out, {"tool": "mempath", "schema_version": 1, "host": "n1"},
+                 {"llm/cases": table_columns("llm/cases", [case]),
+                  "llm/samples": table_columns("llm/samples", [sample, sample])})
     run = load_run(out)
     assert len(run.tables["llm/cases"]) == 1 and len(run.tables["llm/samples"]) == 2
+    assert set(run.tables["llm/cases"].columns) == {c.name for c in columns("llm/cases")}
     with h5py.File(out) as f:
         assert f["llm/cases/median_tokens_per_s"].attrs["units"] == "tokens/s"
         assert f["llm/cases/path_GBps"].attrs["units"] == "GB/s"

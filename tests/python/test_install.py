@@ -245,7 +245,11 @@ def test_install_tree(installed: Path, request):
     assert checks <= {p.name for p in (share / 'reframe_checks').iterdir()}
     assert os.access(share / 'reframe_checks' / 'run_suite.sh', os.X_OK)
     assert (share / 'kinds.def').is_file()  # the allocators the checks read (mempath_kinds.py)
-    assert (share / 'llm' / 'llm_placement.py').is_file()
+    # The LLM decode's referee (`mempath llm` finds it at bin/../share/mempath/llm) and the
+    # models' table it reads beside the install's other tables.
+    assert os.access(share / 'llm' / 'referee.py', os.X_OK)
+    assert (share / 'llm_models.def').is_file()
+    assert not (share / 'llm' / 'llm_placement.py').exists()
     assert (share / 'site_configs' / 'generic.py').is_file()
     assert not (share / 'site_configs' / 'spack').exists()
     # The installed binary runs without the build tree and records the recipe's revision.
@@ -536,23 +540,18 @@ def test_the_fresh_venv_runs_a_documented_command_outside_the_checkout(fresh_ven
 
 @pytest.mark.ci  # pip's build isolation fetches setuptools from the index
 @pytest.mark.parametrize('script, call', [
-    ('src/llm/llm_placement.py',
-     "m['write_h5'](Path(out), {'tool': 'mempath', 'schema_version': 1, 'host': 'n1'}, [case], [sample])"),
     ('slurm/inventory.py',
      "m['write'](Path(out), [{c: 0 if c in ('rank', 'local_rank') else 'v' for c in m['COLUMNS']}])"),
 ])
 def test_the_scripts_write_through_the_installed_analysis(fresh_venv: Path, tmp_path: Path, script, call):
-    """Installed as `cmake --install` puts them (share/mempath/llm/, no analysis beside them),
-    the scripts import the analysis as pip installed it: mempath_analysis, no sys.path edit."""
+    """Away from the checkout (no analysis beside them), the scripts that write results
+    import the analysis as pip installed it: mempath_analysis, no sys.path edit."""
     copy = tmp_path / 'share' / Path(script).name
     copy.parent.mkdir()
     shutil.copy(REPO / script, copy)
-    code = ("import json, os, runpy, sys; from pathlib import Path; "
+    code = ("import os, runpy, sys; from pathlib import Path; "
             "sys.path.insert(0, os.path.dirname(sys.argv[1]))  # as `python3 SCRIPT` runs\n"
             "m = runpy.run_path(sys.argv[1]); out = sys.argv[2]\n"
-            "from mempath_analysis.results.families import columns\n"
-            "value = {'Int': 1, 'Float': 0.5, 'String': 'x'}\n"
-            "case, sample = ({c.name: value[c.type] for c in columns(f'llm/{t}')} for t in ('cases', 'samples'))\n"
             f"{call}\n"
             "import mempath_analysis; print(mempath_analysis.__file__)")
     out = subprocess.run([str(fresh_venv / 'bin' / 'python'), '-c', code, str(copy), str(tmp_path / 'run.h5')],
@@ -562,8 +561,8 @@ def test_the_scripts_write_through_the_installed_analysis(fresh_venv: Path, tmp_
 
 
 def test_no_product_code_edits_sys_path():
-    """The LLM script and the inventory reach the analysis by their `analysis` function (a
-    checkout's own analysis/ by its path, else the installed mempath_analysis): no sys.path
+    """The inventory reaches the analysis by its `analysis` function (a checkout's own
+    analysis/ by its path, else the installed mempath_analysis): no sys.path
     edit in product code (tests keep theirs), and no link into analysis/ that a copy of the
     tree or an install could lose."""
     parts = ('src', 'slurm', 'analysis', 'reframe_checks', 'site_configs')

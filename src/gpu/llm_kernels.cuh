@@ -1,10 +1,13 @@
-// libmempath_decode.so: the batch-1 decode step of a Llama-style model in a few fused
-// kernels, for src/llm/llm_placement.py (`--decode fused`). A decode step reads every
-// weight once; at batch 1 its matrix products are matrix-vector products, bound by how fast
-// the GPU reads the weights' memory. PyTorch runs each as a cuBLAS GEMM of n = 1 with its
-// norms, rotary embedding, attention, SwiGLU and residual adds as separate kernels (about
-// 20 a layer) and reaches 40 % of that bound on an H200; these kernels stream the weights
-// with 16-byte loads, a warp per output row, and fold the rest into five kernels a layer:
+#pragma once
+// The batch-1 decode step of a Llama-style model in a few fused kernels, shared by
+// `mempath llm` (gpu/llm_decode.cu) and the referee's library (src/llm/decode_library.cu,
+// libmempath_decode.so: the `default` placement, PyTorch's own allocator). A decode step
+// reads every weight once; at batch 1 its matrix products are matrix-vector products, bound
+// by how fast the GPU reads the weights' memory. PyTorch runs each as a cuBLAS GEMM of n = 1
+// with its norms, rotary embedding, attention, SwiGLU and residual adds as separate kernels
+// (about 20 a layer) and reaches 40 % of that bound on an H200; these kernels stream the
+// weights with 16-byte loads, a warp per output row, and fold the rest into five kernels a
+// layer:
 //   1. RMSNorm of the residual stream (each block computes it again; the vector is small)
 //      and the fused q|k|v rows                                   -> qkv
 //   2. rotary embedding of q and k, the k and v of this position into the cache, attention
@@ -15,13 +18,12 @@
 // then RMSNorm and the lm_head rows (logits), and one block that takes the argmax (or the
 // prompt's next token while the prompt is being read), writes it, reads its embedding row
 // into the residual stream and advances the position: every input of a step lives on the
-// GPU, so the whole step is one CUDA graph the script replays, with no host in between.
+// GPU, so the whole step is one CUDA graph, with no host in between.
 // On Hopper each kernel is launched as a programmatic dependent of the one before, so the
 // gaps between the 162 kernels of a 7B step overlap with the first weight loads.
 // Rounding follows PyTorch's fp16/bf16 decode (products accumulated in fp32, each op's
 // output rounded to the model's dtype), so that greedy tokens match the plain decode's but
-// for near-ties, which the script checks (llm_placement.py, verify_tokens).
-// C entry points for ctypes; each returns 0 or a CUDA error code (mempath_decode_error).
+// for near-ties, which the referee checks (src/llm/referee.py).
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 #include <cuda_runtime.h>
@@ -30,9 +32,7 @@
 #include <cstdlib>
 #include <cstring>
 
-namespace {
-
-cudaError_t g_error = cudaSuccess;
+namespace mempath::llm_kernels {
 
 // Programmatic dependent launch (Hopper and later): each kernel may start while the one before
 // it drains, loads the weights it will need (they never change during a decode) and only then
@@ -368,9 +368,13 @@ __global__ void start(const T* __restrict__ embed, int hidden, const int* __rest
   if (threadIdx.x == 0) *pos_ptr = 0;
 }
 
-// The read rate a decode is held against when no mempath run gives one (llm_placement.py
-// without --bw-from): every matrix read once with the GEMV's streaming 16-byte loads, four in
-// flight a thread, their bits folded into one word so that no read can be left out.
+// The read rate of each memory a decode's weights lie in, measured in the same run as its
+// bound (mempath llm): the GEMV's streaming 16-byte loads, four in flight a thread, their bits
+// folded into one word so that no read can be left out. Two orders, as a decode's kernels
+// read: `tiles` (a block reads 4 x blockDim contiguous loads: one weight row's span) and
+// strided (each load a grid apart); over PCIe or C2C the order and the loads in flight
+// decide the rate, so the caller takes the best of both at several occupancies.
+template <bool Tiles>
 __global__ void __launch_bounds__(kThreads) read_all(const uint4* const* ptrs, const unsigned long long* counts,
                                                      int n, unsigned* out) {
   const size_t stride = size_t(gridDim.x) * blockDim.x;
@@ -379,10 +383,21 @@ __global__ void __launch_bounds__(kThreads) read_all(const uint4* const* ptrs, c
     const uint4* p = ptrs[s];
     const size_t count = counts[s];
     size_t i = size_t(blockIdx.x) * blockDim.x + threadIdx.x;
-    for (; i + 3 * stride < count; i += 4 * stride) {
-      const uint4 a = __ldcs(p + i), b = __ldcs(p + i + stride), c = __ldcs(p + i + 2 * stride),
-                  d = __ldcs(p + i + 3 * stride);
-      fold ^= a.x ^ a.y ^ a.z ^ a.w ^ b.x ^ b.y ^ b.z ^ b.w ^ c.x ^ c.y ^ c.z ^ c.w ^ d.x ^ d.y ^ d.z ^ d.w;
+    if (Tiles) {
+      const size_t tile = size_t(blockDim.x) * 4, tiles = count / tile;
+      for (size_t t = blockIdx.x; t < tiles; t += gridDim.x) {
+        const uint4* q = p + t * tile + threadIdx.x;
+        const uint4 a = __ldcs(q), b = __ldcs(q + blockDim.x), c = __ldcs(q + 2 * blockDim.x),
+                    d = __ldcs(q + 3 * blockDim.x);
+        fold ^= a.x ^ a.y ^ a.z ^ a.w ^ b.x ^ b.y ^ b.z ^ b.w ^ c.x ^ c.y ^ c.z ^ c.w ^ d.x ^ d.y ^ d.z ^ d.w;
+      }
+      i += tiles * tile;
+    } else {
+      for (; i + 3 * stride < count; i += 4 * stride) {
+        const uint4 a = __ldcs(p + i), b = __ldcs(p + i + stride), c = __ldcs(p + i + 2 * stride),
+                    d = __ldcs(p + i + 3 * stride);
+        fold ^= a.x ^ a.y ^ a.z ^ a.w ^ b.x ^ b.y ^ b.z ^ b.w ^ c.x ^ c.y ^ c.z ^ c.w ^ d.x ^ d.y ^ d.z ^ d.w;
+      }
     }
     for (; i < count; i += stride) {
       const uint4 a = __ldcs(p + i);
@@ -393,7 +408,7 @@ __global__ void __launch_bounds__(kThreads) read_all(const uint4* const* ptrs, c
   if ((threadIdx.x & 31) == 0) atomicXor(out, fold);
 }
 
-bool programmatic_launch() {
+inline bool programmatic_launch() {
   static const bool on = [] {
     const char* env = std::getenv("MEMPATH_DECODE_PDL");
     int device = 0, major = 0;
@@ -459,110 +474,4 @@ int launch_attention(const void* qkv, void* k_cache, void* v_cache, void* out, c
                 static_cast<T*>(v_cache), static_cast<T*>(out), pos, heads, kv_heads);
 }
 
-int record(int code) {
-  if (code != cudaSuccess) g_error = static_cast<cudaError_t>(code);
-  return code;
-}
-
-}  // namespace
-
-extern "C" {
-
-// dtype: 0 fp16, 1 bf16. op: 0 RMSNorm(x) x norm_w then rows -> out (T); 1 rows of x added
-// to out (the residual stream, T); 2 RMSNorm then the stacked gate|up rows -> SiLU(gate) x up
-// (N/2 outputs, T); 3 RMSNorm then rows -> out (float, rounded to T); 4 rows of x -> out (T).
-int mempath_decode_gemv(int dtype, int op, const void* W, const void* x, const void* norm_w, void* out, int N,
-                        int K, float eps, void* stream) {
-  const auto s = static_cast<cudaStream_t>(stream);
-  return record(dtype == 0 ? launch_all<__half>(op, W, x, norm_w, out, N, K, eps, s)
-                           : launch_all<__nv_bfloat16>(op, W, x, norm_w, out, N, K, eps, s));
-}
-
-// Attention of this layer at *pos (its k and v written into the caches first).
-int mempath_decode_attention(int dtype, const void* qkv, void* k_cache, void* v_cache, void* out, const int* pos,
-                             int heads, int kv_heads, int head_dim, int max_positions, void* stream) {
-  if ((head_dim != 64 && head_dim != 128) || heads % kv_heads != 0) return record(cudaErrorInvalidValue);
-  const auto s = static_cast<cudaStream_t>(stream);
-  return record(dtype == 0 ? launch_attention<__half>(qkv, k_cache, v_cache, out, pos, heads, kv_heads, head_dim,
-                                                      max_positions, s)
-                           : launch_attention<__nv_bfloat16>(qkv, k_cache, v_cache, out, pos, heads, kv_heads,
-                                                             head_dim, max_positions, s));
-}
-
-int mempath_decode_next_token(int dtype, const float* logits, int vocab, const void* embed, int hidden, void* x,
-                              const int* prompt, int prompt_len, int* out, int out_len, int* pos, void* stream) {
-  const auto s = static_cast<cudaStream_t>(stream);
-  return record(dtype == 0 ? launch(next_token<__half>, 1, 1024, 0, s, logits, vocab,
-                                    static_cast<const __half*>(embed), hidden, static_cast<__half*>(x), prompt,
-                                    prompt_len, out, out_len, pos)
-                           : launch(next_token<__nv_bfloat16>, 1, 1024, 0, s, logits, vocab,
-                                    static_cast<const __nv_bfloat16*>(embed), hidden,
-                                    static_cast<__nv_bfloat16*>(x), prompt, prompt_len, out, out_len, pos));
-}
-
-int mempath_decode_start(int dtype, const void* embed, int hidden, const int* prompt, void* x, int* pos,
-                         void* stream) {
-  const auto s = static_cast<cudaStream_t>(stream);
-  return record(dtype == 0 ? launch(start<__half>, 1, 256, 0, s, static_cast<const __half*>(embed), hidden, prompt,
-                                    static_cast<__half*>(x), pos)
-                           : launch(start<__nv_bfloat16>, 1, 256, 0, s, static_cast<const __nv_bfloat16*>(embed),
-                                    hidden, prompt, static_cast<__nv_bfloat16*>(x), pos));
-}
-
-// Seconds of the fastest of `reps` reads of n buffers (bytes[i] each, 16-byte aligned and a
-// multiple of 16) into *best_s, timed with CUDA events on the default stream.
-int mempath_decode_read_seconds(const void* const* ptrs, const unsigned long long* bytes, int n, int reps,
-                                double* best_s) {
-  if (n <= 0 || reps <= 0) return record(cudaErrorInvalidValue);
-  const uint4** d_ptrs = nullptr;
-  unsigned long long* d_counts = nullptr;
-  unsigned* d_out = nullptr;
-  cudaEvent_t e0 = nullptr, e1 = nullptr;
-  int code = cudaSuccess;
-  auto step = [&](cudaError_t e) { if (code == cudaSuccess) code = e; };
-  unsigned long long* counts = new unsigned long long[n];
-  for (int i = 0; i < n; ++i) {
-    if (reinterpret_cast<uintptr_t>(ptrs[i]) % 16 || bytes[i] % 16) code = cudaErrorInvalidValue;
-    counts[i] = bytes[i] / 16;
-  }
-  int device = 0, sms = 0;
-  step(cudaGetDevice(&device));
-  step(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
-  step(cudaMalloc(&d_ptrs, n * sizeof(void*)));
-  step(cudaMalloc(&d_counts, n * sizeof(unsigned long long)));
-  step(cudaMalloc(&d_out, sizeof(unsigned)));
-  step(cudaEventCreate(&e0));
-  step(cudaEventCreate(&e1));
-  if (code == cudaSuccess) {
-    step(cudaMemcpy(d_ptrs, ptrs, n * sizeof(void*), cudaMemcpyHostToDevice));
-    step(cudaMemcpy(d_counts, counts, n * sizeof(unsigned long long), cudaMemcpyHostToDevice));
-  }
-  double best = 0;
-  for (int r = 0; r < reps && code == cudaSuccess; ++r) {
-    step(cudaEventRecord(e0));
-    read_all<<<sms * 8, kThreads>>>(d_ptrs, d_counts, n, d_out);
-    step(cudaGetLastError());
-    step(cudaEventRecord(e1));
-    step(cudaEventSynchronize(e1));
-    float ms = 0;
-    step(cudaEventElapsedTime(&ms, e0, e1));
-    if (code == cudaSuccess && (r == 0 || ms / 1e3 < best)) best = ms / 1e3;
-  }
-  delete[] counts;
-  cudaFree(d_ptrs);
-  cudaFree(d_counts);
-  cudaFree(d_out);
-  if (e0) cudaEventDestroy(e0);
-  if (e1) cudaEventDestroy(e1);
-  if (code == cudaSuccess) *best_s = best;
-  return record(code);
-}
-
-// Whether the kernels go out with programmatic dependent launch (Hopper and later, unless
-// MEMPATH_DECODE_PDL=0), for the record of the run.
-int mempath_decode_programmatic_launch() { return programmatic_launch() ? 1 : 0; }
-
-// The first error any entry point met (0: none), as text.
-const char* mempath_decode_error() { return g_error == cudaSuccess ? "" : cudaGetErrorString(g_error); }
-
-}  // extern "C"
+}  // namespace mempath::llm_kernels
