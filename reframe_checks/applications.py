@@ -1,6 +1,7 @@
-"""Application checks: STREAM-class bandwidth (`mempath stream`), cuBLAS GEMM
-under operand placement (`mempath gemm`) and LLM decode under weight placement
-(`src/llm/llm_placement.py`).
+"""Application checks: STREAM-class bandwidth (`mempath stream`) and cuBLAS GEMM
+under operand placement (`mempath gemm`). The LLM decode under weight placement
+(`mempath llm`) runs as the paper checks MempathPaperLlm7b, MempathPaperLlm13b and
+MempathPaperLlmOffload (paper.py).
 
     MempathStream         tag acceptance, every partition: `stream --all --threads all
                           --alloc numa,device --mem local-host,local-hbm,peer-host,

@@ -6,11 +6,11 @@
     python3 reframe_checks/expected_duration.py --tag full -- -S MempathBandwidth.quick=true
 
 ReFrame's `--dry-run` writes every selected check's job script without running it; each
-script's command is then planned with `--from SNAPSHOT` (nothing is measured): `mempath`,
-`mempath-mpi` for the job's ranks and nodes (`--plan-ranks`, `--plan-nodes`, read from the
-launcher's options or the script's `#SBATCH` lines) and the LLM script
-(`src/llm/llm_placement.py`), whose `EXPECT` line carries the modelled duration of the
-check (docs/methodology.md, "Expected duration"). The sum is a model, within 1.5x per check
+script's command is then planned with `--from SNAPSHOT` (nothing is measured): `mempath`
+(the LLM decode, `mempath llm`, among its commands) and `mempath-mpi` for the job's ranks
+and nodes (`--plan-ranks`, `--plan-nodes`, read from the launcher's options or the script's
+`#SBATCH` lines), whose `EXPECT` line carries the modelled duration of the check
+(docs/methodology.md, "Expected duration"). The sum is a model, within 1.5x per check
 on the H100 and H200 nodes it was held against (a GH200's from documented peaks); a run's
 `ELAPSED` lines say how far off it was. Other commands (the inventory, nccl-tests) have no
 plan to ask and are listed as not modelled, with why.
@@ -41,9 +41,8 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 #: The dry run's line of a check: `[ DRY ] NAME %p=v /HASH @system:partition+environ`.
 DRY_LINE = re.compile(r'DRY\s.*?\]\s+(?P<name>.+?)\s+/(?P<hash>[0-9a-f]{8})\s+@')
-#: The programs with a --from plan; the LLM script runs under a Python.
+#: The programs with a --from plan.
 PLANNED = ('mempath', 'mempath-mpi')
-LLM_SCRIPT = 'llm_placement.py'
 #: Launchers whose options (and their numeric values) come before the program.
 LAUNCHERS = ('srun', 'mpirun', 'mpiexec', 'aprun', 'ibrun')
 #: Folders of the job scripts of build fixtures: they compile, they measure nothing.
@@ -190,19 +189,6 @@ def expect_fields(stdout: str) -> dict[str, str] | None:
     return None
 
 
-def llm_plan(args: list[str], mempath: str) -> list[str]:
-    """The LLM script's arguments as a plan: no result file, the planning mempath."""
-    kept, skip = [], False
-    for word in plan_command(args):
-        if skip:
-            skip = False
-        elif word == '--mempath':
-            skip = True
-        else:
-            kept.append(word)
-    return [*kept, '--mempath', mempath]
-
-
 def estimate(check: Check, mempath: str, snapshot: str, mpi: str | None = None) -> None:
     at = program_index(check.command)
     program = Path(check.command[at]).name if at >= 0 else 'nothing'
@@ -220,10 +206,6 @@ def estimate(check: Check, mempath: str, snapshot: str, mpi: str | None = None) 
         shape = (f', {ranks or "the default"} rank{"s" if ranks != 1 else ""} on {nodes or "the default"} '
                  f'node{"s" if nodes != 1 else ""}')
         cmd, what = [mpi, *args, '--from', snapshot, *extra], f'mempath-mpi {args[0] if args else ""}'
-    elif program.startswith('python') and at + 1 < len(check.command) and \
-            Path(check.command[at + 1]).name == LLM_SCRIPT:
-        cmd = [sys.executable, check.command[at + 1], *llm_plan(check.command[at + 2:], mempath), '--from', snapshot]
-        what = 'llm'
     else:
         script = Path(check.command[at + 1]).name if program.startswith('python') and at + 1 < len(check.command) else ''
         check.detail = f'not modelled: runs {program}{" " + script if script else ""}, which has no --from plan'

@@ -7,7 +7,8 @@ reference tables and the tests.
 
 Performance variables are per class of path (a few per check, however large the node;
 every path stays in the HDF5 file): the bandwidth classes below (`class_minima`), the
-ClassMetric of the other families and the transfer classes (`transfer_perf_values`).
+ClassMetric of the other families and the transfer classes (`transfer_perf_values`); the
+LLM decode, a few cases a check, one variable per case (`LlmMetric`).
 """
 from __future__ import annotations
 
@@ -447,3 +448,43 @@ def transfer_perf_values(transfers: Iterable[Transfer], kind: str,
     values = {name: (v, GBPS) for name, (v, _) in class_extremes(slowest, 'min').items()}
     values.update({name: (v, US) for name, (v, _) in class_extremes(largest, 'max').items()})
     return dict(sorted(values.items()))
+
+
+# ---- `mempath llm`: the decode's tokens/s (docs/schema.md, "/llm/cases") -----------------
+#
+# A few cases a check (a paper step: one model, five placements), so one variable per case
+# and figure, of `ok` lines only:
+#
+#     tokens_per_s_{case}         median decode tokens/s (median_tokens_per_s)
+#     fraction_of_bound_{case}    that over the bound of the case's measured paths
+#
+# {case}: the placement (`hbm`, `host-remote`, `default`, `pinned:numa1`), or for an
+# offloaded case `offload_{way}_{layers}[_{offload memory}]`. Every repetition stays in the
+# HDF5 file.
+
+#: (variable prefix, summary field, unit) of each figure of an llm line.
+LLM_FIGURES = (('tokens_per_s', 'median_tokens_per_s', 'tokens/s'),
+               ('fraction_of_bound', 'fraction_of_bound', ''))
+
+
+def llm_case(s: SummaryLine) -> str:
+    """The case part of an llm variable's name (above)."""
+    if s.get('placement') != 'offload':
+        return s.get('placement')
+    return '_'.join(p for p in ('offload', s.get('way'), s.get('offload_layers'), s.get('offload_mem')) if p)
+
+
+@dataclass(frozen=True)
+class LlmMetric:
+    """The variables of `MEMPATH llm` lines: LLM_FIGURES of each ok case."""
+
+    def values(self, lines: Iterable[SummaryLine]) -> dict[str, tuple[float, str]]:
+        out: dict[str, tuple[float, str]] = {}
+        for s in lines:
+            if s.status != 'ok':
+                continue
+            for prefix, field, unit in LLM_FIGURES:
+                value = s.number(field)
+                if value is not None:
+                    out[f'{prefix}_{llm_case(s)}'] = (value, unit)
+        return dict(sorted(out.items()))

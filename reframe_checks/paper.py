@@ -9,29 +9,37 @@ sanity is every mempath check's (exit code 0, summary lines sane, the file writt
 ok case verified where the family verifies). The figures are drawn by the analysis from the
 kept files, never inside ReFrame. Single-node steps run on `+remote` (GPU steps on
 `+nvgpu`) partitions; the multi-node ones on `+mpi` partitions, with `nodes` (default 2).
+The LLM steps (`mempath llm`) get `--referee` from the variable `referee` (the Python with
+PyTorch) and report each placement's tokens/s and fraction of its bound
+(mempath_summary.LlmMetric).
 """
 from __future__ import annotations
 
-import os
-
 import reframe as rfm
-from reframe.core.builtins import run_after, run_before, variable
+from reframe.core.builtins import run_after, variable
 
 import mempath_run
-from mempath_build import REPO_ROOT
 import paper_set
+from mempath_summary import LlmMetric
 from scaleout import MpiJob
 
 #: Families whose summary lines carry `verified=` (the rest check their data otherwise).
 VERIFIED = {'bw', 'chase', 'pingpong', 'gemm', 'um', 'allocmatrix', 'llm'}
+#: Families whose summary lines give the steps' performance variables (the others': none).
+METRICS = {'llm': LlmMetric()}
 VALID_SYSTEMS = {'cpu': mempath_run.CPU_NODES, 'gpu': mempath_run.GPU_NODES,
                  'gpu-ranks': mempath_run.MPI_GPU_NODES, 'nodes': mempath_run.MPI_NODES}
 
 
 class MempathPaperStep(mempath_run.MempathCommand, mempath_run.WholeNode):
-    """One single-node step of the paper set: `mempath ARGS --output FILE`."""
+    """One single-node step of the paper set: `mempath ARGS --output FILE` (the LLM steps
+    `mempath llm ARGS --referee PYTHON --output FILE`)."""
 
     step_name = ''
+
+    #: The Python that runs the LLM steps' referee (`mempath llm --referee`): PyTorch must
+    #: import there.
+    referee = variable(str, value='python3')
 
     @property
     def step(self) -> paper_set.Step:
@@ -45,27 +53,8 @@ class MempathPaperStep(mempath_run.MempathCommand, mempath_run.WholeNode):
         self.verified = s.family in VERIFIED
 
     def command(self) -> list[str]:
-        return [*self.step.args, '--output', self.output_file, *self.extra_options]
-
-
-class MempathPaperLlm(MempathPaperStep):
-    """The LLM step: `python3 src/llm/llm_placement.py ARGS` with the fixture's binary and
-    placement library (the script ships with the repository and the install)."""
-
-    #: The Python that runs the script: PyTorch and h5py must import there.
-    python = variable(str, value='python3')
-
-    @run_before('run')
-    def set_command(self):
-        binary = self.mempath.executable_path
-        # A checkout has src/llm/, an install (cmake --install) share/mempath/llm/.
-        script = next((p for p in (os.path.join(REPO_ROOT, 'src', 'llm', 'llm_placement.py'),
-                                   os.path.join(REPO_ROOT, 'llm', 'llm_placement.py')) if os.path.isfile(p)),
-                      os.path.join(REPO_ROOT, 'src', 'llm', 'llm_placement.py'))
-        self.executable = self.python
-        self.executable_opts = [script, '--mempath', binary, '--lib',
-                                os.path.join(os.path.dirname(binary), 'libmempath_placement.so'),
-                                *self.command()]
+        referee = ['--referee', self.referee] if self.step.subcommand == 'llm' else []
+        return [*self.step.args, *referee, '--output', self.output_file, *self.extra_options]
 
 
 class MempathPaperMpiStep(mempath_run.MempathCommand, MpiJob):
@@ -96,13 +85,15 @@ class MempathPaperMpiStep(mempath_run.MempathCommand, MpiJob):
 def paper_step(cls: type) -> type:
     """Register a step's check, named as its row of paper_set.STEPS (the list
     slurm/paper.sbatch runs too): the row gives its description, tags, result file and time
-    limit, set on the class so that `-S` overrides them as any check's."""
+    limit, set on the class so that `-S` overrides them as any check's, and its family the
+    performance variables (METRICS)."""
     s = paper_set.step(cls.__name__)
     cls.step_name = s.check
     cls.descr = f'paper set, {s.figures}: {s.program} {" ".join(s.args)}'
     cls.tags = {'paper', s.family}
     cls.output_file = s.output
     cls.time_limit = f'{s.minutes}m'
+    cls.metric = METRICS.get(s.family)
     return rfm.simple_test(cls)
 
 
@@ -177,12 +168,17 @@ class MempathPaperGemmScalingPlacement(MempathPaperStep):
 
 
 @paper_step
-class MempathPaperLlm7b(MempathPaperLlm):
+class MempathPaperLlm7b(MempathPaperStep):
     pass
 
 
 @paper_step
-class MempathPaperLlm13b(MempathPaperLlm):
+class MempathPaperLlm13b(MempathPaperStep):
+    pass
+
+
+@paper_step
+class MempathPaperLlmOffload(MempathPaperStep):
     pass
 
 

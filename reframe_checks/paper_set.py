@@ -23,8 +23,8 @@ from dataclasses import dataclass
 #: What a step needs to run: any node (cpu), a GPU node (gpu), one rank per GPU of a node
 #: (gpu-ranks), several nodes (nodes: the multi-node figures).
 NEEDS = ('cpu', 'gpu', 'gpu-ranks', 'nodes')
-#: The programs a step runs; `llm` is `python3 src/llm/llm_placement.py`.
-PROGRAMS = ('mempath', 'mempath-mpi', 'llm')
+#: The programs a step runs.
+PROGRAMS = ('mempath', 'mempath-mpi')
 
 
 @dataclass(frozen=True)
@@ -40,7 +40,7 @@ class Step:
 
     @property
     def subcommand(self) -> str:
-        return self.args[0] if self.program != 'llm' else ''
+        return self.args[0]
 
 
 STEPS: tuple[Step, ...] = (
@@ -92,12 +92,17 @@ STEPS: tuple[Step, ...] = (
          ('gemm', '--gpu', '0', '--all', '--mem', 'local-host,local-hbm,peer-host,peer-hbm',
           '--alloc', 'numa,device,pinned', '--size', 'sweep', '--dtype', 'fp16', '--reps', '3',
           '--warmup', '1'), 20),
-    Step('MempathPaperLlm7b', 'llm', 'Fig. 17', 'gpu', 'llm', 'llm_7b.h5',
-         ('--model', 'llama-2-7b', '--dtype', 'fp16', '--new-tokens', '100', '--prompt-tokens', 'empty',
-          '--placement', 'default,hbm,host,host-remote,peer'), 40),
-    Step('MempathPaperLlm13b', 'llm', 'Fig. 17', 'gpu', 'llm', 'llm_13b.h5',
-         ('--model', 'llama-2-13b', '--dtype', 'fp16', '--new-tokens', '100', '--prompt-tokens', 'empty',
-          '--placement', 'default,hbm,host,host-remote,peer'), 40),
+    Step('MempathPaperLlm7b', 'llm', 'Fig. 17', 'gpu', 'mempath', 'llm_7b.h5',
+         ('llm', '--model', 'llama-2-7b', '--dtype', 'fp16', '--new-tokens', '100',
+          '--prompt-tokens', 'empty', '--placement', 'default,hbm,host,host-remote,peer'), 40),
+    Step('MempathPaperLlm13b', 'llm', 'Fig. 17', 'gpu', 'mempath', 'llm_13b.h5',
+         ('llm', '--model', 'llama-2-13b', '--dtype', 'fp16', '--new-tokens', '100',
+          '--prompt-tokens', 'empty', '--placement', 'default,hbm,host,host-remote,peer'), 40),
+    # Beyond the paper: the vLLM-on-GH200 thesis's question (a share of the layers in host
+    # memory: read in place, streamed, vLLM's way), issue 48.
+    Step('MempathPaperLlmOffload', 'llm', 'beyond: LLM offload', 'gpu', 'mempath', 'llm_offload.h5',
+         ('llm', '--model', 'llama-2-7b', '--dtype', 'fp16', '--new-tokens', '48', '--prompt-tokens', 'empty',
+          '--offload', '0,10%,20%,30%,50%,70%,all', '--reps', '2'), 20),
     Step('MempathPaperNccl', 'nccl', 'Fig. 18', 'gpu-ranks', 'mempath-mpi', 'nccl.h5',
          ('nccl', '--placement', 'device,hbm-system,host,peer,peer-host'), 30),
     Step('MempathPaperMpiBandwidth', 'mpi_bw', 'Fig. 14', 'nodes', 'mempath-mpi', 'mpi_bw.h5',

@@ -73,9 +73,8 @@ def rank_facts(rank: int, mpi_library: str, mpi4py_version: str, mempath: str | 
 
 def analysis(module: str):
     """``MODULE`` of the analysis (``results.h5writer``): in a checkout its analysis/ folder
-    (as src/llm/llm_placement.py's `analysis`: the checkout's own, loaded as the package
-    ``analysis`` from its path, no sys.path entry), elsewhere the distribution `pip install .`
-    installed, mempath_analysis."""
+    (the checkout's own, loaded as the package ``analysis`` from its path, no sys.path
+    entry), elsewhere the distribution `pip install .` installed, mempath_analysis."""
     folder = REPO / "analysis"
     if not (folder / "__init__.py").is_file():
         return importlib.import_module(f"mempath_analysis.{module}")

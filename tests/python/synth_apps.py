@@ -1,7 +1,7 @@
 """Synthetic quad-GH200 result files for the paper's application and latency figures:
 `mempath um --exp interleave` (Fig. 4), `mempath chase` (Figs. 11-12), `mempath pingpong`
 (Fig. 13), `mempath gemm` with A and B placed independently (Figs. 15-16, Table III) and
-`src/llm/llm_placement.py` on Llama-2 7B/13B (Fig. 17).
+`mempath llm` on Llama-2 7B/13B (Fig. 17).
 
 The values come from a small, plausible model of a GH200 node written below (latencies of
 each cache level and memory, link bandwidths, a roofline for GEMM and decode); they are
@@ -28,7 +28,7 @@ from analysis.results.h5writer import KIND_OF_TYPE
 SYNTHETIC = {"synthetic": 1, "git_revision": "synthetic", "tool_version": "0.2.0"}
 GPU_CLOCKS = [{"gpu": g, "sm_clock_khz": 1980000, "mem_clock_khz": 2619000} for g in range(4)]
 
-# ---- tables, as the writers define them (src/apps/*_command.cpp, src/llm/llm_placement.py) ----
+# ---- tables, as the writers define them (src/apps/*_command.cpp) ----
 UM_SAMPLES = {"case_id": int, "experiment": str, "alloc": str, "gpu": str, "mem": str, "size_bytes": int,
               "iterations": int, "rep": int, "run": int, "phase": str, "preceded_by": str, "state": str,
               "bytes": int, "time_s": float, "bandwidth_GBps": float, "placement": str, "first_touch": str,
@@ -58,7 +58,7 @@ GEMM_CASES = {"case_id": int, "gpu": int, "dtype": str, "m": int, "n": int, "k":
               "peak_TFLOPs": float, "fraction_of_peak": float, "operand_bytes": int, "flops": int,
               "placement": str, "b_placement": str, "placed": int, "verified": int, "cublas_version": int,
               "calls_per_rep": int}
-# The LLM tables as the script writes them (src/core/families.def's rows, not a copy).
+# The LLM tables as `mempath llm` writes them (src/core/families.def's rows, not a copy).
 LLM_CASES, LLM_SAMPLES = ({c.name: KIND_OF_TYPE[c.type] for c in columns(f"llm/{t}")} for t in ("cases", "samples"))
 
 # ---- the model of the node (GH200 figures of the paper's order of magnitude; not measured) ----
@@ -393,7 +393,7 @@ FAMILIES = {
     "pingpong": (pingpong_tables, "mempath pingpong --mem numa0,numa4,gpu0 --round-trips 50"),
     "gemm": (gemm_tables, "mempath gemm --all --ab independent --matrix-bytes 4GiB; "
                           "mempath gemm --all --size 1024,2048,4096,8192,16384"),
-    "llm": (llm_tables, "src/llm/llm_placement.py --model llama-2-7b --dtype fp16 --prompt-tokens empty "
+    "llm": (llm_tables, "mempath llm --model llama-2-7b --dtype fp16 --prompt-tokens empty "
                         "--new-tokens 100 --placement default,hbm,numa:numa4,host,host-remote,numa:numa12,peer; "
                         "the same with --model llama-2-13b"),
 }
@@ -405,9 +405,8 @@ def write(folder: Path, topology: dict) -> list[Path]:
     paths = []
     for family, (make, command) in FAMILIES.items():
         rng = random.Random(f"synth_apps {family}")
-        more = {"torch_version": "2.2.0", "cuda_runtime": "12.3"} if family == "llm" else {}
         path = folder / f"{family}.h5"
-        write_run(path, [], topology=topology, bw=False, attrs=_attrs(topology, command, **more),
+        write_run(path, [], topology=topology, bw=False, attrs=_attrs(topology, command),
                   extra=make(topology, rng))
         paths.append(path)
     return paths

@@ -12,8 +12,11 @@ Where the cases come from:
   ``size=sweep`` is powers of two from 4 KiB to max(1 GiB, 4 x the largest cache)
   (chase_command.cpp sizes_of, chase_plan.hpp default_max_size); a GEMM whose matrices do
   not fit in their memory is skipped with gemm_command.cpp's reason.
-- ``mempath-mpi`` and ``llm`` steps (no --from plan): one small function each reads the
-  step's arguments (``_nccl_cases``, ``_mpi_bw_cases``, ``_llm_cases``).
+  ``mempath llm``'s plan gives its cases; the decode's lengths (``--new-tokens``,
+  ``--prompt-tokens``, ``--reps``) are read from the step's arguments (``_llm_lengths``) and
+  the models' shapes from src/core/llm_models.def, the table the binary compiles.
+- ``mempath-mpi`` steps (no --from plan): one small function each reads the step's
+  arguments (``_nccl_cases``, ``_mpi_bw_cases``).
 - ``nodes`` steps need a job of several nodes: written for SYNTHETIC_NODES (the node counts
   the tests used before), one file holding every count's rows, which the figures read
   alike (they group by the ``nodes`` column, not by file).
@@ -43,6 +46,7 @@ import synth_apps as apps
 import synth_bandwidth as sbw
 import synth_scaleout as scale
 from analysis.model.roles import role
+from analysis.results import deffile
 from analysis.results.h5writer import write_result
 
 REPO = Path(__file__).resolve().parents[2]
@@ -63,7 +67,6 @@ def _module(name: str, path: Path):
 
 
 paper_set = _module("paper_set", REPO / "reframe_checks" / "paper_set.py")
-llm_script = _module("llm_placement", REPO / "src" / "llm" / "llm_placement.py")
 
 
 def mempath_binary() -> Path:
@@ -274,40 +277,88 @@ PLANNED = {"bw": bw_tables, "allocmatrix": allocmatrix_tables, "um": um_tables, 
            "pingpong": pingpong_tables, "gemm": gemm_tables}
 
 
-# ---- llm steps: the script's own parser and placement names ----
-def _llm_cases(args: Sequence[str], topology: Mapping[str, Any]) -> tuple[argparse.Namespace, list[dict[str, Any]]]:
-    """One case per `--placement` name, resolved as the script does (resolve_placement) on
-    `--gpu`; `--model`, `--dtype`, `--new-tokens`, `--prompt-tokens`, `--batch` as parsed by
-    the script's parser (new_row)."""
-    ns = llm_script.parser().parse_args([*args, "--output", "unused.h5"])
-    ns.prompt_n, ns.prompt_kind = llm_script.parse_prompt(ns.prompt_tokens)
-    params = llm_script.param_count(llm_script.CONFIGS[ns.model])
-    rows = []
-    for name in ns.placement.split(","):
-        alloc, mem, why = llm_script.resolve_placement(name, dict(topology), ns.gpu)
-        row = llm_script.new_row(ns, len(rows), name, alloc, mem, params)
+# ---- llm steps: the plan's cases, the models' shapes of llm_models.def ----
+#: Bytes of an element of each weight type `mempath llm --dtype` takes.
+LLM_ELEMENT = {"fp16": 2, "bf16": 2}
+
+
+@lru_cache(maxsize=None)
+def llm_models() -> dict[str, dict[str, int]]:
+    """The rows of src/core/llm_models.def (the shapes `mempath llm` builds), by name."""
+    names = ("hidden", "layers", "heads", "kv_heads", "intermediate", "vocab", "tied", "bos")
+    return {deffile.literal(f[0]): dict(zip(names, map(int, f[1:])))
+            for _, f in deffile.rows(REPO / "src" / "core" / "llm_models.def", {"LLM_MODEL": 9})}
+
+
+def llm_sizes(model: str, element: int) -> tuple[int, int, int]:
+    """(params, bytes a decode step reads, bytes of a layer) of a model, as core/llm_model.cpp
+    counts them (llm_params, llm_step_weight_bytes): an untied head's embedding is not read."""
+    m = llm_models()[model]
+    h, inter, vocab = m["hidden"], m["intermediate"], m["vocab"]
+    kv = m["kv_heads"] * (h // m["heads"])
+    layer = (h + 2 * kv) * h + h * h + 3 * inter * h + 2 * h
+    params = m["layers"] * layer + h + vocab * h * (1 if m["tied"] else 2)
+    return params, params * element - (0 if m["tied"] else vocab * h * element), layer * element
+
+
+def _llm_lengths(args: Sequence[str]) -> argparse.Namespace:
+    """`--new-tokens` (default 64), `--prompt-tokens` (default 128; `empty`: the BOS token
+    alone) and `--reps` (default 3) of a `mempath llm` step (`mempath llm --help`)."""
+    p = argparse.ArgumentParser()
+    p.add_argument("--new-tokens", type=int, default=64)
+    p.add_argument("--prompt-tokens", default="128")
+    p.add_argument("--reps", type=int, default=3)
+    o, _ = p.parse_known_args(args)
+    o.prompt = "empty" if o.prompt_tokens == "empty" else "random"
+    o.prompt_n = 1 if o.prompt_tokens == "empty" else int(o.prompt_tokens)
+    return o
+
+
+def llm_tables(topology: Mapping[str, Any], planned: list[dict[str, str]], rng: random.Random,
+               args: Sequence[str]) -> dict[str, list]:
+    """/llm/cases and /llm/samples of an `llm` plan, with the columns src/apps/llm_command.cpp
+    writes: each case decoding at the model's read rate of its weights' memory (the resident
+    layers' from HBM, the offloaded ones' over their link) plus a per-token overhead."""
+    o = _llm_lengths(args)
+    cases, samples = [], []
+    for p in planned:
+        element = LLM_ELEMENT[p["dtype"]]
+        params, read, layer = llm_sizes(p["model"], element)
+        gpu, way, why = p["gpu"], p.get("way", ""), _skip(p)
+        layers = int(p.get("offload_layers") or 0)
+        offloaded = bool(way) and layers > 0
+        hbm = apps.GPU_READ_GBPS[role(topology, gpu, gpu)]
+        row = {"case_id": len(cases), "model": p["model"], "params": params, "weight_bytes": params * element,
+               "dtype": p["dtype"], "placement": "offload" if way else p["placement"], "way": way,
+               "weight_alloc": "pytorch" if p["placement"] == "default" else p["alloc"], "weight_mem": p["mem"],
+               "offload_layers": layers, "offload_bytes": layers * layer,
+               "offload_alloc": p.get("offload_alloc", "") if offloaded else "",
+               "offload_mem": p.get("src_mem", "") if offloaded else "",
+               "kv_alloc": "device" if p["kv_mem"] == gpu else "pinned", "kv_mem": p["kv_mem"], "ring_slots": 0,
+               "gpu": int(gpu.removeprefix("gpu")), "batch": 1, "prompt_tokens": o.prompt_n,
+               "new_tokens": o.new_tokens, "prompt": o.prompt, "status": "skipped" if why else "ok", "reason": why,
+               "reps": 0, "path_source": "", "verified": 0, "path_case": "",
+               "torch_allocator": "caching" if p["placement"] == "default" or way == "vllm" else "",
+               "peak_small_bytes": -1, "peak_large_bytes": -1, "timed_tokens": 0, "weight_read_bytes": read,
+               "tokens_checked": 0, "tokens_equal": 0, "near_ties": 0, "tokens_wrong": 0}
+        cases.append(row)
         if why:
-            row.update(status="skipped", reason=why)
-        rows.append(row)
-    return ns, rows
-
-
-def llm_tables(topology: Mapping[str, Any], args: Sequence[str], rng: random.Random) -> dict[str, list]:
-    ns, cases = _llm_cases(args, topology)
-    samples = []
-    for row in cases:
-        if row["status"] != "ok":
             continue
-        weights = row["weight_bytes"]
-        gbps = apps.GPU_READ_GBPS[role(topology, f"gpu{ns.gpu}", row["weight_mem"])]
-        rate = 1 / (weights / (gbps * 1e9) + apps.DECODE_OVERHEAD_S * (0.95 if row["placement"] == "default" else 1.0))
-        reps = sorted(apps._jitter(rng, rate, 0.01) for _ in range(ns.reps))
-        bound = gbps * 1e9 / weights * ns.batch
-        row.update(weight_placement=row["weight_mem"], cuda_graph=int(ns.decode == "graph"), reps=len(reps),
-                   median_tokens_per_s=reps[len(reps) // 2], best_tokens_per_s=reps[-1], path_GBps=gbps,
-                   bound_tokens_per_s=bound, fraction_of_bound=reps[len(reps) // 2] / bound, verified=1,
-                   decode_mode=ns.decode, peak_small_bytes=140_000_000, peak_large_bytes=weights + 700_000_000)
-        samples += [{"case_id": row["case_id"], "rep": i, "time_s": (ns.new_tokens - 1) / v, "tokens_per_s": v}
+        moved = layers * layer if offloaded else 0
+        off = apps.GPU_READ_GBPS[role(topology, gpu, row["offload_mem"])] if offloaded else hbm
+        on = apps.GPU_READ_GBPS[role(topology, gpu, p["mem"] or gpu)] if not way else hbm
+        resident, far = (read - moved) / (on * 1e9), moved / (off * 1e9)
+        bound_s = max(resident, far) if way == "streamed" else resident + far
+        rate = 1 / (bound_s + apps.DECODE_OVERHEAD_S * (0.95 if p["placement"] == "default" else 1.0))
+        reps = sorted(apps._jitter(rng, rate, 0.01) for _ in range(o.reps))
+        timed = o.new_tokens - 1
+        row.update(weight_placement=p["mem"], cuda_graph=1, reps=len(reps), median_tokens_per_s=reps[len(reps) // 2],
+                   best_tokens_per_s=reps[-1], path_GBps=on, path_source="measured", hbm_GBps=hbm,
+                   offload_GBps=off if offloaded else math.nan, kv_GBps=hbm, bound_tokens_per_s=1 / bound_s,
+                   fraction_of_bound=reps[len(reps) // 2] * bound_s, verified=1, decode_mode="graph",
+                   peak_small_bytes=140_000_000, peak_large_bytes=params * element + 700_000_000,
+                   timed_tokens=timed, tokens_checked=timed, tokens_equal=timed)
+        samples += [{"case_id": row["case_id"], "rep": i, "time_s": timed / v, "tokens_per_s": v}
                     for i, v in enumerate(reps)]
     return {"llm/cases": table(apps.LLM_CASES, cases), "llm/samples": table(apps.LLM_SAMPLES, samples)}
 
@@ -427,10 +478,10 @@ def _command(step: Any, nodes: int = 1) -> str:
     """The command line as slurm/paper.sbatch runs the step."""
     args = shlex.join([*step.args, "--output", step.output])
     ranks = paper_set.ranks(step, GPUS, nodes)
-    if step.program == "llm":
-        return f"python3 src/llm/llm_placement.py {args}"
     if step.program == "mempath-mpi":
         return f"srun -N {nodes} -n {ranks} mempath-mpi {args}"
+    if step.subcommand == "llm":
+        return f"mempath {args} --referee python3"
     return f"mempath {args}"
 
 
@@ -448,11 +499,10 @@ def write_step(folder: Path, step: Any, topology: Mapping[str, Any], binary: Pat
         return writer(path, topology, step, counts)
     rng = random.Random(f"synth_paper_set {step.check}")
     attrs = apps._attrs(topology, _command(step), arch="aarch64")
-    if step.program == "llm":
-        attrs.update(torch_version="2.2.0", cuda_runtime="12.3")
-        tables = llm_tables(topology, step.args, rng)
+    planned = [dict(p) for p in _plan_cached(tuple(step.args), str(binary or mempath_binary()))]
+    if step.subcommand == "llm":   # the plan's cases, the decode's lengths from the arguments
+        tables = llm_tables(topology, planned, rng, step.args)
     else:
-        planned = [dict(p) for p in _plan_cached(tuple(step.args), str(binary or mempath_binary()))]
         tables = PLANNED[step.subcommand](topology, planned, rng)
     return write_run(path, [], topology=topology, bw=False, attrs=attrs, extra=tables)
 

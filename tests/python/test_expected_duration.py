@@ -130,10 +130,10 @@ def test_the_estimate_of_a_tag_on_a_snapshot_sums_its_checks(mempath_cpu_bin: Pa
 
 
 def test_the_paper_tag_is_modelled_check_by_check_mpi_and_llm_too(mempath_cpu_bin: Path) -> None:
-    """Issue 39: every paper check has a modelled time on a quad GH200 of two nodes: mempath's,
-    mempath-mpi's for the job's ranks and nodes, the LLM script's once it plans (else it is
-    named); the total is under the paper set's 30 minutes on one node plus the two-node
-    steps (Figs. 14 and 19) over the model's 10 GB/s network."""
+    """Issue 39: every paper check has a modelled time on a quad GH200 of two nodes: mempath's
+    (the LLM decode's, `mempath llm`, among them), mempath-mpi's for the job's ranks and
+    nodes; the total is under the paper set's 30 minutes on one node plus the two-node steps
+    (Figs. 14 and 19) over the model's 10 GB/s network."""
     if not (mempath_cpu_bin.parent / "mempath-mpi").exists() and not (REPO / "build" / "mempath-mpi").exists():
         pytest.skip("no mempath-mpi (MPI not installed)")
     proc = estimate(mempath_cpu_bin, "--tag", "paper", "--mpi", "--from", str(FIXTURES / "gh200_quad"))
@@ -142,10 +142,31 @@ def test_the_paper_tag_is_modelled_check_by_check_mpi_and_llm_too(mempath_cpu_bi
     assert "mempath-mpi nccl: 210 of 210 cases planned, 4 ranks on 1 node" in rows["MempathPaperNccl"]
     assert "mempath-mpi nccl: 10 of 10 cases planned, 8 ranks on 2 nodes" in rows["MempathPaperNcclNodes"]
     assert "mempath-mpi bw: " in rows["MempathPaperMpiBandwidth"]
+    assert "llm: 5 of 5 cases planned" in rows["MempathPaperLlm7b"]
+    assert "llm: 5 of 5 cases planned" in rows["MempathPaperLlm13b"]
     for name, row in rows.items():
-        assert "cases planned" in row or (name.startswith("MempathPaperLlm") and "not " in row), (name, row)
+        assert "cases planned" in row, (name, row)
     total = float(proc.stdout.splitlines()[-1].split("expected_s=")[1].split(")")[0])
     assert 0 < total <= 45 * 60, proc.stdout
+
+
+def test_the_llm_paper_checks_are_planned_by_mempath_llm(mempath_cpu_bin: Path) -> None:
+    """The LLM decode's checks run `mempath llm`: planned with --from as any mempath command
+    (no MPI needed), their EXPECT lines the rows, summed."""
+    proc = estimate(mempath_cpu_bin, "--tag", "paper", "--from", str(FIXTURES / "gh200_quad"),
+                    "--", "-n", "MempathPaperLlm[0-9]")
+    assert proc.returncode == 0, proc.stderr
+    rows = check_rows(proc.stdout)
+    assert set(rows) == {"MempathPaperLlm7b", "MempathPaperLlm13b"}, rows
+    expected = 0.0
+    for name, model in (("MempathPaperLlm7b", "llama-2-7b"), ("MempathPaperLlm13b", "llama-2-13b")):
+        assert "llm: 5 of 5 cases planned" in rows[name], rows[name]
+        plan = run(mempath_cpu_bin, "llm", "--model", model, "--dtype", "fp16", "--new-tokens", "100",
+                   "--prompt-tokens", "empty", "--placement", "default,hbm,host,host-remote,peer",
+                   "--from", str(FIXTURES / "gh200_quad"))
+        expected += float(fields(plan.stdout.splitlines()[-1], "EXPECT")["expected_s"])
+    total = float(proc.stdout.splitlines()[-1].split("expected_s=")[1].split(")")[0])
+    assert total == pytest.approx(expected, abs=1)
 
 
 def test_a_job_shape_comes_from_the_launcher_or_the_batch_directives() -> None:

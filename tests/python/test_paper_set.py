@@ -58,13 +58,15 @@ def test_reframe_lists_every_paper_check_on_an_alps_node():
     assert set(names) == {s.check for s in paper_set.STEPS}
 
 
-def paper_plan(mempath: Path, tmp_path: Path, snapshot: Path, nodes: int = 1) -> tuple[list[str], str]:
-    """slurm/paper.sbatch's plan of a node's snapshot: its PLAN-SUM lines and PLAN-TOTAL line."""
-    if not (REPO / "build" / "mempath-mpi").exists():
+def paper_plan(mempath: Path, tmp_path: Path, snapshot: Path, nodes: int = 1,
+               only: str = "") -> tuple[list[str], str]:
+    """slurm/paper.sbatch's plan of a node's snapshot: its PLAN-SUM lines and PLAN-TOTAL line
+    (`only`: MEMPATH_PAPER_ONLY, those steps)."""
+    if not only and not (REPO / "build" / "mempath-mpi").exists():
         pytest.skip("no build/mempath-mpi (MPI not installed): the NCCL and MPI steps have no plan")
     env = {**os.environ, "MEMPATH_BIN": str(mempath), "MEMPATH_MPI_BIN": str(REPO / "build" / "mempath-mpi"),
            "MEMPATH_OUT": str(tmp_path / "o"), "MEMPATH_PAPER_PLAN": str(snapshot),
-           "MEMPATH_PAPER_PLAN_NODES": str(nodes)}
+           "MEMPATH_PAPER_PLAN_NODES": str(nodes), "MEMPATH_PAPER_ONLY": only}
     proc = subprocess.run(["bash", str(REPO / "slurm" / "paper.sbatch")], cwd=REPO, env=env,
                           capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stderr
@@ -76,18 +78,15 @@ def paper_plan(mempath: Path, tmp_path: Path, snapshot: Path, nodes: int = 1) ->
 
 
 def check_plan(lines: list[str], total: str, steps: list[paper_set.Step]) -> float:
-    """Every step planned: mempath's and mempath-mpi's with their EXPECT line, the LLM
-    script's with its own or, before it has a plan, named as not modelled; the total is
-    their sum. Returns the total's seconds."""
+    """Every step planned with the EXPECT line of its program's --from plan (mempath's, the
+    LLM decode's `mempath llm` among them, and mempath-mpi's); the total is their sum.
+    Returns the total's seconds."""
     assert len(lines) == len(steps), lines
     modelled = 0.0
     for step in steps:
         line = next(l for l in lines if l.split()[1] == step.check)
-        if step.program in ("mempath", "mempath-mpi") or "EXPECT" in line:
-            assert f"EXPECT {step.family} " in line and "expected_s=" in line, line
-            modelled += float(line.split("expected_s=")[1])
-        else:
-            assert "not modelled" in line, line
+        assert f"EXPECT {step.family} " in line and "expected_s=" in line, line
+        modelled += float(line.split("expected_s=")[1])
     fields = dict(w.split("=", 1) for w in total.split()[1:5])
     assert int(fields["steps"]) == len(steps)
     assert int(fields["modelled"]) == sum("EXPECT" in l for l in lines)
@@ -96,8 +95,8 @@ def check_plan(lines: list[str], total: str, steps: list[paper_set.Step]) -> flo
 
 
 def test_the_sbatch_plans_every_step_of_a_quad_gh200_and_their_total(mempath_cpu_bin: Path, tmp_path: Path):
-    """Issue 39: every step modelled (NCCL by its ranks, the LLM by its script's plan) and a
-    total line; the quad GH200's paper set within its 30 minutes."""
+    """Issue 39: every step modelled (NCCL by its ranks, the LLM by `mempath llm`'s plan) and
+    a total line; the quad GH200's paper set within its 30 minutes."""
     lines, total = paper_plan(mempath_cpu_bin, tmp_path, FIXTURES / "gh200_quad")
     single = [s for s in paper_set.STEPS if s.needs in ("cpu", "gpu", "gpu-ranks")]
     seconds = check_plan(lines, total, single)
@@ -120,6 +119,42 @@ def test_the_paper_set_on_four_h200s_is_modelled_within_15_minutes(mempath_cpu_b
     assert seconds <= 15 * 60, total
     figures = {f.strip() for s in steps for f in s.figures.split(",")}
     assert {"Fig. 13", "Fig. 15", "Fig. 16", "Fig. 17", "Fig. 18"} <= figures
+
+
+def test_the_llm_steps_are_mempath_steps_planned_by_mempath_llm(mempath_cpu_bin: Path, tmp_path: Path):
+    """The LLM decode is `mempath llm`, planned with --from like any mempath command (no MPI
+    needed): on a quad GH200 every placement of both models is planned, and every offload
+    point of the 7B each way (the thesis's question, beyond the paper)."""
+    llm = [s for s in paper_set.STEPS if s.family == "llm"]
+    assert [s.check for s in llm] == ["MempathPaperLlm7b", "MempathPaperLlm13b", "MempathPaperLlmOffload"]
+    assert all(s.program == "mempath" and s.subcommand == "llm" for s in llm)
+    lines, total = paper_plan(mempath_cpu_bin, tmp_path, FIXTURES / "gh200_quad", only=",".join(s.check for s in llm))
+    check_plan(lines, total, llm)
+    expect = {line.split()[1]: line for line in lines}
+    assert all(" EXPECT llm cases=5 planned=5 skipped=0 " in expect[s.check] for s in llm[:2]), lines
+    assert " EXPECT llm cases=21 planned=21 skipped=0 " in expect["MempathPaperLlmOffload"], lines
+
+
+def test_the_sbatch_runs_an_llm_step_with_the_jobs_python_as_its_referee(tmp_path: Path):
+    """slurm/paper.sbatch runs the LLM steps as mempath steps, its `python` (the venv's where
+    the clone has one) as `mempath llm --referee`; other steps get no referee."""
+    calls = tmp_path / "calls"
+    stand_in = tmp_path / "mempath"
+    stand_in.write_text("#!/bin/bash\n"
+                        "if [ \"$1\" = topo ]; then echo '{\"processors\": [{\"kind\": \"gpu\"}]}'; exit 0; fi\n"
+                        f"echo \"$*\" >> {calls}\n")
+    stand_in.chmod(0o755)
+    env = {**os.environ, "MEMPATH_BIN": str(stand_in), "MEMPATH_OUT": str(tmp_path / "o"),
+           "MEMPATH_PAPER_ONLY": "MempathPaperLlm7b,MempathPaperLatencyGpu"}
+    env.pop("SLURM_JOB_ID", None)
+    subprocess.run(["bash", str(REPO / "slurm" / "paper.sbatch")], cwd=REPO, env=env, capture_output=True,
+                   text=True, timeout=300)
+    python = ".venv/bin/python" if os.access(REPO / ".venv" / "bin" / "python", os.X_OK) else "python3"
+    ran = calls.read_text().splitlines()
+    step = paper_set.step("MempathPaperLlm7b")
+    assert f"{' '.join(step.args)} --output {tmp_path / 'o' / step.output} --referee {python}" in ran, ran
+    assert [c for c in ran if c.startswith("chase ")] == [
+        f"{' '.join(paper_set.step('MempathPaperLatencyGpu').args)} --output {tmp_path / 'o' / 'chase_gpu.h5'}"]
 
 
 @pytest.mark.parametrize("fixture, pu, word", [

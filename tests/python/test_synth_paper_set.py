@@ -1,7 +1,8 @@
 """Issue #32, "What the tests draw is what the command makes": the synthetic paper set
 (synth_paper_set.py) is generated from reframe_checks/paper_set.py's steps, so its files
-have exactly the cases the real commands write (mempath's own --from plan; the arguments of
-the mempath-mpi and llm steps), and a step whose arguments change changes the set."""
+have exactly the cases the real commands write (mempath's own --from plan, `mempath llm`'s
+too; the arguments of the mempath-mpi steps), and a step whose arguments change changes the
+set."""
 from __future__ import annotations
 
 import dataclasses
@@ -18,7 +19,7 @@ from conftest import REPO
 
 STEPS = {s.check: s for s in sps.steps()}
 TABLE = {"bw": "bw/cases", "allocmatrix": "allocmatrix/cases", "um": "um/cases", "chase": "chase/cases",
-         "pingpong": "pingpong/cases", "gemm": "gemm/cases"}
+         "pingpong": "pingpong/cases", "gemm": "gemm/cases", "llm": "llm/cases"}
 #: The columns a PLAN line names, per subcommand: (plan key, table column).
 KEYS = {"bw": (("op", "op"), ("pu", "pu"), ("mem", "mem"), ("dst", "dst_mem"), ("alloc", "alloc"),
                ("threads", "threads"), ("via", "via"), ("size", "size_bytes")),
@@ -30,7 +31,10 @@ KEYS = {"bw": (("op", "op"), ("pu", "pu"), ("mem", "mem"), ("dst", "dst_mem"), (
         "pingpong": (("a", "a"), ("b", "b"), ("mem", "mem"), ("alloc", "alloc"), ("a_cpu", "a_cpu"),
                      ("b_cpu", "b_cpu")),
         "gemm": (("dtype", "dtype"), ("n", "n"), ("mem", "a_mem"), ("alloc", "a_alloc"), ("b_mem", "b_mem"),
-                 ("b_alloc", "b_alloc"), ("via", "via"), ("b_via", "b_via"))}
+                 ("b_alloc", "b_alloc"), ("via", "via"), ("b_via", "b_via")),
+        # `default` is PyTorch's own allocator: its weight_alloc is `pytorch`, not the plan's.
+        "llm": (("model", "model"), ("dtype", "dtype"), ("placement", "placement"), ("mem", "weight_mem"),
+                ("kv_mem", "kv_mem"))}
 
 
 @pytest.fixture(scope="module")
