@@ -24,7 +24,7 @@ class Family:
 
 _SAMPLE_KEYS = {"memcpy": ("part", "gpu"), "um": ("phase", "state", "preceded_by", "iterations")}
 
-#: Every family that mempath (and llm_placement.py) writes, with its headline figure: the
+#: Every family that mempath writes, with its headline figure: the
 #: metric the fleet, the report and the ReFrame checks judge it by (docs/schema.md).
 FAMILIES: dict[str, Family] = {
     name: Family(f.what, f.metric, f.unit, f.higher_is_better, f.metric_table, _SAMPLE_KEYS.get(name, ()))

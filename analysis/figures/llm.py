@@ -20,7 +20,7 @@ from .published import DEF_LLM_RUN, hold, of, run_facts
 
 PAPER_MODELS = ("llama-2-7b", "llama-2-13b")
 PAPER_DTYPE, PAPER_NEW_TOKENS = "fp16", 100
-COMMAND = ("python src/llm/llm_placement.py --model llama-2-7b --dtype fp16 --prompt-tokens empty "
+COMMAND = ("mempath llm --model llama-2-7b --dtype fp16 --prompt-tokens empty "
            "--new-tokens 100 --placement default,hbm,numa:numa4,host,host-remote,numa:numa12,peer "
            "(and --model llama-2-13b)")
 PLACEMENT_ORDER = ("default", "hbm", "host", "host-remote", "peer")
@@ -47,6 +47,8 @@ def _cases(ctx: Context) -> tuple[pd.DataFrame, list[str], bool]:
     """The decode cases to draw with ``drawn`` and ``pu``; notes; whether they are the
     paper's (Llama-2 7B/13B fp16) or, where none of those ran, the models the runs have."""
     cases = ctx.table("llm/cases")
+    if "way" in cases:  # an offload sweep's cases are the offload figure's (llm_offload.py)
+        cases = cases[cases["way"].fillna("") == ""]
     ok = cases[(cases["status"] == "ok") & np.isfinite(cases["median_tokens_per_s"].astype(float))].copy()
     notes: list[str] = []
     if ok.empty:
@@ -182,7 +184,8 @@ def _peak_comparisons(ctx: Context) -> list[Comparison]:
         return []
     ok = cases[(cases["status"] == "ok") & (cases["dtype"] == PAPER_DTYPE)]
     if "torch_allocator" in ok:
-        ok = ok[ok["torch_allocator"] == "pluggable"]
+        # mempath's own decode: through its allocator in PyTorch before issue 48, without PyTorch since
+        ok = ok[ok["torch_allocator"].fillna("").isin(["pluggable", ""])]
     out = []
     for model in PAPER_MODELS:
         mine = ok[ok["model"] == model]

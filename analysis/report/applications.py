@@ -194,6 +194,8 @@ def llm_placement(ctx: Context) -> Drawn:
     """Decode tokens/s per placement of the weights next to its memory-time bound: a dot
     plot on a log axis (the placements differ by orders of magnitude)."""
     cases = ok(ctx.table("llm/cases"))
+    if "way" in cases:  # the offload sweep is its own figure (llm_offload)
+        cases = cases[cases["way"].fillna("") == ""]
     rows = llm_bounds(ctx.runs, cases, "weight_mem").groupby(
         ["host", "model", "placement", "weight_alloc", "weight_mem"], sort=False)[
         ["median_tokens_per_s", "bound_tokens_per_s"]].median() if not cases.empty else cases
@@ -266,7 +268,8 @@ def _tables(runs: RunSet) -> list[str]:
 #: The section's figures in order: (table that must hold cases, item key, only where a node
 #: has a GPU).
 FIGURES = (("stream/cases", "stream_threads", False), ("stream/cases", "stream_gpu_placement", True),
-           ("gemm/cases", "gemm_sweep", False), ("llm/cases", "llm_placement", False))
+           ("gemm/cases", "gemm_sweep", False), ("llm/cases", "llm_placement", False),
+           ("llm/cases", "llm_offload", True))
 
 
 def write(ctx: Context, gpus: bool = True) -> Part:

@@ -1,6 +1,6 @@
 """How fast a GPU read each memory in a set of result files: the one rule that gives an LLM
-decode its bandwidth bound, where llm_placement.py takes it from a file (--bw-from) and where
-Fig. 17 and the node report take it from the set's own bandwidth files."""
+decode its bandwidth bound where Fig. 17 and the node report take it from the set's own
+bandwidth files (`mempath llm` measures its own, in the same run)."""
 from __future__ import annotations
 
 import math
@@ -53,7 +53,7 @@ def read_path(reads: list[Read], alloc: str, mem: str) -> Read | None:
 def step_bytes(case: Any) -> float:
     """Bytes a decode step reads (an llm/cases row): the weights it reads (an untied
     embedding table not counted: a step reads one row of it) and the KV cache slots, where
-    the file says (llm_placement.py since issue 39); every weight byte in older files."""
+    the file says (since issue 39); every weight byte in older files."""
     read = float(getattr(case, "weight_read_bytes", -1) or -1)
     kv = float(getattr(case, "kv_read_bytes", -1) or -1)
     if math.isfinite(read) and read > 0:

@@ -399,7 +399,7 @@ def cpu_only_topology() -> dict:
 
 # Commands (and options) that refuse a node without a GPU, or measure nothing there.
 GPU_ONLY_HINTS = ("mempath memcpy", "mempath gemm", "mempath atomics", "mempath um", "mempath allocmatrix",
-                  "llm_placement", "mempath-mpi nccl", "--pu-kind gpu", "GPU case")
+                  "mempath llm", "mempath-mpi nccl", "--pu-kind gpu", "GPU case")
 
 
 def test_report_of_a_cpu_only_node_suggests_no_gpu_command(tmp_path: Path) -> None:
