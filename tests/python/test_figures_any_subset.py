@@ -60,7 +60,8 @@ def _run(folder: Path, pattern: str = "*.h5") -> tuple[Path, list[Path]]:
 #: characterisation, the two-node paper steps and the vetting of both nodes; then (2026-11-29)
 #: the paper set of one H200 through Slurm, the acceptance on both nodes to its end (MPI and
 #: inventory included), a paper set cut by its --time and the vetting of a node that failed;
-#: the README's first command on one H200 with its conditions, and on a CPU VM (2026-12-06).
+#: the README's first command on one H200 with its conditions, and on a CPU VM (2026-12-06);
+#: `mempath llm` on one H100, placements and offload sweeps, three ways (2026-12-07).
 RUNS: dict[str, tuple[Path, list[Path]]] = {
     "h200": _run(RAW / "2026-11-26-paper-h200"),
     "quad-h200": _run(RAW / "2026-11-26-paper-quad-h200"),
@@ -80,6 +81,7 @@ RUNS: dict[str, tuple[Path, list[Path]]] = {
     "centre-node-failed": _run(THIRD / "fault-node" / "vetting"),
     "centre-readme-conditions": _run(THIRD / "readme-07ffa6f"),
     "cpu-vm-suite": _run(RAW / "2026-12-06-cpu-vm-suite"),
+    "h100-llm-offload": _run(RAW / "2026-12-07-llm-offload-h100" / "call2"),
 }
 EXAMPLES = int(os.environ.get("MEMPATH_FIGURE_EXAMPLES") or (20 if CI_TIER else 5))
 SEED = int(os.environ.get("MEMPATH_FIGURE_SEED") or 38)
