@@ -201,8 +201,9 @@ std::string host_json(const Conditions::Host& h) {
   return w.end_object().str();
 }
 
-void facts_json(JsonWriter& w, int gpu, const std::string& uuid, const nvml::GpuFacts& f) {
-  w.begin_object().field("gpu", gpu).field("uuid", uuid).field("name", f.name);
+// `cuda`: whether CUDA sees the GPU (false: one only NVML lists, numbered after CUDA's).
+void facts_json(JsonWriter& w, int gpu, const std::string& uuid, const nvml::GpuFacts& f, bool cuda = true) {
+  w.begin_object().field("gpu", gpu).field("uuid", uuid).field("name", f.name).field("cuda", cuda ? 1 : 0);
   w.key("max_sm_clock_mhz").id_or_null(f.max_sm_clock_mhz).key("max_mem_clock_mhz").id_or_null(f.max_mem_clock_mhz);
   w.key("default_app_sm_clock_mhz").id_or_null(f.default_app_sm_clock_mhz);
   w.key("default_app_mem_clock_mhz").id_or_null(f.default_app_mem_clock_mhz);
@@ -262,6 +263,22 @@ Conditions::Conditions(ResultFile& file, const Topology& topo, const std::vector
       else f.missing = uuid.empty() ? "no UUID from CUDA" : missing;
       facts_json(facts, topo.gpus[g].id, uuid, f);
       gpus_.push_back({topo.gpus[g].id, device, f.nvlinks});
+    }
+    // The GPUs NVML lists and CUDA does not (lost to CUDA, a CPU-only build, a broken
+    // driver): their conditions are read all the same, so that a health check names what
+    // is wrong with a GPU the node cannot use (slurm/healthcheck.sh).
+    int next = 0;
+    for (const Gpu& g : gpus_) next = std::max(next, g.index + 1);
+    std::string listed;
+    for (const std::string& uuid : nvml_->uuids(&listed)) {
+      if (!uuid.empty() && std::find(gpu_uuids.begin(), gpu_uuids.end(), uuid) != gpu_uuids.end()) continue;
+      std::string missing = uuid.empty() ? listed : "";
+      void* device = uuid.empty() ? nullptr : nvml_->device(uuid, &missing);
+      nvml::GpuFacts f;
+      if (device) f = nvml_->facts(device);
+      else f.missing = missing;
+      facts_json(facts, next, uuid, f, false);
+      gpus_.push_back({next++, device, f.nvlinks});
     }
   } else {
     file_.set_attribute("nvml", "NVML not available: " + why);

@@ -65,6 +65,9 @@ struct Library::Api {
   Return (*driver_version)(char*, unsigned) = nullptr;
   Return (*nvml_version)(char*, unsigned) = nullptr;
   Return (*by_uuid)(const char*, Device*) = nullptr;
+  Return (*count)(unsigned*) = nullptr;
+  Return (*by_index)(unsigned, Device*) = nullptr;
+  Return (*uuid)(Device, char*, unsigned) = nullptr;
   Return (*name)(Device, char*, unsigned) = nullptr;
   Return (*clock)(Device, unsigned, unsigned*) = nullptr;
   Return (*max_clock)(Device, unsigned, unsigned*) = nullptr;
@@ -173,6 +176,9 @@ std::unique_ptr<Library> Library::open(std::string* why) {
   bind(h, a.driver_version, "nvmlSystemGetDriverVersion");
   bind(h, a.nvml_version, "nvmlSystemGetNVMLVersion");
   bind(h, a.by_uuid, "nvmlDeviceGetHandleByUUID");
+  bind(h, a.count, "nvmlDeviceGetCount_v2", "nvmlDeviceGetCount");
+  bind(h, a.by_index, "nvmlDeviceGetHandleByIndex_v2", "nvmlDeviceGetHandleByIndex");
+  bind(h, a.uuid, "nvmlDeviceGetUUID");
   bind(h, a.name, "nvmlDeviceGetName");
   bind(h, a.clock, "nvmlDeviceGetClockInfo");
   bind(h, a.max_clock, "nvmlDeviceGetMaxClockInfo");
@@ -222,6 +228,31 @@ std::string Library::describe() const {
   if (!api_->nvml_version || api_->nvml_version(nvml, sizeof nvml) != kSuccess) std::strcpy(nvml, "?");
   if (!api_->driver_version || api_->driver_version(driver, sizeof driver) != kSuccess) std::strcpy(driver, "?");
   return "NVML " + std::string(nvml) + ", driver " + driver + " (" + path_ + ")";
+}
+
+std::vector<std::string> Library::uuids(std::string* why) const {
+  std::vector<std::string> out;
+  unsigned n = 0;
+  if (!api_->count || !api_->by_index || !api_->uuid) {
+    *why = "this NVML cannot list its GPUs (nvmlDeviceGetCount_v2, nvmlDeviceGetHandleByIndex_v2, nvmlDeviceGetUUID)";
+    return out;
+  }
+  if (const Return r = api_->count(&n); r != kSuccess) {
+    *why = "nvmlDeviceGetCount_v2: " + api_->error(r);
+    return out;
+  }
+  for (unsigned i = 0; i < n; ++i) {
+    Device d = nullptr;
+    char text[96] = "";
+    Return r = api_->by_index(i, &d);
+    if (r == kSuccess) r = api_->uuid(d, text, sizeof text);
+    if (r != kSuccess) {  // a GPU NVML counts but cannot open (lost, fallen off the bus)
+      *why += (why->empty() ? "" : "; ") + ("NVML GPU " + std::to_string(i) + ": ") + api_->error(r);
+      text[0] = '\0';
+    }
+    out.emplace_back(text);
+  }
+  return out;
 }
 
 void* Library::device(const std::string& uuid, std::string* why) const {

@@ -62,6 +62,9 @@ class Library {
 
   // "NVML 12.580.159.04, driver 580.159.04 (libnvidia-ml.so.1)".
   std::string describe() const;
+  // The UUIDs of every GPU NVML counts, by NVML's index ("" for one it counts but cannot
+  // open; `why` says so); empty with `why` set where it cannot list them.
+  std::vector<std::string> uuids(std::string* why) const;
   // The GPU of this UUID ("GPU-..." as CUDA and nvidia-smi spell it); nullptr and `why` where NVML has none.
   void* device(const std::string& uuid, std::string* why) const;
   GpuFacts facts(void* device) const;

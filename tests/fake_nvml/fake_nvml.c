@@ -7,7 +7,10 @@
  *   nvml_version 12.580.159.04       nvmlSystemGetNVMLVersion
  *   driver_version 580.159.04        nvmlSystemGetDriverVersion
  *   init 9                           nvmlInit_v2 returns this code (9: Driver Not Loaded)
- *   gpu GPU-dfae42cb-...             a GPU, found by nvmlDeviceGetHandleByUUID; its keys follow
+ *   gpu GPU-dfae42cb-...             a GPU, found by nvmlDeviceGetHandleByUUID and listed by
+ *                                    nvmlDeviceGetCount_v2/HandleByIndex_v2 in file order; its keys follow
+ *   handle !CODE                     (a GPU's key) nvmlDeviceGetHandleByIndex_v2 returns CODE for it
+ *                                    (15: GPU is lost): counted, never opened
  *   KEY VALUE [STEP]                 the value its query gives; STEP is added after each read
  *                                    (a counter that grows while a run reads it)
  *   KEY !CODE                        its query returns NVML error CODE
@@ -135,6 +138,27 @@ int nvmlDeviceGetHandleByUUID(const char* uuid, void** device) {
       return OK;
     }
   return NOT_FOUND;
+}
+
+int nvmlDeviceGetCount_v2(unsigned* count) {
+  if (!initialised) return UNINITIALIZED;
+  *count = (unsigned)gpu_count;
+  return OK;
+}
+
+int nvmlDeviceGetHandleByIndex_v2(unsigned index, void** device) {
+  if (!initialised) return UNINITIALIZED;
+  if (index >= (unsigned)gpu_count) return INVALID_ARGUMENT;
+  Entry* e = find(&gpus[index], "handle");
+  if (e && e->code) return e->code;
+  *device = &gpus[index];
+  return OK;
+}
+
+int nvmlDeviceGetUUID(void* d, char* out, unsigned n) {
+  if (!initialised) return UNINITIALIZED;
+  snprintf(out, n, "%s", ((Gpu*)d)->uuid);
+  return OK;
 }
 
 int nvmlDeviceGetName(void* d, char* out, unsigned n) {
