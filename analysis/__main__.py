@@ -10,6 +10,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from .errors import ERRORS_LOG, InputError
+from .fleet import health_cli
 from .fleet import history_cli as fleet_history_cli
 from .results.io import load_runs, result_files, shown
 from .model.peaks import load_overrides
@@ -62,6 +63,7 @@ def _parser() -> argparse.ArgumentParser:
     _runs_and_folder(paper, "RUNS", "result files or folders of .h5 (the paper set's output folder)")
     _fleet_parsers(commands)
     fleet_history_cli.add_parser(commands)
+    health_cli.add_parser(commands)
     return parser
 
 
@@ -185,7 +187,8 @@ def _compare(args: argparse.Namespace, rejected: list[str]) -> int:
 
 
 COMMANDS = {"report": _report, "paper": _paper, "compare": _compare, "fleet": _fleet,
-            "fleet-summary": _fleet_summary, "fleet-history": fleet_history_cli.run}
+            "fleet-summary": _fleet_summary, "fleet-history": fleet_history_cli.run,
+            "healthcheck": health_cli.run}
 
 
 def main(argv: Sequence[str] | None = None) -> int:
