@@ -64,6 +64,8 @@
 #   MEMPATH_SLURM_TIMEOUT  seconds start waits for the nodes to be idle [60]
 #   MEMPATH_SLURM_CPUS     CPUs per node instead of the machine's layout (`slurmd -C`)
 #   MEMPATH_SLURM_DEV      where the GPUs' device files are [/dev] (tests use fake ones)
+#   MEMPATH_SLURM_HEALTHCHECK  a HealthCheckProgram (absolute path) that slurmd runs on each
+#                          idle node every MEMPATH_SLURM_HEALTHCHECK_INTERVAL seconds [none; 60]
 set -euo pipefail
 # `&` in a ${var//pattern/replacement} replacement stays literal (bash 5.2 made it special).
 shopt -u patsub_replacement 2>/dev/null || true
@@ -76,6 +78,8 @@ GPU_MODE=${MEMPATH_SLURM_GPUS:-auto}
 FENCE=${MEMPATH_SLURM_FENCE:-}
 DEBS=${MEMPATH_SLURM_DEBS:-}
 DEV=${MEMPATH_SLURM_DEV:-/dev}
+HEALTH=${MEMPATH_SLURM_HEALTHCHECK:-}
+HEALTH_INTERVAL=${MEMPATH_SLURM_HEALTHCHECK_INTERVAL:-60}
 NODES=(n1 n2)  # set from NODE_COUNT by start, from the state folder by the other commands
 MARKER=.mempath-slurm-cluster
 # Where the state folder in use is written down (root-only /run: no one else can plant it).
@@ -115,6 +119,12 @@ check_settings() {
         [[ $FENCE =~ ^n([1-9][0-9]?)$ ]] && ((${BASH_REMATCH[1]} <= NODE_COUNT)) ||
             bad_input "MEMPATH_SLURM_FENCE=$FENCE; valid: a node of this cluster, n1 to n$NODE_COUNT"
     fi
+    if [ -n "$HEALTH" ]; then
+        [[ $HEALTH =~ ^/[A-Za-z0-9._/-]+$ ]] && [ -x "$HEALTH" ] ||
+            bad_input "MEMPATH_SLURM_HEALTHCHECK=$HEALTH; valid: the absolute path of an executable health check (slurm/healthcheck.sh)"
+    fi
+    [[ $HEALTH_INTERVAL =~ ^[1-9][0-9]*$ ]] ||
+        bad_input "MEMPATH_SLURM_HEALTHCHECK_INTERVAL=$HEALTH_INTERVAL; valid: whole seconds > 0"
     if [ -n "$DEBS" ]; then
         [[ $DEBS =~ ^/[A-Za-z0-9._/-]+$ ]] && [ -d "$DEBS" ] && compgen -G "$DEBS/slurmd_*.deb" >/dev/null ||
             bad_input "MEMPATH_SLURM_DEBS=$DEBS; valid: an absolute folder holding the .deb files of '$0 download DIR'"
@@ -519,6 +529,8 @@ configure() {
     nodelist=$(IFS=,; echo "${NODES[*]}")
     render "$HERE/slurm.conf.in" DIR="$DIR" ADDR1="$NET.1" NODE_LINES="${lines%$'\n'}" NODE_LIST="$nodelist" \
         GRES_TYPES="$( [ -s "$DIR/etc/gres.conf" ] && echo 'GresTypes=gpu' || echo '# GresTypes: no GPUs')" \
+        HEALTH_CHECK="$( [ -n "$HEALTH" ] && printf 'HealthCheckProgram=%s\nHealthCheckInterval=%s\nHealthCheckNodeState=IDLE' \
+            "$HEALTH" "$HEALTH_INTERVAL" || echo '# HealthCheckProgram: none (MEMPATH_SLURM_HEALTHCHECK)')" \
         PLUGIN_DIR="$( [ -n "$SBIN" ] && echo "PluginDir=$DIR/pkg/usr/lib/x86_64-linux-gnu/slurm-wlm" || echo '# PluginDir: the packages'"'"' own')" \
         > "$CONF"
     cp "$HERE/cgroup.conf.in" "$DIR/etc/cgroup.conf"

@@ -315,6 +315,124 @@ def test_sbatch_paper_draws_fig14_across_the_two_nodes(tmp_path: Path) -> None:
     assert "one machine" in section, section
 
 
+# ---- issue 49: slurm/healthcheck.sh as slurmd's HealthCheckProgram ----
+
+def _health_cluster(tmp_path: Path, interval: int, dev: Path | None = None) -> dict[str, object]:
+    """The cluster restarted with a wrapper of healthcheck.sh as its HealthCheckProgram: each
+    node's check takes its environment from tmp_path/scenario-<node> (rewritten by the test
+    between phases), keeps its state in tmp_path/state-<node> and its output in out-<node>."""
+    import os
+    import sys
+    wrapper = tmp_path / "healthcheck-wrapper.sh"
+    # The cluster's folder (and so its slurm.conf and, with unpacked packages, its scontrol) is
+    # new at each start: read where cluster.sh records it.
+    wrapper.write_text(f"""#!/bin/bash
+n=$(hostname -s)
+dir=$(cat /run/mempath-slurm-cluster.path)
+scontrol=$dir/bin/scontrol
+[ -x "$scontrol" ] || scontrol=scontrol
+export SLURM_CONF=$dir/etc/slurm.conf MEMPATH_HC_SCONTROL=$scontrol MEMPATH={REPO}/build/mempath
+export MEMPATH_HC_PYTHON={sys.executable} MEMPATH_HC_STATE={tmp_path}/state-$n MEMPATH_HC_CONFIG=/dev/null
+export MEMPATH_HC_KINDS=none MEMPATH_HC_SIZE=16MiB MEMPATH_HC_IN_CACHE=1
+set -a; [ -f {tmp_path}/scenario-$n ] && . {tmp_path}/scenario-$n; set +a
+exec {REPO}/slurm/healthcheck.sh >> {tmp_path}/out-$n 2>&1
+""")
+    wrapper.chmod(0o755)
+    env = {**os.environ, "MEMPATH_SLURM_HEALTHCHECK": str(wrapper),
+           "MEMPATH_SLURM_HEALTHCHECK_INTERVAL": str(interval)}
+    if dev is not None:
+        env["MEMPATH_SLURM_DEV"] = str(dev)
+    subprocess.run([str(CLUSTER), "start"], env=env, check=True, capture_output=True, timeout=120)
+    return {"wrapper": wrapper}
+
+
+def _health_rows(tmp_path: Path, node: str) -> list[dict[str, str]]:
+    import csv
+    log = tmp_path / f"state-{node}" / "health-log.csv"
+    return list(csv.DictReader(log.open())) if log.exists() else []
+
+
+def _node(field: str, node: str) -> str:
+    line = on_cluster("scontrol", "show", "node", "-o", node)
+    found = re.search(rf" {field}=(.*?)(?= [A-Z][A-Za-z]*=|$)", " " + line.strip())
+    return found.group(1) if found else ""
+
+
+def _wait(what: str, test, timeout: float, every: float = 1.0):
+    import time
+    end = time.monotonic() + timeout
+    while time.monotonic() < end:
+        got = test()
+        if got:
+            return got
+        time.sleep(every)
+    raise AssertionError(f"not within {timeout} s: {what}")
+
+
+def test_healthcheck_in_slurmds_loop_drains_with_the_cause(tmp_path: Path) -> None:
+    """Issue 49 on the CI cluster (CPU nodes, no reference: presence and conditions): 25 checks
+    on each node without a false drain (about 100 s: slurmctld asks every few seconds) (a missing and a hostile reference file each said in one
+    line); a fake NVML with a pending row remap drains its node with that cause, and a passing
+    check with --resume returns it; a check whose binary hangs drains at its deadline while
+    slurmd stays responsive; gres naming a GPU the node lacks drains both. Restarts the
+    cluster (three times), so it runs before the GPU-view tests, which restart it too."""
+    fake_nvml = REPO / "build" / "tests" / "libmempath_fake_nvml.so"
+    readings = REPO / "tests" / "fake_nvml" / "readings"
+    (tmp_path / "hostile.json").write_text('{"format": "mempath-health-reference", "version": 1, "nodes": [1]}')
+    (tmp_path / "scenario-n1").write_text(f"MEMPATH_HC_REFERENCE={tmp_path}/missing.json\n")
+    (tmp_path / "scenario-n2").write_text(f"MEMPATH_HC_REFERENCE={tmp_path}/hostile.json\n")
+    _health_cluster(tmp_path, interval=2)
+    # 1. healthy: 25 checks a node, none drains (the issue's count: 50 on this cluster)
+    checks = 25
+    _wait(f"{checks} checks on each node",
+          lambda: all(len(_health_rows(tmp_path, n)) >= checks for n in ("n1", "n2")), timeout=12 * checks, every=2)
+    for node in ("n1", "n2"):
+        rows = _health_rows(tmp_path, node)
+        assert {r["verdict"] for r in rows} == {"ok"}, rows
+        assert "DRAIN" not in _node("State", node), _node("State", node)
+        out = (tmp_path / f"out-{node}").read_text()
+        bad = "missing.json" if node == "n1" else "hostile.json"
+        notes = [line for line in out.splitlines() if bad in line]
+        assert notes and all("note:" in line and "checked without it" in line for line in notes), out[-2000:]
+    # 2. a pending row remap and an uncorrectable ECC error (fake NVML) drain n2 with the cause
+    (tmp_path / "scenario-n2").write_text(f"MEMPATH_NVML_LIBRARY={fake_nvml}\n"
+                                          f"MEMPATH_FAKE_NVML={readings}/h200_ecc_pending.txt\n")
+    _wait("n2 drained", lambda: "DRAIN" in _node("State", "n2"), timeout=60)
+    reason = _node("Reason", "n2")
+    assert reason.startswith("mempath:") and "row remap pending" in reason, reason
+    assert "DRAIN" not in _node("State", "n1")
+    # 3. healthy again with --resume: the node that mempath drained returns by itself
+    (tmp_path / "scenario-n2").write_text("MEMPATH_HC_RESUME=1\n")
+    _wait("n2 resumed", lambda: "DRAIN" not in _node("State", "n2"), timeout=60)
+    # 4. a GPU call that never returns: drained at the check's deadline, slurmd still answers
+    hang = tmp_path / "hang.sh"
+    hang.write_text("#!/bin/bash\nsleep 600\n")
+    hang.chmod(0o755)
+    (tmp_path / "scenario-n2").write_text(f"MEMPATH={hang}\nMEMPATH_HC_DEADLINE=5\n")
+    _wait("n2 drained at the deadline", lambda: "deadline" in _node("Reason", "n2"), timeout=60)
+    row = _health_rows(tmp_path, "n2")[-1]
+    assert row["verdict"] == "drain" and float(row["elapsed_s"]) <= 10, row
+    assert "NOT_RESPONDING" not in _node("State", "n2") and "*" not in on_cluster("sinfo", "-h", "-o", "%t")
+    _wait("the hung binary ended", lambda: not subprocess.run(["pgrep", "-f", str(hang)],
+                                                              capture_output=True).stdout, timeout=15)
+    # 5. gres names a GPU that neither node has (a fake device file): both drain saying so
+    import os
+    import stat
+    dev = tmp_path / "dev"
+    dev.mkdir()
+    os.mknod(dev / "nvidia0", 0o600 | stat.S_IFCHR, os.makedev(195, 0))
+    # The cluster starts only with idle nodes: the gres is hidden from the checks until it is up.
+    for node in ("n1", "n2"):
+        (tmp_path / f"scenario-{node}").write_text("MEMPATH_HC_GRES=\n")
+    _health_cluster(tmp_path, interval=2, dev=dev)
+    for node in ("n1", "n2"):
+        (tmp_path / f"scenario-{node}").write_text("")
+    for node in ("n1", "n2"):
+        _wait(f"{node} drained for its gres", lambda: "GPUs missing" in _node("Reason", node), timeout=60)
+        assert "1 of 1 GPUs missing (gres gpu:1, CUDA sees 0" in _node("Reason", node)
+    subprocess.run([str(CLUSTER), "start"], check=True, capture_output=True, timeout=120)
+
+
 # ---- issue 38: GPUs as gres, what each task sees (fake device files: no GPU needed) ----
 
 def _gpu_views(tmp_path: Path, devices: int, fence: str = "") -> dict[str, str]:
