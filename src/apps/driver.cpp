@@ -180,127 +180,199 @@ bool has_column(const TableSpec& spec, const std::string& name) {
   return std::any_of(spec.columns.begin(), spec.columns.end(), [&](const ColumnSpec& c) { return c.name == name; });
 }
 
+// Flushed at once: a log read while the run goes on (ReFrame, a job's output) shows it then.
+void print_now(const std::string& line) {
+  std::printf("%s\n", line.c_str());
+  std::fflush(stdout);
+}
+
+// The model's figures for the EXPECT and ELAPSED lines come from the plan just made.
+Expectation plan_cases(Benchmark& bench, const Options& opts, const Topology& topo, bool plan_only) {
+  bench.plan(opts, topo, plan_only);
+  return bench.expectation(topo);
+}
+
+// --from's whole output: what a run on that node would do, and how long it would take.
+void print_plan_lines(const Benchmark& bench, const std::string& expect_line) {
+  for (size_t i = 0; i < bench.cases(); ++i) bench.print_plan(i);
+  std::printf("%s\n", expect_line.c_str());
+}
+
+// The state the steps of a run share. Not copyable: the watchdog's thread prints the open
+// group's lines through it when a case hangs.
+class Run {
+ public:
+  Run(Benchmark& bench, Processes& processes, const Topology& topo, bool show_progress)
+      : bench_(bench), processes_(processes), topo_(topo), progress_(show_progress, bench.cases()) {}
+  Run(const Run&) = delete;
+  Run& operator=(const Run&) = delete;
+
+  void open(const Options& opts, const std::vector<std::string>& argv);
+  void read_conditions_at_start();
+  void run_cases();
+  void finish();
+  void print_results(std::chrono::steady_clock::time_point run_start, double expected_seconds) const;
+  // Only the process that writes has a file, and it alone prints the run's lines.
+  bool writes() const { return file_ != nullptr; }
+  const Tally& tally() const { return tally_; }
+
+ private:
+  void run_case(size_t i);
+  void read_conditions_before(size_t i);
+  void write(CaseRows& rows, double seconds);
+  void end_group();
+  void print_group();
+
+  Benchmark& bench_;
+  Processes& processes_;
+  const Topology& topo_;
+  // Destroyed after the members below: the conditions and tables write into its file.
+  std::unique_ptr<RunOutput> out_;
+  ResultFile* file_ = nullptr;
+  Table* samples_ = nullptr;
+  Table* case_rows_ = nullptr;
+  bool timed_ = false;
+  std::unique_ptr<Conditions> conditions_;
+  Tally tally_;
+  int64_t next_id_ = 0;
+  std::vector<size_t> group_;  // rows of the running group, printed when it ends
+  Progress progress_;
+};
+
+void Run::open(const Options& opts, const std::vector<std::string>& argv) {
+  out_ = processes_.open(opts, bench_.name(), topo_, argv, bench_.attributes());
+  file_ = out_->file();
+  const TableSpec case_spec = bench_.cases_table();
+  const TableSpec sample_spec = bench_.samples_table();
+  timed_ = has_column(case_spec, model::kCaseSecondsColumn);
+  if (!file_) return;
+  if (!sample_spec.name.empty()) samples_ = &file_->table(sample_spec.name, sample_spec.columns);
+  case_rows_ = &file_->table(case_spec.name, case_spec.columns);
+  bench_.begin(*file_);
+}
+
+// The node's state at the start and between cases (never inside one): docs/methodology.md.
+void Run::read_conditions_at_start() {
+  ResultFile* record = processes_.conditions_record(file_, topo_);
+  if (!record) return;
+  std::vector<std::string> uuids;
+  if (!topo_.gpus.empty())
+    for (const auto& uuid : gpu::device_uuids()) uuids.push_back(gpu_uuid_text(uuid));
+  Watchdog::Scope guard(out_->watchdog(), "the conditions reading at the run's start");
+  conditions_ = std::make_unique<Conditions>(*record, topo_, uuids);
+}
+
+void Run::run_cases() {
+  // The case that hangs is inside a group whose earlier cases are written but not yet
+  // printed: their lines say what the rows say (a sweep not complete), then the run ends.
+  out_->on_timeout([this] { print_group(); });
+  for (size_t i = 0; i < bench_.cases(); ++i) run_case(i);
+}
+
+// Saved after each case, so that a run cut short keeps every case it finished.
+void Run::run_case(size_t i) {
+  if (file_ && i > 0 && bench_.group(i) != bench_.group(i - 1)) end_group();
+  const bool runs = !bench_.plan_skips(i);
+  if (conditions_ && i > 0 && runs) read_conditions_before(i);
+  const int64_t window_start = conditions_ ? conditions_->last() : 0;
+  const auto started = std::chrono::steady_clock::now();
+  const Outcome o = run_one(bench_, processes_, *out_, i, next_id_);
+  const std::chrono::duration<double> took = std::chrono::steady_clock::now() - started;
+  // Every process counts the rows (the watchdog names cases by id); one writes them.
+  CaseRows rows = bench_.rows(i, o, next_id_);
+  if (conditions_ && runs) {
+    const CaseParts parts = case_parts(bench_.plan_fields(i), topo_);
+    for (size_t k = 0; k < rows.cases.size(); ++k)
+      conditions_->window(next_id_ + static_cast<int64_t>(k), window_start, parts);
+  }
+  if (file_) write(rows, took.count());
+  next_id_ += static_cast<int64_t>(rows.cases.size());
+  out_->save();
+  count(tally_, o);
+  progress_.step(i + 1, bench_.describe(i), o.status == "skipped" ? -1 : took.count());
+}
+
+void Run::read_conditions_before(size_t i) {
+  Watchdog::Scope guard(out_->watchdog(), "the conditions reading before " + describe(bench_, i, next_id_));
+  if (conditions_->between_cases() && file_) file_->checkpoint();  // its rows saved as a case's are
+}
+
+void Run::write(CaseRows& rows, double seconds) {
+  if (samples_)
+    for (const Row& r : rows.samples) samples_->append(r);
+  for (Row& r : rows.cases) {
+    if (timed_) r[std::string(model::kCaseSecondsColumn)] = seconds;
+    group_.push_back(case_rows_->rows());
+    case_rows_->append(r);
+  }
+}
+
+void Run::end_group() {
+  if (group_.empty()) return;
+  if (bench_.end_group(*case_rows_, group_)) file_->checkpoint();
+  print_group();
+  group_.clear();
+}
+
+void Run::print_group() {
+  progress_.clear();
+  for (size_t r : group_) {
+    const Row row = table_row(*case_rows_, r);
+    std::printf("%s\n", summary_line(bench_.family(), row, line_fields(bench_, row)).c_str());
+  }
+  std::fflush(stdout);
+}
+
+void Run::finish() {
+  if (conditions_) {
+    Watchdog::Scope guard(out_->watchdog(), "the conditions reading after the last case");
+    conditions_->read();
+    // the last case's window ends here: saved even where the last case's save was not deferred
+    if (file_) file_->checkpoint();
+  }
+  conditions_.reset();
+  processes_.conditions_done(file_);
+  if (file_) {
+    end_group();
+    file_->finish();
+  }
+  progress_.finish();
+}
+
+void Run::print_results(std::chrono::steady_clock::time_point run_start, double expected_seconds) const {
+  bench_.print_tables(*case_rows_);
+  const std::chrono::duration<double> elapsed = std::chrono::steady_clock::now() - run_start;
+  print_now(model::elapsed_line(bench_.family(), bench_.cases(), elapsed.count(), expected_seconds));
+  std::cerr << processes_.program() << ": " << next_id_ << " cases written to " << file_->path() << "\n";
+}
+
 }  // namespace
 
 int run_benchmark(Benchmark& bench, const std::vector<std::string>& args, const std::vector<std::string>& argv,
                   Processes& processes) {
   Options opts(bench.name(), bench.summary(), processes.options(bench.options(), bench.name()));
-  if (!opts.parse(args)) return kExitOk;
+  if (!opts.parse(args)) return kExitOk;  // --help: printed, nothing to run
   const auto run_start = std::chrono::steady_clock::now();
   const bool plan_only = opts.has("from");
   const bool show_progress = processes.shows_progress(opts);
-  const Topology topo = processes.start(opts);
-  bench.plan(opts, topo, plan_only);
-  const Expectation expected = bench.expectation(topo);
+  const Topology topo = processes.start(opts);  // the benchmark keeps it until the run ends
+  const Expectation expected = plan_cases(bench, opts, topo, plan_only);
   const std::string expect_line = model::expect_line(bench.family(), bench.cases(), expected.planned, expected.seconds);
   if (plan_only) {
-    for (size_t i = 0; i < bench.cases(); ++i) bench.print_plan(i);
-    std::printf("%s\n", expect_line.c_str());
+    print_plan_lines(bench, expect_line);
     return kExitOk;
   }
   bench.prepare();
 
-  const auto out = processes.open(opts, bench.name(), topo, argv, bench.attributes());
-  ResultFile* file = out->file();  // only the process that writes has one
-  const TableSpec case_spec = bench.cases_table();
-  const TableSpec sample_spec = bench.samples_table();
-  const bool timed = has_column(case_spec, model::kCaseSecondsColumn);
-  Table* samples = nullptr;
-  Table* case_rows = nullptr;
-  std::unique_ptr<Conditions> conditions;
-  if (file) {
-    if (!sample_spec.name.empty()) samples = &file->table(sample_spec.name, sample_spec.columns);
-    case_rows = &file->table(case_spec.name, case_spec.columns);
-    bench.begin(*file);
-  }
-  // The node's state at the start and between cases (never inside one): docs/methodology.md.
-  if (ResultFile* record = processes.conditions_record(file, topo)) {
-    std::vector<std::string> uuids;
-    if (!topo.gpus.empty())
-      for (const auto& uuid : gpu::device_uuids()) uuids.push_back(gpu_uuid_text(uuid));
-    Watchdog::Scope guard(out->watchdog(), "the conditions reading at the run's start");
-    conditions = std::make_unique<Conditions>(*record, topo, uuids);
-  }
+  Run run(bench, processes, topo, show_progress);
+  run.open(opts, argv);
+  run.read_conditions_at_start();
   // Said before the first case, so a log shows how long the run should take while it runs.
-  if (file) {
-    std::printf("%s\n", expect_line.c_str());
-    std::fflush(stdout);
-  }
-
-  Tally tally;
-  int64_t next_id = 0;
-  std::vector<size_t> group;  // rows of the running group, printed when it ends
-  Progress progress(show_progress, bench.cases());
-  auto print_group = [&] {
-    progress.clear();
-    for (size_t r : group) {
-      const Row row = table_row(*case_rows, r);
-      std::printf("%s\n", summary_line(bench.family(), row, line_fields(bench, row)).c_str());
-    }
-    std::fflush(stdout);
-  };
-  // The case that hangs is inside a group whose earlier cases are written but not yet
-  // printed: their lines say what the rows say (a sweep not complete), then the run ends.
-  out->on_timeout(print_group);
-  auto end_group = [&] {
-    if (group.empty()) return;
-    if (bench.end_group(*case_rows, group)) file->checkpoint();
-    print_group();
-    group.clear();
-  };
-  for (size_t i = 0; i < bench.cases(); ++i) {
-    if (file && i > 0 && bench.group(i) != bench.group(i - 1)) end_group();
-    const bool runs = !bench.plan_skips(i);
-    if (conditions && i > 0 && runs) {
-      Watchdog::Scope guard(out->watchdog(), "the conditions reading before " + describe(bench, i, next_id));
-      if (conditions->between_cases() && file) file->checkpoint();  // its rows saved as a case's are
-    }
-    const int64_t window_start = conditions ? conditions->last() : 0;
-    const auto started = std::chrono::steady_clock::now();
-    const Outcome o = run_one(bench, processes, *out, i, next_id);
-    const std::chrono::duration<double> took = std::chrono::steady_clock::now() - started;
-    // Every process counts the rows (the watchdog names cases by id); one writes them.
-    CaseRows rows = bench.rows(i, o, next_id);
-    if (conditions && runs) {
-      const CaseParts parts = case_parts(bench.plan_fields(i), topo);
-      for (size_t k = 0; k < rows.cases.size(); ++k)
-        conditions->window(next_id + static_cast<int64_t>(k), window_start, parts);
-    }
-    if (file) {
-      if (samples)
-        for (const Row& r : rows.samples) samples->append(r);
-      for (Row& r : rows.cases) {
-        if (timed) r[std::string(model::kCaseSecondsColumn)] = took.count();
-        group.push_back(case_rows->rows());
-        case_rows->append(r);
-      }
-    }
-    next_id += static_cast<int64_t>(rows.cases.size());
-    out->save();
-    count(tally, o);
-    progress.step(i + 1, bench.describe(i), o.status == "skipped" ? -1 : took.count());
-  }
-  if (conditions) {
-    Watchdog::Scope guard(out->watchdog(), "the conditions reading after the last case");
-    conditions->read();
-    // the last case's window ends here: saved even where the last case's save was not deferred
-    if (file) file->checkpoint();
-  }
-  conditions.reset();
-  processes.conditions_done(file);
-  if (file) {
-    end_group();
-    file->finish();
-  }
-  progress.finish();
-  if (file) {
-    bench.print_tables(*case_rows);
-    const std::chrono::duration<double> elapsed = std::chrono::steady_clock::now() - run_start;
-    std::printf("%s\n", model::elapsed_line(bench.family(), bench.cases(), elapsed.count(), expected.seconds).c_str());
-    std::fflush(stdout);
-    std::cerr << processes.program() << ": " << next_id << " cases written to " << file->path() << "\n";
-  }
-  return processes.exit_code(tally);
+  if (run.writes()) print_now(expect_line);
+  run.run_cases();
+  run.finish();
+  if (run.writes()) run.print_results(run_start, expected.seconds);
+  return processes.exit_code(run.tally());
 }
 
 Command::Command(std::unique_ptr<Benchmark> (*make)()) : benchmark(make) {
