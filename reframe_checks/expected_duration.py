@@ -139,7 +139,7 @@ def dry_run(reframe: list[str], config: str, tag: str, prefix: Path, extra: list
 def program_index(command: list[str]) -> int:
     """Where the program stands in a job's command: after a launcher and its options (and
     their numbers: `mpirun -np 4`); the program's own options, such as a path it is handed
-    (`inventory.py --mempath PATH`), are no program of the job."""
+    (`-m slurm.inventory --mempath PATH`), are no program of the job."""
     i = 0
     if command and Path(command[0]).name in LAUNCHERS:
         i = 1
@@ -207,7 +207,10 @@ def estimate(check: Check, mempath: str, snapshot: str, mpi: str | None = None) 
                  f'node{"s" if nodes != 1 else ""}')
         cmd, what = [mpi, *args, '--from', snapshot, *extra], f'mempath-mpi {args[0] if args else ""}'
     else:
-        script = Path(check.command[at + 1]).name if program.startswith('python') and at + 1 < len(check.command) else ''
+        script = ''
+        if program.startswith('python') and at + 1 < len(check.command):  # a script, or `-m MODULE`
+            script = (f'-m {check.command[at + 2]}' if check.command[at + 1] == '-m' and at + 2 < len(check.command)
+                      else Path(check.command[at + 1]).name)
         check.detail = f'not modelled: runs {program}{" " + script if script else ""}, which has no --from plan'
         return
     out = run(cmd)

@@ -6,8 +6,9 @@ nodes unless said otherwise:
                           largest message) per ppn. Tags scaleout (ppn 1 also acceptance).
     MempathNccl           `mempath-mpi nccl` (+nvgpu): one rank per GPU; `{coll}_{placement}_busbw`
                           at the largest size.
-    MempathInventory      slurm/inventory.py with mpi4py: every rank's host, binding and
-                          library versions into inventory.h5 (acceptance).
+    MempathInventory      `python -m slurm.inventory` with mpi4py (from the repository
+                          root): every rank's host, binding and library versions into
+                          inventory.h5 (acceptance).
     NcclTestsAllReduce    NVIDIA nccl-tests all_reduce_perf (+nvgpu), built from its upstream
                           git repository, or from `nccl_tests_src` (a local source folder,
                           for clusters without internet); `busbw` at the largest size,
@@ -18,6 +19,7 @@ Variables (`-S CHECK.NAME=VALUE`): max_size, reps, extra_options; nodes (default
 from __future__ import annotations
 
 import os
+import shlex
 import shutil
 
 import reframe as rfm
@@ -154,8 +156,11 @@ class MempathInventory(MpiCheck):
     @run_before('run')
     def set_command(self):
         self.keep_files = [self.output_file]
+        # A module of the repository, run from its root, where `python -m` finds the analysis
+        # it writes through (docs/design.md); the file still lands in the stage folder.
+        self.prerun_cmds = [f'cd {shlex.quote(REPO_ROOT)}']
         self.executable = self.python
-        self.executable_opts = [os.path.join(REPO_ROOT, 'slurm', 'inventory.py'), '--output', self.output_file,
+        self.executable_opts = ['-m', 'slurm.inventory', '--output', os.path.join(self.stagedir, self.output_file),
                                 '--mempath', self.mempath.executable_path]
 
     @sanity_function

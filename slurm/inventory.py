@@ -1,20 +1,20 @@
 #!/usr/bin/env python3
 """Node inventory with mpi4py: every rank's host, CPU binding, topology and library
 versions, gathered at rank 0 into a mempath result file as the table /inventory/ranks
-(docs/schema.md). Run it under the same launcher as the benchmarks, e.g.
+(docs/schema.md). Run it as a module from the repository root, under the same launcher as
+the benchmarks, e.g.
 
-    srun --mpi=pmix python3 slurm/inventory.py --output RUN.h5 [--mempath build/mempath]
+    cd REPO && srun --mpi=pmix python3 -m slurm.inventory --output RUN.h5 [--mempath build/mempath]
 
 It appends to RUN.h5 when that is a mempath result file, and creates one otherwise, through
-the analysis's writer (`analysis` below says which).
+the analysis's writer: the repository's `analysis` package, which `python -m` finds in the
+root it runs from (docs/design.md, "how a script outside the analysis reaches it").
 """
 from __future__ import annotations
 
 import argparse
 import ctypes
 import datetime
-import importlib
-import importlib.util
 import json
 import os
 import platform
@@ -23,8 +23,6 @@ import socket
 import subprocess
 import sys
 from pathlib import Path
-
-REPO = Path(__file__).resolve().parents[1]
 
 COLUMNS = ("rank", "host", "local_rank", "cpus", "mpi_library", "mpi4py", "python", "kernel",
            "gpu_driver", "gpus", "nccl_version", "cuda_visible_devices", "topology_json")
@@ -71,24 +69,8 @@ def rank_facts(rank: int, mpi_library: str, mpi4py_version: str, mempath: str | 
     }
 
 
-def analysis(module: str):
-    """``MODULE`` of the analysis (``results.h5writer``): in a checkout its analysis/ folder
-    (the checkout's own, loaded as the package ``analysis`` from its path, no sys.path
-    entry), elsewhere the distribution `pip install .` installed, mempath_analysis."""
-    folder = REPO / "analysis"
-    if not (folder / "__init__.py").is_file():
-        return importlib.import_module(f"mempath_analysis.{module}")
-    if "analysis" not in sys.modules:
-        spec = importlib.util.spec_from_file_location("analysis", folder / "__init__.py",
-                                                      submodule_search_locations=[str(folder)])
-        sys.modules["analysis"] = importlib.util.module_from_spec(spec)
-        spec.loader.exec_module(sys.modules["analysis"])
-    return importlib.import_module(f"analysis.{module}")
-
-
 def write(path: Path, rows: list[dict[str, object]]) -> None:
-    writer = analysis("results.h5writer")  # only rank 0 writes
-    Column, write_result = writer.Column, writer.write_result
+    from analysis.results.h5writer import Column, write_result  # only rank 0 writes
 
     if path.exists():
         import h5py
@@ -118,6 +100,12 @@ def main(argv: list[str] | None = None) -> int:
     except ImportError as error:
         print(f"inventory: mpi4py is not usable here ({error}); valid: an environment with mpi4py and an MPI library",
               file=sys.stderr)
+        return 2
+    try:
+        import analysis.results.h5writer  # noqa: F401  (rank 0 writes through it; every rank finds out here)
+    except ImportError as error:
+        print(f"inventory: the analysis does not import ({error}); valid: run it from the repository root as "
+              "`python3 -m slurm.inventory`, in a Python with h5py and numpy", file=sys.stderr)
         return 2
     if args.mempath and not Path(args.mempath).is_file():
         print(f"inventory: --mempath {args.mempath} is not a file", file=sys.stderr)

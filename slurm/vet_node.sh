@@ -176,8 +176,11 @@ pingpong_measure=(--round-trips "$round_trips")
 
 start=$SECONDS
 if [[ -n $retest ]]; then
-  # One line a case of this host: "FAMILY<TAB>OUTPUT NAME<TAB>ARG<TAB>ARG...".
-  if ! cases=$(PYTHONPATH="$here${PYTHONPATH:+:$PYTHONPATH}" "${VET_PYTHON:-python3}" -m analysis.fleet.retest_list cases "$retest" "$host"); then
+  # One line a case of this host: "FAMILY<TAB>OUTPUT NAME<TAB>ARG<TAB>ARG..."; the analysis
+  # runs as a module from the repository root (docs/design.md), so the file is named from here.
+  retest_file=$retest
+  [[ $retest_file == /* ]] || retest_file=$PWD/$retest_file
+  if ! cases=$(cd "$here" && "${VET_PYTHON:-python3}" -m analysis.fleet.retest_list cases "$retest_file" "$host"); then
     echo "vet_node.sh: VET_RETEST=$retest cannot be read on $host (the line above); valid: the retest.json of analysis fleet" >&2
     exit 2
   fi

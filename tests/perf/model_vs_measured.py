@@ -1,7 +1,10 @@
 #!/usr/bin/env python3
 """The duration model against measured runs (docs/methodology.md, "Expected duration").
 
-    python tests/perf/model_vs_measured.py --snapshot SNAP [--mempath build/mempath] FOLDER...
+    python -m tests.perf.model_vs_measured --snapshot SNAP [--mempath build/mempath] FOLDER...
+
+run from the repository root, as a module: it imports reframe_checks/expected_duration.py so,
+with no path edit (docs/design.md).
 
 For every mempath and mempath-mpi result file under the FOLDERs (a ReFrame output tree, a
 paper set): the measured seconds (the job's `ELAPSED` line in the `rfm_job.out` beside the
@@ -27,9 +30,9 @@ from pathlib import Path
 import h5py
 import numpy as np
 
+from reframe_checks.expected_duration import plan_command  # one way to turn a run into its plan
+
 REPO = Path(__file__).resolve().parents[2]
-sys.path.insert(0, str(REPO / "reframe_checks"))
-from expected_duration import plan_command  # noqa: E402  (one way to turn a run into its plan)
 
 
 def text(value) -> str:

@@ -34,7 +34,6 @@ import pytest
 
 REPO = Path(__file__).resolve().parents[2]
 DATA = REPO / "tests" / "python" / "data"  # committed result files and topologies
-sys.path.insert(0, str(REPO))  # the analysis package, for every test file
 
 
 def run(binary: Path, *args: str, check_rc: int | None = 0) -> subprocess.CompletedProcess:

@@ -27,7 +27,6 @@ a size of a step. ``write(folder)`` -> the paths written.
 from __future__ import annotations
 
 import argparse
-import importlib.util
 import math
 import os
 import random
@@ -48,6 +47,7 @@ import synth_scaleout as scale
 from analysis.model.roles import role
 from analysis.results import deffile
 from analysis.results.h5writer import write_result
+from reframe_checks import paper_set  # a module of the repository root (standard library only)
 
 REPO = Path(__file__).resolve().parents[2]
 FIXTURE = REPO / "tests" / "fixtures" / "gh200_quad"
@@ -56,17 +56,6 @@ GPUS = 4
 #: The node counts of the multi-node steps (one node cannot run them; the tests' choice).
 SYNTHETIC_NODES = {"mpi_bw": (2,), "nccl": (2, 4, 8)}
 PING_ROUND_TRIPS = 50
-
-
-def _module(name: str, path: Path):
-    spec = importlib.util.spec_from_file_location(name, path)
-    module = importlib.util.module_from_spec(spec)
-    sys.modules.setdefault(name, module)
-    spec.loader.exec_module(module)
-    return sys.modules[name]
-
-
-paper_set = _module("paper_set", REPO / "reframe_checks" / "paper_set.py")
 
 
 def mempath_binary() -> Path:

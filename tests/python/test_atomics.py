@@ -168,8 +168,6 @@ def test_an_extra_increment_fails_the_count_check(mempath_bin: Path, tmp_path: P
 
 
 def test_schema_documents_every_column_and_the_reframe_row_reads_its_summary_line() -> None:
-    import sys
-    sys.path.insert(0, str(REPO / "reframe_checks"))
     import latency
     import mempath_summary
     schema = (REPO / "docs" / "schema.md").read_text()

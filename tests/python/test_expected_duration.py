@@ -14,8 +14,7 @@ import pytest
 
 from conftest import REPO, run
 
-sys.path.insert(0, str(REPO / "reframe_checks"))
-import mempath_summary  # noqa: E402
+import mempath_summary
 
 FIXTURES = REPO / "tests" / "fixtures"
 QUICK = ["chase", "--pu", "cpu0", "--size", "4KiB,8KiB", "--accesses", "200000", "--reps", "2"]
@@ -118,7 +117,7 @@ def test_the_estimate_of_a_tag_on_a_snapshot_sums_its_checks(mempath_cpu_bin: Pa
         assert "mempath-mpi bw: 54 of 54 cases planned, 2 ranks on 2 nodes" in mpi_row
     else:  # a build without MPI
         assert mpi_row.endswith("cases planned, 2 ranks on 2 nodes") or "no mempath-mpi binary" in mpi_row
-    assert "not modelled: runs python3 inventory.py" in rows["MempathInventory"]
+    assert "not modelled: runs python3 -m slurm.inventory" in rows["MempathInventory"]
     assert "bw: " in rows["MempathBandwidth %op=read %pu_kind=gpu %coverage=acceptance"]
     # The total is the sum of the per-check figures of their own plans.
     total = float(proc.stdout.splitlines()[-1].split("expected_s=")[1].split(")")[0])
@@ -178,7 +177,7 @@ def test_a_job_shape_comes_from_the_launcher_or_the_batch_directives() -> None:
     # The program after a launcher's options; a path handed to a script is no program.
     assert ed.program_index(["srun", "--ntasks=2", "--exclusive", "/b/mempath-mpi", "bw"]) == 3
     assert ed.program_index(["mpirun", "-np", "4", "/b/mempath", "bw"]) == 3
-    assert ed.program_index(["python3", "inventory.py", "--mempath", "/b/mempath"]) == 0
+    assert ed.program_index(["python3", "-m", "slurm.inventory", "--mempath", "/b/mempath"]) == 0
 
 
 def test_a_node_without_gpus_gets_no_gpu_checks(mempath_cpu_bin: Path, tmp_path: Path) -> None:

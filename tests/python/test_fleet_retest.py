@@ -388,8 +388,6 @@ def test_the_one_retest_list_reader_needs_only_the_standard_library():
 def test_local_retest_run_of_the_vetting_check(tmp_path):
     """The ReFrame check with `retest`: this node's listed case re-run into
     vetting/retest/<host>/ and kept in the output folder, the check passing."""
-    import sys
-    sys.path.insert(0, str(Path(__file__).parent))
     from test_vetting import CHECKS, CONFIGS, TINY_VARS, prebuilt_sources
     from test_reframe import reframe
 

@@ -132,13 +132,12 @@ def test_a_table_of_families_def_is_written_with_its_columns_and_units(tmp_path:
 def test_inventory_appends_its_table_and_keeps_the_run(cpp_file: Path, tmp_path: Path) -> None:
     path = tmp_path / "run.h5"
     path.write_bytes(cpp_file.read_bytes())
-    # As `python3 slurm/inventory.py` runs: its own folder first on the path (run_path leaves it).
-    script = ("import os, runpy, sys; sys.path.insert(0, os.path.dirname(sys.argv[1])); "
-              "inv = runpy.run_path(sys.argv[1]); "
-              "row = {c: 0 if c in ('rank', 'local_rank') else 'v\\x00' for c in inv['COLUMNS']}; "
-              "inv['write'](inv['Path'](sys.argv[2]), [row, {**row, 'rank': 1}])")
-    proc = subprocess.run([sys.executable, "-c", script, str(REPO / "slurm" / "inventory.py"), str(path)],
-                          cwd=tmp_path, capture_output=True, text=True, timeout=120)
+    # As `python3 -m slurm.inventory` runs: from the repository root, first on the path.
+    script = ("import sys; from pathlib import Path; from slurm import inventory as inv; "
+              "row = {c: 0 if c in ('rank', 'local_rank') else 'v\\x00' for c in inv.COLUMNS}; "
+              "inv.write(Path(sys.argv[1]), [row, {**row, 'rank': 1}])")
+    proc = subprocess.run([sys.executable, "-c", script, str(path)],
+                          cwd=REPO, capture_output=True, text=True, timeout=120)
     assert proc.returncode == 0, proc.stderr
     run = load_run(path)
     assert list(run.tables["inventory/ranks"]["rank"]) == [0, 1]

@@ -433,7 +433,6 @@ def test_the_drain_reason_is_cut_with_a_count(failures: list[str]) -> None:
 
 def test_kind_reference_generalises_gpu_paths_only(healthy: Done, tmp_path: Path) -> None:
     """Per GPU model, a path of one GPU alone (any GPU, any NUMA node); never a CPU's."""
-    sys.path.insert(0, str(Path(__file__).parent))
     from h5fixtures import case, topology, write_run
     topo = topology("gh200_quad")
     model = "NVIDIA GH200 120GB"
@@ -463,7 +462,6 @@ def test_reference_from_the_fleet_history(healthy: Done, tmp_path: Path) -> None
     """Three nights of the check's files: the node's figure with n = 3; a figure of two nights
     (a second file in the first two nights only) is left out (MIN_NIGHTS)."""
     pytest.importorskip("duckdb")
-    sys.path.insert(0, str(Path(__file__).parent))
     from h5fixtures import case, topology, write_run
     assert health.MIN_NIGHTS == 3
     row = recorded_row(healthy.run)

@@ -6,16 +6,12 @@ the reason; docs/testing.md, "The fuzzers"), or (no words given) reading it as i
 each did before is in its comment."""
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 
 import pytest
 
-from conftest import REPO
 from h5fixtures import topology
-
-sys.path.insert(0, str(REPO / "tests" / "fuzz"))
-import fuzz_attributes as fuzz  # noqa: E402
+from tests.fuzz import fuzz_attributes as fuzz  # the fuzzer, a module of the repository root
 
 ALL = ("report", "paper", "compare", "fleet", "fleet-history")
 DEEP = '{"x":' * 50_000 + "1" + "}" * 50_000

@@ -8,7 +8,7 @@ arguments its cmake_args() returns (plus the build type and prefix Spack adds it
 from __future__ import annotations
 
 import ast
-import importlib.util
+import importlib
 import json
 import os
 import re
@@ -23,7 +23,9 @@ from pathlib import Path
 import pytest
 
 REPO = Path(__file__).resolve().parents[2]
-RECIPE = REPO / 'site_configs' / 'spack' / 'packages' / 'mempath' / 'package.py'
+#: site_configs/spack/packages/mempath/package.py as a module of the repository root (Spack
+#: itself loads it from its repo's folder).
+RECIPE_MODULE = 'site_configs.spack.packages.mempath.package'
 CUDA_PREFIX = '/nonexistent/cuda'  # the stub's prefix of the cuda dependency: no nvcc there
 
 
@@ -105,10 +107,10 @@ def load_recipe():
     # spack_repo None: the recipe's Spack >= 1.0 import fails and it takes spack.package's.
     sys.modules.update({'spack': spack, 'spack.package': api, 'spack_repo': None})
     try:
-        spec = importlib.util.spec_from_file_location('mempath_spack_recipe', RECIPE)
-        module = importlib.util.module_from_spec(spec)
-        spec.loader.exec_module(module)
+        sys.modules.pop(RECIPE_MODULE, None)  # each load records the directives anew
+        module = importlib.import_module(RECIPE_MODULE)
     finally:
+        sys.modules.pop(RECIPE_MODULE, None)
         for k, v in saved.items():
             if v is None:
                 sys.modules.pop(k, None)
@@ -539,37 +541,50 @@ def test_the_fresh_venv_runs_a_documented_command_outside_the_checkout(fresh_ven
 
 
 @pytest.mark.ci  # pip's build isolation fetches setuptools from the index
-@pytest.mark.parametrize('script, call', [
-    ('slurm/inventory.py',
-     "m['write'](Path(out), [{c: 0 if c in ('rank', 'local_rank') else 'v' for c in m['COLUMNS']}])"),
+@pytest.mark.parametrize('module, call', [
+    pytest.param('slurm.inventory', "m.write(Path(out), [{c: 0 if c in ('rank', 'local_rank') else 'v' for c in m.COLUMNS}])",
+                 id='slurm.inventory'),
 ])
-def test_the_scripts_write_through_the_installed_analysis(fresh_venv: Path, tmp_path: Path, script, call):
-    """Away from the checkout (no analysis beside them), the scripts that write results
-    import the analysis as pip installed it: mempath_analysis, no sys.path edit."""
-    copy = tmp_path / 'share' / Path(script).name
-    copy.parent.mkdir()
-    shutil.copy(REPO / script, copy)
-    code = ("import os, runpy, sys; from pathlib import Path; "
-            "sys.path.insert(0, os.path.dirname(sys.argv[1]))  # as `python3 SCRIPT` runs\n"
-            "m = runpy.run_path(sys.argv[1]); out = sys.argv[2]\n"
+def test_a_python_that_pip_installed_the_analysis_runs_the_scripts_as_modules(fresh_venv: Path, tmp_path: Path,
+                                                                             module, call):
+    """A centre's Python where `pip install .` put the analysis runs the clone's scripts the
+    one way (docs/design.md, "how a script outside the analysis reaches it"): a module from
+    the clone's root, which writes through the clone's analysis/; no path edit, no PYTHONPATH."""
+    code = ("import importlib, sys; from pathlib import Path\n"
+            "m = importlib.import_module(sys.argv[1]); out = sys.argv[2]\n"
             f"{call}\n"
-            "import mempath_analysis; print(mempath_analysis.__file__)")
-    out = subprocess.run([str(fresh_venv / 'bin' / 'python'), '-c', code, str(copy), str(tmp_path / 'run.h5')],
-                         cwd=tmp_path, env=outside_env(), capture_output=True, text=True, timeout=120)
+            "import analysis; print(analysis.__file__)")
+    out = subprocess.run([str(fresh_venv / 'bin' / 'python'), '-c', code, module, str(tmp_path / 'run.h5')],
+                         cwd=REPO, env=outside_env(), capture_output=True, text=True, timeout=120)
     assert out.returncode == 0, out.stderr
-    assert Path(out.stdout.strip()).is_relative_to(fresh_venv) and (tmp_path / 'run.h5').is_file()
+    assert Path(out.stdout.strip()).is_relative_to(REPO / 'analysis') and (tmp_path / 'run.h5').is_file()
 
 
-def test_no_product_code_edits_sys_path():
-    """The inventory reaches the analysis by its `analysis` function (a checkout's own
-    analysis/ by its path, else the installed mempath_analysis): no sys.path
-    edit in product code (tests keep theirs), and no link into analysis/ that a copy of the
-    tree or an install could lose."""
+#: A path edit (sys.path's insert, append or extend, an item or slice assigned, the list
+#: replaced), a module loaded by its file name, PYTHONPATH set.
+PATH_EDIT = re.compile(rb'sys\.path\s*(\.\s*(insert|append|extend)\s*\(|\[[^\]\n]*\]\s*=[^=]|\+?=[^=])'
+                       rb'|spec_from_file_location|SourceFileLoader'
+                       rb'|\bPYTHONPATH=|[\'"]PYTHONPATH[\'"]\s*:|environ\[\s*[\'"]PYTHONPATH[\'"]\s*\]\s*=[^=]')
+NEWLINE = b'\n'
+
+
+def test_no_tracked_file_outside_the_tests_edits_the_path_or_loads_a_file():
+    """One way for a script to reach the analysis, or a module of the repository its sibling
+    (docs/design.md, "how a script outside the analysis reaches it"): it runs as a module from
+    the repository root (`python -m slurm.inventory`, `python -m analysis`), and the ReFrame
+    checks find theirs through ReFrame's own loader. So no tracked file outside tests/ (Python,
+    shell, batch scripts, CI, docs) edits sys.path, loads a module by its file name or sets
+    PYTHONPATH; and no link into analysis/ that a copy of the tree or an install could lose."""
+    tracked = subprocess.run(['git', 'ls-files', '-z'], cwd=REPO, capture_output=True)
+    if tracked.returncode != 0:
+        pytest.skip('not a git checkout')
+    files = [REPO / name for name in tracked.stdout.decode().split('\0') if name and not name.startswith('tests/')]
+    assert any(p.name == 'inventory.py' for p in files)
+    found = [f'{p.relative_to(REPO)}:{text.count(NEWLINE, 0, m.start()) + 1}: {m.group(0).decode(errors="replace")}'
+             for p in files if p.is_file() and not p.is_symlink()
+             for text in [p.read_bytes()] for m in PATH_EDIT.finditer(text)]
+    assert found == []
     parts = ('src', 'slurm', 'analysis', 'reframe_checks', 'site_configs')
-    edits = [f'{p.relative_to(REPO)}:{n}' for part in parts
-             for p in (REPO / part).rglob('*.py') for n, line in enumerate(p.read_text().splitlines(), 1)
-             if re.search(r'sys\.path\.(insert|append)|sys\.path\[', line)]
-    assert edits == []
     assert [str(p.relative_to(REPO)) for part in parts for p in (REPO / part).rglob('*') if p.is_symlink()] == []
 
 

@@ -21,7 +21,6 @@ import pytest
 
 REPO = Path(__file__).resolve().parents[2]
 SLURM = REPO / "slurm"
-sys.path.insert(0, str(REPO / "reframe_checks"))
 
 import paper_set  # noqa: E402
 

@@ -5,7 +5,6 @@ core/llm_models.def; bad input ends in one `referee: error: WHAT; valid: WHAT` l
 found before PyTorch is needed; and where PyTorch is missing, one line saying so, exit 2."""
 from __future__ import annotations
 
-import importlib.util
 import re
 import subprocess
 import sys
@@ -14,13 +13,11 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from src.llm import referee  # a module of the repository root, which the tests' path holds
+
 REPO = Path(__file__).resolve().parents[2]
 SCRIPT = REPO / "src" / "llm" / "referee.py"
 FIXTURE = REPO / "tests" / "fixtures" / "llm_weight_cases.txt"
-
-_spec = importlib.util.spec_from_file_location("referee", SCRIPT)
-referee = importlib.util.module_from_spec(_spec)
-_spec.loader.exec_module(referee)
 
 
 def fixture_lines() -> list[list[str]]:

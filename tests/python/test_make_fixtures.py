@@ -3,30 +3,18 @@ writes: a hand edit of a fixture, or a change of the script not rerun, fails her
 h100_loan_saved is a snapshot saved on a real node, not generated: it is not compared."""
 from __future__ import annotations
 
-import importlib.util
-import sys
 from pathlib import Path
 
 import pytest
 
 from conftest import REPO
+from tests.fixtures import make_fixtures as MAKE  # noqa: N812  (a module of the repository root)
 
 FIXTURES = REPO / "tests" / "fixtures"
 
 
-def _script():
-    spec = importlib.util.spec_from_file_location("make_fixtures", FIXTURES / "make_fixtures.py")
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module  # its dataclasses look their module up there
-    spec.loader.exec_module(module)
-    return module
-
-
 def _files(root: Path) -> dict[str, bytes]:
     return {str(p.relative_to(root)): p.read_bytes() for p in sorted(root.rglob("*")) if p.is_file()}
-
-
-MAKE = _script()
 
 
 @pytest.mark.parametrize("fixture", MAKE.fixtures(), ids=lambda f: f.name)

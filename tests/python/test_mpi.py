@@ -25,10 +25,10 @@ ENV = {**os.environ, "OMPI_ALLOW_RUN_AS_ROOT": "1", "OMPI_ALLOW_RUN_AS_ROOT_CONF
        "OMPI_MCA_hwloc_base_binding_policy": "none", "OMPI_MCA_rmaps_base_oversubscribe": "1"}
 
 
-def mpirun(*args: str, np_: int = 2, timeout: int = 300, env: dict[str, str] | None = None
-           ) -> subprocess.CompletedProcess:
+def mpirun(*args: str, np_: int = 2, timeout: int = 300, env: dict[str, str] | None = None,
+           cwd: Path | None = None) -> subprocess.CompletedProcess:
     return subprocess.run([MPIRUN, "-np", str(np_), *args], capture_output=True, text=True,
-                          env={**ENV, **(env or {})}, timeout=timeout)
+                          env={**ENV, **(env or {})}, timeout=timeout, cwd=cwd)
 
 
 def error_lines(stderr: str) -> list[str]:
@@ -259,8 +259,9 @@ def test_inventory_gathers_every_rank_into_the_run(mpi_bin: Path, mempath_bin: P
     pytest.importorskip("mpi4py")
     out = tmp_path / "bw.h5"
     assert mpirun(str(mpi_bin), "bw", "--max-size", "1KiB", "--reps", "1", "--output", str(out)).returncode == 0
-    proc = mpirun(sys.executable, str(REPO / "slurm" / "inventory.py"), "--output", str(out),
-                  "--mempath", str(mempath_bin))
+    # As docs/cli.md and MempathInventory run it: a module, from the repository root.
+    proc = mpirun(sys.executable, "-m", "slurm.inventory", "--output", str(out), "--mempath", str(mempath_bin),
+                  cwd=REPO)
     assert proc.returncode == 0, proc.stderr
     assert "MEMPATH inventory ranks=2" in proc.stdout
     with h5py.File(out) as f:
@@ -276,8 +277,19 @@ def test_inventory_refuses_a_file_that_is_not_a_mempath_run(tmp_path: Path) -> N
     other = tmp_path / "other.h5"
     with h5py.File(other, "w") as f:
         f.attrs["tool"] = "something-else"
-    proc = mpirun(sys.executable, str(REPO / "slurm" / "inventory.py"), "--output", str(other), np_=1)
+    proc = mpirun(sys.executable, "-m", "slurm.inventory", "--output", str(other), np_=1, cwd=REPO)
     assert proc.returncode != 0 and "not a mempath result file" in proc.stderr + proc.stdout
+
+
+def test_inventory_run_as_a_file_says_how_to_run_it(tmp_path: Path) -> None:
+    """Run by its file name, the inventory has its own folder on the path, not the repository
+    root with the analysis: one line naming the way that works, exit 2, nothing written."""
+    pytest.importorskip("mpi4py")
+    out = tmp_path / "inv.h5"
+    proc = mpirun(sys.executable, str(REPO / "slurm" / "inventory.py"), "--output", str(out), np_=1, cwd=tmp_path)
+    said = [l for l in proc.stderr.splitlines() if l.startswith("inventory:")]
+    assert proc.returncode == 2 and len(said) == 1 and "python3 -m slurm.inventory" in said[0], proc.stderr
+    assert "Traceback" not in proc.stderr and not out.exists()
 
 
 @pytest.mark.parametrize("problem", ["missing folder", "existing file", "locked file"])

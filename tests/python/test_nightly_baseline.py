@@ -16,8 +16,6 @@ import pytest
 
 duckdb = pytest.importorskip("duckdb")  # a GPU node's Python may lack it: skipped, not a collection error
 
-sys.path.insert(0, str(Path(__file__).parent))
-
 from test_compare import STUB, bw_run, night  # noqa: E402
 from test_fleet_history import fleet_frame, stored  # noqa: E402
 

@@ -16,7 +16,6 @@ from analysis.model.roles import role
 from conftest import DATA, REPO, run, summaries
 from test_reframe import generic_has_gpu, listed
 
-sys.path.insert(0, str(REPO / "reframe_checks"))
 import paper_set  # noqa: E402
 
 FIXTURES = REPO / "tests" / "fixtures"

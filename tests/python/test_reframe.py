@@ -21,7 +21,6 @@ import pytest
 REPO = Path(__file__).resolve().parents[2]
 CHECKS = REPO / 'reframe_checks'
 CONFIGS = REPO / 'site_configs'
-sys.path.insert(0, str(CHECKS))
 
 import mempath_run  # noqa: E402
 import mempath_summary  # noqa: E402

@@ -7,7 +7,6 @@ from __future__ import annotations
 import json
 import re
 import shlex
-import sys
 from pathlib import Path
 
 import pytest
@@ -15,11 +14,8 @@ import pytest
 from conftest import planned_summary_lines
 from test_reframe import CHECKS, QUAD_GH200, generic_variant, listed, reframe
 
-REPO = Path(__file__).resolve().parents[2]
-sys.path.insert(0, str(REPO / "reframe_checks"))
-
-import applications  # noqa: E402
-import mempath_summary  # noqa: E402
+import applications
+import mempath_summary
 
 ALLOCS = ("system", "numa", "pinned", "registered", "managed", "device")
 

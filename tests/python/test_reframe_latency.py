@@ -13,7 +13,6 @@ import fnmatch
 import json
 import re
 import shlex
-import sys
 from pathlib import Path
 
 import pytest
@@ -23,7 +22,6 @@ from test_reframe import (CHECKS, CONFIGS, generic_has_gpu, generic_variant, gh2
                           listed, reframe)
 
 REPO = Path(__file__).resolve().parents[2]
-sys.path.insert(0, str(REPO / "reframe_checks"))
 
 import latency  # noqa: E402
 import mempath_run  # noqa: E402

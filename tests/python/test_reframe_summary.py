@@ -7,14 +7,11 @@ from __future__ import annotations
 
 import json
 import re
-import sys
 from pathlib import Path
 
 import pytest
 
 from test_reframe import CHECKS, CONFIGS, generic_variant, reframe
-
-sys.path.insert(0, str(CHECKS))
 
 import applications  # noqa: E402
 import latency  # noqa: E402

@@ -18,7 +18,6 @@ import re
 import runpy
 import shlex
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -27,7 +26,6 @@ REPO = Path(__file__).resolve().parents[2]
 CHECKS = REPO / 'reframe_checks'
 CONFIGS = REPO / 'site_configs'
 FIXTURES = REPO / 'tests' / 'fixtures'
-sys.path.insert(0, str(CHECKS))
 
 import mempath_summary  # noqa: E402
 import references  # noqa: E402

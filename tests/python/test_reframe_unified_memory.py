@@ -4,17 +4,11 @@ allocator matrix (one variable per pair of allocator classes, issue 13), from th
 a quad GH200."""
 from __future__ import annotations
 
-import sys
-from pathlib import Path
-
 from conftest import planned_summary_lines
 from test_reframe import QUAD_GH200, listed
 
-REPO = Path(__file__).resolve().parents[2]
-sys.path.insert(0, str(REPO / "reframe_checks"))
-
-import mempath_summary  # noqa: E402
-import unified_memory  # noqa: E402
+import mempath_summary
+import unified_memory
 
 UM_LINES = [
     'exp=inplace alloc=managed gpu=gpu0 mem=numa0 size=268435456 status=ok first_GBps=13.51 later_GBps=2539.91 placement=unknown',

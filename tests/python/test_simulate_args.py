@@ -3,7 +3,6 @@
 traceback and --night 2026-02-30 was written into every file."""
 from __future__ import annotations
 
-import os
 import subprocess
 import sys
 from pathlib import Path
@@ -24,8 +23,7 @@ REPO = Path(__file__).resolve().parents[2]
 ])
 def test_bad_simulate_arguments_are_one_line_and_exit_2(tmp_path: Path, args: list[str], says: str) -> None:
     out = subprocess.run([sys.executable, "-m", "tests.fleetsim", *args, "-o", str(tmp_path / "sim")],
-                         cwd=REPO, capture_output=True, text=True, timeout=180,
-                         env={**os.environ, "PYTHONPATH": str(REPO)})
+                         cwd=REPO, capture_output=True, text=True, timeout=180)
     assert out.returncode == 2, out.stdout + out.stderr
     assert out.stderr.strip().splitlines() == [out.stderr.strip()] and says in out.stderr, out.stderr
     assert "Traceback" not in out.stderr and not (tmp_path / "sim").exists()

@@ -215,7 +215,6 @@ def test_sbatch_retests_the_flagged_node(tmp_path: Path, mode: str, verdict: str
     import os
     import sys
 
-    sys.path.insert(0, str(REPO))
     from analysis.fleet.load import load_fleet
 
     # The cases' paths and the node kind are this machine's: both nodes share it.
@@ -267,7 +266,6 @@ def test_features_only_config_runs_the_acceptance_checks(tmp_path: Path) -> None
     import json
     import sys
 
-    sys.path.insert(0, str(REPO / "reframe_checks"))
     import mempath_summary
 
     binary = vet_binary()

@@ -19,7 +19,6 @@ REPO = Path(__file__).resolve().parents[2]
 VET_NODE = REPO / 'slurm' / 'vet_node.sh'
 CHECKS = REPO / 'reframe_checks'
 CONFIGS = REPO / 'site_configs'
-sys.path.insert(0, str(Path(__file__).parent))
 
 from test_reframe import listed, mempath_binary, reframe  # noqa: E402
 

@@ -72,7 +72,6 @@ def test_a_child_dies_with_its_parent(tmp_path) -> None:
     pidfile = tmp_path / "child"
     script = f"""
 import os, sys, time
-sys.path.insert(0, {str(Path(__file__).resolve().parents[2])!r})
 from analysis.results import workers
 def read(chunk):
     open({str(pidfile)!r}, "w").write(str(os.getpid()))
@@ -80,7 +79,7 @@ def read(chunk):
         pass
 workers.read_all(read, [1], 1, lambda u, why: why, lambda parts: parts)
 """
-    parent = subprocess.Popen([sys.executable, "-c", script])
+    parent = subprocess.Popen([sys.executable, "-c", script], cwd=Path(__file__).resolve().parents[2])  # the root: analysis
     try:
         for _ in range(200):
             if pidfile.exists() and pidfile.read_text():
