@@ -23,6 +23,7 @@ import pandas as pd
 from .. import outfiles
 from ..model.peaks import ASSUMED_MARK, ASSUMED_NOTE, PeakModel
 from ..model.roles import labelled, role, role_rank
+from ..model.vocabulary import MEMORY_WORDS, kind_name, processor_word
 from ..render import style
 from ..render.tables import markdown
 from ..results.cases import best, drawn_under, natural_key, same_memory
@@ -83,14 +84,8 @@ def paper_processors(topology: Mapping[str, Any]) -> list[str]:
 
 
 def pu_title(topology: Mapping[str, Any], pu: str) -> str:
-    """``gpu0 (Hopper)``, ``cpu0 (Grace)``; an x86 GPU by its model."""
-    p = next((q for q in topology.get("processors", []) if q.get("name") == pu), {})
-    if p.get("kind") == "cpu":
-        word = "Grace" if "GRACE" in str(topology.get("cpu_model", "")).upper() else "CPU"
-    else:
-        model = str(p.get("model", "")).replace("NVIDIA ", "")
-        word = "Hopper" if "GH200" in model.upper() else (model or "GPU")
-    return f"{pu} ({word})"
+    """``gpu0 (Hopper)``, ``cpu0 (Grace)``; an x86 GPU by its model (model/vocabulary.py)."""
+    return f"{pu} ({processor_word(topology, pu)})"
 
 
 def compact(names: Sequence[str]) -> str:
@@ -608,17 +603,6 @@ PAPER_TABLE_II = {
 ALLOC_COMMAND = "mempath bw --all; mempath allocmatrix --mem all; mempath um"
 
 
-def _kind_name(topology: Mapping[str, Any], mem: str) -> str:
-    """``LPDDR numa0``, ``HBM numa4``, ``device memory gpu0``: a memory without a viewpoint."""
-    m = next((x for x in topology.get("memories", []) if x.get("name") == mem), None)
-    if m is None:
-        return mem
-    grace = any(x.get("kind") == "hbm" for x in topology.get("memories", [])) or \
-        "GRACE" in str(topology.get("cpu_model", "")).upper()
-    word = {"host": "LPDDR" if grace else "DDR", "hbm": "HBM", "device": "device memory"}.get(m.get("kind"), "")
-    return f"{word} {mem}".strip()
-
-
 def run_gpu(ctx: Context, run: str, cases: pd.DataFrame) -> str:
     """The GPU of a run's allocmatrix: the device buffers' gpuN, else --gpu N of its
     command line, else gpu0 (the default)."""
@@ -684,11 +668,11 @@ def _placement_text(ev: pd.DataFrame, topology: Mapping[str, Any]) -> str:
     for r in ev.itertuples():
         where = single_memory(r.placement)
         who = "a GPU's" if kinds.get(r.pu) == "gpu" else "a CPU's"
-        asked = role(topology, r.pu, r.mem) or _kind_name(topology, r.mem)
+        asked = role(topology, r.pu, r.mem) or kind_name(topology, r.mem)
         if where is not None and same_memory(topology, where, r.mem):
             stayed += 1
         elif where is not None:
-            key = f"{asked} -> {role(topology, r.pu, where) or _kind_name(topology, where)} after {who} {r.by}"
+            key = f"{asked} -> {role(topology, r.pu, where) or kind_name(topology, where)} after {who} {r.by}"
             moved[key] = moved.get(key, 0) + 1
         else:
             text = str(r.placement or "").strip() or "unknown"
@@ -707,8 +691,8 @@ def _access_text(bw: pd.DataFrame, topology: Mapping[str, Any], kind: str, alloc
     mine = bw[(bw["pu_kind"] == kind) & (bw["alloc"] == alloc)] if not bw.empty else bw
     ok = mine[mine["status"] == "ok"] if not mine.empty else mine
     if not ok.empty:
-        names = {_kind_name(topology, m) for m in ok["mem"]}
-        kinds = [k for k in ("LPDDR", "DDR", "HBM", "device memory") if any(n.startswith(k) for n in names)]
+        names = {kind_name(topology, m) for m in ok["mem"]}
+        kinds = [k for k in MEMORY_WORDS if any(n.startswith(k) for n in names)]
         return f"yes: {', '.join(kinds)} (bw, {len(ok)} cases ran)"
     if not mine.empty:
         reasons = [r for r in mine["reason"].fillna("") if r]

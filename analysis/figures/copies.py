@@ -19,6 +19,7 @@ import pandas as pd
 from matplotlib.colors import LogNorm, Normalize
 
 from ..model.roles import labelled, role
+from ..model.vocabulary import HBM, HOST_WORDS, gpu_of_memory, memory
 from ..render import style
 from ..results.cases import best, by_threads, drawn_under, memory_aliases, natural_key
 from ..results.kinds import ALLOC_ORDER
@@ -32,7 +33,7 @@ SCALING_COMMAND = ("mempath bw --pu cpuN --op copy --mem M --dst-mem M' --thread
                    "--pu gpuN (a grid sweep)")
 ALLOC_COMMAND = "mempath allocmatrix --mem LIST (each host node: numaN of the GPU's LPDDR, its HBM node, a peer's)"
 THROUGHPUT = "copy GB/s = buffer size / time (each byte once: half the read + written rate)"
-LOCAL_ROLES = ("local LPDDR", "local DDR", "local HBM")
+LOCAL_ROLES = tuple(f"local {word}" for word in (*HOST_WORDS, HBM))
 SYSTEM_ALLOCS = ("system", "numa")
 
 
@@ -72,8 +73,8 @@ def _copies(ctx: Context) -> tuple[pd.DataFrame, list[str]]:
 def _owner(topology: Mapping[str, Any], mem: str) -> str:
     """The superchip (or socket) a memory belongs to: ``chipG`` for a GPU's memories and
     its host node, ``numaN`` for a host node without a GPU."""
-    m = next((x for x in topology.get("memories", []) if x.get("name") == mem), {})
-    if m.get("kind") in ("hbm", "device") and m.get("gpu") is not None:
+    m = memory(topology, mem)
+    if gpu_of_memory(m) is not None:
         return f"chip{m['gpu']}"
     gpu = next((p.get("gpu") for p in topology.get("processors", [])
                 if p.get("kind") == "gpu" and p.get("host_numa") == m.get("numa")), None)

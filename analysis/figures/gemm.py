@@ -15,6 +15,7 @@ from matplotlib.colors import LogNorm
 
 from .. import outfiles
 from ..model.roles import ROLE_ORDER, labelled, role
+from ..model.vocabulary import DEVICE_MEMORY, HBM
 from ..render.style import PAGE_IN, colour_bar, heat_map, log_log, series
 from ..render.tables import markdown, num
 from ..results.cases import drawn_under
@@ -180,7 +181,7 @@ def _fixed_placement(topology: Mapping[str, Any], pu: str, part: pd.DataFrame) -
     """The placement Fig. 16 holds fixed: A and B both in the GPU's own memory (device
     memory or local HBM), the one measured at the most sizes, device memory first."""
     mine = part[(part["a_drawn"] == part["b_drawn"]) & (part["a_alloc"] == part["b_alloc"])]
-    own = mine[[role(topology, pu, m) in ("device memory", "local HBM") for m in mine["a_drawn"]]]
+    own = mine[[role(topology, pu, m) in (DEVICE_MEMORY, f"local {HBM}") for m in mine["a_drawn"]]]
     if own.empty:
         return None
     counts = own.groupby(["a_drawn", "a_alloc"])["n"].nunique()

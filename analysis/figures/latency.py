@@ -15,6 +15,7 @@ from matplotlib.axes import Axes
 from matplotlib.colors import LogNorm
 
 from ..model.roles import ROLE_ORDER, by_role, labelled, role
+from ..model.vocabulary import gpu_of_memory, is_grace, kind_word, memory
 from ..render.figures import bytes_axis, text_in
 from ..render.style import COLUMN_IN, PAGE_IN, colour_bar, heat_map, log_axis, readable, series
 from ..results.cases import drawn_under, natural_key
@@ -331,19 +332,18 @@ def latency_by_size(ctx: Context) -> Drawn:
 def home(topology: Mapping[str, Any], mem: str) -> str:
     """A memory named by where it sits, for a figure seen from two processors at once:
     ``LPDDR of superchip 0 (numa0)``, ``HBM of gpu0 (numa4)``, ``device memory of gpu0``."""
-    m = next((x for x in topology.get("memories", []) if x.get("name") == mem), None)
-    if m is None:
-        return mem
-    grace = any(x.get("kind") == "hbm" for x in topology.get("memories", []))
+    m = memory(topology, mem)
+    word = kind_word(topology, mem)
     if m.get("kind") == "host":
+        # On a Grace node a host node is the LPDDR of the superchip whose GPU names it; an
+        # x86 socket's DDR is no GPU's, whichever GPU its PCIe holds.
         owner = next((p["name"] for p in topology.get("processors", [])
                       if p.get("kind") == "gpu" and p.get("host_numa") == m.get("numa")), None)
-        word = "LPDDR" if grace else "DDR"
-        return f"{word} of superchip {owner[3:]} ({mem})" if grace and owner else f"{word} ({mem})"
+        return f"{word} of superchip {owner[3:]} ({mem})" if is_grace(topology) and owner else f"{word} ({mem})"
     if m.get("kind") == "hbm":
-        return f"HBM of gpu{m.get('gpu')} ({mem})"
+        return f"{word} of gpu{m.get('gpu')} ({mem})"
     if m.get("kind") == "device":
-        return f"device memory of {mem}"
+        return f"{word} of {mem}"
     return mem
 
 
@@ -445,8 +445,8 @@ def _pingpong_grid(ctx: Context, cells: pd.Series, agents_of: Mapping[str, list[
 def memory_owner(topology: Mapping[str, Any], mem: str) -> str:
     """The processor a memory is local to: a GPU's HBM node or device memory is that GPU's, a
     host node the socket's whose NUMA node it is (``mem`` itself where the topology does not say)."""
-    m = next((x for x in topology.get("memories", []) if x.get("name") == mem), {})
-    if m.get("kind") in ("hbm", "device") and m.get("gpu") is not None:
+    m = memory(topology, mem)
+    if gpu_of_memory(m) is not None:
         return f"gpu{m['gpu']}"
     return next((p["name"] for p in topology.get("processors", [])
                  if p.get("kind") == "cpu" and p.get("numa") is not None and p.get("numa") == m.get("numa")), mem)

@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..model.peaks import ALPS_PAPER, GRACE_LPDDR5X_480, PeakModel
+from ..model.vocabulary import GRACE, LPDDR5X, is_grace, on_gpu
 from ..render.items import Comparison
 from ..results.sockets import socket_count
 
@@ -121,15 +122,11 @@ def gpu_classes(model: str, memory_bytes: float = 0.0) -> set[str]:
     return {tokens[0] if len(tokens) == 1 else upper} if upper else {"unnamed GPU"}
 
 
-def _grace(topology: Mapping[str, Any]) -> bool:
-    return "GRACE" in str(topology.get("cpu_model", "")).upper()
-
-
 def node_class(topology: Mapping[str, Any]) -> str:
     """``quad GH200``, ``dual GH200``, ``single GH200`` (Grace sockets that have a GH200),
     else '' (an x86 node is its processors' classes)."""
     gpus = [p for p in topology.get("processors", []) if p.get("kind") == "gpu"]
-    if not _grace(topology) or not any("GH200" in str(g.get("model", "")).upper() for g in gpus):
+    if not is_grace(topology) or not any("GH200" in str(g.get("model", "")).upper() for g in gpus):
         return ""
     sockets = socket_count(topology)
     return {1: "single GH200", 2: "dual GH200", 4: "quad GH200"}.get(sockets, f"{sockets}-socket GH200")
@@ -154,17 +151,18 @@ def hardware_classes(topology: Mapping[str, Any], pu: str, mems: Sequence[str] =
     if p.get("kind") == "gpu":
         gpu(p.get("gpu"))
     elif p.get("kind") == "cpu":
-        out.add("Grace" if _grace(topology) else str(topology.get("cpu_model") or "unnamed CPU"))
+        out.add(GRACE if is_grace(topology) else str(topology.get("cpu_model") or "unnamed CPU"))
     for mem in mems:
         m = memories.get(mem, {})
-        if m.get("kind") in ("hbm", "device"):
+        if on_gpu(m.get("kind")):
             gpu(m.get("gpu"))
-        elif m.get("kind") == "host" and _grace(topology):
+        elif m.get("kind") == "host" and is_grace(topology):
             # a Grace's LPDDR is its superchip's: the GH200 is on the path (on x86 the GPU of a
             # socket's PCIe is not on a path to its DDR)
             gpu(next((g for g, q in gpus.items() if q.get("host_numa") == m.get("numa")), None))
-            out.add("LPDDR5X 480 GB module" if model.memory(mem).citation == GRACE_LPDDR5X_480.citation
-                    else "LPDDR5X 120/240 GB module")
+            # (a socket numa=fake split cites the module with its nodes after it)
+            big = str(model.memory(mem).citation or "").startswith(GRACE_LPDDR5X_480.citation)
+            out.add(f"{LPDDR5X} 480 GB module" if big else f"{LPDDR5X} 120/240 GB module")
     return tuple(sorted(out))
 
 

@@ -13,6 +13,7 @@ import pandas as pd
 from matplotlib.axes import Axes
 
 from ..model.roles import ROLE_ORDER, labelled, role
+from ..model.vocabulary import HBM, HOST_WORDS
 from ..render.style import PAGE_IN, log_log, series
 from ..results.cases import drawn_under
 from ..render.items import Comparison, Context, Drawn, Grid, faceted, item, mark
@@ -79,7 +80,7 @@ def _missing(ctx: Context, cases: pd.DataFrame, drawn: set[tuple[str, str, str, 
                 if h == host and g == gpu}
         proc = next((p for p in topology.get("processors", []) if p.get("name") == gpu), {})
         hbm = proc.get("hbm_numa")
-        wanted = [("system", "host memory", ("LPDDR", "DDR")), ("system", "HBM", ("HBM",)),
+        wanted = [("system", "host memory", HOST_WORDS), ("system", HBM, (HBM,)),
                   ("managed", "", None)]
         for alloc, where, words in wanted:
             if any(a == alloc and (words is None or w in words) for a, w in have):
@@ -87,14 +88,14 @@ def _missing(ctx: Context, cases: pd.DataFrame, drawn: set[tuple[str, str, str, 
             name = f"{ALLOC_WORDS[alloc]} memory" + (f" first placed on {where}" if where else "")
             failed = mine[(mine["alloc"] == alloc) & (mine["status"] != "ok")]
             ran = (alloc, "") in have
-            if words == ("HBM",) and (hbm is None or hbm < 0):
+            if words == (HBM,) and (hbm is None or hbm < 0):
                 why = f"{gpu}'s memory is no NUMA node here (only Grace Hopper shows HBM as one)"
             elif not failed.empty:
                 why = f"{failed['status'].iloc[0]}: {failed['reason'].iloc[0] or 'no reason given'}"
             elif ran:
                 why = ("drawn as 'first placement not known': the file does not record where the pages "
                        f"were first (first_placement); `{COMMAND}` records it")
-            elif words == ("HBM",):
+            elif words == (HBM,):
                 why = f"no case placed the buffer first on HBM (numa{hbm}): `{COMMAND}`"
             else:
                 why = f"no {alloc} case ran: `{COMMAND}`"
@@ -194,7 +195,7 @@ def _comparisons(topology: dict, host: str, gpu: str, part: pd.Series, phase: st
     out = []
     present = {(a, f) for a, f, p, _ in part.index if p == phase}
     systems = sorted((f for a, f in present if a == "system" and f
-                      and role(topology, gpu, f).endswith(("LPDDR", "DDR"))),
+                      and role(topology, gpu, f).endswith(HOST_WORDS)),
                      key=lambda f: _series_rank(topology, gpu, "system", f))
     for system_first in systems[:1]:
         system = part.loc["system", system_first, phase]

@@ -19,6 +19,7 @@ import numpy as np
 import pandas as pd
 
 from ..model import causes
+from ..model.vocabulary import gpu_of_memory, memory_word
 from ..robust import MAD_SCALE, grouped_medians
 from ..results import conditions, families
 from ..results.h5file import Group, RunFileError, check_non_negative, one_line, shown, walk
@@ -66,14 +67,13 @@ class Topo:
         """The GPU that ``name`` is (gpuN) or whose HBM it is (an HBM NUMA node)."""
         if name.startswith("gpu"):
             return int(name[3:])
-        entry = self.memories.get(name, {})
-        return entry.get("gpu") if entry.get("kind") in ("hbm", "device") else None
+        return gpu_of_memory(self.memories.get(name, {}))
 
     def memory_kind(self, name: str) -> str:
-        """``HBM`` (a GPU's memory, as device memory or its NUMA node) or ``host memory``."""
-        if name.startswith("gpu") or self.gpu_of(name) is not None:
-            return "HBM"
-        return "host memory" if self.memories.get(name, {}).get("kind") == "host" else name
+        """What the memory is (model/vocabulary.py ``memory_word``): ``HBM`` (a GPU's memory,
+        as device memory or its NUMA node), ``LPDDR`` (a Grace's host memory), ``DDR``
+        (another CPU's); the name itself where the topology does not say."""
+        return memory_word(self.topology, name) or name
 
     def link(self, gpu: int) -> str:
         """``link:c2c:gpuN`` or ``link:pcie:gpuN``: how GPU N reaches host memory."""

@@ -29,6 +29,7 @@ from ..results import transfers
 from ..results.cases import best as best_case
 from ..results.cases import memory_aliases
 from .peaks import Capacity, Peak, PeakModel, pct_text
+from .vocabulary import HBM, LPDDR5X, on_gpu
 
 COLUMNS = ["host", "gpu", "kind", "role", "memory", "path", "how", "alloc", "size_bytes",
            "GBps", "peak_GBps", "pct_of_peak", "peak_limit", "peak_assumed", "h2d_GBps", "d2h_GBps",
@@ -79,9 +80,9 @@ def limit_text(limit: str | None, model: PeakModel) -> str:
         return {"c2c": "the NVLink-C2C link", "nvlink": "NVLink",
                 "interconnect": "the socket interconnect"}.get(parts[1], limit)
     entry = model.memories.get(limit, {})
-    if entry.get("kind") in ("hbm", "device"):
-        return f"gpu{entry.get('gpu')} HBM"
-    return f"{limit} memory" + (" (LPDDR5X)" if model.grace else "")
+    if on_gpu(entry.get("kind")):
+        return f"gpu{entry.get('gpu')} {HBM}"
+    return f"{limit} memory" + (f" ({LPDDR5X})" if model.grace else "")
 
 
 def bidir_peak(model: PeakModel, pu: str, mem: str, via: str | None) -> Peak:

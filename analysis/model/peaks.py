@@ -23,6 +23,7 @@ from typing import Any
 
 from ..errors import InputError
 from ..results.sockets import socket_count, socket_of
+from .vocabulary import gpu_of_memory, is_grace, on_gpu
 
 # Where each figure comes from: a document (and URL) someone on the project read. A figure no
 # source confirms starts its citation with ASSUMED and is shown as assumed wherever it or a
@@ -262,7 +263,7 @@ class PeakModel:
 
     def __init__(self, topology: Mapping[str, Any], overrides: Mapping[str, float] | None = None):
         self.overrides = dict(overrides or {})
-        self.grace = "GRACE" in str(topology.get("cpu_model", "")).upper()
+        self.grace = is_grace(topology)
         self.processors = {p["name"]: p for p in topology.get("processors", [])}
         self.memories = {m["name"]: m for m in topology.get("memories", [])}
         self.gpus = {p["gpu"]: p for p in self.processors.values() if p.get("kind") == "gpu"}
@@ -303,7 +304,7 @@ class PeakModel:
                 fig = Figure(fig.gbps, f"{fig.citation}; one module shared by {names} "
                                        f"(one socket split by numa=fake)")
             return self._table(name, fig)
-        if kind in ("hbm", "device") and gpu in self.gpus:
+        if on_gpu(kind) and gpu in self.gpus:
             return self._table(name, hbm_figure(str(self.gpus[gpu].get("model", ""))))
         return Capacity(name, None, None)
 
@@ -352,8 +353,10 @@ class PeakModel:
 
     def _gpu_of(self, name: str) -> int | None:
         """The GPU a processor is, or whose memory a memory is."""
-        entry = self.processors.get(name) or self.memories.get(name) or {}
-        return entry.get("gpu") if entry.get("kind") in ("gpu", "hbm", "device") else None
+        proc = self.processors.get(name)
+        if proc is not None:
+            return proc.get("gpu") if proc.get("kind") == "gpu" else None
+        return gpu_of_memory(self.memories.get(name) or {})
 
     def _c2c_gpu_of_node(self, mem: str) -> int | None:
         """The GPU whose NVLink-C2C joins host memory ``mem``'s node (a GH200's Hopper)."""

@@ -3,13 +3,16 @@ peer LPDDR, local HBM, peer HBM, device memory, with the NUMA id (or GPU) beside
 
 A memory belongs to a superchip: a host NUMA node to the GPU whose ``host_numa`` it is,
 an HBM node or a device memory to its GPU. A processor is local to the memories of its
-own superchip (a CPU socket: its NUMA node's; a GPU: its own and its host node's). On
-x86 the same words apply with DDR for LPDDR and ``device memory`` for the GPU's."""
+own superchip (a CPU socket: its NUMA node's; a GPU: its own and its host node's). Off
+Grace the same words apply with DDR for LPDDR; the words and whether a node is a Grace one
+are model/vocabulary.py's."""
 from __future__ import annotations
 
 import re
 from collections.abc import Mapping
 from typing import Any
+
+from .vocabulary import DEVICE_MEMORY, DDR, HBM, LPDDR, host_word, kind_word, on_gpu
 
 
 def _superchip_of_host(topology: Mapping[str, Any], numa: int | None) -> int | None:
@@ -17,12 +20,6 @@ def _superchip_of_host(topology: Mapping[str, Any], numa: int | None) -> int | N
         if p.get("kind") == "gpu" and p.get("host_numa") == numa:
             return int(p["gpu"])
     return None
-
-
-def _grace_like(topology: Mapping[str, Any]) -> bool:
-    """LPDDR beside HBM: a Grace Hopper node (HBM shown as a NUMA node, or a C2C link)."""
-    return any(m.get("kind") == "hbm" for m in topology.get("memories", [])) or any(
-        (p.get("link") or {}).get("type") == "c2c" for p in topology.get("processors", []))
 
 
 def role(topology: Mapping[str, Any], pu: str, mem: str) -> str:
@@ -33,7 +30,6 @@ def role(topology: Mapping[str, Any], pu: str, mem: str) -> str:
     if p is None or m is None:
         return ""
     kind = m.get("kind")
-    host_word = "LPDDR" if _grace_like(topology) else "DDR"
     if p.get("kind") == "gpu":
         mine_gpu, mine_numa = int(p["gpu"]), p.get("host_numa")
     elif p.get("numa") is None:  # every socket at once: no locality
@@ -43,12 +39,12 @@ def role(topology: Mapping[str, Any], pu: str, mem: str) -> str:
         mine_gpu = _superchip_of_host(topology, mine_numa)
     if kind == "host":
         local = m.get("numa") == mine_numa
-        return f"{'local' if local else 'peer'} {host_word}"
-    if kind in ("hbm", "device"):
+        return f"{'local' if local else 'peer'} {host_word(topology)}"
+    if on_gpu(kind):
         local = mine_gpu is not None and m.get("gpu") == mine_gpu
         if kind == "hbm":
-            return f"{'local' if local else 'peer'} HBM"
-        return "device memory" if local else "peer device memory"
+            return f"{'local' if local else 'peer'} {HBM}"
+        return DEVICE_MEMORY if local else f"peer {DEVICE_MEMORY}"
     return ""
 
 
@@ -67,8 +63,8 @@ def labelled(topology: Mapping[str, Any] | None, pu: str, mem: str) -> str:
 
 #: The order the paper lists memories in, seen from a processor: its own superchip's first
 #: (host memory, then HBM), then the peers'; x86 words after the Grace Hopper ones.
-ROLE_ORDER = ("local LPDDR", "local DDR", "local HBM", "device memory", "peer LPDDR", "peer DDR",
-              "peer HBM", "peer device memory", "LPDDR", "DDR", "HBM")
+ROLE_ORDER = (f"local {LPDDR}", f"local {DDR}", f"local {HBM}", DEVICE_MEMORY, f"peer {LPDDR}", f"peer {DDR}",
+              f"peer {HBM}", f"peer {DEVICE_MEMORY}", LPDDR, DDR, HBM)
 
 
 def role_rank(label: str) -> int:
@@ -88,10 +84,3 @@ def by_role(topology: Mapping[str, Any], pu: str, mems: list[str] | tuple[str, .
         return role_rank(role(topology, pu, mem)), int(number.group(1)) if number else -1, mem
     return sorted(dict.fromkeys(mems), key=key)
 
-
-def kind_word(topology: Mapping[str, Any], mem: str) -> str:
-    """What ``mem`` is, seen from no processor in particular: ``LPDDR`` (``DDR`` on x86),
-    ``HBM``, ``device memory``; '' where it is unknown."""
-    kind = next((m.get("kind") for m in topology.get("memories", []) if m["name"] == mem), None)
-    host_word = "LPDDR" if _grace_like(topology) else "DDR"
-    return {"host": host_word, "hbm": "HBM", "device": "device memory"}.get(kind, "")

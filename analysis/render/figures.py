@@ -32,18 +32,19 @@ from . import style
 from .items import Grid
 from .style import COLUMN_IN, MIN_FONT_PT, PAGE_IN  # noqa: F401 (re-exported)
 from ..model.roles import ROLE_ORDER
+from ..model.vocabulary import DDR, LPDDR
 from ..results.transfers import size_label
 
 #: A series slot per memory role, in roles.ROLE_ORDER (the paper's order: local before
 #: peer), so that a role looks the same in every figure; DDR (x86) shares LPDDR's slot.
-ROLE_SLOTS = tuple(r for r in ROLE_ORDER if "DDR" not in r or "LPDDR" in r)
+ROLE_SLOTS = tuple(r for r in ROLE_ORDER if DDR not in r.split())
 CELL_PAD_IN = 0.1       # room around a cell's text
 BARE_CELL_IN = 0.14     # a cell without text
 
 
 def _role_slot(label: str) -> int | None:
     """The ROLE_SLOTS place of a label that starts with a role (``local HBM, managed``)."""
-    head = label.split(",")[0].split(" →")[0].strip().replace("LPDDR", "DDR").replace("DDR", "LPDDR")
+    head = " ".join(LPDDR if w == DDR else w for w in label.split(",")[0].split(" →")[0].strip().split(" "))
     return ROLE_SLOTS.index(head) if head in ROLE_SLOTS else None
 
 

@@ -17,7 +17,7 @@ import pandas as pd
 from ..results.cases import SEP, best, ordered, rank, unmeasured
 from ..render.figures import Heat, colour_only, heat_cells, heat_grid
 from ..render.mdtext import code, safe
-from ..model.roles import kind_word
+from ..model.vocabulary import kind_word
 from ..model.peaks import ASSUMED_MARK, ASSUMED_NOTE, PeakModel, pct_text
 from ..render.items import Context, Drawn, faceted, item
 from .sections import Part

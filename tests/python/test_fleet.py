@@ -264,11 +264,11 @@ def test_files_of_one_host_with_different_cases_are_merged(fleet, tmp_path, caps
 
 @pytest.mark.parametrize(("pu", "mem", "via", "alloc", "expected"), [
     ("gpu2", "gpu2", "local", "device", "gpu2 HBM read"),
-    ("cpu0", "numa0", "local", "numa", "cpu0 host memory read"),
-    ("gpu0", "numa0", "c2c", "pinned", "gpu0 read of numa0 (host memory, pinned) over gpu0's C2C"),
+    ("cpu0", "numa0", "local", "numa", "cpu0 LPDDR read"),
+    ("gpu0", "numa0", "c2c", "pinned", "gpu0 read of numa0 (LPDDR, pinned) over gpu0's C2C"),
     ("gpu0", "numa12", "nvlink", "numa", "gpu0 read of numa12 (HBM) over NVLink gpu0-gpu1"),
     ("cpu0", "numa1", "interconnect", "numa",
-     "cpu0 read of numa1 (host memory) over socket link cpu0-cpu1"),
+     "cpu0 read of numa1 (LPDDR) over socket link cpu0-cpu1"),
 ])
 def test_paths_in_words(pu, mem, via, alloc, expected):
     """The reason an admin reads names the processor, the memory kind and the operation,
