@@ -215,6 +215,18 @@ def test_a_healthy_node_passes_and_writes_only_its_state(healthy: Done) -> None:
     assert (check.state / "last" / "bw.h5").is_file() and not list(check.state.glob("run.*"))
 
 
+def test_a_hardware_clock_hold_at_idle_drains(check: Check, tmp_path: Path) -> None:
+    """HW slowdown active in the reading before anything ran (idle): the hardware holds the
+    clocks, not work. The healthy H200's readings with that one bit added."""
+    readings = tmp_path / "h200_hw_slowdown.txt"
+    healthy = (READINGS / "h200_healthy.txt").read_text()
+    assert "\nevent_reasons 1 " in healthy
+    readings.write_text(healthy.replace("\nevent_reasons 1 ", "\nevent_reasons 9 ", 1))
+    proc = check(nvml=str(readings))
+    assert proc.returncode == 0, said(proc)
+    assert drain_reason(check) == "mempath: gpu0's clocks held down at idle (HW slowdown)"
+
+
 def test_a_pending_row_remap_drains_and_fails_a_prolog(ecc: Done, check: Check) -> None:
     assert ecc.proc.returncode == 0, said(ecc.proc)  # a health check: slurmd ignores its exit
     reason = drain_reason(ecc.check)
