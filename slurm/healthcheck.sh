@@ -204,7 +204,8 @@ judge() {  # RUN_DIR...: sets verdict_line (HEALTH ok|drain|retest ...); exits 2
   verdict_line=$(grep -m1 '^HEALTH ' <<<"$said")
   if [[ ! $verdict_line =~ ^HEALTH\ (ok$|drain\ |retest\ ) ]]; then
     # The verdict could not be made: a broken install, not a broken node. Said, never drained.
-    say "no verdict (exit $rc): $(grep -m1 . <<<"$said"); the node is left as it is" >&2
+    # The last line names it (a traceback's exception, argparse's error).
+    say "no verdict from $MEMPATH_HC_PYTHON (exit $rc): $(grep . <<<"$said" | tail -n 1); the node is left as it is" >&2
     rm -rf -- "$run_dir"
     exit 2
   fi

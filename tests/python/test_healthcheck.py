@@ -323,6 +323,16 @@ def test_a_missing_binary_is_the_installs_fault_never_a_drain(check: Check, tmp_
     assert not check.updates() and not check.rows()
 
 
+def test_a_python_without_the_analysis_is_the_installs_fault_never_a_drain(check: Check, tmp_path: Path) -> None:
+    """The device run of 2026-12-07 (call 3): slurmd's bare environment gave a Python without numpy."""
+    python = _script(tmp_path / "python", "#!/bin/sh\necho 'Traceback (most recent call last):' >&2\n"
+                     "echo \"ModuleNotFoundError: No module named 'numpy'\" >&2\nexit 1\n")
+    proc = check(MEMPATH_HC_PYTHON=str(python))
+    assert proc.returncode == 2, said(proc)
+    assert "No module named 'numpy'; the node is left as it is" in proc.stderr, said(proc)
+    assert not check.updates() and not check.rows()
+
+
 @pytest.mark.parametrize("fails, reason, resumed", [
     (False, "mempath: gpu0 HBM read 2,900 GB/s, 71 % of this node's 4,100", True),
     (False, "bad fan", False),
