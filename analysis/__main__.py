@@ -18,24 +18,28 @@ from .report.placement import DEFAULT_ACTIVE_BYTES, parse_active_bytes
 from .results.schema import REQUIRED
 
 
-def _runs_and_folder(parser: argparse.ArgumentParser, metavar: str, what: str) -> None:
-    """The input files and the report folder, alike for every command that writes a report."""
+def _writer(commands: argparse._SubParsersAction, name: str, metavar: str, what: str,
+            **texts: str) -> argparse.ArgumentParser:
+    """A command that writes a report: report, paper and fleet take their input files and
+    the report folder alike."""
+    parser = commands.add_parser(name, **texts)
     parser.add_argument("runs", nargs="+", type=Path, metavar=metavar, help=what)
     parser.add_argument("-o", "--output", required=True, type=Path, metavar="DIR",
                         help="report folder (created)")
+    return parser
 
 
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="python -m analysis",
                                      description="Analysis of mempath HDF5 results.")
     commands = parser.add_subparsers(dest="command", required=True)
-    report = commands.add_parser("report", help="tables, figures and summary.md of one node's runs",
-                                 description="Write path_matrix.md/.csv, thread_scaling.png/.pdf, "
-                                             "copy_heatmap.png/.pdf and summary.md into DIR; "
-                                             "with /memcpy data also transfer_sweep and "
-                                             "transfer_latency (.png/.pdf), transfers.md, "
-                                             "path_table.md/.csv and placement.md/.csv.")
-    _runs_and_folder(report, "RUN.h5", "mempath result files")
+    report = _writer(commands, "report", "RUN.h5", "mempath result files",
+                     help="tables, figures and summary.md of one node's runs",
+                     description="Write path_matrix.md/.csv, thread_scaling.png/.pdf, "
+                                 "copy_heatmap.png/.pdf and summary.md into DIR; "
+                                 "with /memcpy data also transfer_sweep and "
+                                 "transfer_latency (.png/.pdf), transfers.md, "
+                                 "path_table.md/.csv and placement.md/.csv.")
     report.add_argument("--peaks", type=Path, metavar="FILE",
                         help="JSON peaks overriding the model, e.g. "
                              '{"numa0": 300, "link:pcie": 64}')
@@ -54,13 +58,13 @@ def _parser() -> argparse.ArgumentParser:
     comp.add_argument("--min-change", type=float, default=0.03,
                       help="smallest relative change of the median that counts (default 0.03)")
     comp.add_argument("--output", type=Path, metavar="DIR", help="also write compare.md and compare.csv here")
-    paper = commands.add_parser("paper", help="every figure and table of the Alps GH200 paper from a run",
-                                description="Draw one figure (PNG, PDF) per paper figure and one table "
-                                            "(Markdown, CSV) per paper table into DIR, with paper.md and "
-                                            "index.html naming the runs each came from, why an item was "
-                                            "not drawn, and published values beside this run's "
-                                            "(docs/paper.md).")
-    _runs_and_folder(paper, "RUNS", "result files or folders of .h5 (the paper set's output folder)")
+    _writer(commands, "paper", "RUNS", "result files or folders of .h5 (the paper set's output folder)",
+            help="every figure and table of the Alps GH200 paper from a run",
+            description="Draw one figure (PNG, PDF) per paper figure and one table "
+                        "(Markdown, CSV) per paper table into DIR, with paper.md and "
+                        "index.html naming the runs each came from, why an item was "
+                        "not drawn, and published values beside this run's "
+                        "(docs/paper.md).")
     _fleet_parsers(commands)
     fleet_history_cli.add_parser(commands)
     health_cli.add_parser(commands)
@@ -68,16 +72,16 @@ def _parser() -> argparse.ArgumentParser:
 
 
 def _fleet_parsers(commands: argparse._SubParsersAction) -> None:
-    fleet = commands.add_parser("fleet", help="degraded nodes of a fleet (docs/fleet.md)",
-                                description="Compare every node with the fleet of its kind: "
-                                            "nodes.csv, flagged.json, summary.md, heatmap.png "
-                                            "and retest.json (the flagged cases to re-run) "
-                                            "in DIR (with --history also the night's trends). "
-                                            "Exit 0 when every node could be judged "
-                                            "(degraded, suspect or not); 1 when a node is "
-                                            "failed or missing (the rest is still analysed "
-                                            "and written); 2 on bad input.")
-    _runs_and_folder(fleet, "RUNS", "result files or folders")
+    fleet = _writer(commands, "fleet", "RUNS", "result files or folders",
+                    help="degraded nodes of a fleet (docs/fleet.md)",
+                    description="Compare every node with the fleet of its kind: "
+                                "nodes.csv, flagged.json, summary.md, heatmap.png "
+                                "and retest.json (the flagged cases to re-run) "
+                                "in DIR (with --history also the night's trends). "
+                                "Exit 0 when every node could be judged "
+                                "(degraded, suspect or not); 1 when a node is "
+                                "failed or missing (the rest is still analysed "
+                                "and written); 2 on bad input.")
     fleet.add_argument("--reference", type=Path, metavar="FILE",
                        help='JSON floors {"NODE_KIND": {"PATH": FLOOR}}')
     fleet.add_argument("--expect-nodes", type=Path, metavar="FILE",
