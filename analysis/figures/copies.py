@@ -18,14 +18,13 @@ import numpy as np
 import pandas as pd
 from matplotlib.colors import LogNorm, Normalize
 
-from ..model.roles import labelled, role
+from ..model.roles import labelled, role, role_rank
 from ..model.vocabulary import HBM, HOST_WORDS, gpu_of_memory, memory
 from ..render import style
-from ..results.cases import best, by_threads, drawn_under, memory_aliases, natural_key
+from ..results.cases import best, by_threads, drawn_under, memory_aliases, natural_key, relocated
 from ..results.kinds import ALLOC_ORDER
 from . import published
-from .bandwidth import (COMPARED, compact, compare, paper_processors, pu_title, relocated, role_rank, run_gpu,
-                        with_roles)
+from .paths import COMPARED, compact, compare, paper_processors, pu_title, run_gpu, with_roles
 from ..render.items import Comparison, Context, Drawn, Grid, faceted, item
 
 COPY_COMMAND = "mempath bw --all --op copy"

@@ -21,7 +21,7 @@ from ..render import style
 from ..render.tables import markdown, num
 from ..render.items import Context, Drawn, Grid, faceted, item
 from ..results.cases import same_memory
-from .bandwidth import pu_title
+from .paths import pu_title
 
 
 @item("theoretical_peaks", "Fig. 3", "Theoretical peak of every path, with its source", "table",

@@ -325,7 +325,8 @@ VALUES: tuple[Published, ...] = (
               ("fig17.llama-2-13b.peak_large", "Llama-2 13B fp16 decode: peak of large allocations", 52, "GB")),
     # --- end of Table I, Fig. 4, Table III, Fig. 17 ---
     # --- Figs. 5, 7, 9, 10 and Table II: bandwidth of processor x memory, under contention,
-    # copies, cudaMemcpy between allocators (analysis/figures/bandwidth.py, copies.py). ---
+    # copies, cudaMemcpy between allocators (analysis/figures/fig07_read_write.py,
+    # fig07_contention.py, copies.py). ---
     # The paper prints Fig. 7's ratios in sec. III-C; Figs. 5, 9 and 10 print no number
     # (sec. III-A's 250 and 450 GB/s are theoretical copy peaks, not measurements).
     *(Published(key, quantity, value, "%", f"{PAPER}, sec. III-C (Fig. 7)", _alps("c2c", DEF_BW_PCT, direction))

@@ -4,7 +4,8 @@ A case stands for its path when it ran (status ok) alone (no ``noise``), out of 
 (not ``cache_resident``) and its pages were where it names (``placement``): managed
 memory migrates on access, so a CPU reading managed memory "on gpu0" may read host
 memory. Where a case is drawn is one rule (``drawn_under``) for the report, the paper and
-the binary's own ``placed`` verdict (C++ drawn_under, tested against the same cases).
+the binary's own ``placed`` verdict (C++ drawn_under, tested against the same cases);
+``relocated`` moves the cases of a table under it (the paper's bandwidth and copy figures).
 """
 from __future__ import annotations
 
@@ -143,6 +144,35 @@ def unmeasured(group: pd.DataFrame) -> tuple[str, str]:
     return status, SEP.join(dict.fromkeys(reasons))
 
 
+#: What a placement reads when nobody can say where the pages are: none recorded, the
+#: binary's ``unknown``, a summary line's ``-``.
+UNKNOWN_PLACEMENTS = ("", "unknown", "-")
+
+
+def placement_text(placement: Any) -> str:
+    """A recorded placement as text, '' where a table has none (None, NaN)."""
+    if placement is None or (isinstance(placement, float) and math.isnan(placement)):
+        return ""
+    return str(placement).strip()
+
+
+def is_split(text: str) -> bool:
+    """Pages over several memories: ``numa0:0.97,numa1:0.03``, a staged copy's ``numa0;numa1``."""
+    return any(c in text for c in ",:;")
+
+
+def one_memory(topology: Mapping[str, Any], placement: Any) -> str | None:
+    """The one memory of the node a placement names (``numa4``); None where it is unknown,
+    split, or names no memory the topology lists (the ``host`` of files before managed
+    placement was read from the page tables: the last prefetch's side, not a memory).
+    What was recorded, before any rule of where a case is drawn (``drawn_under``)."""
+    text = placement_text(placement)
+    if text in UNKNOWN_PLACEMENTS or is_split(text):
+        return None
+    known = [m["name"] for m in topology.get("memories", [])]
+    return None if known and text not in known else text
+
+
 def _on_interleave_nodes(topology: Mapping[str, Any], text: str) -> bool:
     """Every share of ``text`` on a host node with CPUs, the nodes interleaved pages are
     spread over; a topology without such nodes refutes nothing."""
@@ -164,9 +194,8 @@ def drawn_under(topology: Mapping[str, Any], mem: str, alloc: str, placement: An
     memory unless the allocator migrates pages (managed). Interleaved pages stayed in
     ``interleave`` while every page was on a host node with CPUs."""
     mem = str(mem or "")
-    text = "" if placement is None or (isinstance(placement, float) and math.isnan(placement)) \
-        else str(placement).strip()
-    if text in ("", "unknown", "-"):
+    text = placement_text(placement)
+    if text in UNKNOWN_PLACEMENTS:
         if alloc == "managed":
             return "", f"{alloc} pages of {mem}: placement unknown (managed pages may have moved)"
         return mem, ""
@@ -174,11 +203,40 @@ def drawn_under(topology: Mapping[str, Any], mem: str, alloc: str, placement: An
         if _on_interleave_nodes(topology, text):
             return mem, ""
         return "", f"{alloc} pages of {mem} were not all on the host nodes they interleave over ({text})"
-    if any(c in text for c in ",:;"):
+    if is_split(text):
         return "", f"{alloc} pages of {mem} were split ({text})"
     if same_memory(topology, text, mem):
         return mem, ""
-    known = [m["name"] for m in topology.get("memories", [])]
-    if known and text not in known:
+    if one_memory(topology, text) is None:
         return "", f"{alloc} pages of {mem} were on {text}, a memory the topology does not list"
     return text, ""
+
+
+def relocated(cases: pd.DataFrame, topologies: Mapping[str, Mapping[str, Any]]) -> tuple[pd.DataFrame, list[str]]:
+    """The cases that ran, each under the memories its pages were on (``mem``, ``dst_mem``;
+    the asked ones kept in ``asked_mem``, ``asked_dst_mem``); ``placed`` True for every row
+    kept. Cases whose pages cannot be placed on one memory are left out, each group of
+    them named in the notes."""
+    if cases.empty:
+        return cases.assign(asked_mem=pd.Series(dtype=object), asked_dst_mem=pd.Series(dtype=object)), []
+    ran = cases[(cases["status"] == "ok") & np.isfinite(pd.to_numeric(cases["median_GBps"], errors="coerce"))]
+    rows, notes = [], {}
+    for row in ran.to_dict("records"):
+        topo = topologies.get(row["host"], {})
+        mem, why = drawn_under(topo, str(row.get("mem") or ""), str(row.get("alloc") or ""), row.get("placement"))
+        dst, why_dst = "", ""
+        if row.get("dst_mem"):
+            dst, why_dst = drawn_under(topo, str(row["dst_mem"]), str(row.get("dst_alloc") or row.get("alloc") or ""),
+                                       row.get("dst_placement"))
+        if why or why_dst:
+            reason = why or why_dst
+            notes[reason] = notes.get(reason, 0) + 1
+            continue
+        rows.append({**row, "asked_mem": row.get("mem"), "asked_dst_mem": row.get("dst_mem") or "",
+                     "mem": mem, "dst_mem": dst, "placed": True})
+    frame = pd.DataFrame(rows, columns=[*ran.columns, *(c for c in ("asked_mem", "asked_dst_mem", "placed")
+                                                        if c not in ran.columns)])
+    if "placed" in frame:
+        frame["placed"] = frame["placed"].astype(bool)
+    lines = [f"Not drawn: {reason} ({count} case{'s' if count > 1 else ''})." for reason, count in notes.items()]
+    return frame, lines

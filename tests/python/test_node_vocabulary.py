@@ -22,7 +22,8 @@ import pytest
 from conftest import DATA, REPO, run
 
 import synth_bandwidth
-from analysis.figures import bandwidth, latency, published, translation
+from analysis.figures import latency, published, table2_allocators, table2_translation as translation
+from analysis.figures.paths import paper_processors, pu_title
 from analysis.fleet.table import Topo, component, words
 from analysis.model import vocabulary as vocab
 from analysis.model.pathtable import limit_text
@@ -81,9 +82,9 @@ def test_grace_is_decided_once_by_the_cpu(mempath_bin: Path, where: str) -> None
                                  for c in citations), citations
     else:
         assert citations == {None}
-    for pu in bandwidth.paper_processors(topo):
+    for pu in paper_processors(topo):
         kind = next(p["kind"] for p in topo["processors"] if p["name"] == pu)
-        title = bandwidth.pu_title(topo, pu)
+        title = pu_title(topo, pu)
         classes = published.hardware_classes(topo, pu)
         if kind == "cpu":
             assert title == f"{pu} ({'Grace' if grace else 'CPU'})"
@@ -126,14 +127,14 @@ def test_every_label_of_a_memory_says_one_word(mempath_bin: Path, where: str) ->
         word = vocab.kind_word(topo, mem)
         assert word == {"host": host, "hbm": vocab.HBM, "device": vocab.DEVICE_MEMORY}[kind]
         # Fig. 7 (and every figure's role groups): the role seen from each processor.
-        for pu in bandwidth.paper_processors(topo):
+        for pu in paper_processors(topo):
             assert role(topo, pu, mem) in (f"local {word}", f"peer {word}", word), (pu, mem)
         assert role(topo, "cpus", mem) in ("", word)  # every socket at once: the word alone
         # Table II: the memory without a viewpoint, and the access column.
-        assert bandwidth.kind_name(topo, mem) == f"{word} {mem}"
+        assert vocab.kind_name(topo, mem) == f"{word} {mem}"
         for pu_kind in ("cpu", "gpu"):
             ok = pd.DataFrame([{"pu_kind": pu_kind, "alloc": "numa", "status": "ok", "mem": mem, "reason": ""}])
-            assert bandwidth._access_text(ok, topo, pu_kind, "numa") == f"yes: {word} (bw, 1 cases ran)"
+            assert table2_allocators._access_text(ok, topo, pu_kind, "numa") == f"yes: {word} (bw, 1 cases ran)"
         # Fig. 12's flags: where the memory sits.
         assert latency.home(topo, mem).startswith(f"{word} ")
         # The report: the path matrix's memory label and the peak a path is limited by.
@@ -146,7 +147,7 @@ def test_every_label_of_a_memory_says_one_word(mempath_bin: Path, where: str) ->
         # The fleet: the memory itself (a GPU's device memory and its HBM node: HBM).
         said = fleet.memory_kind(mem)
         assert said == vocab.memory_word(topo, mem) == (host if kind == "host" else vocab.HBM)
-        for pu in bandwidth.paper_processors(topo):
+        for pu in paper_processors(topo):
             path = next((p for p in topo["paths"] if p["pu"] == pu and p["mem"] == mem), None)
             if path is None:
                 continue
@@ -170,9 +171,9 @@ def test_a_grace_without_hbm_is_a_grace_everywhere(mempath_bin: Path) -> None:
     assert not any(m["kind"] == "hbm" for m in topo["memories"])
     assert not any((p.get("link") or {}).get("type") == "c2c" for p in topo["processors"])
     fleet = Topo(topo)
-    assert bandwidth.pu_title(topo, "cpu0") == "cpu0 (Grace)"
+    assert pu_title(topo, "cpu0") == "cpu0 (Grace)"
     assert role(topo, "cpu0", "numa0") == "local LPDDR"
-    assert bandwidth.kind_name(topo, "numa0") == "LPDDR numa0"
+    assert vocab.kind_name(topo, "numa0") == "LPDDR numa0"
     assert latency.home(topo, "numa0") == "LPDDR (numa0)"
     assert limit_text("numa0", PeakModel(topo)) == "numa0 memory (LPDDR5X)"
     row = {"op": "read", "pu": "cpu0", "mem": "numa0", "dst_mem": "", "alloc": "numa", "via": "local"}

@@ -1,4 +1,5 @@
-"""The paper's bandwidth figures and Table II (analysis/figures/bandwidth.py, copies.py): each
+"""The paper's bandwidth figures and Table II (analysis/figures/fig07_read_write.py,
+fig07_contention.py, table2_allocators.py, copies.py): each
 renders from a synthetic quad GH200 run (tests/python/synth_bandwidth.py) and from the real
 H100 files that hold its tables, or says why not; journal widths, the style's rules, memory
 roles in the labels, managed cases under the memory their pages were on, and published
@@ -19,10 +20,12 @@ from conftest import DATA, assert_pdf, assert_png, figure_suffixes
 import synth_bandwidth
 from h5fixtures import topology
 from analysis.model.peaks import ASSUMED_MARK, ASSUMED_NOTE
-from analysis.figures import bandwidth, copies, peaks, published, translation
+from analysis.figures import (copies, fig07_contention, fig07_read_write, peaks, published, table2_allocators,
+                              table2_translation as translation)
 from analysis.render.items import registry
 from analysis.paper.write import write_paper
 from analysis.render import style
+from analysis.results import kinds
 from analysis.results.io import load_runs
 
 KEYS = {"read_write_bandwidth": "Fig. 7", "read_write_under_contention": "Fig. 7", "copy_bandwidth": "Fig. 9",
@@ -288,6 +291,15 @@ def test_table_ii_translation_and_page_size_recorded_reported_or_documented(quad
     assert translation.PAPER_TABLE in caption and "[uvm]" in caption and "documented, not measured" in caption
 
 
+def test_table_ii_lists_kinds_def_allocators_and_the_papers_row_once() -> None:
+    """Table II's allocators and their APIs are kinds.def's rows (listed in ALLOC_ORDER; no
+    hand copy to drift when an allocator is added); the paper's cells for each are one table."""
+    assert tuple(table2_allocators.API) == tuple(kinds.ALLOCATORS)
+    for name, row in kinds.ALLOCATORS.items():
+        assert table2_allocators.API[name].replace(" + ", "+").startswith(row["api"]), name
+    assert set(table2_allocators.PAPER_TABLE_II) == set(kinds.ALLOC_ORDER)
+
+
 def test_table_ii_on_an_x86_node_without_ats(tmp_path: Path) -> None:
     """An x86 H100 node without ATS/HMM: system memory is out of the GPU's reach (as the
     node reports), pinned memory is mapped by the GPU's page table (documented), a run
@@ -420,7 +432,8 @@ def test_published_values_name_their_sources() -> None:
         assert (".txt" in pub.source or "https://" in pub.source) and pub.unit and pub.value > 0, pub.key
     assert next(p for p in published.VALUES if p.key == "fig7.contention.sum.write.local_hbm.gbps").value == 2682.8
     # every value a figure compares is one the module lists
-    specs = set(bandwidth.FIG7_ALONE) | set(bandwidth.FIG7_NOISE) | set(bandwidth.X86_ALONE) | set(copies.MEMCPY_SPECS)
+    specs = (set(fig07_read_write.FIG7_ALONE) | set(fig07_contention.FIG7_NOISE) | set(fig07_read_write.X86_ALONE)
+             | set(copies.MEMCPY_SPECS))
     assert specs <= {p.key for p in published.VALUES}
 
 

@@ -4,6 +4,7 @@ from a processor on every reference topology, and `python -m analysis paper` on 
 from __future__ import annotations
 
 import json
+import re
 
 import pytest
 
@@ -13,7 +14,7 @@ from analysis.model.roles import labelled, role
 from analysis.paper.write import _comparison_lines
 from analysis.render import style
 from analysis.render.items import Comparison, Drawn, Item
-from conftest import DATA, analysis_cli
+from conftest import DATA, REPO, analysis_cli
 
 
 def topo(name: str) -> dict:
@@ -212,6 +213,32 @@ def test_paper_from_real_files_lists_every_item_and_its_sources(tmp_path):
     assert "h100_gemm" in text and "command" in text.lower()
     assert (out / "index.html").read_text().count("<h2") >= len(registry("analysis.figures"))
     assert "## Published values against this run" in text
+
+
+def _paper_items_table() -> list[dict[str, str]]:
+    """docs/paper.md's table of each figure and table, one dict a row by its header."""
+    section = (REPO / "docs" / "paper.md").read_text().split("## Each figure and table", 1)[1].split("\n## ", 1)[0]
+    table = [line for line in section.splitlines() if line.startswith("|")]
+    header = [cell.strip() for cell in table[0].strip("|").split("|")]
+    return [dict(zip(header, (cell.strip() for cell in row.strip("|").split(" | ")))) for row in table[2:]]
+
+
+def test_docs_name_every_item_with_the_module_that_draws_it():
+    """A newcomer finds a paper item's code from docs/paper.md: each registered item is in
+    the row of its figure or table, by its output file, and that row names the module its
+    @item is in (and no other), so renaming or moving one fails here until the doc follows."""
+    from analysis.render.items import registry
+    rows = _paper_items_table()
+    column, output = (next(name for name in rows[0] if name.startswith(word)) for word in ("module", "output"))
+    items = registry("analysis.figures")
+    for row in rows:
+        mine = [i for i in items if re.search(rf"`{i.key}\.", row[output])]
+        assert mine, f"docs/paper.md: no item of analysis.figures writes the outputs of {row['paper']!r}"
+        assert all(row["paper"] == i.ref or row["paper"].startswith(i.ref + " (") for i in mine), row["paper"]
+        named = set(re.findall(r"`([a-z0-9_]+)\.py`", row[column]))
+        assert named == {i.module.removeprefix("analysis.figures.") for i in mine}, (row["paper"], named)
+    shown = {i.key for row in rows for i in items if re.search(rf"`{i.key}\.", row[output])}
+    assert shown == {i.key for i in items}, f"docs/paper.md lacks {sorted({i.key for i in items} - shown)}"
 
 
 def test_paper_without_usable_files_is_one_line_and_exit_2(tmp_path):

@@ -9,9 +9,9 @@ from types import SimpleNamespace
 import pandas as pd
 import pytest
 
-from analysis.figures.bandwidth import relocated
 from analysis.figures.latency import chase_points
-from analysis.results.cases import drawn_under, mark_placement
+from analysis.results.cases import (UNKNOWN_PLACEMENTS, drawn_under, mark_placement, one_memory, relocated,
+                                    same_memory)
 from h5fixtures import topology
 
 GH200 = topology("gh200_single")  # numa0 LPDDR, numa1 the HBM of gpu0
@@ -29,6 +29,24 @@ def placement_cases() -> list[tuple[str, ...]]:
 def test_a_buffer_is_drawn_where_its_pages_were(name: str, mem: str, alloc: str, placement: str, where: str) -> None:
     drawn, why = drawn_under(topology(name), mem, alloc, placement)
     assert drawn == where and bool(why) == (not where)
+
+
+@pytest.mark.parametrize("name, mem, alloc, placement, where",
+                         [c for c in placement_cases() if c[1] != "interleave" and c[3] not in UNKNOWN_PLACEMENTS])
+def test_one_memory_reads_a_recorded_placement_as_drawn_under_does(name: str, mem: str, alloc: str,
+                                                                   placement: str, where: str) -> None:
+    """Table II's reading of where pages were (one_memory) and the drawing rule agree on
+    what a recorded placement says (only the rule makes an unknown one the named memory)."""
+    one = one_memory(topology(name), placement)
+    assert (one is None) == (where == "")
+    assert one is None or same_memory(topology(name), one, where)
+
+
+def test_the_host_of_old_managed_files_names_no_memory() -> None:
+    """Files from before managed placement was read from the page tables say ``host`` (the
+    last prefetch's side): Table II counts it unknown, not a move to a memory."""
+    assert one_memory(GH200, "host") is None and one_memory(GH200, "numa1") == "numa1"
+    assert one_memory(GH200, float("nan")) is None and one_memory(GH200, " gpu0 ") == "gpu0"
 
 
 @pytest.mark.parametrize("missing", [None, float("nan")])

@@ -1,8 +1,8 @@
-"""Table II's GPU translation and page size of each allocator: what the paper prints for
-its GH200, and for each node of the runs what the runs record (the system page size,
-root attribute ``page_size``; the transparent huge page mode, ``thp_enabled``; the share of
-a buffer on huge pages, ``/chase/cases`` ``huge_page_fraction``), what the node reports
-(the topology's GPU facts from the CUDA runtime: ``host_page_tables`` = ATS,
+"""Table II's GPU translation and page size of each allocator (table2_allocators.py) on
+each node of the runs: what the runs record (the system page size, root attribute
+``page_size``; the transparent huge page mode, ``thp_enabled``; the share of a buffer on
+huge pages, ``/chase/cases`` ``huge_page_fraction``), what the node reports (the
+topology's GPU facts from the CUDA runtime: ``host_page_tables`` = ATS,
 ``pageable_access`` without it = HMM, ``concurrent_managed``) and, where nothing of the
 runs says it, the documented value marked ``DOCUMENTED`` with its source. Nothing here is
 timed: a documented value is never shown as measured."""
@@ -31,16 +31,6 @@ UVM_DOC = ("NVIDIA open-gpu-kernel-modules, kernel-open/nvidia-uvm/uvm_va_block_
            "2 MiB: managed memory is tracked, mapped on the GPU and migrated within 2 MiB blocks)")
 SOURCES = {"paper": PAPER_TABLE, "guide": CUDA_GUIDE, "pinned": PINNED_DOC, "uvm": UVM_DOC}
 
-# What the paper's Table II prints for each allocator: (GPU translation, page size). Its
-# system-allocated row spans numa_alloc_onnode (one "Type" cell over both APIs).
-PAPER: dict[str, tuple[str, str]] = {
-    "system": ("ATS", "system"),
-    "numa": ("ATS", "system"),
-    "pinned": ("ATS", "system"),
-    "registered": ("not in Table II", "not in Table II"),
-    "managed": ("ATS (DDR), GPU-MMU (HBM)", "system (DDR), 2 MB (HBM)"),
-    "device": ("GPU-MMU", "2 MB"),
-}
 # Allocators whose buffers are the process's anonymous pages, which /proc/self/smaps
 # counts (AnonHugePages): the only ones a chase case's huge_page_fraction measures. They
 # are the pages the host maps itself (kinds.def's api: mmap, numa_alloc_onnode, then
@@ -151,11 +141,10 @@ def page_size(topology: Mapping[str, Any], alloc: str, pages: Mapping[str, Seque
 
 
 def columns(ctx: Context, host: str, topology: Mapping[str, Any], alloc: str) -> dict[str, str]:
-    """Table II's four columns for one allocator on one node."""
-    paper = PAPER.get(alloc, ("", ""))
+    """Table II's GPU translation and page size of one allocator on one node (what the
+    paper prints beside them is table2_allocators.PAPER_TABLE_II)."""
     pages = recorded(ctx, host)
-    return {"GPU translation (paper)": paper[0], "page size (paper)": paper[1],
-            "GPU translation (this node)": translation(topology, alloc),
+    return {"GPU translation (this node)": translation(topology, alloc),
             "page size (this node)": page_size(topology, alloc, pages, huge_share(ctx, host, alloc))}
 
 
