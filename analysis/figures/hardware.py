@@ -12,6 +12,7 @@ import pandas as pd
 from .. import outfiles
 from ..render.tables import markdown, num
 from ..render.items import Comparison, Context, Drawn, item
+from ..results.families import FAMILIES
 from .published import DEF_TABLE1, Published, hold, of, run_facts
 
 #: The paper's Table I columns: key in published.py -> header.
@@ -20,8 +21,8 @@ PAPER_GPUS = {"gh200_hbm3": "paper: GH200, 96 GB HBM3", "gh200_hbm3e": "paper: G
 MEMORY_TYPES = {"gh200_hbm3": "HBM3", "gh200_hbm3e": "HBM3e", "h100_sxm": "HBM3", "h100_pcie": "HBM2e"}
 ROWS = ("model", "SMs", "memory type", "memory size", "memory bandwidth", "L2 cache", "L1 cache per SM",
         "concurrent threads", "SM clock (max)", "memory clock (max)")
-ANY_TABLE = ("um/samples", "chase/cases", "pingpong/cases", "gemm/cases", "llm/cases", "bw/cases",
-             "memcpy/cases", "stream/cases", "atomics/cases")
+#: Any run carries the topology and the GPU clocks: every family's cases table (families.def).
+ANY_TABLE = tuple(f"{name}/cases" for name in FAMILIES)
 
 
 def paper_column(model: str, memory_bytes: float) -> str:

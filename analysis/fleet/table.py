@@ -19,7 +19,8 @@ import numpy as np
 import pandas as pd
 
 from ..model import causes
-from ..model.vocabulary import gpu_of_memory, memory_word
+from ..model.case_words import case_words
+from ..model.vocabulary import gpu_of_memory
 from ..robust import MAD_SCALE, grouped_medians
 from ..results import conditions, families
 from ..results.h5file import Group, RunFileError, check_non_negative, one_line, shown, walk
@@ -68,12 +69,6 @@ class Topo:
         if name.startswith("gpu"):
             return int(name[3:])
         return gpu_of_memory(self.memories.get(name, {}))
-
-    def memory_kind(self, name: str) -> str:
-        """What the memory is (model/vocabulary.py ``memory_word``): ``HBM`` (a GPU's memory,
-        as device memory or its NUMA node), ``LPDDR`` (a Grace's host memory), ``DDR``
-        (another CPU's); the name itself where the topology does not say."""
-        return memory_word(self.topology, name) or name
 
     def link(self, gpu: int) -> str:
         """``link:c2c:gpuN`` or ``link:pcie:gpuN``: how GPU N reaches host memory."""
@@ -182,29 +177,9 @@ def component_words(name: str) -> str:
 
 
 def words(family: str, row: Mapping[str, Any], topo: Topo, part: str) -> str:
-    """The case in words: the processor, the memory kind and the operation; a path that is
-    not the processor's own memory also names the memory and the links it crosses."""
-    if family == "memcpy":
-        dst = int(row.get("dst_gpu", -1))
-        if dst >= 0:
-            return f"gpu{row['gpu']} to gpu{dst} copy"
-        return f"gpu{row['gpu']} {str(row['direction']).upper()} copy (numa{row['host_numa']})"
-    if family == "pingpong":
-        return f"ping-pong {row['a']}-{row['b']} ({row['mem']} {topo.memory_kind(row['mem'])})"
-    pu, mem = row["pu"], row["mem"]
-    kind = topo.memory_kind(mem)
-    if row["alloc"] not in ("numa", "device"):  # the kinds' usual allocators go unsaid
-        kind += f", {row['alloc']}"
-    local = row["via"] == "local"
-    if local and mem.startswith("numa") and topo.gpu_of(mem) is not None:
-        kind += f" as {mem}"  # the HBM's NUMA node, apart from its device memory
-    over = "" if local else f" over {component_words(part)}"
-    if family == "chase":
-        return f"{pu} {kind} latency" if local else f"{pu} latency of {mem} ({kind}){over}"
-    if row["op"] == "copy" and row["dst_mem"] and row["dst_mem"] != mem:
-        dst = row["dst_mem"]
-        return f"{pu} copy {mem} ({kind}) to {dst} ({topo.memory_kind(dst)})"
-    return f"{pu} {kind} {row['op']}" if local else f"{pu} {row['op']} of {mem} ({kind}){over}"
+    """The case in words (model/case_words.py, the report's words too), with the links of
+    its component ``part`` where the path is not the processor's own memory."""
+    return case_words(family, row, topo.topology, component_words(part))
 
 
 NAMERS: dict[str, Callable[[Mapping[str, Any], Topo], tuple[str, str]]] = {

@@ -21,6 +21,7 @@ from typing import Any
 import pandas as pd
 
 from ..model import causes
+from ..model.case_words import case_words, cell_int
 from ..model.peaks import PeakModel
 from ..render.items import Context, item
 from ..render.mdtext import code, text
@@ -34,44 +35,6 @@ from .sections import Part
 #: The figure a case is said by, per family: the first of these its cases table holds.
 FIGURES = (("median_GBps", "GB/s"), ("best_GBps", "GB/s"), ("median_ns", "ns"), ("median_TFLOPs", "TFLOP/s"),
            ("median_Mops", "Mop/s"), ("median_tokens_per_s", "tokens/s"), ("busbw_GBps", "GB/s"))
-
-
-def _int(value: Any, default: int = -1) -> int:
-    """A cell as an integer; ``default`` where it is missing (None, NaN: an older file)."""
-    try:
-        return default if value is None or (isinstance(value, float) and math.isnan(value)) else int(value)
-    except (TypeError, ValueError):
-        return default
-
-
-#: The words of a case of each family whose words are its columns alone.
-CASE_WORDS = {
-    "stream": "{pu} STREAM {kernel} on {mem} ({alloc})",
-    "chase": "{pu} latency of {mem} ({alloc})",
-    "pingpong": "ping-pong {a}-{b} on {mem}",
-    "gemm": "gpu{gpu} GEMM {dtype} n={n} ({a_mem})",
-    "atomics": "{pu} atomics on {mem} ({alloc})",
-    "llm": "gpu{gpu} {model} decode, weights in {weight_mem} ({placement})",
-}
-
-
-class _Cells(dict):
-    def __missing__(self, key: str) -> None:  # an older file's missing column reads "None"
-        return None
-
-
-def case_text(family: str, row: Mapping[str, Any]) -> str:
-    """A case in a few words: "gpu2 H2D (pinned numa0, ce)", "cpu0 read numa0 (numa)"."""
-    get = row.get
-    if family == "bw":
-        dst = f" to {get('dst_mem')}" if get("dst_mem") else ""
-        return f"{get('pu')} {get('op')} {get('mem')}{dst} ({get('alloc')})"
-    if family == "memcpy":
-        where = f"gpu{_int(get('dst_gpu'))}" if _int(get("dst_gpu")) >= 0 else f"numa{get('host_numa')}"
-        return f"gpu{get('gpu')} {str(get('direction')).upper()} ({get('alloc')} {where}, {get('engine')})"
-    if family in CASE_WORDS:
-        return CASE_WORDS[family].format_map(_Cells(row))
-    return f"{family} case {get('case_id')}"
 
 
 def _figure(row: Mapping[str, Any]) -> tuple[float, str]:
@@ -93,8 +56,8 @@ def standing(family: str, table: pd.DataFrame) -> set[int]:
         return {int(i) for i in chosen["case_id"]} if not chosen.empty else set()
     if family == "memcpy" and {"direction", "gpu", "host_numa", "size_bytes", "status"} <= set(table):
         copies = table[(table["status"] == "ok") & table["direction"].isin(["h2d", "d2h"])
-                       & (table["gpu"].map(_int) >= 0)
-                       & (table.get("dst_gpu", pd.Series(-1, index=table.index)).map(_int) < 0)
+                       & (table["gpu"].map(cell_int) >= 0)
+                       & (table.get("dst_gpu", pd.Series(-1, index=table.index)).map(cell_int) < 0)
                        & (table.get("mode", pd.Series("bandwidth", index=table.index)) == "bandwidth")]
         keys = [k for k in ("gpu", "host_numa", "alloc", "direction", "engine") if k in copies]
         largest = copies.loc[copies.groupby(keys)["size_bytes"].idxmax()] if len(copies) else copies
@@ -109,8 +72,8 @@ def share_of_peak(family: str, row: Mapping[str, Any], model: PeakModel | None) 
         return math.nan
     if family == "bw" and row.get("op") in ("read", "write"):
         pu, mem, via, value = row.get("pu"), row.get("mem"), row.get("via"), row.get("median_GBps")
-    elif family == "memcpy" and row.get("direction") in ("h2d", "d2h") and _int(row.get("gpu")) >= 0 \
-            and _int(row.get("dst_gpu")) < 0:
+    elif family == "memcpy" and row.get("direction") in ("h2d", "d2h") and cell_int(row.get("gpu")) >= 0 \
+            and cell_int(row.get("dst_gpu")) < 0:
         pu, mem, via, value = f"gpu{row['gpu']}", f"numa{row['host_numa']}", row.get("via"), row.get("median_GBps")
     else:
         return math.nan
@@ -278,8 +241,9 @@ def _case_rows(seen: list[_Seen], models: Mapping[str, PeakModel]) -> tuple[list
                 value, unit = _figure(row)
                 figure = f"{value:,.0f} {unit}" if abs(value) >= 100 else f"{value:,.2f} {unit}" \
                     if math.isfinite(value) else str(row.get("status", ""))
-                (slow if below else fired).append([code(run.name), case_text(family, row), str(row["case_id"]),
-                                                   figure, f"{share * 100:.0f} %" if math.isfinite(share) else "",
+                (slow if below else fired).append([code(run.name), case_words(family, row, run.topology),
+                                                   str(row["case_id"]), figure,
+                                                   f"{share * 100:.0f} %" if math.isfinite(share) else "",
                                                    causes.words(found)])
     return slow, fired, judged
 

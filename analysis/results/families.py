@@ -2,7 +2,8 @@
 
 src/core/families.def is the one copy: C++ includes it as X-macros (src/core/families.hpp)
 and creates its HDF5 tables from it; this module parses the same rows, so the two cannot
-drift (tests/cpp/test_families.cpp compares its reading with the C++ table). Usage::
+drift (tests/cpp/test_families.cpp compares its reading with the C++ table). A family that
+shares another's tables (a SHARES row) is read as the copy it stands for. Usage::
 
     from analysis.results.families import FAMILIES, columns, required
     FAMILIES["chase"].metric              # "ns_per_access"
@@ -30,6 +31,7 @@ class Family(NamedTuple):
     higher_is_better: bool
     metric_table: str       # "samples" (one value a repetition) or "cases"
     cases_metric: str       # the cases table's median of the metric; "" where none
+    words: str              # a case in words, "{column}" templates (model/case_words.py); "" for none
 
 
 class Column(NamedTuple):
@@ -45,7 +47,8 @@ class Column(NamedTuple):
 
 # Field names after the macro's name, in its argument order (families.def's header says why
 # each exists); the column rows start with their table's name.
-_FIELDS = {"FAMILY": Family._fields, "COLUMN": ("table", *Column._fields)}
+_FIELDS = {"FAMILY": Family._fields, "COLUMN": ("table", *Column._fields),
+           "SHARES": ("family", "source", "required")}
 _TYPES = ("Int", "Float", "String")
 #: A column's roles, as families.def's header defines them.
 ROLES = ("key", "identity", "derived", "outcome")
@@ -79,9 +82,22 @@ def load(path: Path = FAMILIES_DEF) -> Table:
         values = [_value(a, f) for a, f in zip(args, _FIELDS[kind])]
         if kind == "FAMILY":
             families[values[0]] = Family(*values)
+        elif kind == "SHARES":
+            tables.update(_shared(path, tables, *values))
         else:
             tables.setdefault(values[0], []).append(Column(*values[1:]))
     return Table(families, {name: tuple(cols) for name, cols in tables.items()})
+
+
+def _shared(path: Path, tables: dict[str, list[Column]], family: str, source: str,
+            required: bool) -> dict[str, list[Column]]:
+    """The tables a SHARES row gives ``family``: every table of ``source`` read so far."""
+    shared = {f"{family}/{name.partition('/')[2]}": [c if required else c._replace(required=False) for c in cols]
+              for name, cols in tables.items() if name.partition("/")[0] == source}
+    if not shared:
+        raise ValueError(f"{path}: {family} shares the tables of {source!r}, which has none above the row; "
+                         "valid: a family whose columns come first")
+    return shared
 
 
 _TABLE = load()

@@ -18,9 +18,12 @@ struct FamilyInfo {
   bool higher_is_better;
   const char* metric_table;
   const char* cases_metric;
+  // A case in words for the analysis (model/case_words.py); C++ names a case by its plan
+  // (Benchmark::describe), so only the agreement test reads it.
+  const char* words;
 };
 struct ColumnInfo {
-  const char* table;
+  const char* table;  // a shared family's own name ("tlb/cases"), not its source's
   const char* name;
   ColumnType type;
   const char* unit;
@@ -33,19 +36,17 @@ struct ColumnInfo {
 
 #define MEMPATH_FAMILY(...) FamilyInfo{__VA_ARGS__},
 #define MEMPATH_COLUMN(...)
+#define MEMPATH_SHARES(...)
 inline constexpr FamilyInfo kFamilyTable[] = {
 #include "core/families.def"
 };
 #undef MEMPATH_FAMILY
 #undef MEMPATH_COLUMN
-#define MEMPATH_FAMILY(...)
-#define MEMPATH_COLUMN(table, name, type, unit, required, role, fleet) \
-  ColumnInfo{table, name, ColumnType::type, unit, required, role, fleet},
-inline constexpr ColumnInfo kColumnTable[] = {
-#include "core/families.def"
-};
-#undef MEMPATH_FAMILY
-#undef MEMPATH_COLUMN
+#undef MEMPATH_SHARES
+
+// Every column of every table in table order, a SHARES row read as the copy it stands for
+// (the form analysis/results/families.py reads too).
+const std::vector<ColumnInfo>& column_rows();
 
 // The columns of `table` ("stream/cases") in order; std::logic_error naming the tables that
 // exist for any other (a writer asking for a table the table lacks is a programming error).

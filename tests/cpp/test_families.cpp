@@ -12,6 +12,7 @@
 #include <fstream>
 #include <stdexcept>
 #include <string>
+#include <string_view>
 
 #include "apps/benchmark.hpp"
 #include "core/duration_model.hpp"
@@ -72,6 +73,23 @@ TEST(FamiliesTable, EachTableIsOneBlockOfRowsWithUniqueColumns) {
   EXPECT_EQ(names.front(), "bw/cases");
 }
 
+// A preset's tables are one SHARES row: tlb's are chase's, in their order, none required.
+TEST(FamiliesTable, ASharedFamilyIsItsSourcesTablesInOneRow) {
+  for (const char* table : {"cases", "samples", "caches"}) {
+    EXPECT_TRUE(same(columns_of(std::string("tlb/") + table), columns_of(std::string("chase/") + table))) << table;
+  }
+  for (const ColumnInfo& c : column_rows())
+    if (std::string_view(c.table).substr(0, 4) == "tlb/") EXPECT_FALSE(c.required) << c.table << " " << c.name;
+  const std::vector<std::string> names = table_names();
+  const auto chase = std::find(names.begin(), names.end(), "chase/caches");
+  ASSERT_NE(chase, names.end());
+  EXPECT_EQ(*(chase + 1), "tlb/cases");
+  std::ifstream in(fs::path(MEMPATH_SOURCE_ROOT) / "src/core/families.def");
+  const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  EXPECT_EQ(text.find("MEMPATH_COLUMN(\"tlb/"), std::string::npos);
+  EXPECT_NE(text.find("MEMPATH_SHARES(\"tlb\", \"chase\", 0)"), std::string::npos);
+}
+
 TEST(FamiliesTable, UnknownTablesNameTheValidOnes) {
   try {
     columns_of("bw/case");
@@ -99,9 +117,9 @@ std::string cpp_table_json() {
   for (const FamilyInfo& f : kFamilyTable)
     w.begin_object().field("name", f.name).field("what", f.what).field("metric", f.metric).field("unit", f.unit)
         .field("higher_is_better", f.higher_is_better).field("metric_table", f.metric_table)
-        .field("cases_metric", f.cases_metric).end_object();
+        .field("cases_metric", f.cases_metric).field("words", f.words).end_object();
   w.end_array().key("columns").begin_array();
-  for (const ColumnInfo& c : kColumnTable)
+  for (const ColumnInfo& c : column_rows())
     w.begin_object().field("table", c.table).field("name", c.name).field("type", type_name(c.type))
         .field("unit", c.unit).field("required", c.required).field("role", c.role).field("fleet", c.fleet)
         .end_object();

@@ -294,7 +294,7 @@ def test_the_report_names_the_cause_beside_the_path(tmp_path: Path) -> None:
     assert main(["report", str(slow), "-o", str(tmp_path / "rep")]) == 0
     summary = (tmp_path / "rep" / "summary.md").read_text()
     assert "## Conditions and causes" in summary
-    assert "| `x8` | gpu0 read numa0 (pinned) | 1 | 27.00 GB/s | 43 % | PCIe link of gpu0 trained at x8 of x16 |" \
+    assert "| `x8` | gpu0 read of numa0 (DDR, pinned) | 1 | 27.00 GB/s | 43 % | PCIe link of gpu0 trained at x8 of x16 |" \
         in summary
     assert "- PCIe link of gpu0 trained at x8 of x16" in summary  # the node's drain condition
     assert "No path below" not in summary
@@ -302,18 +302,18 @@ def test_the_report_names_the_cause_beside_the_path(tmp_path: Path) -> None:
     copy = write_run(tmp_path / "h2d.h5", [], memcpy=[memcpy_case(via="pcie", median_GBps=27.0, case_id=1)],
                      bw=False, topology=topology("x86_h100"), attrs=attrs, extra=extra)
     assert main(["report", str(copy), "-o", str(tmp_path / "rep4")]) == 0
-    assert "| `h2d` | gpu0 H2D (pinned numa0, ce) | 1 | 27.00 GB/s | 43 % | PCIe link of gpu0 trained at x8 of x16 |" \
+    assert "| `h2d` | gpu0 H2D copy (numa0) | 1 | 27.00 GB/s | 43 % | PCIe link of gpu0 trained at x8 of x16 |" \
         in (tmp_path / "rep4" / "summary.md").read_text()
     capped = _gpu_run(tmp_path / "capped.h5", "h200_power_capped.txt", hbm=3050.0)  # 91 %: not low, not blamed
     assert main(["report", str(capped), "-o", str(tmp_path / "rep3")]) == 0
     summary = (tmp_path / "rep3" / "summary.md").read_text()
     shown = summary.split("Other cases whose conditions fired a rule", 1)[1]
     assert "No path below 70 % of its peak (2 with a known peak)." in summary
-    assert "| `capped` | gpu0 read gpu0 (device) | 0 | 3,050 GB/s | 91 % | power cap held the clocks of gpu0" in shown
+    assert "| `capped` | gpu0 HBM read | 0 | 3,050 GB/s | 91 % | power cap held the clocks of gpu0" in shown
     healthy = _gpu_run(tmp_path / "ok.h5", "h200_healthy.txt", hbm=2000.0)  # slow, nothing recorded explains it
     assert main(["report", str(healthy), "-o", str(tmp_path / "rep2")]) == 0
     summary = (tmp_path / "rep2" / "summary.md").read_text()
-    assert f"| `ok` | gpu0 read gpu0 (device) | 0 | 2,000 GB/s | 60 % | {causes.NOTHING} |" in summary
+    assert f"| `ok` | gpu0 HBM read | 0 | 2,000 GB/s | 60 % | {causes.NOTHING} |" in summary
 
 
 def test_compare_names_what_changed_beside_a_regression(tmp_path: Path, capsys) -> None:
