@@ -322,7 +322,7 @@ def _drawn_texts(fig: Figure) -> list[Text]:
         draw(text, renderer)
     Text.draw = recording  # type: ignore[method-assign]
     try:
-        fig.canvas.draw()
+        fig.draw_without_rendering()  # the layout and every text placed; no pixels needed
     finally:
         Text.draw = draw  # type: ignore[method-assign]
     return list(dict.fromkeys(seen))
@@ -458,6 +458,10 @@ def save(fig: Figure, out: Path, stem: str, page: bool = True, pdf: bool = True)
         plt.close(fig)
         raise
     paths = [out / name for name in figure_names(stem) if pdf or name.endswith(".png")]
+    # Written as checked: the layout the check drew stays (each save would run the layout
+    # engine again, at the PNG's DPI, on what the check has not seen; and it is the
+    # slowest part of a save).
+    fig.set_layout_engine("none")
     for path in paths:
         outfiles.save_figure(fig, path, dpi=DPI, metadata={"Creator": "mempath"} if path.suffix == ".pdf" else None)
     plt.close(fig)
