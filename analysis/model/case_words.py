@@ -8,10 +8,9 @@ A path's case (bw, chase, ping-pong, a transfer) is said with the node's vocabul
 the processor's own memory ("gpu2 HBM read"), else the memory, its kind and the links
 ("gpu0 read of numa0 (LPDDR, pinned) over gpu0's C2C"). A case of another family is said by
 its FAMILY row's words in src/core/families.def, a template of its cases columns, so that a
-new family needs no line here; a family with neither is "FAMILY case N". C++ names a case by
-its plan instead (Benchmark::describe: the progress line, the watchdog's `aborted` text): it
-has the plan's values, not the row nor the vocabulary, and must tell one case of a sweep
-from the next.
+new family needs no line here; a family with neither (a newer file's) is "FAMILY case N".
+C++ says a case alike (src/core/case_words.cpp: the progress line, the watchdog's `aborted`
+text), and both are tested against one table, tests/fixtures/case_words_cases.txt.
 """
 from __future__ import annotations
 

@@ -31,7 +31,7 @@ class Family(NamedTuple):
     higher_is_better: bool
     metric_table: str       # "samples" (one value a repetition) or "cases"
     cases_metric: str       # the cases table's median of the metric; "" where none
-    words: str              # a case in words, "{column}" templates (model/case_words.py); "" for none
+    words: str              # a case in words, "{column}" templates (model/case_words.py); "" for a path's family
 
 
 class Column(NamedTuple):

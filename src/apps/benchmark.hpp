@@ -73,16 +73,13 @@ class Benchmark {
   // bad input and for filters that select nothing. `plan_only`: --from, touch no device.
   virtual void plan(const Options& opts, const Topology& topo, bool plan_only) = 0;
   virtual size_t cases() const = 0;
-  // The case's fields for --from's PLAN line and the watchdog's description: the keys of
-  // its MEMPATH line that the plan knows, enough to tell it from every other case.
+  // The case's fields for --from's PLAN line: the keys of its MEMPATH line that the plan
+  // knows, enough to tell it from every other case.
   virtual PlanFields plan_fields(size_t i) const = 0;
   virtual std::string skip_reason(size_t i) const = 0;
   // --from's PLAN line of case i (a benchmark whose runner records the plan's skips itself
   // gives the plan's reason here).
   virtual void print_plan(size_t i) const;
-  // Case i in a few words for a person: the progress counter's and the watchdog's (default:
-  // the family and the plan's values).
-  virtual std::string describe(size_t i) const;
   // Modelled seconds case i takes (core/duration_model.hpp, constants there only): what
   // the case does, at the model's rates. Asked only for cases the plan runs.
   virtual double expected_seconds(size_t i) const = 0;
@@ -117,8 +114,11 @@ class Benchmark {
   // Only the driver's own tests override them.
   virtual TableSpec cases_table() const;
   virtual TableSpec samples_table() const;
-  // The rows of case i; `first_id` is the case_id of its first cases row. Asked of the
-  // process that writes only (as are begin, summary_fields, end_group, print_tables).
+  // The rows of case i; `first_id` is the case_id of its first cases row. Asked before the
+  // case runs too, with an outcome "skipped" and no data, by every process: the words of
+  // its rows are the progress counter's and the watchdog's (core/case_words.hpp), so it
+  // changes no state. begin, summary_fields, end_group and print_tables are asked of the
+  // process that writes only.
   virtual CaseRows rows(size_t i, const Outcome& o, int64_t first_id) = 0;
   // The MEMPATH line's fields of one written row (summary_line's rules apply).
   virtual std::vector<SummaryField> summary_fields(const Row& row) const = 0;

@@ -6,8 +6,10 @@
 #include <cstdio>
 #include <iostream>
 #include <memory>
+#include <sstream>
 
 #include "apps/plan_print.hpp"
+#include "core/case_words.hpp"
 #include "core/conditions.hpp"
 #include "core/duration_model.hpp"
 #include "core/error.hpp"
@@ -23,15 +25,6 @@ TableSpec Benchmark::samples_table() const {
   const auto names = table_names();
   if (std::find(names.begin(), names.end(), table) == names.end()) return {};
   return {table, columns_of(table)};
-}
-
-// "bw read cpu0 numa0 system 72 1073741824 local": the case as the plan names it (values
-// that do not apply, such as a read's destination, left out).
-std::string Benchmark::describe(size_t i) const {
-  std::string what = family();
-  for (const auto& [key, value] : plan_fields(i))
-    if (!value.empty()) what += " " + value;
-  return what;
 }
 
 Expectation Benchmark::expectation(const Topology& topo) const {
@@ -90,9 +83,40 @@ std::vector<SummaryField> line_fields(const Benchmark& bench, const Row& row) {
   return fields;
 }
 
-// "case 3 (bw read cpu0 numa0 system)": what the watchdog names when a case hangs.
-std::string describe(const Benchmark& bench, size_t i, int64_t id) {
-  return "case " + std::to_string(id) + " (" + bench.describe(i) + ")";
+std::vector<std::string> split_words(const std::string& text) {
+  std::istringstream in(text);
+  std::vector<std::string> words;
+  for (std::string w; in >> w;) words.push_back(w);
+  return words;
+}
+
+// Case i in words, as the report and the fleet say it (core/case_words.hpp): the words of
+// the rows it writes, known before it runs ("gpu0 HBM read"). Rows whose words differ in
+// one word alone are said once ("cpu0 STREAM copy/scale/add/triad on numa0 (numa)"),
+// others by the first and their count.
+std::string case_text(Benchmark& bench, size_t i, int64_t id, const Topology& topo) {
+  const CaseRows rows = bench.rows(i, Outcome{"skipped", "", {}}, id);
+  if (rows.cases.empty()) return bench.family() + " case " + std::to_string(id);
+  const std::string first = case_words(bench.family(), rows.cases.front(), topo);
+  std::vector<std::string> merged = split_words(first);
+  std::vector<size_t> differ;
+  for (const Row& r : rows.cases) {
+    const std::vector<std::string> words = split_words(case_words(bench.family(), r, topo));
+    if (words.size() != merged.size()) return first + " and " + std::to_string(rows.cases.size() - 1) + " more";
+    for (size_t w = 0; w < words.size(); ++w)
+      if (words[w] != split_words(first)[w] && std::find(differ.begin(), differ.end(), w) == differ.end()) differ.push_back(w);
+    if (differ.size() > 1) return first + " and " + std::to_string(rows.cases.size() - 1) + " more";
+    if (!differ.empty() && ("/" + merged[differ[0]] + "/").find("/" + words[differ[0]] + "/") == std::string::npos)
+      merged[differ[0]] += "/" + words[differ[0]];
+  }
+  std::string text;
+  for (const auto& w : merged) text += (text.empty() ? "" : " ") + w;
+  return text;
+}
+
+// "case 3 (gpu0 HBM read)": what the watchdog names when a case hangs.
+std::string watchdog_text(const std::string& words, int64_t id) {
+  return "case " + std::to_string(id) + " (" + words + ")";
 }
 
 // The counter on stderr for a person waiting at a terminal; off where stderr is a log
@@ -147,12 +171,12 @@ Outcome guarded(const Benchmark& bench, Body body) {
 
 // Case i's outcome as every process records it: the plan's skip or setup's, agreed before
 // any process runs the case; then the run's, agreed.
-Outcome run_one(Benchmark& bench, Processes& processes, RunOutput& out, size_t i, int64_t id) {
+Outcome run_one(Benchmark& bench, Processes& processes, RunOutput& out, size_t i, const std::string& watched) {
   const std::string skip = bench.skip_reason(i);
   // Outside the case's time limit: setup waits on no other process, and making a group's
   // buffers (mempath-mpi: two of the largest message, first touched) is no case's time.
   Outcome o = skip.empty() ? guarded(bench, [&] { return bench.setup(i), Outcome{}; }) : Outcome{"skipped", skip, {}};
-  Watchdog::Scope guard(out.watchdog(), describe(bench, i, id));
+  Watchdog::Scope guard(out.watchdog(), watched);
   o = processes.agree(std::move(o));
   if (o.status != "ok") return o;
   o = guarded(bench, [&] {
@@ -218,7 +242,7 @@ class Run {
 
  private:
   void run_case(size_t i);
-  void read_conditions_before(size_t i);
+  void read_conditions_before(const std::string& next_case);
   void write(CaseRows& rows, double seconds);
   void end_group();
   void print_group();
@@ -273,10 +297,11 @@ void Run::run_cases() {
 void Run::run_case(size_t i) {
   if (file_ && i > 0 && bench_.group(i) != bench_.group(i - 1)) end_group();
   const bool runs = !bench_.plan_skips(i);
-  if (conditions_ && i > 0 && runs) read_conditions_before(i);
+  const std::string words = case_text(bench_, i, next_id_, topo_);
+  if (conditions_ && i > 0 && runs) read_conditions_before(watchdog_text(words, next_id_));
   const int64_t window_start = conditions_ ? conditions_->last() : 0;
   const auto started = std::chrono::steady_clock::now();
-  const Outcome o = run_one(bench_, processes_, *out_, i, next_id_);
+  const Outcome o = run_one(bench_, processes_, *out_, i, watchdog_text(words, next_id_));
   const std::chrono::duration<double> took = std::chrono::steady_clock::now() - started;
   // Every process counts the rows (the watchdog names cases by id); one writes them.
   CaseRows rows = bench_.rows(i, o, next_id_);
@@ -289,11 +314,11 @@ void Run::run_case(size_t i) {
   next_id_ += static_cast<int64_t>(rows.cases.size());
   out_->save();
   count(tally_, o);
-  progress_.step(i + 1, bench_.describe(i), o.status == "skipped" ? -1 : took.count());
+  progress_.step(i + 1, words, o.status == "skipped" ? -1 : took.count());
 }
 
-void Run::read_conditions_before(size_t i) {
-  Watchdog::Scope guard(out_->watchdog(), "the conditions reading before " + describe(bench_, i, next_id_));
+void Run::read_conditions_before(const std::string& next_case) {
+  Watchdog::Scope guard(out_->watchdog(), "the conditions reading before " + next_case);
   if (conditions_->between_cases() && file_) file_->checkpoint();  // its rows saved as a case's are
 }
 

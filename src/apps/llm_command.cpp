@@ -315,11 +315,6 @@ class LlmBenchmark : public Benchmark {
     return bound_step_s(c, r, timed_steps(guess / kDecodeEfficiency), ring);
   }
   std::string skip_reason(size_t i) const override { return cases_[i].skip; }
-  std::string describe(size_t i) const override {
-    const LlmCase& c = cases_[i];
-    return "llm " + shape_.name + (c.way.empty() ? " weights in " + c.placement
-                                                 : " " + std::to_string(c.offloaded) + " layers " + c.way);
-  }
 
   // Modelled: the weights made where they lie, the rates measured (three reads of each
   // part), the decode (prompt, probe, warm-up and timed steps at the bound's step time over

@@ -18,8 +18,7 @@ struct FamilyInfo {
   bool higher_is_better;
   const char* metric_table;
   const char* cases_metric;
-  // A case in words for the analysis (model/case_words.py); C++ names a case by its plan
-  // (Benchmark::describe), so only the agreement test reads it.
+  // A case in words: its template of cases columns (core/case_words.hpp).
   const char* words;
 };
 struct ColumnInfo {

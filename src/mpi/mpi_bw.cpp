@@ -330,9 +330,6 @@ class MpiBw final : public Benchmark {
   std::string skip_reason(size_t i) const override {
     return alloc_info(cases_[i].alloc).gpu_owned ? device_problem_ : "";
   }
-  std::string describe(size_t i) const override {
-    return "bw " + cases_[i].mode + " " + alloc_name(cases_[i].alloc) + " " + format_size(cases_[i].size);
-  }
   double expected_seconds(size_t i) const override {
     return mpi_bw_case_s(cases_[i].size, pairs_, cases_[i].mode == "bi", plan_.reps, job_.split_host);
   }

@@ -123,10 +123,6 @@ PlanFields NcclCases::plan_fields(size_t i) const {
           {"size", std::to_string(c.size)}, {"rank_size", std::to_string(c.rank_bytes)}};
 }
 
-std::string NcclCases::describe(size_t i) const {
-  return "nccl " + size(i).collective + " " + placement(i).name + " " + format_size(size(i).size);
-}
-
 double NcclCases::expected_seconds(size_t i) const {
   const GpuInfo* own = topo_->find_gpu(gpu_);
   const std::string gpu_link = own && !own->nvlink_peers.empty() ? "nvlink" : "pcie";

@@ -22,7 +22,6 @@ class NcclCases : public Benchmark {
   size_t cases() const override { return placements_.size() * sizes_.size(); }
   PlanFields plan_fields(size_t i) const override;
   std::string skip_reason(size_t i) const override { return placement(i).reason; }
-  std::string describe(size_t i) const override;
   double expected_seconds(size_t i) const override;
   Expectation expectation(const Topology& topo) const override;
   CaseRows rows(size_t i, const Outcome& o, int64_t first_id) override;

@@ -3,6 +3,9 @@ issue 50): each family's phrasing on a reference node, and the two readers sayin
 alike."""
 from __future__ import annotations
 
+import re
+from pathlib import Path
+
 import pytest
 
 from analysis.fleet.table import Topo, component, words
@@ -14,30 +17,38 @@ GH200 = topology("gh200_quad")
 X86 = topology("x86_h100")
 
 
-@pytest.mark.parametrize(("family", "row", "expected"), [
-    ("bw", {"op": "read", "pu": "gpu0", "mem": "gpu0", "alloc": "device", "via": "local"}, "gpu0 HBM read"),
-    ("bw", {"op": "write", "pu": "gpu0", "mem": "numa0", "alloc": "pinned", "via": "c2c"},
-     "gpu0 write of numa0 (LPDDR, pinned)"),
-    ("bw", {"op": "copy", "pu": "cpu0", "mem": "numa0", "dst_mem": "numa1", "alloc": "numa", "via": "local"},
-     "cpu0 copy numa0 (LPDDR) to numa1 (LPDDR)"),
-    ("chase", {"pu": "cpu0", "mem": "numa0", "alloc": "numa", "via": "local"}, "cpu0 LPDDR latency"),
-    ("chase", {"pu": "gpu0", "mem": "numa4", "alloc": "numa", "via": "local"}, "gpu0 HBM as numa4 latency"),
-    ("pingpong", {"a": "cpu0", "b": "gpu0", "mem": "numa0", "alloc": "pinned"}, "ping-pong cpu0-gpu0 (numa0 LPDDR)"),
-    # a transfer's usual allocator and engine unsaid (the fleet's preset), the others said
-    ("memcpy", {"gpu": 0, "direction": "h2d", "host_numa": 0, "alloc": "pinned", "engine": "ce", "dst_gpu": -1},
-     "gpu0 H2D copy (numa0)"),
-    ("memcpy", {"gpu": 1, "direction": "d2h", "host_numa": 1, "alloc": "pageable", "engine": "sm"},
-     "gpu1 D2H copy (numa1, pageable, sm)"),
-    ("memcpy", {"gpu": 0, "direction": "d2d", "host_numa": -1, "alloc": "device", "engine": "ce", "dst_gpu": 2},
-     "gpu0 to gpu2 copy"),
-    # the families.def words of the others, a missing cell as None (an older file's)
-    ("stream", {"pu": "cpu0", "kernel": "triad", "mem": "numa0", "alloc": "numa"}, "cpu0 STREAM triad on numa0 (numa)"),
-    ("gemm", {"gpu": 0, "dtype": "fp16", "n": 8192, "a_mem": "numa4"}, "gpu0 GEMM fp16 n=8192 (numa4)"),
-    ("atomics", {"pu": "gpu0", "mem": "numa0"}, "gpu0 atomics on numa0 (None)"),
-    ("tlb", {"case_id": 3, "pu": "cpu0"}, "tlb case 3"),
-])
-def test_each_family_in_words(family, row, expected) -> None:
-    assert case_words(family, row, GH200) == expected
+# The cases C++ core/case_words is tested against too (tests/cpp/test_case_words.cpp).
+CASES = Path(__file__).resolve().parents[1] / "fixtures" / "case_words_cases.txt"
+
+
+def words_cases() -> list[tuple[str, str, dict[str, object], str]]:
+    """The table's cases: topology, family, the row (digits an integer, '' empty), words."""
+    out = []
+    for line in CASES.read_text().splitlines():
+        if not line.strip() or line.startswith("#"):
+            continue
+        head, said = line.split(" | ")
+        name, family, *cells = head.split()
+        row = {k: int(v) if re.fullmatch(r"-?\d+", v) else "" if v == "''" else v
+               for k, v in (cell.split("=", 1) for cell in cells)}
+        out.append((name, family, row, said))
+    return out
+
+
+@pytest.mark.parametrize(("name", "family", "row", "expected"), words_cases())
+def test_each_case_of_the_table_in_words(name, family, row, expected) -> None:
+    assert case_words(family, row, topology(name)) == expected
+
+
+def test_the_table_says_a_case_of_every_family_in_the_columns_of_its_cases() -> None:
+    """Every family of families.def is in the table both languages read, and a template
+    names only Int and String columns of its cases table (which C++ and Python write alike)."""
+    cases = words_cases()
+    assert set(families.FAMILIES) <= {family for _, family, _, _ in cases}
+    for name, family in families.FAMILIES.items():
+        columns = {c.name: c.type for c in families.columns(f"{name}/cases")}
+        for field in re.findall(r"{(\w+)}", family.words):
+            assert columns.get(field) in ("Int", "String"), (name, field)
 
 
 def test_a_path_elsewhere_names_its_links_where_the_caller_knows_them() -> None:

@@ -346,7 +346,7 @@ def test_fleet_drains_on_a_condition_alone_and_carries_causes_and_aborted_text(t
     cases = [case(pu="gpu0", pu_kind="gpu", mem="gpu0", alloc="device", via="local", kernel="grid",
                   median_GBps=3000.0)]
     write_run(runs / "nid9.h5", cases, topology={**topology("x86_h100"), "host": "nid9"},
-              attrs={"aborted": "case 1 (bw read gpu0 numa0 pinned) ran longer than --timeout 300 s"})
+              attrs={"aborted": "case 1 (gpu0 read of numa0 (DDR, pinned)) ran longer than --timeout 300 s"})
     out = tmp_path / "fleet"
     assert main(["fleet", str(runs), "-o", str(out)]) == 1  # nid9 failed
     nodes = pd.read_csv(out / "nodes.csv", keep_default_na=False).set_index("node")
@@ -355,7 +355,7 @@ def test_fleet_drains_on_a_condition_alone_and_carries_causes_and_aborted_text(t
     assert nodes.loc["nid5", "verdict"] == "degraded" and nodes.loc["nid5", "reason"].endswith(
         ": power cap held the clocks of gpu0 during 90 % of the case (699 W of its 700 W limit)")
     assert nodes.loc["nid9", "verdict"] == "failed" and nodes.loc["nid9", "reason"].startswith(
-        "bw: 1 of the 2 cases most nodes of its kind have; nid9.h5 aborted: case 1 (bw read gpu0 numa0 pinned) "
+        "bw: 1 of the 2 cases most nodes of its kind have; nid9.h5 aborted: case 1 (gpu0 read of numa0 (DDR, pinned)) "
         "ran longer than --timeout 300 s")
     drain = (out / "drain.txt").read_text()
     assert 'nodename=nid3 state=drain reason="mempath condition: PCIe link of gpu0 trained at x8 of x16"' in drain

@@ -12,7 +12,7 @@ from conftest import run, summaries
 
 ARGS = ["bw", "--all", "--op", "read", "--threads", "all", "--size", "16MiB", "--in-cache",
         "--reps", "2", "--warmup", "0"]
-COUNTER = re.compile(r"[\r\n]\[(\d+)/(\d+)\] bw read cpu0 numa0 \w+(  ETA (\d+ s|\d+ min|\?))?")
+COUNTER = re.compile(r"[\r\n]\[(\d+)/(\d+)\] cpu0 (LP)?DDR(, \w+)? read(  ETA (\d+ s|\d+ min|\?))?")
 
 
 def on_a_terminal(binary: Path, *args: str) -> tuple[str, str]:
@@ -60,3 +60,12 @@ def test_flags_force_it_on_and_off(mempath_cpu_bin: Path, tmp_path: Path) -> Non
 def test_both_flags_are_bad_input(mempath_cpu_bin: Path) -> None:
     proc = run(mempath_cpu_bin, *ARGS, "--progress", "--no-progress", check_rc=2)
     assert proc.stderr.count("\n") == 1 and "exclude each other" in proc.stderr
+
+
+def test_a_case_of_several_rows_is_said_once_as_the_report_says_each(mempath_cpu_bin: Path, tmp_path: Path) -> None:
+    """The counter says a case in the report's words (core/case_words.hpp): a STREAM case
+    writes a row per kernel, whose words differ in the kernel alone. The words come before
+    the case runs: a repetition too short to time on a fast host (a failed case) says them too."""
+    proc = run(mempath_cpu_bin, "stream", "--size", "1MiB", "--in-cache", "--threads", "1", "--reps", "1",
+               "--progress", "--output", str(tmp_path / "s.h5"), check_rc=None)
+    assert re.search(r"\[1/1\] cpu0 STREAM copy/scale/add/triad on numa\d+ \(numa\)", proc.stderr), proc.stderr
