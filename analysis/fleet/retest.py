@@ -20,6 +20,7 @@ import pandas as pd
 from .. import outfiles
 from ..errors import InputError
 from ..results.io import shown
+from .case_paths import filter_args, preset_file
 from .load import load_fleet
 from .outputs import number
 from .score import Options, judge, ran_fraction
@@ -30,63 +31,6 @@ SCHEMA = 1
 #: nodes.csv `retest` of a flagged node; empty for a node never flagged.
 CONFIRMED, NOT_CONFIRMED, NOT_RETESTED, NO_PASS = (
     "confirmed", "not confirmed", "not retested", "no retest pass")
-
-
-def fields(path: str) -> tuple[str, str, dict[str, str]]:
-    """(family, leading word, key=value fields) of a fleet path (table.py's namers):
-    ``bw read pu=gpu0 mem=gpu0 ...`` -> ("bw", "read", {"pu": "gpu0", ...})."""
-    tokens = path.split(" ")
-    word = tokens[1] if len(tokens) > 1 and "=" not in tokens[1] else ""
-    pairs = dict(t.split("=", 1) for t in tokens[1:] if "=" in t)
-    return tokens[0], word, pairs
-
-
-def preset_file(path: str) -> str:
-    """The file of slurm/vet_node.sh's layout that holds the case (docs/vetting.md); the
-    table keeps no file name, and the retest writes the same names."""
-    family, word, f = fields(path)
-    if family == "bw":
-        return f"copy/{f['pu']}.h5" if word == "copy" else "bw.h5"
-    if family == "chase":
-        return "chase_gpu.h5" if f["pu"].startswith("gpu") else "chase.h5"
-    return f"{family}.h5"
-
-
-def filter_args(path: str) -> list[str]:
-    """The mempath options (after the command) that plan exactly the case of ``path``.
-
-    bw runs one case without --all (a copy's destination is no --all filter); a copy whose
-    allocators differ came from --all's defaults, which one case without --alloc takes too.
-    A ping-pong pair of two agents also plans each agent with itself (3 cases, the pair
-    among them): mempath has no pair filter."""
-    family, word, f = fields(path)
-    if family == "bw":
-        args = ["--op", word, "--pu", f["pu"], "--mem", f["mem"]]
-        if f.get("dst"):
-            args += ["--dst-mem", f["dst"]]
-        if not f.get("dst") or f.get("dst_alloc") == f["alloc"]:
-            args += ["--alloc", f["alloc"]]
-        if f["pu"].startswith("gpu") and f.get("kernel") in ("grid", "block"):
-            args += ["--kernel", f["kernel"]]
-        if f.get("threads", "-1") != "-1":
-            args += ["--threads", f["threads"]]
-        args += ["--size", f["size"]]
-        return args + (["--noise", f["noise"]] if f.get("noise") else [])
-    if family == "memcpy":
-        if word.startswith("d2d"):
-            return ["--direction", word, "--gpu", f["gpus"], "--engine", f["engine"],
-                    "--size", f["size"]]
-        gpus = ["--all-gpus"] if "," in f["gpus"] else ["--gpu", f["gpus"]]
-        size = ["--latency"] if f.get("mode") == "latency" else ["--size", f["size"]]
-        return [*gpus, "--direction", word, "--engine", f["engine"], "--mem",
-                f"numa{f['host_numa']}", "--alloc", f["alloc"], *size]
-    if family == "chase":
-        return ["--pu", f["pu"], "--mem", f["mem"], "--alloc", f["alloc"], "--pattern",
-                f["pattern"], "--size", f["size"], "--line", f["line"]]
-    if family == "pingpong":
-        pus = f["a"] if f["a"] == f["b"] else f"{f['a']},{f['b']}"
-        return ["--pu", pus, "--mem", f["mem"], "--alloc", f["alloc"]]
-    raise ValueError(f"no retest options for the family of {path!r}")
 
 
 def plan(table: pd.DataFrame, nodes: pd.DataFrame) -> dict:

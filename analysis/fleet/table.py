@@ -26,6 +26,7 @@ from ..results import conditions, families
 from ..results.h5file import Group, RunFileError, check_non_negative, one_line, shown, walk
 from ..results.io import Run, parse_topology
 from ..results.sockets import socket_count
+from . import case_paths
 
 COLUMNS = ("night", "node", "node_kind", "family", "path", "component", "metric", "value",
            "status", "higher_is_better", "synthetic", "gpu_uuids")
@@ -122,44 +123,39 @@ def _interconnect(topo: Topo, pu: str, mem: str) -> str:
     return _pair("interconnect", *ends)
 
 
-def _bw(row: Mapping[str, Any], topo: Topo) -> tuple[str, str]:
-    threads = -1 if row["pu_kind"] == "gpu" else row["threads"]
-    dst = f" dst={row['dst_mem']} dst_alloc={row['dst_alloc']}" if row["dst_mem"] else ""
-    noise = f" noise={row['noise']}" if row.get("noise") else ""
-    path = (f"bw {row['op']} pu={row['pu']} mem={row['mem']} alloc={row['alloc']}{dst} "
-            f"kernel={row['kernel']} threads={threads} size={row['size_bytes']}{noise}")
-    return path, component(topo, row["pu"], row["mem"], row["via"])
-
-
-def _memcpy(row: Mapping[str, Any], topo: Topo) -> tuple[str, str]:
-    path = (f"memcpy {row['direction']} gpus={row['gpus']} host_numa={row['host_numa']} "
-            f"alloc={row['alloc']} engine={row['engine']} mode={row['mode']} "
-            f"size={row['size_bytes']}")
+def _memcpy(row: Mapping[str, Any], topo: Topo) -> str:
     dst = int(row.get("dst_gpu", -1))
     if dst >= 0:
-        return path, component(topo, f"gpu{row['gpu']}", f"gpu{dst}", row["via"])
+        return component(topo, f"gpu{row['gpu']}", f"gpu{dst}", row["via"])
     if int(row["gpu"]) < 0 or "," in str(row["via"]):
-        return path, "node"  # every GPU at once: the node's aggregate
-    return path, component(topo, f"gpu{row['gpu']}", f"numa{row['host_numa']}", row["via"])
+        return "node"  # every GPU at once: the node's aggregate
+    return component(topo, f"gpu{row['gpu']}", f"numa{row['host_numa']}", row["via"])
 
 
-def _chase(row: Mapping[str, Any], topo: Topo) -> tuple[str, str]:
-    path = (f"chase pu={row['pu']} mem={row['mem']} alloc={row['alloc']} "
-            f"pattern={row['pattern']} size={row['size_bytes']} line={row['line_bytes']}")
-    return path, component(topo, row["pu"], row["mem"], row["via"])
-
-
-def _pingpong(row: Mapping[str, Any], topo: Topo) -> tuple[str, str]:
-    a, b, mem = row["a"], row["b"], row["mem"]
-    path = f"pingpong a={a} b={b} mem={mem} alloc={row['alloc']}"
+def _pingpong(row: Mapping[str, Any], topo: Topo) -> str:
+    a, b = row["a"], row["b"]
     gpus = [g for g in (topo.gpu_of(a), topo.gpu_of(b)) if g is not None]
     if len(set(gpus)) == 2:
-        return path, _pair("nvlink", f"gpu{gpus[0]}", f"gpu{gpus[1]}")
+        return _pair("nvlink", f"gpu{gpus[0]}", f"gpu{gpus[1]}")
     if gpus and (a.startswith("cpu") or b.startswith("cpu")):
-        return path, topo.link(gpus[0])
+        return topo.link(gpus[0])
     if gpus:
-        return path, f"gpu{gpus[0]}"
-    return path, a if a == b else _pair("interconnect", a, b)
+        return f"gpu{gpus[0]}"
+    return a if a == b else _pair("interconnect", a, b)
+
+
+def _processor_on_memory(row: Mapping[str, Any], topo: Topo) -> str:
+    return component(topo, row["pu"], row["mem"], row["via"])
+
+
+#: The component of a case row: a processor on a memory over its path (bw, chase: any family
+#: with pu, mem and via columns), else its family's own rule.
+COMPONENTS: dict[str, Callable[[Mapping[str, Any], Topo], str]] = {"memcpy": _memcpy, "pingpong": _pingpong}
+
+
+def path_and_component(family: str, row: Mapping[str, Any], topo: Topo) -> tuple[str, str]:
+    """A case row's path (case_paths.py) and the component of the node it measures."""
+    return case_paths.PATHS[family](row), COMPONENTS.get(family, _processor_on_memory)(row, topo)
 
 
 _LINK_WORDS = {"c2c": "{0}'s C2C", "pcie": "{0}'s PCIe", "nvlink": "NVLink {0}",
@@ -182,16 +178,12 @@ def words(family: str, row: Mapping[str, Any], topo: Topo, part: str) -> str:
     return case_words(family, row, topo.topology, component_words(part))
 
 
-NAMERS: dict[str, Callable[[Mapping[str, Any], Topo], tuple[str, str]]] = {
-    "bw": _bw, "memcpy": _memcpy, "chase": _chase, "pingpong": _pingpong}
-
-
 def _fleet_columns(how: str) -> dict[str, tuple[str, ...]]:
     return {family: tuple(c.name for c in families.columns(f"{family}/cases") if c.fleet == how)
             for family in FAMILIES}
 
 
-#: The case columns the namers read, by families.def's fleet field (the fleet reads only
+#: The case columns the paths and components read, by families.def's fleet field (the fleet reads only
 #: these, the status and metric): those a file must have ("name"), and those read where it
 #: has them ("name if present").
 NAME_COLUMNS: dict[str, tuple[str, ...]] = _fleet_columns("name")
@@ -288,7 +280,7 @@ def _names(family: str, cases: Mapping[str, Any],
         key = (topo[0], family, values)
         if key not in _NAMES:
             row = dict(zip(columns, values))
-            path, part = NAMERS[family](row, topo[1])
+            path, part = path_and_component(family, row, topo[1])
             _NAMES[key] = (path, part, words(family, row, topo[1], part))
         named.append(_NAMES[key])
     return named

@@ -33,7 +33,7 @@ import numpy as np
 from analysis.errors import InputError
 from analysis.fleet import retest_list
 from analysis.fleet.load import write_summary
-from analysis.fleet.table import NAMERS, Topo
+from analysis.fleet.table import Topo, path_and_component
 from analysis.model.peaks import PeakModel
 from analysis.results.h5writer import column, write_result
 
@@ -108,7 +108,7 @@ class Case:
     file: str = ""        # the preset's file (bw.h5, copy/cpu0.h5); "" for --layout node
     status: str = "ok"    # the plan's: skipped cases are written as skipped
     reason: str = ""
-    path: str = ""        # the fleet table's path and component (table.NAMERS)
+    path: str = ""        # the fleet table's path and component (table.path_and_component)
     component: str = ""
     noise_class: str = ""
 
@@ -410,7 +410,7 @@ class Writer:
             if case.family == "memcpy" and not case.columns.get("via"):  # the topology's
                 case.columns["via"] = self.model.vias.get((case.pu, case.mem), "")
             row = {**DEFAULTS[case.family], **case.columns}
-            case.path, case.component = NAMERS[case.family](row, topo)
+            case.path, case.component = path_and_component(case.family, row, topo)
             case.noise_class = noise_model.class_of(case.family, case.path)
         self.base = np.asarray([_value(c, self.model) for c in fleet_plan.cases])
         self.rng = np.random.default_rng(seed)

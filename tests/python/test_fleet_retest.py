@@ -20,7 +20,7 @@ import pandas as pd
 import pytest
 
 from analysis.__main__ import main
-from analysis.fleet.retest import fields, filter_args, preset_file
+from analysis.fleet.case_paths import fields, filter_args, preset_file
 from tests.fleetsim.sim import simulate
 
 REPO = Path(__file__).resolve().parents[2]
