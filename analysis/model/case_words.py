@@ -70,7 +70,8 @@ def _chase(row: Mapping[str, Any], topology: Mapping[str, Any], over: str) -> st
 
 
 def _pingpong(row: Mapping[str, Any], topology: Mapping[str, Any], over: str) -> str:
-    return f"ping-pong {row['a']}-{row['b']} ({row['mem']} {_kind(topology, row['mem'])})"
+    alloc = "" if row["alloc"] in USUAL_ALLOCS else f", {row['alloc']}"
+    return f"ping-pong {row['a']}-{row['b']} ({row['mem']} {_kind(topology, row['mem'])}{alloc})"
 
 
 def _memcpy(row: Mapping[str, Any], topology: Mapping[str, Any], over: str) -> str:

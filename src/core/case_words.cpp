@@ -108,8 +108,9 @@ std::string case_words(const std::string& family, const Row& row, const Topology
   if (family == "bw") return path_words(row, topo, cell(row, "op"));
   if (family == "chase") return path_words(row, topo, "latency");
   if (family == "pingpong") {
-    const std::string mem = cell(row, "mem");
-    return "ping-pong " + cell(row, "a") + "-" + cell(row, "b") + " (" + mem + " " + kind_of(topo, mem) + ")";
+    const std::string mem = cell(row, "mem"), alloc = cell(row, "alloc");
+    return "ping-pong " + cell(row, "a") + "-" + cell(row, "b") + " (" + mem + " " + kind_of(topo, mem) +
+           (one_of(alloc, {"numa", "device"}) ? "" : ", " + alloc) + ")";
   }
   if (family == "memcpy") return memcpy_words(row);
   for (const FamilyInfo& f : kFamilyTable)
