@@ -86,14 +86,19 @@ def test_mempath_mpi_bw_between_the_two_nodes(tmp_path: Path) -> None:
 def test_reframe_runs_the_mpi_checks_through_slurm(tmp_path: Path) -> None:
     """ReFrame's Slurm backend (site_configs/ci.py) runs the scale-out checks with srun
     across both nodes; ReFrame exits 0 even when a check file fails to load, so the test
-    counts the cases that ran and passed."""
+    counts the cases that ran and passed. The installed mempath-mpi (`mempath_bin`, as a
+    uenv's): ReFrame's CMake build of the fixture is test_reframe.py's local run, and a
+    third build of mempath here was the longest wait of CI's last pass."""
+    binary = vet_binary()
+    assert (binary.parent / "mempath-mpi").is_file(), "mempath-mpi not built beside mempath"
     prefix = tmp_path / "rfm"
     text = on_cluster("env", f"PATH={REPO / '.venv' / 'bin'}:/usr/local/bin:/usr/bin:/bin",
                       "reframe", "-C", str(REPO / "site_configs" / "ci.py"), "-c", str(REPO / "reframe_checks" / "scaleout.py"),
                       "-r", "--exec-policy=serial", "--tag", "scaleout", "-x", "MempathMpiBandwidth%ranks_per_node=4",
-                      "-S", "MempathBuild.cmake_options=-DMEMPATH_WITH_CUDA=OFF",
+                      "-S", f"MempathBuild.mempath_bin={binary}",
                       "-S", "MempathMpiBandwidth.max_size=64KiB", "--prefix", str(prefix), timeout=1200)
-    # The build fixture, MempathMpiBandwidth with 1 and 2 ranks per node, MempathInventory.
+    # The build fixture (the installed binary), MempathMpiBandwidth with 1 and 2 ranks per
+    # node, MempathInventory.
     assert "Ran 4/4 test case(s) from 4 check(s) (0 failure(s)" in text, text[-4000:]
     import h5py
 
