@@ -32,6 +32,8 @@ from pathlib import Path
 
 import pytest
 
+import shared_render
+
 REPO = Path(__file__).resolve().parents[2]
 DATA = REPO / "tests" / "python" / "data"  # committed result files and topologies
 
@@ -210,6 +212,14 @@ def _one_gpu_test_at_a_time(request: pytest.FixtureRequest, tmp_path_factory: py
     with open(tmp_path_factory.getbasetemp().parent / "mempath-gpu.lock", "w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
         yield
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _shared_root(tmp_path_factory: pytest.TempPathFactory) -> None:
+    """Where shared_render keeps what several test files make alike: the run's base
+    temporary folder, which every xdist worker's own lies in (the workers share it)."""
+    base = tmp_path_factory.getbasetemp()
+    shared_render.set_root(base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base)
 
 
 def _binary(env: str, default: Path) -> Path:

@@ -27,8 +27,15 @@ PINGPONG = DATA / "h100_pingpong.h5"
 NCCL = DATA / "h200x2_nccl.h5"
 
 
-def test_every_latency_figure_from_real_runs(tmp_path: Path) -> None:
-    part = latency.write(Context.of(load_runs([*CHASE, PINGPONG]), tmp_path))
+@pytest.fixture(scope="module")
+def real_part(tmp_path_factory: pytest.TempPathFactory) -> tuple[RunSet, Any]:
+    """The latency part of the real chase and ping-pong runs, drawn once for the tests that read it."""
+    runs = load_runs([*CHASE, PINGPONG])
+    return runs, latency.write(Context.of(runs, tmp_path_factory.mktemp("latency")))
+
+
+def test_every_latency_figure_from_real_runs(real_part: tuple[RunSet, Any]) -> None:
+    _, part = real_part
     stems = {p.stem for p in part.files}
     assert stems == {"latency_by_size", "chase_prefetch", "pingpong", "pingpong_distribution"}
     assert all(p.stat().st_size > 10_000 for p in part.files if p.suffix != ".csv")
@@ -37,9 +44,9 @@ def test_every_latency_figure_from_real_runs(tmp_path: Path) -> None:
     assert not part.missing
 
 
-def test_latency_table_shows_the_measured_medians_and_skip_reasons(tmp_path: Path) -> None:
-    runs = load_runs([*CHASE, PINGPONG])
-    text = "\n".join(latency.write(Context.of(runs, tmp_path)).lines)
+def test_latency_table_shows_the_measured_medians_and_skip_reasons(real_part: tuple[RunSet, Any]) -> None:
+    runs, part = real_part
+    text = "\n".join(part.lines)
     chase = runs.table("chase/cases")
     gpu_1g = chase[(chase.pu == "gpu0") & (chase.size_bytes == 1 << 30) & (chase.pattern == "random")]
     assert f"{float(gpu_1g.median_ns.iloc[0]):.1f}" in text

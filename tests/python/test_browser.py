@@ -29,6 +29,7 @@ import synth_report
 import synth_scaleout
 from conftest import DATA, REPO, analysis_cli, chromium_binary
 from h5fixtures import topology
+from shared_render import analysis_once
 from analysis.paper.write import write_paper
 from analysis.results.io import load_runs
 
@@ -233,6 +234,14 @@ def cli(*args: str | Path) -> None:
     assert proc.returncode == 0, proc.stderr + proc.stdout
 
 
+def shared_cli(*args: str | Path) -> Path:
+    """``cli(*args, "-o", OUT)`` drawn once in the run for every test file that draws it
+    alike (shared_render): OUT, which the page only reads."""
+    proc, out = analysis_once(*args)
+    assert proc.returncode == 0, proc.stderr + proc.stdout
+    return out
+
+
 REAL_RUNS = (DATA / "h100_gemm.h5", DATA / "h100_chase_cpu.h5")
 
 
@@ -261,9 +270,8 @@ def test_report_page_of_real_runs(browser: Chromium, tmp_path: Path) -> None:
     assert len(page.tables) >= 2
 
 
-def test_paper_page_of_real_runs(browser: Chromium, tmp_path: Path) -> None:
-    out = tmp_path / "paper"
-    cli("paper", *REAL_RUNS, "-o", out)
+def test_paper_page_of_real_runs(browser: Chromium) -> None:
+    out = shared_cli("paper", *REAL_RUNS)  # as test_paper_framework.py draws it
     markdown = (out / "paper.md").read_text()
     # Which items these runs draw depends on the registered figures; the page shows them all.
     page = browser.open(out / "index.html")
@@ -294,8 +302,8 @@ def test_the_paper_page_shows_every_figure_and_supplementary_page_whole(browser:
         # synthetic scale-out's below.
         files = synth_report.write(tmp_path / "runs", topology("gh200_quad"))
         write_paper(load_runs(files), out, only=("latency_by_memory", "latency_by_size", "pingpong"))
-    else:
-        cli("paper", REPO / "docs" / "results" / "raw" / "2026-11-28-paper-h200x2", "-o", out)
+    else:  # as test_paper_full_set.py draws it
+        out = shared_cli("paper", REPO / "docs" / "results" / "raw" / "2026-11-28-paper-h200x2")
     markdown = (out / "paper.md").read_text()
     page = browser.open(out / "index.html")
     assert_page(page, markdown, "mempath: the paper")

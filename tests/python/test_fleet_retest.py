@@ -44,6 +44,14 @@ def _fleet(out: Path, *args) -> tuple[int, pd.DataFrame, dict]:
     return code, nodes, json.loads((out / "retest.json").read_text())
 
 
+@pytest.fixture(scope="module")
+def first_pass(fleet, tmp_path_factory) -> tuple[Path, int, pd.DataFrame, dict]:
+    """The fleet report of the simulated fleet alone (no --retest), made once for the tests
+    that read it (they only read it): its folder, and _fleet's exit code, nodes and plan."""
+    out = tmp_path_factory.mktemp("first_pass") / "r"
+    return (out, *_fleet(out, fleet[0]))
+
+
 def _faulty(truth: dict, kind: str) -> list[str]:
     return [f["node"] for f in truth["faults"] if f["kind"] == kind]
 
@@ -57,16 +65,16 @@ def _binary() -> Path:
     return path
 
 
-def test_retest_json_lists_every_flagged_case_of_each_flagged_node(fleet, tmp_path):
-    sim, truth = fleet
-    code, nodes, plan = _fleet(tmp_path / "r", sim)
+def test_retest_json_lists_every_flagged_case_of_each_flagged_node(fleet, first_pass):
+    _, truth = fleet
+    out, code, nodes, plan = first_pass
     assert code == 1  # the fixture's failed node (issue 21: exit 1)
     assert plan["schema"] == 1 and plan["night"] == "2026-11-24"
     degraded = set(nodes.index[nodes["verdict"] == "degraded"])
     assert set(plan["nodes"]) == degraded
     assert degraded >= set(_faulty(truth, "hbm") + _faulty(truth, "c2c"))
     assert not set(plan["nodes"]) & set(_faulty(truth, "failed"))  # its files are the problem
-    flagged = pd.DataFrame(json.loads((tmp_path / "r" / "flagged.json").read_text()))
+    flagged = pd.DataFrame(json.loads((out / "flagged.json").read_text()))
     for node, entries in plan["nodes"].items():
         assert sorted(e["path"] for e in entries) == sorted(
             flagged.loc[(flagged["node"] == node) & (flagged["path"] != ""), "path"])
@@ -131,12 +139,11 @@ def _same(family: str, word: str, f: dict[str, str], plan: dict[str, str]) -> bo
 SUPERSET = {"pingpong": 3, "memcpy": 2}
 
 
-def test_filter_args_plan_exactly_each_flagged_case_on_the_quad_gh200(fleet, tmp_path):
+def test_filter_args_plan_exactly_each_flagged_case_on_the_quad_gh200(first_pass):
     """Every flagged path of a simulated quad-GH200 fleet (its noisy node flags dozens,
     of every family) planned with its retest options against the quad-GH200 snapshot:
     exactly one planned case is that path."""
-    sim, _ = fleet
-    _, _, plan = _fleet(tmp_path / "r", sim)
+    _, _, _, plan = first_pass
     paths = sorted({e["path"] for entries in plan["nodes"].values() for e in entries})
     assert {p.split()[0] for p in paths} == {"bw", "memcpy", "chase", "pingpong"}
     for path in paths:
@@ -232,14 +239,14 @@ def test_a_retest_is_judged_against_the_first_pass_fleet(fleet, tmp_path):
     assert nodes.loc[hbm, "retest"] == "confirmed"
 
 
-def test_a_node_partly_retested_keeps_its_verdict(fleet, tmp_path):
+def test_a_node_partly_retested_keeps_its_verdict(fleet, first_pass, tmp_path):
     """Only one of the noisy node's many flagged cases re-measured, and healthy: the rest
     are unknown, so it is not cleared."""
     sim, truth = fleet
     noisy = _faulty(truth, "noisy")[0]
     faulty = {f["node"] for f in truth["faults"]}
     healthy = next(n for n in truth["nodes"] if n not in faulty)
-    _, _, plan = _fleet(tmp_path / "p", sim)
+    _, _, _, plan = first_pass
     assert len(plan["nodes"][noisy]) > 1
     keep = plan["nodes"][noisy][0]["path"]
     retest = tmp_path / "retest"

@@ -15,6 +15,7 @@ from analysis.paper.write import _comparison_lines
 from analysis.render import style
 from analysis.render.items import Comparison, Drawn, Item
 from conftest import DATA, REPO, analysis_cli
+from shared_render import analysis_once
 
 
 def topo(name: str) -> dict:
@@ -201,9 +202,9 @@ def test_a_legend_taller_than_the_plots_is_refused(tmp_path):
 
 # -- the command -----------------------------------------------------------------------
 
-def test_paper_from_real_files_lists_every_item_and_its_sources(tmp_path):
-    out = tmp_path / "paper"
-    proc = analysis_cli("paper", DATA / "h100_gemm.h5", DATA / "h100_chase_cpu.h5", "-o", out)
+def test_paper_from_real_files_lists_every_item_and_its_sources():
+    # drawn once in the run, read here and in test_browser.py (shared_render)
+    proc, out = analysis_once("paper", DATA / "h100_gemm.h5", DATA / "h100_chase_cpu.h5")
     assert proc.returncode == 0, proc.stderr
     text = (out / "paper.md").read_text()
     from analysis.render.items import registry

@@ -13,6 +13,7 @@ import synth_paper_set
 from analysis.render.items import registry
 from analysis.render import style
 from conftest import REPO, analysis_cli, assert_pdf
+from shared_render import analysis_once
 
 MAX_PX = round(style.PAGE_IN * style.DPI)
 #: The paper sets measured on lent nodes and kept in docs/results/raw: one H200; two H200
@@ -65,19 +66,15 @@ def test_the_whole_paper_set_renders_from_a_synthetic_quad_gh200_run(tmp_path: P
 
 
 @pytest.fixture(scope="module")
-def rendered(tmp_path_factory: pytest.TempPathFactory):
-    """`analysis paper` of a recorded set, drawn once for every test that reads it."""
-    done: dict[str, Path] = {}
-
+def rendered():
+    """`analysis paper` of a recorded set, drawn once for every test that reads it (once in
+    the run: test_browser.py shows the two-H200 set's page; shared_render, read only)."""
     def render(node: str) -> Path:
         if not RECORDED[node].is_dir():
             pytest.skip(f"the recorded {node} paper set is not in this checkout")
-        if node not in done:
-            out = tmp_path_factory.mktemp(node) / "paper"
-            proc = analysis_cli("paper", RECORDED[node], "-o", out)
-            assert proc.returncode == 0, proc.stderr
-            done[node] = out
-        return done[node]
+        proc, out = analysis_once("paper", RECORDED[node])
+        assert proc.returncode == 0, proc.stderr
+        return out
     return render
 
 

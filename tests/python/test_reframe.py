@@ -25,6 +25,7 @@ CONFIGS = REPO / 'site_configs'
 import mempath_run  # noqa: E402
 import mempath_summary  # noqa: E402
 import references  # noqa: E402
+import shared_render  # noqa: E402
 
 OPS = ('read', 'write', 'copy')
 CPU_KERNELS = ('avx512', 'avx2', 'neon', 'sve', 'scalar')
@@ -66,9 +67,22 @@ def reframe(*args: str, env: dict[str, str] | None = None,
                           text=True, timeout=timeout)
 
 
+def listing(config: Path, *args: str, timeout: int = 120) -> subprocess.CompletedProcess[str]:
+    """`reframe -C CONFIG -c reframe_checks -l ARGS`. That of a configuration of site_configs
+    is made once in the run for every test file that lists it alike (shared_render: 2 s of
+    ReFrame's start each time; a listing reads only the checks and that file, which no test
+    changes); that of a test's own configuration, every time."""
+    command = ('-C', str(config), '-c', str(CHECKS), '-l', *args)
+    if config.parent != CONFIGS:
+        return reframe(*command, timeout=timeout)
+    folder = shared_render.once(['reframe', *command],
+                                lambda folder: shared_render.completed(folder, reframe(*command, timeout=timeout)))
+    return shared_render.completed(folder)
+
+
 def listed(config: str, *args: str) -> list[str]:
     """Names of the (non-fixture) checks a `reframe -l` lists; fails on load warnings."""
-    out = reframe('-C', str(CONFIGS / config), '-c', str(CHECKS), '-l', *args)
+    out = listing(CONFIGS / config, *args)
     text = out.stdout + out.stderr
     assert out.returncode == 0, text
     assert 'skipping test file' not in text, text

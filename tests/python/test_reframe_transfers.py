@@ -32,7 +32,7 @@ import references  # noqa: E402
 import transfers  # noqa: E402
 from conftest import planned_summary_lines  # noqa: E402
 from test_reframe import generic_variant, gh200_variant  # noqa: E402
-from test_reframe import reframe as run_reframe  # noqa: E402
+from test_reframe import listing, reframe as run_reframe  # noqa: E402
 
 ACCEPTANCE = ('MempathTransferBandwidth %coverage=acceptance',
               'MempathTransferLatency %coverage=acceptance')
@@ -52,7 +52,7 @@ def reframe(*args: str, timeout: int = 180) -> subprocess.CompletedProcess[str]:
 
 def listed(config: Path, *args: str) -> list[str]:
     """Names of the (non-fixture) checks a `reframe -l` lists; fails on load warnings."""
-    out = reframe('-C', str(config), '-c', str(CHECKS), '-l', *args)
+    out = listing(config, *args, timeout=180)
     text = out.stdout + out.stderr
     assert out.returncode == 0, text
     assert 'skipping test file' not in text, text
