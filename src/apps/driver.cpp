@@ -98,16 +98,19 @@ std::string case_text(Benchmark& bench, size_t i, int64_t id, const Topology& to
   const CaseRows rows = bench.rows(i, Outcome{"skipped", "", {}}, id);
   if (rows.cases.empty()) return bench.family() + " case " + std::to_string(id);
   const std::string first = case_words(bench.family(), rows.cases.front(), topo);
-  std::vector<std::string> merged = split_words(first);
-  std::vector<size_t> differ;
+  const std::string many = first + " and " + std::to_string(rows.cases.size() - 1) + " more";
+  const std::vector<std::string> head = split_words(first);
+  std::vector<std::string> merged = head;
+  size_t at = head.size();  // the one word in which the rows differ, once one does
   for (const Row& r : rows.cases) {
     const std::vector<std::string> words = split_words(case_words(bench.family(), r, topo));
-    if (words.size() != merged.size()) return first + " and " + std::to_string(rows.cases.size() - 1) + " more";
-    for (size_t w = 0; w < words.size(); ++w)
-      if (words[w] != split_words(first)[w] && std::find(differ.begin(), differ.end(), w) == differ.end()) differ.push_back(w);
-    if (differ.size() > 1) return first + " and " + std::to_string(rows.cases.size() - 1) + " more";
-    if (!differ.empty() && ("/" + merged[differ[0]] + "/").find("/" + words[differ[0]] + "/") == std::string::npos)
-      merged[differ[0]] += "/" + words[differ[0]];
+    if (words.size() != head.size()) return many;
+    for (size_t w = 0; w < words.size(); ++w) {
+      if (words[w] == head[w]) continue;
+      if (at != head.size() && at != w) return many;
+      at = w;
+      if (("/" + merged[w] + "/").find("/" + words[w] + "/") == std::string::npos) merged[w] += "/" + words[w];
+    }
   }
   std::string text;
   for (const auto& w : merged) text += (text.empty() ? "" : " ") + w;
